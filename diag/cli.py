@@ -1,0 +1,77 @@
+"""``vllm-diag`` command line: a thin layer over the library.
+
+Subcommands live in ``diag/commands/<name>.py``, each exposing ``HELP``, ``add_arguments(parser)``
+and ``run(args) -> int``; only the chosen one is imported (vLLM's CLI works the same way).
+Every user error is one ``vllm-diag: ...`` line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from . import __version__
+from .errors import DiagError
+
+# name -> module under diag.commands (import deferred until the command runs)
+COMMANDS = {
+    "sessions": "sessions",
+    "show": "show",
+    "check": "check",
+    "analyze": "analyze",
+    "suggest": "suggest",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
+        self.exit(2, f"vllm-diag: {message} (see `{self.prog} --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="vllm-diag",
+        description="Diagnose vLLM engines: probes, pre-flight checks, crash-log post-mortems, safe configs.",
+    )
+    parser.add_argument("--version", action="version", version=f"vllm-diag {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, module_name in COMMANDS.items():
+        module = _command_module(module_name)
+        if module is None:
+            continue
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def _command_module(module_name: str):
+    try:
+        return importlib.import_module(f"diag.commands.{module_name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"diag.commands.{module_name}":
+            return None  # command not built yet in this checkout
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args._run(args) or 0)
+    except DiagError as exc:
+        print(f"vllm-diag: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("vllm-diag: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per ``vllm-diag`` subcommand (see diag/cli.py)."""

@@ -1,0 +1,333 @@
+"""The session model: what vllm-diag knows about one engine run, log, or pre-flight check.
+
+Three sources fill the same shapes, so every rule, summary and UI works on all of them:
+
+* ``recorded``  -- probes inside a live vLLM engine (probes/),
+* ``predicted`` -- the pre-flight predictor, from config.json + serve arguments (diag/preflight),
+* ``log``       -- facts read out of a crash log (diag/postmortem).
+
+Everything here is plain data (dataclasses of str/int/float/list/dict), JSON-safe, and free of
+vllm/torch imports. ``EngineState`` is what the rules read; ``SessionRecord`` is what the store
+returns and what ``vllm-diag show --json`` prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+# Finding categories: a fixed vocabulary that scripts can rely on.
+CATEGORIES = (
+    "kv_page_size",  # page-size unification / alignment failures
+    "state_index",  # Mamba/GDN state indices vs block-table width
+    "spec_kernel_limit",  # next_n = k + 1 above a kernel's limit
+    "mixed_batch",  # builders that cannot take decodes and spec decodes together
+    "cudagraph_shape",  # capture sizes / CUDA-graph buffers vs the batch
+    "block_size_alignment",  # attention block size inflated by Mamba alignment
+    "mamba_block_budget",  # max_num_seqs above the available Mamba blocks
+    "prefix_cache_degraded",  # prefix caching silently off or useless
+    "token_budget",  # speculative tokens exhausting max_num_batched_tokens
+    "other",  # recognised failures outside this family (OOM, NCCL, missing files...)
+)
+SEVERITIES = ("error", "warning", "info")
+SESSION_KINDS = ("engine", "log", "check")
+PROCESS_ROLES = ("api_server", "engine_core", "worker", "main", "other")
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses (nested) -> dicts; tuples -> lists. Leaves other values alone."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    return obj
+
+
+def from_dict(cls, data: dict | None):
+    """Build dataclass ``cls`` from a dict, ignoring keys it does not know (forward compatible)."""
+    if data is None:
+        return None
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+# --------------------------------------------------------------------------------------------
+# Engine state (recorded, predicted, or reconstructed from a log)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LayerSpec:
+    """One layer's KV-cache spec, as vLLM's ``KVCacheSpec`` describes it.
+
+    ``stage`` says when it was seen: ``layer`` (what the model layers asked for) or ``unified``
+    (after ``unify_kv_cache_spec_page_size``: new block size or padding).
+    """
+
+    layer_name: str
+    spec_type: str  # FullAttentionSpec, SlidingWindowSpec, MLAAttentionSpec, MambaSpec, ...
+    block_size: int | None = None
+    page_size_bytes: int | None = None
+    page_size_padded: int | None = None
+    num_kv_heads: int | None = None
+    head_size: int | None = None
+    head_size_v: int | None = None
+    dtype: str | None = None
+    sliding_window: int | None = None
+    mamba_type: str | None = None
+    mamba_shapes: list[list[int]] | None = None
+    mamba_dtypes: list[str] | None = None
+    mamba_cache_mode: str | None = None
+    num_speculative_blocks: int | None = None
+    is_draft: bool = False
+    stage: str = "layer"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_mamba(self) -> bool:
+        return self.spec_type == "MambaSpec" or self.mamba_shapes is not None
+
+
+@dataclass
+class KVCacheGroup:
+    """One KV-cache group (``KVCacheGroupSpec``): layers sharing a block table."""
+
+    group_index: int
+    spec_type: str
+    layer_names: list[str]
+    block_size: int | None = None
+    page_size_bytes: int | None = None
+    page_size_padded: int | None = None
+    num_speculative_blocks: int | None = None
+    is_draft: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BlockTable:
+    """A block table's shape: rows = max_num_reqs, columns = max_num_blocks_per_req."""
+
+    group_index: int
+    rows: int
+    columns: int
+    block_size: int | None = None
+    kernel_block_size: int | None = None
+    derivation: str | None = None  # how the width was derived, e.g. "cdiv(512, 512) + 3"
+    slot_mapping_mode: str | None = None
+
+
+@dataclass
+class BuilderBuffer:
+    """A tensor an attention-metadata builder pre-allocates (CUDA-graph persistent buffer)."""
+
+    group_index: int | None
+    builder: str
+    name: str
+    shape: list[int]
+    dtype: str | None = None
+
+
+@dataclass
+class BatchStep:
+    """Composition of one engine step as a metadata builder saw it."""
+
+    step_index: int
+    num_reqs: int = 0
+    num_decodes: int = 0
+    num_spec_decodes: int = 0
+    num_prefills: int = 0
+    num_decode_tokens: int = 0
+    num_spec_decode_tokens: int = 0
+    num_prefill_tokens: int = 0
+    num_tokens: int = 0
+    spec_tokens_per_req: list[int] | None = None
+    builder: str | None = None
+    group_index: int | None = None
+    at: float | None = None
+
+
+@dataclass
+class ErrorRecord:
+    """An exception at init, capture or a step, with the numbers behind it."""
+
+    exc_type: str
+    message: str
+    phase: str = "init"  # init | profile | capture | step | log
+    traceback: str | None = None
+    notes: list[str] = field(default_factory=list)
+    numbers: dict[str, Any] = field(default_factory=dict)
+    location: str | None = None  # "file:line in function" of the raising frame
+    at: float | None = None
+
+
+@dataclass
+class EngineState:
+    """Everything the rules read about one engine, whatever its source.
+
+    ``config`` holds normalised engine settings (see ``CONFIG_KEYS``); unknown values are absent.
+    """
+
+    source: str = "recorded"  # recorded | predicted | log
+    vllm_version: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    layer_specs: list[LayerSpec] = field(default_factory=list)
+    kv_cache_groups: list[KVCacheGroup] = field(default_factory=list)
+    block_tables: list[BlockTable] = field(default_factory=list)
+    builder_buffers: list[BuilderBuffer] = field(default_factory=list)
+    steps: list[BatchStep] = field(default_factory=list)
+    errors: list[ErrorRecord] = field(default_factory=list)
+
+    def specs(self, stage: str = "layer") -> list[LayerSpec]:
+        return [s for s in self.layer_specs if s.stage == stage]
+
+
+# Normalised engine-config keys used across probes, pre-flight and post-mortem.
+CONFIG_KEYS = (
+    "model",
+    "architecture",
+    "dtype",
+    "kv_cache_dtype",
+    "block_size",
+    "user_specified_block_size",
+    "mamba_block_size",
+    "mamba_page_size_padded",
+    "mamba_cache_mode",
+    "mamba_ssm_cache_dtype",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "enable_prefix_caching",
+    "enable_chunked_prefill",
+    "speculative_method",
+    "num_speculative_tokens",
+    "draft_model",
+    "enforce_eager",
+    "cudagraph_mode",
+    "cudagraph_capture_sizes",
+    "max_cudagraph_capture_size",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "gpu_memory_utilization",
+    "model_runner",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Findings and suggestions
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Comparison:
+    """An expected-vs-actual pair: the heart of every finding."""
+
+    name: str
+    expected: Any
+    actual: Any
+    unit: str | None = None
+
+
+@dataclass
+class Evidence:
+    """Where a finding comes from: a log line, a recorded row, or a predicted value."""
+
+    text: str
+    line: int | None = None  # 1-based line number in the analysed log
+    source: str | None = None  # file name, table name, or "preflight"
+
+
+@dataclass
+class Change:
+    """One edit to the user's configuration. ``key`` is the normalised config key;
+    ``flag`` the spelling the user wrote (or would write); ``value`` None removes it."""
+
+    key: str
+    value: Any
+    flag: str | None = None
+    old: Any = None
+
+
+@dataclass
+class Suggestion:
+    """A concrete configuration that avoids a finding, re-checked before it is shown."""
+
+    title: str
+    tradeoff: str
+    changes: list[Change] = field(default_factory=list)
+    command: str | None = None  # the patched command in the user's notation
+    diff: list[str] = field(default_factory=list)  # minimal '-'/'+' lines of the command
+    yaml: str | None = None  # fragment for `vllm serve --config`
+    llm_kwargs: dict[str, Any] = field(default_factory=dict)
+    verified: bool = False
+    verification: str | None = None  # what the re-check said
+    rank: int = 0
+
+
+@dataclass
+class Finding:
+    rule: str
+    category: str
+    title: str
+    severity: str = "error"
+    message: str = ""
+    numbers: dict[str, Any] = field(default_factory=dict)
+    comparisons: list[Comparison] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    suggestions: list[Suggestion] = field(default_factory=list)
+    versions: str | None = None  # vLLM versions the rule applies to, e.g. ">=0.17,<0.28"
+    fixed_in: str | None = None  # e.g. "0.28.0 (PR #45207)"
+    missing_evidence: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.category not in CATEGORIES:
+            raise ValueError(f"unknown finding category {self.category!r}")
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"unknown severity {self.severity!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Sessions
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ProcessInfo:
+    pid: int
+    role: str = "other"
+    rank: int | None = None
+    ppid: int | None = None
+    name: str | None = None
+    host: str | None = None
+    started_at: float | None = None
+
+
+@dataclass
+class SessionInfo:
+    id: str
+    kind: str  # engine | log | check
+    label: str | None = None
+    status: str = "running"  # running | ok | failed
+    started_at: float | None = None
+    ended_at: float | None = None
+    vllm_version: str | None = None
+    model: str | None = None
+    architecture: str | None = None
+    source: str | None = None  # log path, command line, or script
+    host: str | None = None
+
+
+@dataclass
+class SessionRecord:
+    """All a session holds: its info, processes, engine state, findings."""
+
+    session: SessionInfo
+    processes: list[ProcessInfo] = field(default_factory=list)
+    state: EngineState = field(default_factory=EngineState)
+    findings: list[Finding] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return to_jsonable(self)

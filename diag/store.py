@@ -1,0 +1,368 @@
+"""The session store: one SQLite file (WAL) holding many sessions, written by many processes.
+
+Library first: probes, pre-flight, post-mortem and the UIs all go through ``Store``.
+Writers (``Store.open(path, create=True)``) may be several processes at once (API server,
+EngineCore, TP workers); each write is one short transaction and SQLite's busy timeout
+serialises them, so no row is lost. Readers open the file read-only and never change it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from .errors import DiagError, NotADiagDatabase, SessionNotFound
+from .model import (
+    BatchStep,
+    BlockTable,
+    BuilderBuffer,
+    Change,
+    Comparison,
+    EngineState,
+    ErrorRecord,
+    Evidence,
+    Finding,
+    KVCacheGroup,
+    LayerSpec,
+    ProcessInfo,
+    SessionInfo,
+    SessionRecord,
+    Suggestion,
+    from_dict,
+    to_jsonable,
+)
+from .schema import MIGRATION_SET, SCHEMA_VERSION, migrations
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 30_000
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(to_jsonable(value), separators=(",", ":"))
+
+
+def _loads(text: str | None, default: Any = None) -> Any:
+    if text is None or text == "":
+        return default
+    return json.loads(text)
+
+
+def new_session_id() -> str:
+    """Sortable, readable and unique: ``20261126-021530-3f9a2c``."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
+
+
+def _check_sqlite_file(path: Path) -> None:
+    if not path.exists():
+        raise DiagError(f"{path}: no such file")
+    if path.is_dir():
+        raise DiagError(f"{path}: is a directory, expected a vllm-diag database")
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise DiagError(f"{path}: cannot read ({exc.strerror})") from None
+    if head != SQLITE_MAGIC:
+        raise NotADiagDatabase(f"{path}: not a vllm-diag database (not an SQLite file)")
+
+
+class Store:
+    """A vllm-diag database. Use :meth:`open`; close with :meth:`close` or a ``with`` block."""
+
+    def __init__(self, db: sqlite_utils.Database, path: Path, readonly: bool):
+        self.db = db
+        self.path = path
+        self.readonly = readonly
+
+    # ---------------------------------------------------------------- opening
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, create: bool = False) -> Store:
+        """Open ``path``. ``create=True`` makes (or migrates) it for writing; otherwise it must
+        already be a vllm-diag database and is opened read-only."""
+        path = Path(path)
+        if create:
+            if path.exists():
+                _check_sqlite_file(path)
+            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            store = cls(sqlite_utils.Database(conn), path, readonly=False)
+            store._prepare_for_writing()
+            return store
+        _check_sqlite_file(path)
+        uri = f"file:{path.resolve()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        store = cls(sqlite_utils.Database(conn), path, readonly=True)
+        store._check_schema()
+        return store
+
+    def _prepare_for_writing(self) -> None:
+        conn = self.db.conn
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = wal")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if migrations.pending(self.db):
+                # BEGIN IMMEDIATE takes the write lock first, so concurrent openers of a fresh
+                # file migrate one after another; the loser finds nothing pending.
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    migrations.apply(self.db)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+        except sqlite3.DatabaseError as exc:
+            raise NotADiagDatabase(f"{self.path}: cannot use as a vllm-diag database ({exc})") from None
+        self._check_schema()
+
+    def _check_schema(self) -> None:
+        try:
+            tables = set(self.db.table_names())
+            if "_sqlite_migrations" not in tables or "sessions" not in tables:
+                raise NotADiagDatabase(f"{self.path}: not a vllm-diag database (no vllm-diag tables)")
+            applied = self.db.execute(
+                "select count(*) from _sqlite_migrations where migration_set = ?", [MIGRATION_SET]
+            ).fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise NotADiagDatabase(f"{self.path}: not a vllm-diag database ({exc})") from None
+        if applied == 0:
+            raise NotADiagDatabase(f"{self.path}: not a vllm-diag database (no vllm-diag schema)")
+        if applied > SCHEMA_VERSION:
+            raise DiagError(
+                f"{self.path}: written by a newer vllm-diag (schema {applied} > {SCHEMA_VERSION}); upgrade vllm-diag"
+            )
+        if self.readonly and applied < SCHEMA_VERSION:
+            raise DiagError(
+                f"{self.path}: older schema {applied} (current {SCHEMA_VERSION}); open it once for writing to migrate"
+            )
+
+    @property
+    def schema_version(self) -> int:
+        return self.db.execute("PRAGMA user_version").fetchone()[0]
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- writing
+
+    def _write(self, fn) -> Any:
+        """Run ``fn`` in one IMMEDIATE transaction (other writers wait on the busy timeout)."""
+        if self.readonly:
+            raise DiagError(f"{self.path}: opened read-only")
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn()
+            conn.execute("COMMIT")
+            return result
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def new_session(self, kind: str, **fields: Any) -> str:
+        info = SessionInfo(
+            id=fields.pop("id", None) or new_session_id(),
+            kind=kind,
+            started_at=fields.pop("started_at", None) or time.time(),
+            host=fields.pop("host", None) or socket.gethostname(),
+            **fields,
+        )
+        self.ensure_session(info)
+        return info.id
+
+    def ensure_session(self, info: SessionInfo) -> None:
+        """Insert the session unless a process of the same engine already did."""
+        self._write(lambda: self.db["sessions"].insert(to_jsonable(info), pk="id", ignore=True))
+
+    def update_session(self, session_id: str, **fields: Any) -> None:
+        fields = {k: v for k, v in fields.items() if v is not None}
+        if fields:
+            self._write(lambda: self.db["sessions"].update(session_id, fields))
+
+    def add_process(self, session_id: str, proc: ProcessInfo) -> None:
+        row = {"session_id": session_id, **to_jsonable(proc)}
+        self._write(lambda: self.db["processes"].upsert(row, pk=("session_id", "pid")))
+
+    def set_items(self, table: str, session_id: str, items: dict[str, Any], pid: int = 0) -> None:
+        """Key/value facts (``environment`` or ``engine_config``); values stored as JSON."""
+        rows = [{"session_id": session_id, "pid": pid, "key": k, "value": _dumps(v)} for k, v in items.items()]
+        self._write(lambda: self.db[table].upsert_all(rows, pk=("session_id", "pid", "key")))
+
+    def add_state(self, session_id: str, state: EngineState, pid: int = 0) -> None:
+        """Write the state's facts in one transaction (used by pre-flight, post-mortem, probes)."""
+
+        def write() -> None:
+            if state.config:
+                self.db["engine_config"].upsert_all(
+                    [{"session_id": session_id, "pid": pid, "key": k, "value": _dumps(v)} for k, v in state.config.items()],
+                    pk=("session_id", "pid", "key"),
+                )
+            if state.environment:
+                self.db["environment"].upsert_all(
+                    [
+                        {"session_id": session_id, "pid": pid, "key": k, "value": _dumps(v)}
+                        for k, v in state.environment.items()
+                    ],
+                    pk=("session_id", "pid", "key"),
+                )
+            self._insert_rows("layer_specs", session_id, pid, state.layer_specs)
+            self._insert_rows("kv_cache_groups", session_id, pid, state.kv_cache_groups)
+            self._insert_rows("block_tables", session_id, pid, state.block_tables)
+            self._insert_rows("builder_buffers", session_id, pid, state.builder_buffers)
+            self._insert_rows("batch_steps", session_id, pid, state.steps)
+            self._insert_rows("errors", session_id, pid, state.errors)
+
+        self._write(write)
+
+    def add_rows(self, table: str, session_id: str, pid: int, items: Iterable[Any]) -> None:
+        """Append model objects (LayerSpec, BatchStep, ...) to ``table`` in one transaction."""
+        items = list(items)
+        if items:
+            self._write(lambda: self._insert_rows(table, session_id, pid, items))
+
+    def _insert_rows(self, table: str, session_id: str, pid: int, items: Iterable[Any]) -> None:
+        rows = []
+        for item in items:
+            row = {"session_id": session_id, "pid": pid}
+            for key, value in to_jsonable(item).items():
+                row[key] = value if not isinstance(value, (dict, list)) else _dumps(value)
+            rows.append(row)
+        if rows:
+            self.db[table].insert_all(rows)
+
+    def add_findings(self, session_id: str, findings: Iterable[Finding], replace: bool = True) -> None:
+        """Store findings with their suggestions; ``replace`` drops the session's old ones first."""
+        findings = list(findings)
+
+        def write() -> None:
+            if replace:
+                self.db.execute("delete from suggestions where session_id = ?", [session_id])
+                self.db.execute("delete from findings where session_id = ?", [session_id])
+            for finding in findings:
+                data = to_jsonable(finding)
+                suggestions = data.pop("suggestions")
+                row = {"session_id": session_id}
+                for key, value in data.items():
+                    row[key] = _dumps(value) if isinstance(value, (dict, list)) else value
+                finding_id = self.db["findings"].insert(row).last_pk
+                for rank, sug in enumerate(suggestions, start=1):
+                    srow = {"finding_id": finding_id, "session_id": session_id}
+                    for key, value in sug.items():
+                        srow[key] = _dumps(value) if isinstance(value, (dict, list)) else value
+                    srow["rank"] = sug.get("rank") or rank
+                    srow["verified"] = int(bool(sug.get("verified")))
+                    self.db["suggestions"].insert(srow)
+
+        self._write(write)
+
+    # ---------------------------------------------------------------- reading
+
+    def sessions(self) -> list[SessionInfo]:
+        rows = self.db.execute("select * from sessions order by started_at, id").fetchall()
+        cols = [d[0] for d in self.db.execute("select * from sessions limit 0").description]
+        return [from_dict(SessionInfo, dict(zip(cols, r))) for r in rows]
+
+    def session_counts(self, session_id: str) -> dict[str, int]:
+        counts = {}
+        for table in ("layer_specs", "kv_cache_groups", "block_tables", "batch_steps", "errors", "findings"):
+            counts[table] = self.db.execute(f"select count(*) from {table} where session_id = ?", [session_id]).fetchone()[0]
+        return counts
+
+    def resolve_session(self, session_id: str | None) -> str:
+        """``None`` or ``"latest"`` -> the newest session; a unique prefix -> its full id."""
+        if session_id in (None, "latest", "last"):
+            row = self.db.execute("select id from sessions order by started_at desc, id desc limit 1").fetchone()
+            if row is None:
+                raise SessionNotFound(f"{self.path}: holds no sessions")
+            return row[0]
+        rows = self.db.execute("select id from sessions where id = ? or id like ? || '%'", [session_id, session_id]).fetchall()
+        exact = [r[0] for r in rows if r[0] == session_id]
+        if exact:
+            return exact[0]
+        if len(rows) == 1:
+            return rows[0][0]
+        if not rows:
+            raise SessionNotFound(f"{self.path}: no session {session_id!r} (see `vllm-diag sessions {self.path}`)")
+        raise SessionNotFound(f"{self.path}: session prefix {session_id!r} is ambiguous ({len(rows)} matches)")
+
+    def _rows(self, table: str, session_id: str, order: str = "rowid") -> list[dict[str, Any]]:
+        cur = self.db.execute(f"select * from {table} where session_id = ? order by {order}", [session_id])
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    @staticmethod
+    def _decode(row: dict[str, Any], json_cols: Iterable[str], bool_cols: Iterable[str] = ()) -> dict[str, Any]:
+        row = dict(row)
+        for col in json_cols:
+            if col in row:
+                row[col] = _loads(row[col])
+        for col in bool_cols:
+            if col in row and row[col] is not None:
+                row[col] = bool(row[col])
+        return row
+
+    def load(self, session_id: str | None = None) -> SessionRecord:
+        """Everything one session holds, as model objects."""
+        sid = self.resolve_session(session_id)
+        cur = self.db.execute("select * from sessions where id = ?", [sid])
+        cols = [d[0] for d in cur.description]
+        info_row = dict(zip(cols, cur.fetchone()))
+        info = from_dict(SessionInfo, info_row)
+        processes = [from_dict(ProcessInfo, r) for r in self._rows("processes", sid, "started_at, pid")]
+
+        state = EngineState(source={"engine": "recorded", "check": "predicted", "log": "log"}.get(info.kind, "recorded"))
+        state.vllm_version = info.vllm_version
+        for r in self._rows("engine_config", sid, "pid, key"):
+            state.config.setdefault(r["key"], _loads(r["value"]))
+        for r in self._rows("environment", sid, "pid, key"):
+            state.environment.setdefault(r["key"], _loads(r["value"]))
+        state.layer_specs = [
+            from_dict(LayerSpec, self._decode(r, ("mamba_shapes", "mamba_dtypes", "extra"), ("is_draft",)))
+            for r in self._rows("layer_specs", sid)
+        ]
+        state.kv_cache_groups = [
+            from_dict(KVCacheGroup, self._decode(r, ("layer_names", "extra"), ("is_draft",)))
+            for r in self._rows("kv_cache_groups", sid)
+        ]
+        state.block_tables = [from_dict(BlockTable, r) for r in self._rows("block_tables", sid)]
+        state.builder_buffers = [from_dict(BuilderBuffer, self._decode(r, ("shape",))) for r in self._rows("builder_buffers", sid)]
+        state.steps = [
+            from_dict(BatchStep, self._decode(r, ("spec_tokens_per_req",))) for r in self._rows("batch_steps", sid, "step_index, rowid")
+        ]
+        state.errors = [from_dict(ErrorRecord, self._decode(r, ("notes", "numbers"))) for r in self._rows("errors", sid, "at, rowid")]
+
+        suggestions_by_finding: dict[int, list[Suggestion]] = {}
+        for r in self._rows("suggestions", sid, "finding_id, rank"):
+            r = self._decode(r, ("changes", "diff", "llm_kwargs"), ("verified",))
+            sug = from_dict(Suggestion, r)
+            sug.changes = [from_dict(Change, c) for c in (sug.changes or [])]
+            sug.diff = sug.diff or []
+            sug.llm_kwargs = sug.llm_kwargs or {}
+            suggestions_by_finding.setdefault(r["finding_id"], []).append(sug)
+        findings = []
+        for r in self._rows("findings", sid, "id"):
+            r = self._decode(r, ("numbers", "comparisons", "evidence", "missing_evidence"))
+            f = from_dict(Finding, {**r, "numbers": r["numbers"] or {}, "comparisons": [], "evidence": [],
+                                    "missing_evidence": r["missing_evidence"] or []})
+            f.comparisons = [from_dict(Comparison, c) for c in (r["comparisons"] or [])]
+            f.evidence = [from_dict(Evidence, e) for e in (r["evidence"] or [])]
+            f.suggestions = suggestions_by_finding.get(r["id"], [])
+            findings.append(f)
+        return SessionRecord(session=info, processes=processes, state=state, findings=findings)
