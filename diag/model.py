@@ -331,3 +331,63 @@ class SessionRecord:
 
     def to_json(self) -> dict[str, Any]:
         return to_jsonable(self)
+
+
+# --------------------------------------------------------------------------------------------
+# Facts read out of a log (filled by diag/postmortem, read by the rules)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Frame:
+    """One traceback frame: ``File "<file>", line <line>, in <function>`` plus its source line."""
+
+    file: str
+    line: int
+    function: str
+    code: str | None = None
+    log_line: int | None = None  # where in the analysed log this frame was printed
+
+
+@dataclass
+class LogException:
+    """One exception as printed in a log (the root one, or a wrapper around it)."""
+
+    exc_type: str  # "AssertionError", "RuntimeError", "torch.OutOfMemoryError", ...
+    message: str
+    frames: list[Frame] = field(default_factory=list)
+    process: str | None = None  # "EngineCore", "Worker_TP0", "APIServer", ...
+    log_line: int | None = None  # line of the "ExcType: message" line
+    wrapped: bool = False  # True for "Worker failed with error ..." style re-raises
+
+    @property
+    def last_frame(self) -> Frame | None:
+        return self.frames[-1] if self.frames else None
+
+
+@dataclass
+class LogFacts:
+    """What a log says about an engine, normalised.
+
+    ``args`` uses the normalised keys of ``CONFIG_KEYS`` (plus any other flags, snake_case).
+    ``numbers`` holds values pulled out of messages (tensor sizes, next_n, num_decodes,
+    page sizes, block sizes ...), each name documented by the extractor that sets it.
+    ``startup`` holds facts from INFO/WARNING lines (e.g. ``attention_block_size``,
+    ``mamba_padding_percent``, ``max_cudagraph_capture_size_truncated``, ``prefix_cache_hit_rate``).
+    ``lines`` maps a fact name to the (line number, text) it came from, for evidence.
+    """
+
+    vllm_version: str | None = None
+    command: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    architecture: str | None = None
+    gpu_names: list[str] = field(default_factory=list)
+    gpu_count: int | None = None
+    python_version: str | None = None
+    root: LogException | None = None
+    exceptions: list[LogException] = field(default_factory=list)
+    numbers: dict[str, Any] = field(default_factory=dict)
+    startup: dict[str, Any] = field(default_factory=dict)
+    lines: dict[str, tuple[int, str]] = field(default_factory=dict)
+    total_lines: int = 0
