@@ -1,0 +1,87 @@
+"""Post-mortem: read a vLLM log (file, folder, stdin, .gz) into :class:`diag.model.LogFacts`.
+
+Entry points: :func:`read_facts` (path or ``-``), :func:`facts_from_text` (a string, for tests and
+pasted logs), :func:`facts_from_bytes`. The analysis pipeline (rules, pre-flight, suggestions, store)
+is :func:`diag.postmortem.analyze.analyze_path`.
+
+What the extractor sets
+=======================
+
+``LogFacts.numbers`` -- values read out of the root error message (and the wrapper of the same
+error), plus a few derived ones. Every name also gets ``LogFacts.lines[name] = (line, text)``.
+
+=====================================  ==========================================================
+name                                   from
+=====================================  ==========================================================
+tensor_a_size, tensor_b_size,          ``The size of tensor a (6) must match the size of tensor b
+mismatch_dim                           (7) at non-singleton dimension 1``
+num_decodes, num_spec_decodes          ``num_decodes: 1, num_spec_decodes: 1`` (GDN builder)
+split_sizes (list),                    ``split_with_sizes expects split_sizes to sum exactly to 512
+split_sizes_expected_sum               … but got split_sizes=[256, 0]``
+capture_num_reqs, capture_size,        GDN ``batch size (r) <= cudagraph capture sizes (bs), and
+capture_num_tokens                     number of tokens (t)``
+index, index_dim, index_size           ``index 21 is out of bounds for dimension 0 with size 1``
+next_n_allowed (list)                  kernel assert ``next_n == 1 or next_n == 2``
+next_n                                 ``next_n=3`` in a message, else derived as
+                                       num_speculative_tokens + 1 when the kernel assert is seen
+kernel_assert_path, kernel_assert_file, ``Assertion error (…/smxx_fp8_fp4_paged_mqa_logits.hpp:233):
+kernel_assert_line,                     next_n == 1 or next_n == 2`` (strings, except the line)
+kernel_assert_condition
+assert_condition (str)                 source line of a bare ``AssertionError``
+                                       (``new_spec.page_size_bytes == max_page_size``)
+page_size_bytes, max_page_size, ...    any ``snake_name=NUMBER`` / ``snake_name: NUMBER`` pair in
+                                       the message (patched asserts, custom messages)
+layer_name (str)                       ``Layer <name>: page size is not divisible …``
+block_table_entries (list)             ``… same number of block table entries, got [...]``
+kernel_block_size, kv_manager_block_size  ``kernel_block_size K must divide kv_manager_block_size size B``
+aligned_block_size                     ``Aligned KV cache block size B is not supported``
+max_model_len, kv_cache_needed_gib,    ``To serve at least one request with the models's max seq
+kv_cache_available_gib,                len (L), (x GiB KV cache is needed … (y GiB)`` /
+estimated_max_model_len                ``estimated maximum model length is N``
+oom_tried_gib, gpu_total_gib,          ``CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a
+gpu_free_gib                           total capacity of 79.10 GiB of which 1.2 GiB is free``
+num_speculative_tokens, n_predict      ``num_speculative_tokens:3 must be divisible by n_predict=2``
+                                       (num_speculative_tokens is also copied from the arguments)
+head_dim                               ``Unexpected head dim size, 32``
+nccl_timeout_ms, nccl_ran_ms           NCCL watchdog ``Timeout(ms)=600000`` / ``ran for N milliseconds``
+=====================================  ==========================================================
+
+``LogFacts.startup`` -- INFO/WARNING/metrics lines (the failures that never raise):
+
+=====================================  ==========================================================
+attention_block_size                   ``Setting attention block size to 544 tokens …``
+mamba_padding_percent                  ``Padding mamba page size by 1.23% …``
+max_cudagraph_capture_size_truncated   ``Truncating max_cudagraph_capture_size to 4``
+kv_cache_block_size_backend            ``Setting kv cache block size to N for X backend.``
+kv_padding_layers,                     ``Add 3 padding layers, may waste at most 12.50% KV cache
+kv_padding_waste_percent               memory``
+mamba_cache_mode                       ``Mamba cache mode is set to 'align' …``
+resolved_architecture                  ``Resolved architecture: NemotronHForCausalLM``
+gpu_kv_cache_tokens, kv_cache_device   ``GPU KV cache size: 123,456 tokens`` (device GPU/CPU/…)
+max_concurrency, max_concurrency_tokens ``Maximum concurrency for 2,048 tokens per request: 60.28x``
+prefix_cache_hit_rate                  last ``Prefix cache hit rate: 0.0%`` (percent)
+prefix_cache_hit_rate_max,             largest value and number of metrics lines seen
+prefix_cache_hit_rate_samples
+available_kv_cache_gib                 ``Available KV cache memory: 12.3 GiB``
+model_load_gib                         ``Model loading took 1.2 GiB``
+num_gpu_blocks                         ``# GPU blocks: N``
+model_runner                           "V1"/"V2" from the model-runner fallback lines
+hybrid_kv_cache_manager_disabled       ``Hybrid KV cache manager is disabled …``
+dsa_use_flattening                     ``DSA indexer decode path: use_flattening=…``
+engine_init_seconds                    ``init engine (profile, create kv cache, warmup model) took N``
+compute_capability ([major, minor])    ``sm_90a`` / ``SM_120`` / ``SM 86`` mentioned in the text
+=====================================  ==========================================================
+
+``LogFacts.args`` -- normalised engine settings (``CONFIG_KEYS`` + other flags in snake_case), merged
+from (lowest to highest priority): loose ``--flag`` lines and known flags quoted in prose, an
+``LLM(...)`` call, the ``vllm serve`` / ``python -m vllm.entrypoints…`` command, the ``Initializing a V1
+LLM engine … with config:`` line, and ``non-default args: {…}``. Secrets are redacted.
+``LogFacts.lines`` keys besides the number names: ``vllm_version``, ``command``, ``args``,
+``non_default_args``, ``engine_config``, ``model``, ``architecture``, ``gpu``, ``root``.
+"""
+
+from __future__ import annotations
+
+from .reader import facts_from_bytes, facts_from_text, read_facts
+
+__all__ = ["read_facts", "facts_from_text", "facts_from_bytes"]

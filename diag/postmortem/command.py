@@ -1,0 +1,221 @@
+"""Serve arguments out of what a log shows: pasted commands, ``LLM(...)`` calls, loose ``--flags``,
+``non-default args: {…}`` and the ``Initializing a V1 LLM engine … with config:`` line.
+
+Command lines are parsed with :mod:`diag.serveargs` (H3's parser, vLLM's flag table); values are never
+evaluated (JSON via ``json``, Python reprs via :mod:`diag.postmortem.pylit`). Every function returns
+normalised keys (``diag.model.CONFIG_KEYS`` plus snake_case extras) and never raises.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .pylit import LiteralError, parse_kwargs, parse_literal
+
+_ENGINE_KEYS = {
+    "model": "model",
+    "tokenizer": None,
+    "dtype": "dtype",
+    "max_seq_len": "max_model_len",
+    "tensor_parallel_size": "tensor_parallel_size",
+    "pipeline_parallel_size": "pipeline_parallel_size",
+    "data_parallel_size": "data_parallel_size",
+    "enforce_eager": "enforce_eager",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "enable_prefix_caching": "enable_prefix_caching",
+    "enable_chunked_prefill": "enable_chunked_prefill",
+    "quantization": "quantization",
+    "trust_remote_code": "trust_remote_code",
+    "load_format": "load_format",
+    "seed": "seed",
+}
+
+
+def _normalise(dest_args: dict[str, Any]) -> dict[str, Any]:
+    try:
+        from ..serveargs import normalise_args
+    except ImportError:  # pragma: no cover - serveargs is part of the package
+        return dict(dest_args)
+    try:
+        out = normalise_args(dest_args)
+    except Exception:  # noqa: BLE001 - a log value of an unexpected type must not stop the analysis
+        out = {}
+    for k, v in dest_args.items():  # keep every flag (snake_case), normalised keys win
+        if k not in out and v is not None and not isinstance(v, (dict, list)) or k in ("speculative_config", "compilation_config"):
+            out.setdefault(k, v)
+    return out
+
+
+def args_from_dest_dict(d: dict[str, Any]) -> dict[str, Any]:
+    """``non-default args`` (vLLM dest names) -> normalised keys."""
+    d = dict(d)
+    if "model_tag" in d and "model" not in d:
+        d["model"] = d.pop("model_tag")
+    for key in ("speculative_config", "compilation_config"):
+        v = d.get(key)
+        if isinstance(v, str):
+            try:
+                d[key] = parse_literal(v)
+            except LiteralError:
+                pass
+    return _normalise(d)
+
+
+def args_from_engine_config(kw: dict[str, Any]) -> dict[str, Any]:
+    """``Initializing a V1 LLM engine (vX) with config: model='…', …`` -> normalised keys."""
+    out: dict[str, Any] = {}
+    for k, v in kw.items():
+        name = _ENGINE_KEYS.get(k)
+        if name:
+            if isinstance(v, str) and v.startswith("torch."):
+                v = v[len("torch."):]
+            out[name] = v
+    spec = kw.get("speculative_config")
+    if isinstance(spec, str) and "(" in spec:
+        inner = parse_kwargs(spec[spec.index("(") + 1 : spec.rindex(")")] if ")" in spec else spec)
+        if inner.get("method"):
+            out["speculative_method"] = str(inner["method"])
+        k = inner.get("num_spec_tokens", inner.get("num_speculative_tokens"))
+        if isinstance(k, int):
+            out["num_speculative_tokens"] = k
+        if inner.get("model") and str(inner.get("method")) in ("draft_model", "eagle", "eagle3"):
+            out["draft_model"] = str(inner["model"])
+    comp = kw.get("compilation_config")
+    if isinstance(comp, dict):
+        mode = comp.get("cudagraph_mode")
+        if isinstance(mode, str):
+            m = re.search(r"CUDAGraphMode\.(\w+)", mode)
+            out["cudagraph_mode"] = (m.group(1) if m else mode).upper()
+        sizes = comp.get("cudagraph_capture_sizes")
+        if isinstance(sizes, list) and all(isinstance(x, int) for x in sizes):
+            out["cudagraph_capture_sizes"] = sorted(sizes)
+        mx = comp.get("max_cudagraph_capture_size")
+        if isinstance(mx, int):
+            out["max_cudagraph_capture_size"] = mx
+    if out.get("kv_cache_dtype") == "auto":
+        out["kv_cache_dtype"] = "auto"
+    return out
+
+
+def args_from_llm_call(text: str) -> dict[str, Any]:
+    """``LLM(model="x", speculative_config={...}, ...)`` from a pasted Python snippet."""
+    start = text.find("LLM(")
+    if start < 0:
+        return {}
+    body = text[start + 4 :]
+    lines = []
+    for ln in body.splitlines():
+        lines.append(_strip_comment(ln))
+    body = "\n".join(lines)
+    depth, end = 1, len(body)
+    quote = None
+    for i, c in enumerate(body):
+        if quote:
+            if c == quote:
+                quote = None
+            continue
+        if c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                end = i
+                break
+    kw = parse_kwargs(body[:end])
+    if not kw:
+        return {}
+    return _normalise(kw)
+
+
+def _strip_comment(line: str) -> str:
+    quote = None
+    for i, c in enumerate(line):
+        if quote:
+            if c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif c == "#":
+            return line[:i]
+    return line
+
+
+def parse_serve_command(text: str) -> tuple[str, dict[str, Any]] | None:
+    """(command text as kept, normalised args) for a pasted ``vllm serve`` / api_server command.
+    Prose after the command (``vllm serve --x 1 crashes with …``) is cut off; None if unreadable."""
+    try:
+        from ..serveargs import parse_command
+    except ImportError:  # pragma: no cover
+        return None
+    candidates = [text]
+    # a command inside a sentence: keep the longest prefix that parses with only flags/values
+    words = text.split(" ")
+    for cut in range(len(words) - 1, 1, -1):
+        if len(candidates) > 40:
+            break
+        candidates.append(" ".join(words[:cut]))
+    for cand in candidates:
+        try:
+            cmd = parse_command(cand)
+            args = cmd.args()
+        except Exception:  # noqa: BLE001 - CommandError or anything odd in a pasted command
+            continue
+        if cmd.unknown_flags and cand is text and len(candidates) > 1:
+            # prose words became positionals/unknown flags: try shorter prefixes first
+            pass
+        positional = [it for it in cmd.items if it.form == "positional"]
+        if positional and cmd.entry == "serve" and cmd.tokens and positional[0].tokens[0] != cmd.prefix_end:
+            continue
+        if positional and not re.fullmatch(r"[\w.\-/~:@]+", str(positional[0].value)):
+            continue
+        if len(positional) == 1 and cmd.entry == "serve" and positional[0].tokens[0] != cmd.prefix_end:
+            continue
+        extra_pos = [it for it in cmd.items if it.form == "positional"][1:]
+        if extra_pos:
+            continue
+        return cand, _normalise(args)
+    return None
+
+
+def args_from_flags(text: str, inline: list[tuple[str, str | None]]) -> dict[str, Any]:
+    """Loose ``--flag value`` lines (and known flags quoted inside prose) -> normalised keys."""
+    out: dict[str, Any] = {}
+    try:
+        from ..serveargs import flag_table, parse_command
+    except ImportError:  # pragma: no cover
+        return out
+    try:
+        _, options = flag_table()
+    except Exception:  # noqa: BLE001
+        return out
+    pieces: list[str] = []
+    for flag, val in inline:
+        base = flag.split(".", 1)[0]
+        if base in options or base.replace("_", "-") in options:
+            if val is None:
+                pieces.append(flag)
+            elif val[:1] in ("'", '"'):
+                pieces.append(f"{flag} {val}")
+            else:
+                pieces.append(f"{flag} {_quote(val)}")
+    chunks = [c for c in (text, " ".join(pieces)) if c.strip()]
+    for chunk in chunks:
+        try:
+            cmd = parse_command(chunk)
+            args = cmd.args()
+        except Exception:  # noqa: BLE001
+            continue
+        if not any(it.dest == "model" and it.form != "positional" for it in cmd.items):
+            args.pop("model", None)
+        for k, v in _normalise(args).items():
+            out.setdefault(k, v)
+    return out
+
+
+def _quote(val: str) -> str:
+    if re.fullmatch(r"[\w.\-/:@,+=]+", val):
+        return val
+    return "'" + val.replace("'", "") + "'"

@@ -1,0 +1,599 @@
+"""Facts out of cleaned log lines: the streaming collector behind :func:`diag.postmortem.read_facts`.
+
+``FactCollector.feed(line)`` takes :class:`~diag.postmortem.lines.Line` objects in order (possibly with
+gaps, when the scanner skipped uninteresting regions) and keeps bounded state; ``finish()`` returns a
+:class:`~diag.model.LogFacts`. Names set in ``numbers`` / ``startup`` are listed in the package docstring.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..model import LogException, LogFacts
+from .lines import Line
+from .pylit import LiteralError, parse_kwargs, parse_literal, parse_literal_prefix
+from .redact import redact
+from .traceback import TracebackParser, dedupe, inner_error, is_noise
+
+# ------------------------------------------------------------------------------------------------
+# startup / metrics lines
+# ------------------------------------------------------------------------------------------------
+
+_FLOAT = r"(\d+(?:\.\d+)?)"
+_INT = r"(\d[\d,]*)"
+
+# (fact name, regex, converter); first group is the value
+_STARTUP_PATTERNS: list[tuple[str, re.Pattern[str], Any]] = [
+    ("attention_block_size", re.compile(r"Setting attention block size to (\d+) tokens"), int),
+    ("mamba_padding_percent", re.compile(r"Padding mamba page size by " + _FLOAT + r"%"), float),
+    ("max_cudagraph_capture_size_truncated", re.compile(r"Truncating max_cudagraph_capture_size to (\d+)"), int),
+    ("kv_cache_block_size_backend", re.compile(r"Setting kv cache block size to (\d+) for"), int),
+    ("kv_padding_layers", re.compile(r"Add (\d+) padding layers, may waste at most"), int),
+    ("kv_padding_waste_percent", re.compile(r"padding layers, may waste at most " + _FLOAT + r"%"), float),
+    ("mamba_cache_mode", re.compile(r"Mamba cache mode is set to '(\w+)'"), str),
+    ("resolved_architecture", re.compile(r"Resolved architecture: (\w+)"), str),
+    ("available_kv_cache_gib", re.compile(r"Available KV cache memory: " + _FLOAT + r" ?GiB"), float),
+    ("model_load_gib", re.compile(r"Model loading took " + _FLOAT + r" ?Gi?B"), float),
+    ("num_gpu_blocks", re.compile(r"# (?:GPU|CUDA|cuda) blocks: (\d+)"), int),
+    ("dsa_use_flattening", re.compile(r"DSA indexer decode path: use_flattening=(\w+)"), lambda s: s == "True"),
+    ("engine_init_seconds", re.compile(r"init engine \(profile, create kv cache, warmup model\) took " + _FLOAT), float),
+]
+_KV_SIZE = re.compile(r"\b(GPU|CPU|XPU|TPU|HPU)(?: \+ host)? KV cache size: " + _INT + r" tokens")
+_CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _FLOAT + r"x")
+_HIT_RATE = re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: (?:GPU: )?" + _FLOAT + r"%")
+_MODEL_RUNNER = re.compile(r"using the (V[12]) model runner|Model Runner (V2) (?:is|will be) used", re.I)
+_HYBRID_OFF = re.compile(r"Hybrid KV cache manager is disabled")
+
+# ------------------------------------------------------------------------------------------------
+# version, model, GPU
+# ------------------------------------------------------------------------------------------------
+
+_VER = r"v?(\d+\.\d+(?:\.\d+)?(?:(?:rc|\.dev|\.post)\d*)?(?:\+[\w.]+)?)"
+_VERSION_PATTERNS = [  # (priority, regex): lower is better
+    (0, re.compile(r"vLLM (?:API )?server version " + _VER)),
+    (0, re.compile(r"Initializing a V1 LLM engine \(" + _VER + r"\)")),
+    (0, re.compile(r"vLLM batch processing API version " + _VER)),
+    (1, re.compile(r"^\s*vLLM Version\s*:\s*" + _VER)),  # collect-env
+    (2, re.compile(r"\bvLLM[ _-]?(?:version|Version|VERSION)\s*[:=]?\s*" + _VER)),
+    (2, re.compile(r"\bvllm(?:-cpu)?==" + _VER)),
+    (3, re.compile(r"vllm/vllm-openai:" + _VER)),
+    (3, re.compile(r"\bvllm(?:-cpu)? " + r"(\d+\.\d+\.\d+)\b")),
+]
+_LOGO_VERSION = re.compile(r"█\s+version\s+" + _VER)
+_LOGO_MODEL = re.compile(r"█\s+model\s+(\S+)")
+_SERVING = re.compile(r"vLLM server version \S+, serving model (\S+)")
+_ARCH = re.compile(r"\b([A-Z][A-Za-z0-9_]*For(?:CausalLM|ConditionalGeneration|SequenceClassification|MaskedLM|TextEncoding|Embedding))\b")
+_ARCH_LIST = re.compile(r"architectures?\s*[:=]?\s*\[\s*'(\w+)'")
+_MODEL_LINE = re.compile(r"^\W{0,4}(?:Main(?: model)?|Model|Target(?: model)?|model)\s*[:=]\s*`?([\w.\-]+/[\w.\-/]+)`?")
+_DRAFT_LINE = re.compile(r"^\W{0,4}Draft(?: model)?\s*:\s*`?([\w.\-]+/[\w.\-/]+)`?")
+_PY = re.compile(r"\bPython(?: version)?:?\s+(3\.\d+(?:\.\d+)?)|/python(3\.\d+)/")
+
+_GPU_NAME = (
+    r"(?:NVIDIA\s+)?(?:GeForce\s+)?("
+    r"GH200|GB200|GB300|H100|H200|H20|H800|B200|B300|A100|A800|A10G|A10|A30|A40|L40S|L40|L4|V100|T4|"
+    r"RTX\s?PRO\s?6000(?:\s+Blackwell)?|RTX\s?A6000|RTX\s?6000\s?Ada|RTX\s?[2-5]0[6-9]0(?:\s?Ti)?|"
+    r"MI300X|MI325X|MI355X|MI250X?|MI210|Gaudi\s?[23]"
+    r")\b"
+)
+_GPU_RE = re.compile(_GPU_NAME)
+_GPU_ENUM = re.compile(r"^\s*GPU (\d+): (.+?)\s*(?:\(UUID.*)?$")
+_GPU_COUNT = re.compile(r"(\d+)\s*(?:×|x|X|\*)\s*" + _GPU_NAME)
+_SM = re.compile(r"\b(?:sm_?|SM[ _]?)(\d{2,3})a?\b")
+_TP_TEXT = re.compile(r"\b(?:TP|tp)\s*=\s*(\d+)\b")
+
+# ------------------------------------------------------------------------------------------------
+# commands pasted around the log
+# ------------------------------------------------------------------------------------------------
+
+_CMD_START = re.compile(
+    r"(?:^|[\s$`>#])((?:[A-Z_][A-Z0-9_]*=\S+\s+)*(?:vllm\s+serve\b|python[\d.]*\s+(?:-\w+\s+)*-m\s+vllm\.entrypoints\.\S+))"
+)
+_LLM_CALL = re.compile(r"\bLLM\(")
+_FLAG_LINE = re.compile(r"^\s*--[a-z][a-z0-9-]*")
+_INLINE_FLAG = re.compile(
+    r"(?<![\w-])(--[a-z][a-z0-9-]+(?:\.[a-z_]+)?)(?:[ =]('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)]+))?"
+)
+
+# ------------------------------------------------------------------------------------------------
+# numbers inside error messages
+# ------------------------------------------------------------------------------------------------
+
+_NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
+    (re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d+)"),
+     ("tensor_a_size", "tensor_b_size", "mismatch_dim")),
+    (re.compile(r"num_decodes:\s*(\d+),\s*num_spec_decodes:\s*(\d+)"), ("num_decodes", "num_spec_decodes")),
+    (re.compile(r"split_sizes to sum exactly to (\d+).*?split_sizes=\[([\d,\s]*)\]", re.S), ("split_sizes_expected_sum", "split_sizes")),
+    (re.compile(r"batch size \((\d+)\) <= cudagraph capture sizes \((\d+)\), and number of tokens \((\d+)\)"),
+     ("capture_num_reqs", "capture_size", "capture_num_tokens")),
+    (re.compile(r"index (-?\d+) is out of bounds for dimension (\d+) with size (\d+)"), ("index", "index_dim", "index_size")),
+    (re.compile(r"max seq len \((\d+)\), \(" + _FLOAT + r" GiB KV cache is needed, which is larger than the available KV cache memory \(" + _FLOAT + r" GiB\)"),
+     ("max_model_len", "kv_cache_needed_gib", "kv_cache_available_gib")),
+    (re.compile(r"estimated maximum model length is (\d+)"), ("estimated_max_model_len",)),
+    (re.compile(r"Tried to allocate " + _FLOAT + r" ?([GM])iB"), ("oom_tried", "oom_unit")),
+    (re.compile(r"total capacity of " + _FLOAT + r" GiB of which " + _FLOAT + r" ?([GM])iB is free"), ("gpu_total_gib", "gpu_free", "gpu_free_unit")),
+    (re.compile(r"num_speculative_tokens:?\s*(\d+) must be divisible by n_predict=(\d+)"), ("num_speculative_tokens", "n_predict")),
+    (re.compile(r"kernel_block_size (\d+) must divide kv_manager_block_size size (\d+)"), ("kernel_block_size", "kv_manager_block_size")),
+    (re.compile(r"Aligned KV cache block size (\d+) is not supported"), ("aligned_block_size",)),
+    (re.compile(r"Layer ([\w.]+): page size is not divisible"), ("layer_name",)),
+    (re.compile(r"same number of block table entries, got \[([\d,\s]*)\]"), ("block_table_entries",)),
+    (re.compile(r"Unexpected head dim size, (\d+)"), ("head_dim",)),
+    (re.compile(r"Assertion error\s*\(([^)]*?([\w.\-]+\.(?:hpp|cuh|cu|h|cpp|cc))):(\d+)\)\s*:\s*(.+?)\s*$", re.S),
+     ("kernel_assert_path", "kernel_assert_file", "kernel_assert_line", "kernel_assert_condition")),
+    (re.compile(r"(?:Timeout|timeout)\(ms\)=(\d+)"), ("nccl_timeout_ms",)),
+    (re.compile(r"ran for (\d+) milliseconds before timing out"), ("nccl_ran_ms",)),
+]
+_KV_PAIR = re.compile(r"\b([a-z][a-z0-9]*_[a-z0-9_]+|next_n|bs|k)\s*[=:]\s*(-?\d+(?:\.\d+)?)\b")
+_NEXT_N_ALLOWED = re.compile(r"next_n\s*==\s*(\d+)")
+
+
+def _num(value: str) -> int | float | str:
+    v = value.replace(",", "").strip()
+    try:
+        return int(v)
+    except ValueError:
+        try:
+            return float(v)
+        except ValueError:
+            return value.strip()
+
+
+def message_numbers(message: str) -> dict[str, Any]:
+    """The numbers a known error message carries (see the package docstring for the names)."""
+    out: dict[str, Any] = {}
+    msg = message[:8000]
+    for rx, names in _NUM_PATTERNS:
+        m = rx.search(msg)
+        if not m:
+            continue
+        for name, val in zip(names, m.groups()):
+            if val is None:
+                continue
+            if name in ("split_sizes", "block_table_entries"):
+                out[name] = [int(x) for x in re.findall(r"\d+", val)]
+            elif name in ("layer_name", "kernel_assert_path", "kernel_assert_file", "oom_unit", "gpu_free_unit"):
+                out[name] = val
+            elif name == "kernel_assert_condition":
+                out[name] = " ".join(val.split()).rstrip("'\"")
+            else:
+                out[name] = _num(val)
+    if "oom_tried" in out:
+        tried = out.pop("oom_tried")
+        out["oom_tried_gib"] = round(tried / 1024, 3) if out.pop("oom_unit", "G") == "M" else tried
+    if "gpu_free" in out:
+        free = out.pop("gpu_free")
+        out["gpu_free_gib"] = round(free / 1024, 3) if out.pop("gpu_free_unit", "G") == "M" else free
+    allowed = sorted({int(x) for x in _NEXT_N_ALLOWED.findall(msg)})
+    if allowed:
+        out["next_n_allowed"] = allowed
+    for name, val in _KV_PAIR.findall(msg):
+        out.setdefault(name, _num(val))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# the collector
+# ------------------------------------------------------------------------------------------------
+
+_LAUNCH = re.compile(r"vLLM (?:API )?server version|Initializing a V1 LLM engine|█\s+version\s")
+
+
+class FactCollector:
+    def __init__(self) -> None:
+        self.tb = TracebackParser()
+        self.facts = LogFacts()
+        self._version_prio = 99
+        self._cmd_lines: list[str] | None = None
+        self._cmd_line_no = 0
+        self._llm_lines: list[str] | None = None
+        self._llm_line_no = 0
+        self._llm_depth = 0
+        self.commands: list[tuple[int, str]] = []  # (line, text) of `vllm serve` / api_server commands
+        self.llm_calls: list[tuple[int, str]] = []
+        self.flag_lines: list[tuple[int, str]] = []
+        self.inline_flags: list[tuple[int, str, str | None]] = []
+        self.non_default: tuple[int, dict[str, Any]] | None = None
+        self.engine_config: tuple[int, dict[str, Any]] | None = None
+        self.launches: list[int] = []
+        self.gpu_enum: dict[int, str] = {}
+        self.gpu_mentions: list[str] = []
+        self.gpu_count_text: int | None = None
+        self.sm: int | None = None
+        self.tp_text: int | None = None
+        self.hit_rates: list[float] = []
+        self.hit_rate_count = 0
+        self.hit_rate_max = 0.0
+        self.arch_mentions: list[str] = []
+        self.model_lines: list[tuple[int, str]] = []
+        self.draft_lines: list[tuple[int, str]] = []
+        self.last_line = 0
+        self.sources: list[tuple[int, str]] = []  # (first global line, file name) for folders
+
+    # -------------------------------------------------------------- helpers
+    def _note(self, name: str, line: Line) -> None:
+        self.facts.lines[name] = (line.lineno, line.display or line.text.strip())
+
+    def _set_startup(self, name: str, value: Any, line: Line) -> None:
+        self.facts.startup[name] = value
+        self._note(name, line)
+
+    def fast_hit_rate(self, lineno: int, value: float, display: str) -> None:
+        """Called by the scanner for metrics lines it parses itself (no full line decode)."""
+        self.hit_rate_count += 1
+        self.hit_rate_max = max(self.hit_rate_max, value)
+        self.hit_rates.append(value)
+        if len(self.hit_rates) > 64:
+            del self.hit_rates[:32]
+        self.facts.startup["prefix_cache_hit_rate"] = value
+        self.facts.lines["prefix_cache_hit_rate"] = (lineno, display[:500])
+
+    # -------------------------------------------------------------- feed
+    def feed(self, line: Line) -> None:
+        self.last_line = line.lineno
+        self.tb.feed(line)
+        text = line.text
+        if not text.strip():
+            self._end_cmd()
+            return
+        self._commands(line)
+        if line.level is not None or line.process is not None:
+            self._record_line(line)
+        else:
+            self._prose_line(line)
+        self._common_line(line)
+
+    def _common_line(self, line: Line) -> None:
+        text = line.text
+        # version
+        for prio, rx in _VERSION_PATTERNS:
+            if prio >= self._version_prio:
+                break
+            m = rx.search(text)
+            if m:
+                self._version_prio = prio
+                self.facts.vllm_version = m.group(1)
+                self._note("vllm_version", line)
+                break
+        if "█" in text:
+            m = _LOGO_VERSION.search(text)
+            if m and self._version_prio > 0:
+                self._version_prio = 0
+                self.facts.vllm_version = m.group(1)
+                self._note("vllm_version", line)
+            m = _LOGO_MODEL.search(text)
+            if m:
+                self.model_lines.insert(0, (line.lineno, m.group(1)))
+        if _LAUNCH.search(text):
+            self.launches.append(line.lineno)
+        m = _SERVING.search(text)
+        if m:
+            self.model_lines.insert(0, (line.lineno, m.group(1)))
+        # architecture
+        if "For" in text:
+            for m in _ARCH.finditer(text):
+                if len(self.arch_mentions) < 50:
+                    self.arch_mentions.append(m.group(1))
+                if "architecture" in text and "resolved_architecture" not in self.facts.startup:
+                    self._note("architecture", line)
+        # GPU
+        m = _GPU_ENUM.match(text)
+        if m and _GPU_RE.search(m.group(2)):
+            self.gpu_enum[int(m.group(1))] = m.group(2).strip()
+            self._note("gpu", line)
+        else:
+            for m in _GPU_RE.finditer(text):
+                if len(self.gpu_mentions) < 50:
+                    self.gpu_mentions.append(" ".join(m.group(1).split()))
+                    self.facts.lines.setdefault("gpu", (line.lineno, line.display or text.strip()))
+            m = _GPU_COUNT.search(text)
+            if m and self.gpu_count_text is None:
+                self.gpu_count_text = int(m.group(1))
+        m = _SM.search(text)
+        if m and self.sm is None:
+            self.sm = int(m.group(1))
+        m = _TP_TEXT.search(text)
+        if m and self.tp_text is None:
+            self.tp_text = int(m.group(1))
+        if self.facts.python_version is None:
+            m = _PY.search(text)
+            if m:
+                self.facts.python_version = m.group(1) or m.group(2)
+
+    def _record_line(self, line: Line) -> None:
+        text = line.text
+        for name, rx, conv in _STARTUP_PATTERNS:
+            m = rx.search(text)
+            if m:
+                try:
+                    self._set_startup(name, conv(m.group(1)), line)
+                except ValueError:
+                    pass
+        m = _KV_SIZE.search(text)
+        if m:
+            self._set_startup("gpu_kv_cache_tokens", int(m.group(2).replace(",", "")), line)
+            self.facts.startup["kv_cache_device"] = m.group(1)
+        m = _CONCURRENCY.search(text)
+        if m:
+            self.facts.startup["max_concurrency_tokens"] = int(m.group(1).replace(",", ""))
+            self._set_startup("max_concurrency", float(m.group(2)), line)
+        m = _HIT_RATE.search(text)
+        if m:
+            self.fast_hit_rate(line.lineno, float(m.group(1)), line.display or text)
+        m = _MODEL_RUNNER.search(text)
+        if m:
+            self._set_startup("model_runner", (m.group(1) or m.group(2)).upper(), line)
+        if _HYBRID_OFF.search(text):
+            self._set_startup("hybrid_kv_cache_manager_disabled", True, line)
+        if "non-default args:" in text:
+            i = text.index("non-default args:") + len("non-default args:")
+            try:
+                value, _ = parse_literal_prefix(text, i)
+                if isinstance(value, dict):
+                    self.non_default = (line.lineno, value)
+                    self._note("non_default_args", line)
+            except LiteralError:
+                pass
+        if "with config:" in text and "LLM engine" in text:
+            kw = parse_kwargs(text.split("with config:", 1)[1])
+            if kw:
+                self.engine_config = (line.lineno, kw)
+                self._note("engine_config", line)
+
+    def _prose_line(self, line: Line) -> None:
+        text = line.text
+        m = _MODEL_LINE.match(text)
+        if m:
+            self.model_lines.append((line.lineno, m.group(1).rstrip(".,;)")))
+        m = _DRAFT_LINE.match(text)
+        if m:
+            self.draft_lines.append((line.lineno, m.group(1).rstrip(".,;)")))
+        # the same facts also come from pasted INFO lines that lost their prefix
+        if any(k in text for k in ("Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size",
+                                    "Prefix cache hit rate", "Mamba cache mode", "non-default args", "with config:",
+                                    "padding layers", "Resolved architecture")):
+            self._record_line(line)
+
+    # -------------------------------------------------------------- commands
+    def _commands(self, line: Line) -> None:
+        text = line.text
+        if self._cmd_lines is not None:
+            s = text.strip()
+            prev = self._cmd_lines[-1].rstrip()
+            if prev.endswith("\\") or (s.startswith("-") and line.level is None) or (
+                    s.startswith(("'", '"', "}")) and line.level is None):
+                self._cmd_lines.append(text)
+                if len(self._cmd_lines) > 80:
+                    self._end_cmd()
+                return
+            self._end_cmd()
+        if self._llm_lines is not None:
+            self._llm_lines.append(text)
+            self._llm_depth += _paren_delta(text)
+            if self._llm_depth <= 0 or len(self._llm_lines) > 60:
+                self._end_llm()
+            return
+        m = _CMD_START.search(text)
+        if m and line.level is None:
+            self._cmd_lines = [text[m.start(1):]]
+            self._cmd_line_no = line.lineno
+            if not text.rstrip().endswith("\\"):
+                pass
+            return
+        m = _LLM_CALL.search(text)
+        if m and "=" in text[m.end():] + "=":
+            self._llm_lines = [text[m.start():]]
+            self._llm_line_no = line.lineno
+            self._llm_depth = _paren_delta(text[m.start():])
+            if self._llm_depth <= 0:
+                self._end_llm()
+            return
+        if line.level is None and _FLAG_LINE.match(text):
+            self.flag_lines.append((line.lineno, text.strip()))
+            return
+        if line.level is None and "--" in text:
+            for m in _INLINE_FLAG.finditer(text):
+                if len(self.inline_flags) < 100:
+                    val = m.group(2)
+                    if val and val[:1] not in "'\"{":
+                        val = val.rstrip(":.,;")
+                    self.inline_flags.append((line.lineno, m.group(1), val))
+
+    def _end_cmd(self) -> None:
+        if self._cmd_lines:
+            cmd = "\n".join(self._cmd_lines).rstrip().rstrip("\\").rstrip()
+            if len(self.commands) < 20:
+                self.commands.append((self._cmd_line_no, cmd))
+        self._cmd_lines = None
+
+    def _end_llm(self) -> None:
+        if self._llm_lines:
+            if len(self.llm_calls) < 20:
+                self.llm_calls.append((self._llm_line_no, "\n".join(self._llm_lines)))
+        self._llm_lines = None
+        self._llm_depth = 0
+
+    # -------------------------------------------------------------- finish
+    def finish(self) -> LogFacts:
+        self._end_cmd()
+        self._end_llm()
+        f = self.facts
+        f.total_lines = self.last_line
+        if self.hit_rate_count:
+            f.startup["prefix_cache_hit_rate_max"] = self.hit_rate_max
+            f.startup["prefix_cache_hit_rate_samples"] = self.hit_rate_count
+        self._finish_args()
+        self._finish_exceptions()
+        self._finish_identity()
+        return f
+
+    def _finish_args(self) -> None:
+        from .command import args_from_engine_config, args_from_flags, args_from_llm_call, parse_serve_command
+
+        f = self.facts
+        layers: list[tuple[str, dict[str, Any]]] = []
+        # lowest priority first
+        flags_text = " ".join(t for _, t in self.flag_lines)
+        inline = [(flag, val) for _, flag, val in self.inline_flags]
+        loose = args_from_flags(flags_text, inline)
+        if loose:
+            layers.append(("flags", loose))
+            line = (self.flag_lines or [(self.inline_flags[0][0], "")])[0][0] if (self.flag_lines or self.inline_flags) else None
+            if line:
+                f.lines.setdefault("args", (line, (self.flag_lines[0][1] if self.flag_lines else "inline flags")[:500]))
+        for ln, call in self.llm_calls:
+            a = args_from_llm_call(call)
+            if a:
+                layers.append(("llm", a))
+                f.lines.setdefault("command", (ln, call.splitlines()[0][:500]))
+                if f.command is None:
+                    f.command = redact(call)
+                break
+        best = None
+        for ln, cmd in self.commands:
+            parsed = parse_serve_command(cmd)
+            if parsed is not None and (best is None or len(parsed[1]) > len(best[2])):
+                best = (ln, parsed[0], parsed[1])
+        if best is not None:
+            ln, text, args = best
+            f.command = redact(text)
+            f.lines["command"] = (ln, redact(text.splitlines()[0])[:500])
+            layers.append(("command", args))
+        if self.engine_config is not None:
+            layers.append(("engine", args_from_engine_config(self.engine_config[1])))
+        if self.non_default is not None:
+            from .command import args_from_dest_dict
+
+            layers.append(("non_default", args_from_dest_dict(self.non_default[1])))
+        merged: dict[str, Any] = {}
+        for _, a in layers:
+            for k, v in a.items():
+                if v is not None:
+                    merged[k] = v
+        f.args = redact_args(merged)
+        # numbers derived from the arguments
+        k = f.args.get("num_speculative_tokens")
+        if isinstance(k, int):
+            f.numbers.setdefault("num_speculative_tokens", k)
+
+    def _finish_exceptions(self) -> None:
+        f = self.facts
+        excs = dedupe(self.tb.exceptions)
+        f.exceptions = excs
+        if not excs:
+            return
+        last_launch = self.launches[-1] if self.launches else 0
+        chain_of = self.tb.chain_of
+        ids = {id(e): e for e in self.tb.exceptions}
+
+        def rank(e: LogException) -> tuple:
+            after = (e.log_line or 0) >= last_launch
+            # a chained exception: its cause comes first
+            caused = id(e) in chain_of and not is_noise(ids.get(chain_of[id(e)], e))
+            return (not after, e.wrapped, is_noise(e), caused, not e.frames and not message_numbers(e.message), e.log_line or 0)
+
+        candidates = sorted(excs, key=rank)
+        root = candidates[0]
+        if root.wrapped:
+            inner = inner_error(root)
+            if inner is not None:
+                itype, imsg = inner
+                same = [e for e in excs if not e.wrapped and " ".join(e.message.split())[:200] == " ".join(imsg.split())[:200]]
+                if same:
+                    root = same[0]
+                else:
+                    root = LogException(exc_type=itype, message=imsg, frames=list(root.frames), process=root.process,
+                                        log_line=root.log_line, wrapped=False)
+                    f.exceptions.append(root)
+        f.root = root
+        f.lines["root"] = (root.log_line or 0, f"{root.exc_type}: {root.message}".strip().rstrip(":")[:500])
+        nums = message_numbers(root.message)
+        for w in excs:  # the wrapper of the same error may carry more of the text
+            if w.wrapped and w is not root:
+                inner = inner_error(w)
+                if inner and inner[1][:80] == root.message[:80]:
+                    for k2, v2 in message_numbers(inner[1]).items():
+                        nums.setdefault(k2, v2)
+        if root.frames and root.exc_type.endswith("AssertionError") and not root.message:
+            code = root.frames[-1].code or ""
+            if code.startswith("assert "):
+                nums["assert_condition"] = code[len("assert "):].split(", ")[0].strip()
+        for k2, v2 in nums.items():
+            f.numbers[k2] = v2
+            f.lines.setdefault(k2, f.lines["root"])
+        k = f.args.get("num_speculative_tokens")
+        if isinstance(k, int) and "next_n" not in f.numbers and ("next_n_allowed" in f.numbers or "next_n" in root.message):
+            f.numbers["next_n"] = k + 1
+            f.lines["next_n"] = (f.lines.get("args", f.lines.get("command", (0, "")))[0],
+                                 f"derived: next_n = num_speculative_tokens ({k}) + 1")
+
+    def _finish_identity(self) -> None:
+        f = self.facts
+        a = f.args
+        model = a.get("model")
+        if not model and self.model_lines:
+            model = self.model_lines[0][1]
+            f.lines.setdefault("model", (self.model_lines[0][0], model))
+        f.model = redact(str(model)) if model else None
+        if f.model:
+            f.args.setdefault("model", f.model)
+        if self.draft_lines and "draft_model" not in a and a.get("speculative_method") in (None, "draft_model"):
+            a["draft_model_name"] = self.draft_lines[0][1]
+        arch = f.startup.get("resolved_architecture")
+        if not arch and self.arch_mentions:
+            counts: dict[str, int] = {}
+            for name in self.arch_mentions:
+                counts[name] = counts.get(name, 0) + 1
+            arch = max(counts, key=lambda n: (counts[n], -self.arch_mentions.index(n)))
+        f.architecture = arch
+        if arch:
+            f.args.setdefault("architecture", arch)
+        if self.gpu_enum:
+            f.gpu_names = [self.gpu_enum[i] for i in sorted(self.gpu_enum)]
+            f.gpu_count = len(self.gpu_enum)
+        elif self.gpu_mentions:
+            counts = {}
+            for name in self.gpu_mentions:
+                counts[name] = counts.get(name, 0) + 1
+            f.gpu_names = [max(counts, key=lambda n: (counts[n], len(n)))]
+            f.gpu_count = self.gpu_count_text
+        tp = a.get("tensor_parallel_size") or self.tp_text
+        if tp and "tensor_parallel_size" not in a:
+            a["tensor_parallel_size"] = tp
+        if f.gpu_count is None and tp:
+            f.gpu_count = int(tp) * int(a.get("pipeline_parallel_size") or 1)
+        if self.sm is not None:
+            f.startup["compute_capability"] = [self.sm // 10, self.sm % 10] if self.sm < 100 else [self.sm // 10, self.sm % 10]
+
+
+def _paren_delta(text: str) -> int:
+    depth = 0
+    quote = None
+    for c in text:
+        if quote:
+            if c == quote:
+                quote = None
+            continue
+        if c in "'\"":
+            quote = c
+        elif c == "#":
+            break
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+    return depth
+
+
+_SECRET_KEY = re.compile(r"(?:^|_)(?:api_key|token|hf_token|secret|password|api_keys)$", re.I)
+
+
+def redact_args(args: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in args.items():
+        if _SECRET_KEY.search(k) and v not in (None, True, False):
+            out[k] = "<redacted>"
+        elif isinstance(v, str):
+            out[k] = redact(v)
+        else:
+            out[k] = v
+    return out

@@ -1,0 +1,108 @@
+"""Turning one raw log line into (process, level, text).
+
+Handles, in this order: ANSI colour (real ESC bytes and the caret form ``^[[0;36m``), wrapper
+prefixes (docker/k8s/CRI timestamps, journald ``Jun 23 18:03:05 host vllm[123]:``, aggregator
+timestamp+tab, timestamp-only aggregator lines), vLLM process prefixes (``(EngineCore pid=2518)``,
+``(Worker_TP0_EP0 pid=…)``, doubled ``(Worker pid=357) (Worker_TP0 pid=357)``, Ray
+``(RayWorkerWrapper pid=…, ip=…)``, a lost leading ``(``, pids edited to ``XXXXX``), raw
+``[rank0]:`` prefixes, and vLLM's ``LEVEL MM-DD HH:MM:SS [file.py:NNN]`` record header.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_LINE_CHARS = 16_384  # longer lines are cut: nothing we parse needs more
+
+_ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][0-9A-B]")
+_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+_DOCKER = re.compile(r"^\s*" + _TS + r"(?:\s+(?:stdout|stderr)\s+[FP](?=\s))?(?:\s+|$)")
+_TS_ONLY = re.compile(r"^\s*(?:" + _TS + r"|\d\d:\d\d:\d\d(?:\.\d+)?)\s*$")
+_JOURNALD = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")
+_PROC_PAREN = re.compile(r"^\(([A-Za-z][\w.\-]*)(?: pid=([^)\s,]*))?(?:, ip=[^)]*)?\)\s?")
+_PROC_NOPAREN = re.compile(r"^([A-Za-z][\w.\-]*) pid=([^)\s,]*)(?:, ip=[^)]*)?\)\s?")
+_RANK = re.compile(r"^\[rank(\d+)\]:")
+_LEVEL = re.compile(
+    r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+)?"
+    r"\[?([\w.\-/]+\.py):(\d+)\]\s?"
+)
+_UVICORN = re.compile(r"^(INFO|ERROR|WARNING|DEBUG|CRITICAL):\s+")
+
+# process names vLLM uses; anything else in parentheses is kept as text
+_KNOWN_PROC = re.compile(
+    r"^(?:APIServer|EngineCore|Worker|VllmWorker|RayWorkerWrapper|ApiServer|ProcessPool|VLLM|DPCoordinator|"
+    r"EngineCoreProc|MainProcess|LLMEngine|WorkerProc|Ray)\w*$"
+)
+
+
+@dataclass
+class Line:
+    lineno: int
+    text: str  # message text, indentation kept (traceback source lines are indented)
+    process: str | None = None  # "EngineCore_DP0", "Worker_TP0", "APIServer", "rank0" ...
+    level: str | None = None  # INFO / WARNING / ERROR ... when the line is a vLLM log record
+    display: str = ""  # the line without colour and wrapper prefixes (for evidence)
+
+
+def strip_ansi(text: str) -> str:
+    if "\x1b" in text or "^[" in text:
+        text = _ANSI.sub("", text)
+    return text
+
+
+def clean_line(raw: str, lineno: int) -> Line | None:
+    """One decoded line -> :class:`Line`; ``None`` for a line that only carries a wrapper timestamp."""
+    if len(raw) > MAX_LINE_CHARS:
+        raw = raw[:MAX_LINE_CHARS]
+    text = strip_ansi(raw.rstrip("\r\n"))
+    if "\r" in text:  # progress bars rewrite the line; keep the last state
+        text = text.rsplit("\r", 1)[-1] or text.replace("\r", "")
+    if _CTRL.search(text):
+        text = _CTRL.sub("", text.replace("\t", "    ")) if "\t" not in text else _CTRL.sub("", text)
+    if _TS_ONLY.match(text):
+        return None
+    # wrapper prefixes (may stack: journald around docker ...)
+    for _ in range(3):
+        m = _DOCKER.match(text) or _JOURNALD.match(text)
+        if not m:
+            break
+        text = text[m.end():]
+        if text.startswith("\t"):
+            text = text[1:]
+    if text.startswith("\t") and text.strip():
+        # aggregator tab indentation in front of a record
+        stripped = text.lstrip("\t")
+        if stripped[:1] in "([" or _LEVEL.match(stripped):
+            text = stripped
+    display = text
+    process = None
+    level = None
+    for _ in range(4):
+        m = _PROC_PAREN.match(text)
+        if m and (m.group(2) is not None or _KNOWN_PROC.match(m.group(1))):
+            process = m.group(1)
+            text = text[m.end():]
+            continue
+        m = _PROC_NOPAREN.match(text)
+        if m:
+            process = m.group(1)
+            text = text[m.end():]
+            continue
+        m = _RANK.match(text)
+        if m:
+            process = process or f"rank{m.group(1)}"
+            text = text[m.end():]
+            continue
+        break
+    m = _LEVEL.match(text)
+    if m:
+        level = "WARNING" if m.group(1) == "WARN" else m.group(1)
+        text = text[m.end():]
+    else:
+        m = _UVICORN.match(text)
+        if m and process:
+            level = m.group(1)
+            text = text[m.end():]
+    return Line(lineno=lineno, text=text, process=process, level=level, display=display.strip()[:500])

@@ -1,0 +1,233 @@
+"""Exceptions out of a stream of cleaned log lines: tracebacks, frames, chained and wrapped errors.
+
+One state machine per process prefix, so interleaved tracebacks of EngineCore and workers stay apart.
+Lines without a prefix continue the traceback of the process that printed last. Handles Python 3.13
+``~~~^^^`` markers and ``...<N lines>...`` elisions, frames pasted without the ``Traceback`` header,
+frames printed after the exception line (reporter edits), multi-line messages (a worker's repr cut
+over several lines), chained exceptions, and vLLM's wrappers (``Worker failed with error '…'``,
+``Engine core initialization failed``, ``EngineCore encountered an issue``, ``EngineDeadError``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..model import Frame, LogException
+from .lines import Line
+
+MAX_EXCEPTIONS = 400
+MAX_FRAMES = 200
+MAX_MESSAGE = 8_000
+
+_TB_HEAD = re.compile(r"^\s*(?:\|\s*)?(?:\+\s*)?(?:Exception Group )?Traceback \(most recent call last\):?\s*$")
+_FRAME = re.compile(r'^\s*(?:\|\s*)?File "([^"]+)", line (\d+)(?:, in (.+?))?\s*$')
+_MARKER = re.compile(r"^\s*[~^\s]+$")
+_ELISION = re.compile(r"^\s*\.\.\.\s*<\d+ lines>\s*\.\.\.\s*$|^\s*\[Previous line repeated \d+ more times?\]\s*$")
+_CHAIN = re.compile(
+    r"The above exception was the direct cause of the following exception|"
+    r"During handling of the above exception, another exception occurred"
+)
+_EXC_NAME = r"(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*"
+# an exception line anywhere: the type name must say it is one
+_EXC_STRICT = re.compile(
+    r"^\s*(?:\|\s*)?(" + _EXC_NAME + r"(?:Error|Exception|Exit|Interrupt|Iteration|Timeout|Failure|Fault|Warning|NotFound))"
+    r"(?::\s?(.*))?\s*$"
+)
+# right after frames, any dotted name followed by ': msg' or alone on its line is the exception
+_EXC_AFTER_FRAMES = re.compile(r"^(?:\|\s*)?(" + _EXC_NAME + r")(?::\s?(.*))?\s*$")
+_WORKER_WRAP = re.compile(r"^Worker failed with error (['\"])(.*?)(?:\1, please check the stack trace above for the root cause\.?)?\s*$", re.S)
+
+WRAPPER_TEXTS = (
+    "Engine core initialization failed",
+    "EngineCore encountered an issue",
+    "WorkerProc failed to start",
+    "EngineCore failed to start",
+    "See root cause above",
+    "please check the stack trace above",
+)
+NOISE_TYPES = {
+    "KeyboardInterrupt", "SystemExit", "asyncio.exceptions.CancelledError", "CancelledError", "BrokenPipeError",
+    "ConnectionResetError", "EngineDeadError", "vllm.v1.engine.exceptions.EngineDeadError", "GeneratorExit",
+    "EngineGenerateError", "ResourceWarning", "UserWarning", "DeprecationWarning", "FutureWarning", "RuntimeWarning",
+}
+NOISE_MESSAGES = ("Found no NVIDIA driver", "cannot schedule new futures after", "Event loop is closed")
+
+
+@dataclass
+class _State:
+    frames: list[Frame] = field(default_factory=list)
+    in_tb: bool = False
+    awaiting_code: bool = False
+    last_exc: LogException | None = None
+    cont_lines: int = 0
+    chained: bool = False
+    last_line: int = 0
+
+
+def _is_wrapper(exc_type: str, message: str) -> bool:
+    if message.startswith("Worker failed with error"):
+        return True
+    if exc_type.endswith("EngineDeadError"):
+        return True
+    return any(t in message for t in WRAPPER_TEXTS)
+
+
+def is_noise(exc: LogException) -> bool:
+    short = exc.exc_type.rsplit(".", 1)[-1]
+    return exc.exc_type in NOISE_TYPES or short in NOISE_TYPES or any(t in exc.message for t in NOISE_MESSAGES)
+
+
+def _quote_open(msg: str) -> bool:
+    m = re.match(r"Worker failed with error (['\"])", msg)
+    if not m:
+        return False
+    q = m.group(1)
+    body = msg[m.end():]
+    return q not in body.replace("\\" + q, "")
+
+
+class TracebackParser:
+    """Feed cleaned lines in order; read ``exceptions`` (in order of appearance) at the end."""
+
+    def __init__(self) -> None:
+        self.states: dict[str | None, _State] = {}
+        self.exceptions: list[LogException] = []
+        self.counts: dict[tuple[str, str], int] = {}
+        self.chain_of: dict[int, int] = {}  # id(exception) -> id of the exception it was caused by / raised during
+        self.dropped = 0
+        self._last_proc: str | None = None
+
+    def _state(self, key: str | None) -> _State:
+        st = self.states.get(key)
+        if st is None:
+            if len(self.states) > 256:  # bounded: forget idle processes
+                self.states.clear()
+            st = self.states[key] = _State()
+        return st
+
+    def feed(self, line: Line) -> None:
+        text = line.text
+        key = line.process
+        if key is None and line.level is None and self._last_proc is not None:
+            # unprefixed continuation line: belongs to whoever is mid-traceback
+            st_prev = self.states.get(self._last_proc)
+            if st_prev and (st_prev.in_tb or st_prev.cont_lines) and line.lineno - st_prev.last_line <= 3:
+                key = self._last_proc
+        st = self._state(key)
+        if st.last_line and line.lineno - st.last_line > 400:
+            st.in_tb = False
+            st.frames = []
+            st.last_exc = None
+            st.cont_lines = 0
+        st.last_line = line.lineno
+        self._last_proc = key
+
+        if _TB_HEAD.match(text):
+            st.in_tb, st.frames, st.awaiting_code, st.cont_lines = True, [], False, 0
+            return
+        m = _FRAME.match(text)
+        if m:
+            if not st.in_tb:
+                if st.last_exc is not None and not st.last_exc.frames and line.lineno - (st.last_exc.log_line or 0) <= 3:
+                    # frames pasted after the exception line (reporter edit)
+                    st.last_exc.frames.append(Frame(m.group(1), int(m.group(2)), (m.group(3) or "?").strip(), None, line.lineno))
+                    st.awaiting_code = True
+                    st.cont_lines = 0
+                    return
+                st.in_tb, st.frames = True, []
+            if len(st.frames) < MAX_FRAMES:
+                st.frames.append(Frame(m.group(1), int(m.group(2)), (m.group(3) or "?").strip(), None, line.lineno))
+            st.awaiting_code = True
+            st.cont_lines = 0
+            return
+        if _ELISION.match(text) or (st.in_tb and text.strip() and _MARKER.match(text)):
+            return
+        if _CHAIN.search(text):
+            st.chained = True
+            st.in_tb = False
+            st.cont_lines = 0
+            return
+        if st.awaiting_code and text.startswith(" ") and text.strip():
+            target = st.frames if st.in_tb else (st.last_exc.frames if st.last_exc else [])
+            if target and target[-1].code is None:
+                target[-1].code = text.strip()
+            st.awaiting_code = False
+            return
+        st.awaiting_code = False
+        stripped = text.strip()
+        if st.in_tb:
+            m = _EXC_AFTER_FRAMES.match(stripped) or _EXC_STRICT.match(stripped)
+            if m and " " not in m.group(1):
+                self._emit(st, key, m.group(1), m.group(2) or "", line)
+                return
+            if not stripped:
+                return
+            # something else inside a traceback (a log record of another kind): give up on it
+            if line.level is not None:
+                st.in_tb = False
+        m = _EXC_STRICT.match(stripped)
+        if m:
+            st.frames = []
+            self._emit(st, key, m.group(1), m.group(2) or "", line)
+            return
+        # continuation of the last exception's message
+        exc = st.last_exc
+        if exc is not None and st.cont_lines and stripped and st.cont_lines < 30:
+            if _quote_open(exc.message) or (text[:1] in " \t" and line.level is None):
+                if len(exc.message) < MAX_MESSAGE:
+                    exc.message = (exc.message + "\n" + stripped)[:MAX_MESSAGE]
+                st.cont_lines += 1
+                return
+        st.cont_lines = 0
+
+    def _emit(self, st: _State, key: str | None, exc_type: str, message: str, line: Line) -> None:
+        message = message.strip()[:MAX_MESSAGE]
+        exc = LogException(exc_type=exc_type, message=message, frames=st.frames, process=key, log_line=line.lineno)
+        exc.wrapped = _is_wrapper(exc_type, message)
+        prev = st.last_exc
+        if st.chained and prev is not None:
+            self.chain_of[id(exc)] = id(prev)
+        st.chained = False
+        st.frames = []
+        st.in_tb = False
+        st.last_exc = exc
+        st.cont_lines = 1
+        sig = (exc_type, message[:300])
+        self.counts[sig] = self.counts.get(sig, 0) + 1
+        if len(self.exceptions) >= MAX_EXCEPTIONS:
+            # keep the first half and a sliding window of the latest: memory stays flat
+            del self.exceptions[MAX_EXCEPTIONS // 2]
+            self.dropped += 1
+        self.exceptions.append(exc)
+
+
+def inner_error(exc: LogException) -> tuple[str, str] | None:
+    """For ``Worker failed with error '<msg>'`` return (exc type guess, inner message)."""
+    m = _WORKER_WRAP.match(exc.message)
+    if not m:
+        return None
+    inner = m.group(2)
+    inner = re.sub(r"\s*\n\s*", " ", inner).strip().rstrip("'\"")
+    inner = re.sub(r", please check the stack trace above for the root cause\.?$", "", inner).rstrip("'\"")
+    if not inner:
+        return None
+    mm = re.match(r"^(" + _EXC_NAME + r"(?:Error|Exception)):\s?(.*)$", inner, re.S)
+    if mm:
+        return mm.group(1), mm.group(2)
+    return exc.exc_type, inner
+
+
+def dedupe(excs: list[LogException]) -> list[LogException]:
+    """Same type + message printed by several processes (or pasted twice) -> one, the richest."""
+    out: dict[tuple[str, str], LogException] = {}
+    order: list[tuple[str, str]] = []
+    for e in excs:
+        sig = (e.exc_type, " ".join(e.message.split())[:300])
+        cur = out.get(sig)
+        if cur is None:
+            out[sig] = e
+            order.append(sig)
+        elif len(e.frames) > len(cur.frames):
+            out[sig] = e
+    return [out[s] for s in order]
