@@ -23,6 +23,7 @@ _TS_ONLY = re.compile(r"^\s*(?:" + _TS + r"|\d\d:\d\d:\d\d(?:\.\d+)?)\s*$")
 _JOURNALD = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")
 _PROC_PAREN = re.compile(r"^\(([A-Za-z][\w.\-]*)(?: pid=([^)\s,]*))?(?:, ip=[^)]*)?\)\s?")
 _PROC_NOPAREN = re.compile(r"^([A-Za-z][\w.\-]*) pid=([^)\s,]*)(?:, ip=[^)]*)?\)\s?")
+_MIDLINE_RECORD = re.compile(r"\((?:[A-Za-z][\w.\-]*) pid=[^)\s]*(?:, ip=[^)]*)?\) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 _RANK = re.compile(r"^\[rank(\d+)\]:")
 _LEVEL = re.compile(
     r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+)?"
@@ -76,6 +77,11 @@ def clean_line(raw: str, lineno: int) -> Line | None:
         stripped = text.lstrip("\t")
         if stripped[:1] in "([" or _LEVEL.match(stripped):
             text = stripped
+    if " pid=" in text and not text.startswith("("):
+        # a progress bar (or other output) without a newline in front of a vLLM record
+        m = _MIDLINE_RECORD.search(text)
+        if m and m.start() > 0:
+            text = text[m.start():]
     display = text
     process = None
     level = None

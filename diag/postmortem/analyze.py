@@ -1,0 +1,299 @@
+"""The post-mortem pipeline: log -> LogFacts -> (pre-flight) -> rules -> suggestions -> report/store.
+
+``analyze_path(path)`` / ``analyze_text(text)`` return an :class:`Analysis`; ``store_analysis`` writes it
+as a session of kind ``log`` (an ``EngineState`` with ``source="log"``, its ``ErrorRecord``, findings and
+suggestions). Rendering lives in :mod:`diag.postmortem.report`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import (
+    CATEGORIES,
+    CONFIG_KEYS,
+    EngineState,
+    ErrorRecord,
+    Evidence,
+    Finding,
+    LogFacts,
+)
+from ..rules.base import GpuInfo, RuleContext, parse_version
+
+MISMATCH_CATEGORIES = tuple(c for c in CATEGORIES if c != "other")
+PROBE_HINT = (
+    "rerun with the vllm-diag probes on (`VLLM_DIAG_DB=run.db vllm serve ...`, then `vllm-diag show run.db`) "
+    "to record every layer's KV spec, the groups and the block tables"
+)
+
+
+@dataclass
+class Analysis:
+    source: str
+    facts: LogFacts
+    findings: list[Finding] = field(default_factory=list)
+    state: EngineState = field(default_factory=lambda: EngineState(source="log"))
+    predicted: EngineState | None = None
+    preflight_note: str | None = None
+    gpu: GpuInfo | None = None
+    files: list[dict] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    bytes: int = 0
+    rule_failures: list[tuple[str, str]] = field(default_factory=list)
+    session_id: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.facts.root is not None or any(f.severity == "error" for f in self.findings)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def gpu_from_facts(facts: LogFacts) -> GpuInfo | None:
+    name = facts.gpu_names[0] if facts.gpu_names else None
+    cc = facts.startup.get("compute_capability")
+    info: GpuInfo | None = None
+    if name:
+        try:
+            from ..preflight.predict import parse_gpu
+
+            info = parse_gpu(name)
+        except Exception:  # noqa: BLE001 - pre-flight is optional here
+            info = GpuInfo(name=name)
+    if info is None and cc is None and facts.gpu_count is None:
+        return None
+    if info is None:
+        info = GpuInfo(name=None)
+    if cc and not info.compute_capability:
+        info.compute_capability = (int(cc[0]), int(cc[1]))
+    info.count = facts.gpu_count
+    return info
+
+
+def log_state(facts: LogFacts) -> EngineState:
+    """The EngineState a log gives: normalised config, environment, and the root error."""
+    config = {k: v for k, v in facts.args.items() if k in CONFIG_KEYS or k in ("speculative_config", "compilation_config", "quantization")}
+    for k in ("attention_block_size",):
+        if k in facts.startup and "block_size" not in config:
+            config["block_size"] = facts.startup[k]
+    if "mamba_cache_mode" in facts.startup and "mamba_cache_mode" not in config:
+        config["mamba_cache_mode"] = facts.startup["mamba_cache_mode"]
+    env: dict[str, Any] = {}
+    if facts.gpu_names:
+        env["gpu"] = facts.gpu_names[0] if len(set(facts.gpu_names)) == 1 else facts.gpu_names
+    if facts.gpu_count:
+        env["gpu_count"] = facts.gpu_count
+    if facts.python_version:
+        env["python"] = facts.python_version
+    for k in ("compute_capability", "kv_cache_device", "model_runner"):
+        if k in facts.startup:
+            env[k] = facts.startup[k]
+    state = EngineState(source="log", vllm_version=facts.vllm_version, config=config, environment=env)
+    if facts.root is not None:
+        r = facts.root
+        last = r.last_frame
+        state.errors.append(ErrorRecord(
+            exc_type=r.exc_type,
+            message=r.message,
+            phase="log",
+            traceback="\n".join(f'File "{f.file}", line {f.line}, in {f.function}' + (f"\n    {f.code}" if f.code else "")
+                                for f in r.frames) or None,
+            numbers=dict(facts.numbers),
+            location=f"{last.file}:{last.line} in {last.function}" if last else None,
+            notes=[f"log line {r.log_line}"] + ([f"process {r.process}"] if r.process else []),
+        ))
+    return state
+
+
+def run_preflight(facts: LogFacts, version, gpu: GpuInfo | None) -> tuple[EngineState | None, str]:
+    """Pre-flight prediction when the model's config.json is reachable; (state, note)."""
+    model = facts.args.get("model") or facts.model
+    if not model:
+        return None, "no model name in the log, so no config.json to predict page sizes from"
+    try:
+        from ..preflight.hfconfig import load_model_facts
+        from ..preflight.predict import predict
+    except ImportError:
+        return None, "pre-flight predictor not available"
+    try:
+        mfacts = load_model_facts(str(model))
+    except Exception as exc:  # noqa: BLE001 - ModelConfigError and friends
+        return None, f"config.json not reachable: {str(exc).splitlines()[0][:200]}"
+    draft = None
+    dm = facts.args.get("draft_model")
+    if dm:
+        try:
+            draft = load_model_facts(str(dm))
+        except Exception:  # noqa: BLE001
+            draft = None
+    config = {k: v for k, v in facts.args.items() if k in CONFIG_KEYS or k in ("speculative_config", "compilation_config")}
+    try:
+        state = predict(mfacts, config, version, gpu, draft=draft)
+    except Exception as exc:  # noqa: BLE001 - a predictor bug must not stop the analysis
+        return None, f"pre-flight failed: {type(exc).__name__}: {exc}"
+    src = getattr(mfacts, "source", None) or "config.json"
+    bundled = " (bundled demo config)" if getattr(mfacts, "bundled", False) else ""
+    note = f"pre-flight predicted the KV plan from {src}{bundled}"
+    if dm and draft is None:
+        note += f"; the draft model's config.json ({dm}) was not reachable"
+    return state, note
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def analyze_facts(facts: LogFacts, source: str = "<log>", files: list[dict] | None = None,
+                  use_preflight: bool = True) -> Analysis:
+    from ..rules import last_failures, run_rules
+
+    version = parse_version(facts.vllm_version)
+    gpu = gpu_from_facts(facts)
+    an = Analysis(source=source, facts=facts, files=files or [], gpu=gpu)
+    an.state = log_state(facts)
+    if use_preflight:
+        an.predicted, an.preflight_note = run_preflight(facts, version, gpu)
+    ctx = RuleContext(state=an.predicted or an.state, log=facts, version=version, gpu=gpu)
+    findings = run_rules(ctx)
+    an.rule_failures = list(last_failures)
+    if an.predicted is not None:
+        # the predicted plan may itself carry the error; the log's error is the one that happened
+        ctx_log = RuleContext(state=an.state, log=facts, version=version, gpu=gpu)
+        seen = {(f.rule, f.category) for f in findings}
+        for f in run_rules(ctx_log):
+            if (f.rule, f.category) not in seen:
+                findings.append(f)
+        an.rule_failures += [x for x in last_failures if x not in an.rule_failures]
+    findings = _unexplained_root(facts, findings)
+    _missing_evidence(an, findings)
+    _attach_suggestions(findings, ctx)
+    _localise_evidence(an, findings)
+    an.findings = findings
+    return an
+
+
+def _unexplained_root(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
+    """A root error no rule explains still gets named (category ``other``), with its evidence."""
+    root = facts.root
+    if root is None or any(f.severity == "error" for f in findings):
+        return findings
+    last = root.last_frame
+    where = f" at {last.file.rsplit('/', 1)[-1]}:{last.line} in {last.function}" if last else ""
+    f = Finding(
+        rule="other_unrecognised",
+        category="other",
+        title=f"Unrecognised failure: {root.exc_type}{where}",
+        severity="error",
+        message=(root.message.splitlines()[0][:300] if root.message else "(no message)")
+        + " -- no vllm-diag rule knows this error; the root exception and its frames are below.",
+        numbers=dict(facts.numbers),
+        evidence=[Evidence(text=f"{root.exc_type}: {root.message}".rstrip(": ")[:500], line=root.log_line)]
+        + [Evidence(text=f'File "{fr.file}", line {fr.line}, in {fr.function}', line=fr.log_line) for fr in root.frames[-3:]],
+    )
+    if root.exc_type.endswith("AssertionError") and not root.message:
+        f.missing_evidence.append(
+            "the assertion carries no values; " + PROBE_HINT
+        )
+    return findings + [f]
+
+
+def _missing_evidence(an: Analysis, findings: list[Finding]) -> None:
+    for f in findings:
+        if f.category not in MISMATCH_CATEGORIES or f.numbers or f.comparisons or f.missing_evidence:
+            continue
+        if an.predicted is not None:
+            why = f"the pre-flight ran but could not reconstruct them: {an.preflight_note}"
+        else:
+            why = f"the pre-flight could not run: {an.preflight_note or 'no config.json reachable'}"
+        f.missing_evidence.append(f"the log carries no numbers for this failure and {why}; " + PROBE_HINT)
+
+
+def _attach_suggestions(findings: list[Finding], ctx: RuleContext) -> None:
+    """Suggestions come from H3's suggestion engine (diag.suggest) when present."""
+    try:
+        from .. import suggest as engine  # type: ignore[attr-defined]
+    except ImportError:
+        engine = None
+    for f in findings:
+        if f.suggestions:
+            continue
+        try:
+            if engine is not None and hasattr(engine, "suggestions_for_finding"):
+                f.suggestions = list(engine.suggestions_for_finding(f, ctx) or [])
+            elif engine is not None and hasattr(engine, "suggest"):
+                f.suggestions = list(engine.suggest(f, ctx) or [])
+            else:
+                from ..rules import suggestions_for
+
+                f.suggestions = list(suggestions_for(f, ctx) or [])
+        except Exception:  # noqa: BLE001 - a suggestion bug must not lose the finding
+            f.suggestions = []
+
+
+def _localise_evidence(an: Analysis, findings: list[Finding]) -> None:
+    """Global line numbers (folders are read as one stream) -> (file, line within the file)."""
+    files = an.files
+    if not files:
+        return
+    for f in findings:
+        for e in f.evidence:
+            if e.line is None or e.source not in (None, "log"):
+                continue
+            src, line = locate(files, e.line)
+            e.source, e.line = src, line
+
+
+def locate(files: list[dict], line: int) -> tuple[str | None, int]:
+    cur = None
+    for info in files:
+        if info["first_line"] <= line:
+            cur = info
+        else:
+            break
+    if cur is None:
+        return None, line
+    return cur["name"], line - cur["first_line"] + 1
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def analyze_path(path: str, use_preflight: bool = True) -> Analysis:
+    from .reader import read_facts
+
+    facts, info = read_facts(path)
+    an = analyze_facts(facts, source=path, files=info["files"], use_preflight=use_preflight)
+    an.skipped = info["skipped"]
+    an.bytes = info["bytes"]
+    return an
+
+
+def analyze_text(text: str, source: str = "<text>", use_preflight: bool = True) -> Analysis:
+    from .reader import facts_from_text
+
+    facts = facts_from_text(text)
+    return analyze_facts(facts, source=source, files=[{"name": source, "first_line": 1, "lines": facts.total_lines}],
+                         use_preflight=use_preflight)
+
+
+def store_analysis(an: Analysis, db: str) -> str:
+    from ..store import Store
+
+    f = an.facts
+    label = f"log {os.path.basename(an.source) or an.source}"
+    with Store.open(db, create=True) as st:
+        sid = st.new_session(
+            "log",
+            label=label,
+            status="failed" if an.failed else "ok",
+            vllm_version=f.vllm_version,
+            model=f.model,
+            architecture=f.architecture,
+            source=an.source,
+        )
+        st.add_state(sid, an.state)
+        st.add_findings(sid, an.findings)
+    an.session_id = sid
+    return sid
