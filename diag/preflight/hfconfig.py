@@ -1,0 +1,363 @@
+"""config.json -> the model facts the predictor needs (no transformers, no vLLM).
+
+Finding the file: a local folder (``MODEL/config.json``), the Hugging Face cache layout
+(``$HF_HUB_CACHE`` or ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``:
+``models--org--name/snapshots/*/config.json``), then the demo configs bundled in
+``assets/configs/`` (listed in ``assets/configs/index.json``; the output says so when one is used).
+
+Families (vllm-internals.md section 4):
+
+* dense attention (Llama-like; ``layer_types`` may mark sliding-window layers),
+* GDN hybrids: Qwen3-Next, Qwen3.5 / Qwen3.6 (``Qwen3_5*``, text dims under ``text_config``),
+* Mamba2 hybrids: NemotronH / Nemotron-3 (``hybrid_override_pattern``), Granite-4.0-H
+  (``GraniteMoeHybrid``), Falcon-H1 (parallel attention + Mamba in every layer), Mamba2 (attention-free),
+* Mamba1 hybrid: Jamba,
+* MLA: DeepSeek V2/V3, V3.2 (sparse attention + DSA indexer), V4 (compressed MLA + SWA, indexer).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import DiagError
+
+ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets" / "configs"
+
+
+class ModelConfigError(DiagError):
+    """config.json missing, unreadable, or of an architecture we cannot describe."""
+
+
+@dataclass
+class ModelFacts:
+    architecture: str
+    family: str  # dense | gdn | mamba2 | mamba1 | mla | attention_free
+    dtype: str = "bfloat16"
+    num_layers: int = 0
+    # per decoder layer: lists of cache kinds ("attention", "sliding", "gdn", "mamba2", "mamba1", "mla")
+    layers: list[list[str]] = field(default_factory=list)
+    num_attention_heads: int | None = None
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
+    sliding_window: int | None = None
+    gdn: dict[str, int] = field(default_factory=dict)  # nk, nv, dk, dv, conv_kernel
+    mamba2: dict[str, int] = field(default_factory=dict)  # intermediate, n_groups, n_heads, head_dim, d_state, conv_kernel
+    mamba1: dict[str, int] = field(default_factory=dict)  # intermediate, d_state, conv_kernel
+    mamba_ssm_dtype: str | None = None  # model-specified SSM state dtype (Qwen3.5 / NemotronH hooks)
+    mamba_chunk_size: int | None = None
+    # Does vLLM's config-side get_mamba_state_shape_from_config include num_speculative_tokens?
+    config_shape_has_spec: bool = True
+    config_shape_has_spec_fixed_in: tuple[int, int, int] | None = None
+    mla: dict[str, Any] = field(default_factory=dict)  # kv_lora_rank, qk_rope_head_dim, index_head_dim, ...
+    compress_ratios: list[int] | None = None
+    mtp_layers: int = 0
+    max_position_embeddings: int | None = None
+    vocab_size: int | None = None
+    source: str | None = None  # where config.json came from
+    bundled: bool = False
+
+    @property
+    def is_hybrid(self) -> bool:
+        kinds = {k for layer in self.layers for k in layer}
+        return bool(kinds & {"gdn", "mamba2", "mamba1"}) and bool(kinds & {"attention", "sliding", "mla"})
+
+    @property
+    def has_mamba(self) -> bool:
+        return self.family in ("gdn", "mamba2", "mamba1", "attention_free")
+
+    @property
+    def use_mla(self) -> bool:
+        return self.family == "mla"
+
+    @property
+    def has_dsa_indexer(self) -> bool:
+        return bool(self.mla.get("index_topk"))
+
+    @property
+    def mamba_type(self) -> str | None:
+        return {"gdn": "gdn_attention", "mamba2": "mamba2", "mamba1": "mamba1"}.get(self.family) or (
+            "mamba2" if self.mamba2 else None)
+
+    def count(self, kind: str) -> int:
+        return sum(1 for layer in self.layers for k in layer if k == kind)
+
+
+# ------------------------------------------------------------------------------------------------
+# Locating config.json
+# ------------------------------------------------------------------------------------------------
+
+
+def hf_hub_cache() -> Path:
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    return Path("~/.cache/huggingface/hub").expanduser()
+
+
+def _bundled_index() -> dict[str, str]:
+    try:
+        return json.loads((ASSETS_DIR / "index.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def find_config(model: str, revision: str | None = None, use_bundled: bool = True) -> tuple[Path, bool]:
+    """Path of the model's config.json and whether it is a bundled demo config."""
+    p = Path(model).expanduser()
+    if p.is_dir():
+        if (p / "config.json").is_file():
+            return p / "config.json", False
+        raise ModelConfigError(f"{model}: folder has no config.json")
+    if p.is_file() and p.name.endswith(".json"):
+        return p, False
+    if "/" in model and not model.startswith(("/", ".", "~")):
+        repo = hf_hub_cache() / ("models--" + model.replace("/", "--"))
+        snaps = repo / "snapshots"
+        if revision and (repo / "refs" / revision).is_file():
+            rev = (repo / "refs" / revision).read_text().strip()
+            cand = snaps / rev / "config.json"
+            if cand.is_file():
+                return cand, False
+        main = repo / "refs" / "main"
+        if main.is_file():
+            cand = snaps / main.read_text().strip() / "config.json"
+            if cand.is_file():
+                return cand, False
+        found = sorted(glob.glob(str(snaps / "*" / "config.json")), key=os.path.getmtime, reverse=True)
+        if found:
+            return Path(found[0]), False
+    if use_bundled:
+        index = _bundled_index()
+        name = index.get(model) or index.get(model.rstrip("/").split("/")[-1])
+        if name and (ASSETS_DIR / name / "config.json").is_file():
+            return ASSETS_DIR / name / "config.json", True
+    if p.is_absolute() or model.startswith((".", "~")):
+        raise ModelConfigError(f"{model}: no such model folder (expected a folder with config.json)")
+    raise ModelConfigError(
+        f"{model}: config.json not found locally or in the Hugging Face cache ({hf_hub_cache()}); "
+        f"download it (`huggingface-cli download {model} config.json`) or pass a local model folder"
+    )
+
+
+def load_model_facts(model: str, revision: str | None = None, hf_overrides: dict | None = None) -> ModelFacts:
+    path, bundled = find_config(model, revision)
+    try:
+        cfg = json.loads(path.read_text())
+    except OSError as exc:
+        raise ModelConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ModelConfigError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(cfg, dict):
+        raise ModelConfigError(f"{path}: expected a JSON object")
+    if hf_overrides:
+        cfg = {**cfg, **hf_overrides}
+    facts = facts_from_config(cfg)
+    facts.source = str(path)
+    facts.bundled = bundled
+    return facts
+
+
+# ------------------------------------------------------------------------------------------------
+# config dict -> facts
+# ------------------------------------------------------------------------------------------------
+
+GDN_ARCHS = ("Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
+             "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
+NEMOTRON_ARCHS = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
+MLA_ARCHS = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM",
+             "KimiK2ForCausalLM", "GlmMoeDsaForCausalLM")
+
+
+def _get(cfg: dict, *names: str, default: Any = None) -> Any:
+    for n in names:
+        if cfg.get(n) is not None:
+            return cfg[n]
+    return default
+
+
+def _dtype(cfg: dict) -> str:
+    d = _get(cfg, "torch_dtype", "dtype", default="bfloat16")
+    d = str(d).replace("torch.", "")
+    return {"float": "float32", "half": "float16", "bf16": "bfloat16", "fp16": "float16"}.get(d, d)
+
+
+def facts_from_config(cfg: dict) -> ModelFacts:
+    archs = cfg.get("architectures") or []
+    arch = archs[0] if archs else str(cfg.get("model_type", "unknown"))
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    if arch in GDN_ARCHS or text.get("linear_num_value_heads"):
+        return _gdn(arch, cfg, text)
+    if arch in NEMOTRON_ARCHS or "hybrid_override_pattern" in text:
+        return _nemotron(arch, text)
+    if arch == "GraniteMoeHybridForCausalLM" or (text.get("layer_types") and "mamba" in text.get("layer_types", [])):
+        return _granite(arch, text)
+    if arch == "FalconH1ForCausalLM":
+        return _falcon_h1(arch, text)
+    if arch == "JambaForCausalLM":
+        return _jamba(arch, text)
+    if arch in ("Mamba2ForCausalLM",):
+        return _mamba2_only(arch, text)
+    if arch in MLA_ARCHS or text.get("kv_lora_rank"):
+        return _mla(arch, text)
+    if text.get("num_attention_heads") and text.get("hidden_size"):
+        return _dense(arch, text)
+    raise ModelConfigError(f"architecture {arch!r}: not described by vllm-diag (no attention or state dims found)")
+
+
+def _attn_dims(f: ModelFacts, c: dict) -> None:
+    f.num_attention_heads = _get(c, "num_attention_heads", "n_head")
+    f.num_kv_heads = _get(c, "num_key_value_heads", "num_kv_heads", default=f.num_attention_heads)
+    hd = _get(c, "head_dim", "attention_head_dim")
+    if hd is None and f.num_attention_heads and c.get("hidden_size"):
+        hd = c["hidden_size"] // f.num_attention_heads
+    f.head_dim = hd
+    f.max_position_embeddings = c.get("max_position_embeddings")
+    f.vocab_size = c.get("vocab_size")
+
+
+def _dense(arch: str, c: dict) -> ModelFacts:
+    f = ModelFacts(arch, "dense", dtype=_dtype(c))
+    _attn_dims(f, c)
+    n = int(_get(c, "num_hidden_layers", "n_layer", default=1))
+    f.num_layers = n
+    types = c.get("layer_types")
+    sw = c.get("sliding_window") if c.get("use_sliding_window", True) is not False else None
+    f.sliding_window = sw
+    if isinstance(types, list) and len(types) == n:
+        f.layers = [["sliding" if t == "sliding_attention" and sw else "attention"] for t in types]
+    else:
+        f.layers = [["sliding" if sw and c.get("model_type") in ("mistral",) else "attention"] for _ in range(n)]
+    f.mtp_layers = int(_get(c, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0)
+    return f
+
+
+def _gdn(arch: str, cfg: dict, c: dict) -> ModelFacts:
+    f = ModelFacts(arch, "gdn", dtype=_dtype(c) if ("torch_dtype" in c or "dtype" in c) else _dtype(cfg))
+    _attn_dims(f, c)
+    n = int(c["num_hidden_layers"])
+    f.num_layers = n
+    types = c.get("layer_types")
+    if not (isinstance(types, list) and len(types) == n):
+        interval = int(c.get("full_attention_interval", 4))
+        types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
+    f.layers = [["attention"] if t == "full_attention" else ["gdn"] for t in types]
+    f.gdn = {
+        "nk": int(c["linear_num_key_heads"]), "nv": int(c["linear_num_value_heads"]),
+        "dk": int(c["linear_key_head_dim"]), "dv": int(c["linear_value_head_dim"]),
+        "conv_kernel": int(c.get("linear_conv_kernel_dim", 4)),
+    }
+    if arch.startswith("Qwen3_5"):
+        f.mamba_ssm_dtype = c.get("mamba_ssm_dtype") or cfg.get("mamba_ssm_dtype")
+    f.mtp_layers = int(_get(c, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0)
+    return f
+
+
+def _nemotron(arch: str, c: dict) -> ModelFacts:
+    f = ModelFacts(arch, "mamba2", dtype=_dtype(c))
+    _attn_dims(f, c)
+    pattern = c.get("hybrid_override_pattern")
+    if not pattern and isinstance(c.get("layers_block_type"), list):
+        pattern = "".join({"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}.get(t, "-") for t in c["layers_block_type"])
+    if not pattern:
+        raise ModelConfigError(f"{arch}: config.json has no hybrid_override_pattern")
+    f.num_layers = len(pattern)
+    f.layers = [["mamba2"] if ch == "M" else ["attention"] if ch == "*" else [] for ch in pattern]
+    nh, hd = int(c["mamba_num_heads"]), int(c["mamba_head_dim"])
+    f.mamba2 = {
+        "intermediate": nh * hd, "n_groups": int(c.get("n_groups", 8)), "n_heads": nh, "head_dim": hd,
+        "d_state": int(c["ssm_state_size"]), "conv_kernel": int(c.get("conv_kernel", 4)),
+    }
+    f.mamba_chunk_size = _get(c, "mamba_chunk_size", "chunk_size", default=None)
+    f.mamba_ssm_dtype = c.get("mamba_ssm_cache_dtype") or "float32"  # vLLM's NemotronH hook default
+    f.mtp_layers = int(_get(c, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0)
+    return f
+
+
+def _mamba2_dims(c: dict, hidden: int) -> dict[str, int]:
+    expand = c.get("mamba_expand", 2)
+    inter = c.get("mamba_d_ssm") or int(expand * hidden)
+    nh = int(c.get("mamba_n_heads", inter // int(c.get("mamba_d_head", 64))))
+    return {
+        "intermediate": int(inter), "n_groups": int(c.get("mamba_n_groups", 1)), "n_heads": nh,
+        "head_dim": int(c.get("mamba_d_head", inter // nh)), "d_state": int(c.get("mamba_d_state", 128)),
+        "conv_kernel": int(c.get("mamba_d_conv", 4)),
+    }
+
+
+def _granite(arch: str, c: dict) -> ModelFacts:
+    f = ModelFacts(arch, "mamba2", dtype=_dtype(c))
+    _attn_dims(f, c)
+    types = c.get("layer_types") or ["mamba"] * int(c["num_hidden_layers"])
+    f.num_layers = len(types)
+    f.layers = [["mamba2"] if t == "mamba" else ["attention"] for t in types]
+    f.mamba2 = _mamba2_dims(c, int(c["hidden_size"]))
+    f.mamba_chunk_size = c.get("mamba_chunk_size")
+    f.config_shape_has_spec = False
+    f.config_shape_has_spec_fixed_in = (0, 32, 0)
+    return f
+
+
+def _falcon_h1(arch: str, c: dict) -> ModelFacts:
+    f = ModelFacts(arch, "mamba2", dtype=_dtype(c))
+    _attn_dims(f, c)
+    n = int(c["num_hidden_layers"])
+    f.num_layers = n
+    f.layers = [["attention", "mamba2"] for _ in range(n)]
+    f.mamba2 = _mamba2_dims(c, int(c["hidden_size"]))
+    f.mamba_chunk_size = c.get("mamba_chunk_size")
+    f.config_shape_has_spec = False
+    f.config_shape_has_spec_fixed_in = (0, 32, 0)
+    return f
+
+
+def _jamba(arch: str, c: dict) -> ModelFacts:
+    f = ModelFacts(arch, "mamba1", dtype=_dtype(c))
+    _attn_dims(f, c)
+    n = int(c["num_hidden_layers"])
+    f.num_layers = n
+    off, per = int(c.get("attn_layer_offset", 4)), int(c.get("attn_layer_period", 8))
+    f.layers = [["attention"] if i % per == off else ["mamba1"] for i in range(n)]
+    f.mamba1 = {"intermediate": int(c.get("mamba_expand", 2) * c["hidden_size"]), "d_state": int(c.get("mamba_d_state", 16)),
+                "conv_kernel": int(c.get("mamba_d_conv", 4))}
+    return f
+
+
+def _mamba2_only(arch: str, c: dict) -> ModelFacts:
+    f = ModelFacts(arch, "attention_free", dtype=_dtype(c))
+    n = int(c["num_hidden_layers"])
+    f.num_layers = n
+    f.layers = [["mamba2"] for _ in range(n)]
+    nh = int(c["num_heads"])
+    f.mamba2 = {"intermediate": int(c.get("expand", 2) * c["hidden_size"]), "n_groups": int(c.get("n_groups", 1)),
+                "n_heads": nh, "head_dim": int(c["head_dim"]), "d_state": int(c["state_size"]),
+                "conv_kernel": int(c.get("conv_kernel", 4))}
+    f.mamba_chunk_size = c.get("chunk_size")
+    return f
+
+
+def _mla(arch: str, c: dict) -> ModelFacts:
+    f = ModelFacts(arch, "mla", dtype=_dtype(c))
+    _attn_dims(f, c)
+    n = int(c["num_hidden_layers"])
+    f.num_layers = n
+    f.mla = {
+        "kv_lora_rank": int(c.get("kv_lora_rank", 512)), "qk_rope_head_dim": int(c.get("qk_rope_head_dim", 64)),
+        "index_head_dim": c.get("index_head_dim"), "index_topk": c.get("index_topk"), "index_n_heads": c.get("index_n_heads"),
+    }
+    if arch == "DeepseekV4ForCausalLM":
+        f.head_dim = int(c.get("head_dim", 512))
+        f.compress_ratios = list(c.get("compress_ratios") or [])
+        f.sliding_window = c.get("sliding_window")
+        f.layers = [["mla"] if (f.compress_ratios and i < len(f.compress_ratios) and f.compress_ratios[i] > 1) else ["sliding"]
+                    for i in range(n)]
+    else:
+        f.head_dim = f.mla["kv_lora_rank"] + f.mla["qk_rope_head_dim"]
+        f.layers = [["mla"] for _ in range(n)]
+    f.mtp_layers = int(_get(c, "num_nextn_predict_layers", default=0) or 0)
+    return f

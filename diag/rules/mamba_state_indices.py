@@ -1,0 +1,83 @@
+"""mamba_state_indices -- Mamba decode state buffer narrower than the block-table row.
+
+Failure (vllm#39809 "Bug 1"): with prefix caching in Mamba cache mode "all" (0.17-0.19 default for
+models with SupportsMambaPrefixCaching, e.g. NemotronH) and speculative decoding, the block-table
+row of a Mamba group is ``cdiv(max_model_len, mamba_block_size) + num_speculative_blocks`` wide,
+but ``BaseMambaAttentionMetadataBuilder`` pre-allocates ``state_indices_tensor_d`` with only
+``cdiv(max_model_len, mamba_block_size)`` columns. The CUDA-graph capture copy
+``state_indices_tensor_d[:n].copy_(...)`` fails: ``RuntimeError: The size of tensor a (6) must
+match the size of tensor b (7) at non-singleton dimension 1``.
+
+Versions: 0.17 - 0.21 (fixed in 0.22 by PR #41233: ``+ num_speculative_blocks``; mode "all" gone in 0.32).
+Evidence: builder buffer vs block-table widths (predicted/recorded); log: the tensor-size mismatch.
+"""
+
+from __future__ import annotations
+
+from ..model import Change, Comparison, Evidence, Finding, Suggestion
+from ._util import cfg, in_range, log_evidence, log_match, spec_k, state_source, version
+from .base import Rule, RuleContext
+
+ID = "mamba_state_indices"
+
+
+def check(ctx: RuleContext) -> list[Finding]:
+    v = version(ctx)
+    if in_range(v, (0, 17), (0, 22)) is False:
+        return []
+    evidence: list[Evidence] = []
+    numbers: dict = {}
+    comps: list[Comparison] = []
+    st = ctx.state
+    if st is not None and spec_k(ctx) > 0 and cfg(ctx, "mamba_cache_mode") == "all":
+        buf = next((b for b in st.builder_buffers if b.name == "state_indices_tensor_d"), None)
+        if buf is not None and len(buf.shape) == 2:
+            bt = next((t for t in st.block_tables if t.group_index == buf.group_index), None)
+            if bt is not None and bt.columns != buf.shape[1]:
+                numbers.update(state_indices_columns=buf.shape[1], block_table_columns=bt.columns,
+                               num_speculative_blocks=spec_k(ctx), mamba_block_size=bt.block_size,
+                               max_model_len=cfg(ctx, "max_model_len"), decode_cudagraph_max_bs=buf.shape[0])
+                comps.append(Comparison("state_indices_tensor_d columns", expected=bt.columns, actual=buf.shape[1]))
+                evidence.append(Evidence(f"group {bt.group_index} block table {bt.rows} x {bt.columns} ({bt.derivation}); "
+                                         f"{buf.builder}.{buf.name} {'x'.join(map(str, buf.shape))}", source=state_source(st)))
+    exc = log_match(ctx, "RuntimeError", text="must match the size of tensor b")
+    if exc is not None and ctx.log is not None:
+        a, b = ctx.log.numbers.get("tensor_a_size"), ctx.log.numbers.get("tensor_b_size")
+        mamba_frames = any("mamba" in (f.file or "") for f in exc.frames)
+        if mamba_frames or (a is not None and b is not None and b - a == spec_k(ctx) and spec_k(ctx) > 0):
+            evidence += log_evidence(ctx, exc)
+            if not comps and a is not None:
+                comps.append(Comparison("state_indices_tensor_d columns", expected=b, actual=a))
+                numbers.update(state_indices_columns=a, block_table_columns=b)
+    if not evidence:
+        return []
+    msg = ("Prefix caching in Mamba cache mode 'all' with speculative decoding: the decode state-index buffer is sized "
+           "cdiv(max_model_len, block) columns while the block-table row adds num_speculative_blocks, so CUDA-graph "
+           "capture fails copying one into the other.")
+    return [Finding(rule=ID, category="state_index", title="Mamba state-index buffer narrower than the block-table row",
+                    severity="error", message=msg, numbers=numbers, comparisons=comps, evidence=evidence,
+                    missing_evidence=[] if v else ["vLLM version (rule applies to 0.17-0.21)"])]
+
+
+def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
+    out = []
+    if cfg(ctx, "speculative_method"):
+        out.append(Suggestion(title="turn MTP/speculative decoding off, keep prefix caching",
+                              tradeoff="~10-15% lower decode throughput, keeps prefix caching (no re-prefill of long shared prompts)",
+                              changes=[Change("speculative_config", None)]))
+    out.append(Suggestion(title="turn prefix caching off, keep speculative decoding",
+                          tradeoff="keeps the MTP speed-up; every request re-prefills its whole prompt (no prefix reuse)",
+                          changes=[Change("enable_prefix_caching", False)]))
+    v = version(ctx)
+    if v is None or v >= (0, 19, 0):
+        out.append(Suggestion(title="use Mamba cache mode 'align' (what 0.20.2 picks for prefix caching + spec decode)",
+                              tradeoff="prefix-cache hits only at attention-block boundaries; keeps MTP",
+                              changes=[Change("mamba_cache_mode", "align")]))
+    out.append(Suggestion(title="upgrade to vLLM >= 0.22 (PR #41233 sizes the buffer with num_speculative_blocks)",
+                          tradeoff="needs a newer vLLM build", changes=[Change("vllm_version", "0.22.1")]))
+    return out
+
+
+RULE = Rule(id=ID, title="Mamba decode state indices vs block-table width (prefix caching + spec decode)",
+            category="state_index", check=check, versions=">=0.17,<0.22", fixed_in="0.22 (PR #41233)",
+            reads=("state", "log"), doc=__doc__ or "")

@@ -1,0 +1,58 @@
+"""prefix_cache_granularity -- prefix caching that is on but cannot help much (or is off).
+
+* Hybrid models cache Mamba states only at block boundaries ('align' mode, 0.20+ default; 'all'
+  mode uses chunk-aligned blocks): with an attention block of N tokens (often 500-4000 after the
+  Mamba alignment) a shared prefix shorter than N never hits, and a hit reuses at most
+  ``floor(prefix / N) x N`` tokens.
+* MLA models on a non-GPU platform: vLLM forces prefix caching off ("MLA is enabled on a non-GPU
+  platform; forcing chunked prefill and prefix caching to be disabled").
+* Log: ``Prefix cache hit rate: 0.0%`` over several metric lines with prefix caching on.
+
+Versions: all. Severity: warning.
+"""
+
+from __future__ import annotations
+
+from ..model import Comparison, Evidence, Finding
+from ._util import cfg, log_evidence, state_source
+from .base import Rule, RuleContext
+
+ID = "prefix_cache_granularity"
+MIN_INTERESTING_BLOCK = 256
+
+
+def check(ctx: RuleContext) -> list[Finding]:
+    out: list[Finding] = []
+    st = ctx.state
+    if st is not None and st.config.get("prefix_caching_forced_off"):
+        out.append(Finding(rule=ID, category="prefix_cache_degraded", title="Prefix caching is forced off",
+                           severity="warning", message=f"--enable-prefix-caching is ignored: {st.config['prefix_caching_forced_off']}.",
+                           evidence=[Evidence("enable_prefix_caching requested, platform disables it", source=state_source(st))]))
+    mode = cfg(ctx, "mamba_cache_mode")
+    block = cfg(ctx, "mamba_block_size") if mode in ("align", "all") else None
+    if ctx.log is not None and block is None and ctx.log.startup.get("mamba_cache_mode") in ("align", "all"):
+        block = ctx.log.startup.get("attention_block_size")
+        mode = ctx.log.startup.get("mamba_cache_mode")
+    if cfg(ctx, "enable_prefix_caching") and block and int(block) >= MIN_INTERESTING_BLOCK:
+        ev = ([Evidence(f"mamba_cache_mode {mode}, Mamba/attention block {block} tokens", source=state_source(st))]
+              if st is not None else log_evidence(ctx, None, "mamba_cache_mode", "attention_block_size"))
+        out.append(Finding(
+            rule=ID, category="prefix_cache_degraded", title=f"Hybrid prefix-cache hits only in {block}-token steps",
+            severity="warning",
+            message=(f"Mamba states are cached only at {block}-token block boundaries (cache mode '{mode}'): shared prefixes "
+                     f"shorter than {block} tokens never hit, longer ones reuse floor(prefix/{block}) x {block} tokens."),
+            evidence=ev, comparisons=[Comparison("prefix-cache granularity", expected=16, actual=int(block), unit="tokens")],
+            numbers={"granularity_tokens": int(block), "mamba_cache_mode": mode}))
+    if ctx.log is not None and cfg(ctx, "enable_prefix_caching") is not False:
+        rate = ctx.log.startup.get("prefix_cache_hit_rate_max")
+        samples = ctx.log.startup.get("prefix_cache_hit_rate_samples") or 0
+        if rate is not None and float(rate) == 0.0 and samples >= 5:
+            out.append(Finding(rule=ID, category="prefix_cache_degraded", title="Prefix cache never hit",
+                               severity="warning", message=f"{samples} metrics lines all report a 0.0% prefix cache hit rate.",
+                               evidence=log_evidence(ctx, None, "prefix_cache_hit_rate"),
+                               numbers={"prefix_cache_hit_rate_max": rate, "samples": samples}))
+    return out
+
+
+RULE = Rule(id=ID, title="Prefix caching degraded or off", category="prefix_cache_degraded", check=check, versions="all",
+            reads=("state", "log"), doc=__doc__ or "")

@@ -1,0 +1,62 @@
+"""spec_token_budget -- speculative tokens exhausting max_num_batched_tokens.
+
+Each decoding request schedules ``k + 1`` tokens per step (k draft tokens to verify plus one). With
+``max_num_seqs x (k + 1) > max_num_batched_tokens`` at most ``budget // (k + 1)`` requests decode
+per step and prefills starve; with ``k + 1 > budget`` not even one request fits (vLLM rejects or
+truncates drafts). Typical trap: ngram with ``num_speculative_tokens: 128`` (vllm#38196's config).
+
+Evidence: config (predicted defaults included) or log arguments. Versions: all.
+"""
+
+from __future__ import annotations
+
+from ..model import Change, Comparison, Evidence, Finding, Suggestion
+from ._util import cfg, spec_k, state_source
+from .base import Rule, RuleContext
+
+ID = "spec_token_budget"
+
+
+def check(ctx: RuleContext) -> list[Finding]:
+    k = spec_k(ctx)
+    budget, seqs = cfg(ctx, "max_num_batched_tokens"), cfg(ctx, "max_num_seqs")
+    if k <= 0 or not budget or not seqs:
+        return []
+    budget, seqs = int(budget), int(seqs)
+    need = seqs * (k + 1)
+    if need <= budget:
+        return []
+    fit = budget // (k + 1)
+    sev = "error" if fit < 1 else "warning"
+    msg = (f"{seqs} requests x (k+1 = {k + 1}) = {need} tokens per decode step, but max_num_batched_tokens is {budget}: "
+           f"only {fit} requests can decode per step" + (" -- not even one." if fit < 1 else "; prefills wait behind them."))
+    return [Finding(rule=ID, category="token_budget", title=f"Speculative tokens exhaust the batch budget ({need} > {budget})",
+                    severity=sev, message=msg,
+                    evidence=[Evidence(f"num_speculative_tokens {k}, max_num_seqs {seqs}, max_num_batched_tokens {budget}",
+                                       source=state_source(ctx.state))],
+                    comparisons=[Comparison("max_num_seqs x (k+1) <= max_num_batched_tokens", expected=budget, actual=need, unit="tokens")],
+                    numbers={"num_speculative_tokens": k, "max_num_seqs": seqs, "max_num_batched_tokens": budget,
+                             "requests_per_step": fit})]
+
+
+def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
+    k = int(finding.numbers["num_speculative_tokens"])
+    seqs = int(finding.numbers["max_num_seqs"])
+    budget = int(finding.numbers["max_num_batched_tokens"])
+    out = []
+    k_fit = budget // seqs - 1
+    if k_fit >= 1:
+        out.append(Suggestion(title=f"lower num_speculative_tokens to {min(k_fit, k - 1)}",
+                              tradeoff="shorter drafts: fewer tokens accepted per step when drafts are good",
+                              changes=[Change("num_speculative_tokens", min(k_fit, k - 1))]))
+    out.append(Suggestion(title=f"raise max_num_batched_tokens to {seqs * (k + 1)}",
+                          tradeoff="larger steps: more activation memory, higher per-step latency",
+                          changes=[Change("max_num_batched_tokens", seqs * (k + 1))]))
+    if budget // (k + 1) >= 1:
+        out.append(Suggestion(title=f"lower max_num_seqs to {budget // (k + 1)}", tradeoff="fewer concurrent requests",
+                              changes=[Change("max_num_seqs", budget // (k + 1))]))
+    return out
+
+
+RULE = Rule(id=ID, title="Speculative tokens vs max_num_batched_tokens", category="token_budget", check=check, versions="all",
+            reads=("state", "log"), doc=__doc__ or "")
