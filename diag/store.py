@@ -91,15 +91,27 @@ class Store:
         already be a vllm-diag database and is opened read-only."""
         path = Path(path)
         if create:
-            if path.exists():
+            # A 0-byte file is an empty SQLite database: another writer has just created it (writers
+            # of one engine race to open a fresh file), or the caller made it with mkstemp.
+            if path.exists() and not (path.is_file() and path.stat().st_size == 0):
                 _check_sqlite_file(path)
-            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            try:
+                conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            except sqlite3.Error as exc:
+                raise DiagError(f"{path}: cannot open for writing ({exc})") from None
             store = cls(sqlite_utils.Database(conn), path, readonly=False)
-            store._prepare_for_writing()
+            try:
+                store._prepare_for_writing()
+            except BaseException:
+                conn.close()
+                raise
             return store
         _check_sqlite_file(path)
         uri = f"file:{path.resolve()}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise DiagError(f"{path}: cannot open ({exc})") from None
         store = cls(sqlite_utils.Database(conn), path, readonly=True)
         store._check_schema()
         return store
@@ -108,6 +120,7 @@ class Store:
         conn = self.db.conn
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._refuse_foreign_database()  # before WAL: never change another application's file
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 conn.execute("PRAGMA journal_mode = wal")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -116,6 +129,7 @@ class Store:
                 # file migrate one after another; the loser finds nothing pending.
                 conn.execute("BEGIN IMMEDIATE")
                 try:
+                    self._refuse_foreign_database()
                     migrations.apply(self.db)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                     conn.execute("COMMIT")
@@ -125,6 +139,12 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise NotADiagDatabase(f"{self.path}: cannot use as a vllm-diag database ({exc})") from None
         self._check_schema()
+
+    def _refuse_foreign_database(self) -> None:
+        """A SQLite file with tables but no vllm-diag migrations belongs to someone else."""
+        if self.db.table_names() and not migrations.applied(self.db):
+            raise NotADiagDatabase(f"{self.path}: not a vllm-diag database (an SQLite file with other tables); "
+                                   "refusing to add vllm-diag tables to it")
 
     def _check_schema(self) -> None:
         try:
