@@ -166,12 +166,27 @@ def analyze_facts(facts: LogFacts, source: str = "<log>", files: list[dict] | No
             if (f.rule, f.category) not in seen:
                 findings.append(f)
         an.rule_failures += [x for x in last_failures if x not in an.rule_failures]
+    findings = _root_first(facts, findings)
     findings = _unexplained_root(facts, findings)
     _missing_evidence(an, findings)
     _attach_suggestions(findings, ctx)
     _localise_evidence(an, findings)
     an.findings = findings
     return an
+
+
+def _root_first(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
+    """Within a severity, findings whose evidence is the root error come first."""
+    root = facts.root
+    if root is None or root.log_line is None:
+        return findings
+    from ..model import SEVERITIES
+
+    def key(f: Finding) -> tuple[int, int]:
+        hits = any(e.line == root.log_line for e in f.evidence)
+        return SEVERITIES.index(f.severity), 0 if hits else 1
+
+    return sorted(findings, key=key)
 
 
 def _unexplained_root(facts: LogFacts, findings: list[Finding]) -> list[Finding]:

@@ -67,13 +67,14 @@ _ARCH = re.compile(r"\b([A-Z][A-Za-z0-9_]*For(?:CausalLM|ConditionalGeneration|S
 _ARCH_LIST = re.compile(r"architectures?\s*[:=]?\s*\[\s*'(\w+)'")
 _MODEL_LINE = re.compile(r"^\W{0,4}(?:Main(?: model)?|Model|Target(?: model)?|model)\s*[:=]\s*`?([\w.\-]+/[\w.\-/]+)`?")
 _DRAFT_LINE = re.compile(r"^\W{0,4}Draft(?: model)?\s*:\s*`?([\w.\-]+/[\w.\-/]+)`?")
-_PY = re.compile(r"\bPython(?: version)?:?\s+(3\.\d+(?:\.\d+)?)|/python(3\.\d+)/")
+_PY = re.compile(r"\bPython(?: version)?\s*:?\s*(3\.\d+(?:\.\d+)?)|/python(3\.\d+)/")
 
 _GPU_NAME = (
-    r"(?:NVIDIA\s+)?(?:GeForce\s+)?("
-    r"GH200|GB200|GB300|H100|H200|H20|H800|B200|B300|A100|A800|A10G|A10|A30|A40|L40S|L40|L4|V100|T4|"
+    r"(?<![\w-])(?:NVIDIA\s+)?(?:GeForce\s+)?("
+    r"GH200|GB200|GB300|H100|H200|H800|B200|B300|A100|A800|A10G|L40S|L40|V100|"
     r"RTX\s?PRO\s?6000(?:\s+Blackwell)?|RTX\s?A6000|RTX\s?6000\s?Ada|RTX\s?[2-5]0[6-9]0(?:\s?Ti)?|"
-    r"MI300X|MI325X|MI355X|MI250X?|MI210|Gaudi\s?[23]"
+    r"MI300X|MI325X|MI355X|MI250X?|MI210|Gaudi\s?[23]|"
+    r"(?<=NVIDIA )(?:T4|L4|A10|A30|A40|H20)|(?<=Tesla )(?:T4|V100)"
     r")\b"
 )
 _GPU_RE = re.compile(_GPU_NAME)
@@ -288,6 +289,14 @@ class FactCollector:
             m = _GPU_COUNT.search(text)
             if m and self.gpu_count_text is None:
                 self.gpu_count_text = int(m.group(1))
+        if "Watchdog caught collective operation timeout" in text and "nccl_watchdog" not in self.facts.lines:
+            self._note("nccl_watchdog", line)
+            m = re.search(r"Timeout\(ms\)=(\d+)", text)
+            if m:
+                self.facts.numbers["nccl_timeout_ms"] = int(m.group(1))
+            m = re.search(r"ran for (\d+) milliseconds", text)
+            if m:
+                self.facts.numbers["nccl_ran_ms"] = int(m.group(1))
         m = _SM.search(text)
         if m and self.sm is None:
             self.sm = int(m.group(1))
@@ -356,6 +365,8 @@ class FactCollector:
     # -------------------------------------------------------------- commands
     def _commands(self, line: Line) -> None:
         text = line.text
+        if (self._cmd_lines is not None or self._llm_lines is not None) and (line.level is not None or line.process is not None):
+            return  # another process's record written into a pasted command: skip it, keep collecting
         if self._cmd_lines is not None:
             s = text.strip()
             prev = self._cmd_lines[-1].rstrip()

@@ -18,7 +18,7 @@ MAX_LINE_CHARS = 16_384  # longer lines are cut: nothing we parse needs more
 _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][0-9A-B]")
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
-_DOCKER = re.compile(r"^\s*" + _TS + r"(?:\s+(?:stdout|stderr)\s+[FP](?=\s))?(?:\s+|$)")
+_DOCKER = re.compile(r"^\s*" + _TS + r"(?: (?:stdout|stderr) [FP](?=[ \t]|$))?(?:[ \t]|$)")
 _TS_ONLY = re.compile(r"^\s*(?:" + _TS + r"|\d\d:\d\d:\d\d(?:\.\d+)?)\s*$")
 _JOURNALD = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")
 _PROC_PAREN = re.compile(r"^\(([A-Za-z][\w.\-]*)(?: pid=([^)\s,]*))?(?:, ip=[^)]*)?\)\s?")

@@ -83,6 +83,10 @@ class Scanner:
     def scan_stream(self, stream: BinaryIO, name: str) -> int:
         """Scan one stream; returns the number of lines it had."""
         self.c.sources.append((self.line_base + 1, name))
+        magic = _read(stream, 2)
+        stream = _Prefixed(magic, stream)
+        if magic == b"\x1f\x8b":
+            stream = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
         first = _read(stream, FULL_PARSE_BYTES + 1)
         if _looks_binary(first[:65536]):
             raise InputError(f"{name}: looks like a binary file, not a text log")
@@ -297,13 +301,38 @@ def _forward(buf: bytes, pos: int, lines: int) -> tuple[int, int]:
     return e, 0
 
 
+class _Prefixed(io.RawIOBase):
+    """``prefix`` then the rest of ``stream`` (lets us sniff the gzip magic of stdin)."""
+
+    def __init__(self, prefix: bytes, stream: BinaryIO):
+        self.prefix = prefix
+        self.stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        if self.prefix:
+            if n is None or n < 0:
+                out, self.prefix = self.prefix + self.stream.read(), b""
+                return out
+            out, self.prefix = self.prefix[:n], self.prefix[n:]
+            return out
+        return self.stream.read(n)
+
+    def readinto(self, b) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
 def _read(stream: BinaryIO, n: int) -> bytes:
     out = []
     got = 0
     while got < n:
         try:
             b = stream.read(n - got)
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
             if out:
                 break  # truncated .gz: keep what came out
             raise InputError(f"cannot decompress the input ({exc})") from None
@@ -328,9 +357,6 @@ def _open(path: Path) -> BinaryIO:
         raise InputError(f"{path}: permission denied") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    head = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
-    if head == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
     return fh
 
 

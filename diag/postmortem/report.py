@@ -20,7 +20,13 @@ def _gpu_json(an: Analysis) -> dict[str, Any]:
         "names": list(f.gpu_names),
         "count": f.gpu_count,
         "compute_capability": list(cc) if cc else None,
+        "platform": "cpu" if _is_cpu(an) else ("cuda" if f.gpu_names else None),
     }
+
+
+def _is_cpu(an: Analysis) -> bool:
+    f = an.facts
+    return f.startup.get("kv_cache_device") == "CPU" or f.startup.get("device_config") == "cpu"
 
 
 def _finding_json(f: Finding) -> dict[str, Any]:
@@ -100,8 +106,8 @@ def _root_line(an: Analysis) -> str | None:
 
 def render_text(an: Analysis) -> str:
     f = an.facts
-    gpu = ", ".join(f.gpu_names) if f.gpu_names else "?"
-    if f.gpu_count:
+    gpu = ", ".join(f.gpu_names) if f.gpu_names else ("none (CPU backend)" if _is_cpu(an) else "?")
+    if f.gpu_count and f.gpu_names:
         gpu += f" (x{f.gpu_count})"
     out = [f"Log: {an.source}  ({f.total_lines:,} lines)"]
     out.append(f"  vLLM {f.vllm_version or '?'}; model {f.model or '?'} ({f.architecture or '?'}); GPU {gpu}")
@@ -109,7 +115,7 @@ def render_text(an: Analysis) -> str:
     if tp or pp:
         out.append(f"  TP={tp or 1} PP={pp or 1}")
     if f.command:
-        first = " ".join(f.command.split())
+        first = " ".join(f.command.replace("\\\n", " ").split())
         out.append(f"  command: {first[:300]}{' ...' if len(first) > 300 else ''}")
     root = _root_line(an)
     if root:
@@ -149,7 +155,8 @@ def render_markdown(an: Analysis) -> str:
     o.append("| --- | --- |")
     rows = [
         ("vLLM version", f.vllm_version or "unknown"),
-        ("GPU", (", ".join(f.gpu_names) or "unknown") + (f" × {f.gpu_count}" if f.gpu_count else "")),
+        ("GPU", (", ".join(f.gpu_names) or ("none (CPU backend)" if _is_cpu(an) else "unknown"))
+         + (f" × {f.gpu_count}" if f.gpu_count and f.gpu_names else "")),
         ("Compute capability", ".".join(map(str, an.gpu.compute_capability)) if an.gpu and an.gpu.compute_capability else "unknown"),
         ("Tensor / pipeline parallel", f"{f.args.get('tensor_parallel_size') or 1} / {f.args.get('pipeline_parallel_size') or 1}"),
         ("Model", f.model or "unknown"),

@@ -1,0 +1,165 @@
+"""End to end on logs: the five seed bug reports, real failing CPU engines (captured from their own
+output), every wrapper/prefix variant of those, and negative logs that must stay ``other``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from diag.model import CATEGORIES
+from diag.postmortem.analyze import analyze_facts, analyze_path
+from diag.postmortem.reader import facts_from_bytes
+from tests.fixtures.logs.seeds.extract import extract
+from tests.fixtures.logs.variants import VARIANTS
+
+LOGS = Path(__file__).parent / "fixtures" / "logs"
+SEEDS_SRC = Path("/work/shared/seeds")
+MISMATCH = set(CATEGORIES) - {"other"}
+
+# seed -> (category of the first finding, root exception type, numbers that must be read, facts)
+SEEDS = {
+    "000_a62ee88866094543": ("kv_page_size", "AssertionError", {"num_speculative_tokens": 3},
+                             {"vllm_version": "0.20.2", "gpu": "RTX PRO 6000 Blackwell", "kv_cache_dtype": "fp8_e4m3",
+                              "frame": ("unify_kv_cache_spec_page_size", 1042)}),
+    "001_8b8c48f7a3e85366": ("kv_page_size", "AssertionError", {},
+                             {"vllm_version": "0.20.0", "gpu": "RTX 3090", "kv_cache_dtype": "turboquant_4bit_nc",
+                              "architecture": "Qwen3_5ForConditionalGeneration", "frame": ("unify_kv_cache_spec_page_size", 1030)}),
+    "002_92ecc0d74b2a3bfc": ("spec_kernel_limit", "RuntimeError", {"next_n": 3, "next_n_allowed": [1, 2], "kernel_assert_line": 233},
+                             {"gpu": "H200", "tensor_parallel_size": 2, "num_speculative_tokens": 2}),
+    "003_147e25c431f470c3": ("mixed_batch", "AssertionError", {"num_decodes": 1, "num_spec_decodes": 1},
+                             {"vllm_version": "0.17.2.dev0+g95c0f928c.d20260313", "gpu": "GH200", "speculative_method": "ngram",
+                              "num_speculative_tokens": 128, "frame": ("build", 310)}),
+    "004_56fd74f28e856ca0": ("state_index", "RuntimeError", {"tensor_a_size": 6, "tensor_b_size": 7, "mismatch_dim": 1},
+                             {"vllm_version": "0.19.0", "gpu": "B200", "tensor_parallel_size": 4, "speculative_method": "mtp",
+                              "enable_prefix_caching": True}),
+}
+
+
+@pytest.mark.parametrize("seed", sorted(SEEDS))
+def test_seed_fixture_is_verbatim(seed):
+    if not SEEDS_SRC.is_dir():
+        pytest.skip("shared seeds not available")
+    assert (LOGS / "seeds" / f"{seed}.log").read_text() == extract((SEEDS_SRC / f"{seed}.txt").read_text())
+
+
+@pytest.mark.parametrize("seed", sorted(SEEDS))
+def test_seed_diagnosis(seed):
+    category, exc_type, numbers, facts = SEEDS[seed]
+    an = analyze_path(str(LOGS / "seeds" / f"{seed}.log"))
+    f = an.facts
+    assert f.root is not None and f.root.exc_type == exc_type
+    for k, v in numbers.items():
+        assert f.numbers.get(k) == v, k
+    if "vllm_version" in facts:
+        assert f.vllm_version == facts["vllm_version"]
+    assert facts["gpu"] in f.gpu_names[0]
+    for key in ("kv_cache_dtype", "architecture", "tensor_parallel_size", "num_speculative_tokens", "speculative_method",
+                "enable_prefix_caching"):
+        if key in facts:
+            assert f.args.get(key) == facts[key], key
+    if "frame" in facts:
+        assert (f.root.last_frame.function, f.root.last_frame.line) == facts["frame"]
+    top = an.findings[0]
+    assert top.category == category, [(x.category, x.rule) for x in an.findings]
+    assert top.severity == "error"
+    assert top.suggestions, "a finding on a seed log comes with at least one suggestion"
+    assert any(e.line == f.root.log_line for e in top.evidence)
+    assert top.numbers or top.comparisons or top.missing_evidence
+
+
+# ---------------------------------------------------------------- real CPU engines
+REAL = {
+    # log -> (root type, first finding category, rule or None, numbers)
+    "qwen3next_ngram_prefix_caching": ("TypeError", "state_index", None, {"num_speculative_tokens": 3}),
+    "nemotronh_prefix_caching_long_prompt": ("IndexError", None, None, {"index_dim": 0, "index_size": 1}),
+    "unknown_architecture": ("ValidationError", "other", "other_unsupported_arch", {}),
+    "missing_tokenizer": ("ValueError", "other", "other_missing_files", {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_engine_log(name):
+    exc_type, category, rule, numbers = REAL[name]
+    an = analyze_path(str(LOGS / "real" / f"{name}.log"))
+    f = an.facts
+    assert f.root.exc_type.endswith(exc_type)
+    for k, v in numbers.items():
+        assert f.numbers[k] == v
+    assert an.findings and an.findings[0].severity == "error"
+    if category:
+        assert an.findings[0].category == category
+    if rule:
+        assert an.findings[0].rule == rule
+
+
+def test_real_multiprocess_log_facts():
+    f = analyze_path(str(LOGS / "real" / "qwen3next_ngram_prefix_caching.log")).facts
+    assert f.vllm_version == "0.32.0"
+    assert f.root.process == "Worker" and f.root.last_frame.function == "run_fused_precopy"
+    assert f.args["speculative_method"] == "ngram" and f.args["enable_prefix_caching"] is True
+    assert f.architecture == "Qwen3NextForCausalLM" and f.startup["mamba_cache_mode"] == "align"
+    assert f.startup["kv_cache_device"] == "CPU"
+
+
+def test_successful_engine_has_no_findings():
+    an = analyze_path(str(LOGS / "real" / "llama_ok.log"))
+    assert an.facts.root is None and not an.findings and not an.failed
+    assert an.facts.startup["gpu_kv_cache_tokens"] > 0
+
+
+# ---------------------------------------------------------------- variants
+VARIANT_LOGS = sorted(LOGS.glob("real/*.log")) + sorted(LOGS.glob("seeds/*.log"))
+
+
+def _summary(data: bytes):
+    f = facts_from_bytes(data)
+    an = analyze_facts(f, use_preflight=False)
+    return (f.root.exc_type if f.root else None, f.root.message[:120] if f.root else None,
+            [(x.category, x.rule) for x in an.findings], sorted((k, str(v)) for k, v in f.numbers.items()),
+            f.vllm_version, f.model, f.args.get("num_speculative_tokens"),
+            [fr.function for fr in f.root.frames] if f.root else None)
+
+
+@pytest.fixture(scope="module")
+def baselines():
+    return {p: _summary(p.read_bytes()) for p in VARIANT_LOGS}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_variants_read_the_same(variant, baselines):
+    for p in VARIANT_LOGS:
+        out = VARIANTS[variant](p.read_text())
+        data = out if isinstance(out, bytes) else out.encode()
+        assert _summary(data) == baselines[p], f"{variant} changed the analysis of {p.name}"
+
+
+# ---------------------------------------------------------------- negative logs
+NEGATIVE = {
+    "negative/cuda_oom_at_load.log": "other_oom",
+    "negative/nccl_watchdog_timeout.log": "other_nccl_timeout",
+    "real/missing_tokenizer.log": "other_missing_files",
+    "real/unknown_architecture.log": "other_unsupported_arch",
+}
+
+
+@pytest.mark.parametrize("rel", sorted(NEGATIVE))
+def test_negative_logs_are_other(rel):
+    an = analyze_path(str(LOGS / rel))
+    assert an.findings
+    assert an.findings[0].rule == NEGATIVE[rel]
+    assert all(x.category == "other" for x in an.findings), [(x.category, x.rule) for x in an.findings]
+    assert not MISMATCH & {x.category for x in an.findings}
+
+
+def test_oom_numbers():
+    an = analyze_path(str(LOGS / "negative" / "cuda_oom_at_load.log"))
+    assert an.facts.root.exc_type == "torch.OutOfMemoryError" and an.facts.root.process == "Worker_TP1"
+    assert an.findings[0].numbers == {"oom_tried_gib": 1.96, "gpu_total_gib": 79.19, "gpu_free_gib": 1.02,
+                                      "gpu_memory_utilization": 0.95}
+
+
+def test_nccl_numbers():
+    an = analyze_path(str(LOGS / "negative" / "nccl_watchdog_timeout.log"))
+    n = an.findings[0].numbers
+    assert n["nccl_timeout_ms"] == 600000 and n["nccl_ran_ms"] == 600047 and n["tensor_parallel_size"] == 8
