@@ -1,0 +1,254 @@
+"""The ``vllm.general_plugins`` entry point: ``vllm_diag = "probes.plugin:register"``.
+
+vLLM calls ``register()`` once in every process it starts (API server / ``LLM`` process,
+EngineCore, each worker; the model-registry inspection subprocess too). It is inert unless
+``VLLM_DIAG_DB`` is set. Otherwise it:
+
+1. works out which process this is (``role`` api_server / engine_core / worker / main, and
+   ``rank``), and leaves the registry-inspection subprocess alone;
+2. joins the engine's session: the first process creates the id and exports it as
+   ``VLLM_DIAG_SESSION`` so every child (spawned or forked) writes into the same session;
+3. starts a :class:`~probes.recorder.Recorder` (background writer) and records versions, GPU
+   facts and the (redacted) command line and environment;
+4. installs the hook points this process needs, chosen per vLLM version by ``probes.adapters``.
+
+Nothing here may break vLLM: every failure logs one line and the plugin steps aside.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import platform
+import re
+import socket
+import sys
+import time
+from typing import Any
+
+ENV_DB = "VLLM_DIAG_DB"
+ENV_SESSION = "VLLM_DIAG_SESSION"
+
+
+_STATE: dict[str, Any] = {"probe": None, "registered": False}
+
+REDACTED = "<redacted>"
+_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_?KEY|AUTH)", re.I)
+_SECRET_VALUE = re.compile(r"^(hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,})$")
+_SECRET_FLAGS = {"--api-key", "--hf-token", "--token", "--ssl-keyfile-password"}
+_ENV_PREFIXES = ("VLLM_", "CUDA_", "NCCL_", "HF_", "TORCH_", "OMP_", "TRANSFORMERS_", "PYTORCH_", "NVIDIA_", "RAY_")
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    """The engine-relevant variables of ``env``, with secrets replaced by ``<redacted>``."""
+    out = {}
+    for key, value in env.items():
+        if not key.startswith(_ENV_PREFIXES) and not _SECRET_NAME.search(key):
+            continue
+        if _SECRET_NAME.search(key) or _SECRET_VALUE.match(value or ""):
+            out[key] = REDACTED
+        else:
+            out[key] = value
+    return out
+
+
+def _is_secret_flag(flag: str) -> bool:
+    name = flag.split("=", 1)[0].lower()
+    return name in _SECRET_FLAGS or (name.startswith("--") and bool(_SECRET_NAME.search(name.replace("-", "_"))))
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """``argv`` with the values of ``--api-key``-like flags (either spelling) redacted."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        if arg.startswith("--") and _is_secret_flag(arg):
+            if "=" in arg:
+                out.append(arg.split("=", 1)[0] + "=" + REDACTED)
+            else:
+                out.append(arg)
+                hide_next = True
+            continue
+        out.append(REDACTED if _SECRET_VALUE.match(arg) else arg)
+    return out
+
+
+def detect_process() -> tuple[str | None, int | None]:
+    """``(role, rank)`` of this process; role ``None`` means "stay inert here"."""
+    name = multiprocessing.current_process().name or ""
+    m = re.search(r"(\d+)$", name)
+    num = int(m.group(1)) if m else None
+    if name.startswith("EngineCore"):
+        return "engine_core", num
+    if name.startswith(("VllmWorker", "Worker")):
+        return "worker", num
+    if name.startswith("ApiServer"):
+        return "api_server", num
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    main_name = getattr(spec, "name", "") or ""
+    argv0 = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if main_name == "vllm.model_executor.models.registry" or sys.argv[0:1] and sys.argv[0].endswith(
+        os.path.join("models", "registry.py")
+    ):
+        return None, None  # vLLM's architecture-inspection subprocess: nothing to record
+    if name == "MainProcess":
+        if (argv0 == "vllm" and "serve" in sys.argv[1:2]) or main_name.startswith("vllm.entrypoints"):
+            return "api_server", None
+        return "main", None
+    return "other", num
+
+
+def _in_process_engine() -> bool:
+    return os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1").strip().lower() in ("0", "false", "no", "off")
+
+
+def collect_environment(role: str, vllm_version: str) -> dict[str, Any]:
+    from . import gpu
+
+    env: dict[str, Any] = {
+        "vllm_version": vllm_version,
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "argv": redact_argv(list(sys.argv)),
+        "env": redact_env(dict(os.environ)),
+        "role": role,
+    }
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None:
+            import torch  # noqa: F811 - vLLM has imported it already in every real process
+        env["torch_version"] = str(torch.__version__)
+        env["cuda_version"] = torch.version.cuda or "not available"
+        env["cuda_available"] = bool(torch.cuda.is_available()) if torch.version.cuda else False
+    except Exception:
+        env.setdefault("torch_version", "not available")
+        env.setdefault("cuda_version", "not available")
+    try:
+        from vllm.platforms import current_platform
+
+        env["vllm_platform"] = type(current_platform).__name__
+        env["device_type"] = getattr(current_platform, "device_type", None)
+    except Exception:
+        pass
+    env.update(gpu.gpu_facts())
+    return env
+
+
+def _vllm_version() -> str:
+    try:
+        import vllm
+
+        return str(getattr(vllm, "__version__", None) or "unknown")
+    except Exception:
+        try:
+            from importlib.metadata import version
+
+            return version("vllm")
+        except Exception:
+            return "unknown"
+
+
+def _is_cpu_platform() -> bool:
+    try:
+        from vllm.platforms import current_platform
+
+        return bool(current_platform.is_cpu())
+    except Exception:
+        return False
+
+
+def register() -> None:
+    """Entry point. Inert without ``VLLM_DIAG_DB``; never raises."""
+    db = os.environ.get(ENV_DB, "").strip()
+    if not db or _STATE["registered"]:
+        return
+    _STATE["registered"] = True
+    try:
+        _register(db)
+    except Exception as exc:  # noqa: BLE001 - a probe must never stop vLLM
+        from .recorder import log_once_line
+
+        log_once_line(f"vllm-diag: probes disabled in pid {os.getpid()} ({exc.__class__.__name__}: {exc})")
+
+
+def _register(db: str) -> None:
+    role, rank = detect_process()
+    if role is None:
+        return
+    from diag.model import ProcessInfo, SessionInfo
+    from diag.store import new_session_id
+
+    from .recorder import Recorder
+
+    db = os.path.abspath(db)
+    os.environ[ENV_DB] = db  # children may start in another working directory
+    session_id = os.environ.get(ENV_SESSION)
+    owner = not session_id
+    if owner:
+        session_id = new_session_id()
+        os.environ[ENV_SESSION] = session_id
+    version = _vllm_version()
+    now = time.time()
+    session = SessionInfo(
+        id=session_id,
+        kind="engine",
+        status="running",
+        started_at=now,
+        vllm_version=version,
+        source=" ".join(redact_argv(list(sys.argv)))[:2000],
+        host=socket.gethostname(),
+        label=os.environ.get("VLLM_DIAG_LABEL") or None,
+    )
+    proc = ProcessInfo(
+        pid=os.getpid(),
+        role=role,
+        rank=rank,
+        ppid=os.getppid(),
+        name=multiprocessing.current_process().name,
+        host=session.host,
+        started_at=now,
+    )
+    rec = Recorder(db, session, proc, owner=owner)
+    rec.set_items("environment", collect_environment(role, version))
+
+    from .hooks import Probe
+
+    probe = Probe(rec, version)
+    _STATE["probe"] = probe
+    in_process = _in_process_engine()
+    engine = role == "engine_core" or (role in ("main", "api_server") and in_process)
+    runner = role in ("engine_core", "worker", "other") or (role in ("main", "api_server") and in_process)
+    from . import adapters
+
+    outcome = adapters.install(version, probe, engine=engine, runner=runner, is_cpu=_is_cpu_platform())
+    if outcome:
+        rec.set_items("environment", {"probe_hooks": outcome})
+    if role in ("main", "api_server"):
+        _hook_excepthook(probe)
+    rec.flush_soon()
+
+
+def _hook_excepthook(probe) -> None:
+    """Record an exception that ends the main process (e.g. "Engine core initialization failed")."""
+    previous = sys.excepthook
+
+    def excepthook(exc_type, exc, tb):
+        try:
+            if exc is not None and not isinstance(exc, KeyboardInterrupt):
+                probe._record_error(exc, "init" if probe.step_index == 0 else "step", [], {})
+        except Exception:
+            pass
+        previous(exc_type, exc, tb)
+
+    sys.excepthook = excepthook
+
+
+def current_probe():
+    """The probe of this process (``None`` when inert); tests and benchmarks use it."""
+    return _STATE["probe"]
