@@ -329,9 +329,11 @@ class _Prefixed(io.RawIOBase):
 def _read(stream: BinaryIO, n: int) -> bytes:
     out = []
     got = 0
+    # gzip: read1 returns what one decompression step gives, so a truncated .gz loses only its tail
+    read = stream.read1 if isinstance(stream, gzip.GzipFile) else stream.read
     while got < n:
         try:
-            b = stream.read(n - got)
+            b = read(n - got)
         except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
             if out:
                 break  # truncated .gz: keep what came out
