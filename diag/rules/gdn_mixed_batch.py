@@ -40,6 +40,10 @@ def check(ctx: RuleContext) -> list[Finding]:
     elif st is not None and st.source == "predicted" and family(ctx) == "gdn" and k > 0 and v is not None:
         evidence.append(Evidence(f"GDN model, {cfg(ctx, 'speculative_method')} with num_speculative_tokens={k}, vLLM "
                                  f"{'.'.join(map(str, v))}", source="preflight"))
+        numbers.update(num_speculative_tokens=k, speculative_method=cfg(ctx, "speculative_method"),
+                       gdn_layers=sum(1 for s in st.specs("layer") if s.is_mamba))
+        comps.append(Comparison("vLLM version (builder accepts decodes + spec decodes together)", expected=">= 0.19.0",
+                                actual=".".join(map(str, v))))
     exc = log_match(ctx, "AssertionError", text="num_spec_decodes")
     if exc is not None and ctx.log is not None:
         evidence += log_evidence(ctx, exc)
