@@ -24,7 +24,7 @@ _FLOAT = r"(\d+(?:\.\d+)?)"
 _INT = r"(\d[\d,]*)"
 
 # (fact name, regex, converter); first group is the value
-_STARTUP_PATTERNS: list[tuple[str, re.Pattern[str], Any]] = [
+_STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("attention_block_size", re.compile(r"Setting attention block size to (\d+) tokens"), int),
     ("mamba_padding_percent", re.compile(r"Padding mamba page size by " + _FLOAT + r"%"), float),
     ("max_cudagraph_capture_size_truncated", re.compile(r"Truncating max_cudagraph_capture_size to (\d+)"), int),
@@ -39,6 +39,8 @@ _STARTUP_PATTERNS: list[tuple[str, re.Pattern[str], Any]] = [
     ("dsa_use_flattening", re.compile(r"DSA indexer decode path: use_flattening=(\w+)"), lambda s: s == "True"),
     ("engine_init_seconds", re.compile(r"init engine \(profile, create kv cache, warmup model\) took " + _FLOAT), float),
 ]
+# a literal each pattern needs, checked with `in` before the regex runs (most lines match none)
+_STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, conv) for name, rx, conv in _STARTUP_PATTERNS_RAW]
 _KV_SIZE = re.compile(r"\b(GPU|CPU|XPU|TPU|HPU)(?: \+ host)? KV cache size: " + _INT + r" tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _FLOAT + r"x")
 _HIT_RATE = re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: (?:GPU: )?" + _FLOAT + r"%")
@@ -78,6 +80,7 @@ _GPU_NAME = (
     r")\b"
 )
 _GPU_RE = re.compile(_GPU_NAME)
+_GPU_HINT = re.compile(r"NVIDIA|Tesla|GeForce|RTX|GH200|GB[23]00|[HB][123]00|H[28]00|H20|A[18]00|A10|A30|A40|L40|V100|MI[23]\d\d|Gaudi")
 _GPU_ENUM = re.compile(r"^\s*GPU (\d+): (.+?)\s*(?:\(UUID.*)?$")
 _GPU_COUNT = re.compile(r"(\d+)\s*(?:×|x|X|\*)\s*" + _GPU_NAME)
 _SM = re.compile(r"\b(?:sm_?|SM[ _]?)(\d{2,3})a?\b")
@@ -208,6 +211,7 @@ class FactCollector:
         self.model_lines: list[tuple[int, str]] = []
         self.draft_lines: list[tuple[int, str]] = []
         self.last_line = 0
+        self.count_hit_rates = True
         self.sources: list[tuple[int, str]] = []  # (first global line, file name) for folders
 
     # -------------------------------------------------------------- helpers
@@ -245,9 +249,11 @@ class FactCollector:
 
     def _common_line(self, line: Line) -> None:
         text = line.text
+        self._cur = line
         # version
+        has_ver = "ersion" in text or "vllm" in text or "VERSION" in text
         for prio, rx in _VERSION_PATTERNS:
-            if prio >= self._version_prio:
+            if prio >= self._version_prio or not has_ver:
                 break
             m = rx.search(text)
             if m:
@@ -264,9 +270,9 @@ class FactCollector:
             m = _LOGO_MODEL.search(text)
             if m:
                 self.model_lines.insert(0, (line.lineno, m.group(1)))
-        if _LAUNCH.search(text):
+        if ("ersion" in text or "LLM engine" in text) and _LAUNCH.search(text):
             self.launches.append(line.lineno)
-        m = _SERVING.search(text)
+        m = _SERVING.search(text) if "serving model" in text else None
         if m:
             self.model_lines.insert(0, (line.lineno, m.group(1)))
         # architecture
@@ -277,6 +283,9 @@ class FactCollector:
                 if "architecture" in text and "resolved_architecture" not in self.facts.startup:
                     self._note("architecture", line)
         # GPU
+        if not _GPU_HINT.search(text):
+            self._misc_line(text)
+            return
         m = _GPU_ENUM.match(text)
         if m and _GPU_RE.search(m.group(2)):
             self.gpu_enum[int(m.group(1))] = m.group(2).strip()
@@ -289,6 +298,10 @@ class FactCollector:
             m = _GPU_COUNT.search(text)
             if m and self.gpu_count_text is None:
                 self.gpu_count_text = int(m.group(1))
+        self._misc_line(text)
+
+    def _misc_line(self, text: str) -> None:
+        line = self._cur
         if "Watchdog caught collective operation timeout" in text and "nccl_watchdog" not in self.facts.lines:
             self._note("nccl_watchdog", line)
             m = re.search(r"Timeout\(ms\)=(\d+)", text)
@@ -297,41 +310,43 @@ class FactCollector:
             m = re.search(r"ran for (\d+) milliseconds", text)
             if m:
                 self.facts.numbers["nccl_ran_ms"] = int(m.group(1))
-        m = _SM.search(text)
+        m = _SM.search(text) if self.sm is None and ("sm" in text or "SM" in text) else None
         if m and self.sm is None:
             self.sm = int(m.group(1))
-        m = _TP_TEXT.search(text)
+        m = _TP_TEXT.search(text) if self.tp_text is None and ("TP" in text or "tp" in text) else None
         if m and self.tp_text is None:
             self.tp_text = int(m.group(1))
-        if self.facts.python_version is None:
+        if self.facts.python_version is None and ("ython" in text):
             m = _PY.search(text)
             if m:
                 self.facts.python_version = m.group(1) or m.group(2)
 
     def _record_line(self, line: Line) -> None:
         text = line.text
-        for name, rx, conv in _STARTUP_PATTERNS:
+        for kw, name, rx, conv in _STARTUP_PATTERNS:
+            if kw not in text:
+                continue
             m = rx.search(text)
             if m:
                 try:
                     self._set_startup(name, conv(m.group(1)), line)
                 except ValueError:
                     pass
-        m = _KV_SIZE.search(text)
+        m = _KV_SIZE.search(text) if "KV cache size" in text else None
         if m:
             self._set_startup("gpu_kv_cache_tokens", int(m.group(2).replace(",", "")), line)
             self.facts.startup["kv_cache_device"] = m.group(1)
-        m = _CONCURRENCY.search(text)
+        m = _CONCURRENCY.search(text) if "concurrency" in text else None
         if m:
             self.facts.startup["max_concurrency_tokens"] = int(m.group(1).replace(",", ""))
             self._set_startup("max_concurrency", float(m.group(2)), line)
-        m = _HIT_RATE.search(text)
+        m = _HIT_RATE.search(text) if self.count_hit_rates and "hit rate" in text else None
         if m:
             self.fast_hit_rate(line.lineno, float(m.group(1)), line.display or text)
-        m = _MODEL_RUNNER.search(text)
+        m = _MODEL_RUNNER.search(text) if ("odel runner" in text or "Model Runner" in text) else None
         if m:
             self._set_startup("model_runner", (m.group(1) or m.group(2)).upper(), line)
-        if _HYBRID_OFF.search(text):
+        if "Hybrid KV" in text and _HYBRID_OFF.search(text):
             self._set_startup("hybrid_kv_cache_manager_disabled", True, line)
         if "non-default args:" in text:
             i = text.index("non-default args:") + len("non-default args:")
@@ -383,14 +398,14 @@ class FactCollector:
             if self._llm_depth <= 0 or len(self._llm_lines) > 60:
                 self._end_llm()
             return
-        m = _CMD_START.search(text)
+        m = _CMD_START.search(text) if ("vllm" in text and line.level is None) else None
         if m and line.level is None:
             self._cmd_lines = [text[m.start(1):]]
             self._cmd_line_no = line.lineno
             if not text.rstrip().endswith("\\"):
                 pass
             return
-        m = _LLM_CALL.search(text)
+        m = _LLM_CALL.search(text) if "LLM(" in text else None
         if m and "=" in text[m.end():] + "=":
             self._llm_lines = [text[m.start():]]
             self._llm_line_no = line.lineno
@@ -398,7 +413,7 @@ class FactCollector:
             if self._llm_depth <= 0:
                 self._end_llm()
             return
-        if line.level is None and _FLAG_LINE.match(text):
+        if line.level is None and "--" in text and _FLAG_LINE.match(text):
             self.flag_lines.append((line.lineno, text.strip()))
             return
         if line.level is None and "--" in text:

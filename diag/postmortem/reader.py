@@ -27,25 +27,24 @@ from .lines import clean_line
 
 FULL_PARSE_BYTES = 4 << 20
 HEAD_LINES = 2000  # always parse the first lines of a large file in full
-CHUNK = 2 << 20
-BACK_BYTES = 256 << 10
+CHUNK = 4 << 20
+BACK_BYTES = 512 << 10  # back context for windows; also the end of the file that is always parsed
 MAX_LINE_BYTES = 1 << 20  # a longer "line" is cut into pieces of this size
 MAX_FILES = 10_000
 
-ANCHORS = (b"rror", b"Traceback", b"ssert", b"xception", b"ersion", b"Watchdog", b"vllm serve")
+# Large logs are vLLM's own output: exceptions are logged as ERROR records or printed after a
+# ``Traceback (most recent call last):`` header. The head of the file (engine start: version, command,
+# non-default args, startup facts) and its end (what killed the process: an uncaught exception, a C++
+# abort such as the NCCL watchdog's ``terminate called after throwing``, the engine start before a
+# start-up failure) are always parsed in full. Two needles = two C-speed passes (plus one newline count).
+ANCHORS = (b"ERROR", b"most recent call last")
 HIT_RATE = b"Prefix cache hit rate: "
+MAX_HITS_PER_CHUNK = 4000
 # (back lines, forward lines) per anchor
 WINDOWS = {
-    b"rror": (60, 40),
-    b"Traceback": (3, 400),
-    b"ssert": (30, 40),
-    b"xception": (30, 40),
-    b"ersion": (3, 12),
-    b"Watchdog": (5, 20),
-    b"vllm serve": (2, 60),
+    b"ERROR": (60, 40),
+    b"most recent call last": (3, 400),
 }
-LAUNCH_MARKERS = (b"server version", b"Initializing a V1 LLM engine", b"version ")
-LAUNCH_WINDOW = 6000
 
 
 class InputError(DiagError):
@@ -93,7 +92,11 @@ class Scanner:
         if len(first) <= FULL_PARSE_BYTES:
             self.bytes_read += len(first)
             return self._full(first)
-        return self._chunked(stream, first)
+        self.c.count_hit_rates = False  # the scanner counts every metrics line itself
+        try:
+            return self._chunked(stream, first)
+        finally:
+            self.c.count_hit_rates = True
 
     # ---------------------------------------------------------------- full parse
     def _feed_bytes_lines(self, data: bytes, first_lineno: int) -> int:
@@ -118,54 +121,67 @@ class Scanner:
 
     # ---------------------------------------------------------------- chunked scan
     def _chunked(self, stream: BinaryIO, first: bytes) -> int:
-        carry = first
-        tail = b""  # complete lines before the current buffer's new part (already counted)
+        """Scan a large stream. One reusable buffer holds ``[tail | new data]``: the tail is the end of
+        the data already scanned (back context for windows, and the end of the file at EOF); new data is
+        read into the buffer in place (``readinto``), so no per-chunk allocation or copy of the chunk."""
+        buf = bytearray(first)
+        keep = 0  # bytes at the front already scanned (the tail), all complete lines
         tail_lines = 0
         line_at_new = self.line_base + 1  # line number of the first line after the tail
         parsed_until = self.line_base  # last line number handed to the collector
         force = HEAD_LINES  # lines to parse in full from the start of the next new region
+        end = len(buf)
         eof = False
-        while not eof:
-            chunk = _read(stream, CHUNK)
-            if not chunk:
-                eof = True
-                data = carry
-                if not data:
-                    break
-                if not data.endswith(b"\n"):
-                    data += b"\n"
-                complete, carry = data, b""
-            else:
-                data = carry + chunk
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    if len(data) >= MAX_LINE_BYTES:
-                        complete, carry = data[:MAX_LINE_BYTES] + b"\n", b""  # cut a giant line
+        reader = _Filler(stream)
+        while True:
+            if not eof:
+                # make room and read the next chunk behind what is in the buffer
+                want = end + CHUNK
+                if len(buf) < want:
+                    buf.extend(bytes(want - len(buf)))
+                got = reader.fill(buf, end, want)
+                if got == 0:
+                    eof = True
+                end += got
+            if end <= keep:
+                break
+            cut = buf.rfind(b"\n", keep, end)
+            if cut < 0:
+                if eof or end - keep >= MAX_LINE_BYTES:
+                    # last line without newline, or a giant line: treat what we have as one line
+                    if len(buf) <= end:
+                        buf.append(10)
                     else:
-                        carry = data
-                        continue
+                        buf[end] = 10
+                    cut = end
+                    end += 1
+                    if not eof:
+                        # drop the rest of the giant line as it arrives: resync at its next newline
+                        reader.skip_to_newline = True
                 else:
-                    complete, carry = data[: cut + 1], data[cut + 1 :]
-                if len(carry) > MAX_LINE_BYTES:  # a giant unterminated line: keep its head only
-                    carry = carry[:MAX_LINE_BYTES]
-            self.bytes_read += len(complete)
-            buf = tail + complete
-            new_start = len(tail)
-            ranges, force = self._ranges(buf, new_start, force)
-            # line number of the buffer's first line
+                    continue
+            elif eof and cut < end - 1:
+                if len(buf) <= end:
+                    buf.append(10)
+                else:
+                    buf[end] = 10
+                end += 1
+                cut = end - 1
+            stop = cut + 1  # [keep, stop) are new complete lines; [stop, end) is a partial line
+            self.bytes_read += stop - keep
+            ranges, force = self._ranges(buf, keep, stop, force)
             buf_first_line = line_at_new - tail_lines
             known_pos, known_line = 0, buf_first_line
-            for start, end in ranges:
-                known_line += buf.count(b"\n", known_pos, start)
-                known_pos = start
+            for r_start, r_end in ranges:
+                known_line += buf.count(b"\n", known_pos, r_start)
+                known_pos = r_start
                 first_no = known_line
-                if first_no + buf.count(b"\n", start, end) - 1 <= parsed_until:
+                if first_no + buf.count(b"\n", r_start, r_end) - 1 <= parsed_until:
                     continue
-                seg = buf[start:end]
+                seg = bytes(buf[r_start:r_end])
                 if first_no <= parsed_until:  # skip lines already parsed
-                    skip = parsed_until - first_no + 1
                     pos = 0
-                    for _ in range(skip):
+                    for _ in range(parsed_until - first_no + 1):
                         pos = seg.find(b"\n", pos) + 1
                     seg = seg[pos:]
                     first_no = parsed_until + 1
@@ -173,51 +189,61 @@ class Scanner:
                     seg = seg[:-1]
                 n = self._feed_bytes_lines(seg, first_no)
                 parsed_until = first_no + n - 1
-            self._hit_rates(buf, new_start, line_at_new)
-            new_lines = complete.count(b"\n")
+            new_lines = buf.count(b"\n", keep, stop)
+            self._hit_rates(buf, keep, stop, line_at_new + new_lines)
             line_at_new += new_lines
-            # keep the tail for the next chunk's back context
-            if len(complete) > BACK_BYTES:
-                cut = complete.find(b"\n", len(complete) - BACK_BYTES) + 1
-                tail = complete[cut:]
-            else:
-                tail = (tail + complete)[-BACK_BYTES:]
-                nl = tail.find(b"\n") + 1 if len(tail) == BACK_BYTES else 0
-                tail = tail[nl:]
-            tail_lines = tail.count(b"\n")
+            # the new tail: the last BACK_BYTES of complete lines
+            ts = max(0, stop - BACK_BYTES)
+            if ts > 0:
+                ts = buf.find(b"\n", ts - 1, stop) + 1 or stop
+            tail_lines = buf.count(b"\n", ts, stop)
+            partial = end - stop
+            buf[0 : stop - ts + partial] = buf[ts:end]
+            keep = stop - ts
+            end = keep + partial
+            if eof and partial == 0:
+                break
+        # a crash log ends with the crash: the last lines are always parsed in full
+        if keep:
+            first_no = line_at_new - tail_lines
+            seg = bytes(buf[:keep])
+            if first_no <= parsed_until:
+                pos = 0
+                for _ in range(parsed_until - first_no + 1):
+                    pos = seg.find(b"\n", pos) + 1
+                    if pos == 0:
+                        break
+                seg = seg[pos:] if pos else b""
+                first_no = parsed_until + 1
+            if seg.endswith(b"\n"):
+                seg = seg[:-1]
+            if seg:
+                self._feed_bytes_lines(seg, first_no)
         total = line_at_new - 1 - self.line_base
         self.line_base = line_at_new - 1
         return total
 
-    def _ranges(self, buf: bytes, new_start: int, force: int) -> tuple[list[tuple[int, int]], int]:
-        """Byte ranges (line-aligned) to parse in ``buf``, and lines still forced into the next chunk."""
+    def _ranges(self, buf: bytearray, new_start: int, stop: int, force: int) -> tuple[list[tuple[int, int]], int]:
+        """Byte ranges (line-aligned) to parse in ``buf[:stop]``, and lines still forced into the next chunk."""
         spans: list[tuple[int, int, int]] = []  # (hit pos, back, fwd)
-        n = len(buf)
         if force > 0:
             spans.append((new_start, 0, force))
         for anchor in ANCHORS:
-            pos = buf.find(anchor, new_start)
+            pos = buf.find(anchor, new_start, stop)
             if pos < 0:
                 continue
             back, fwd = WINDOWS[anchor]
-            count = 0
+            hits: list[int] = []
             while pos >= 0:
-                if anchor == b"ersion":
-                    ls = buf.rfind(b"\n", 0, pos) + 1
-                    le = buf.find(b"\n", pos)
-                    line = buf[ls: le if le >= 0 else n]
-                    if any(m in line for m in LAUNCH_MARKERS) and (b"vLLM" in line or b"\xe2\x96\x88" in line or b"LLM engine" in line):
-                        spans.append((pos, 3, LAUNCH_WINDOW))
-                    else:
-                        spans.append((pos, back, fwd))
-                else:
-                    spans.append((pos, back, fwd))
-                count += 1
-                # skip past this line: one hit per line per anchor
-                nl = buf.find(b"\n", pos)
+                hits.append(pos)
+                nl = buf.find(b"\n", pos, stop)  # one hit per line per anchor
                 if nl < 0:
                     break
-                pos = buf.find(anchor, nl)
+                pos = buf.find(anchor, nl, stop)
+            if len(hits) > MAX_HITS_PER_CHUNK:  # a log that is all errors: keep both ends of the chunk
+                half = MAX_HITS_PER_CHUNK // 2
+                hits = hits[:half] + hits[-half:]
+            spans.extend((h, back, fwd) for h in hits)
         if not spans:
             return [], 0
         spans.sort()
@@ -225,15 +251,19 @@ class Scanner:
         carry_force = 0
         cur_s = cur_e = -1
         for pos, back, fwd in spans:
-            if pos < cur_e:  # inside the current range: extend forward only when needed
-                e, left = _forward(buf, pos, fwd)
-                if e > cur_e:
+            if pos < cur_e:  # inside the current range: extend forward only by what is missing
+                missing = fwd - buf.count(b"\n", pos, cur_e) + 1
+                if missing > 0 and cur_e < stop:
+                    e, left = _forward(buf, cur_e - 1, missing, stop)
                     cur_e = e
-                carry_force = max(carry_force, left) if e >= n else carry_force
+                    if e >= stop:
+                        carry_force = max(carry_force, left)
+                elif missing > 0:
+                    carry_force = max(carry_force, missing)
                 continue
             s = _backward(buf, pos, back)
-            e, left = _forward(buf, pos, fwd)
-            if e >= n:
+            e, left = _forward(buf, pos, fwd, stop)
+            if e >= stop:
                 carry_force = max(carry_force, left)
             if cur_e >= 0 and s <= cur_e:
                 cur_e = max(cur_e, e)
@@ -245,40 +275,83 @@ class Scanner:
             ranges.append((cur_s, cur_e))
         return ranges, carry_force
 
-    def _hit_rates(self, buf: bytes, new_start: int, line_at_new: int) -> None:
-        pos = buf.find(HIT_RATE, new_start)
-        last = -1
-        fast = self.c.fast_hit_rate
-        while pos >= 0:
-            vstart = pos + len(HIT_RATE)
-            if buf.startswith(b"GPU: ", vstart):
-                vstart += 5
-            pct = buf.find(b"%", vstart, vstart + 12)
-            if pct > vstart:
+    def _hit_rates(self, buf: bytearray, new_start: int, stop: int, line_after: int) -> None:
+        """Prefix-cache metrics in a large log: the first and the last metrics line of each chunk are read
+        (a chunk spans minutes of serving), which is enough to tell "stuck at 0 %" from "hits" without a
+        pass over every line. ``line_after`` is the line number just past ``buf[:stop]``."""
+        first = buf.find(HIT_RATE, new_start, stop)
+        if first < 0:
+            return
+        last = buf.rfind(HIT_RATE, new_start, stop)
+        for pos in (first, last) if last != first else (first,):
+            value = _rate_at(buf, pos)
+            if value is None:
+                continue
+            self.c.hit_rate_count += 1
+            self.c.hit_rate_max = max(self.c.hit_rate_max, value)
+            self.c.facts.startup["prefix_cache_hit_rate"] = value
+        ls = buf.rfind(b"\n", 0, last) + 1
+        le = buf.find(b"\n", last, stop)
+        lineno = line_after - buf.count(b"\n", ls, stop)
+        text = bytes(buf[ls: le if le >= 0 else stop]).decode("utf-8", "replace")
+        line = clean_line(text, lineno)
+        self.c.facts.lines["prefix_cache_hit_rate"] = (lineno, (line.display if line else text)[:500])
+
+
+class _Filler:
+    """``readinto`` a stream until a slice of the buffer is full or the stream ends; a truncated gzip
+    ends the stream (what came out is kept); after a giant line, the rest of it is skipped."""
+
+    def __init__(self, stream: BinaryIO):
+        self.stream = stream
+        self.gz = isinstance(stream, gzip.GzipFile)
+        self.done = False
+        self.skip_to_newline = False
+
+    def fill(self, buf: bytearray, start: int, stop: int) -> int:
+        if self.done:
+            return 0
+        got = 0
+        with memoryview(buf) as mv:
+            while start + got < stop:
                 try:
-                    value = float(buf[vstart:pct])
-                except ValueError:
-                    value = None
-                if value is not None:
-                    self.c.hit_rate_count += 1
-                    self.c.hit_rate_max = max(self.c.hit_rate_max, value)
-                    self.c.facts.startup["prefix_cache_hit_rate"] = value
-                    last = pos
-            nl = buf.find(b"\n", pos)
-            if nl < 0:
-                break
-            pos = buf.find(HIT_RATE, nl)
-        if last >= 0:
-            ls = buf.rfind(b"\n", 0, last) + 1
-            le = buf.find(b"\n", last)
-            lineno = line_at_new + buf.count(b"\n", new_start, ls)
-            text = buf[ls: le if le >= 0 else len(buf)].decode("utf-8", "replace")
-            line = clean_line(text, lineno)
-            self.c.facts.lines["prefix_cache_hit_rate"] = (lineno, (line.display if line else text)[:500])
-            del fast
+                    if self.gz:
+                        n = self.stream.readinto1(mv[start + got : stop])  # type: ignore[attr-defined]
+                    else:
+                        n = self.stream.readinto(mv[start + got : stop])  # type: ignore[attr-defined]
+                except (EOFError, zlib.error, gzip.BadGzipFile, OSError):
+                    self.done = True
+                    break
+                if not n:
+                    self.done = True
+                    break
+                if self.skip_to_newline:
+                    nl = buf.find(b"\n", start + got, start + got + n)
+                    if nl < 0:
+                        continue  # drop this piece of the giant line
+                    # keep from the newline on
+                    keep = start + got + n - nl - 1
+                    buf[start + got : start + got + keep] = buf[nl + 1 : start + got + n]
+                    n = keep
+                    self.skip_to_newline = False
+                got += n
+        return got
 
 
-def _backward(buf: bytes, pos: int, lines: int) -> int:
+def _rate_at(buf: bytes, pos: int) -> float | None:
+    vstart = pos + len(HIT_RATE)
+    if buf.startswith(b"GPU: ", vstart):
+        vstart += 5
+    pct = buf.find(b"%", vstart, vstart + 12)
+    if pct <= vstart:
+        return None
+    try:
+        return float(buf[vstart:pct])
+    except ValueError:
+        return None
+
+
+def _backward(buf: bytearray, pos: int, lines: int) -> int:
     s = buf.rfind(b"\n", 0, pos) + 1
     for _ in range(lines):
         if s <= 0:
@@ -287,16 +360,17 @@ def _backward(buf: bytes, pos: int, lines: int) -> int:
     return s
 
 
-def _forward(buf: bytes, pos: int, lines: int) -> tuple[int, int]:
-    """End offset after ``lines`` more lines past the hit's line, and how many lines were missing."""
-    e = buf.find(b"\n", pos)
+def _forward(buf: bytearray, pos: int, lines: int, stop: int) -> tuple[int, int]:
+    """End offset after ``lines`` more lines past the hit's line (within ``buf[:stop]``), and how many
+    lines were missing."""
+    e = buf.find(b"\n", pos, stop)
     if e < 0:
-        return len(buf), lines
+        return stop, lines
     e += 1
     for i in range(lines):
-        nxt = buf.find(b"\n", e)
+        nxt = buf.find(b"\n", e, stop)
         if nxt < 0:
-            return len(buf), lines - i
+            return stop, lines - i
         e = nxt + 1
     return e, 0
 
@@ -321,6 +395,8 @@ class _Prefixed(io.RawIOBase):
         return self.stream.read(n)
 
     def readinto(self, b) -> int:
+        if not self.prefix and hasattr(self.stream, "readinto"):
+            return self.stream.readinto(b) or 0
         data = self.read(len(b))
         b[: len(data)] = data
         return len(data)

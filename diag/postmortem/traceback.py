@@ -65,6 +65,14 @@ class _State:
     last_line: int = 0
 
 
+_EXC_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Timeout", "Failure", "Fault", "Warning", "NotFound")
+
+
+def _maybe_exc(text: str) -> bool:
+    head = text[:200]
+    return any(w in head for w in _EXC_WORDS)
+
+
 def _is_wrapper(exc_type: str, message: str) -> bool:
     if message.startswith("Worker failed with error"):
         return True
@@ -123,10 +131,10 @@ class TracebackParser:
         st.last_line = line.lineno
         self._last_proc = key
 
-        if _TB_HEAD.match(text):
+        if "Traceback" in text and _TB_HEAD.match(text):
             st.in_tb, st.frames, st.awaiting_code, st.cont_lines = True, [], False, 0
             return
-        m = _FRAME.match(text)
+        m = _FRAME.match(text) if 'File "' in text else None
         if m:
             if not st.in_tb:
                 if st.last_exc is not None and not st.last_exc.frames and line.lineno - (st.last_exc.log_line or 0) <= 3:
@@ -141,9 +149,10 @@ class TracebackParser:
             st.awaiting_code = True
             st.cont_lines = 0
             return
-        if _ELISION.match(text) or (st.in_tb and text.strip() and _MARKER.match(text)):
+        if (("..." in text or "Previous line" in text) and _ELISION.match(text)) or (
+                st.in_tb and text.strip() and _MARKER.match(text)):
             return
-        if _CHAIN.search(text):
+        if "above exception" in text and _CHAIN.search(text):
             st.chained = True
             st.in_tb = False
             st.cont_lines = 0
@@ -166,7 +175,7 @@ class TracebackParser:
             # something else inside a traceback (a log record of another kind): give up on it
             if line.level is not None:
                 st.in_tb = False
-        m = _EXC_STRICT.match(stripped)
+        m = _EXC_STRICT.match(stripped) if _maybe_exc(stripped) else None
         if m:
             st.frames = []
             self._emit(st, key, m.group(1), m.group(2) or "", line)
