@@ -1,0 +1,1 @@
+"""Test bed: tiny local models (models.py) and a real-engine runner (engine.py) for tests."""

@@ -14,8 +14,9 @@ API
 
     so the caller does not need the ``if __name__ == "__main__":`` guard that vLLM's CPU platform
     (which forces the ``spawn`` start method) requires. The snippet's top-level names therefore
-    live in a function: ``global`` statements at its top are not needed, imports work as usual.
-    A snippet that already contains ``if __name__ == "__main__":`` is run unchanged.
+    live in a function; a snippet that must define module-level names (say, a function that a
+    spawned process imports by name) should bring its own guard: a snippet that already contains
+    ``if __name__ == "__main__":`` is run unchanged.
 
     Environment: the current environment, plus the defaults in ``ENGINE_ENV``
     (``VLLM_CPU_KVCACHE_SPACE=1``, ``HF_HUB_OFFLINE=1``, ``TRANSFORMERS_OFFLINE=1``,
