@@ -326,9 +326,20 @@ def block_table_derivation(
 
 
 def block_tables(runner: Any, version: str) -> list[BlockTable]:
-    """Shapes of the V1 runner's per-group block tables (``input_batch.block_table``)."""
+    """Shapes of the runner's per-group block tables: V1 ``input_batch.block_table.block_tables``
+    (``BlockTable`` objects), V2 ``block_tables.block_tables`` (staged tensors, block sizes in
+    ``block_tables.block_sizes``)."""
     mgbt = dig(runner, "input_batch.block_table")
     tables = safe_attr(mgbt, "block_tables") or []
+    v2 = safe_attr(runner, "block_tables")
+    if not tables and v2 is not None and isinstance(safe_attr(v2, "block_tables"), list):
+        sizes = list(safe_attr(v2, "block_sizes") or [])
+        enabled = list(safe_attr(v2, "_slot_mapping_enabled") or [])
+        tables = [
+            _V2Table(t, sizes[i] if i < len(sizes) else None,
+                     ("TOKEN_TO_KV_SLOT" if enabled[i] else "NONE") if i < len(enabled) else None)
+            for i, t in enumerate(v2.block_tables)
+        ]
     kv_cfg = safe_attr(runner, "kv_cache_config")
     groups = list(safe_attr(kv_cfg, "kv_cache_groups") or [])
     kernel_sizes = safe_attr(runner, "_kernel_block_sizes") or safe_attr(runner, "kernel_block_sizes")
@@ -365,6 +376,15 @@ def block_tables(runner: Any, version: str) -> list[BlockTable]:
             )
         )
     return out
+
+
+class _V2Table:
+    """Model runner V2 block table, seen through the V1 ``BlockTable`` attribute names."""
+
+    def __init__(self, tensor: Any, block_size: int | None, mode: str | None):
+        self.block_table = tensor
+        self.block_size = block_size
+        self.slot_mapping_mode = mode
 
 
 def _tensor_shape(obj: Any) -> list[int] | None:

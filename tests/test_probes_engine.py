@@ -36,15 +36,17 @@ if os.environ.get("VLLM_DIAG_TEST_FSIZE"):  # test-only: emulate a full disk wit
 """
 
 
-def _engine_script(model: Path, kwargs: dict, db: str | None, check: bool = True, extra: str = "") -> str:
+def _engine_script(model: Path, kwargs: dict, db: str | None, check: bool = True, extra: str = "",
+                   max_tokens: int = MAX_TOKENS) -> str:
     return _FSIZE_PRELUDE + f"""
 import json
 from vllm import LLM, SamplingParams
 kwargs = dict(enforce_eager=True, max_model_len=512, max_num_seqs=4, dtype="bfloat16")
 kwargs.update(json.loads({json.dumps(json.dumps(kwargs))}))
 llm = LLM(model={str(model)!r}, **kwargs)
-outputs = llm.generate({PROMPTS!r}, SamplingParams(max_tokens={MAX_TOKENS}, ignore_eos=True, temperature=0))
+outputs = llm.generate({PROMPTS!r}, SamplingParams(max_tokens={max_tokens}, ignore_eos=True, temperature=0))
 print("TOKENS " + json.dumps([list(o.outputs[0].token_ids) for o in outputs]), flush=True)
+print("PROMPTS " + json.dumps([len(o.prompt_token_ids) for o in outputs]), flush=True)
 if {check!r}:
     from tests.test_probes_support import compare_with_engine
     compare_with_engine(llm, outputs, {db!r})
@@ -59,11 +61,12 @@ def _line(out: str, tag: str):
     raise AssertionError(f"no {tag} line in output:\n{out[-6000:]}")
 
 
-def _run(model, kwargs, db, check=True, env=None, extra=""):
+def _run(model, kwargs, db, check=True, env=None, extra="", max_tokens=MAX_TOKENS):
     e = dict(NO_MP)
     e["VLLM_DIAG_DB"] = str(db) if db else None
     e.update(env or {})
-    r = run_engine(_engine_script(model, kwargs, str(db) if db else None, check and db is not None, extra), env=e, timeout=300)
+    script = _engine_script(model, kwargs, str(db) if db else None, check and db is not None, extra, max_tokens)
+    r = run_engine(script, env=e, timeout=300)
     assert r.returncode == 0, r.stdout[-6000:]
     return r
 
@@ -113,8 +116,11 @@ def test_qwen3_next_mtp(testbed_models, tmp_path):
 
 
 def test_qwen3_next_ngram(testbed_models, tmp_path):
-    spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
-    r = _run(testbed_models["qwen3_next"], {"speculative_config": spec, "enable_prefix_caching": False}, tmp_path / "run.db")
+    # prompt_lookup_min=1 and 24 tokens: the (deterministic, greedy) output repeats tokens, so
+    # ngram finds matches and the scheduler sends drafts
+    spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
+    r = _run(testbed_models["qwen3_next"], {"speculative_config": spec, "enable_prefix_caching": False},
+             tmp_path / "run.db", max_tokens=24)
     res = _line(r.stdout, "CHECK")
     assert res["problems"] == [], res["problems"]
     assert res["draft_layers"] == [] and res["spec_steps"] > 0
@@ -165,7 +171,7 @@ def test_multiprocess_rows_carry_roles(testbed_models, tmp_path, baseline_tokens
         assert by("batch_steps") == {roles["worker"].pid}
         assert by("environment") == {p.pid for p in rec.processes}
     assert rec.session.status == "ok"
-    assert len([s for s in rec.state.steps if s.builder is None]) == MAX_TOKENS
+    _check_step_tokens(rec, r.stdout)
 
 
 def test_sigkill_leaves_readable_db(testbed_models, tmp_path):
@@ -206,7 +212,17 @@ time.sleep(600)
         rec = store.load()
     assert rec.session.status == "running"  # nobody marked it: the process died
     assert len(rec.state.kv_cache_groups) == 1 and len(rec.state.block_tables) == 1
-    assert len([s for s in rec.state.steps if s.builder is None]) == MAX_TOKENS
+    _check_step_tokens(rec, "".join(out))
+
+
+def _check_step_tokens(rec, stdout):
+    """Every prompt token went through a prefill step, every generated token but the first
+    (which the prefill yields) through a decode step."""
+    steps = [s for s in rec.state.steps if s.builder is None]
+    prompts, tokens = _line(stdout, "PROMPTS"), _line(stdout, "TOKENS")
+    assert sum(s.num_prefill_tokens for s in steps) == sum(prompts)
+    assert sum(s.num_decode_tokens for s in steps) == sum(len(t) - 1 for t in tokens)
+    assert [s.step_index for s in steps] == list(range(1, len(steps) + 1))
 
 
 # ------------------------------------------------------------------------------------- faults
@@ -249,13 +265,14 @@ def test_fault_disk_full(testbed_models, tmp_path, baseline_tokens):
     if mounted:
         db = mnt / "run.db"
         Store.open(db, create=True).close()  # a DB from an earlier run, then the disk fills up
-        with open(mnt / "filler", "wb") as fh:
-            try:
-                while True:
-                    fh.write(b"\0" * 4096)
-                    fh.flush()
-            except OSError:
-                pass
+        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
     else:  # no tmpfs mount allowed (unprivileged CI): a file-size limit gives the same write errors
         db = tmp_path / "run.db"
         Store.open(db, create=True).close()

@@ -1,0 +1,281 @@
+"""Probes without an engine: redaction, process detection, the recorder's failure handling,
+NVML facts with and without a GPU, hook-point resolution, and the notes added to exceptions."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from diag.model import BatchStep, LayerSpec, ProcessInfo, SessionInfo
+from diag.store import Store, new_session_id
+from probes import adapters, gpu
+from probes.adapters.common import HookPoint, install_points, version_tuple
+from probes.hooks import Probe, shape_mismatch_details, unify_failure_details
+from probes.plugin import detect_process, redact_argv, redact_env
+from probes.recorder import Recorder
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _recorder(db, owner=True, **kw) -> Recorder:
+    sid = new_session_id()
+    return Recorder(str(db), SessionInfo(id=sid, kind="engine", started_at=time.time()),
+                    ProcessInfo(pid=os.getpid(), role="main"), owner=owner, **kw)
+
+
+# ------------------------------------------------------------------------------ redaction
+
+
+def test_redact_env_and_argv():
+    env = {"HF_TOKEN": "hf_abcdefghijklmnopqrstu", "OPENAI_API_KEY": "sk-x", "MY_SECRET": "s", "VLLM_API_KEY": "k",
+           "VLLM_CPU_KVCACHE_SPACE": "1", "CUDA_VISIBLE_DEVICES": "0,1", "HOME": "/root", "GH_AUTH": "x",
+           "VLLM_SOMETHING": "hf_abcdefghijklmnopqrstuvwx"}
+    out = redact_env(env)
+    assert out["HF_TOKEN"] == out["OPENAI_API_KEY"] == out["MY_SECRET"] == out["VLLM_API_KEY"] == "<redacted>"
+    assert out["GH_AUTH"] == "<redacted>" and out["VLLM_SOMETHING"] == "<redacted>"
+    assert out["VLLM_CPU_KVCACHE_SPACE"] == "1" and out["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert "HOME" not in out  # only engine-relevant variables are kept
+    argv = ["vllm", "serve", "m", "--api-key", "abc", "--hf-token=hf_x", "--max-num-seqs", "8",
+            "--some-secret", "zz", "hf_abcdefghijklmnopqrstu"]
+    assert redact_argv(argv) == ["vllm", "serve", "m", "--api-key", "<redacted>", "--hf-token=<redacted>",
+                                 "--max-num-seqs", "8", "--some-secret", "<redacted>", "<redacted>"]
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [("EngineCore", ("engine_core", None)), ("EngineCore_DP1", ("engine_core", 1)), ("VllmWorker-3", ("worker", 3)),
+     ("ApiServer_0", ("api_server", 0)), ("MainProcess", ("main", None)), ("SomethingElse-2", ("other", 2))],
+)
+def test_detect_process(monkeypatch, name, expected):
+    import multiprocessing
+
+    monkeypatch.setattr(multiprocessing.current_process(), "name", name)
+    assert detect_process() == expected
+
+
+def test_plugin_inert_and_isolated():
+    """Without VLLM_DIAG_DB register() does nothing; probes/ modules import neither vllm nor torch."""
+    code = (
+        "import os, sys; os.environ.pop('VLLM_DIAG_DB', None)\n"
+        "import probes.plugin as p, probes.recorder, probes.hooks, probes.extract, probes.gpu, probes.adapters\n"
+        "p.register(); assert p.current_probe() is None\n"
+        "bad = [m for m in ('vllm', 'torch') if m in sys.modules]; assert not bad, bad\n"
+        "print('OK')"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0 and r.stdout.strip() == "OK", r.stderr
+
+
+# ------------------------------------------------------------------------------ recorder
+
+
+def test_recorder_writes_and_marks_status(tmp_path):
+    db = tmp_path / "r.db"
+    rec = _recorder(db, flush_interval=0.05)
+    rec.set_items("engine_config", {"block_size": 16})
+    rec.add_rows("layer_specs", [LayerSpec(layer_name="l0", spec_type="FullAttentionSpec", block_size=16)])
+    for i in range(5):
+        rec.add_step(BatchStep(step_index=i + 1, num_reqs=1, num_decodes=1, num_tokens=1))
+    assert rec.flush(10)
+    rec.close()
+    with Store.open(db) as store:
+        r = store.load(rec.session.id)
+    assert r.session.status == "ok" and r.session.ended_at
+    assert r.state.config["block_size"] == 16 and len(r.state.steps) == 5 and len(r.state.layer_specs) == 1
+    assert r.processes[0].role == "main"
+
+
+def test_recorder_bounded_buffer_drops_oldest(tmp_path):
+    rec = _recorder(tmp_path / "r.db", flush_interval=60, max_steps=10)
+    for i in range(25):
+        rec.add_step(BatchStep(step_index=i + 1))
+    assert rec.dropped_steps == 15 and [s.step_index for s in rec._steps][0] == 16
+    rec.close()
+    with Store.open(tmp_path / "r.db") as store:
+        r = store.load(rec.session.id)
+    assert [s.step_index for s in r.state.steps] == list(range(16, 26))
+    assert r.state.environment["probe_dropped_steps"] == 15
+
+
+def test_recorder_steps_aside_once(tmp_path, caplog):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with caplog.at_level(logging.WARNING, logger="vllm_diag.probes"):
+        logging.getLogger().addHandler(logging.NullHandler())
+        rec = _recorder(blocker / "r.db", flush_interval=0.05)
+        rec.add_step(BatchStep(step_index=1))
+        rec.flush(5)
+        for i in range(100):  # everything after the failure is dropped silently
+            rec.add_step(BatchStep(step_index=i))
+            rec.set_items("environment", {"x": i})
+        rec.close()
+    lines = [r.getMessage() for r in caplog.records if "cannot write" in r.getMessage()]
+    assert len(lines) == 1 and "unable to open database file" in lines[0] and "step aside" in lines[0]
+    assert not rec.enabled and rec.failure
+
+
+def test_recorder_errors_mark_failed(tmp_path):
+    from diag.model import ErrorRecord
+
+    rec = _recorder(tmp_path / "r.db", owner=False, flush_interval=0.05)
+    rec.add_error(ErrorRecord(exc_type="AssertionError", message=""))
+    assert rec.flush(10)
+    with Store.open(tmp_path / "r.db") as store:
+        assert store.load(rec.session.id).session.status == "failed"
+    rec.close()
+
+
+# ------------------------------------------------------------------------------ GPU facts
+
+
+def test_gpu_facts_without_gpu():
+    facts = gpu.gpu_facts()
+    assert facts["gpu_count"] == "not available" and facts["gpus"] == "not available"
+    assert facts["gpu_unavailable_reason"]
+    assert not gpu.NA and str(gpu.NA) == "N/A" and gpu.nvml_query("nvmlDeviceGetCount") is gpu.NA
+
+
+def test_gpu_facts_with_fake_nvml(monkeypatch):
+    """The NVML path, against a stand-in pynvml module that reports one H100 (and fails one query)."""
+    fake = types.ModuleType("pynvml")
+    fake.nvmlInit = lambda: None
+    fake.nvmlDeviceGetCount = lambda: 1
+    fake.nvmlDeviceGetHandleByIndex = lambda i: ("h", i)
+    fake.nvmlDeviceGetName = lambda h: b"NVIDIA H100 80GB HBM3"
+    fake.nvmlDeviceGetUUID = lambda h: "GPU-1"
+    fake.nvmlDeviceGetCudaComputeCapability = lambda h: (9, 0)
+    fake.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=85899345920, used=1 << 20)
+
+    def unsupported(h):
+        raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+
+    fake.nvmlDeviceGetPowerManagementLimit = unsupported
+    fake.nvmlSystemGetDriverVersion = lambda: "580.1"
+    fake.nvmlSystemGetCudaDriverVersion = lambda: 13000
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(gpu, "_state", {"initialised": None, "error": None})
+    facts = gpu.gpu_facts()
+    assert facts["gpu_count"] == 1 and facts["cuda_driver_version"] == "13.0"
+    [d] = facts["gpus"]
+    assert d["name"] == "NVIDIA H100 80GB HBM3" and d["compute_capability"] == "9.0" and d["is_hopper"] is True
+    assert d["memory_total_bytes"] == 85899345920 and d["power_limit_mw"] == "not available"
+
+
+# ------------------------------------------------------------------------------ adapters
+
+
+def test_version_gates():
+    assert version_tuple("0.32.0+cpu") == (0, 32, 0) and version_tuple("0.20.2") == (0, 20, 2)
+    assert adapters.planning_module("0.33.0") == "vllm.v1.core.kv_cache_planning"
+    assert adapters.planning_module("0.32.0") == adapters.planning_module("0.20.2") == "vllm.v1.core.kv_cache_utils"
+    probe = types.SimpleNamespace(**{n: (lambda f: f) for n in (
+        "wrap_get_kv_cache_groups", "wrap_unify", "wrap_initialize_kv_caches", "wrap_executor_specs", "wrap_flush_after",
+        "wrap_runner_kv_spec", "wrap_runner_initialize_kv_cache", "wrap_execute_model")}, wrap_phase=lambda p: (lambda f: f))
+    names = lambda pts: {f"{p.module}:{p.qualname}" for p in pts}
+    assert "vllm.v1.core.kv_cache_planning:get_kv_cache_groups_from_builder" in names(adapters.planning_points("0.33.0", probe))
+    gpu_pts = names(adapters.runner_points("0.33.0", probe, is_cpu=False))
+    assert "vllm.v1.worker.gpu.model_runner:GPUModelRunner.initialize_kv_cache" in gpu_pts  # model runner V2
+    assert not any("worker.gpu.model_runner" in n for n in names(adapters.runner_points("0.32.0", probe, is_cpu=True)))
+    v2_old = [p for p in adapters.runner_points("0.20.2", probe, is_cpu=False) if p.module.endswith("gpu.model_runner")]
+    assert v2_old and all(p.optional for p in v2_old)  # opt-in runner before 0.22: absent is normal
+
+
+def test_missing_hook_point_logs_one_line(caplog):
+    mod = types.ModuleType("fake_vllm_mod")
+    mod.present = lambda x: x + 1
+    sys.modules["fake_vllm_mod"] = mod
+    try:
+        calls = []
+
+        def factory(orig):
+            def w(*a):
+                calls.append(a)
+                return orig(*a)
+            return w
+
+        with caplog.at_level(logging.WARNING, logger="vllm_diag.probes"):
+            logging.getLogger().addHandler(logging.NullHandler())
+            out = install_points([HookPoint("fake_vllm_mod", "present", factory, "x"),
+                                  HookPoint("fake_vllm_mod", "gone", factory, "the gone thing"),
+                                  HookPoint("no_such_module_zz", "f", factory, "y", optional=True)], "9.9.9")
+            again = install_points([HookPoint("fake_vllm_mod", "present", factory, "x")], "9.9.9")
+        assert out["fake_vllm_mod:present"] == "ok" and out["fake_vllm_mod:gone"].startswith("missing")
+        assert out["no_such_module_zz:f"].startswith("missing")
+        assert mod.present(1) == 2 and calls == [(1,)]  # wrapped once, though installed twice
+        assert again["fake_vllm_mod:present"] == "ok"
+        msgs = [r.getMessage() for r in caplog.records]
+        assert len(msgs) == 1 and "fake_vllm_mod:gone not found in vLLM 9.9.9" in msgs[0] and "the gone thing" in msgs[0]
+    finally:
+        del sys.modules["fake_vllm_mod"]
+
+
+# ------------------------------------------------------------------------------ hooks
+
+
+def test_wrappers_return_unchanged_and_reraise_same_exception(tmp_path):
+    rec = _recorder(tmp_path / "r.db", flush_interval=0.05)
+    probe = Probe(rec, "0.32.0")
+    sentinel = object()
+    ok = probe.wrap_phase("init")(lambda *a, **k: sentinel)
+    assert ok(1, x=2) is sentinel
+    err = ValueError("boom")
+
+    def bad():
+        raise err
+
+    with pytest.raises(ValueError) as info:
+        probe.wrap_phase("init")(bad)()
+    assert info.value is err and str(err) == "boom"
+    assert any(str(tmp_path / "r.db") in n for n in err.__notes__)
+    assert rec.flush(10)
+    rec.close()
+    with Store.open(tmp_path / "r.db") as store:
+        [e] = store.load(rec.session.id).state.errors
+    assert e.exc_type == "ValueError" and e.location.endswith("in bad")
+
+
+def test_unify_note_from_real_032_specs(tmp_path):
+    """0.32's unify raises NotImplementedError for an MLA page that does not divide the max page;
+    the probe names the layer and both page sizes."""
+    torch = pytest.importorskip("torch")
+    from vllm.v1.core import kv_cache_utils as kcu
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, MLAAttentionSpec
+
+    rec = _recorder(tmp_path / "r.db", flush_interval=0.05)
+    probe = Probe(rec, "0.32.0")
+    unify = probe.wrap_unify(kcu.unify_kv_cache_spec_page_size)
+    specs = {
+        "a": FullAttentionSpec(block_size=16, num_kv_heads=5, head_size=64, dtype=torch.bfloat16),
+        "mla": MLAAttentionSpec(block_size=16, num_kv_heads=1, head_size=576, dtype=torch.bfloat16),
+    }
+    with pytest.raises(NotImplementedError) as info:
+        unify(specs)
+    note = next(n for n in info.value.__notes__ if "unify_kv_cache_spec_page_size failed" in n)
+    big, small = specs["a"].page_size_bytes, specs["mla"].page_size_bytes
+    assert big > small and big % small != 0
+    assert "'mla'" in note and "MLAAttentionSpec" in note and f"page {small} B" in note
+    assert f"largest page is {big} B (layers a)" in note
+    numbers, _ = unify_failure_details(info.value, specs)
+    assert numbers["offending_layer"] == "mla" and numbers["max_page_size"] == big
+    rec.close()
+
+
+def test_shape_mismatch_note():
+    from diag.model import BlockTable, BuilderBuffer
+
+    msg = "The size of tensor a (4) must match the size of tensor b (7) at non-singleton dimension 1"
+    note, numbers = shape_mismatch_details(
+        msg, [BlockTable(group_index=0, rows=4, columns=7, derivation="cdiv(512, 128) + 3")],
+        [BuilderBuffer(group_index=0, builder="GDN", name="spec_state_indices_tensor", shape=[8, 4])])
+    assert "dimension 1" in note and "block table of group 0 [4, 7]" in note and "GDN.spec_state_indices_tensor [8, 4]" in note
+    assert numbers["tensor_a_size"] == 4 and numbers["tensor_b_size"] == 7
+    assert shape_mismatch_details("something else", [], []) == (None, {})
