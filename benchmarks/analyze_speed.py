@@ -90,14 +90,15 @@ def generate(path: Path, size_mb: int) -> None:
 
 def _timed(cmd: list[str], env: dict | None = None) -> tuple[float, int, bytes]:
     """(wall seconds, peak RSS KiB of that process, stdout)."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    out = p.stdout.read()
-    p.stderr.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    dt = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) not in (0, 1):
-        raise RuntimeError(f"{cmd[:3]} failed with {status}")
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env)
+        out = p.stdout.read()
+        _, status, ru = os.wait4(p.pid, 0)
+        dt = time.perf_counter() - t0
+        if os.waitstatus_to_exitcode(status) not in (0, 1):
+            err.seek(0)
+            raise RuntimeError(f"{' '.join(cmd[:2])} ... failed ({status}): {err.read().decode()[-2000:]}")
     return dt, ru.ru_maxrss, out
 
 
@@ -107,6 +108,15 @@ READER = (
     "t = time.perf_counter(); f, info = read_facts(sys.argv[1]); dt = time.perf_counter() - t;"
     "print(json.dumps({{'seconds': dt, 'root': f.root.exc_type if f.root else None, 'lines': f.total_lines,"
     "'hit_rate_samples': f.startup.get('prefix_cache_hit_rate_samples'), 'version': f.vllm_version}}))"
+)
+
+
+# what `vllm-diag analyze --json --no-preflight FILE` runs (without the CLI's other subcommands, whose
+# imports -- sqlite-utils for the store -- a bare benchmark machine may lack)
+FULL = (
+    "import sys; sys.path.insert(0, {repo!r});"
+    "from diag.postmortem.analyze import analyze_path; from diag.postmortem.report import render_json;"
+    "print(render_json(analyze_path(sys.argv[1], use_preflight=False)))"
 )
 
 
@@ -130,8 +140,7 @@ def bench(path: Path, repeat: int) -> dict:
         facts = json.loads(out)
         best["reader_inproc"] = min(best["reader_inproc"], facts["seconds"])
         rss = max(rss, peak)
-        dt, _, out = _timed([sys.executable, "-m", "diag", "analyze", "--json", "--no-preflight", str(path)],
-                            {**os.environ, "PYTHONPATH": str(REPO)})
+        dt, _, out = _timed([sys.executable, "-c", FULL.format(repo=str(REPO)), str(path)])
         best["cli"] = min(best["cli"], dt)
         doc = json.loads(out)
     mb = size / 1e6

@@ -226,3 +226,19 @@ def test_fresh_engine_log(tmp_path, testbed_models):
     doc = json.loads(r.stdout)
     assert doc["findings"][0]["rule"] == "other_unsupported_arch" and doc["findings"][0]["category"] == "other"
     assert doc["root_error"]["type"].endswith("ValidationError")
+
+
+def test_large_file_edge_cases(tmp_path):
+    """Chunked mode (> 4 MiB): a 12 MiB line without newline, a wall of ERROR lines, then a crash."""
+    p = tmp_path / "edge.log"
+    err = b"(APIServer pid=1) ERROR 01-01 00:00:00 [serving.py:1] Error in request: bad input\n"
+    with p.open("wb") as fh:
+        fh.write(b"(APIServer pid=1) INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0.20.2\n")
+        fh.write(b"y" * (12 << 20))  # no newline for 12 MiB
+        fh.write(b"\n")
+        fh.write(err * 100_000)  # ~8 MB of error records: dense anchor hits
+        fh.write(SEED4.read_bytes())
+    facts, _ = read_facts(str(p))
+    assert facts.vllm_version == "0.20.2"
+    assert facts.root is not None and facts.numbers["tensor_b_size"] == 7
+    assert facts.total_lines == p.read_bytes().count(b"\n") + (0 if p.read_bytes().endswith(b"\n") else 1)

@@ -211,7 +211,9 @@ def _unexplained_root(facts: LogFacts, findings: list[Finding]) -> list[Finding]
         f.missing_evidence.append(
             "the assertion carries no values; " + PROBE_HINT
         )
-    return findings + [f]
+    from ..model import SEVERITIES
+
+    return sorted(findings + [f], key=lambda x: SEVERITIES.index(x.severity))
 
 
 def _missing_evidence(an: Analysis, findings: list[Finding]) -> None:

@@ -27,23 +27,26 @@ from .lines import clean_line
 
 FULL_PARSE_BYTES = 4 << 20
 HEAD_LINES = 2000  # always parse the first lines of a large file in full
-CHUNK = 4 << 20
+CHUNK = 8 << 20
 BACK_BYTES = 512 << 10  # back context for windows; also the end of the file that is always parsed
 MAX_LINE_BYTES = 1 << 20  # a longer "line" is cut into pieces of this size
 MAX_FILES = 10_000
 
 # Large logs are vLLM's own output: exceptions are logged as ERROR records or printed after a
-# ``Traceback (most recent call last):`` header. The head of the file (engine start: version, command,
-# non-default args, startup facts) and its end (what killed the process: an uncaught exception, a C++
-# abort such as the NCCL watchdog's ``terminate called after throwing``, the engine start before a
-# start-up failure) are always parsed in full. Two needles = two C-speed passes (plus one newline count).
-ANCHORS = (b"ERROR", b"most recent call last")
+# ``Traceback (most recent call last):`` header right after an ERROR line (uvicorn, logger.exception):
+# an ERROR window that holds a traceback header grows to the whole traceback. The head of the file
+# (engine start: version, command, non-default args, startup facts) and its end (what killed the
+# process: an uncaught exception, a C++ abort such as the NCCL watchdog's ``terminate called after
+# throwing``, the engine start before a start-up failure) are always parsed in full. One needle = one
+# C-speed pass, plus one newline count.
+ANCHORS = (b"ERROR",)
+TB_NEEDLE = b"most recent call last"
 HIT_RATE = b"Prefix cache hit rate: "
 MAX_HITS_PER_CHUNK = 4000
+TB_WINDOW = 400  # lines after an ERROR record that opens a traceback
 # (back lines, forward lines) per anchor
 WINDOWS = {
     b"ERROR": (60, 40),
-    b"most recent call last": (3, 400),
 }
 
 
@@ -263,6 +266,8 @@ class Scanner:
                 continue
             s = _backward(buf, pos, back)
             e, left = _forward(buf, pos, fwd, stop)
+            if fwd < TB_WINDOW and buf.find(TB_NEEDLE, pos, e) >= 0:  # a traceback follows: take all of it
+                e, left = _forward(buf, pos, TB_WINDOW, stop)
             if e >= stop:
                 carry_force = max(carry_force, left)
             if cur_e >= 0 and s <= cur_e:
