@@ -263,7 +263,8 @@ def _nemotron(arch: str, c: dict) -> ModelFacts:
     _attn_dims(f, c)
     pattern = c.get("hybrid_override_pattern")
     if not pattern and isinstance(c.get("layers_block_type"), list):
-        pattern = "".join({"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}.get(t, "-") for t in c["layers_block_type"])
+        pattern = "".join({"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "mlp": "-",
+                           "moe": "E"}.get(t, "-") for t in c["layers_block_type"])
     if not pattern:
         raise ModelConfigError(f"{arch}: config.json has no hybrid_override_pattern")
     f.num_layers = len(pattern)

@@ -274,6 +274,12 @@ def resolve_config(facts: ModelFacts, config: dict[str, Any], version: Version, 
             else:
                 mode = "align"
         cfg["mamba_cache_mode"] = mode
+    # CPU platform (0.32, hosts with AVX512-BF16/AMX): accelerated Mamba/GDN kernels keep SSM state in float32
+    # unless bf16/fp16 is asked for explicitly on the GDN backend (CpuPlatform.check_and_update_config).
+    if platform == "cpu" and facts.has_mamba and version >= (0, 32, 0):
+        ssm = cfg.get("mamba_ssm_cache_dtype")
+        if not (ssm in ("float16", "bfloat16") and facts.family == "gdn"):
+            cfg["mamba_ssm_cache_dtype"] = "float32"
     # Scheduler defaults (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args)
     world = int(cfg["tensor_parallel_size"]) * int(cfg["pipeline_parallel_size"])
     mem = gpu_memory_gib(gpu)
@@ -410,6 +416,8 @@ def predict(facts: ModelFacts, config: dict[str, Any], version: Version | None =
         for kind in kinds:
             name = f"model.layers.{i}." + {"attention": "self_attn.attn", "sliding": "self_attn.attn", "mla": "self_attn.attn",
                                            "gdn": "linear_attn", "mamba2": "mixer", "mamba1": "mamba"}[kind]
+            if kind == "attention" and facts.architecture in ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"):
+                name = f"model.layers.{i}.mixer.attn"
             if kind in ("attention", "sliding"):
                 per = attn_bytes_per_token(version, heads, facts.head_dim or 128, kv, model_dtype)
                 specs.append(_Spec(name, kind, B, per * B, per * B, per_token=per, heads=heads, head=facts.head_dim,
