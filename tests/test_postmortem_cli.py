@@ -242,3 +242,63 @@ def test_large_file_edge_cases(tmp_path):
     assert facts.vllm_version == "0.20.2"
     assert facts.root is not None and facts.numbers["tensor_b_size"] == 7
     assert facts.total_lines == p.read_bytes().count(b"\n") + (0 if p.read_bytes().endswith(b"\n") else 1)
+
+
+# ---------------------------------------------------------------- the chunked scanner agrees with a full parse
+@pytest.fixture
+def tiny_chunks(monkeypatch):
+    import diag.postmortem.reader as r
+
+    monkeypatch.setattr(r, "FULL_PARSE_BYTES", 2048)
+    monkeypatch.setattr(r, "CHUNK", 1536)
+    monkeypatch.setattr(r, "BACK_BYTES", 4096)
+    monkeypatch.setattr(r, "HEAD_LINES", 3)
+    return r
+
+
+CHUNK_LOGS = sorted(LOGS.glob("real/*.log")) + sorted(LOGS.glob("negative/*.log"))
+# logs whose exceptions are vLLM ERROR records (multi-process engines): found anywhere in a large log
+MID_LOGS = [LOGS / "real" / "qwen3next_ngram_prefix_caching.log", LOGS / "negative" / "cuda_oom_at_load.log",
+            LOGS / "negative" / "nccl_watchdog_timeout.log"]
+PAD = b"(APIServer pid=1) INFO 01-01 00:00:00 [x.py:1] padding line\n"
+
+
+def _root_view(facts):
+    r = facts.root
+    return (r.exc_type, r.message, r.log_line, r.process, [(f.function, f.line, f.log_line) for f in r.frames]) if r else None
+
+
+def _both(r, data):
+    chunked = r.facts_from_bytes(data)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(r, "FULL_PARSE_BYTES", 1 << 30)
+        full = r.facts_from_bytes(data)
+    return chunked, full
+
+
+@pytest.mark.parametrize("path", MID_LOGS, ids=lambda p: p.name)
+def test_chunked_scan_finds_errors_mid_log(path, tiny_chunks):
+    tiny_chunks.BACK_BYTES = 4096
+    chunked, full = _both(tiny_chunks, PAD * 300 + path.read_bytes() + PAD * 300)
+    assert chunked.root is not None
+    assert _root_view(chunked) == _root_view(full)
+    assert chunked.numbers == full.numbers and chunked.total_lines == full.total_lines
+
+
+@pytest.mark.parametrize("path", CHUNK_LOGS, ids=lambda p: p.name)
+def test_chunked_scan_reads_the_end_in_full(path, tiny_chunks):
+    """Any crash at the end of a large log (raw tracebacks of single-process engines included)."""
+    tiny_chunks.BACK_BYTES = 64 << 10  # the always-parsed end (512 KiB in production) holds the crash
+    chunked, full = _both(tiny_chunks, PAD * 2000 + path.read_bytes())
+    assert _root_view(chunked) == _root_view(full)
+    assert chunked.numbers == full.numbers and chunked.total_lines == full.total_lines
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.sampled_from(_PIECES), st.binary(max_size=300)), min_size=20, max_size=120))
+def test_fuzz_chunked_never_crashes(tiny_chunks, parts):
+    try:
+        facts = tiny_chunks.facts_from_bytes(b"".join(parts) * 3)
+    except InputError:
+        return
+    analyze_facts(facts, use_preflight=False)

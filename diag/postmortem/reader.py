@@ -1,12 +1,14 @@
 """Streaming input: files, folders, stdin, .gz -> cleaned lines -> :class:`FactCollector`.
 
-Small inputs (< ``FULL_PARSE_BYTES``) are parsed line by line. Larger ones are read in binary chunks;
-a few byte anchors (``bytes.find``, C speed) locate candidate regions, and only windows of lines around
-the hits are decoded and parsed: a traceback header opens a long forward window, an engine launch line
-(``vLLM server version``/``Initializing a V1 LLM engine``) opens the startup window, an error line
-takes a few lines of context before and after. Lines before a hit come from the tail of the previous
-chunk, so memory stays at a few chunks whatever the file size. Metrics lines (prefix-cache hit rate)
-are read in place without decoding a window.
+Small inputs (< ``FULL_PARSE_BYTES``, i.e. anything a person pastes) are parsed line by line. Larger ones
+(server logs of any size) are read in binary chunks into one reusable buffer; a byte anchor
+(``bytes.find``, C speed) locates the ERROR records, and only windows of lines around them are decoded
+and parsed (an ERROR record that opens a traceback grows its window to the whole traceback). The head of
+the file (engine start: version, command, non-default args, startup facts) and its end (what killed the
+process) are always parsed in full. Lines before a hit come from the tail of the previous chunk, so
+memory stays at a few chunks whatever the file size. Prefix-cache metrics lines are sampled in place
+(first and last of each chunk) without decoding windows. Gzip is detected by its magic bytes (files and
+stdin); a truncated .gz yields what it holds.
 """
 
 from __future__ import annotations
