@@ -68,6 +68,7 @@ class Recorder:
         self.dropped_steps = 0
         self.rows_written = 0
         self.flushes = 0
+        self.flush_seconds = 0.0  # writer-thread time spent flushing (benchmarks read it)
         self._ops: collections.deque = collections.deque()
         self._steps: collections.deque = collections.deque(maxlen=max_steps)
         self._max_steps = max_steps
@@ -152,7 +153,9 @@ class Recorder:
                 seq = self._request_seq
             if self.enabled:
                 try:
+                    t0 = time.perf_counter()
                     self._flush_once()
+                    self.flush_seconds += time.perf_counter() - t0
                     if stopping:
                         self._finish()
                 except BaseException as exc:  # noqa: BLE001 - any failure: step aside

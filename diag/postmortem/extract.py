@@ -585,7 +585,7 @@ class FactCollector:
         tp = a.get("tensor_parallel_size") or self.tp_text
         if tp and "tensor_parallel_size" not in a:
             a["tensor_parallel_size"] = tp
-        if f.gpu_count is None and tp:
+        if f.gpu_count is None and tp and f.gpu_names:
             f.gpu_count = int(tp) * int(a.get("pipeline_parallel_size") or 1)
         if self.sm is not None:
             f.startup["compute_capability"] = [self.sm // 10, self.sm % 10] if self.sm < 100 else [self.sm // 10, self.sm % 10]

