@@ -247,3 +247,23 @@ Filesystem: EXT4
     assert f.vllm_version == "0.19.1"
     assert f.gpu_names == ["NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"] and f.gpu_count == 2
     assert f.python_version == "3.12.3"
+
+
+@pytest.mark.parametrize("text,frames,exc,numbers", [
+    ('Traceback (most recent call last): File "/v/kv_cache_utils.py", line 1654, in get_kv_cache_groups '
+     'kv_cache_spec = unify_kv_cache_spec_page_size(kv_cache_spec) File "/v/kv_cache_utils.py", line 1042, in '
+     'unify_kv_cache_spec_page_size assert new_spec.page_size_bytes == max_page_size AssertionError',
+     ["get_kv_cache_groups", "unify_kv_cache_spec_page_size"], ("AssertionError", ""),
+     {"assert_condition": "new_spec.page_size_bytes == max_page_size"}),
+    ('(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] Traceback (most recent call last):   File "/v/gdn_attn.py", '
+     'line 310, in build     assert not (num_decodes > 0 and num_spec_decodes > 0), ( AssertionError: num_decodes: 1, '
+     'num_spec_decodes: 1', ["build"], ("AssertionError", "num_decodes: 1, num_spec_decodes: 1"),
+     {"num_decodes": 1, "num_spec_decodes": 1}),
+])
+def test_flattened_traceback(text, frames, exc, numbers):
+    """Reporters sometimes paste a traceback as one line."""
+    f = facts_from_text(text)
+    assert [fr.function for fr in f.root.frames] == frames
+    assert (f.root.exc_type, f.root.message) == exc
+    for k, v in numbers.items():
+        assert f.numbers[k] == v

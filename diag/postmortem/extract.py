@@ -235,7 +235,11 @@ class FactCollector:
     # -------------------------------------------------------------- feed
     def feed(self, line: Line) -> None:
         self.last_line = line.lineno
-        self.tb.feed(line)
+        if 'File "' in line.text and (line.text.count('File "') > 1 or "most recent call last):" in line.text[:-1].rstrip()[:-1]):
+            for piece in unflatten(line):  # a traceback pasted as one line
+                self.tb.feed(piece)
+        else:
+            self.tb.feed(line)
         text = line.text
         if not text.strip():
             self._end_cmd()
@@ -589,6 +593,33 @@ class FactCollector:
             f.gpu_count = int(tp) * int(a.get("pipeline_parallel_size") or 1)
         if self.sm is not None:
             f.startup["compute_capability"] = [self.sm // 10, self.sm % 10] if self.sm < 100 else [self.sm // 10, self.sm % 10]
+
+
+_FLAT_SPLIT = re.compile(r'\s*(?=Traceback \(most recent call last\):)|\s+(?=File ")')
+_FLAT_FRAME = re.compile(r'^(File "[^"]+", line \d+, in [\w<>.]+)\s*(.*)$')
+_FLAT_EXC = re.compile(r"\s+((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))(:\s.*)?$")
+
+
+def unflatten(line: Line) -> list[Line]:
+    """``Traceback (most recent call last): File "a.py", line 3, in f x = g() File … ValueError: boom``
+    (a reporter flattened the traceback into one line) -> the lines Python printed."""
+    out: list[Line] = []
+    for piece in _FLAT_SPLIT.split(line.text):
+        if not piece.strip():
+            continue
+        m = _FLAT_FRAME.match(piece.strip())
+        if not m:
+            out.append(Line(line.lineno, piece.strip(), line.process, line.level, line.display))
+            continue
+        out.append(Line(line.lineno, "  " + m.group(1), line.process, line.level, line.display))
+        rest = m.group(2)
+        exc = _FLAT_EXC.search(" " + rest) if rest else None
+        code = (" " + rest)[: exc.start()].strip() if exc else rest.strip()
+        if code:
+            out.append(Line(line.lineno, "    " + code, line.process, line.level, line.display))
+        if exc:
+            out.append(Line(line.lineno, exc.group(1) + (exc.group(2) or ""), line.process, line.level, line.display))
+    return out
 
 
 def _paren_delta(text: str) -> int:
