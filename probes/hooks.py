@@ -25,6 +25,7 @@ from .recorder import Recorder, log_once_line
 _RECORDED = "__vllm_diag_recorded__"
 _SHAPE_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
                              r"(?: at non-singleton dimension (\d+))?")
+_INDEX_OOB = re.compile(r"index (-?\d+) is out of bounds for dimension (\d+) with size (\d+)")
 _NUMBERS_IN_SHAPE_MSG = re.compile(r"\[(\d+(?:,\s*\d+)*)\]|\((\d+)\)")
 
 
@@ -45,6 +46,7 @@ class Probe:
         self._builder_steps: dict[type, int] = {}
         self._wrapped_builders: set[type] = set()
         self.last_step = None
+        self._builder_rows: dict[type, Any] = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -412,6 +414,7 @@ class Probe:
                     row = extract.step_from_metadata(step, cls.__name__, probe._builder_groups.get(id(self_)), md, time.time())
                     if row is not None:
                         probe.rec.add_step(row)
+                        probe._builder_rows[cls] = row
                 except Exception as exc:  # noqa: BLE001
                     probe.disabled.add("build")
                     log_once_line(f"vllm-diag: probe 'build' failed ({exc}); it steps aside")
@@ -454,6 +457,12 @@ class Probe:
                     f"({step.num_prefill_tokens} tokens), {step.num_decodes} decodes, {step.num_spec_decodes} spec decodes "
                     f"({step.num_spec_decode_tokens} tokens{', drafts ' + str(step.spec_tokens_per_req) if step.spec_tokens_per_req else ''})"
                 )
+            if step is not None:
+                seen = [extract.plain(r) for r in self._builder_rows.values() if r.step_index == step.step_index]
+                if seen:
+                    numbers["builder_steps"] = seen
+            if self.block_tables:
+                numbers["block_tables"] = [extract.plain(t) for t in self.block_tables]
             match_note, match_numbers = shape_mismatch_details(str(exc), self.block_tables, self.buffers)
             if match_note:
                 notes.append(match_note)
@@ -567,18 +576,28 @@ def shape_mismatch_details(message: str, tables: list, buffers: list) -> tuple[s
     """For ``size of tensor a (X) must match the size of tensor b (Y)`` errors: the block tables and
     builder buffers of this process that have a dimension X or Y."""
     m = _SHAPE_MISMATCH.search(message)
-    if not m:
+    oob = _INDEX_OOB.search(message) if not m else None
+    if not m and not oob:
         return None, {}
-    a, b = int(m.group(1)), int(m.group(2))
-    dim = int(m.group(3)) if m.group(3) else None
+    if m:
+        a, b = int(m.group(1)), int(m.group(2))
+        dim = int(m.group(3)) if m.group(3) else None
+        sizes = {a, b}
+        numbers: dict[str, Any] = {"tensor_a_size": a, "tensor_b_size": b, "dimension": dim}
+        what = f"shape mismatch {a} vs {b}" + (f" (dimension {dim})" if dim is not None else "")
+    else:
+        idx, dim, size = int(oob.group(1)), int(oob.group(2)), int(oob.group(3))
+        sizes = {size}
+        numbers = {"index": idx, "dimension": dim, "size": size}
+        what = f"index {idx} out of bounds for a dimension of size {size}"
     hits = []
     for t in tables:
-        if a in (t.rows, t.columns) or b in (t.rows, t.columns):
+        if sizes & {t.rows, t.columns}:
             hits.append(f"block table of group {t.group_index} [{t.rows}, {t.columns}] ({t.derivation})")
     for buf in buffers:
-        if a in buf.shape or b in buf.shape:
+        if sizes & set(buf.shape):
             hits.append(f"{buf.builder}.{buf.name} {list(buf.shape)} (group {buf.group_index})")
-    numbers = {"tensor_a_size": a, "tensor_b_size": b, "dimension": dim, "matching_tensors": hits}
+    numbers["matching_tensors"] = hits
     if not hits:
-        return f"vllm-diag: shape mismatch {a} vs {b}; no recorded block table or builder buffer has either size", numbers
-    return f"vllm-diag: shape mismatch {a} vs {b} (dimension {dim}); tensors of this size: " + "; ".join(hits[:8]), numbers
+        return f"vllm-diag: {what}; no recorded block table or builder buffer has a dimension of that size", numbers
+    return f"vllm-diag: {what}; recorded tensors with a dimension of that size: " + "; ".join(hits[:8]), numbers
