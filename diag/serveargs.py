@@ -268,6 +268,11 @@ def human_int(text: str) -> int:
     return int(t)
 
 
+# str-typed flags whose values vLLM reads as JSON (besides every *_config flag)
+_JSONISH = {"hf_overrides", "override_generation_config", "limit_mm_per_prompt", "mm_processor_kwargs", "media_io_kwargs",
+            "default_chat_template_kwargs", "override_pooler_config", "logits_processors"}
+
+
 def _convert(dest: str, info: dict[str, Any] | None, raw: str, flag: str) -> Any:
     ty = (info or {}).get("type", "str")
     try:
@@ -280,7 +285,8 @@ def _convert(dest: str, info: dict[str, Any] | None, raw: str, flag: str) -> Any
     except ValueError:
         raise CommandError(f"{flag}: expected a number, got {raw!r}") from None
     stripped = raw.strip()
-    if ty == "json" or stripped[:1] in "{[":
+    jsonish = ty == "json" or (ty == "str" and (dest.endswith("_config") or dest in _JSONISH))
+    if jsonish:
         if stripped[:1] in "{[":
             try:
                 return json.loads(stripped)

@@ -205,3 +205,33 @@ def test_cold_cli_check_is_fast():
             "assert 'vllm' not in sys.modules and 'torch' not in sys.modules, 'imported vllm/torch'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+# ------------------------------------------------------------------------------ robustness
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_MODELS = ["Qwen/Qwen3.5-9B", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B", "deepseek-ai/DeepSeek-V4-Flash",
+           "Qwen/Qwen3-Coder-Next-80B-A3B", "LocoOperator/LocoOperator-4B"]
+_VALUES = st.sampled_from(["0", "1", "2", "16", "-3", "32K", "auto", "fp8", "x", "{}", "[1]", "0.5", "{\"method\": \"mtp\"}"])
+_FLAGS = st.sampled_from(["--max-model-len", "--block-size", "--max-num-seqs", "--tensor-parallel-size", "--kv-cache-dtype",
+                          "--mamba-cache-mode", "--max-num-batched-tokens", "--gpu-memory-utilization",
+                          "--speculative-config", "--compilation-config", "--speculative-config.num_speculative_tokens",
+                          "--speculative-config.method", "--compilation-config.cudagraph_mode"])
+_BOOLS = st.sampled_from(["--enable-prefix-caching", "--no-enable-prefix-caching", "--enforce-eager", "--trust-remote-code"])
+
+
+@settings(max_examples=int(__import__("os").environ.get("FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(model=st.sampled_from(_MODELS), pairs=st.lists(st.tuples(_FLAGS, _VALUES), max_size=4),
+       bools=st.lists(_BOOLS, max_size=2), version=st.sampled_from(["0.17.1", "0.19.0", "0.20.2", "0.28.0", "0.32.0"]),
+       gpu=st.sampled_from(["H100", "B200", "cpu", "RTX 3090"]))
+def test_check_never_crashes(model, pairs, bools, version, gpu, capsys):
+    argv = ["vllm", "serve", model] + [x for p in pairs for x in p] + bools
+    rc = main(["check", "--vllm-version", version, "--gpu", gpu, "--json", "--", *argv])
+    out, err = capsys.readouterr()
+    assert rc in (0, 1, 2)
+    if rc == 2:
+        assert err.startswith("vllm-diag: ") and err.count("\n") == 1
+    else:
+        assert json.loads(out)["exit_code"] == rc

@@ -95,15 +95,62 @@ class CheckResult:
         return 1 if self.fails else 0
 
 
+_POSITIVE = ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "max_num_seqs", "max_num_batched_tokens",
+             "max_model_len", "mamba_block_size", "max_cudagraph_capture_size")
+
+
+# values older vLLM versions accepted that the 0.32 flag table no longer lists
+_LEGACY_CHOICES = {"kv_cache_dtype": {"fp8_ds_mla"}, "mamba_cache_mode": {"all"}}
+
+
+def validate_config(cmd: ServeCommand, config: dict[str, Any], version: tuple[int, int, int] | None = None) -> None:
+    """Reject values vLLM would reject before predicting anything (one-line DiagError)."""
+    from ..serveargs import flag_table
+
+    flags, _ = flag_table()
+    args = cmd.args()
+    for dest in ("kv_cache_dtype", "dtype", "mamba_ssm_cache_dtype", "mamba_cache_mode", "mamba_cache_dtype"):
+        if dest in args and args[dest] is not None:
+            choices = set(flags.get(dest, {}).get("choices") or []) | _LEGACY_CHOICES.get(dest, set())
+            if not isinstance(args[dest], str) or (choices and args[dest] not in choices):
+                raise DiagError(f"--{dest.replace('_', '-')}: invalid choice {args[dest]!r} (choose from "
+                                f"{', '.join(sorted(choices))})")
+    if args.get("mamba_cache_mode") == "all" and version is not None and version >= (0, 32, 0):
+        raise DiagError("--mamba-cache-mode all: removed in vLLM 0.32 (only 'align' and 'none'); vLLM refuses it at startup")
+    for dest in ("speculative_config", "compilation_config"):
+        if dest in args and args[dest] is not None and not isinstance(args[dest], (dict,)) and not (
+                dest == "compilation_config" and str(args[dest]).isdigit()):
+            raise DiagError(f"--{dest.replace('_', '-')}: expected a JSON object, got {args[dest]!r}")
+    for key in _POSITIVE:
+        if key in config:
+            v = config[key]
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise DiagError(f"{key.replace('_', '-')}: expected a positive integer, got {v!r}")
+    k = config.get("num_speculative_tokens")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
+        raise DiagError(f"speculative config num_speculative_tokens: expected an integer >= 0, got {k!r}")
+    sizes = config.get("cudagraph_capture_sizes")
+    if sizes is not None and not (isinstance(sizes, list) and all(isinstance(x, int) and not isinstance(x, bool) and x > 0
+                                                                   for x in sizes)):
+        raise DiagError(f"cudagraph_capture_sizes: expected a list of positive integers, got {sizes!r}")
+    gmu = config.get("gpu_memory_utilization")
+    if gmu is not None and not (isinstance(gmu, (int, float)) and 0 < gmu <= 1):
+        raise DiagError(f"gpu-memory-utilization: expected a fraction in (0, 1], got {gmu!r}")
+
+
 def evaluate(cmd: ServeCommand, version: tuple[int, int, int], gpu: GpuInfo | None,
              facts: ModelFacts | None = None) -> tuple[EngineState, list[Finding], ModelFacts, ModelFacts | None, list[str]]:
     """Predict the state for ``cmd`` and run the rules on it (no suggestions)."""
     from ..rules import run_rules
 
-    config = cmd.config()
+    try:
+        config = cmd.config()
+    except (TypeError, ValueError) as exc:
+        raise DiagError(f"cannot read the command's settings: {exc}") from None
     notes: list[str] = []
     if not config.get("model"):
         raise DiagError("the command names no model (`vllm serve MODEL ...` or --model)")
+    validate_config(cmd, config, version)
     if facts is None:
         facts = model_facts(config["model"], config.get("revision"), config.get("hf_overrides"))
     draft = None
