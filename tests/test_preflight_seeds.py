@@ -235,3 +235,18 @@ def test_check_never_crashes(model, pairs, bools, version, gpu, capsys):
         assert err.startswith("vllm-diag: ") and err.count("\n") == 1
     else:
         assert json.loads(out)["exit_code"] == rc
+
+
+def test_check_reads_a_yaml_config_and_patches_on_the_command_line(tmp_path, capsys):
+    cfg = tmp_path / "serve.yaml"
+    cfg.write_text("enable-prefix-caching: true\nkv-cache-dtype: fp8\nmax-model-len: 21525\ntensor-parallel-size: 4\n"
+                   "speculative-config:\n  method: mtp\n  num_speculative_tokens: 1\n")
+    r = run_check(f"vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4 --config {cfg}", version="0.19.0", gpu="B200")
+    f = next(f for f in r.findings if f.rule == "mamba_state_indices")
+    s = next(s for s in f.suggestions if s.title.startswith("turn prefix caching off"))
+    assert s.diff == ["+ --no-enable-prefix-caching"]  # CLI overrides the YAML value
+    assert s.yaml.strip() == "enable-prefix-caching: false"
+    rc = main(["check", "--vllm-version", "0.19.0", "--gpu", "B200", "--", "vllm", "serve",
+               "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "--config", str(cfg)])
+    out = capsys.readouterr().out
+    assert rc == 1 and "as a `vllm serve --config` fragment" in out

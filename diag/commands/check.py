@@ -88,6 +88,11 @@ def run(args) -> int:
         print("\n".join(render_state(result.state)))
     print()
     print(render_findings(result.findings))
+    yamls = [(i, f, f.suggestions[0]) for i, f in enumerate(result.findings, start=1)
+             if f.severity == "error" and f.suggestions and (f.suggestions[0].yaml or "").strip()]
+    for i, f, s in yamls:
+        print(f"\nfinding {i}, suggestion 1 as a `vllm serve --config` fragment ({s.title}):")
+        print("\n".join("   " + line for line in s.yaml.rstrip().splitlines()))
     print()
     n_err = sum(f.severity == "error" for f in result.findings)
     verdict = (f"verdict: would FAIL ({n_err} error finding{'s' if n_err != 1 else ''})" if n_err
