@@ -108,8 +108,32 @@ def test_successful_engine_has_no_findings():
     assert an.facts.startup["gpu_kv_cache_tokens"] > 0
 
 
+# ---------------------------------------------------------------- real GPU engine (vLLM 0.26.0, H200)
+def test_gpu_engine_log():
+    """NemotronH + prefix caching (Mamba cache mode 'all') + ngram k=3 on vLLM 0.26.0: a bare assert in
+    mamba_mixer2 at the first step (tests/fixtures/logs/capture_gpu.py)."""
+    an = analyze_path(str(LOGS / "gpu" / "gpu_nemotronh_prefix_caching_ngram.log"))
+    f = an.facts
+    assert f.vllm_version == "0.26.0" and f.architecture == "NemotronHForCausalLM"
+    assert f.root.exc_type == "AssertionError" and f.root.process == "EngineCore"
+    assert (f.root.last_frame.function, f.root.last_frame.line) == ("conv_ssm_forward", 963)
+    assert f.numbers["assert_condition"] == "block_idx_last_scheduled_token_prev_step_d is not None"
+    assert f.args["enable_prefix_caching"] is True and f.args["speculative_method"] == "ngram"
+    assert f.startup["mamba_cache_mode"] == "all" and f.startup["kv_cache_device"] == "GPU"
+    top = an.findings[0]
+    assert top.severity == "error" and any(e.line == f.root.log_line for e in top.evidence)
+    if top.category == "other":  # no rule knows this assert yet: it is named, with what is missing
+        assert top.rule == "other_unrecognised" and top.missing_evidence
+
+
+def test_gpu_success_log_has_no_error_findings():
+    an = analyze_path(str(LOGS / "gpu" / "gpu_llama_no_kv_memory.log"))
+    assert an.facts.root is None and not [x for x in an.findings if x.severity == "error"]
+    assert an.facts.startup["gpu_kv_cache_tokens"] == 624736
+
+
 # ---------------------------------------------------------------- variants
-VARIANT_LOGS = sorted(LOGS.glob("real/*.log")) + sorted(LOGS.glob("seeds/*.log"))
+VARIANT_LOGS = sorted(LOGS.glob("real/*.log")) + sorted(LOGS.glob("seeds/*.log")) + sorted(LOGS.glob("gpu/*.log"))
 
 
 def _summary(data: bytes):

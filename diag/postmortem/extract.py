@@ -234,7 +234,8 @@ class FactCollector:
 
     # -------------------------------------------------------------- feed
     def feed(self, line: Line) -> None:
-        self.last_line = line.lineno
+        if line.lineno > self.last_line:
+            self.last_line = line.lineno
         if 'File "' in line.text and (line.text.count('File "') > 1 or "most recent call last):" in line.text[:-1].rstrip()[:-1]):
             for piece in unflatten(line):  # a traceback pasted as one line
                 self.tb.feed(piece)

@@ -135,6 +135,7 @@ class Scanner:
         line_at_new = self.line_base + 1  # line number of the first line after the tail
         parsed_until = self.line_base  # last line number handed to the collector
         force = HEAD_LINES  # lines to parse in full from the start of the next new region
+        parsed_ivs: list[tuple[int, int]] = []  # line intervals already parsed (within the tail)
         end = len(buf)
         eof = False
         reader = _Filler(stream)
@@ -194,6 +195,7 @@ class Scanner:
                     seg = seg[:-1]
                 n = self._feed_bytes_lines(seg, first_no)
                 parsed_until = first_no + n - 1
+                parsed_ivs.append((first_no, parsed_until))
             new_lines = buf.count(b"\n", keep, stop)
             self._hit_rates(buf, keep, stop, line_at_new + new_lines)
             line_at_new += new_lines
@@ -202,28 +204,41 @@ class Scanner:
             if ts > 0:
                 ts = buf.find(b"\n", ts - 1, stop) + 1 or stop
             tail_lines = buf.count(b"\n", ts, stop)
+            tail_first = line_at_new - tail_lines
+            while parsed_ivs and parsed_ivs[0][1] < tail_first:  # only the tail's intervals matter later
+                parsed_ivs.pop(0)
             partial = end - stop
             buf[0 : stop - ts + partial] = buf[ts:end]
             keep = stop - ts
             end = keep + partial
             if eof and partial == 0:
                 break
-        # a crash log ends with the crash: the last lines are always parsed in full
+        # a crash log ends with the crash: the last lines are always parsed in full (those that no
+        # window parsed yet; they reach the collector after later lines, which it tolerates)
         if keep:
             first_no = line_at_new - tail_lines
-            seg = bytes(buf[:keep])
-            if first_no <= parsed_until:
-                pos = 0
-                for _ in range(parsed_until - first_no + 1):
-                    pos = seg.find(b"\n", pos) + 1
-                    if pos == 0:
-                        break
-                seg = seg[pos:] if pos else b""
-                first_no = parsed_until + 1
-            if seg.endswith(b"\n"):
-                seg = seg[:-1]
-            if seg:
-                self._feed_bytes_lines(seg, first_no)
+            lines = bytes(buf[:keep]).split(b"\n")
+            if lines and lines[-1] == b"":
+                lines.pop()
+            parsed = [iv for iv in parsed_ivs if iv[1] >= first_no]
+            k = 0
+            run: list[bytes] = []
+            run_start = first_no
+            for i, raw in enumerate(lines):
+                no = first_no + i
+                while k < len(parsed) and parsed[k][1] < no:
+                    k += 1
+                done = k < len(parsed) and parsed[k][0] <= no <= parsed[k][1]
+                if done:
+                    if run:
+                        self._feed_bytes_lines(b"\n".join(run), run_start)
+                        run = []
+                    continue
+                if not run:
+                    run_start = no
+                run.append(raw)
+            if run:
+                self._feed_bytes_lines(b"\n".join(run), run_start)
         total = line_at_new - 1 - self.line_base
         self.line_base = line_at_new - 1
         return total

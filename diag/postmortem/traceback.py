@@ -123,7 +123,7 @@ class TracebackParser:
             if st_prev and (st_prev.in_tb or st_prev.cont_lines) and line.lineno - st_prev.last_line <= 3:
                 key = self._last_proc
         st = self._state(key)
-        if st.last_line and line.lineno - st.last_line > 400:
+        if st.last_line and (line.lineno - st.last_line > 400 or line.lineno < st.last_line):
             st.in_tb = False
             st.frames = []
             st.last_exc = None
