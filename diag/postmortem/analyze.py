@@ -248,10 +248,13 @@ def _attach_suggestions(findings: list[Finding], ctx: RuleContext) -> None:
 
 def _localise_evidence(an: Analysis, findings: list[Finding]) -> None:
     """Global line numbers (folders are read as one stream) -> (file, line within the file)."""
-    for f in findings:  # rules may cite the same line twice
+    from .redact import redact
+
+    for f in findings:  # rules may cite the same line twice; log text may hold secrets
         seen: set[tuple] = set()
         uniq = []
         for e in f.evidence:
+            e.text = redact(e.text)
             key = (e.line, e.text, e.source)
             if key not in seen:
                 seen.add(key)
