@@ -267,3 +267,13 @@ def test_flattened_traceback(text, frames, exc, numbers):
     assert (f.root.exc_type, f.root.message) == exc
     for k, v in numbers.items():
         assert f.numbers[k] == v
+
+
+def test_compose_and_k8s_command_forms():
+    compose = 'services:\n  vllm:\n    command: ["vllm", "serve", "org/model", "--tensor-parallel-size", "2", "--enable-prefix-caching"]\n'
+    f = facts_from_text(compose)
+    assert f.model == "org/model" and f.args["tensor_parallel_size"] == 2 and f.args["enable_prefix_caching"] is True
+    k8s = ("containers:\n  - name: vllm\n    args:\n      - --model=org/other\n      - --max-model-len=8192\n"
+           "      - \"--speculative-config={\\\"method\\\": \\\"ngram\\\", \\\"num_speculative_tokens\\\": 4}\"\n")
+    f = facts_from_text(k8s)
+    assert f.args["max_model_len"] == 8192

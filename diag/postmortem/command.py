@@ -180,8 +180,10 @@ def parse_serve_command(text: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
-def args_from_flags(text: str, inline: list[tuple[str, str | None]]) -> dict[str, Any]:
-    """Loose ``--flag value`` lines (and known flags quoted inside prose) -> normalised keys."""
+def args_from_flags(text: str, inline: list[tuple[str, str | None]], lines: list[str] | None = None) -> dict[str, Any]:
+    """Loose ``--flag value`` lines (and known flags quoted inside prose) -> normalised keys. ``lines`` are
+    flag lines read one by one (YAML ``args:`` lists: ``--flag=value`` with unquoted JSON) when the
+    joined ``text`` does not parse."""
     out: dict[str, Any] = {}
     try:
         from ..serveargs import flag_table, parse_command
@@ -201,7 +203,12 @@ def args_from_flags(text: str, inline: list[tuple[str, str | None]]) -> dict[str
                 pieces.append(f"{flag} {val}")
             else:
                 pieces.append(f"{flag} {_quote(val)}")
-    chunks = [c for c in (text, " ".join(pieces)) if c.strip()]
+    chunks: list[Any] = [c for c in (text, " ".join(pieces)) if c.strip()]
+    try:
+        parse_command(text).args()
+    except Exception:  # noqa: BLE001 - read the lines as separate argv items instead
+        chunks = [[ln] if ln.startswith("--") and "=" in ln.split(" ", 1)[0] else ln.split(None, 1)
+                  for ln in (lines or [])] + chunks[1:]
     for chunk in chunks:
         try:
             cmd = parse_command(chunk)

@@ -7,6 +7,7 @@ gaps, when the scanner skipped uninteresting regions) and keeps bounded state; `
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -94,7 +95,8 @@ _CMD_START = re.compile(
     r"(?:^|[\s$`>#])((?:[A-Z_][A-Z0-9_]*=\S+\s+)*(?:vllm\s+serve\b|python[\d.]*\s+(?:-\w+\s+)*-m\s+vllm\.entrypoints\.\S+))"
 )
 _LLM_CALL = re.compile(r"\bLLM\(")
-_FLAG_LINE = re.compile(r"^\s*--[a-z][a-z0-9-]*")
+_FLAG_LINE = re.compile(r"^\s*(?:-\s+)?([\"']?)(--[a-z][a-z0-9-]*(?:[= ].*)?)\1\s*,?\s*$")  # also YAML `- --x=1`
+_ARGV_LIST = re.compile(r"\[\s*[\"']vllm[\"']\s*,\s*[\"']serve[\"'][^\]]*\]")  # compose/k8s: ["vllm", "serve", ...]
 _INLINE_FLAG = re.compile(
     r"(?<![\w-])(--[a-z][a-z0-9-]+(?:\.[a-z_]+)?)(?:[ =]('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)]+))?"
 )
@@ -418,8 +420,22 @@ class FactCollector:
             if self._llm_depth <= 0:
                 self._end_llm()
             return
-        if line.level is None and "--" in text and _FLAG_LINE.match(text):
-            self.flag_lines.append((line.lineno, text.strip()))
+        if line.level is None and "--" in text:
+            m = _FLAG_LINE.match(text)
+            if m:
+                self.flag_lines.append((line.lineno, m.group(2).strip()))
+                return
+        m = _ARGV_LIST.search(text) if line.level is None and "serve" in text else None
+        if m:
+            try:
+                argv = json.loads(m.group(0).replace("'", '"'))
+            except ValueError:
+                argv = None
+            if isinstance(argv, list) and all(isinstance(a, str) for a in argv) and len(self.commands) < 20:
+                from ..serveargs import shell_quote
+
+                self.commands.append((line.lineno, " ".join(shell_quote(a) for a in argv)))
+                return
             return
         if line.level is None and "--" in text:
             for m in _INLINE_FLAG.finditer(text):
@@ -465,7 +481,7 @@ class FactCollector:
         # lowest priority first
         flags_text = " ".join(t for _, t in self.flag_lines)
         inline = [(flag, val) for _, flag, val in self.inline_flags]
-        loose = args_from_flags(flags_text, inline)
+        loose = args_from_flags(flags_text, inline, [t for _, t in self.flag_lines])
         if loose:
             layers.append(("flags", loose))
             line = (self.flag_lines or [(self.inline_flags[0][0], "")])[0][0] if (self.flag_lines or self.inline_flags) else None
