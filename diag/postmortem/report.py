@@ -52,15 +52,19 @@ def _finding_json(f: Finding) -> dict[str, Any]:
 
 
 def to_json(an: Analysis) -> dict[str, Any]:
+    from .analyze import locate
+
     f = an.facts
     root = None
     if f.root is not None:
         r = f.root
+        src, line = locate(an.files, r.log_line) if (an.files and r.log_line) else (None, r.log_line)
         root = {
             "type": r.exc_type,
             "message": r.message,
             "process": r.process,
-            "line": r.log_line,
+            "file": src,
+            "line": line,
             "frames": [{"file": fr.file, "line": fr.line, "function": fr.function, "code": fr.code, "log_line": fr.log_line}
                        for fr in r.frames],
         }
@@ -85,6 +89,7 @@ def to_json(an: Analysis) -> dict[str, Any]:
         "findings": [_finding_json(x) for x in an.findings],
         "session_id": an.session_id,
         "total_lines": f.total_lines,
+        "rule_errors": [{"rule": r, "error": e} for r, e in an.rule_failures],
     }
 
 
@@ -120,7 +125,13 @@ def render_text(an: Analysis) -> str:
     root = _root_line(an)
     if root:
         r = f.root
-        out.append(f"  root error (line {r.log_line}{', ' + r.process if r.process else ''}): {root}")
+        where = f"line {r.log_line}"
+        if len(an.files) > 1 and r.log_line:
+            from .analyze import locate
+
+            src, line = locate(an.files, r.log_line)
+            where = f"{src} line {line}"
+        out.append(f"  root error ({where}{', ' + r.process if r.process else ''}): {root}")
         if r.last_frame:
             fr = r.last_frame
             out.append(f"    at {fr.file}:{fr.line} in {fr.function}" + (f": {fr.code}" if fr.code else ""))
@@ -134,8 +145,19 @@ def render_text(an: Analysis) -> str:
         out.append(f"  pre-flight: {an.preflight_note}")
     if an.skipped:
         out.append(f"  skipped (binary): {', '.join(an.skipped[:5])}")
+    for rule, err in an.rule_failures:
+        out.append(f"  (rule {rule} failed and was skipped: {err})")
     out.append("")
-    out.append(render_findings(an.findings))
+    findings = an.findings
+    if len(an.files) > 1:  # a folder: say which file each evidence line is in
+        import copy
+
+        findings = copy.deepcopy(findings)
+        for x in findings:
+            for e in x.evidence:
+                if e.source and e.source not in ("log", "preflight", "recorded"):
+                    e.text = f"[{e.source}] {e.text}"
+    out.append(render_findings(findings))
     return "\n".join(out)
 
 
