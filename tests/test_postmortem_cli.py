@@ -307,3 +307,16 @@ def test_fuzz_chunked_never_crashes(tiny_chunks, parts):
     except InputError:
         return
     analyze_facts(facts, use_preflight=False)
+
+
+def test_internal_error_is_one_line(monkeypatch, capsys):
+    import diag.postmortem.analyze as pa
+
+    def boom(*a, **k):
+        raise ZeroDivisionError("simulated bug")
+
+    monkeypatch.setattr(pa, "analyze_path", boom)
+    monkeypatch.delenv("VLLM_DIAG_DEBUG", raising=False)
+    rc = main(["analyze", str(SEED4)])
+    err = capsys.readouterr().err
+    assert rc == 3 and err.count("\n") == 1 and "internal error" in err and "ZeroDivisionError" in err
