@@ -13,6 +13,7 @@ import os
 import socket
 import sqlite3
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -107,11 +108,30 @@ class Store:
                 raise
             return store
         _check_sqlite_file(path)
-        uri = f"file:{path.resolve()}?mode=ro"
+        # Percent-encode the path: '?', '#' or '%' in a folder name would otherwise end the file name
+        # (and drop mode=ro, so SQLite would create a file there).
+        uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+        conn = None
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        except sqlite3.Error as exc:
+            try:
+                conn.execute("select count(*) from sqlite_master").fetchone()
+            except sqlite3.OperationalError as exc:
+                if "unable to open" not in str(exc):
+                    raise
+                # A WAL database on read-only media (or in a folder we cannot write): SQLite cannot
+                # create its -shm index, so read the file as immutable; nothing can be writing it.
+                conn.close()
+                conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                                       isolation_level=None)
+        except sqlite3.OperationalError as exc:
+            if conn is not None:
+                conn.close()
             raise DiagError(f"{path}: cannot open ({exc})") from None
+        except sqlite3.DatabaseError as exc:
+            if conn is None:
+                raise DiagError(f"{path}: cannot open ({exc})") from None
+            # not a database at all ("file is not a database"): _check_schema says so in one line
         store = cls(sqlite_utils.Database(conn), path, readonly=True)
         store._check_schema()
         return store
@@ -136,6 +156,8 @@ class Store:
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
+        except sqlite3.OperationalError as exc:  # read-only media, permissions, locked for 30 s
+            raise DiagError(f"{self.path}: cannot open for writing ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise NotADiagDatabase(f"{self.path}: cannot use as a vllm-diag database ({exc})") from None
         self._check_schema()

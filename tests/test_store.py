@@ -495,3 +495,95 @@ def test_concurrent_writers_in_real_processes(tmp_path):
         assert own == {f"own-{idx}-{i}" for idx in range(procs) for i in range(per_proc) if i % 3 == 2}
         messages = [r[0] for r in st.db.execute("select message from errors")]
         assert sorted(messages) == sorted(f"w{idx}.{i}" for idx in range(procs) for i in range(per_proc) if i % 3 == 2)
+
+
+def test_read_only_open_of_paths_with_uri_characters(tmp_path):
+    folder = tmp_path / "runs #3?x=1 %41"
+    folder.mkdir()
+    db = folder / "diag.db"
+    with Store.open(db, create=True) as st:
+        st.new_session("engine", id="s")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with Store.open(db) as st:
+        assert [s.id for s in st.sessions()] == ["s"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no stray "runs " file next to it
+
+
+@pytest.fixture
+def read_only_mount(tmp_path):
+    """A tmpfs we can fill and then remount read-only (needs root and mount; else skipped)."""
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_read_only_media(read_only_mount):
+    """A WAL database on read-only media (a mounted backup, a read-only volume) is still readable."""
+    db = read_only_mount / "diag.db"
+    with Store.open(db, create=True) as st:
+        _write_session(st)
+    assert subprocess.run(["mount", "-o", "remount,ro", str(read_only_mount)]).returncode == 0
+    with Store.open(db) as st:
+        assert st.load().findings[0].rule == "kv_page_size_unify"
+    with pytest.raises(DiagError, match="cannot open for writing|readonly|read-only") as info:
+        Store.open(db, create=True)
+    assert "\n" not in str(info.value)
+
+
+READER = textwrap.dedent(
+    """
+    import os, sys, time
+    from diag.store import Store
+    from diag.errors import DiagError
+
+    path, stop = sys.argv[1], sys.argv[2]
+    while True:  # wait until the first writer has created and migrated the file
+        try:
+            Store.open(path).close()
+            break
+        except DiagError:
+            time.sleep(0.005)
+    last, reads = -1, 0
+    while not os.path.exists(stop):
+        with Store.open(path) as st:
+            sids = [s.id for s in st.sessions()]
+            n = st.db.execute("select count(*) from layer_specs").fetchone()[0]
+            if "shared" in sids:
+                st.load("shared")
+        assert n >= last, (n, last)
+        last, reads = n, reads + 1
+    print("reads", reads, "last", last)
+    """
+)
+
+
+@pytest.mark.timeout(180)
+def test_readers_never_fail_while_writers_write(tmp_path):
+    db, go, stop = tmp_path / "live.db", tmp_path / "go", tmp_path / "stop"
+    (tmp_path / "writer.py").write_text(WRITER)
+    (tmp_path / "reader.py").write_text(READER)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    writers = [subprocess.Popen([sys.executable, str(tmp_path / "writer.py"), str(db), str(i), "120", str(go)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+               for i in range(3)]
+    readers = [subprocess.Popen([sys.executable, str(tmp_path / "reader.py"), str(db), str(stop)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+               for _ in range(2)]
+    time.sleep(1.5)
+    go.write_text("go")
+    w_out = [w.communicate(timeout=170)[0] for w in writers]
+    stop.write_text("stop")
+    r_out = [r.communicate(timeout=60)[0] for r in readers]
+    assert [w.returncode for w in writers] == [0, 0, 0], "\n".join(w_out)
+    assert [r.returncode for r in readers] == [0, 0], "\n".join(r_out)
+    for out in r_out:
+        reads = int(out.split("reads", 1)[1].split()[0])
+        assert reads >= 1, out
+    with Store.open(db) as st:
+        assert st.db.execute("select count(*) from layer_specs").fetchone()[0] == 3 * 40
