@@ -229,7 +229,7 @@ def test_fresh_engine_log(tmp_path, testbed_models):
 
 
 def test_large_file_edge_cases(tmp_path):
-    """Chunked mode (> 4 MiB): a 12 MiB line without newline, a wall of ERROR lines, then a crash."""
+    """Chunked mode (> 2 MiB): a 12 MiB line without newline, a wall of ERROR lines, then a crash."""
     p = tmp_path / "edge.log"
     err = b"(APIServer pid=1) ERROR 01-01 00:00:00 [serving.py:1] Error in request: bad input\n"
     with p.open("wb") as fh:

@@ -27,7 +27,7 @@ from ..model import LogFacts
 from .extract import FactCollector
 from .lines import clean_line
 
-FULL_PARSE_BYTES = 4 << 20
+FULL_PARSE_BYTES = 2 << 20
 HEAD_LINES = 2000  # always parse the first lines of a large file in full
 CHUNK = 8 << 20
 BACK_BYTES = 512 << 10  # back context for windows; also the end of the file that is always parsed
