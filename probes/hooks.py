@@ -74,7 +74,16 @@ class Probe:
         except Exception:
             pass
         notes = [n for n in notes if n]
-        notes.append(f"vllm-diag: {self.db_hint()}")
+        if isinstance(exc, AssertionError) and not str(exc):
+            try:
+                assert_note, values = bare_assert_details(exc)
+            except Exception:  # noqa: BLE001
+                assert_note, values = None, {}
+            if assert_note:
+                notes.insert(0, assert_note)
+                numbers = {**numbers, "assert_values": values}
+        if self.rec.enabled:
+            notes.append(f"vllm-diag: {self.db_hint()}")
         for note in notes:
             try:
                 exc.add_note(note)
@@ -427,7 +436,7 @@ class Probe:
 
         def execute_model(self_, scheduler_output, *args, **kwargs):
             step = None
-            if probe.rec.enabled and "steps" not in probe.disabled:
+            if probe.rec.enabled and "steps" not in probe.disabled and not kwargs.get("dummy_run"):
                 try:
                     if scheduler_output.total_num_scheduled_tokens:
                         probe.step_index += 1
@@ -513,6 +522,70 @@ def _frame_locals(exc: BaseException, func_name: str) -> dict[str, Any] | None:
             found = tb.tb_frame.f_locals
         tb = tb.tb_next
     return found
+
+
+_NAME = re.compile(r"(?<![\w.'\"])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+_KEYWORDS = {"assert", "and", "or", "not", "is", "in", "None", "True", "False", "if", "else", "lambda", "len", "max",
+             "min", "all", "any", "isinstance", "self"}
+
+
+def _simple(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return value if len(value) <= 200 else value[:200] + "..."
+    if isinstance(value, (tuple, list)) and len(value) <= 16 and all(isinstance(v, (int, float, str, bool)) for v in value):
+        return list(value)
+    if type(value).__name__ == "Size":  # torch.Size
+        return [int(v) for v in value]
+    if type(value).__name__ == "dtype":
+        return extract.dtype_name(value)
+    return _NOT_SIMPLE
+
+
+_NOT_SIMPLE = object()
+
+
+def bare_assert_details(exc: BaseException) -> tuple[str | None, dict[str, Any]]:
+    """For a bare ``assert`` (no message): the assert's source line and the values of the names and
+    attribute chains in it, read from the failing frame (e.g. ``self.page_size_padded`` and
+    ``page_size`` for ``assert self.page_size_padded >= page_size``)."""
+    import linecache
+
+    tb = exc.__traceback__
+    if tb is None:
+        return None, {}
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    frame = tb.tb_frame
+    line = linecache.getline(frame.f_code.co_filename, tb.tb_lineno).strip()
+    if not line.startswith("assert"):
+        return None, {}
+    values: dict[str, Any] = {}
+    for dotted in _NAME.findall(line):
+        parts = dotted.split(".")
+        if parts[0] in _KEYWORDS and len(parts) == 1:
+            continue
+        if parts[0] in frame.f_locals:
+            obj = frame.f_locals[parts[0]]
+        elif parts[0] in frame.f_globals:
+            continue  # module-level names (functions, classes): not values
+        else:
+            continue
+        for i, part in enumerate(parts[1:], 1):
+            obj = extract.safe_attr(obj, part, _NOT_SIMPLE)
+            if obj is _NOT_SIMPLE:
+                break
+            if _simple(obj) is not _NOT_SIMPLE:
+                values[".".join(parts[: i + 1])] = _simple(obj)
+        if len(parts) == 1 and _simple(obj) is not _NOT_SIMPLE:
+            values[dotted] = _simple(obj)
+        elif len(parts) == 1 and obj is not None:
+            values[dotted] = type(obj).__name__
+    if not values:
+        return None, {}
+    shown = ", ".join(f"{k}={v!r}" for k, v in values.items())
+    return f"vllm-diag: `{line}` failed with {shown}", values
 
 
 def unify_failure_details(exc: BaseException, specs: Any) -> tuple[dict[str, Any], str]:

@@ -279,3 +279,27 @@ def test_shape_mismatch_note():
     assert "dimension 1" in note and "block table of group 0 [4, 7]" in note and "GDN.spec_state_indices_tensor [8, 4]" in note
     assert numbers["tensor_a_size"] == 4 and numbers["tensor_b_size"] == 7
     assert shape_mismatch_details("something else", [], []) == (None, {})
+
+
+def test_bare_assert_values_from_real_032_mamba_spec(tmp_path):
+    """A MambaSpec padded below its real page (the #57721 family): 0.32's bare
+    ``assert self.page_size_padded >= page_size`` gets a note with both values."""
+    torch = pytest.importorskip("torch")
+    from vllm.v1.kv_cache_interface import MambaSpec
+
+    rec = _recorder(tmp_path / "r.db", flush_interval=0.05)
+    probe = Probe(rec, "0.32.0")
+    spec = MambaSpec(block_size=16, shapes=((4, 64), (2, 8, 8)), dtypes=(torch.bfloat16, torch.float32),
+                     page_size_padded=512)
+    real = 4 * 64 * 2 + 2 * 8 * 8 * 4
+    with pytest.raises(AssertionError) as info:
+        probe.wrap_phase("init")(lambda: spec.page_size_bytes)()
+    assert str(info.value) == ""
+    note = info.value.__notes__[0]
+    assert "assert self.page_size_padded >= page_size" in note and "self.page_size_padded=512" in note
+    assert f"page_size={real}" in note
+    assert rec.flush(10)
+    rec.close()
+    with Store.open(tmp_path / "r.db") as store:
+        [err] = store.load(rec.session.id).state.errors
+    assert err.numbers["assert_values"] == {"self.page_size_padded": 512, "page_size": real}
