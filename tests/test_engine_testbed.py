@@ -17,9 +17,16 @@ import time
 import pytest
 
 from tests.testbed import models as tb
-from tests.testbed.engine import ENGINE_ENV, NO_MP, EngineTimeout, run_engine, wrap_script
-
-PROMPTS = ["the cat sat on the mat", "hello world , how are you"]
+from tests.testbed.engine import (
+    ENGINE_ENV,
+    NO_MP,
+    PROMPTS,
+    EngineTimeout,
+    generate_script,
+    parse_result,
+    run_engine,
+    wrap_script,
+)
 
 
 # ------------------------------------------------------------------------------ models, no engine
@@ -186,32 +193,21 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def test_generate_script_and_parse_result():
+    script = generate_script("/m/x", prompts=["a b"], max_tokens=5, metrics=True, enforce_eager=False)
+    compile(wrap_script(script), "engine_script.py", "exec")
+    assert "'enforce_eager': False" in script and "'disable_log_stats': False" in script
+    assert "'max_model_len': 512" in script and "max_tokens=5" in script and "['a b']" in script
+    ok = subprocess.CompletedProcess([], 0, 'noise\nRESULT {"tokens": [[1, 2]]}\nmore\n', "")
+    assert parse_result(ok) == {"tokens": [[1, 2]]}
+    for bad in (subprocess.CompletedProcess([], 1, "Traceback ...\nValueError: x\n", ""),
+                subprocess.CompletedProcess([], 0, "no result here\n", ""),
+                subprocess.CompletedProcess([], 0, 'RESULT {}\nRESULT {}\n', "")):
+        with pytest.raises(AssertionError):
+            parse_result(bad)
+
+
 # ------------------------------------------------------------------------------ real engines
-
-
-def _generate_script(model, max_tokens=8, **llm_kwargs) -> str:
-    kwargs = {"enforce_eager": True, "max_model_len": 512, "max_num_seqs": 4, "dtype": "bfloat16", "seed": 0,
-              **llm_kwargs}
-    return f"""
-        import json, os
-        from vllm import LLM, SamplingParams
-        llm = LLM(model={str(model)!r}, **{kwargs!r})
-        sp = SamplingParams(max_tokens={max_tokens}, ignore_eos=True, temperature=0)
-        outs = llm.generate({PROMPTS!r}, sp)
-        result = {{"tokens": [list(o.outputs[0].token_ids) for o in outs],
-                   "text": [o.outputs[0].text for o in outs], "pid": os.getpid()}}
-        if {"disable_log_stats" in llm_kwargs!r}:
-            result["metrics"] = {{m.name: getattr(m, "value", None) for m in llm.get_metrics()
-                                  if m.name.startswith("vllm:spec_decode_num")}}
-        print("RESULT " + json.dumps(result))
-    """
-
-
-def _result(r: subprocess.CompletedProcess) -> dict:
-    assert r.returncode == 0, "engine script failed:\n" + r.stdout[-6000:]
-    lines = [line for line in r.stdout.splitlines() if line.startswith("RESULT ")]
-    assert len(lines) == 1, r.stdout[-4000:]
-    return json.loads(lines[0][len("RESULT "):])
 
 
 def _check_generated(result: dict, max_tokens: int = 8) -> None:
@@ -224,9 +220,9 @@ def _check_generated(result: dict, max_tokens: int = 8) -> None:
 @pytest.mark.timeout(300)
 def test_qwen3_next_generates_multiprocess_engine(testbed_models):
     """Default engine: the hybrid GDN model runs in VLLM::EngineCore + VLLM::Worker processes."""
-    r = run_engine(_generate_script(testbed_models["qwen3_next"]), env={"VLLM_ENABLE_V1_MULTIPROCESSING": None},
+    r = run_engine(generate_script(testbed_models["qwen3_next"]), env={"VLLM_ENABLE_V1_MULTIPROCESSING": None},
                    timeout=280)
-    result = _result(r)
+    result = parse_result(r)
     _check_generated(result)
     log = r.stdout
     assert "(EngineCore pid=" in log, "expected log lines from a separate EngineCore process"
@@ -240,8 +236,8 @@ def test_qwen3_next_generates_multiprocess_engine(testbed_models):
 @pytest.mark.engine
 @pytest.mark.timeout(200)
 def test_nemotron_h_generates_in_process(testbed_models):
-    r = run_engine(_generate_script(testbed_models["nemotron_h"]), env=NO_MP, timeout=180)
-    result = _result(r)
+    r = run_engine(generate_script(testbed_models["nemotron_h"]), env=NO_MP, timeout=180)
+    result = parse_result(r)
     _check_generated(result)
     assert "(EngineCore pid=" not in r.stdout
     assert f"(MainProcess pid={result['pid']})" in r.stdout
@@ -253,12 +249,11 @@ def test_nemotron_h_generates_in_process(testbed_models):
 def test_qwen3_next_mtp_with_dummy_weights(testbed_models):
     """MTP on the hybrid: config.json's num_nextn_predict_layers + load_format="dummy", prefix caching off."""
     r = run_engine(
-        _generate_script(testbed_models["qwen3_next"], load_format="dummy", enable_prefix_caching=False,
-                         speculative_config={"method": "mtp", "num_speculative_tokens": 1},
-                         disable_log_stats=False),
+        generate_script(testbed_models["qwen3_next"], load_format="dummy", enable_prefix_caching=False,
+                        speculative_config={"method": "mtp", "num_speculative_tokens": 1}, metrics=True),
         env=NO_MP, timeout=180,
     )
-    result = _result(r)
+    result = parse_result(r)
     _check_generated(result)
     assert "method='mtp'" in r.stdout
     assert result["metrics"]["vllm:spec_decode_num_drafts"] > 0
@@ -269,9 +264,9 @@ def test_qwen3_next_mtp_with_dummy_weights(testbed_models):
 def test_llama_with_big_draft_matches_plain_greedy(testbed_models):
     """Speculative decoding with the 4x-page draft: greedy output equals the plain engine's."""
     main, draft = testbed_models["llama"], testbed_models["llama_draft_big"]
-    plain = _result(run_engine(_generate_script(main, max_tokens=12), env=NO_MP, timeout=180))
-    spec = _result(run_engine(
-        _generate_script(main, max_tokens=12, disable_log_stats=False,
+    plain = parse_result(run_engine(generate_script(main, max_tokens=12), env=NO_MP, timeout=180))
+    spec = parse_result(run_engine(
+        generate_script(main, max_tokens=12, metrics=True,
                          speculative_config={"model": str(draft), "num_speculative_tokens": 3}),
         env=NO_MP, timeout=180))
     _check_generated(plain, 12)

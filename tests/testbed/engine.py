@@ -42,6 +42,16 @@ API
     the calling process (init about 2.5 s instead of about 17 s). Use it unless the multi-process
     path is what the test is about.
 
+``generate_script(model, prompts=PROMPTS, max_tokens=8, metrics=False, **llm_kwargs) -> str``
+    A ready snippet for ``run_engine``: builds ``LLM(model, **ENGINE_KWARGS, seed=0, **llm_kwargs)``,
+    generates greedily (``temperature=0, ignore_eos=True``) and prints one line
+    ``RESULT {"tokens": [[int]], "text": [str], "pid": int, "metrics": {...}}`` (``metrics``: the
+    ``vllm:spec_decode_num*`` counters, only with ``metrics=True``, which also sets
+    ``disable_log_stats=False``).
+``parse_result(completed) -> dict``
+    The ``RESULT`` object of such a run; raises ``AssertionError`` with the log's tail when the
+    script failed or printed no (or several) ``RESULT`` lines.
+
 Example::
 
     from tests.testbed.engine import run_engine, NO_MP
@@ -76,6 +86,8 @@ ENGINE_ENV = {
 }
 ENGINE_KWARGS = {"enforce_eager": True, "max_model_len": 512, "max_num_seqs": 4, "dtype": "bfloat16"}
 NO_MP = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+PROMPTS = ["the cat sat on the mat", "hello world , how are you"]
+RESULT_PREFIX = "RESULT "
 
 
 class EngineTimeout(subprocess.TimeoutExpired):
@@ -96,6 +108,37 @@ def wrap_script(script: str) -> str:
         + textwrap.indent(body or "pass", "    ")
         + "\n\n\nif __name__ == \"__main__\":\n    __vllm_diag_main__()\n"
     )
+
+
+def generate_script(model, prompts=None, max_tokens: int = 8, metrics: bool = False, **llm_kwargs) -> str:
+    """A snippet that starts an engine on ``model``, generates, and prints one ``RESULT`` line."""
+    kwargs = {**ENGINE_KWARGS, "seed": 0, **llm_kwargs}
+    if metrics:
+        kwargs["disable_log_stats"] = False
+    prompts = list(PROMPTS if prompts is None else prompts)
+    return f"""
+import json, os
+from vllm import LLM, SamplingParams
+llm = LLM(model={str(model)!r}, **{kwargs!r})
+sp = SamplingParams(max_tokens={int(max_tokens)}, ignore_eos=True, temperature=0)
+outs = llm.generate({prompts!r}, sp)
+result = {{"tokens": [list(o.outputs[0].token_ids) for o in outs],
+           "text": [o.outputs[0].text for o in outs], "pid": os.getpid()}}
+if {bool(metrics)!r}:
+    result["metrics"] = {{m.name: getattr(m, "value", None) for m in llm.get_metrics()
+                          if m.name.startswith("vllm:spec_decode_num")}}
+print({RESULT_PREFIX!r} + json.dumps(result), flush=True)
+"""
+
+
+def parse_result(completed: subprocess.CompletedProcess) -> dict:
+    """The ``RESULT`` object printed by a ``generate_script`` run (AssertionError with the log otherwise)."""
+    import json
+
+    assert completed.returncode == 0, f"engine script failed (exit {completed.returncode}):\n{completed.stdout[-6000:]}"
+    lines = [line for line in completed.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    assert len(lines) == 1, f"expected one RESULT line, got {len(lines)}:\n{completed.stdout[-4000:]}"
+    return json.loads(lines[0][len(RESULT_PREFIX):])
 
 
 def engine_env(env: dict | None = None) -> dict[str, str]:
