@@ -363,6 +363,12 @@ class Store:
     def load(self, session_id: str | None = None) -> SessionRecord:
         """Everything one session holds, as model objects."""
         sid = self.resolve_session(session_id)
+        try:
+            return self._load(sid)
+        except (ValueError, TypeError) as exc:  # bad JSON, a category/severity this version lacks
+            raise DiagError(f"{self.path}: session {sid} holds a row this vllm-diag cannot read ({exc})") from None
+
+    def _load(self, sid: str) -> SessionRecord:
         cur = self.db.execute("select * from sessions where id = ?", [sid])
         cols = [d[0] for d in cur.description]
         info_row = dict(zip(cols, cur.fetchone()))

@@ -231,3 +231,26 @@ def test_unknown_and_ambiguous_session(populated_db, empty_db):
     assert_one_line_error(cli("show", populated_db, "zzz"), "no session 'zzz'")
     assert_one_line_error(cli("show", populated_db, "2026112", "--json"), "ambiguous")
     assert_one_line_error(cli("show", empty_db), "holds no sessions")
+
+
+@pytest.mark.parametrize(
+    "update, fragment",
+    [
+        ("update findings set category = 'from_a_newer_version'", "unknown finding category 'from_a_newer_version'"),
+        ("update findings set severity = 'fatal'", "unknown severity 'fatal'"),
+        ("update findings set numbers = '{not json'", "cannot read"),
+        ("update layer_specs set mamba_shapes = '[[6, 512'", "cannot read"),
+    ],
+)
+def test_unreadable_rows_are_one_line_errors(tmp_path, update, fragment):
+    """A row this version cannot read (newer vocabulary, damaged JSON): one line, not a traceback."""
+    path = tmp_path / "odd.db"
+    with Store.open(path, create=True) as st:
+        _write_session(st, SID)
+    conn = sqlite3.connect(path)
+    conn.execute(update)
+    conn.commit()
+    conn.close()
+    for json_flag in ([], ["--json"]):
+        assert_one_line_error(cli("show", path, *json_flag), fragment, SID)
+    assert cli("sessions", path).returncode == 0  # the listing still works
