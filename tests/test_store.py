@@ -587,3 +587,49 @@ def test_readers_never_fail_while_writers_write(tmp_path):
         assert reads >= 1, out
     with Store.open(db) as st:
         assert st.db.execute("select count(*) from layer_specs").fetchone()[0] == 3 * 40
+
+
+# ------------------------------------------------------------------------------ property-based round trip
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as hs  # noqa: E402
+
+_int = hs.integers(min_value=-(2**63), max_value=2**63 - 1)
+_opt_int = hs.none() | _int
+_text = hs.text(max_size=40)
+_opt_text = hs.none() | _text
+_json = hs.recursive(hs.none() | hs.booleans() | _int | hs.floats(allow_nan=False) | _text,
+                     lambda inner: hs.lists(inner, max_size=4) | hs.dictionaries(_text, inner, max_size=4),
+                     max_leaves=12)
+
+_layer_specs = hs.builds(
+    LayerSpec, layer_name=_text, spec_type=_text, block_size=_opt_int, page_size_bytes=_opt_int,
+    page_size_padded=_opt_int, num_kv_heads=_opt_int, head_size=_opt_int, head_size_v=_opt_int, dtype=_opt_text,
+    sliding_window=_opt_int, mamba_type=_opt_text, mamba_shapes=hs.none() | hs.lists(hs.lists(_int, max_size=3), max_size=3),
+    mamba_dtypes=hs.none() | hs.lists(_text, max_size=3), mamba_cache_mode=_opt_text,
+    num_speculative_blocks=_opt_int, is_draft=hs.booleans(), stage=hs.sampled_from(["layer", "unified"]),
+    extra=hs.dictionaries(_text, _json, max_size=3))
+_steps = hs.builds(
+    BatchStep, step_index=_int, num_reqs=_int, num_decodes=_int, num_spec_decodes=_int, num_prefills=_int,
+    num_decode_tokens=_int, num_spec_decode_tokens=_int, num_prefill_tokens=_int, num_tokens=_int,
+    spec_tokens_per_req=hs.none() | hs.lists(_int, max_size=5), builder=_opt_text, group_index=_opt_int,
+    at=hs.none() | hs.floats(allow_nan=False, allow_infinity=False))
+_errors = hs.builds(ErrorRecord, exc_type=_text, message=_text, phase=_text, traceback=_opt_text,
+                    notes=hs.lists(_text, max_size=3), numbers=hs.dictionaries(_text, _json, max_size=3),
+                    location=_opt_text, at=hs.just(None))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(specs=hs.lists(_layer_specs, max_size=4), steps=hs.lists(_steps, max_size=4),
+       errors=hs.lists(_errors, max_size=3), config=hs.dictionaries(_text, _json, max_size=4))
+def test_round_trip_property(tmp_path, specs, steps, errors, config):
+    path = tmp_path / f"p{len(list(tmp_path.iterdir()))}.db"
+    with Store.open(path, create=True) as st:
+        sid = st.new_session("engine")
+        st.add_state(sid, EngineState(config=config, layer_specs=specs, steps=steps, errors=errors), pid=3)
+    with Store.open(path) as st:
+        got = st.load(sid).state
+    assert got.layer_specs == specs
+    assert sorted(to_jsonable(got.steps), key=json.dumps) == sorted(to_jsonable(steps), key=json.dumps)
+    assert got.errors == errors
+    assert got.config == config
