@@ -30,8 +30,11 @@ _NUMBERS_IN_SHAPE_MSG = re.compile(r"\[(\d+(?:,\s*\d+)*)\]|\((\d+)\)")
 
 
 class Probe:
-    def __init__(self, recorder: Recorder, version: str):
+    def __init__(self, recorder: Recorder, version: str, planning_rows: bool = True):
         self.rec = recorder
+        # Workers also plan a throwaway KV cache for CUDA-graph profiling (0.19+); their specs and
+        # groups would duplicate the EngineCore's rows, so workers record them only on failure.
+        self.planning_rows = planning_rows
         self.version = version
         self.tls = threading.local()
         self.step_index = 0
@@ -163,16 +166,19 @@ class Probe:
             probe.tls.groups_depth = depth + 1
             if depth == 0:
                 probe.tls.unify_called = False
-                probe._guard("groups", probe.record_specs, specs, "layer")
+                if probe.planning_rows:
+                    probe._guard("groups", probe.record_specs, specs, "layer")
             try:
                 groups = orig(*args, **kwargs)
             except BaseException as exc:
                 if depth == 0:
-                    probe._record_error(exc, probe._phase(), [], {"num_layers": len(specs or {})})
+                    if not probe.planning_rows:
+                        probe._guard("groups", probe.record_specs, specs, "layer")
+                    probe._record_error(exc, probe._phase(), [], {"num_layers": len(specs or {}) if isinstance(specs, dict) else None})
                 raise
             finally:
                 probe.tls.groups_depth = depth
-            if depth == 0:
+            if depth == 0 and probe.planning_rows:
                 probe._guard("groups", probe._on_groups, specs, groups)
             return groups
 
@@ -196,13 +202,17 @@ class Probe:
         def unify_kv_cache_spec_page_size(*args, **kwargs):
             specs = kwargs.get("kv_cache_spec", args[0] if args else None)
             probe.tls.unify_called = True
-            probe._guard("unify", probe.record_specs, specs, "layer")
+            if probe.planning_rows:
+                probe._guard("unify", probe.record_specs, specs, "layer")
             try:
                 out = orig(*args, **kwargs)
             except BaseException as exc:
+                if not probe.planning_rows:
+                    probe._guard("unify", probe.record_specs, specs, "layer")
                 probe._on_unify_error(exc, specs)
                 raise
-            probe._guard("unify", probe._on_unify_out, specs, out)
+            if probe.planning_rows:
+                probe._guard("unify", probe._on_unify_out, specs, out)
             return out
 
         return unify_kv_cache_spec_page_size

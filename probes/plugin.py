@@ -219,7 +219,7 @@ def _register(db: str) -> None:
 
     from .hooks import Probe
 
-    probe = Probe(rec, version)
+    probe = Probe(rec, version, planning_rows=role != "worker")
     _STATE["probe"] = probe
     in_process = _in_process_engine()
     engine = role == "engine_core" or (role in ("main", "api_server") and in_process)

@@ -50,6 +50,8 @@ def engine_points(version: str, probe: Any) -> list[HookPoint]:
     return [
         HookPoint("vllm.v1.engine.core", "EngineCore._initialize_kv_caches", probe.wrap_initialize_kv_caches,
                   "engine config, scheduler KV-cache config and init errors"),
+        HookPoint("vllm.v1.executor.abstract", "Executor.__init__", probe.wrap_phase("init"),
+                  "errors while the executor starts its workers", optional=True),
         HookPoint("vllm.v1.executor.abstract", "Executor.get_kv_cache_specs", probe.wrap_executor_specs,
                   "per-layer KV-cache specs before memory profiling", optional=True),
         HookPoint("vllm.v1.engine.core", "EngineCore.shutdown", probe.wrap_flush_after,
