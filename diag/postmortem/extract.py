@@ -13,7 +13,7 @@ from typing import Any
 
 from ..model import LogException, LogFacts
 from .lines import Line
-from .pylit import LiteralError, parse_kwargs, parse_literal, parse_literal_prefix
+from .pylit import LiteralError, parse_kwargs, parse_literal_prefix
 from .redact import redact
 from .traceback import TracebackParser, dedupe, inner_error, is_noise
 
@@ -225,7 +225,7 @@ class FactCollector:
         self._note(name, line)
 
     def fast_hit_rate(self, lineno: int, value: float, display: str) -> None:
-        """Called by the scanner for metrics lines it parses itself (no full line decode)."""
+        """One prefix-cache metrics value (``Prefix cache hit rate: X%``)."""
         self.hit_rate_count += 1
         self.hit_rate_max = max(self.hit_rate_max, value)
         self.hit_rates.append(value)

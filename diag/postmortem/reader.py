@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
 import sys
 import zlib
 from collections.abc import Iterator
@@ -67,14 +66,6 @@ def _looks_binary(head: bytes) -> bool:
         return True
     ctrl = sum(1 for b in sample if b < 9 or 13 < b < 27 or 27 < b < 32)
     return ctrl > len(sample) // 10
-
-
-class _Decoder:
-    """Decode one line of bytes the way logs need: UTF-8 with replacement, never raising."""
-
-    @staticmethod
-    def line(b: bytes) -> str:
-        return b.decode("utf-8", "replace")
 
 
 class Scanner:
@@ -521,10 +512,3 @@ def facts_from_bytes(data: bytes, name: str = "<text>") -> LogFacts:
 
 def facts_from_text(text: str) -> LogFacts:
     return facts_from_bytes(text.encode("utf-8", "surrogatepass"), "<text>")
-
-
-def file_size(path: str) -> int | None:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return None

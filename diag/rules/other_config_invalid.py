@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ..model import Finding
-from ._other import exc_evidence, find_exc
+from .other_common import exc_evidence, find_exc
 from .base import Rule, RuleContext
 
 ID = "other_config_invalid"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ..model import Change, Comparison, Finding, Suggestion
-from ._other import exc_evidence, find_exc
+from .other_common import exc_evidence, find_exc
 from .base import Rule, RuleContext
 
 ID = "other_oom"

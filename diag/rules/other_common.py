@@ -1,6 +1,8 @@
-"""Helpers for the ``other``-category rules (post-mortem, H4): failures outside the KV/spec family that a
-log names clearly -- OOM, missing files, NCCL timeouts, unsupported architectures, async CUDA errors,
-config validation. They read only ``ctx.log`` and never claim a mismatch category."""
+"""Helpers for the ``other``-category rules (post-mortem, H4); not a rule itself (no ``RULE``).
+
+The ``other`` rules name failures outside the KV/spec family that a log states clearly -- OOM, missing
+files, NCCL timeouts, unsupported architectures, async CUDA errors, config validation. They read only
+``ctx.log`` and never claim a mismatch category."""
 
 from __future__ import annotations
 
