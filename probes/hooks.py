@@ -161,7 +161,9 @@ class Probe:
         probe = self
 
         def get_kv_cache_groups(*args, **kwargs):
-            specs = kwargs.get("kv_cache_spec", args[1] if len(args) > 1 else None)
+            # (vllm_config, kv_cache_spec) -- or (builder, vllm_config, kv_cache_spec) for 0.33's
+            # get_kv_cache_groups_from_builder: the spec dict is the dict argument
+            specs = kwargs.get("kv_cache_spec", next((a for a in args if isinstance(a, dict)), None))
             depth = getattr(probe.tls, "groups_depth", 0)
             probe.tls.groups_depth = depth + 1
             if depth == 0:

@@ -207,3 +207,35 @@ def test_seed_43626_on_vllm_020(vllm_020, testbed_models, tmp_path):
     assert {k: s.page_size_bytes for k, s in layer.items()} == pages
     assert layer[draft].is_draft and not layer[mamba[0]].is_draft
     assert rec.state.specs("unified") == []  # unification never produced an output
+
+
+def test_hook_points_resolve_in_020_sources(vllm_020):
+    """Every hook point the adapters choose for 0.20.2 exists in 0.20.2's sources (static check:
+    module, class and method defined there), for both the GPU and the CPU runner sets; only the
+    optional subclass overrides may be absent."""
+    import ast
+    import types
+
+    from probes import adapters
+
+    probe = types.SimpleNamespace(**{n: (lambda f: f) for n in (
+        "wrap_get_kv_cache_groups", "wrap_unify", "wrap_initialize_kv_caches", "wrap_executor_specs", "wrap_flush_after",
+        "wrap_runner_kv_spec", "wrap_runner_initialize_kv_cache", "wrap_execute_model")}, wrap_phase=lambda p: (lambda f: f))
+    tree_root = vllm_020 / "tree"
+
+    def defined(module: str, qualname: str) -> bool:
+        path = tree_root / (module.replace(".", "/") + ".py")
+        if not path.is_file():
+            return False
+        body = ast.parse(path.read_text()).body
+        owner, _, name = qualname.rpartition(".")
+        if owner:
+            body = next((n.body for n in body if isinstance(n, ast.ClassDef) and n.name == owner), [])
+        return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name for n in body)
+
+    for is_cpu in (False, True):
+        points = (adapters.planning_points(V020, probe) + adapters.engine_points(V020, probe)
+                  + adapters.runner_points(V020, probe, is_cpu))
+        missing = [f"{p.module}:{p.qualname}" for p in points if not p.optional and not defined(p.module, p.qualname)]
+        assert missing == []
+        assert adapters.planning_module(V020) == "vllm.v1.core.kv_cache_utils"
