@@ -187,3 +187,21 @@ def test_nccl_numbers():
     an = analyze_path(str(LOGS / "negative" / "nccl_watchdog_timeout.log"))
     n = an.findings[0].numbers
     assert n["nccl_timeout_ms"] == 600000 and n["nccl_ran_ms"] == 600047 and n["tensor_parallel_size"] == 8
+
+
+def test_preflight_fills_numbers_of_a_bare_assert():
+    """Seed 000 has a bare AssertionError; the draft path (/draft) is private, but the text names the draft
+    (LocoOperator/LocoOperator-4B) and the main model, so the pre-flight reconstructs both page sizes."""
+    an = analyze_path(str(LOGS / "seeds" / "000_a62ee88866094543.log"))
+    assert an.predicted is not None and "LocoOperator/LocoOperator-4B" in an.preflight_note
+    top = an.findings[0]
+    assert top.comparisons and not top.missing_evidence
+    c = top.comparisons[0]
+    assert c.expected != c.actual and c.unit == "B"
+
+
+def test_preflight_off_leaves_missing_evidence():
+    an = analyze_path(str(LOGS / "seeds" / "000_a62ee88866094543.log"), use_preflight=False)
+    top = an.findings[0]
+    assert top.category == "kv_page_size" and top.missing_evidence
+    assert "VLLM_DIAG_DB=" in top.missing_evidence[0]

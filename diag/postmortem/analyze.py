@@ -107,33 +107,48 @@ def log_state(facts: LogFacts) -> EngineState:
 
 def run_preflight(facts: LogFacts, version, gpu: GpuInfo | None) -> tuple[EngineState | None, str]:
     """Pre-flight prediction when the model's config.json is reachable; (state, note)."""
-    model = facts.args.get("model") or facts.model
-    if not model:
-        return None, "no model name in the log, so no config.json to predict page sizes from"
     try:
         from ..preflight.hfconfig import load_model_facts
         from ..preflight.predict import predict
     except ImportError:
         return None, "pre-flight predictor not available"
+    model = facts.args.get("model") or facts.model
+    inferred = ""
+    if not model:
+        # no command names the model: a repo id quoted in the text whose config.json is reachable
+        for rid in facts.startup.get("repo_mentions", []):
+            try:
+                load_model_facts(rid)
+            except Exception:  # noqa: BLE001
+                continue
+            model, inferred = rid, f" (model {rid} inferred from the text)"
+            break
+    if not model:
+        return None, "no model name in the log, so no config.json to predict page sizes from"
     try:
         mfacts = load_model_facts(str(model))
     except Exception as exc:  # noqa: BLE001 - ModelConfigError and friends
         return None, f"config.json not reachable: {str(exc).splitlines()[0][:200]}"
     draft = None
     dm = facts.args.get("draft_model")
-    if dm:
+    draft_note = ""
+    for cand in [c for c in (dm, facts.args.get("draft_model_name")) if c]:
         try:
-            draft = load_model_facts(str(dm))
+            draft = load_model_facts(str(cand))
         except Exception:  # noqa: BLE001
-            draft = None
+            continue
+        if cand != dm:
+            draft_note = f"; draft config from {cand} (named in the text; {dm} is not reachable here)"
+        break
     config = {k: v for k, v in facts.args.items() if k in CONFIG_KEYS or k in ("speculative_config", "compilation_config")}
+    config.setdefault("model", str(model))
     try:
         state = predict(mfacts, config, version, gpu, draft=draft)
     except Exception as exc:  # noqa: BLE001 - a predictor bug must not stop the analysis
         return None, f"pre-flight failed: {type(exc).__name__}: {exc}"
     src = getattr(mfacts, "source", None) or "config.json"
     bundled = " (bundled demo config)" if getattr(mfacts, "bundled", False) else ""
-    note = f"pre-flight predicted the KV plan from {src}{bundled}"
+    note = f"pre-flight predicted the KV plan from {src}{bundled}{inferred}{draft_note}"
     if dm and draft is None:
         note += f"; the draft model's config.json ({dm}) was not reachable"
     return state, note
@@ -214,14 +229,19 @@ def _unexplained_root(facts: LogFacts, findings: list[Finding]) -> list[Finding]
 
 
 def _missing_evidence(an: Analysis, findings: list[Finding]) -> None:
+    """A finding that explains the root error but has no expected-vs-actual values says what is missing."""
+    root = an.facts.root
     for f in findings:
-        if f.category not in MISMATCH_CATEGORIES or f.numbers or f.comparisons or f.missing_evidence:
+        if f.category not in MISMATCH_CATEGORIES or f.comparisons or f.missing_evidence:
+            continue
+        if root is None or not any(e.line == root.log_line for e in f.evidence):
             continue
         if an.predicted is not None:
             why = f"the pre-flight ran but could not reconstruct them: {an.preflight_note}"
         else:
             why = f"the pre-flight could not run: {an.preflight_note or 'no config.json reachable'}"
-        f.missing_evidence.append(f"the log carries no numbers for this failure and {why}; " + PROBE_HINT)
+        f.missing_evidence.append(f"the log carries no expected-vs-actual values for this failure and {why}; "
+                                  + PROBE_HINT)
 
 
 def _attach_suggestions(findings: list[Finding], ctx: RuleContext) -> None:

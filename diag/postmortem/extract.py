@@ -70,6 +70,10 @@ _ARCH = re.compile(r"\b([A-Z][A-Za-z0-9_]*For(?:CausalLM|ConditionalGeneration|S
 _ARCH_LIST = re.compile(r"architectures?\s*[:=]?\s*\[\s*'(\w+)'")
 _MODEL_LINE = re.compile(r"^\W{0,4}(?:Main(?: model)?|Model|Target(?: model)?|model)\s*[:=]\s*`?([\w.\-]+/[\w.\-/]+)`?")
 _DRAFT_LINE = re.compile(r"^\W{0,4}Draft(?: model)?\s*:\s*`?([\w.\-]+/[\w.\-/]+)`?")
+_REPO_ID = re.compile(r"(?<![\w/.~-])([A-Za-z][\w.-]{1,40}/[A-Za-z0-9][\w.-]{1,80})(?![\w/])")
+_NOT_REPOS = ("vllm/", "v1/", "usr/", "home/", "site-packages", "dist-packages", "torch/", "csrc/", "apis/",
+              "jit_kernels", "docs/", "tests/", "src/", "model_executor/", "transformers/", "http", "www.", "tmp/",
+              "lib/", "bin/", "opt/", "models/", "layers/", "core/", "worker/", "attention/", "engine/")
 _PY = re.compile(r"\bPython(?: version)?\s*:?\s*(3\.\d+(?:\.\d+)?)|/python(3\.\d+)/")
 
 _GPU_NAME = (
@@ -212,6 +216,7 @@ class FactCollector:
         self.arch_mentions: list[str] = []
         self.model_lines: list[tuple[int, str]] = []
         self.draft_lines: list[tuple[int, str]] = []
+        self.repo_mentions: list[str] = []  # Hugging Face repo ids quoted in prose (org/name)
         self.last_line = 0
         self.count_hit_rates = True
         self.sources: list[tuple[int, str]] = []  # (first global line, file name) for folders
@@ -378,6 +383,11 @@ class FactCollector:
         m = _DRAFT_LINE.match(text)
         if m:
             self.draft_lines.append((line.lineno, m.group(1).rstrip(".,;)")))
+        if "/" in text and len(self.repo_mentions) < 20:
+            for m in _REPO_ID.finditer(text):
+                rid = m.group(1).rstrip(".,;:)")
+                if rid not in self.repo_mentions and not rid.lower().startswith(_NOT_REPOS):
+                    self.repo_mentions.append(rid)
         # the same facts also come from pasted INFO lines that lost their prefix
         if any(k in text for k in ("Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size",
                                     "Prefix cache hit rate", "Mamba cache mode", "non-default args", "with config:",
@@ -583,8 +593,11 @@ class FactCollector:
         f.model = redact(str(model)) if model else None
         if f.model:
             f.args.setdefault("model", f.model)
-        if self.draft_lines and "draft_model" not in a and a.get("speculative_method") in (None, "draft_model"):
+        if self.draft_lines and a.get("speculative_method") in (None, "draft_model"):
             a["draft_model_name"] = self.draft_lines[0][1]
+        mentions = [r for r in self.repo_mentions if r != f.model and r != a.get("draft_model_name")]
+        if mentions:
+            f.startup["repo_mentions"] = mentions[:10]
         arch = f.startup.get("resolved_architecture")
         if not arch and self.arch_mentions:
             counts: dict[str, int] = {}
