@@ -205,3 +205,25 @@ def test_preflight_off_leaves_missing_evidence():
     top = an.findings[0]
     assert top.category == "kv_page_size" and top.missing_evidence
     assert "VLLM_DIAG_DB=" in top.missing_evidence[0]
+
+
+def test_failure_without_traceback_from_startup_and_metrics_lines():
+    """No exception at all: the real Qwen3-Next engine start (align mode, attention block raised to 640)
+    followed by metrics lines whose prefix-cache hit rate stays at 0 %."""
+    real = (LOGS / "real" / "qwen3next_ngram_prefix_caching.log").read_text().split("\n")
+    startup = real[: next(i for i, ln in enumerate(real) if "ENGINE_READY" in ln)]
+    metrics = [f"(APIServer pid=1) INFO 11-26 02:{10 + i // 6:02d}:{i % 6}0 [loggers.py:257] Engine 000: Avg prompt "
+               f"throughput: 812.4 tokens/s, Avg generation throughput: 95.1 tokens/s, Running: 3 reqs, Waiting: 0 reqs, "
+               f"GPU KV cache usage: 4.1%, Prefix cache hit rate: 0.0%" for i in range(30)]
+    from diag.postmortem.analyze import analyze_text
+
+    an = analyze_text("\n".join(startup + metrics) + "\n")
+    f = an.facts
+    assert f.root is None
+    assert f.startup["attention_block_size"] == 640 and f.startup["mamba_cache_mode"] == "align"
+    assert f.startup["prefix_cache_hit_rate"] == 0.0 and f.startup["prefix_cache_hit_rate_max"] == 0.0
+    assert f.startup["prefix_cache_hit_rate_samples"] == 30
+    degraded = [x for x in an.findings if x.category == "prefix_cache_degraded"]
+    assert degraded, [(x.category, x.rule) for x in an.findings]
+    # the evidence points at the metrics lines of this log
+    assert any(e.line and e.line > len(startup) for x in degraded for e in x.evidence)

@@ -60,8 +60,10 @@ resolved_architecture                  ``Resolved architecture: NemotronHForCaus
 gpu_kv_cache_tokens, kv_cache_device   ``GPU KV cache size: 123,456 tokens`` (device GPU/CPU/…)
 max_concurrency, max_concurrency_tokens ``Maximum concurrency for 2,048 tokens per request: 60.28x``
 prefix_cache_hit_rate                  last ``Prefix cache hit rate: 0.0%`` (percent)
-prefix_cache_hit_rate_max,             largest value and number of metrics lines seen
-prefix_cache_hit_rate_samples
+prefix_cache_hit_rate_max,             largest value and number of values read: every metrics
+prefix_cache_hit_rate_samples          line of a small log; the first and last metrics line of
+                                       each 8 MiB chunk of a large one (enough to tell "stuck at
+                                       0 %" from "hits" without a pass over every line)
 available_kv_cache_gib                 ``Available KV cache memory: 12.3 GiB``
 model_load_gib                         ``Model loading took 1.2 GiB``
 num_gpu_blocks                         ``# GPU blocks: N``
