@@ -269,8 +269,11 @@ def resolve_config(facts: ModelFacts, config: dict[str, Any], version: Version, 
         elif mode in (None, "none"):
             if version < (0, 20, 0):
                 mode = "all"
+            elif version < (0, 26, 0):
+                mode = "align" if k > 0 else "all"  # 0.20.2: align for prefix caching + spec decode (section 3.6)
             elif version < (0, 32, 0):
-                mode = "align" if k > 0 else "all"
+                # observed on 0.26.0 (H100): NemotronH gets 'all' (spec decode or not), Qwen3-Next 'align'
+                mode = "align" if facts.family == "gdn" else "all"
             else:
                 mode = "align"
         cfg["mamba_cache_mode"] = mode
@@ -296,7 +299,8 @@ def resolve_config(facts: ModelFacts, config: dict[str, Any], version: Version, 
         cfg["max_num_seqs_default"] = True
     if cfg.get("max_num_batched_tokens") is None:
         tokens = tokens if cfg["enable_chunked_prefill"] else max(tokens, int(cfg["max_model_len"]))
-        cfg["max_num_batched_tokens"] = tokens
+        # defaults never exceed max_num_seqs x max_model_len (EngineArgs)
+        cfg["max_num_batched_tokens"] = min(tokens, int(cfg["max_num_seqs"]) * int(cfg["max_model_len"]))
     # CUDA graphs
     eager = bool(cfg.get("enforce_eager")) or platform == "cpu"
     if eager:
@@ -315,6 +319,10 @@ def resolve_config(facts: ModelFacts, config: dict[str, Any], version: Version, 
                 max_size = min(int(cfg["max_num_seqs"]) * (1 + k) * 2, 512)
             max_size = min(int(max_size), int(cfg["max_num_batched_tokens"]))
             sizes = [s for s in [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, max_size + 1, 16)) if s <= max_size]
+            if k > 0 and version >= (0, 26, 0):
+                # observed on 0.26.0: sizes rounded up to multiples of (1 + k), duplicates dropped
+                q = k + 1
+                sizes = sorted({q * cdiv(s, q) for s in sizes if q * cdiv(s, q) <= max_size})
         cfg["cudagraph_capture_sizes"] = sizes
         cfg["max_cudagraph_capture_size"] = max(sizes) if sizes else 0
     return cfg
@@ -620,7 +628,7 @@ def _block_table(gi: int, s: _Spec, cfg: dict, version: Version, platform: str) 
                           slot_mapping_mode="none")
     n = cdiv(L, B)
     if version < (0, 28, 0):
-        kb = 16 if (platform == "cuda" and B % 16 == 0 and s.kind in ("attention", "sliding")) else B
+        kb = B  # FlashAttention (MultipleOf(16)) and the CPU backend use the manager block as the kernel block
         return BlockTable(gi, rows, n * (B // kb), block_size=B, kernel_block_size=kb,
                           derivation=f"cdiv({L}, {B}) * ({B} // {kb})", slot_mapping_mode="token_to_kv_slot")
     g = 128 // gcd(128, B)
@@ -645,9 +653,12 @@ def _builder_buffers(facts: ModelFacts, cfg: dict, version: Version, groups: lis
             gbs = min(seqs * (k + 1), max_cap)
             out.append(BuilderBuffer(gi, "GDNAttentionMetadataBuilder", "spec_state_indices_tensor", [gbs, k + 1], "int32"))
             out.append(BuilderBuffer(gi, "GDNAttentionMetadataBuilder", "non_spec_state_indices_tensor", [gbs], "int32"))
+            out.append(BuilderBuffer(gi, "GDNAttentionMetadataBuilder", "spec_sequence_masks", [gbs], "bool"))
+            out.append(BuilderBuffer(gi, "GDNAttentionMetadataBuilder", "spec_token_indx", [gbs * (k + 1)], "int32"))
+            out.append(BuilderBuffer(gi, "GDNAttentionMetadataBuilder", "non_spec_token_indx", [gbs * (k + 1)], "int32"))
+            out.append(BuilderBuffer(gi, "GDNAttentionMetadataBuilder", "spec_query_start_loc", [gbs + 1], "int32"))
+            out.append(BuilderBuffer(gi, "GDNAttentionMetadataBuilder", "non_spec_query_start_loc", [gbs + 1], "int32"))
             out.append(BuilderBuffer(gi, "GDNAttentionMetadataBuilder", "num_accepted_tokens", [gbs], "int32"))
-            if mode in ("align", "all"):
-                out.append(BuilderBuffer(gi, "GDNAttentionMetadataBuilder", "block_idx_last_scheduled_token", [gbs], "int32"))
         else:
             builder = "Mamba2AttentionMetadataBuilder" if facts.family in ("mamba2", "attention_free") else "Mamba1AttentionMetadataBuilder"
             if mode == "all":

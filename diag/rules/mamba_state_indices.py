@@ -8,8 +8,15 @@ but ``BaseMambaAttentionMetadataBuilder`` pre-allocates ``state_indices_tensor_d
 ``state_indices_tensor_d[:n].copy_(...)`` fails: ``RuntimeError: The size of tensor a (6) must
 match the size of tensor b (7) at non-singleton dimension 1``.
 
-Versions: 0.17 - 0.21 (fixed in 0.22 by PR #41233: ``+ num_speculative_blocks``; mode "all" gone in 0.32).
-Evidence: builder buffer vs block-table widths (predicted/recorded); log: the tensor-size mismatch.
+Versions: 0.17 - 0.21 for the width bug (PR #41233 adds ``+ num_speculative_blocks`` in 0.22). Mode "all"
+with speculative decoding stays broken after that: on vLLM 0.26.0 (H100, recorded by
+tests/preflight_gpu/run_gpu.py) NemotronH + prefix caching + ngram k=3 gets mode "all" by default, starts
+with matching widths (``state_indices_tensor_d [8, 7]`` = block table ``[8, 7]``) and dies at the first
+decode step: ``AssertionError`` at ``assert block_idx_last_scheduled_token_prev_step_d is not None``
+(mamba_mixer2.py ``conv_ssm_forward``); with block 64 the capture-time width mismatch (11 vs 12) is
+also seen (shared/gpu/README.md). Mode "all" is removed in 0.32.
+Evidence: builder buffer vs block-table widths and the cache mode (predicted/recorded); log: the
+tensor-size mismatch or the ``prev_step`` assert.
 """
 
 from __future__ import annotations
@@ -23,13 +30,13 @@ ID = "mamba_state_indices"
 
 def check(ctx: RuleContext) -> list[Finding]:
     v = version(ctx)
-    if in_range(v, (0, 17), (0, 22)) is False:
+    if in_range(v, (0, 17), (0, 32)) is False:
         return []
     evidence: list[Evidence] = []
     numbers: dict = {}
     comps: list[Comparison] = []
     st = ctx.state
-    if st is not None and spec_k(ctx) > 0 and cfg(ctx, "mamba_cache_mode") == "all":
+    if st is not None and spec_k(ctx) > 0 and cfg(ctx, "mamba_cache_mode") == "all" and in_range(v, None, (0, 22)) is not False:
         buf = next((b for b in st.builder_buffers if b.name == "state_indices_tensor_d"), None)
         if buf is not None and len(buf.shape) == 2:
             bt = next((t for t in st.block_tables if t.group_index == buf.group_index), None)
@@ -40,6 +47,15 @@ def check(ctx: RuleContext) -> list[Finding]:
                 comps.append(Comparison("state_indices_tensor_d columns", expected=bt.columns, actual=buf.shape[1]))
                 evidence.append(Evidence(f"group {bt.group_index} block table {bt.rows} x {bt.columns} ({bt.derivation}); "
                                          f"{buf.builder}.{buf.name} {'x'.join(map(str, buf.shape))}", source=state_source(st)))
+    late = in_range(v, (0, 22), (0, 32))
+    if not evidence and st is not None and late and spec_k(ctx) > 0 and cfg(ctx, "mamba_cache_mode") == "all":
+        numbers.update(mamba_cache_mode="all", num_speculative_tokens=spec_k(ctx))
+        comps.append(Comparison("Mamba cache mode with speculative decoding", expected="align or none", actual="all"))
+        evidence.append(Evidence(f"mamba_cache_mode all (prefix caching) + {spec_k(ctx)} speculative tokens on vLLM "
+                                 f"{'.'.join(map(str, v))}; on 0.26.0 this dies at the first decode step", source=state_source(st)))
+    prev = log_match(ctx, "AssertionError", code="block_idx_last_scheduled_token_prev_step")
+    if prev is not None:
+        evidence += log_evidence(ctx, prev)
     exc = log_match(ctx, "RuntimeError", text="must match the size of tensor b")
     if exc is not None and ctx.log is not None:
         a, b = ctx.log.numbers.get("tensor_a_size"), ctx.log.numbers.get("tensor_b_size")
@@ -51,12 +67,19 @@ def check(ctx: RuleContext) -> list[Finding]:
                 numbers.update(state_indices_columns=a, block_table_columns=b)
     if not evidence:
         return []
-    msg = ("Prefix caching in Mamba cache mode 'all' with speculative decoding: the decode state-index buffer is sized "
-           "cdiv(max_model_len, block) columns while the block-table row adds num_speculative_blocks, so CUDA-graph "
-           "capture fails copying one into the other.")
-    return [Finding(rule=ID, category="state_index", title="Mamba state-index buffer narrower than the block-table row",
+    if comps and comps[0].name.startswith("Mamba cache mode") or (prev is not None and exc is None):
+        msg = ("Prefix caching in Mamba cache mode 'all' with speculative decoding: after the state-index width fix (0.22) "
+               "this combination still fails (vLLM 0.26.0: the first decode step asserts on the previous-step block "
+               "indices in mamba_mixer2).")
+    else:
+        msg = ("Prefix caching in Mamba cache mode 'all' with speculative decoding: the decode state-index buffer is sized "
+               "cdiv(max_model_len, block) columns while the block-table row adds num_speculative_blocks, so CUDA-graph "
+               "capture fails copying one into the other.")
+    title = ("Mamba cache mode 'all' cannot run speculative decoding" if msg.startswith("Prefix caching in Mamba cache mode 'all' "
+             "with speculative decoding: after") else "Mamba state-index buffer narrower than the block-table row")
+    return [Finding(rule=ID, category="state_index", title=title,
                     severity="error", message=msg, numbers=numbers, comparisons=comps, evidence=evidence,
-                    missing_evidence=[] if v else ["vLLM version (rule applies to 0.17-0.21)"])]
+                    missing_evidence=[] if v else ["vLLM version (rule applies to 0.17-0.30)"])]
 
 
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
@@ -73,11 +96,12 @@ def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
         out.append(Suggestion(title="use Mamba cache mode 'align' (what 0.20.2 picks for prefix caching + spec decode)",
                               tradeoff="prefix-cache hits only at attention-block boundaries; keeps MTP",
                               changes=[Change("mamba_cache_mode", "align")]))
-    out.append(Suggestion(title="upgrade to vLLM >= 0.22 (PR #41233 sizes the buffer with num_speculative_blocks)",
-                          tradeoff="needs a newer vLLM build", changes=[Change("vllm_version", "0.22.1")]))
+    out.append(Suggestion(title="upgrade to vLLM >= 0.32 (Mamba prefix caching uses 'align'; mode 'all' is gone)",
+                          tradeoff="needs a newer vLLM build", changes=[Change("vllm_version", "0.32.0")]))
     return out
 
 
 RULE = Rule(id=ID, title="Mamba decode state indices vs block-table width (prefix caching + spec decode)",
-            category="state_index", check=check, versions=">=0.17,<0.22", fixed_in="0.22 (PR #41233)",
+            category="state_index", check=check, versions=">=0.17,<0.32 (width bug <0.22)",
+            fixed_in="width: 0.22 (PR #41233); mode 'all' removed in 0.32",
             reads=("state", "log"), doc=__doc__ or "")
