@@ -60,8 +60,8 @@ def clean_line(raw: str, lineno: int) -> Line | None:
     text = strip_ansi(raw.rstrip("\r\n"))
     if "\r" in text:  # progress bars rewrite the line; keep the last state
         text = text.rsplit("\r", 1)[-1] or text.replace("\r", "")
-    if _CTRL.search(text):
-        text = _CTRL.sub("", text.replace("\t", "    ")) if "\t" not in text else _CTRL.sub("", text)
+    if _CTRL.search(text):  # NULs, bells, backspaces ... (tabs are kept)
+        text = _CTRL.sub("", text)
     if _TS_ONLY.match(text):
         return None
     # wrapper prefixes (may stack: journald around docker ...)
