@@ -38,6 +38,8 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=32, help="tokens generated per request (default 32)")
     ap.add_argument("--batch", type=int, default=4, help="requests per generate call (default 4)")
     ap.add_argument("--kwargs", default="{}", help="extra LLM(...) kwargs as JSON")
+    ap.add_argument("--aa", action="store_true",
+                    help="control run: probes off in both arms, to show the noise floor of the ratio")
     args = ap.parse_args()
 
     sys.path.insert(0, str(REPO))
@@ -76,6 +78,7 @@ def main() -> int:
             hot.append((cls, "build", fn, fn.__wrapped__))
 
     def set_probes(on: bool) -> None:
+        on = on and not args.aa
         for owner, attr, wrapper, original in hot:
             setattr(owner, attr, wrapper if on else original)
 
@@ -96,7 +99,7 @@ def main() -> int:
             t0 = time.perf_counter()
             llm.generate(prompts, sp, use_tqdm=False)
             dt = time.perf_counter() - t0
-            if on:
+            if on and not args.aa:
                 steps_per_call = probe.step_index - before
             times[on].append(dt)
     set_probes(True)
@@ -113,6 +116,7 @@ def main() -> int:
     hook_us = _hook_cost_us(probe, hot, runner)
     result = {
         "model": args.model,
+        "control_aa": args.aa,
         "vllm": probe.version,
         "batch": args.batch,
         "steps_per_call": steps,

@@ -129,11 +129,14 @@ def test_qwen3_next_ngram(testbed_models, tmp_path):
 
 def test_qwen3_next_dense_draft_unifies_pages(testbed_models, tmp_path):
     """A dense draft with a 4x KV page: 0.32 pads the Mamba pages and scales the main attention
-    block; the unified stage records that (the layers it changed)."""
+    block; the unified stage records that (the layers it changed). Tokens equal a probes-off run."""
     spec = {"model": str(testbed_models["llama_draft_big"]), "num_speculative_tokens": 2}
-    r = _run(testbed_models["qwen3_next"], {"speculative_config": spec, "enable_prefix_caching": False}, tmp_path / "run.db")
+    kwargs = {"speculative_config": spec, "enable_prefix_caching": False}
+    off = _line(_run(testbed_models["qwen3_next"], kwargs, None, check=False).stdout, "TOKENS")
+    r = _run(testbed_models["qwen3_next"], kwargs, tmp_path / "run.db")
     res = _line(r.stdout, "CHECK")
     assert res["problems"] == [], res["problems"]
+    assert res["tokens"] == off
     assert res["draft_layers"] == ["draft_model.model.layers.0.self_attn.attn"]
     changed = res["unified_changed"]
     assert "model.layers.3.self_attn.attn" in changed and "model.layers.0.linear_attn" in changed
