@@ -1,7 +1,7 @@
-"""Pre-flight vs real vLLM 0.26.0 engines on an H100 (CUDA graphs on).
+"""Pre-flight vs real vLLM 0.26.0 engines on Hopper GPUs (H100 and H200, CUDA graphs on).
 
-``tests/preflight_gpu/results_vllm0.26.0_h100.json`` was recorded on the lent GPU machine by
-``tests/preflight_gpu/run_gpu.py`` (the test-bed models, the PyPI vLLM 0.26.0 wheel, H100 80GB):
+``tests/preflight_gpu/results_vllm0.26.0_hopper.json`` was recorded on the lent GPU machine by
+``tests/preflight_gpu/run_gpu.py`` (the test-bed models, the PyPI vLLM 0.26.0 wheel; 6 engines on an H100 80GB, 2 on an H200):
 each engine's KV-cache groups, V1 block tables, Mamba/GDN builder buffers, cache/scheduler/CUDA-graph
 settings, or the error that stopped it. Here the predictor (version 0.26.0, GPU H100, LLM defaults)
 must reproduce every number, and the rules must flag the engine that failed.
@@ -20,7 +20,7 @@ from diag.rules import run_rules
 from diag.rules.base import RuleContext
 from diag.serveargs import normalise_args
 
-RECORDS = json.loads((Path(__file__).parent / "preflight_gpu" / "results_vllm0.26.0_h100.json").read_text())
+RECORDS = json.loads((Path(__file__).parent / "preflight_gpu" / "results_vllm0.26.0_hopper.json").read_text())
 H100 = parse_gpu("H100")
 V = (0, 26, 0)
 
@@ -39,7 +39,7 @@ def _predict(rec, models):
 
 
 def test_records_come_from_the_expected_engine():
-    assert RECORDS and all(r.get("vllm") == "0.26.0" and "H100" in r.get("gpu", "") for r in RECORDS.values())
+    assert RECORDS and all(r.get("vllm") == "0.26.0" and ("H100" in r.get("gpu", "") or "H200" in r.get("gpu", "")) for r in RECORDS.values())
 
 
 @pytest.mark.parametrize("name", sorted(RECORDS))

@@ -109,7 +109,8 @@ def test_seed_suggestion_texts_are_the_expected_ones():
     assert (g.numbers["sliced_rows"], g.numbers["num_decodes"]) == (512, 256)
 
 
-@pytest.mark.parametrize("version, fires", [("0.20.2", True), ("0.25.1", True), ("0.28.0", False), ("0.32.0", False)])
+@pytest.mark.parametrize("version, fires", [("0.20.2", True), ("0.25.1", True), ("0.26.0", False), ("0.28.0", False),
+                                            ("0.32.0", False)])
 def test_rule_versions_follow_the_fix(version, fires):
     r = run_check(SEEDS["43626_dense_draft_hybrid"]["command"], version=version, gpu="RTX PRO 6000", suggest=False)
     assert any(f.rule == "kv_unify_mamba_assert" for f in r.findings) is fires

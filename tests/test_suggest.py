@@ -69,5 +69,5 @@ def test_version_only_change_keeps_the_command():
     from diag.preflight import run_check
 
     r = run_check(SEED_0, version="0.20.2", gpu="RTX PRO 6000")
-    up = next(s for f in r.findings for s in f.suggestions if s.changes == [Change("vllm_version", "0.28.0")])
-    assert up.command == r.command.text and up.diff == ["# run with vLLM >= 0.28.0"] and "0.28.0" in up.verification
+    up = next(s for f in r.findings for s in f.suggestions if s.changes == [Change("vllm_version", "0.26.0")])
+    assert up.command == r.command.text and up.diff == ["# run with vLLM >= 0.26.0"] and "0.26.0" in up.verification

@@ -544,7 +544,7 @@ def unify_and_group(specs: list[_Spec], version: Version) -> tuple[tuple[list[_S
             out.append(s)
             continue
         divisible = max_page % s.page == 0
-        if version < (0, 28, 0):
+        if version < (0, 26, 0):
             if not divisible:
                 if version < (0, 25, 0) or s.kind == "mamba" or s.kind in ("mla", "indexer"):
                     msg = ("The page size of the layer is not divisible by the maximum page size. Cannot unify by adjusting block_size."
@@ -571,7 +571,7 @@ def unify_and_group(specs: list[_Spec], version: Version) -> tuple[tuple[list[_S
                                                       "max_page_layer": next(o.name for o in specs if o.page == max_page)})
             out.append(s.scaled(s.block_size * (max_page // s.page)))
             continue
-        # >= 0.28
+        # >= 0.26 (Mamba pages padded to the max page: PR #45207; observed on 0.26.0, H200)
         if s.kind == "mamba":
             pad = _Spec(**{**s.__dict__})
             pad.padded = max_page

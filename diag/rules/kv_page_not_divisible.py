@@ -7,7 +7,7 @@ is not divisible by the maximum page size. Cannot unify by adjusting block_size.
 pages (which cannot be padded) in every version -- e.g. an MLA model next to a sliding-window or
 dense draft. Quantized-KV hybrids have their own rule (kv_quant_hybrid).
 
-Versions: all (what can be padded grows: attention 0.25+, Mamba 0.28+; MLA never).
+Versions: all (what can be padded grows: attention 0.25+, Mamba 0.26+; MLA never).
 Evidence: the state's predicted/recorded error or layer pages; log: the NotImplementedError text.
 """
 
@@ -61,9 +61,9 @@ def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
         out.append(Suggestion(title="turn speculative decoding off", tradeoff="loses the draft model's decode speed-up",
                               changes=[Change("speculative_config", None)]))
     if str(finding.numbers.get("spec_type", "")) in ("FullAttentionSpec", "SlidingWindowSpec"):
-        out.append(Suggestion(title="upgrade to vLLM >= 0.28.0 (pads attention and Mamba pages)",
+        out.append(Suggestion(title="upgrade to vLLM >= 0.26.0 (pads attention and Mamba pages)",
                               tradeoff="padding wastes up to (max/page - 1) of those layers' KV memory",
-                              changes=[Change("vllm_version", "0.28.0")]))
+                              changes=[Change("vllm_version", "0.26.0")]))
     return out
 
 

@@ -1,4 +1,4 @@
-"""kv_unify_mamba_assert -- a Mamba/GDN page smaller than another layer's page, vLLM < 0.28.
+"""kv_unify_mamba_assert -- a Mamba/GDN page smaller than another layer's page, vLLM < 0.26.
 
 Failure (vllm#43626): ``unify_kv_cache_spec_page_size`` makes every smaller page equal to the
 largest by scaling the layer's ``block_size``. A ``MambaSpec`` page does not depend on the block
@@ -7,7 +7,8 @@ fails (kv_cache_utils.py:1042 in 0.20.2). The largest page usually belongs to a 
 (or an MTP/draft layer of another dtype) next to a hybrid main model whose Mamba page was padded
 only up to the *main* attention page.
 
-Versions: 0.17 - 0.25 (fixed in 0.28.0 by PR #45207, which pads the Mamba page instead).
+Versions: 0.17 - 0.25 (PR #45207 pads the Mamba page instead; vLLM-internals.md saw it in 0.28.0, and a
+real vLLM 0.26.0 on an H200 already pads: tests/preflight_gpu, qwen3_next + llama_draft_big).
 Evidence: predicted/recorded layer specs (Mamba page < max page, divisible) or the state's error;
 log: bare AssertionError in ``unify_kv_cache_spec_page_size``.
 """
@@ -23,7 +24,7 @@ ID = "kv_unify_mamba_assert"
 
 def check(ctx: RuleContext) -> list[Finding]:
     v = version(ctx)
-    applies = in_range(v, (0, 17), (0, 28))
+    applies = in_range(v, (0, 17), (0, 26))
     if applies is False:
         return []
     numbers: dict = {}
@@ -65,13 +66,13 @@ def check(ctx: RuleContext) -> list[Finding]:
     big_layer = str(numbers.get("max_page_layer") or "")
     who = "the draft model's attention layers" if big_layer.startswith(("draft", "mtp")) else f"layer {big_layer or '?'}"
     msg = (f"Page-size unification cannot make the Mamba/GDN page ({fmt_bytes(page)}) equal to the largest page "
-           f"({fmt_bytes(mx)}, {who}): vLLM < 0.28 scales block_size, which does not change a MambaSpec page, "
+           f"({fmt_bytes(mx)}, {who}): vLLM < 0.26 scales block_size, which does not change a MambaSpec page, "
            f"so `assert new_spec.page_size_bytes == max_page_size` fails at engine init (after weights load).")
     comps = []
     if page and mx:
         comps.append(Comparison("MambaSpec page after unification", expected=mx, actual=page, unit="B"))
         comps.append(Comparison("max page / Mamba page", expected=1, actual=round(mx / page, 3)))
-    missing = [] if v else ["vLLM version (rule applies to < 0.28)"]
+    missing = [] if v else ["vLLM version (rule applies to < 0.26)"]
     return [Finding(rule=ID, category="kv_page_size", title="Mamba/GDN page cannot be unified with a larger (draft) attention page",
                     severity="error", message=msg, numbers={k: numbers[k] for k in numbers if k != "spec_type"},
                     comparisons=comps, evidence=evidence, missing_evidence=missing)]
@@ -92,11 +93,11 @@ def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
         out.append(Suggestion(title="turn speculative decoding off",
                               tradeoff="loses the speculative-decoding decode speed-up (the #43626 report measured ~2x decode TPS)",
                               changes=[Change("speculative_config", None)]))
-    out.append(Suggestion(title="upgrade to vLLM >= 0.28.0 (pads the Mamba page instead, PR #45207)",
+    out.append(Suggestion(title="upgrade to vLLM >= 0.26.0 (pads the Mamba page instead, PR #45207)",
                           tradeoff="keeps the draft model; needs a newer vLLM build/image",
-                          changes=[Change("vllm_version", "0.28.0")]))
+                          changes=[Change("vllm_version", "0.26.0")]))
     return out
 
 
 RULE = Rule(id=ID, title="Mamba page vs larger draft page in page-size unification", category="kv_page_size", check=check,
-            versions=">=0.17,<0.28", fixed_in="0.28.0 (PR #45207)", reads=("state", "log"), doc=__doc__ or "")
+            versions=">=0.17,<0.26", fixed_in="0.26.0 (PR #45207; padding seen on a real 0.26.0)", reads=("state", "log"), doc=__doc__ or "")

@@ -5,7 +5,7 @@ Each job runs in its own process (in-process engine, VLLM_ENABLE_V1_MULTIPROCESS
 time, and writes OUT_DIR/<job>.json: the engine's kv_cache_config groups, the V1 runner's block-table
 shapes, the Mamba/GDN metadata builders' persistent tensors, the cache/scheduler/compilation config
 after start-up -- or the exception that stopped it. tests/test_preflight_gpu.py compares these
-records with the pre-flight's prediction (vLLM 0.26.0, H100).
+records with the pre-flight's prediction (vLLM 0.26.0; H100 or H200 -- same predictions, max_num_seqs is explicit).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ JOBS = {
     "qwen3_next_pc": ("qwen3_next", dict(enable_prefix_caching=True)),
     "qwen3_next_draft_big": ("qwen3_next", dict(enable_prefix_caching=False, speculative_config={
         "model": f"{MODELS}/llama_draft_big", "num_speculative_tokens": 3})),
+    "nemotron_pc_ngram3_block64": ("nemotron_h", dict(enable_prefix_caching=True, block_size=64, speculative_config=NGRAM3)),
 }
 
 CHILD = r'''
@@ -88,12 +89,14 @@ json.dump(res, open(out, "w"), indent=1, default=str)
 
 
 def main() -> int:
+    """python3 run_gpu.py OUT_DIR [JOB ...]  (default: every job)"""
     final = sys.argv[1]
+    selected = sys.argv[2:] or list(JOBS)
     os.makedirs(final, exist_ok=True)
     out = "/tmp/preflight_gpu_jobs"
     os.makedirs(out, exist_ok=True)
     env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_PLUGINS": ""}
-    pending = list(JOBS.items())
+    pending = [(n, JOBS[n]) for n in selected]
     running: list[tuple[str, subprocess.Popen, float]] = []
     while pending or running:
         while pending and len(running) < 2:
@@ -111,13 +114,13 @@ def main() -> int:
                 print(f"{name}: rc={p.wait()} {time.time() - t0:.0f}s", flush=True)
                 running.remove(item)
     results = {}
-    for name in JOBS:
+    for name in selected:
         try:
             results[name] = json.load(open(os.path.join(out, f"{name}.json")))
         except (OSError, ValueError) as exc:
             results[name] = {"name": name, "error": f"no record: {exc}"}
     json.dump(results, open(os.path.join(final, "results.json"), "w"), indent=1, default=str)
-    subprocess.run(["tar", "-czf", os.path.join(final, "logs.tar.gz"), "-C", out] + [f"{n}.log" for n in JOBS])
+    subprocess.run(["tar", "-czf", os.path.join(final, "logs.tar.gz"), "-C", out] + [f"{n}.log" for n in selected])
     return 0
 
 
