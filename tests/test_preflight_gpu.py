@@ -1,7 +1,7 @@
 """Pre-flight vs real vLLM 0.26.0 engines on Hopper GPUs (H100 and H200, CUDA graphs on).
 
 ``tests/preflight_gpu/results_vllm0.26.0_hopper.json`` was recorded on the lent GPU machine by
-``tests/preflight_gpu/run_gpu.py`` (the test-bed models, the PyPI vLLM 0.26.0 wheel; 6 engines on an H100 80GB, 2 on an H200):
+``tests/preflight_gpu/run_gpu.py`` (the test-bed models, the PyPI vLLM 0.26.0 wheel; 5 engines on an H100 80GB, 2 on an H200):
 each engine's KV-cache groups, V1 block tables, Mamba/GDN builder buffers, cache/scheduler/CUDA-graph
 settings, or the error that stopped it. Here the predictor (version 0.26.0, GPU H100, LLM defaults)
 must reproduce every number, and the rules must flag the engine that failed.
