@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 import time
 
-from ..model import to_jsonable
-from ..store import Store
-
 HELP = "List the sessions a vllm-diag database holds, one line each."
 
 
@@ -21,6 +18,10 @@ def _when(ts: float | None) -> str:
 
 
 def run(args) -> int:
+    # Imported here: sqlite_utils pulls in numpy (~130 ms) and other commands must start fast.
+    from ..model import to_jsonable
+    from ..store import Store
+
     with Store.open(args.db) as store:
         sessions = store.sessions()
         if args.json:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 
-from ..store import Store
-from ..textview import render_session
-
 HELP = "Show everything one session holds (default: the newest), as text or one JSON document."
 
 
@@ -17,6 +14,10 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    # Imported here: sqlite_utils pulls in numpy (~130 ms) and other commands must start fast.
+    from ..store import Store
+    from ..textview import render_session
+
     with Store.open(args.db) as store:
         record = store.load(args.session)
     if args.json:
