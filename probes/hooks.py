@@ -51,6 +51,16 @@ class Probe:
         self.last_step = None
         self._builder_rows: dict[type, Any] = {}
 
+    def reset_after_fork(self) -> None:
+        """Per-process state starts empty in a forked child (the wrappers stay installed)."""
+        self.tls = threading.local()
+        self.step_index = 0
+        self.disabled = set()
+        self._signatures = set()
+        self._groups_recorded = False
+        self.block_tables, self.buffers, self.layer_specs = [], [], {}
+        self._builder_groups, self._builder_steps, self._builder_rows = {}, {}, {}
+
     # ------------------------------------------------------------------ helpers
 
     def _guard(self, part: str, fn: Callable, *args: Any) -> Any:

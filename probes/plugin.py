@@ -30,7 +30,7 @@ ENV_DB = "VLLM_DIAG_DB"
 ENV_SESSION = "VLLM_DIAG_SESSION"
 
 
-_STATE: dict[str, Any] = {"probe": None, "registered": False}
+_STATE: dict[str, Any] = {"probe": None, "registered": False, "pid": None, "fork_pending": False, "fork_hooks": False}
 
 REDACTED = "<redacted>"
 _SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_?KEY|AUTH)", re.I)
@@ -221,16 +221,103 @@ def _register(db: str) -> None:
 
     probe = Probe(rec, version, planning_rows=role != "worker")
     _STATE["probe"] = probe
+    _install_for_role(probe, role, version)
+    if role in ("main", "api_server"):
+        _hook_excepthook(probe)
+    _STATE["pid"] = os.getpid()
+    _install_fork_support()
+    rec.flush_soon()
+
+
+def _install_for_role(probe, role: str, version: str) -> None:
+    from . import adapters
+
     in_process = _in_process_engine()
     engine = role == "engine_core" or (role in ("main", "api_server") and in_process)
     runner = role in ("engine_core", "worker", "other") or (role in ("main", "api_server") and in_process)
-    from . import adapters
-
+    probe.planning_rows = role != "worker"
     outcome = adapters.install(version, probe, engine=engine, runner=runner, is_cpu=_is_cpu_platform())
     if outcome:
-        rec.set_items("environment", {"probe_hooks": outcome})
-    if role in ("main", "api_server"):
-        _hook_excepthook(probe)
+        probe.rec.set_items("environment", {"probe_hooks": outcome})
+
+
+# ------------------------------------------------------------------------------- fork support
+#
+# On GPU hosts vLLM starts EngineCore and workers with ``fork`` by default
+# (VLLM_WORKER_MULTIPROC_METHOD). A forked child inherits vLLM's ``plugins_loaded`` flag, so
+# ``register()`` is not called again there, and it inherits this process's recorder without its
+# writer thread. So: right after a fork the child's recorder pauses (``detach_after_fork``); when
+# the child then calls ``load_general_plugins()`` (EngineCore.__init__, WorkerWrapperBase.init_worker
+# do, by a local import of the module attribute), the wrapper below gives the child its own
+# identity (role, rank, pid), installs the hooks its role needs and restarts the writer.
+
+
+def _install_fork_support() -> None:
+    if _STATE["fork_hooks"]:
+        return
+    _STATE["fork_hooks"] = True
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+    try:
+        import vllm.plugins as vp
+
+        from .adapters.common import wrap_attr
+
+        def factory(orig):
+            def load_general_plugins(*args, **kwargs):
+                if _STATE["fork_pending"] and os.getpid() != _STATE["pid"]:
+                    _STATE["fork_pending"] = False
+                    try:
+                        _rejoin_after_fork()
+                    except Exception as exc:  # noqa: BLE001
+                        from .recorder import log_once_line
+
+                        log_once_line(f"vllm-diag: probes disabled in forked pid {os.getpid()} ({exc})")
+                return orig(*args, **kwargs)
+
+            return load_general_plugins
+
+        wrap_attr(vp, "load_general_plugins", factory)
+    except Exception as exc:  # noqa: BLE001
+        from .recorder import log_once_line
+
+        log_once_line(f"vllm-diag: no fork support ({exc.__class__.__name__}: {exc}); forked vLLM processes are not recorded")
+
+
+def _after_fork_in_child() -> None:
+    probe = _STATE["probe"]
+    if probe is None:
+        return
+    try:
+        probe.rec.detach_after_fork()
+        probe.reset_after_fork()
+        _STATE["fork_pending"] = True
+    except Exception:
+        pass
+
+
+def _rejoin_after_fork() -> None:
+    from diag.model import ProcessInfo
+
+    probe = _STATE["probe"]
+    role, rank = detect_process()
+    if probe is None or role is None:
+        return
+    rec = probe.rec
+    rec.restart(
+        ProcessInfo(
+            pid=os.getpid(),
+            role=role,
+            rank=rank,
+            ppid=os.getppid(),
+            name=multiprocessing.current_process().name,
+            host=rec.session.host,
+            started_at=time.time(),
+        )
+    )
+    _STATE["pid"] = os.getpid()
+    rec.set_items("environment", {**collect_environment(role, probe.version), "forked_from": rec.process.ppid})
+    _install_for_role(probe, role, probe.version)
     rec.flush_soon()
 
 

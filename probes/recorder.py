@@ -34,6 +34,9 @@ DEFAULT_MAX_STEPS = int(os.environ.get("VLLM_DIAG_MAX_BUFFERED_STEPS", "100000")
 EXIT_FLUSH_TIMEOUT = float(os.environ.get("VLLM_DIAG_EXIT_TIMEOUT_S", "10"))
 
 
+_ABANDONED: list = []
+
+
 def log_once_line(msg: str) -> None:
     """One line on the vLLM log (and stderr if logging is not configured)."""
     try:
@@ -126,7 +129,7 @@ class Recorder:
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Ask the writer thread to flush now and wait for it (True when done)."""
-        if not self.enabled or not self._thread.is_alive():
+        if not self.enabled or self._thread is None or not self._thread.is_alive():
             return False
         with self._flushed:
             self._request_seq += 1
@@ -136,12 +139,43 @@ class Recorder:
 
     def close(self, status: str | None = None) -> None:
         """Final flush (atexit): write what is left, mark the session's status, stop the thread."""
-        if self._stop.is_set():
+        if self._stop.is_set() or self._thread is None:
             return
         self._final_status = status
         self._stop.set()
         self._wake.set()
         self._thread.join(EXIT_FLUSH_TIMEOUT)
+
+    # ------------------------------------------------------------------ fork support
+
+    def detach_after_fork(self) -> None:
+        """In a child right after ``os.fork()``: the writer thread did not survive and the
+        inherited SQLite connection must not be used, so drop both and pause until
+        :meth:`restart` gives this process its own identity."""
+        self.enabled = False
+        if self._store is not None:
+            _ABANDONED.append(self._store)  # the parent's connection: never used nor closed here
+        self._store = None
+        self._ops = collections.deque()
+        self._steps = collections.deque(maxlen=self._max_steps)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._flushed = threading.Condition()
+        self._flush_seq = self._request_seq = 0
+        self._thread = None
+
+    def restart(self, process: ProcessInfo) -> None:
+        """Become the recorder of a forked child process (``process``: its own pid/role/rank)."""
+        self.process = process
+        self.pid = process.pid
+        self.owner = False
+        self.failure = None
+        self.dropped_steps = self.rows_written = self.flushes = 0
+        self.flush_seconds = 0.0
+        self._error_seen = False
+        self.enabled = True
+        self._thread = threading.Thread(target=self._run, name="vllm-diag-writer", daemon=True)
+        self._thread.start()
 
     # ------------------------------------------------------------------ writer thread
 

@@ -291,25 +291,25 @@ def test_fault_disk_full(testbed_models, tmp_path, baseline_tokens):
     mnt = tmp_path / "full"
     mnt.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True).returncode == 0
-    env = {}
-    if mounted:
-        db = mnt / "run.db"
-        Store.open(db, create=True).close()  # a DB from an earlier run, then the disk fills up
-        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
-        try:
-            while True:
-                os.write(fd, b"\0" * 4096)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-    else:  # no tmpfs mount allowed (unprivileged CI): a file-size limit gives the same write errors
-        db = tmp_path / "run.db"
-        Store.open(db, create=True).close()
-        env = {"VLLM_DIAG_TEST_FSIZE": str(db.stat().st_size)}
     try:
+        env = {}
+        if mounted:
+            db = mnt / "run.db"
+            Store.open(db, create=True).close()  # a DB from an earlier run, then the disk fills up
+            fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+            try:
+                while True:
+                    os.write(fd, b"\0" * 4096)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        else:  # no tmpfs mount allowed (unprivileged CI): a file-size limit gives the same write errors
+            db = tmp_path / "run.db"
+            Store.open(db, create=True).close()
+            env = {"VLLM_DIAG_TEST_FSIZE": str(db.stat().st_size)}
         line = _fault_run(testbed_models["llama"], db, baseline_tokens, env=env)
     finally:
-        if mounted:
-            subprocess.run(["umount", "-l", str(mnt)], check=False)
+        if mounted and subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
     assert "full" in line or "I/O" in line

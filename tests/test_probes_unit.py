@@ -303,3 +303,51 @@ def test_bare_assert_values_from_real_032_mamba_spec(tmp_path):
     with Store.open(tmp_path / "r.db") as store:
         [err] = store.load(rec.session.id).state.errors
     assert err.numbers["assert_values"] == {"self.page_size_padded": 512, "page_size": real}
+
+
+def test_forked_child_records_as_its_own_process(tmp_path):
+    """GPU hosts fork EngineCore/workers by default: the child inherits vLLM's plugins_loaded flag
+    and our recorder without its thread. Its own load_general_plugins() call (as in
+    EngineCore.__init__) must give it its own pid/role, hooks and writer."""
+    db = tmp_path / "fork.db"
+    code = r'''
+import json, multiprocessing, os, sys, time
+os.environ["VLLM_DIAG_DB"] = sys.argv[1]
+os.environ.pop("VLLM_DIAG_SESSION", None)
+import vllm.plugins as vp
+vp.load_general_plugins()                      # the parent: vLLM loads our entry point
+import probes.plugin as pp
+from diag.model import BatchStep
+parent = pp.current_probe()
+assert parent is not None and parent.rec.flush(20)
+pid = os.fork()
+if pid == 0:
+    code = 1
+    try:
+        multiprocessing.current_process().name = "EngineCore"   # what multiprocessing sets in the child
+        vp.load_general_plugins()              # EngineCore.__init__'s call; plugins_loaded is inherited
+        p = pp.current_probe()
+        p.rec.add_step(BatchStep(step_index=1, num_reqs=1, num_prefills=1, num_prefill_tokens=5, num_tokens=5))
+        code = 0 if p.rec.flush(20) and p.rec.pid == os.getpid() else 2
+    finally:
+        os._exit(code)
+_, status = os.waitpid(pid, 0)
+parent.rec.add_step(BatchStep(step_index=7))
+assert parent.rec.flush(20)
+print("CHILD", pid, os.waitstatus_to_exitcode(status), "PARENT", os.getpid(), flush=True)
+'''
+    r = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, cwd=REPO,
+                       env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=180)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    _, child, rc, _, parent = r.stdout.split()[-5:]
+    assert rc == "0", r.stderr[-3000:]
+    with Store.open(db) as store:
+        rec = store.load()
+        roles = {p.pid: p for p in rec.processes}
+        assert roles[int(parent)].role == "main" and roles[int(child)].role == "engine_core"
+        assert roles[int(child)].ppid == int(parent)
+        steps = dict(store.db.execute("select pid, step_index from batch_steps").fetchall())
+        hooks = dict(store.db.execute("select pid, value from environment where key='probe_hooks'").fetchall())
+    assert steps == {int(child): 1, int(parent): 7}
+    assert '"vllm.v1.engine.core:EngineCore._initialize_kv_caches":"ok"' in hooks[int(child)]
+    assert int(parent) not in hooks  # MP mode: the main process hooks nothing in the engine
