@@ -453,6 +453,39 @@ class Probe:
 
         return build
 
+    def wrap_runner_phase(self, phase: str) -> Callable[[Callable], Callable]:
+        """Factory for runner methods whose failures need the runner's shapes: CUDA-graph capture
+        (``capture_model``) and memory profiling (``profile_run``, ``profile_cudagraph_memory``).
+        On failure the note lists the block tables / builder tensors *of that moment* (e.g. the
+        minimal profiling KV cache) whose size matches the mismatch."""
+        probe = self
+
+        def factory(orig: Callable) -> Callable:
+            def method(self_, *args, **kwargs):
+                try:
+                    return orig(self_, *args, **kwargs)
+                except BaseException as exc:
+                    if not isinstance(exc, (KeyboardInterrupt, SystemExit)) and not getattr(exc, _RECORDED, False):
+                        notes, numbers = [], {}
+                        try:
+                            tables = extract.block_tables(self_, probe.version) or probe.block_tables
+                            buffers = extract.builder_buffers(self_)[0] or probe.buffers
+                            numbers["block_tables"] = [extract.plain(t) for t in tables]
+                            numbers["builder_buffers"] = [extract.plain(b) for b in buffers]
+                            note, match = shape_mismatch_details(str(exc), tables, buffers)
+                            if note:
+                                notes.append(note)
+                                numbers.update(match)
+                        except Exception:  # noqa: BLE001
+                            pass
+                        probe._record_error(exc, phase, notes, numbers)
+                        probe.rec.flush_soon()
+                    raise
+
+            return method
+
+        return factory
+
     def wrap_execute_model(self, orig: Callable) -> Callable:
         probe = self
 

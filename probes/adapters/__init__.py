@@ -76,6 +76,12 @@ def runner_points(version: str, probe: Any, is_cpu: bool) -> list[HookPoint]:
                       optional=own_only, own_only=own_only),
             HookPoint(mod, f"{cls}.load_model", probe.wrap_phase("init"), "model-load errors",
                       optional=True, own_only=own_only),
+            HookPoint(mod, f"{cls}.capture_model", probe.wrap_runner_phase("capture"),
+                      "CUDA-graph capture errors with the runner's shapes", optional=True, own_only=own_only),
+            HookPoint(mod, f"{cls}.profile_run", probe.wrap_runner_phase("profile"),
+                      "memory-profiling errors with the runner's shapes", optional=True, own_only=own_only),
+            HookPoint(mod, f"{cls}.profile_cudagraph_memory", probe.wrap_runner_phase("profile"),
+                      "CUDA-graph memory-profiling errors (0.19+)", optional=True, own_only=own_only),
         ]
     v = version_tuple(version)
     if not is_cpu and v >= (0, 17, 0):
@@ -87,6 +93,10 @@ def runner_points(version: str, probe: Any, is_cpu: bool) -> list[HookPoint]:
                       "block tables (model runner V2)", optional=optional),
             HookPoint(V2_RUNNER, "GPUModelRunner.execute_model", probe.wrap_execute_model,
                       "per-step batch composition (model runner V2)", optional=optional),
+            HookPoint(V2_RUNNER, "GPUModelRunner.capture_model", probe.wrap_runner_phase("capture"),
+                      "CUDA-graph capture errors (model runner V2)", optional=True),
+            HookPoint(V2_RUNNER, "GPUModelRunner.profile_run", probe.wrap_runner_phase("profile"),
+                      "memory-profiling errors (model runner V2)", optional=True),
         ]
     return points
 
