@@ -221,3 +221,19 @@ def test_cpu_align_spec_predicted_and_quiet_without_spec():
     assert not _fire(RuleContext(state=st, gpu=cpu), "mamba_align_spec_cpu")
     st = predict(facts, {"speculative_method": "ngram", "num_speculative_tokens": 3}, (0, 32, 0), H100)
     assert not _fire(RuleContext(state=st, gpu=H100), "mamba_align_spec_cpu")
+
+
+def test_spec_capture_sizes_ignores_resolved_sizes_in_a_log():
+    # The real 0.26.0 GPU log prints vLLM's own capture sizes [1, 2, 4, ... 64] in its engine-config
+    # line; the user never chose them, so this performance rule must stay quiet.
+    from pathlib import Path
+
+    from diag.postmortem import read_facts
+
+    log = Path(__file__).parent / "fixtures/logs/gpu/gpu_nemotronh_prefix_caching_ngram.log"
+    facts, _ = read_facts(str(log))
+    assert facts.args["cudagraph_capture_sizes"][-1] == 64
+    assert not _fire(RuleContext(log=facts), "spec_capture_sizes")
+    facts.lines["non_default_args"] = (1, "non-default args: {'compilation_config': {'cudagraph_capture_sizes': [1, 2]}}")
+    facts.args["cudagraph_capture_sizes"] = [1, 2]
+    assert _fire(RuleContext(log=facts), "spec_capture_sizes")

@@ -25,7 +25,7 @@ def check(ctx: RuleContext) -> list[Finding]:
         return []
     user = (ctx.state is not None and ctx.state.source == "predicted" and (
         ctx.state.config.get("compilation_config", {}) or {}).get("cudagraph_capture_sizes")) or None
-    if ctx.log is not None and ctx.log.args.get("cudagraph_capture_sizes"):
+    if ctx.log is not None and ctx.log.args.get("cudagraph_capture_sizes") and _user_set_in_log(ctx.log):
         user = ctx.log.args["cudagraph_capture_sizes"]
     if not user:
         return []
@@ -33,7 +33,7 @@ def check(ctx: RuleContext) -> list[Finding]:
     seqs = int(cfg(ctx, "max_num_seqs") or 0)
     need = seqs * (k + 1)
     useless = [s for s in sizes if s % (k + 1)]
-    if max(sizes) >= need and not useless:
+    if max(sizes) >= need:  # covered; sizes that are not multiples of k+1 only cost capture time
         return []
     evidence = [Evidence(f"cudagraph_capture_sizes {sizes}; max_num_seqs {seqs} x (k+1={k + 1}) = {need} decode tokens",
                          source=state_source(ctx.state))]
@@ -45,6 +45,13 @@ def check(ctx: RuleContext) -> list[Finding]:
                     severity="warning", message=msg, evidence=evidence,
                     comparisons=[Comparison("largest capture size", expected=need, actual=max(sizes), unit="tokens")],
                     numbers={"capture_sizes": sizes, "decode_tokens_at_max_num_seqs": need, "non_multiples": useless})]
+
+
+def _user_set_in_log(log) -> bool:
+    """The engine-config line prints vLLM's resolved sizes; only the command or the
+    ``non-default args`` line says the user chose them."""
+    texts = [log.command or "", (log.lines.get("non_default_args") or (0, ""))[1]]
+    return any("capture_sizes" in t for t in texts)
 
 
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
