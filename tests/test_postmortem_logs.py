@@ -72,7 +72,8 @@ def test_seed_diagnosis(seed):
 REAL = {
     # log -> (root type, first finding category, rule or None, numbers)
     "qwen3next_ngram_prefix_caching": ("TypeError", "state_index", None, {"num_speculative_tokens": 3}),
-    "nemotronh_prefix_caching_long_prompt": ("IndexError", None, None, {"index_dim": 0, "index_size": 1}),
+    "nemotronh_prefix_caching_long_prompt": ("IndexError", "state_index", "mamba2_align_long_prompt",
+                                             {"index_dim": 0, "index_size": 1}),
     "unknown_architecture": ("ValidationError", "other", "other_unsupported_arch", {}),
     "missing_tokenizer": ("ValueError", "other", "other_missing_files", {}),
 }
@@ -122,8 +123,21 @@ def test_gpu_engine_log():
     assert f.startup["mamba_cache_mode"] == "all" and f.startup["kv_cache_device"] == "GPU"
     top = an.findings[0]
     assert top.severity == "error" and any(e.line == f.root.log_line for e in top.evidence)
-    if top.category == "other":  # no rule knows this assert yet: it is named, with what is missing
-        assert top.rule == "other_unrecognised" and top.missing_evidence
+    assert (top.category, top.rule) == ("state_index", "mamba_state_indices")
+    # vLLM's own resolved capture sizes are in the log; no performance warning may come from them
+    assert not any(x.rule == "spec_capture_sizes" for x in an.findings)
+
+
+def test_cpu_log_preflight_uses_the_cpu_backend():
+    """The CPU log says 'Setting attention block size to 640'; the pre-flight must predict the same
+    (CPU backend: block 128 granularity), not the CUDA 288."""
+    an = analyze_path(str(LOGS / "real" / "qwen3next_ngram_prefix_caching.log"))
+    assert an.facts.startup["attention_block_size"] == 640
+    assert an.gpu is not None and an.gpu.name == "cpu"
+    inflated = [x for x in an.findings if x.rule == "block_size_inflated"][0]
+    assert (inflated.comparisons[0].expected, inflated.comparisons[0].actual) == (128, 640)
+    granularity = [x for x in an.findings if x.rule == "prefix_cache_granularity"][0]
+    assert granularity.numbers["granularity_tokens"] == 640
 
 
 def test_gpu_success_log_has_no_error_findings():

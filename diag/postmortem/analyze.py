@@ -54,6 +54,8 @@ class Analysis:
 
 def gpu_from_facts(facts: LogFacts) -> GpuInfo | None:
     name = facts.gpu_names[0] if facts.gpu_names else None
+    if name is None and facts.startup.get("kv_cache_device") == "CPU":
+        name = "cpu"  # "CPU KV cache size": the CPU backend, whose block sizes differ from CUDA's
     cc = facts.startup.get("compute_capability")
     info: GpuInfo | None = None
     if name:

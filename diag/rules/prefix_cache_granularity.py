@@ -41,7 +41,8 @@ def check(ctx: RuleContext) -> list[Finding]:
             severity="warning",
             message=(f"Mamba states are cached only at {block}-token block boundaries (cache mode '{mode}'): shared prefixes "
                      f"shorter than {block} tokens never hit, longer ones reuse floor(prefix/{block}) x {block} tokens."),
-            evidence=ev, comparisons=[Comparison("prefix-cache granularity", expected=16, actual=int(block), unit="tokens")],
+            evidence=ev, comparisons=[Comparison("prefix-cache granularity", expected=_plain_block(ctx), actual=int(block),
+                                                 unit="tokens")],
             numbers={"granularity_tokens": int(block), "mamba_cache_mode": mode}))
     if ctx.log is not None and cfg(ctx, "enable_prefix_caching") is not False:
         rate = ctx.log.startup.get("prefix_cache_hit_rate_max")
@@ -52,6 +53,13 @@ def check(ctx: RuleContext) -> list[Finding]:
                                evidence=log_evidence(ctx, None, "prefix_cache_hit_rate"),
                                numbers={"prefix_cache_hit_rate_max": rate, "samples": samples}))
     return out
+
+
+def _plain_block(ctx: RuleContext) -> int:
+    """The block size (= hit granularity) the engine would use without the Mamba alignment."""
+    st = ctx.state
+    requested = st.environment.get("block_size_requested") if st is not None else None
+    return int(requested or cfg(ctx, "user_specified_block_size") or 16)
 
 
 RULE = Rule(id=ID, title="Prefix caching degraded or off", category="prefix_cache_degraded", check=check, versions="all",
