@@ -32,6 +32,7 @@ PROBE_BUSY_TIMEOUT_MS = int(os.environ.get("VLLM_DIAG_BUSY_TIMEOUT_MS", "5000"))
 DEFAULT_FLUSH_INTERVAL = float(os.environ.get("VLLM_DIAG_FLUSH_S", "1.0"))
 DEFAULT_MAX_STEPS = int(os.environ.get("VLLM_DIAG_MAX_BUFFERED_STEPS", "100000"))
 EXIT_FLUSH_TIMEOUT = float(os.environ.get("VLLM_DIAG_EXIT_TIMEOUT_S", "10"))
+IDLE_FLUSH_S = 0.2  # the writer checks this often whether the step stream has paused
 
 
 _ABANDONED: list = []
@@ -180,10 +181,21 @@ class Recorder:
     # ------------------------------------------------------------------ writer thread
 
     def _run(self) -> None:
+        """Flush every ``flush_interval`` seconds, on request, at exit -- and as soon as the step
+        stream pauses (no new step for ``IDLE_FLUSH_S``): an engine that finishes a burst of work
+        and is then killed (vLLM terminates EngineCore/workers at shutdown) loses nothing."""
+        last_flush = time.monotonic()
+        last_len = -1
         while True:
-            self._wake.wait(self.flush_interval)
+            woke = self._wake.wait(min(self.flush_interval, IDLE_FLUSH_S))
             self._wake.clear()
             stopping = self._stop.is_set()
+            n = len(self._steps)
+            now = time.monotonic()
+            idle = n > 0 and n == last_len
+            last_len = n
+            if not (woke or stopping or idle or self._ops or now - last_flush >= self.flush_interval):
+                continue
             with self._flushed:
                 seq = self._request_seq
             if self.enabled:
@@ -195,6 +207,8 @@ class Recorder:
                         self._finish()
                 except BaseException as exc:  # noqa: BLE001 - any failure: step aside
                     self._step_aside(exc)
+            last_flush = now
+            last_len = len(self._steps)
             with self._flushed:
                 self._flush_seq = max(self._flush_seq, seq)
                 self._flushed.notify_all()

@@ -352,3 +352,20 @@ print("CHILD", pid, os.waitstatus_to_exitcode(status), "PARENT", os.getpid(), fl
     assert steps == {int(child): 1, int(parent): 7}
     assert '"vllm.v1.engine.core:EngineCore._initialize_kv_caches":"ok"' in hooks[int(child)]
     assert int(parent) not in hooks  # MP mode: the main process hooks nothing in the engine
+
+
+def test_recorder_flushes_when_steps_pause(tmp_path):
+    """A burst of steps followed by a pause is written within about half a second even with a long
+    flush interval (an engine killed after its last request loses nothing)."""
+    rec = _recorder(tmp_path / "r.db", flush_interval=60)
+    assert rec.flush(10)
+    for i in range(3):
+        rec.add_step(BatchStep(step_index=i + 1, num_reqs=1))
+    deadline = time.time() + 5
+    n = 0
+    while time.time() < deadline and n < 3:
+        time.sleep(0.1)
+        with Store.open(tmp_path / "r.db") as store:
+            n = len(store.load(rec.session.id).state.steps)
+    assert n == 3 and time.time() < deadline
+    rec.close()
