@@ -297,6 +297,24 @@ class Probe:
 
         return method
 
+    def wrap_idle_flush(self, orig: Callable) -> Callable:
+        """EngineCoreProc's input wait: when the engine is about to go idle with steps still in
+        the buffer, flush them now (the engine has nothing else to do), so a process that vLLM
+        terminates right after its last request has everything on disk."""
+        probe = self
+
+        def _process_input_queue(self_, *args, **kwargs):
+            rec = probe.rec
+            if rec.enabled and rec._steps:
+                try:
+                    if not self_.has_work():
+                        rec.flush(2.0)
+                except Exception:  # noqa: BLE001
+                    pass
+            return orig(self_, *args, **kwargs)
+
+        return _process_input_queue
+
     def wrap_phase(self, phase: str) -> Callable[[Callable], Callable]:
         """Factory for hooks that only record errors (e.g. model load)."""
         probe = self

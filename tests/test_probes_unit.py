@@ -179,7 +179,7 @@ def test_version_gates():
     assert adapters.planning_module("0.32.0") == adapters.planning_module("0.20.2") == "vllm.v1.core.kv_cache_utils"
     probe = types.SimpleNamespace(**{n: (lambda f: f) for n in (
         "wrap_get_kv_cache_groups", "wrap_unify", "wrap_initialize_kv_caches", "wrap_executor_specs", "wrap_flush_after",
-        "wrap_runner_kv_spec", "wrap_runner_initialize_kv_cache", "wrap_execute_model")}, wrap_phase=lambda p: (lambda f: f),
+        "wrap_runner_kv_spec", "wrap_runner_initialize_kv_cache", "wrap_execute_model", "wrap_idle_flush")}, wrap_phase=lambda p: (lambda f: f),
         wrap_runner_phase=lambda p: (lambda f: f))
     names = lambda pts: {f"{p.module}:{p.qualname}" for p in pts}
     assert "vllm.v1.core.kv_cache_planning:get_kv_cache_groups_from_builder" in names(adapters.planning_points("0.33.0", probe))

@@ -220,7 +220,7 @@ def test_hook_points_resolve_in_020_sources(vllm_020):
 
     probe = types.SimpleNamespace(**{n: (lambda f: f) for n in (
         "wrap_get_kv_cache_groups", "wrap_unify", "wrap_initialize_kv_caches", "wrap_executor_specs", "wrap_flush_after",
-        "wrap_runner_kv_spec", "wrap_runner_initialize_kv_cache", "wrap_execute_model")}, wrap_phase=lambda p: (lambda f: f),
+        "wrap_runner_kv_spec", "wrap_runner_initialize_kv_cache", "wrap_execute_model", "wrap_idle_flush")}, wrap_phase=lambda p: (lambda f: f),
         wrap_runner_phase=lambda p: (lambda f: f))
     tree_root = vllm_020 / "tree"
 

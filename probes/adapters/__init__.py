@@ -54,6 +54,8 @@ def engine_points(version: str, probe: Any) -> list[HookPoint]:
                   "errors while the executor starts its workers", optional=True),
         HookPoint("vllm.v1.executor.abstract", "Executor.get_kv_cache_specs", probe.wrap_executor_specs,
                   "per-layer KV-cache specs before memory profiling", optional=True),
+        HookPoint("vllm.v1.engine.core", "EngineCoreProc._process_input_queue", probe.wrap_idle_flush,
+                  "the flush when the engine goes idle", optional=True),
         HookPoint("vllm.v1.engine.core", "EngineCore.shutdown", probe.wrap_flush_after,
                   "the flush at engine shutdown", optional=True),
     ]
