@@ -816,8 +816,6 @@ def _patch_step(cmd: ServeCommand, changes: list[Any]) -> tuple[str, dict[str, A
     appended: list[str] = []
     diff: list[str] = []
     merged = cmd.args()
-    yaml_data: dict[str, Any] = {}
-    llm_kwargs: dict[str, Any] = {}
     touched_dests: dict[str, Any] = {}
 
     for ch in changes:

@@ -9,7 +9,6 @@ propagates as the same object.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import threading

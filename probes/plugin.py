@@ -26,56 +26,13 @@ import sys
 import time
 from typing import Any
 
+from diag.redact import redact_argv, redact_env
+
 ENV_DB = "VLLM_DIAG_DB"
 ENV_SESSION = "VLLM_DIAG_SESSION"
 
 
 _STATE: dict[str, Any] = {"probe": None, "registered": False, "pid": None, "fork_pending": False, "fork_hooks": False}
-
-REDACTED = "<redacted>"
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_?KEY|AUTH)", re.I)
-_SECRET_VALUE = re.compile(r"^(hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,})$")
-_SECRET_FLAGS = {"--api-key", "--hf-token", "--token", "--ssl-keyfile-password"}
-_ENV_PREFIXES = ("VLLM_", "CUDA_", "NCCL_", "HF_", "TORCH_", "OMP_", "TRANSFORMERS_", "PYTORCH_", "NVIDIA_", "RAY_")
-
-
-def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """The engine-relevant variables of ``env``, with secrets replaced by ``<redacted>``."""
-    out = {}
-    for key, value in env.items():
-        if not key.startswith(_ENV_PREFIXES) and not _SECRET_NAME.search(key):
-            continue
-        if _SECRET_NAME.search(key) or _SECRET_VALUE.match(value or ""):
-            out[key] = REDACTED
-        else:
-            out[key] = value
-    return out
-
-
-def _is_secret_flag(flag: str) -> bool:
-    name = flag.split("=", 1)[0].lower()
-    return name in _SECRET_FLAGS or (name.startswith("--") and bool(_SECRET_NAME.search(name.replace("-", "_"))))
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """``argv`` with the values of ``--api-key``-like flags (either spelling) redacted."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        if arg.startswith("--") and _is_secret_flag(arg):
-            if "=" in arg:
-                out.append(arg.split("=", 1)[0] + "=" + REDACTED)
-            else:
-                out.append(arg)
-                hide_next = True
-            continue
-        out.append(REDACTED if _SECRET_VALUE.match(arg) else arg)
-    return out
-
 
 def detect_process() -> tuple[str | None, int | None]:
     """``(role, rank)`` of this process; role ``None`` means "stay inert here"."""

@@ -8,7 +8,7 @@ from diag.postmortem import facts_from_text
 from diag.postmortem.extract import message_numbers
 from diag.postmortem.lines import clean_line
 from diag.postmortem.pylit import LiteralError, parse_kwargs, parse_literal
-from diag.postmortem.redact import redact
+from diag.redact import redact
 
 
 # ---------------------------------------------------------------- pylit

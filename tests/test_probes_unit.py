@@ -3,7 +3,6 @@ NVML facts with and without a GPU, hook-point resolution, and the notes added to
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import subprocess
@@ -19,7 +18,8 @@ from diag.store import Store, new_session_id
 from probes import adapters, gpu
 from probes.adapters.common import HookPoint, install_points, version_tuple
 from probes.hooks import Probe, shape_mismatch_details, unify_failure_details
-from probes.plugin import detect_process, redact_argv, redact_env
+from diag.redact import redact_argv, redact_env
+from probes.plugin import detect_process
 from probes.recorder import Recorder
 
 REPO = Path(__file__).resolve().parents[1]

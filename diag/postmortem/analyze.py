@@ -270,7 +270,7 @@ def _attach_suggestions(findings: list[Finding], ctx: RuleContext) -> None:
 
 def _localise_evidence(an: Analysis, findings: list[Finding]) -> None:
     """Global line numbers (folders are read as one stream) -> (file, line within the file)."""
-    from .redact import redact
+    from ..redact import redact
 
     for f in findings:  # rules may cite the same line twice; log text may hold secrets
         seen: set[tuple] = set()

@@ -14,7 +14,7 @@ from typing import Any
 from ..model import LogException, LogFacts
 from .lines import Line
 from .pylit import LiteralError, parse_kwargs, parse_literal_prefix
-from .redact import redact
+from ..redact import redact, redact_args
 from .traceback import TracebackParser, dedupe, inner_error, is_noise
 
 # ------------------------------------------------------------------------------------------------
@@ -671,16 +671,3 @@ def _paren_delta(text: str) -> int:
     return depth
 
 
-_SECRET_KEY = re.compile(r"(?:^|_)(?:api_key|token|hf_token|secret|password|api_keys)$", re.I)
-
-
-def redact_args(args: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in args.items():
-        if _SECRET_KEY.search(k) and v not in (None, True, False):
-            out[k] = "<redacted>"
-        elif isinstance(v, str):
-            out[k] = redact(v)
-        else:
-            out[k] = v
-    return out

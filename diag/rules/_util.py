@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import EngineState, ErrorRecord, Evidence, LogException, LogFacts
+from ..model import EngineState, ErrorRecord, Evidence, LogException
 from .base import RuleContext
 
 

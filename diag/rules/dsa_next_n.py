@@ -16,7 +16,7 @@ Evidence: model (indexer), k, GPU compute capability, version; log: the kernel a
 from __future__ import annotations
 
 from ..model import Change, Comparison, Evidence, Finding, Suggestion
-from ._util import architecture, cfg, in_range, log_evidence, log_match, spec_k, state_source, version
+from ._util import architecture, log_evidence, log_match, spec_k, state_source, version
 from .base import Rule, RuleContext
 
 ID = "dsa_next_n"

@@ -15,7 +15,7 @@ log: AssertionError whose frame is ``page_size_bytes`` with ``page_size_padded >
 from __future__ import annotations
 
 from ..model import Change, Comparison, Evidence, Finding, Suggestion
-from ._util import cdiv, cfg, fmt_bytes, log_evidence, log_match, spec_k, state_errors, state_source
+from ._util import cdiv, fmt_bytes, log_evidence, log_match, spec_k, state_errors, state_source
 from .base import Rule, RuleContext
 
 ID = "mamba_padded_smaller"
