@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from diag.errors import DiagError
-from diag.model import BlockTable, EngineState, KVCacheGroup, LayerSpec, ProcessInfo, SessionInfo
+from diag.model import BlockTable, EngineState, KVCacheGroup, LayerSpec, ProcessInfo
 from diag.store import Store
 
 MAMBA = dict(spec_type="MambaSpec", block_size=512, page_size_bytes=655360, page_size_padded=655360,
