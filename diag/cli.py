@@ -2,17 +2,21 @@
 
 Subcommands live in ``diag/commands/<name>.py``, each exposing ``HELP``, ``add_arguments(parser)``
 and ``run(args) -> int``; only the chosen one is imported (vLLM's CLI works the same way).
-Every user error is one ``vllm-diag: ...`` line on stderr and exit code 2, never a traceback.
+Every user error is one ``vllm-diag: ...`` line on stderr and exit code 2, never a traceback;
+an unexpected exception is one line and exit code 3 (``VLLM_DIAG_DEBUG=1`` shows the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from . import __version__
 from .errors import DiagError
+
+INTERNAL_ERROR = 3  # exit code for a vllm-diag bug (user errors are 2, findings that stop an engine 1)
 
 # name -> module under diag.commands (import deferred until the command runs)
 COMMANDS = {
@@ -71,6 +75,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except MemoryError:
+        print(f"vllm-diag: {args.command}: out of memory", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug (or a damaged DB row): one line, the traceback only on request
+        if os.environ.get("VLLM_DIAG_DEBUG"):
+            raise
+        print(
+            f"vllm-diag: {args.command}: internal error ({type(exc).__name__}: {exc}); "
+            "rerun with VLLM_DIAG_DEBUG=1 and report the traceback",
+            file=sys.stderr,
+        )
+        return INTERNAL_ERROR
 
 
 if __name__ == "__main__":

@@ -254,3 +254,22 @@ def test_unreadable_rows_are_one_line_errors(tmp_path, update, fragment):
     for json_flag in ([], ["--json"]):
         assert_one_line_error(cli("show", path, *json_flag), fragment, SID)
     assert cli("sessions", path).returncode == 0  # the listing still works
+
+
+def test_type_damaged_row_is_a_one_line_internal_error(tmp_path):
+    """A value of the wrong type (text in a time column) reaches code that does arithmetic on it:
+    the CLI still prints one line (exit 3, 'internal error'), and VLLM_DIAG_DEBUG=1 shows the traceback."""
+    path = tmp_path / "typed.db"
+    with Store.open(path, create=True) as st:
+        _write_session(st, SID)
+    conn = sqlite3.connect(path)
+    conn.execute("update sessions set started_at = 'yesterday'")
+    conn.commit()
+    conn.close()
+    r = cli("sessions", path)
+    assert r.returncode == 3
+    assert_one_line_error(r, "internal error", "VLLM_DIAG_DEBUG=1")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    debug = subprocess.run([str(BIN), "sessions", str(path)], capture_output=True, text=True, timeout=60,
+                           env={**env, "VLLM_DIAG_DEBUG": "1"})
+    assert "Traceback" in debug.stderr

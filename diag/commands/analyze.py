@@ -18,25 +18,14 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    import os
-
     from ..errors import DiagError
     from ..postmortem.analyze import analyze_path, store_analysis
     from ..postmortem.report import render_json, render_markdown, render_text
 
     try:
         an = analyze_path(args.path, use_preflight=not args.no_preflight)
-    except (DiagError, KeyboardInterrupt, BrokenPipeError):
-        raise
     except MemoryError:
         raise DiagError(f"{args.path}: out of memory while reading the log") from None
-    except Exception as exc:  # a bug in vllm-diag: one line, not a traceback (VLLM_DIAG_DEBUG=1 shows it)
-        if os.environ.get("VLLM_DIAG_DEBUG"):
-            raise
-        err = DiagError(f"{args.path}: internal error while analyzing ({type(exc).__name__}: {exc}); "
-                        "rerun with VLLM_DIAG_DEBUG=1 and report the traceback")
-        err.exit_code = 3
-        raise err from None
     if args.db:
         store_analysis(an, args.db)
     if args.json:
