@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
-# `make demo`: build a vllm-diag database from nothing and show it with the CLI.
-# (Placeholder main job until `check`/`analyze` land; then this runs them on bundled assets.)
+# `make demo`: the main job on bundled data, no GPU and no vLLM needed.
+#  1. pre-flight: predict the #43626 crash of a bundled `vllm serve` line (assets/commands) and
+#     propose re-checked fixes;
+#  2. post-mortem: diagnose a real vLLM 0.26.0 GPU crash log and a pasted bug report (assets/logs);
+#  3. everything lands in one SQLite session store; list it and apply a suggestion to new files.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 VENV=${VENV:-.venv}
-DB=${DEMO_DB:-build/demo.db}
-"$VENV/bin/python" scripts/make_demo_db.py "$DB"
-echo "\$ vllm-diag sessions $DB"
-"$VENV/bin/vllm-diag" sessions "$DB"
-echo
-echo "\$ vllm-diag show $DB"
-"$VENV/bin/vllm-diag" show "$DB"
+OUT=${DEMO_OUT:-build/demo}
+DB="$OUT/demo.db"
+diag() { echo; echo "\$ vllm-diag $*"; "$VENV/bin/vllm-diag" "$@"; }
+
+rm -rf "$OUT" && mkdir -p "$OUT"
+# `check` exits 1 when a finding would stop the engine: that is the expected outcome here.
+diag check --vllm-version 0.20.2 --gpu "RTX PRO 6000" --db "$DB" \
+    --file assets/commands/seed-43626-dense-draft-hybrid.sh || [[ $? == 1 ]]
+diag analyze assets/logs/nemotronh-prefix-caching-ngram-vllm0.26-gpu.log --db "$DB"
+echo; echo "\$ vllm-diag analyze assets/logs/seed-39809-nemotron-prefix-caching-mtp.log --markdown > $OUT/seed-39809.md"
+"$VENV/bin/vllm-diag" analyze assets/logs/seed-39809-nemotron-prefix-caching-mtp.log --markdown > "$OUT/seed-39809.md"
+head -n 12 "$OUT/seed-39809.md"; echo "[... Markdown for a vLLM bug report: $OUT/seed-39809.md]"
+diag sessions "$DB"
+first=$("$VENV/bin/vllm-diag" sessions "$DB" --json | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+diag suggest "$first" --db "$DB" --apply 1 --out "$OUT"

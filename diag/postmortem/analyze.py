@@ -169,6 +169,8 @@ def analyze_facts(facts: LogFacts, source: str = "<log>", files: list[dict] | No
     an.state = log_state(facts)
     if use_preflight:
         an.predicted, an.preflight_note = run_preflight(facts, version, gpu)
+        if an.predicted is not None and not facts.architecture:
+            facts.architecture = an.predicted.config.get("architecture")  # from the model's config.json
     ctx = RuleContext(state=an.predicted or an.state, log=facts, version=version, gpu=gpu)
     findings = run_rules(ctx)
     an.rule_failures = list(last_failures)
