@@ -86,6 +86,8 @@ class LayerSpec:
     stage: str = "layer"
     extra: dict[str, Any] = field(default_factory=dict)
 
+    pid: int | None = None  # the process that recorded it (join with SessionRecord.processes for role/rank)
+
     @property
     def is_mamba(self) -> bool:
         return self.spec_type == "MambaSpec" or self.mamba_shapes is not None
@@ -104,6 +106,7 @@ class KVCacheGroup:
     num_speculative_blocks: int | None = None
     is_draft: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    pid: int | None = None  # the process that recorded it (join with SessionRecord.processes for role/rank)
 
 
 @dataclass
@@ -117,6 +120,7 @@ class BlockTable:
     kernel_block_size: int | None = None
     derivation: str | None = None  # how the width was derived, e.g. "cdiv(512, 512) + 3"
     slot_mapping_mode: str | None = None
+    pid: int | None = None  # the process that recorded it (join with SessionRecord.processes for role/rank)
 
 
 @dataclass
@@ -128,6 +132,7 @@ class BuilderBuffer:
     name: str
     shape: list[int]
     dtype: str | None = None
+    pid: int | None = None  # the process that recorded it (join with SessionRecord.processes for role/rank)
 
 
 @dataclass
@@ -147,6 +152,7 @@ class BatchStep:
     builder: str | None = None
     group_index: int | None = None
     at: float | None = None
+    pid: int | None = None  # the process that recorded it (join with SessionRecord.processes for role/rank)
 
 
 @dataclass
@@ -161,6 +167,7 @@ class ErrorRecord:
     numbers: dict[str, Any] = field(default_factory=dict)
     location: str | None = None  # "file:line in function" of the raising frame
     at: float | None = None
+    pid: int | None = None  # the process that recorded it (join with SessionRecord.processes for role/rank)
 
 
 @dataclass

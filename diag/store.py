@@ -282,9 +282,11 @@ class Store:
     def _insert_rows(self, table: str, session_id: str, pid: int, items: Iterable[Any]) -> None:
         rows = []
         for item in items:
-            row = {"session_id": session_id, "pid": pid}
+            row = {"session_id": session_id}
             for key, value in to_jsonable(item).items():
                 row[key] = value if not isinstance(value, (dict, list)) else _dumps(value)
+            if row.get("pid") is None:  # the writer's pid unless the item names its own process
+                row["pid"] = pid
             rows.append(row)
         if rows:
             self.db[table].insert_all(rows)

@@ -163,6 +163,25 @@ def _digest(path: Path) -> tuple[str, int]:
 # ------------------------------------------------------------------------------ round trips
 
 
+def _recorded_by(state: EngineState, pid: int) -> EngineState:
+    """``state`` as the store returns it after ``add_state(..., pid=pid)``: every row names its writer."""
+    for rows in (state.layer_specs, state.kv_cache_groups, state.block_tables, state.builder_buffers,
+                 state.steps, state.errors):
+        for row in rows:
+            row.pid = pid if row.pid is None else row.pid
+    return state
+
+
+def test_rows_keep_the_pid_of_the_process_that_recorded_them(db):
+    """show --json must say which process wrote each row (issue: every row says which process and rank)."""
+    with Store.open(db, create=True) as st:
+        sid = st.new_session("engine")
+        st.add_rows("batch_steps", sid, 12, [BatchStep(step_index=0), BatchStep(step_index=1, pid=13)])
+    with Store.open(db) as st:
+        steps = st.load(sid).to_json()["state"]["steps"]
+    assert [s["pid"] for s in steps] == [12, 13]
+
+
 def test_round_trip_every_model_type(db):
     with Store.open(db, create=True) as st:
         session = _write_session(st)
@@ -176,14 +195,14 @@ def test_round_trip_every_model_type(db):
         to_jsonable(ProcessInfo(pid=12, role="engine_core", ppid=11, name="VLLM::EngineCore", started_at=1001.0)),
         to_jsonable(ProcessInfo(pid=13, role="worker", rank=0, ppid=12, name="VLLM::Worker", started_at=1002.0)),
     ]
-    assert got["state"] == to_jsonable(sample_state())
+    assert got["state"] == to_jsonable(_recorded_by(sample_state(), 12))
     assert got["findings"] == to_jsonable(sample_findings())
     # model objects come back as model objects, not dicts
     f = record.findings[0]
     assert isinstance(f.comparisons[0], Comparison) and isinstance(f.evidence[0], Evidence)
     assert isinstance(f.suggestions[0].changes[0], Change) and f.suggestions[0].verified is True
     assert record.state.layer_specs[2].is_draft is True and record.state.layer_specs[0].is_mamba
-    assert record.state.specs("unified") == [sample_state().layer_specs[2]]
+    assert record.state.specs("unified") == [_recorded_by(sample_state(), 12).layer_specs[2]]
     assert json.loads(json.dumps(got)) == got  # the --json document is plain JSON
 
 
@@ -209,6 +228,7 @@ def test_add_rows_appends_each_table(db):
         st.set_items("environment", sid, {"A": 1}, pid=0)
         st.set_items("environment", sid, {"A": 2, "B": None}, pid=7)  # pid 0 wins for a shared key
         got = st.load(sid).state
+    state = _recorded_by(state, 7)
     assert got.layer_specs == state.layer_specs
     assert got.kv_cache_groups == state.kv_cache_groups
     assert got.block_tables == state.block_tables
@@ -629,6 +649,8 @@ def test_round_trip_property(tmp_path, specs, steps, errors, config):
         st.add_state(sid, EngineState(config=config, layer_specs=specs, steps=steps, errors=errors), pid=3)
     with Store.open(path) as st:
         got = st.load(sid).state
+    specs, steps, errors = (_recorded_by(EngineState(layer_specs=specs, steps=steps, errors=errors), 3).__dict__[k]
+                            for k in ("layer_specs", "steps", "errors"))
     assert got.layer_specs == specs
     assert sorted(to_jsonable(got.steps), key=json.dumps) == sorted(to_jsonable(steps), key=json.dumps)
     assert got.errors == errors
