@@ -9,28 +9,11 @@ import pytest
 from diag.errors import DiagError
 from diag.model import Change
 from diag.serveargs import human_int, parse_command, patch_command, tokenize
+from tests.test_preflight_seeds import SEEDS
 
-NEMOTRON = """vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4 \\
-  --enable-prefix-caching \\
-  --kv-cache-dtype fp8 \\
-  --dtype bfloat16 \\
-  --trust-remote-code \\
-  --gpu-memory-utilization 0.90 \\
-  --max-model-len 21525 \\
-  --tensor-parallel-size 4 \\
-  --speculative-config '{"method": "mtp", "num_speculative_tokens": 1}'"""
-
-QWEN36 = """python -m vllm.entrypoints.openai.api_server \\
-  --model Intel/Qwen3.6-27B-int4-AutoRound \\
-  --quantization auto_round \\
-  --kv-cache-dtype turboquant_4bit_nc \\
-  --max-model-len 96000 \\
-  --gpu-memory-utilization 0.97 \\
-  --compilation-config '{"cudagraph_mode":"PIECEWISE","cudagraph_capture_sizes":[1]}' \\
-  --no-scheduler-reserve-full-isl \\
-  --language-model-only \\
-  --skip-mm-profiling \\
-  --trust-remote-code"""
+# The seed reports' own commands (multi-line serve, api_server form), shared with the seed tests.
+NEMOTRON = SEEDS["39809_nemotron_pc_mtp"]["command"]
+QWEN36 = SEEDS["41560_turboquant_hybrid"]["command"]
 
 # Commands for the cross-check with vLLM's parser (serve form; api_server ones are converted).
 CORPUS = [
