@@ -8,7 +8,7 @@ Then, in one run and on the same (page-cached) file:
 
 * ``grep -E -c`` with the analyzer's byte signatures (``LC_ALL=C``),
 * the analyzer's reader (``read_facts``) in a fresh process: wall time, MB/s, peak RSS,
-* the whole command ``python -m diag analyze --json`` (reader + rules + report),
+* the whole command ``python -m vllm_diag analyze --json`` (reader + rules + report),
 
 best of ``--repeat`` runs each, for every size in ``--sizes`` (peak RSS should not grow with the size).
 Prints a table and ``--json`` figures; exit status 1 when a target is missed (>= 200 MB/s, <= 3x grep,
@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 REAL = REPO / "tests" / "fixtures" / "logs" / "real" / "qwen3next_ngram_prefix_caching.log"
 
-from diag.postmortem.reader import ANCHORS, HIT_RATE  # noqa: E402
+from vllm_diag.postmortem.reader import ANCHORS, HIT_RATE  # noqa: E402
 
 _BODY = [
     b"(APIServer pid=2401) INFO 11-26 02:%02d:%02d [loggers.py:257] Engine 000: Avg prompt throughput: 1234.5 tokens/s, "
@@ -104,7 +104,7 @@ def _timed(cmd: list[str], env: dict | None = None) -> tuple[float, int, bytes]:
 
 READER = (
     "import sys, json, time; sys.path.insert(0, {repo!r});"
-    "from diag.postmortem.reader import read_facts;"
+    "from vllm_diag.postmortem.reader import read_facts;"
     "t = time.perf_counter(); f, info = read_facts(sys.argv[1]); dt = time.perf_counter() - t;"
     "print(json.dumps({{'seconds': dt, 'root': f.root.exc_type if f.root else None, 'lines': f.total_lines,"
     "'hit_rate_samples': f.startup.get('prefix_cache_hit_rate_samples'), 'version': f.vllm_version}}))"
@@ -115,7 +115,7 @@ READER = (
 # imports -- sqlite-utils for the store -- a bare benchmark machine may lack)
 FULL = (
     "import sys; sys.path.insert(0, {repo!r});"
-    "from diag.postmortem.analyze import analyze_path; from diag.postmortem.report import render_json;"
+    "from vllm_diag.postmortem.analyze import analyze_path; from vllm_diag.postmortem.report import render_json;"
     "print(render_json(analyze_path(sys.argv[1], use_preflight=False)))"
 )
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from tests.test_preflight_seeds import SEEDS  # noqa: E402
 
 
-LIBRARY = ("import sys; from diag.preflight import run_check; "
+LIBRARY = ("import sys; from vllm_diag.preflight import run_check; "
            "run_check(sys.stdin.read(), version=sys.argv[1], gpu=sys.argv[2])")
 
 
@@ -47,7 +47,7 @@ def cold_check(seed: dict, library: bool = False) -> tuple[float, float]:
     if library:
         argv = [sys.executable, "-c", LIBRARY, seed["version"], seed["gpu"]]
     else:
-        argv = [sys.executable, "-m", "diag", "check", "--vllm-version", seed["version"], "--gpu", seed["gpu"], "--json",
+        argv = [sys.executable, "-m", "vllm_diag", "check", "--vllm-version", seed["version"], "--gpu", seed["gpu"], "--json",
                 "--file", "-"]
     return _timed(argv, seed["command"])
 

@@ -54,8 +54,8 @@ def main() -> int:
 
     from vllm import LLM, SamplingParams
 
-    from probes.adapters.common import MARK
-    from probes.plugin import current_probe
+    from vllm_diag.probes.adapters.common import MARK
+    from vllm_diag.probes.plugin import current_probe
 
     kwargs = dict(enforce_eager=True, max_model_len=512, max_num_seqs=args.batch, dtype="bfloat16")
     kwargs.update(json.loads(args.kwargs))

@@ -18,7 +18,7 @@ from .errors import DiagError
 
 INTERNAL_ERROR = 3  # exit code for a vllm-diag bug (user errors are 2, findings that stop an engine 1)
 
-# name -> module under diag.commands (import deferred until the command runs)
+# name -> module under vllm_diag.commands (import deferred until the command runs)
 COMMANDS = {
     "sessions": "sessions",
     "show": "show",
@@ -52,9 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _command_module(module_name: str):
     try:
-        return importlib.import_module(f"diag.commands.{module_name}")
+        return importlib.import_module(f"vllm_diag.commands.{module_name}")
     except ModuleNotFoundError as exc:
-        if exc.name == f"diag.commands.{module_name}":
+        if exc.name == f"vllm_diag.commands.{module_name}":
             return None  # command not built yet in this checkout
         raise
 

@@ -12,7 +12,7 @@ Accepted forms::
 ``parse_command(text_or_argv)`` returns a :class:`ServeCommand` that keeps every original token with
 its exact spelling and position, so a suggestion can patch the user's own command (same flag
 spelling, JSON or dotted form as written) and show a minimal diff. ``ServeCommand.config()``
-returns the normalised keys of ``diag.model.CONFIG_KEYS``.
+returns the normalised keys of ``vllm_diag.model.CONFIG_KEYS``.
 
 Flag knowledge (which flags take a value, which are booleans, short aliases) comes from
 ``diag/preflight/vllm_flags.json``, dumped from vLLM's own serve parser (``make_arg_parser``);
@@ -22,6 +22,7 @@ Values are never evaluated: JSON through ``json.loads``, YAML through ``yaml.saf
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import os
 import re
@@ -32,7 +33,7 @@ from typing import Any
 
 from .errors import DiagError
 
-_FLAGS_FILE = Path(__file__).parent / "preflight" / "vllm_flags.json"
+_FLAGS_FILE = importlib.resources.files("vllm_diag.preflight") / "vllm_flags.json"
 
 # Flags of older vLLM versions (not in the 0.32 parser) that users still paste.
 _LEGACY_FLAGS: dict[str, dict[str, Any]] = {
@@ -656,7 +657,7 @@ def vllm_parse_args(cmd: ServeCommand) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------
-# Patching the user's own command (used by diag.suggest)
+# Patching the user's own command (used by vllm_diag.suggest)
 # ------------------------------------------------------------------------------------------------
 
 # normalised key -> (vLLM dest, path inside a JSON-valued flag)

@@ -1,4 +1,4 @@
-"""vLLM objects -> ``diag.model`` objects, by duck typing (no vllm/torch import here).
+"""vLLM objects -> ``vllm_diag.model`` objects, by duck typing (no vllm/torch import here).
 
 Every function tolerates missing attributes (names move between vLLM releases): an absent value
 becomes ``None``, never an exception. Properties that can themselves raise (``page_size_bytes``
@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from diag.model import BatchStep, BlockTable, BuilderBuffer, KVCacheGroup, LayerSpec
+from vllm_diag.model import BatchStep, BlockTable, BuilderBuffer, KVCacheGroup, LayerSpec
 
 _MISSING = object()
 
@@ -221,7 +221,7 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 
 
 def engine_config(vllm_config: Any, version: str | None = None) -> dict[str, Any]:
-    """The normalised keys of ``diag.model.CONFIG_KEYS`` (plus a few extras) from a VllmConfig."""
+    """The normalised keys of ``vllm_diag.model.CONFIG_KEYS`` (plus a few extras) from a VllmConfig."""
     mc = dig(vllm_config, "model_config")
     cc = dig(vllm_config, "cache_config")
     sc = dig(vllm_config, "scheduler_config")

@@ -1,4 +1,4 @@
-"""What each hook does: read vLLM's objects, hand ``diag.model`` rows to the recorder, annotate
+"""What each hook does: read vLLM's objects, hand ``vllm_diag.model`` rows to the recorder, annotate
 exceptions. Version differences live in ``probes/adapters``; this module only duck-types.
 
 Contract of every wrapper: call the original with the same arguments and return its result
@@ -16,7 +16,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from diag.model import ErrorRecord
+from vllm_diag.model import ErrorRecord
 
 from . import extract
 from .recorder import Recorder, log_once_line

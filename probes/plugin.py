@@ -1,4 +1,4 @@
-"""The ``vllm.general_plugins`` entry point: ``vllm_diag = "probes.plugin:register"``.
+"""The ``vllm.general_plugins`` entry point: ``vllm_diag = "vllm_diag.probes.plugin:register"``.
 
 vLLM calls ``register()`` once in every process it starts (API server / ``LLM`` process,
 EngineCore, each worker; the model-registry inspection subprocess too). It is inert unless
@@ -8,9 +8,9 @@ EngineCore, each worker; the model-registry inspection subprocess too). It is in
    ``rank``), and leaves the registry-inspection subprocess alone;
 2. joins the engine's session: the first process creates the id and exports it as
    ``VLLM_DIAG_SESSION`` so every child (spawned or forked) writes into the same session;
-3. starts a :class:`~probes.recorder.Recorder` (background writer) and records versions, GPU
+3. starts a :class:`~vllm_diag.probes.recorder.Recorder` (background writer) and records versions, GPU
    facts and the (redacted) command line and environment;
-4. installs the hook points this process needs, chosen per vLLM version by ``probes.adapters``.
+4. installs the hook points this process needs, chosen per vLLM version by ``vllm_diag.probes.adapters``.
 
 Nothing here may break vLLM: every failure logs one line and the plugin steps aside.
 """
@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Any
 
-from diag.redact import redact_argv, redact_env
+from vllm_diag.redact import redact_argv, redact_env
 
 ENV_DB = "VLLM_DIAG_DB"
 ENV_SESSION = "VLLM_DIAG_SESSION"
@@ -138,8 +138,8 @@ def _register(db: str) -> None:
     role, rank = detect_process()
     if role is None:
         return
-    from diag.model import ProcessInfo, SessionInfo
-    from diag.store import new_session_id
+    from vllm_diag.model import ProcessInfo, SessionInfo
+    from vllm_diag.store import new_session_id
 
     from .recorder import Recorder
 
@@ -254,7 +254,7 @@ def _after_fork_in_child() -> None:
 
 
 def _rejoin_after_fork() -> None:
-    from diag.model import ProcessInfo
+    from vllm_diag.model import ProcessInfo
 
     probe = _STATE["probe"]
     role, rank = detect_process()

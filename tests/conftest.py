@@ -2,8 +2,8 @@
 
 ``testbed_models`` (session scope): ``{name: Path}`` of the tiny random-weight models in
 ``tests/testbed/models.py`` (``llama``, ``llama_draft``, ``llama_draft_big``, ``qwen3_next``,
-``nemotron_h``). They are built once into ``/work/main/.testbed-models/`` -- more exactly
-``<repo>/.testbed-models/`` (git-ignored), or ``$VLLM_DIAG_TESTBED_DIR`` when set -- and rebuilt
+``nemotron_h``). They are built once into ``<repo>/.testbed-models/`` (git-ignored), or
+``$VLLM_DIAG_TESTBED_DIR`` when set, and rebuilt
 only when that folder's stamp file is missing or stale (a file lock makes concurrent pytest
 sessions wait for one build instead of racing).
 """
@@ -25,6 +25,9 @@ def testbed_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def testbed_models() -> dict[str, Path]:
+    # the models are built with transformers + torch (the `cpu` extra); without them the test skips
+    pytest.importorskip("torch", reason="the test bed needs torch (pip install 'vllm-diag[cpu]')")
+    pytest.importorskip("transformers", reason="the test bed needs transformers (pip install 'vllm-diag[cpu]')")
     from tests.testbed.models import ensure_models
 
     return ensure_models(testbed_dir())

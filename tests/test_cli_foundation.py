@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import diag
-from diag.store import Store
+import vllm_diag
+from vllm_diag.store import Store
 from tests.test_store import _write_session
 
 BIN = Path(sys.executable).parent / "vllm-diag"
@@ -71,8 +71,8 @@ def test_help_lists_the_commands():
 
 def test_version():
     r = cli("--version")
-    assert (r.returncode, r.stdout.strip(), r.stderr) == (0, f"vllm-diag {diag.__version__}", "")
-    m = subprocess.run([sys.executable, "-m", "diag", "--version"], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout.strip(), r.stderr) == (0, f"vllm-diag {vllm_diag.__version__}", "")
+    m = subprocess.run([sys.executable, "-m", "vllm_diag", "--version"], capture_output=True, text=True, timeout=60)
     assert m.stdout == r.stdout
 
 
@@ -142,7 +142,7 @@ def test_show_text(populated_db):
 
 def test_show_survives_a_closed_pipe(tmp_path):
     """`vllm-diag show DB | head -1` on output far larger than a pipe buffer: no traceback."""
-    from diag.model import LayerSpec
+    from vllm_diag.model import LayerSpec
 
     path = tmp_path / "big.db"
     with Store.open(path, create=True) as st:

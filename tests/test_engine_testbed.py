@@ -134,7 +134,7 @@ def test_run_engine_guard_env_and_merged_output():
                     "PYTHONUNBUFFERED", "H1_EXTRA", "H1_REMOVED"):
             print(key, os.environ.get(key))
         print("on stderr", file=sys.stderr)
-        import diag, tests.testbed.models  # the repository is importable
+        import vllm_diag, tests.testbed.models  # the repository is importable
         """,
         env={"H1_EXTRA": 7, "H1_REMOVED": None},
         timeout=60,

@@ -1,4 +1,4 @@
-"""``diag`` must import on a laptop without vLLM: no module under ``diag/`` may pull in vllm, torch,
+"""The core (``vllm_diag``, the ``diag/`` folder) must import on a laptop without vLLM: no module under ``diag/`` may pull in vllm, torch,
 textual, dash or plotly at import time. Each check runs in a fresh interpreter; the package is walked
 with pkgutil, so modules added later are covered without editing this file."""
 
@@ -42,13 +42,13 @@ CHECKER = textwrap.dedent(
         new = sorted(set(heavy()) - before)
         if new:
             report["culprits"][name] = new[:5]
-    if package == "diag":  # the CLI builds its parser from every command module
-        import diag.cli
+    if package == "vllm_diag":  # the CLI builds its parser from every command module
+        import vllm_diag.cli
         before = set(heavy())
-        diag.cli.build_parser()
+        vllm_diag.cli.build_parser()
         new = sorted(set(heavy()) - before)
         if new:
-            report["culprits"]["diag.cli.build_parser()"] = new[:5]
+            report["culprits"]["vllm_diag.cli.build_parser()"] = new[:5]
     report["final"] = heavy()
     print("REPORT " + json.dumps(report))
     """
@@ -57,7 +57,8 @@ CHECKER = textwrap.dedent(
 
 def run_checker(package: str, extra_path: Path | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
-    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (extra_path, REPO_ROOT) if p)
+    if extra_path:
+        env["PYTHONPATH"] = str(extra_path)
     r = subprocess.run([sys.executable, "-c", CHECKER, package, ",".join(FORBIDDEN)], capture_output=True,
                        text=True, timeout=120, env=env, cwd=REPO_ROOT)
     lines = [line for line in r.stdout.splitlines() if line.startswith("REPORT ")]
@@ -66,7 +67,7 @@ def run_checker(package: str, extra_path: Path | None = None) -> dict:
 
 
 def test_diag_imports_no_heavy_dependency():
-    report = run_checker("diag")
+    report = run_checker("vllm_diag")
     assert report["preloaded"] == []
     assert not report["errors"], f"modules under diag/ failed to import: {report['errors']}"
     assert not report["culprits"], (
@@ -75,8 +76,8 @@ def test_diag_imports_no_heavy_dependency():
     )
     assert report["final"] == []
     # the walk found the foundation's modules (and so will find new ones)
-    assert {"diag", "diag.cli", "diag.model", "diag.store", "diag.schema", "diag.errors", "diag.textview",
-            "diag.commands.sessions", "diag.commands.show", "diag.rules.base"} <= set(report["modules"])
+    assert {"vllm_diag", "vllm_diag.cli", "vllm_diag.model", "vllm_diag.store", "vllm_diag.schema", "vllm_diag.errors", "vllm_diag.textview",
+            "vllm_diag.commands.sessions", "vllm_diag.commands.show", "vllm_diag.rules.base"} <= set(report["modules"])
 
 
 def test_checker_catches_a_heavy_import(tmp_path):
@@ -102,13 +103,12 @@ def test_cli_startup_imports_no_heavy_dependency(argv):
         "import sys, runpy\n"
         f"sys.argv = ['vllm-diag', *{argv!r}]\n"
         "try:\n"
-        "    runpy.run_module('diag', run_name='__main__')\n"
+        "    runpy.run_module('vllm_diag', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
         f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r})\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = str(REPO_ROOT)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert "HEAVY []" in r.stderr, r.stderr

@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diag.cli import main
-from diag.model import CATEGORIES
-from diag.postmortem.analyze import analyze_facts
-from diag.postmortem.pylit import LiteralError, parse_literal
-from diag.postmortem.reader import InputError, facts_from_bytes, read_facts
-from diag.store import Store
+from vllm_diag.cli import main
+from vllm_diag.model import CATEGORIES
+from vllm_diag.postmortem.analyze import analyze_facts
+from vllm_diag.postmortem.pylit import LiteralError, parse_literal
+from vllm_diag.postmortem.reader import InputError, facts_from_bytes, read_facts
+from vllm_diag.store import Store
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 SEED4 = LOGS / "seeds" / "004_56fd74f28e856ca0.log"
@@ -84,7 +84,7 @@ def test_db_session(tmp_path, capsys):
 
 def test_stdin_gzip(tmp_path):
     data = gzip.compress(SEED4.read_bytes())
-    r = subprocess.run([sys.executable, "-m", "diag", "analyze", "--json", "-"], input=data, capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "vllm_diag", "analyze", "--json", "-"], input=data, capture_output=True,
                        cwd=REPO, timeout=120)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["numbers"]["tensor_a_size"] == 6
@@ -103,7 +103,7 @@ def test_folder_of_logs(tmp_path):
 
 # ---------------------------------------------------------------- bad input
 def _cli_subprocess(path):
-    return subprocess.run([sys.executable, "-m", "diag", "analyze", str(path)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "vllm_diag", "analyze", str(path)], capture_output=True, text=True,
                           cwd=REPO, timeout=120)
 
 
@@ -221,7 +221,7 @@ def test_fresh_engine_log(tmp_path, testbed_models):
     log = capture("unknown_architecture", tmp_path)
     text = log.read_text()
     assert "FooBarForCausalLM" in text  # what the engine printed, not a fixture
-    r = subprocess.run([sys.executable, "-m", "diag", "analyze", "--json", str(log)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "vllm_diag", "analyze", "--json", str(log)], capture_output=True, text=True,
                        cwd=REPO, timeout=120, env={**os.environ})
     doc = json.loads(r.stdout)
     assert doc["findings"][0]["rule"] == "other_unsupported_arch" and doc["findings"][0]["category"] == "other"
@@ -247,7 +247,7 @@ def test_large_file_edge_cases(tmp_path):
 # ---------------------------------------------------------------- the chunked scanner agrees with a full parse
 @pytest.fixture
 def tiny_chunks(monkeypatch):
-    import diag.postmortem.reader as r
+    import vllm_diag.postmortem.reader as r
 
     monkeypatch.setattr(r, "FULL_PARSE_BYTES", 2048)
     monkeypatch.setattr(r, "CHUNK", 1536)
@@ -310,7 +310,7 @@ def test_fuzz_chunked_never_crashes(tiny_chunks, parts):
 
 
 def test_internal_error_is_one_line(monkeypatch, capsys):
-    import diag.postmortem.analyze as pa
+    import vllm_diag.postmortem.analyze as pa
 
     def boom(*a, **k):
         raise ZeroDivisionError("simulated bug")

@@ -3,18 +3,20 @@ output), every wrapper/prefix variant of those, and negative logs that must stay
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from diag.model import CATEGORIES
-from diag.postmortem.analyze import analyze_facts, analyze_path
-from diag.postmortem.reader import facts_from_bytes
+from vllm_diag.model import CATEGORIES
+from vllm_diag.postmortem.analyze import analyze_facts, analyze_path
+from vllm_diag.postmortem.reader import facts_from_bytes
 from tests.fixtures.logs.seeds.extract import extract
 from tests.fixtures.logs.variants import VARIANTS
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
-SEEDS_SRC = Path("/work/shared/seeds")
+# the original seed pages, when a checkout has them (set VLLM_DIAG_SEEDS_DIR); the fixtures are their excerpts
+SEEDS_SRC = Path(os.environ.get("VLLM_DIAG_SEEDS_DIR", "")) if os.environ.get("VLLM_DIAG_SEEDS_DIR") else None
 MISMATCH = set(CATEGORIES) - {"other"}
 
 # seed -> (category of the first finding, root exception type, numbers that must be read, facts)
@@ -38,8 +40,8 @@ SEEDS = {
 
 @pytest.mark.parametrize("seed", sorted(SEEDS))
 def test_seed_fixture_is_verbatim(seed):
-    if not SEEDS_SRC.is_dir():
-        pytest.skip("shared seeds not available")
+    if SEEDS_SRC is None or not SEEDS_SRC.is_dir():
+        pytest.skip("seed pages not available (set VLLM_DIAG_SEEDS_DIR to check the excerpts against them)")
     assert (LOGS / "seeds" / f"{seed}.log").read_text() == extract((SEEDS_SRC / f"{seed}.txt").read_text())
 
 
@@ -128,10 +130,13 @@ def test_gpu_engine_log():
     assert not any(x.rule == "spec_capture_sizes" for x in an.findings)
 
 
-def test_cpu_log_preflight_uses_the_cpu_backend():
+def test_cpu_log_preflight_uses_the_cpu_backend(testbed_models):
     """The CPU log says 'Setting attention block size to 640'; the pre-flight must predict the same
-    (CPU backend: block 128 granularity), not the CUDA 288."""
-    an = analyze_path(str(LOGS / "real" / "qwen3next_ngram_prefix_caching.log"))
+    (CPU backend: block 128 granularity), not the CUDA 288. The log names its model by a path of the
+    machine that recorded it (``/models/qwen3_next``); ``model_dirs`` finds the test bed's copy."""
+    log = str(LOGS / "real" / "qwen3next_ngram_prefix_caching.log")
+    an = analyze_path(log, model_dirs=[str(testbed_models["qwen3_next"].parent)])
+    assert an.predicted is not None, an.preflight_note
     assert an.facts.startup["attention_block_size"] == 640
     assert an.gpu is not None and an.gpu.name == "cpu"
     inflated = [x for x in an.findings if x.rule == "block_size_inflated"][0]
@@ -229,7 +234,7 @@ def test_failure_without_traceback_from_startup_and_metrics_lines():
     metrics = [f"(APIServer pid=1) INFO 11-26 02:{10 + i // 6:02d}:{i % 6}0 [loggers.py:257] Engine 000: Avg prompt "
                f"throughput: 812.4 tokens/s, Avg generation throughput: 95.1 tokens/s, Running: 3 reqs, Waiting: 0 reqs, "
                f"GPU KV cache usage: 4.1%, Prefix cache hit rate: 0.0%" for i in range(30)]
-    from diag.postmortem.analyze import analyze_text
+    from vllm_diag.postmortem.analyze import analyze_text
 
     an = analyze_text("\n".join(startup + metrics) + "\n")
     f = an.facts

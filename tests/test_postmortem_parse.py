@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from diag.postmortem import facts_from_text
-from diag.postmortem.extract import message_numbers
-from diag.postmortem.lines import clean_line
-from diag.postmortem.pylit import LiteralError, parse_kwargs, parse_literal
-from diag.redact import redact
+from vllm_diag.postmortem import facts_from_text
+from vllm_diag.postmortem.extract import message_numbers
+from vllm_diag.postmortem.lines import clean_line
+from vllm_diag.postmortem.pylit import LiteralError, parse_kwargs, parse_literal
+from vllm_diag.redact import redact
 
 
 # ---------------------------------------------------------------- pylit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from diag.postmortem.analyze import analyze_text
+from vllm_diag.postmortem.analyze import analyze_text
 
 TB = 'Traceback (most recent call last):\n  File "/v/vllm/{file}", line 10, in {fn}\n    x = f()\n{exc}\n'
 
@@ -40,8 +40,8 @@ def test_other_rules(text, rule, numbers):
 
 
 def test_kv_memory_suggestion_uses_the_estimate():
-    from diag.rules import suggestions_for
-    from diag.rules.base import RuleContext
+    from vllm_diag.rules import suggestions_for
+    from vllm_diag.rules.base import RuleContext
 
     text = TB.format(file="v1/core/kv_cache_utils.py", fn="check_enough_kv_cache_memory",
                      exc="ValueError: To serve at least one request with the model's max seq len (32768), (4.0 GiB "

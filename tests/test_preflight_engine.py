@@ -3,7 +3,7 @@ suggestion that fixes a real CPU failure boots and generates.
 
 One subprocess runs every configuration (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) and prints, per
 engine, its ``kv_cache_config`` groups, the runner's block-table shapes and the cache config after
-alignment; the predictions come from ``diag.preflight.predict`` with platform ``cpu`` and version 0.32.
+alignment; the predictions come from ``vllm_diag.preflight.predict`` with platform ``cpu`` and version 0.32.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import json
 
 import pytest
 
-from diag.preflight import run_check
-from diag.preflight.hfconfig import load_model_facts
-from diag.preflight.predict import predict
-from diag.rules.base import GpuInfo
-from diag.serveargs import normalise_args, parse_command
+from vllm_diag.preflight import run_check
+from vllm_diag.preflight.hfconfig import load_model_facts
+from vllm_diag.preflight.predict import predict
+from vllm_diag.rules.base import GpuInfo
+from vllm_diag.serveargs import normalise_args, parse_command
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(400)]
 

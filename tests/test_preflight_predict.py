@@ -1,4 +1,4 @@
-"""Pre-flight predictor: formulas vs the worked numbers of vllm-internals.md and vs vLLM's own classes."""
+"""Pre-flight predictor: formulas vs worked numbers computed by hand from vLLM's source and vs vLLM's own classes."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from diag.preflight.hfconfig import facts_from_config, load_model_facts
-from diag.preflight.predict import (attn_bytes_per_token, mamba_shapes, parse_gpu, predict, shapes_bytes,
+from vllm_diag.preflight.hfconfig import facts_from_config, load_model_facts
+from vllm_diag.preflight.predict import (attn_bytes_per_token, mamba_shapes, parse_gpu, predict, shapes_bytes,
                                     tq_slot_size)
 
 QWEN3_NEXT = {  # HF defaults of Qwen3-Next-80B-A3B (the dims that set the pages)
@@ -20,7 +20,7 @@ H100 = parse_gpu("H100")
 
 
 @pytest.mark.parametrize("tp, k, kv, block, mamba_page, pad", [
-    # vllm-internals.md section 4 "worked numbers" (a = 16)
+    # Qwen3-Next numbers worked by hand from vLLM's MambaSpec / FullAttentionSpec page formulas (a = 16)
     (1, 0, "auto", 544, 1_097_728, 1.49),
     (1, 1, "auto", 544, 1_114_112, None),
     (1, 2, "auto", 560, 1_130_496, 1.45),
@@ -67,7 +67,7 @@ def test_turboquant_slot_size():
 
 
 def test_missing_config_is_a_clear_error(tmp_path, monkeypatch):
-    from diag.errors import DiagError
+    from vllm_diag.errors import DiagError
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     with pytest.raises(DiagError, match="not found locally or in the Hugging Face cache"):

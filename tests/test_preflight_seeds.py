@@ -1,8 +1,8 @@
-"""`vllm-diag check` on the five seed configurations (shared/seeds): finding, numbers, re-checked suggestion.
+"""`vllm-diag check` on the five seed configurations (vLLM issues #43626, #41560, #43457, #38196, #39809): finding, numbers, re-checked suggestion.
 
 Each seed is the user's own command from the bug report (the LLM(...) one of #38196 as its serve
-equivalent), with the vLLM version and GPU the report names. The bundled demo configs in
-assets/configs/ stand in for the Hugging Face config.json files.
+equivalent), with the vLLM version and GPU the report names. The bundled demo configs
+(package data, ``diag/data/configs/``) stand in for the Hugging Face config.json files.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from diag.cli import main
-from diag.preflight import run_check
+from vllm_diag.cli import main
+from vllm_diag.preflight import run_check
 
 SEEDS = {
     "43626_dense_draft_hybrid": dict(
@@ -141,7 +141,7 @@ def test_cli_check_exit_codes_and_json(capsys):
 
 
 def _argv(command: str) -> list[str]:
-    from diag.serveargs import tokenize
+    from vllm_diag.serveargs import tokenize
 
     return [t.value for t in tokenize(command)]
 
@@ -168,7 +168,7 @@ def test_check_db_then_suggest_apply(tmp_path, capsys):
     rc = main(["check", "--vllm-version", "0.19.0", "--gpu", "B200", "--db", str(db), "--file", str(cmdfile)])
     out = capsys.readouterr().out
     assert rc == 1 and "stored session" in out
-    from diag.store import Store
+    from vllm_diag.store import Store
 
     with Store.open(db) as store:
         rec = store.load(None)
@@ -199,7 +199,7 @@ def test_check_db_then_suggest_apply(tmp_path, capsys):
 
 def test_cold_cli_check_is_fast():
     """Not the benchmark (benchmarks/check_speed.py): a guard that the default path never imports vLLM."""
-    code = ("import sys, time; t=time.perf_counter(); from diag.cli import main; "
+    code = ("import sys, time; t=time.perf_counter(); from vllm_diag.cli import main; "
             "rc = main(['check', '--vllm-version', '0.19.0', '--gpu', 'B200', '--json', '--', 'vllm', 'serve', "
             "'nvidia/NVIDIA-Nemotron-3-Super-120B-A12B', '--enable-prefix-caching', '--speculative-config', "
             "'{\"method\": \"mtp\", \"num_speculative_tokens\": 1}']); "

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from diag.store import Store
+from vllm_diag.store import Store
 from tests.testbed.engine import NO_MP, engine_env, run_engine, wrap_script
 
 pytestmark = pytest.mark.engine
@@ -96,7 +96,7 @@ def test_llama_in_process_matches_engine(testbed_models, tmp_path, baseline_toke
     assert env["gpu_count"] == "not available" and env["cuda_version"] == "not available"
     assert env["role"] == "main" and [p.role for p in record.processes] == ["main"]
     # `vllm-diag show DB --json` exposes it all
-    out = subprocess.run([sys.executable, "-m", "diag", "show", str(db), "--json"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "vllm_diag", "show", str(db), "--json"], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
@@ -209,7 +209,7 @@ def test_sigkill_leaves_readable_db(testbed_models, tmp_path):
     db = tmp_path / "run.db"
     extra = """
 import time
-from probes.plugin import current_probe
+from vllm_diag.probes.plugin import current_probe
 probe = current_probe()
 deadline = time.time() + 30
 while probe.rec._steps and time.time() < deadline:  # wait for the writer thread's own flush

@@ -21,8 +21,8 @@ def _shape(t) -> list[int]:
 
 
 def compare_with_engine(llm, outputs, db: str) -> dict[str, Any]:
-    from diag.store import Store
-    from probes.plugin import current_probe
+    from vllm_diag.store import Store
+    from vllm_diag.probes.plugin import current_probe
 
     probe = current_probe()
     assert probe is not None, "probe not loaded in this process"

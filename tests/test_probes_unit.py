@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from diag.model import BatchStep, LayerSpec, ProcessInfo, SessionInfo
-from diag.store import Store, new_session_id
-from probes import adapters, gpu
-from probes.adapters.common import HookPoint, install_points, version_tuple
-from probes.hooks import Probe, shape_mismatch_details, unify_failure_details
-from diag.redact import redact_argv, redact_env
-from probes.plugin import detect_process
-from probes.recorder import Recorder
+from vllm_diag.model import BatchStep, LayerSpec, ProcessInfo, SessionInfo
+from vllm_diag.store import Store, new_session_id
+from vllm_diag.probes import adapters, gpu
+from vllm_diag.probes.adapters.common import HookPoint, install_points, version_tuple
+from vllm_diag.probes.hooks import Probe, shape_mismatch_details, unify_failure_details
+from vllm_diag.redact import redact_argv, redact_env
+from vllm_diag.probes.plugin import detect_process
+from vllm_diag.probes.recorder import Recorder
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,7 +65,7 @@ def test_plugin_inert_and_isolated():
     """Without VLLM_DIAG_DB register() does nothing; probes/ modules import neither vllm nor torch."""
     code = (
         "import os, sys; os.environ.pop('VLLM_DIAG_DB', None)\n"
-        "import probes.plugin as p, probes.recorder, probes.hooks, probes.extract, probes.gpu, probes.adapters\n"
+        "import vllm_diag.probes.plugin as p, vllm_diag.probes.recorder, vllm_diag.probes.hooks, vllm_diag.probes.extract, vllm_diag.probes.gpu, vllm_diag.probes.adapters\n"
         "p.register(); assert p.current_probe() is None\n"
         "bad = [m for m in ('vllm', 'torch') if m in sys.modules]; assert not bad, bad\n"
         "print('OK')"
@@ -124,7 +124,7 @@ def test_recorder_steps_aside_once(tmp_path, caplog):
 
 
 def test_recorder_errors_mark_failed(tmp_path):
-    from diag.model import ErrorRecord
+    from vllm_diag.model import ErrorRecord
 
     rec = _recorder(tmp_path / "r.db", owner=False, flush_interval=0.05)
     rec.add_error(ErrorRecord(exc_type="AssertionError", message=""))
@@ -271,7 +271,7 @@ def test_unify_note_from_real_032_specs(tmp_path):
 
 
 def test_shape_mismatch_note():
-    from diag.model import BlockTable, BuilderBuffer
+    from vllm_diag.model import BlockTable, BuilderBuffer
 
     msg = "The size of tensor a (4) must match the size of tensor b (7) at non-singleton dimension 1"
     note, numbers = shape_mismatch_details(
@@ -317,8 +317,8 @@ os.environ["VLLM_DIAG_DB"] = sys.argv[1]
 os.environ.pop("VLLM_DIAG_SESSION", None)
 import vllm.plugins as vp
 vp.load_general_plugins()                      # the parent: vLLM loads our entry point
-import probes.plugin as pp
-from diag.model import BatchStep
+import vllm_diag.probes.plugin as pp
+from vllm_diag.model import BatchStep
 parent = pp.current_probe()
 assert parent is not None and parent.rec.flush(20)
 pid = os.fork()

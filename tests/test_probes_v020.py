@@ -10,7 +10,7 @@ spec classes through the probe's hook:
   ``.py`` files (26 MB) into ``.testbed-models/vllm-0.20.2/`` (git-ignored; override with
   ``VLLM_DIAG_V020_DIR``); later runs reuse it. No stub modules are needed.
 * a subprocess puts that tree first on ``sys.path`` (so ``import vllm`` is 0.20.2), installs
-  the probe's KV-planning hook points for version 0.20.2 (``probes.adapters.planning_points`` --
+  the probe's KV-planning hook points for version 0.20.2 (``vllm_diag.probes.adapters.planning_points`` --
   the same code the plugin runs), builds the specs the way 0.20.2 does for the test bed's
   ``qwen3_next`` (GDN state shapes/dtypes from 0.20.2's ``MambaStateShapeCalculator``) with the
   GPU platform's hybrid alignment (``Platform._align_hybrid_block_size`` arithmetic, 0.20.2
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from diag.store import Store
+from vllm_diag.store import Store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 V020 = "0.20.2"
@@ -100,12 +100,12 @@ import torch
 import vllm
 assert vllm.__version__ == "0.20.2" and vllm.__file__.startswith(tree), (vllm.__version__, vllm.__file__)
 from types import SimpleNamespace
-from diag.model import ProcessInfo, SessionInfo
-from diag.store import new_session_id
-from probes import adapters
-from probes.adapters.common import install_points
-from probes.hooks import Probe
-from probes.recorder import Recorder
+from vllm_diag.model import ProcessInfo, SessionInfo
+from vllm_diag.store import new_session_id
+from vllm_diag.probes import adapters
+from vllm_diag.probes.adapters.common import install_points
+from vllm_diag.probes.hooks import Probe
+from vllm_diag.probes.recorder import Recorder
 
 sid = new_session_id()
 rec = Recorder(db, SessionInfo(id=sid, kind="engine", vllm_version=vllm.__version__, started_at=0.0),
@@ -216,7 +216,7 @@ def test_hook_points_resolve_in_020_sources(vllm_020):
     import ast
     import types
 
-    from probes import adapters
+    from vllm_diag.probes import adapters
 
     probe = types.SimpleNamespace(**{n: (lambda f: f) for n in (
         "wrap_get_kv_cache_groups", "wrap_unify", "wrap_initialize_kv_caches", "wrap_executor_specs", "wrap_flush_after",

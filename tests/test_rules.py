@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from diag.model import CATEGORIES, BatchStep, EngineState, Frame, LogException, LogFacts
-from diag.preflight.hfconfig import facts_from_config, load_model_facts
-from diag.preflight.predict import parse_gpu, predict
-from diag.rules import all_rules, run_rules
-from diag.rules.base import GpuInfo, Rule, RuleContext
+from vllm_diag.model import CATEGORIES, BatchStep, EngineState, Frame, LogException, LogFacts
+from vllm_diag.preflight.hfconfig import facts_from_config, load_model_facts
+from vllm_diag.preflight.predict import parse_gpu, predict
+from vllm_diag.rules import all_rules, run_rules
+from vllm_diag.rules.base import GpuInfo, Rule, RuleContext
 
 MINE = {"block_size_inflated", "dsa_next_n", "gdn_cudagraph_capture", "gdn_mixed_batch", "kv_page_not_divisible",
         "kv_quant_hybrid", "kv_unify_mamba_assert", "mamba2_align_long_prompt", "mamba_align_spec_cpu", "mamba_block_budget",
@@ -40,7 +40,7 @@ def test_registry_is_stable_and_complete():
 
 
 def test_findings_sorted_by_severity_and_a_broken_rule_does_not_hide_others(monkeypatch):
-    import diag.rules as registry
+    import vllm_diag.rules as registry
 
     def boom(ctx):
         raise RuntimeError("bug")
@@ -70,7 +70,7 @@ UNIFY_FRAMES = [("vllm/v1/core/kv_cache_utils.py", 1654, "get_kv_cache_groups", 
 def test_unify_assert_from_log_only(version, fires):
     log = _log("AssertionError", "", UNIFY_FRAMES, args={"speculative_method": "draft_model", "num_speculative_tokens": 3},
                version=version)
-    from diag.rules.base import parse_version
+    from vllm_diag.rules.base import parse_version
 
     got = _fire(RuleContext(log=log, version=parse_version(version)), "kv_unify_mamba_assert")
     assert bool(got) is fires
@@ -122,7 +122,7 @@ def test_quantized_kv_unify_assert_goes_to_kv_quant_hybrid():
     ("spec_token_budget", _log(args={"num_speculative_tokens": 7, "max_num_seqs": 512, "max_num_batched_tokens": 2048})),
 ])
 def test_rule_fires_from_log_facts(rule, log):
-    from diag.rules.base import parse_version
+    from vllm_diag.rules.base import parse_version
 
     got = _fire(RuleContext(log=log, version=parse_version(log.vllm_version)), rule)
     assert got, rule
@@ -188,7 +188,7 @@ def test_granite_spec_decode_padded_page_assert_and_block_size_fix():
     ctx = RuleContext(state=st, version=(0, 30, 0), gpu=H100)
     f = _fire(ctx, "mamba_padded_smaller")[0]
     assert f.comparisons[0].expected > f.comparisons[0].actual
-    from diag.rules import suggestions_for
+    from vllm_diag.rules import suggestions_for
 
     block = next(s for s in suggestions_for(f, ctx) if s.changes[0].key == "block_size").changes[0].value
     st2 = predict(granite, {**cfg, "block_size": block}, (0, 30, 0), H100)
@@ -228,7 +228,7 @@ def test_spec_capture_sizes_ignores_resolved_sizes_in_a_log():
     # line; the user never chose them, so this performance rule must stay quiet.
     from pathlib import Path
 
-    from diag.postmortem import read_facts
+    from vllm_diag.postmortem import read_facts
 
     log = Path(__file__).parent / "fixtures/logs/gpu/gpu_nemotronh_prefix_caching_ngram.log"
     facts, _ = read_facts(str(log))

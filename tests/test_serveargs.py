@@ -1,4 +1,4 @@
-"""diag.serveargs: the pure `vllm serve` parser, cross-checked against vLLM's own parser, and patching."""
+"""vllm_diag.serveargs: the pure `vllm serve` parser, cross-checked against vLLM's own parser, and patching."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from diag.errors import DiagError
-from diag.model import Change
-from diag.serveargs import human_int, parse_command, patch_command, tokenize
+from vllm_diag.errors import DiagError
+from vllm_diag.model import Change
+from vllm_diag.serveargs import human_int, parse_command, patch_command, tokenize
 from tests.test_preflight_seeds import SEEDS
 
 # The seed reports' own commands (multi-line serve, api_server form), shared with the seed tests.
@@ -153,7 +153,7 @@ def test_patch_several_keys_of_one_json_flag():
 @pytest.fixture(scope="module")
 def vllm_parser():
     pytest.importorskip("vllm")
-    from diag.serveargs import vllm_parse_args
+    from vllm_diag.serveargs import vllm_parse_args
 
     return vllm_parse_args
 
@@ -205,7 +205,7 @@ def test_flag_table_matches_installed_vllm(vllm_parser):
     from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-    from diag.serveargs import flag_table, flag_table_version
+    from vllm_diag.serveargs import flag_table, flag_table_version
 
     import importlib.metadata as md
 
@@ -227,7 +227,7 @@ def test_flag_table_matches_installed_vllm(vllm_parser):
 
 @pytest.mark.slow
 def test_check_with_vllm_parser_reports_agreement(vllm_parser, capsys):
-    from diag.cli import main
+    from vllm_diag.cli import main
 
     rc = main(["check", "--vllm-parser", "--vllm-version", "0.19.0", "--gpu", "B200", "--", *[t.value for t in tokenize(NEMOTRON)]])
     out = capsys.readouterr().out

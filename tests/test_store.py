@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from diag import schema
-from diag import store as store_mod
-from diag.errors import DiagError, NotADiagDatabase, SessionNotFound
-from diag.model import (
+from vllm_diag import schema
+from vllm_diag import store as store_mod
+from vllm_diag.errors import DiagError, NotADiagDatabase, SessionNotFound
+from vllm_diag.model import (
     BatchStep,
     BlockTable,
     BuilderBuffer,
@@ -35,7 +35,7 @@ from diag.model import (
     Suggestion,
     to_jsonable,
 )
-from diag.store import Store, new_session_id
+from vllm_diag.store import Store, new_session_id
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -458,8 +458,8 @@ def test_unopenable_path_is_one_line_error(tmp_path):
 WRITER = textwrap.dedent(
     """
     import os, sys, time
-    from diag.model import BatchStep, EngineState, ErrorRecord, LayerSpec, ProcessInfo, SessionInfo
-    from diag.store import Store
+    from vllm_diag.model import BatchStep, EngineState, ErrorRecord, LayerSpec, ProcessInfo, SessionInfo
+    from vllm_diag.store import Store
 
     path, idx, n, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     while not os.path.exists(go):
@@ -559,8 +559,8 @@ def test_read_only_media(read_only_mount):
 READER = textwrap.dedent(
     """
     import os, sys, time
-    from diag.store import Store
-    from diag.errors import DiagError
+    from vllm_diag.store import Store
+    from vllm_diag.errors import DiagError
 
     path, stop = sys.argv[1], sys.argv[2]
     while True:  # wait until the first writer has created and migrated the file

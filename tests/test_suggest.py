@@ -1,13 +1,13 @@
-"""diag.suggest: the library calls behind `suggest --apply`, the TUI key and the dashboard button."""
+"""vllm_diag.suggest: the library calls behind `suggest --apply`, the TUI key and the dashboard button."""
 
 from __future__ import annotations
 
 import pytest
 
-from diag.errors import DiagError
-from diag.model import Change, Finding, LogFacts, Suggestion
-from diag.rules.base import RuleContext
-from diag.suggest import apply_suggestion, command_from_args, suggestions_for_finding
+from vllm_diag.errors import DiagError
+from vllm_diag.model import Change, Finding, LogFacts, Suggestion
+from vllm_diag.rules.base import RuleContext
+from vllm_diag.suggest import apply_suggestion, command_from_args, suggestions_for_finding
 
 SEED_0 = ("vllm serve Qwen/Qwen3-Coder-Next-80B-A3B-NVFP4 --kv-cache-dtype fp8_e4m3 "
           "--speculative-config '{\"model\": \"LocoOperator/LocoOperator-4B\", \"num_speculative_tokens\": 3}'")
@@ -41,9 +41,9 @@ def test_suggestions_for_a_log_finding_use_the_logged_command():
     """What `analyze` calls: the command comes from the log; candidates are re-checked with the pre-flight."""
     log = LogFacts(vllm_version="0.20.2", command=SEED_0)
     finding = Finding(rule="kv_unify_mamba_assert", category="kv_page_size", title="t")
-    from diag.preflight import evaluate
-    from diag.preflight.predict import parse_gpu
-    from diag.serveargs import parse_command
+    from vllm_diag.preflight import evaluate
+    from vllm_diag.preflight.predict import parse_gpu
+    from vllm_diag.serveargs import parse_command
 
     gpu = parse_gpu("RTX PRO 6000")
     state, *_ = evaluate(parse_command(SEED_0), (0, 20, 2), gpu)
@@ -66,7 +66,7 @@ def test_command_from_log_arguments():
 
 
 def test_version_only_change_keeps_the_command():
-    from diag.preflight import run_check
+    from vllm_diag.preflight import run_check
 
     r = run_check(SEED_0, version="0.20.2", gpu="RTX PRO 6000")
     up = next(s for f in r.findings for s in f.suggestions if s.changes == [Change("vllm_version", "0.26.0")])

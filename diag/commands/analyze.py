@@ -15,6 +15,9 @@ def add_arguments(p) -> None:
     fmt.add_argument("--markdown", action="store_true", help="Markdown ready to paste into a vLLM GitHub issue")
     p.add_argument("--db", metavar="FILE", help="also store the analysis as a session (kind 'log') in this database")
     p.add_argument("--no-preflight", action="store_true", help="do not look up the model's config.json")
+    p.add_argument("--model-dir", metavar="DIR", action="append", default=[],
+                   help="look for the log's model folder (by its last path part) in DIR when the path in the log "
+                        "does not exist here (repeatable; also $VLLM_DIAG_MODEL_PATH)")
 
 
 def run(args) -> int:
@@ -23,7 +26,7 @@ def run(args) -> int:
     from ..postmortem.report import render_json, render_markdown, render_text
 
     try:
-        an = analyze_path(args.path, use_preflight=not args.no_preflight)
+        an = analyze_path(args.path, use_preflight=not args.no_preflight, model_dirs=args.model_dir)
     except MemoryError:
         raise DiagError(f"{args.path}: out of memory while reading the log") from None
     if args.db:

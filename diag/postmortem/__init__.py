@@ -1,8 +1,8 @@
-"""Post-mortem: read a vLLM log (file, folder, stdin, .gz) into :class:`diag.model.LogFacts`.
+"""Post-mortem: read a vLLM log (file, folder, stdin, .gz) into :class:`vllm_diag.model.LogFacts`.
 
 Entry points: :func:`read_facts` (path or ``-``), :func:`facts_from_text` (a string, for tests and
 pasted logs), :func:`facts_from_bytes`. The analysis pipeline (rules, pre-flight, suggestions, store)
-is :func:`diag.postmortem.analyze.analyze_path`.
+is :func:`vllm_diag.postmortem.analyze.analyze_path`.
 
 What the extractor sets
 =======================

@@ -2,14 +2,14 @@
 
 ``analyze_path(path)`` / ``analyze_text(text)`` return an :class:`Analysis`; ``store_analysis`` writes it
 as a session of kind ``log`` (an ``EngineState`` with ``source="log"``, its ``ErrorRecord``, findings and
-suggestions). Rendering lives in :mod:`diag.postmortem.report`.
+suggestions). Rendering lives in :mod:`vllm_diag.postmortem.report`.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ..model import (
     CATEGORIES,
@@ -107,7 +107,8 @@ def log_state(facts: LogFacts) -> EngineState:
     return state
 
 
-def run_preflight(facts: LogFacts, version, gpu: GpuInfo | None) -> tuple[EngineState | None, str]:
+def run_preflight(facts: LogFacts, version, gpu: GpuInfo | None,
+                  model_dirs: Sequence[str] = ()) -> tuple[EngineState | None, str]:
     """Pre-flight prediction when the model's config.json is reachable; (state, note)."""
     try:
         from ..preflight.hfconfig import load_model_facts
@@ -120,7 +121,7 @@ def run_preflight(facts: LogFacts, version, gpu: GpuInfo | None) -> tuple[Engine
         # no command names the model: a repo id quoted in the text whose config.json is reachable
         for rid in facts.startup.get("repo_mentions", []):
             try:
-                load_model_facts(rid)
+                load_model_facts(rid, model_dirs=model_dirs)
             except Exception:  # noqa: BLE001
                 continue
             model, inferred = rid, f" (model {rid} inferred from the text)"
@@ -128,7 +129,7 @@ def run_preflight(facts: LogFacts, version, gpu: GpuInfo | None) -> tuple[Engine
     if not model:
         return None, "no model name in the log, so no config.json to predict page sizes from"
     try:
-        mfacts = load_model_facts(str(model))
+        mfacts = load_model_facts(str(model), model_dirs=model_dirs)
     except Exception as exc:  # noqa: BLE001 - ModelConfigError and friends
         return None, f"config.json not reachable: {str(exc).splitlines()[0][:200]}"
     draft = None
@@ -136,7 +137,7 @@ def run_preflight(facts: LogFacts, version, gpu: GpuInfo | None) -> tuple[Engine
     draft_note = ""
     for cand in [c for c in (dm, facts.args.get("draft_model_name")) if c]:
         try:
-            draft = load_model_facts(str(cand))
+            draft = load_model_facts(str(cand), model_dirs=model_dirs)
         except Exception:  # noqa: BLE001
             continue
         if cand != dm:
@@ -160,7 +161,7 @@ def run_preflight(facts: LogFacts, version, gpu: GpuInfo | None) -> tuple[Engine
 
 
 def analyze_facts(facts: LogFacts, source: str = "<log>", files: list[dict] | None = None,
-                  use_preflight: bool = True) -> Analysis:
+                  use_preflight: bool = True, model_dirs: Sequence[str] = ()) -> Analysis:
     from ..rules import last_failures, run_rules
 
     version = parse_version(facts.vllm_version)
@@ -168,7 +169,7 @@ def analyze_facts(facts: LogFacts, source: str = "<log>", files: list[dict] | No
     an = Analysis(source=source, facts=facts, files=files or [], gpu=gpu)
     an.state = log_state(facts)
     if use_preflight:
-        an.predicted, an.preflight_note = run_preflight(facts, version, gpu)
+        an.predicted, an.preflight_note = run_preflight(facts, version, gpu, model_dirs)
         if an.predicted is not None and not facts.architecture:
             facts.architecture = an.predicted.config.get("architecture")  # from the model's config.json
     ctx = RuleContext(state=an.predicted or an.state, log=facts, version=version, gpu=gpu)
@@ -249,7 +250,7 @@ def _missing_evidence(an: Analysis, findings: list[Finding]) -> None:
 
 
 def _attach_suggestions(findings: list[Finding], ctx: RuleContext) -> None:
-    """Suggestions come from H3's suggestion engine (diag.suggest) when present."""
+    """Suggestions come from the suggestion engine (vllm_diag.suggest) when present."""
     try:
         from .. import suggest as engine  # type: ignore[attr-defined]
     except ImportError:
@@ -310,11 +311,11 @@ def locate(files: list[dict], line: int) -> tuple[str | None, int]:
 # ------------------------------------------------------------------------------------------------
 
 
-def analyze_path(path: str, use_preflight: bool = True) -> Analysis:
+def analyze_path(path: str, use_preflight: bool = True, model_dirs: Sequence[str] = ()) -> Analysis:
     from .reader import read_facts
 
     facts, info = read_facts(path)
-    an = analyze_facts(facts, source=path, files=info["files"], use_preflight=use_preflight)
+    an = analyze_facts(facts, source=path, files=info["files"], use_preflight=use_preflight, model_dirs=model_dirs)
     an.skipped = info["skipped"]
     an.bytes = info["bytes"]
     return an

@@ -1,9 +1,9 @@
 """Serve arguments out of what a log shows: pasted commands, ``LLM(...)`` calls, loose ``--flags``,
 ``non-default args: {…}`` and the ``Initializing a V1 LLM engine … with config:`` line.
 
-Command lines are parsed with :mod:`diag.serveargs` (H3's parser, vLLM's flag table); values are never
-evaluated (JSON via ``json``, Python reprs via :mod:`diag.postmortem.pylit`). Every function returns
-normalised keys (``diag.model.CONFIG_KEYS`` plus snake_case extras) and never raises.
+Command lines are parsed with :mod:`vllm_diag.serveargs` (the pure serve parser over vLLM's flag table); values are never
+evaluated (JSON via ``json``, Python reprs via :mod:`vllm_diag.postmortem.pylit`). Every function returns
+normalised keys (``vllm_diag.model.CONFIG_KEYS`` plus snake_case extras) and never raises.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Facts out of cleaned log lines: the streaming collector behind :func:`diag.postmortem.read_facts`.
+"""Facts out of cleaned log lines: the streaming collector behind :func:`vllm_diag.postmortem.read_facts`.
 
-``FactCollector.feed(line)`` takes :class:`~diag.postmortem.lines.Line` objects in order (possibly with
+``FactCollector.feed(line)`` takes :class:`~vllm_diag.postmortem.lines.Line` objects in order (possibly with
 gaps, when the scanner skipped uninteresting regions) and keeps bounded state; ``finish()`` returns a
-:class:`~diag.model.LogFacts`. Names set in ``numbers`` / ``startup`` are listed in the package docstring.
+:class:`~vllm_diag.model.LogFacts`. Names set in ``numbers`` / ``startup`` are listed in the package docstring.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Views of an :class:`~diag.postmortem.analyze.Analysis`: text, JSON (schema in the README) and a
+"""Views of an :class:`~vllm_diag.postmortem.analyze.Analysis`: text, JSON (schema in the README) and a
 Markdown block ready to paste into a vLLM GitHub issue. Pure: data in, str out."""
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
 """config.json -> the model facts the predictor needs (no transformers, no vLLM).
 
-Finding the file: a local folder (``MODEL/config.json``), the Hugging Face cache layout
+Finding the file: a local folder (``MODEL/config.json``), the model search path (``--model-dir DIR``
+and ``$VLLM_DIAG_MODEL_PATH``, folders separated by ``os.pathsep``: ``DIR/MODEL`` or ``DIR/<last part
+of MODEL>``, for logs that name a model by a path of another machine), the Hugging Face cache layout
 (``$HF_HUB_CACHE`` or ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``:
 ``models--org--name/snapshots/*/config.json``), then the demo configs bundled in
-``assets/configs/`` (listed in ``assets/configs/index.json``; the output says so when one is used).
+``vllm_diag/data/configs/`` (package data, listed in ``configs/index.json``; read with
+``importlib.resources`` so it works from an installed wheel; the output says so when one is used).
 
-Families (vllm-internals.md section 4):
+Families (as vLLM's model registry and ``get_kv_cache_spec`` of each model class treat them):
 
 * dense attention (Llama-like; ``layer_types`` may mark sliding-window layers),
 * GDN hybrids: Qwen3-Next, Qwen3.5 / Qwen3.6 (``Qwen3_5*``, text dims under ``text_config``),
@@ -18,15 +21,19 @@ Families (vllm-internals.md section 4):
 from __future__ import annotations
 
 import glob
+import importlib.resources
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ..errors import DiagError
 
-ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets" / "configs"
+
+def bundled_configs() -> importlib.resources.abc.Traversable:
+    """The folder of bundled demo configs inside the installed package."""
+    return importlib.resources.files("vllm_diag.data") / "configs"
 
 
 class ModelConfigError(DiagError):
@@ -102,12 +109,33 @@ def hf_hub_cache() -> Path:
 
 def _bundled_index() -> dict[str, str]:
     try:
-        return json.loads((ASSETS_DIR / "index.json").read_text())
+        return json.loads((bundled_configs() / "index.json").read_text())
     except (OSError, ValueError):
         return {}
 
 
-def find_config(model: str, revision: str | None = None, use_bundled: bool = True) -> tuple[Path, bool]:
+MODEL_PATH_ENV = "VLLM_DIAG_MODEL_PATH"
+
+
+def model_search_path(model_dirs: Sequence[str | os.PathLike] = ()) -> list[Path]:
+    """``model_dirs`` (``--model-dir``) first, then the folders of ``$VLLM_DIAG_MODEL_PATH``."""
+    env = [d for d in os.environ.get(MODEL_PATH_ENV, "").split(os.pathsep) if d]
+    return [Path(d).expanduser() for d in [*model_dirs, *env]]
+
+
+def _from_search_path(model: str, dirs: list[Path]) -> Path | None:
+    name = model.rstrip("/")
+    tails = [name.lstrip("/"), name.split("/")[-1]] if name else []
+    for d in dirs:
+        for tail in tails:
+            cand = d / tail / "config.json"
+            if cand.is_file():
+                return cand
+    return None
+
+
+def find_config(model: str, revision: str | None = None, use_bundled: bool = True,
+                model_dirs: Sequence[str | os.PathLike] = ()) -> tuple[Path, bool]:
     """Path of the model's config.json and whether it is a bundled demo config."""
     p = Path(model).expanduser()
     if p.is_dir():
@@ -116,6 +144,10 @@ def find_config(model: str, revision: str | None = None, use_bundled: bool = Tru
         raise ModelConfigError(f"{model}: folder has no config.json")
     if p.is_file() and p.name.endswith(".json"):
         return p, False
+    dirs = model_search_path(model_dirs)
+    found_in_path = _from_search_path(model, dirs)
+    if found_in_path is not None:
+        return found_in_path, False
     if "/" in model and not model.startswith(("/", ".", "~")):
         repo = hf_hub_cache() / ("models--" + model.replace("/", "--"))
         snaps = repo / "snapshots"
@@ -135,18 +167,22 @@ def find_config(model: str, revision: str | None = None, use_bundled: bool = Tru
     if use_bundled:
         index = _bundled_index()
         name = index.get(model) or index.get(model.rstrip("/").split("/")[-1])
-        if name and (ASSETS_DIR / name / "config.json").is_file():
-            return ASSETS_DIR / name / "config.json", True
+        bundled = bundled_configs() / str(name) / "config.json" if name else None
+        if bundled is not None and bundled.is_file():
+            return bundled, True
     if p.is_absolute() or model.startswith((".", "~")):
-        raise ModelConfigError(f"{model}: no such model folder (expected a folder with config.json)")
+        where = f" or under {', '.join(map(str, dirs))}" if dirs else ""
+        raise ModelConfigError(f"{model}: no such model folder{where} (expected a folder with config.json; "
+                               f"--model-dir DIR looks for the model's folder name in DIR)")
     raise ModelConfigError(
         f"{model}: config.json not found locally or in the Hugging Face cache ({hf_hub_cache()}); "
         f"download it (`huggingface-cli download {model} config.json`) or pass a local model folder"
     )
 
 
-def load_model_facts(model: str, revision: str | None = None, hf_overrides: dict | None = None) -> ModelFacts:
-    path, bundled = find_config(model, revision)
+def load_model_facts(model: str, revision: str | None = None, hf_overrides: dict | None = None,
+                     model_dirs: Sequence[str | os.PathLike] = ()) -> ModelFacts:
+    path, bundled = find_config(model, revision, model_dirs=model_dirs)
     try:
         cfg = json.loads(path.read_text())
     except OSError as exc:

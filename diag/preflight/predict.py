@@ -1,12 +1,14 @@
 """Predict an engine's KV-cache plan from config.json + serve arguments, per vLLM version.
 
-Pure Python (no vLLM, no torch). Implements the arithmetic of shared/reference/vllm-internals.md:
-section 3.1 attention pages, 3.2 Mamba pages, 3.3 the platform's hybrid block-size alignment,
-3.4 page-size unification and grouping (simulated per version, including the exceptions it
-raises), 3.6 block-table widths and Mamba/GDN builder buffers, 3.7 next_n.
+Pure Python (no vLLM, no torch). Implements vLLM's own arithmetic: attention pages
+(``AttentionSpec.page_size_bytes``), Mamba pages (``MambaSpec``), the platform's hybrid block-size
+alignment (``HybridAttentionMambaModelConfig.verify_and_update_config``), page-size unification and
+grouping (``kv_cache_utils.unify_kv_cache_spec_page_size`` / ``get_kv_cache_groups``, simulated per
+version, including the exceptions it raises), block-table widths and Mamba/GDN builder buffers
+(``BlockTable``, ``mamba_attn.py``, ``gdn_attn.py``), and next_n (``num_speculative_tokens + 1``).
 
 ``predict(facts, config, version, gpu, draft=None) -> EngineState`` (``source="predicted"``).
-``config`` uses the keys of ``diag.model.CONFIG_KEYS`` (what the user set); the result's
+``config`` uses the keys of ``vllm_diag.model.CONFIG_KEYS`` (what the user set); the result's
 ``state.config`` holds them with vLLM's defaults filled in. A predicted planning failure is an
 ``ErrorRecord`` (phase ``init``) with the exception vLLM would raise; later stages are then empty,
 as in a real engine.

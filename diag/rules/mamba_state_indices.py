@@ -14,7 +14,7 @@ tests/preflight_gpu/run_gpu.py) NemotronH + prefix caching + ngram k=3 gets mode
 with matching widths (``state_indices_tensor_d [8, 7]`` = block table ``[8, 7]``) and dies at the first
 decode step: ``AssertionError`` at ``assert block_idx_last_scheduled_token_prev_step_d is not None``
 (mamba_mixer2.py ``conv_ssm_forward``); with block 64 the capture-time width mismatch (11 vs 12) is
-also seen (shared/gpu/README.md). Mode "all" is removed in 0.32.
+also seen (``tests/fixtures/logs/gpu/gpu_nemotronh_prefix_caching_ngram.log``). Mode "all" is removed in 0.32.
 Evidence: builder buffer vs block-table widths and the cache mode (predicted/recorded); log: the
 tensor-size mismatch or the ``prev_step`` assert.
 """

@@ -1,4 +1,4 @@
-"""Helpers for the ``other``-category rules (post-mortem, H4); not a rule itself (no ``RULE``).
+"""Helpers for the ``other``-category rules (post-mortem); not a rule itself (no ``RULE``).
 
 The ``other`` rules name failures outside the KV/spec family that a log states clearly -- OOM, missing
 files, NCCL timeouts, unsupported architectures, async CUDA errors, config validation. They read only

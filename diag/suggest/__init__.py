@@ -1,9 +1,9 @@
 """Suggestions: concrete configs that avoid a finding, in the user's own notation, re-checked.
 
-For each finding, the rule's module proposes candidate ``Change`` lists (``diag.rules.<rule>.suggest``).
+For each finding, the rule's module proposes candidate ``Change`` lists (``vllm_diag.rules.<rule>.suggest``).
 Here each candidate becomes
 
-* a patched command (``diag.serveargs.patch_command``: same flag spelling, JSON edited in place or
+* a patched command (``vllm_diag.serveargs.patch_command``: same flag spelling, JSON edited in place or
   dotted as written), a minimal ``-``/``+`` diff, a YAML fragment for ``--config`` and ``LLM(...)``
   keyword arguments, and
 * a re-check: the patched command is predicted again (same model, GPU; the candidate's vLLM version

