@@ -15,7 +15,7 @@ spelling, JSON or dotted form as written) and show a minimal diff. ``ServeComman
 returns the normalised keys of ``vllm_diag.model.CONFIG_KEYS``.
 
 Flag knowledge (which flags take a value, which are booleans, short aliases) comes from
-``diag/preflight/vllm_flags.json``, dumped from vLLM's own serve parser (``make_arg_parser``);
+``diag/data/vllm_flags.json``, dumped from vLLM's own serve parser (``make_arg_parser``);
 ``tests/test_serveargs.py`` cross-checks this parser against vLLM's over a corpus of commands.
 Values are never evaluated: JSON through ``json.loads``, YAML through ``yaml.safe_load``.
 """
@@ -33,7 +33,7 @@ from typing import Any
 
 from .errors import DiagError
 
-_FLAGS_FILE = importlib.resources.files("vllm_diag.preflight") / "vllm_flags.json"
+_FLAGS_FILE = importlib.resources.files("vllm_diag.data") / "vllm_flags.json"
 
 # Flags of older vLLM versions (not in the 0.32 parser) that users still paste.
 _LEGACY_FLAGS: dict[str, dict[str, Any]] = {

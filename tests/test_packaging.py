@@ -79,7 +79,7 @@ def test_wheel_holds_one_namespace_and_its_data(wheel):
     assert {t for t in tops if not t.endswith(".dist-info")} == {"vllm_diag"}
     assert "vllm_diag/data/configs/index.json" in names
     assert "vllm_diag/data/configs/Qwen3.6-27B/config.json" in names
-    assert "vllm_diag/preflight/vllm_flags.json" in names
+    assert "vllm_diag/data/vllm_flags.json" in names
     assert "vllm_diag/probes/plugin.py" in names and "vllm_diag/ui/__init__.py" in names
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "vllm_diag = vllm_diag.probes.plugin:register" in entry_points

@@ -201,7 +201,7 @@ def test_pure_parser_matches_vllm_parser(vllm_parser, text):
 
 @pytest.mark.slow
 def test_flag_table_matches_installed_vllm(vllm_parser):
-    """diag/preflight/vllm_flags.json was dumped from vLLM's make_arg_parser; it must still agree."""
+    """diag/data/vllm_flags.json was dumped from vLLM's make_arg_parser; it must still agree."""
     from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
