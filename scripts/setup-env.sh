@@ -18,6 +18,26 @@ STAMP="$VENV/.diag-installed"
 
 die() { echo "setup-env: $*" >&2; exit 1; }
 
+# System programs the browser, monitoring and terminal tests drive (Debian packages): installed when
+# missing and this runs as root with apt-get (CI); elsewhere those tests skip and say why.
+# VLLM_DIAG_NO_APT=1 skips this step.
+declare -A SYSTEM_PKGS=([chromium]=chromium [chromedriver]=chromium-driver [prometheus]=prometheus [tmux]=tmux)
+missing=()
+for cmd in "${!SYSTEM_PKGS[@]}"; do
+    command -v "$cmd" >/dev/null || missing+=("${SYSTEM_PKGS[$cmd]}")
+done
+if [[ ${#missing[@]} -gt 0 && -z "${VLLM_DIAG_NO_APT:-}" ]]; then
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+        echo "setup-env: apt-get install ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -qq -o DPkg::Lock::Timeout=300 --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
+            || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq -o DPkg::Lock::Timeout=300 --no-install-recommends "${missing[@]}" >/dev/null; } \
+            || echo "setup-env: could not install ${missing[*]}; the tests that need them will skip" >&2
+    else
+        echo "setup-env: missing ${missing[*]} (not root or no apt-get); the tests that need them will skip" >&2
+    fi
+fi
+
 key=$(cat pyproject.toml scripts/setup-env.sh | sha256sum | cut -c1-32)
 if [[ -x "$VENV/bin/python" && -f "$STAMP" && "$(cat "$STAMP")" == "$key" ]]; then
     exit 0
