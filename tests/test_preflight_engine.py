@@ -16,7 +16,7 @@ from vllm_diag.preflight import run_check
 from vllm_diag.preflight.hfconfig import load_model_facts
 from vllm_diag.preflight.predict import predict
 from vllm_diag.rules.base import GpuInfo
-from vllm_diag.serveargs import normalise_args, parse_command
+from vllm_diag.serve import normalise_args, parse_command
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(400)]
 

@@ -18,7 +18,7 @@ from vllm_diag.preflight.hfconfig import load_model_facts
 from vllm_diag.preflight.predict import parse_gpu, predict
 from vllm_diag.rules import run_rules
 from vllm_diag.rules.base import RuleContext
-from vllm_diag.serveargs import normalise_args
+from vllm_diag.serve import normalise_args
 
 RECORDS = json.loads((Path(__file__).parent / "preflight_gpu" / "results_vllm0.26.0_hopper.json").read_text())
 H100 = parse_gpu("H100")

@@ -141,7 +141,7 @@ def test_cli_check_exit_codes_and_json(capsys):
 
 
 def _argv(command: str) -> list[str]:
-    from vllm_diag.serveargs import tokenize
+    from vllm_diag.serve import tokenize
 
     return [t.value for t in tokenize(command)]
 

@@ -1,4 +1,4 @@
-"""vllm_diag.serveargs: the pure `vllm serve` parser, cross-checked against vLLM's own parser, and patching."""
+"""vllm_diag.serve: the pure `vllm serve` parser, cross-checked against vLLM's own parser, and patching."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from vllm_diag.errors import DiagError
 from vllm_diag.model import Change
-from vllm_diag.serveargs import human_int, parse_command, patch_command, tokenize
+from vllm_diag.serve import human_int, parse_command, patch_command, tokenize
 from tests.test_preflight_seeds import SEEDS
 
 # The seed reports' own commands (multi-line serve, api_server form), shared with the seed tests.
@@ -153,7 +153,7 @@ def test_patch_several_keys_of_one_json_flag():
 @pytest.fixture(scope="module")
 def vllm_parser():
     pytest.importorskip("vllm")
-    from vllm_diag.serveargs import vllm_parse_args
+    from vllm_diag.serve.vllm_check import vllm_parse_args
 
     return vllm_parse_args
 
@@ -205,7 +205,7 @@ def test_flag_table_matches_installed_vllm(vllm_parser):
     from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-    from vllm_diag.serveargs import flag_table, flag_table_version
+    from vllm_diag.serve import flag_table, flag_table_version
 
     import importlib.metadata as md
 

@@ -43,7 +43,7 @@ def test_suggestions_for_a_log_finding_use_the_logged_command():
     finding = Finding(rule="kv_unify_mamba_assert", category="kv_page_size", title="t")
     from vllm_diag.preflight import evaluate
     from vllm_diag.preflight.predict import parse_gpu
-    from vllm_diag.serveargs import parse_command
+    from vllm_diag.serve import parse_command
 
     gpu = parse_gpu("RTX PRO 6000")
     state, *_ = evaluate(parse_command(SEED_0), (0, 20, 2), gpu)

@@ -62,14 +62,9 @@ def run(args) -> int:
     text, base = _command_text(args)
     result = run_check(text, version=args.vllm_version, gpu=args.gpu, suggest=not args.no_suggest, base_dir=base)
     if args.vllm_parser:
-        from ..serveargs import vllm_parse_args
+        from ..serve.vllm_check import cross_check_note  # imports vLLM (slow): only with --vllm-parser
 
-        theirs = vllm_parse_args(result.command)
-        ours = result.command.args()
-        diffs = sorted(k for k in set(theirs) | set(ours)
-                       if k not in ("config",) and _norm(theirs.get(k)) != _norm(ours.get(k)) and k in theirs)
-        result.notes.append("vLLM's parser agrees with the pure parser" if not diffs else
-                            "vLLM's parser differs on: " + ", ".join(f"{k} (vLLM {theirs.get(k)!r} vs {ours.get(k)!r})" for k in diffs))
+        result.notes.append(cross_check_note(result.command))
     session = None
     if args.db:
         session = _store(args.db, result)
@@ -99,12 +94,6 @@ def run(args) -> int:
                else "verdict: no finding stops this engine")
     print(f"{verdict}; checked in {elapsed * 1000:.0f} ms" + (f"; stored session {session} in {args.db}" if session else ""))
     return result.exit_code
-
-
-def _norm(v):
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v
 
 
 def _store(db: str, result) -> str:

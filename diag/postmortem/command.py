@@ -1,7 +1,7 @@
 """Serve arguments out of what a log shows: pasted commands, ``LLM(...)`` calls, loose ``--flags``,
 ``non-default args: {…}`` and the ``Initializing a V1 LLM engine … with config:`` line.
 
-Command lines are parsed with :mod:`vllm_diag.serveargs` (the pure serve parser over vLLM's flag table); values are never
+Command lines are parsed with :mod:`vllm_diag.serve` (the pure serve parser over vLLM's flag table); values are never
 evaluated (JSON via ``json``, Python reprs via :mod:`vllm_diag.postmortem.pylit`). Every function returns
 normalised keys (``vllm_diag.model.CONFIG_KEYS`` plus snake_case extras) and never raises.
 """
@@ -34,8 +34,8 @@ _ENGINE_KEYS = {
 
 def _normalise(dest_args: dict[str, Any]) -> dict[str, Any]:
     try:
-        from ..serveargs import normalise_args
-    except ImportError:  # pragma: no cover - serveargs is part of the package
+        from ..serve import normalise_args
+    except ImportError:  # pragma: no cover - vllm_diag.serve is part of the package
         return dict(dest_args)
     try:
         out = normalise_args(dest_args)
@@ -147,7 +147,7 @@ def parse_serve_command(text: str) -> tuple[str, dict[str, Any]] | None:
     """(command text as kept, normalised args) for a pasted ``vllm serve`` / api_server command.
     Prose after the command (``vllm serve --x 1 crashes with …``) is cut off; None if unreadable."""
     try:
-        from ..serveargs import parse_command
+        from ..serve import parse_command
     except ImportError:  # pragma: no cover
         return None
     candidates = [text]
@@ -186,7 +186,7 @@ def args_from_flags(text: str, inline: list[tuple[str, str | None]], lines: list
     joined ``text`` does not parse."""
     out: dict[str, Any] = {}
     try:
-        from ..serveargs import flag_table, parse_command
+        from ..serve import flag_table, parse_command
     except ImportError:  # pragma: no cover
         return out
     try:

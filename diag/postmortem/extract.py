@@ -442,7 +442,7 @@ class FactCollector:
             except ValueError:
                 argv = None
             if isinstance(argv, list) and all(isinstance(a, str) for a in argv) and len(self.commands) < 20:
-                from ..serveargs import shell_quote
+                from ..serve import shell_quote
 
                 self.commands.append((line.lineno, " ".join(shell_quote(a) for a in argv)))
                 return

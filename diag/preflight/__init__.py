@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import DiagError
 from ..model import EngineState, Finding
 from ..rules.base import GpuInfo, RuleContext, parse_version
-from ..serveargs import ServeCommand, parse_command
+from ..serve import ServeCommand, parse_command
 from .hfconfig import ModelConfigError, ModelFacts, load_model_facts
 from .predict import parse_gpu, predict, vstr
 
@@ -105,7 +105,7 @@ _LEGACY_CHOICES = {"kv_cache_dtype": {"fp8_ds_mla"}, "mamba_cache_mode": {"all"}
 
 def validate_config(cmd: ServeCommand, config: dict[str, Any], version: tuple[int, int, int] | None = None) -> None:
     """Reject values vLLM would reject before predicting anything (one-line DiagError)."""
-    from ..serveargs import flag_table
+    from ..serve import flag_table
 
     flags, _ = flag_table()
     args = cmd.args()

@@ -3,7 +3,7 @@
 For each finding, the rule's module proposes candidate ``Change`` lists (``vllm_diag.rules.<rule>.suggest``).
 Here each candidate becomes
 
-* a patched command (``vllm_diag.serveargs.patch_command``: same flag spelling, JSON edited in place or
+* a patched command (``vllm_diag.serve.patch_command``: same flag spelling, JSON edited in place or
   dotted as written), a minimal ``-``/``+`` diff, a YAML fragment for ``--config`` and ``LLM(...)``
   keyword arguments, and
 * a re-check: the patched command is predicted again (same model, GPU; the candidate's vLLM version
@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import DiagError
 from ..model import Change, Finding, Suggestion
 from ..rules.base import GpuInfo, RuleContext, parse_version
-from ..serveargs import ServeCommand, parse_command, patch_command
+from ..serve import ServeCommand, parse_command, patch_command
 
 VERSION_KEY = "vllm_version"
 
@@ -138,7 +138,7 @@ def attach_suggestions(result) -> None:
 
 def command_from_args(args: dict[str, Any]) -> ServeCommand | None:
     """Rebuild a ``vllm serve`` command from normalised arguments (e.g. a log's ``non-default args``)."""
-    from ..serveargs import flag_table
+    from ..serve import flag_table
 
     model = args.get("model")
     if not model:
