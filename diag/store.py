@@ -8,8 +8,10 @@ serialises them, so no row is lost. Readers open the file read-only and never ch
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
 import socket
 import sqlite3
 import time
@@ -45,6 +47,34 @@ from .schema import MIGRATION_SET, SCHEMA_VERSION, migrations
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
+# Opening for writing retries SQLite's "database is locked" within this budget: the first opens of a
+# fresh file race (WAL switch, migrations), and SQLite answers some of those conflicts at once,
+# without waiting out the busy timeout.
+OPEN_RETRY_BUDGET_S = 30.0
+
+
+def is_busy_error(exc: BaseException) -> bool:
+    """SQLITE_BUSY / SQLITE_LOCKED (also as the text a DiagError carries): contention, worth a retry."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (5, 6):
+        return True
+    text = str(exc)
+    return "database is locked" in text or "database table is locked" in text or "database is busy" in text
+
+
+def retry_busy(fn, budget_s: float, first_delay_s: float = 0.002, max_delay_s: float = 0.2):
+    """``fn()``, retried with jittered exponential back-off while SQLite reports contention, for at
+    most ``budget_s`` seconds; any other error, or contention past the budget, propagates."""
+    deadline = time.monotonic() + budget_s
+    delay = first_delay_s
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if not is_busy_error(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(min(delay * (0.5 + random.random()), max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, max_delay_s)
 
 
 def _dumps(value: Any) -> str | None:
@@ -87,9 +117,12 @@ class Store:
     # ---------------------------------------------------------------- opening
 
     @classmethod
-    def open(cls, path: str | os.PathLike, create: bool = False) -> Store:
+    def open(cls, path: str | os.PathLike, create: bool = False, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+             retry_budget_s: float = OPEN_RETRY_BUDGET_S) -> Store:
         """Open ``path``. ``create=True`` makes (or migrates) it for writing; otherwise it must
-        already be a vllm-diag database and is opened read-only."""
+        already be a vllm-diag database and is opened read-only. ``busy_timeout_ms``: how long one
+        statement waits for another writer; ``retry_budget_s``: how long the opening steps of a
+        writer retry contention that SQLite reports at once."""
         path = Path(path)
         if create:
             # A 0-byte file is an empty SQLite database: another writer has just created it (writers
@@ -97,12 +130,12 @@ class Store:
             if path.exists() and not (path.is_file() and path.stat().st_size == 0):
                 _check_sqlite_file(path)
             try:
-                conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+                conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None)
             except sqlite3.Error as exc:
                 raise DiagError(f"{path}: cannot open for writing ({exc})") from None
             store = cls(sqlite_utils.Database(conn), path, readonly=False)
             try:
-                store._prepare_for_writing()
+                store._prepare_for_writing(busy_timeout_ms, retry_budget_s)
             except BaseException:
                 conn.close()
                 raise
@@ -136,31 +169,58 @@ class Store:
         store._check_schema()
         return store
 
-    def _prepare_for_writing(self) -> None:
+    @classmethod
+    def open_append(cls, path: str | os.PathLike, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Store:
+        """A writer's connection to a database this process has already opened with
+        ``open(create=True)`` (so it exists and is migrated): no schema work, no journal-mode
+        change, only the connection settings. The probes open one per flush, so no connection is
+        ever open while vLLM forks a process (SQLite state must not cross a fork)."""
+        path = Path(path)
+        _check_sqlite_file(path)
+        try:
+            conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as exc:
+            raise DiagError(f"{path}: cannot open for writing ({exc})") from None
+        return cls(sqlite_utils.Database(conn), path, readonly=False)
+
+    def _prepare_for_writing(self, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+                             retry_budget_s: float = OPEN_RETRY_BUDGET_S) -> None:
         conn = self.db.conn
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._refuse_foreign_database()  # before WAL: never change another application's file
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                conn.execute("PRAGMA journal_mode = wal")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            if migrations.pending(self.db):
-                # BEGIN IMMEDIATE takes the write lock first, so concurrent openers of a fresh
-                # file migrate one after another; the loser finds nothing pending.
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    self._refuse_foreign_database()
-                    migrations.apply(self.db)
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-        except sqlite3.OperationalError as exc:  # read-only media, permissions, locked for 30 s
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            retry_busy(self._prepare_once, retry_budget_s)
+        except sqlite3.OperationalError as exc:  # read-only media, permissions, locked past the budget
             raise DiagError(f"{self.path}: cannot open for writing ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise NotADiagDatabase(f"{self.path}: cannot use as a vllm-diag database ({exc})") from None
         self._check_schema()
+
+    def _prepare_once(self) -> None:
+        """WAL mode and migrations. Each step either completes or changes nothing, so a step that
+        meets contention is simply run again (``retry_busy``)."""
+        conn = self.db.conn
+        self._refuse_foreign_database()  # before WAL: never change another application's file
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            # Switching needs the file to itself: a racing opener gets "database is locked" at
+            # once (no busy wait), and retries; once one switch lands, the others find WAL.
+            conn.execute("PRAGMA journal_mode = wal")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if migrations.pending(self.db):
+            # BEGIN IMMEDIATE takes the write lock first, so concurrent openers of a fresh
+            # file migrate one after another; the loser finds nothing pending.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._refuse_foreign_database()
+                if migrations.pending(self.db):
+                    migrations.apply(self.db)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     def _refuse_foreign_database(self) -> None:
         """A SQLite file with tables but no vllm-diag migrations belongs to someone else."""
@@ -204,19 +264,36 @@ class Store:
 
     # ---------------------------------------------------------------- writing
 
-    def _write(self, fn) -> Any:
-        """Run ``fn`` in one IMMEDIATE transaction (other writers wait on the busy timeout)."""
+    @contextlib.contextmanager
+    def transaction(self):
+        """One short ``BEGIN IMMEDIATE`` transaction: the write lock is taken before anything is
+        read, so a writer never holds a read snapshot that it must then upgrade (SQLite answers
+        that upgrade with "database is locked" at once, without waiting). Nested uses join the
+        outer transaction, so a caller can group several writes into one commit."""
         if self.readonly:
             raise DiagError(f"{self.path}: opened read-only")
         conn = self.db.conn
+        if conn.in_transaction:
+            yield self
+            return
         conn.execute("BEGIN IMMEDIATE")
         try:
-            result = fn()
-            conn.execute("COMMIT")
-            return result
+            yield self
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back already (disk full, I/O error)
+                conn.execute("ROLLBACK")
             raise
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _write(self, fn) -> Any:
+        """Run ``fn`` in one IMMEDIATE transaction (other writers wait on the busy timeout)."""
+        with self.transaction():
+            return fn()
 
     def new_session(self, kind: str, **fields: Any) -> str:
         info = SessionInfo(
@@ -362,15 +439,16 @@ class Store:
                 row[col] = bool(row[col])
         return row
 
-    def load(self, session_id: str | None = None) -> SessionRecord:
-        """Everything one session holds, as model objects."""
+    def load(self, session_id: str | None = None, *, steps: bool = True) -> SessionRecord:
+        """Everything one session holds, as model objects. ``steps=False`` leaves ``state.steps``
+        empty (a 1,000,000-step session loads in milliseconds; read steps with SQL instead)."""
         sid = self.resolve_session(session_id)
         try:
-            return self._load(sid)
+            return self._load(sid, steps=steps)
         except (ValueError, TypeError) as exc:  # bad JSON, a category/severity this version lacks
             raise DiagError(f"{self.path}: session {sid} holds a row this vllm-diag cannot read ({exc})") from None
 
-    def _load(self, sid: str) -> SessionRecord:
+    def _load(self, sid: str, steps: bool = True) -> SessionRecord:
         cur = self.db.execute("select * from sessions where id = ?", [sid])
         cols = [d[0] for d in cur.description]
         info_row = dict(zip(cols, cur.fetchone()))
@@ -395,7 +473,7 @@ class Store:
         state.builder_buffers = [from_dict(BuilderBuffer, self._decode(r, ("shape",))) for r in self._rows("builder_buffers", sid)]
         state.steps = [
             from_dict(BatchStep, self._decode(r, ("spec_tokens_per_req",))) for r in self._rows("batch_steps", sid, "step_index, rowid")
-        ]
+        ] if steps else []
         state.errors = [from_dict(ErrorRecord, self._decode(r, ("notes", "numbers"))) for r in self._rows("errors", sid, "at, rowid")]
 
         suggestions_by_finding: dict[int, list[Suggestion]] = {}
