@@ -1,0 +1,190 @@
+"""Rules that give a vLLM failure site (or a log's error) one category of vllm-diag's vocabulary.
+
+A site is described by ``file`` (path inside vLLM, ``vllm/...``), ``function`` (qualified,
+``Class.method``), ``condition`` (an assert's test, or the enclosing ``if`` tests of a raise),
+``message`` (the template, or a log's message), ``exc`` (exception type). The same rules classify the
+catalog's sites at build time and, at analysis time, an error no catalog site matches (a fork, a newer
+release): what decides is *where* vLLM failed and *what* the check is about, never a particular
+report's wording.
+
+Order matters: the first rule that holds wins. Rules that keep near misses out of the hybrid/spec
+categories (memory, weights, tokenizer, architectures, distributed set-up, platform support) come first.
+``OVERRIDES`` are hand decisions for sites the rules get wrong; each says why.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+# ------------------------------------------------------------------------------------------------
+# vocabularies (lower-case text)
+# ------------------------------------------------------------------------------------------------
+
+_MAMBA_FILE = re.compile(r"mamba|gdn|linear_attn|short_conv|/fla/|kda|lightning|causal_conv|ssd_|ssm|qwen3_next|qwen3_5|"
+                         r"nemotron_h|granitemoehybrid|falcon_h1|jamba|zamba|bamba|plamo|lfm2|kimi_linear|minimax|olmo_hybrid")
+_MLA_KERNEL_FILE = re.compile(r"deep_gemm|indexer|sparse_attn|flashmla|flash_mla|/mla/|mla_attention|sparse_mla|flashinfer|"
+                              r"aiter|triton_mla|cutlass_mla|tree_attn|trtllm|rocm_attn|_mla|dsa|deepseek_v4|deepseek_v32|b12x")
+_SPEC_WORDS = re.compile(r"next_n|num_speculative|speculative|spec_decode|spec decode|spec_token|spec token|draft|"
+                         r"\bmtp\b|eagle|q_len|qlen|query_len|query len|seqlen_q|max_seqlen_q|q_seq|qo_len|"
+                         r"decode_threshold|reorder_batch|uniform query|uniform_decode|num_tokens.*per.*req|tokens per request")
+_BATCH_WORDS = re.compile(r"num_decodes|num_prefills|num_spec_decodes|num_decode_tokens|num_prefill_tokens|spec_sequence_masks|"
+                          r"spec_query_start|non_spec|has_initial_state|query_start_loc|num_accepted|split_decodes|"
+                          r"\bdecodes?\b|\bprefills?\b|spec-decode and non-spec|mixed|cu_seqlens|spec_token_indx|"
+                          r"num_computed_tokens_p|prep_initial_states")
+_STATE_WORDS = re.compile(r"state_ind|state index|state_idx|block_idx|cache_indices|conv_state_indices|ssm_state_indices|"
+                          r"mamba_block_size|mamba block size|block_table|block table|block_ids|num_blocks_per_req|"
+                          r"mamba_cache_mode|cache mode|'align'|\ball mode|copy_spec|copy_meta|copy func|state_copy|"
+                          r"pad_slot|null_block|blocks_per_kv|num_speculative_blocks|temporal|checkpoint")
+_PAGE_WORDS = re.compile(r"page_size|page size|unify|uniform type|unified type|same number of block table entries|"
+                         r"kv cache group|kv_cache_group|kvcachegroup|same kv cache group|hybrid kv cache manager|"
+                         r"hybrid_kv_cache|kv_cache_spec|kvcachespec|kv cache spec|attention spec|same attention spec|"
+                         r"same window size|same quantization|kv_sharing|kv cache layout|kv_cache_layout|drafting layers|"
+                         r"kv_cache_tensor|shared_by|layer_stride|block_stride")
+_BLOCK_WORDS = re.compile(r"block_size|block size|kernel_block|hash_block|tokens_per_block|tokens_per_hash|"
+                          r"block_sizes|prefix-match unit|alignment")
+_CAPTURE_WORDS = re.compile(r"cudagraph|cuda graph|cuda_graph|capture_size|capture size|capturing|full_cuda_graph|"
+                            r"cudagraph_mode|graph capture|piecewise")
+_BUDGET_WORDS = re.compile(r"max_num_batched_tokens|token_budget|token budget|max_num_scheduled_tokens|"
+                           r"num_lookahead|lookahead_slots|long_prefill_token_threshold")
+_PREFIX_WORDS = re.compile(r"prefix caching|prefix_caching|prefix cache|prefix-caching|enable_prefix_caching|hit rate")
+
+# near misses: never one of the hybrid/spec categories
+_OTHER_TEXT = re.compile(
+    r"out of memory|\boom\b|gpu_memory_utilization|no available memory|insufficient memory|not enough memory|"
+    r"memory profil|available kv cache memory|kv cache is needed|free memory|"
+    r"weights? (were )?not (initialized|found|loaded)|checkpoint|safetensors|tokenizer|chat template|"
+    r"architecture|not supported (for|by|on) (this )?(model|platform|device|gpu|cpu|rocm|xpu|tpu)|"
+    r"nccl|all_reduce|allreduce|world_size|rank \d|distributed|ray |ray\.|placement group|"
+    r"lora|multimodal|mm_|image|audio|video|pooling|pooler|embedding|tool_call|reasoning|structured output|guided|"
+    r"grammar|logprob|sampling|sampler|temperature|top_p|top_k|penalt|detokeniz|quantization method|"
+    r"trust_remote_code|hf_config|huggingface|download|revision|served_model_name|api_key|port|host")
+_OTHER_FILE = re.compile(r"config/(load|lora|multimodal|observability|pooler|profiler|reasoning|speech_to_text|"
+                         r"structured_outputs|kv_events|ec_transfer|weight_transfer|device|kernel|offload|quantization|"
+                         r"model_arch|utils)\.py|/lora|/pooling|/multimodal|tokeniz|/entrypoints/|/distributed/|"
+                         r"/benchmarks/|/profiler/|/usage/")
+
+Site = dict[str, Any]
+Pred = Callable[[str, str, str, str, str], bool]  # file, function, text (condition+message), exc, condition
+
+
+def _has(rx: re.Pattern[str]) -> Pred:
+    return lambda f, fn, t, e, c: bool(rx.search(t))
+
+
+def _file(rx: str) -> re.Pattern[str]:
+    return re.compile(rx)
+
+
+def _is_none_check(c: str) -> bool:
+    return bool(re.fullmatch(r"[\w.\[\]'\"()]+ is not None( and [\w.\[\]'\"()]+ is not None)*|isinstance\(.*\)|"
+                             r"not isinstance\(.*\)|hasattr\(.*\)", c.strip()))
+
+
+# (rule id, category, predicate). Evaluated in order; the first that holds decides.
+RULES: list[tuple[str, str, Pred]] = [
+    # --- near misses first --------------------------------------------------------------------
+    ("other_file", "other", lambda f, fn, t, e, c: bool(_OTHER_FILE.search(f))),
+    ("other_memory_weights_platform", "other",
+     lambda f, fn, t, e, c: bool(_OTHER_TEXT.search(t)) and not re.search(
+         r"mamba cache block|page.size|next_n|state_ind|num_speculative|cudagraph|block_size", t)),
+    ("other_type_narrowing", "other",
+     lambda f, fn, t, e, c: e == "AssertionError" and _is_none_check(c) and not re.search(
+         r"state_ind|spec_|non_spec|num_accepted|query_start|has_initial|block_idx|cache_indices|prefill_|decode", c)),
+    ("other_duplicate_layer", "other", lambda f, fn, t, e, c: "duplicate layer name" in t),
+    # --- sibling classes with a clear vocabulary ----------------------------------------------
+    ("mamba_blocks_vs_max_num_seqs", "mamba_block_budget",
+     lambda f, fn, t, e, c: bool(re.search(r"max_num_seqs.{0,80}mamba|mamba.{0,40}(cache )?blocks?.{0,80}max_num_seqs|"
+                                           r"mamba cache blocks|num_mamba_blocks|mamba_num_blocks|"
+                                           r"max_num_reqs > kv_cache_config.num", t))),
+    ("spec_tokens_vs_token_budget", "token_budget",
+     lambda f, fn, t, e, c: bool(_BUDGET_WORDS.search(t)) and bool(re.search(r"spec|draft|lookahead", t))),
+    ("hash_block_alignment", "block_size_alignment",
+     lambda f, fn, t, e, c: bool(re.search(r"hash_block_size|tokens_per_hash|tokens_per_block|prefix-match", t))),
+    ("kv_page_unification", "kv_page_size",
+     lambda f, fn, t, e, c: bool(_PAGE_WORDS.search(t)) or bool(re.search(
+         r"unify_|page_size|get_kv_cache_groups|_get_kv_cache_groups|kv_cache_groups_uniform|merge|"
+         r"uniformtypekvcachespecs|_align_hybrid_block_size.*page", fn.lower()))),
+    ("spec_kernel_next_n", "spec_kernel_limit", lambda f, fn, t, e, c: "next_n" in t),
+    ("kernel_block_alignment", "block_size_alignment",
+     lambda f, fn, t, e, c: bool(_BLOCK_WORDS.search(t)) and bool(re.search(
+         r"divis|multiple|align|support|must divide|% |kernel|backend|not a power|power of", t))
+     and not bool(_STATE_WORDS.search(t.replace("block_size", "")))),
+    ("cudagraph_capture", "cudagraph_shape",
+     lambda f, fn, t, e, c: bool(_CAPTURE_WORDS.search(t)) or bool(re.search(
+         r"cudagraph_dispatcher|compilation/cuda_graph|cudagraph_utils|cuda_piecewise", f))
+     or bool(re.search(r"capture|cudagraph|dummy_run", fn.lower())) and bool(_MAMBA_FILE.search(f))),
+    ("spec_kernel_limit", "spec_kernel_limit",
+     lambda f, fn, t, e, c: bool(_MLA_KERNEL_FILE.search(f)) and bool(_SPEC_WORDS.search(t))),
+    ("spec_backend_support", "spec_kernel_limit",
+     lambda f, fn, t, e, c: bool(re.search(r"(speculative|spec decod|spec-decod|draft|mtp).{0,60}(not supported|"
+                                           r"unsupported|does not support|only supports|requires)|"
+                                           r"(not supported|unsupported|does not support).{0,60}(speculative|spec decod|draft)",
+                                           t)) and bool(re.search(r"attention|backend|mla|kernel|flashinfer|"
+                                                                  r"flashmla|aiter|triton|metadata", t + f))),
+    ("hybrid_mixed_batch", "mixed_batch",
+     lambda f, fn, t, e, c: bool(_MAMBA_FILE.search(f)) and bool(_BATCH_WORDS.search(t))
+     and not bool(_STATE_WORDS.search(t))),
+    ("hybrid_state_index", "state_index",
+     lambda f, fn, t, e, c: (bool(_MAMBA_FILE.search(f)) or "block_table" in f or "mamba_utils" in f)
+     and bool(_STATE_WORDS.search(t))),
+    ("mamba_state_copy", "state_index", lambda f, fn, t, e, c: "v1/worker/mamba_utils" in f or
+     ("single_type_kv_cache_manager" in f and "mamba" in fn.lower())),
+    ("prefix_caching_unavailable", "prefix_cache_degraded", _has(_PREFIX_WORDS)),
+    ("hybrid_batch_any", "mixed_batch",
+     lambda f, fn, t, e, c: bool(re.search(r"attention/backends/(gdn|mamba\d?|linear|short_conv)_attn", f))
+     and bool(re.search(r"build|split|decode|prefill", fn.lower()))),
+]
+
+# Hand decisions where the rules above are wrong; keyed by (file suffix, function, text substring).
+OVERRIDES: list[tuple[str, str, str, str, str]] = [
+    # The GDN builder's capture guard speaks of capture sizes but is raised while building metadata for
+    # a decode-only CUDA-graph batch: a CUDA-graph shape problem (vLLM gdn_attn.py, GDNAttentionMetadataBuilder
+    # .build_for_cudagraph_capture; README family E), not a mixed batch.
+    ("gdn_attn.py", "build_for_cudagraph_capture", "decode-only full cudagraph", "cudagraph_shape", "gdn_capture_guard"),
+    # "num_decodes: X, num_spec_decodes: Y" (gdn_attn.py build, 0.17.x, vllm#34845): the mixed-batch assert itself.
+    ("gdn_attn.py", "build", "num_decodes", "mixed_batch", "gdn_mixed_assert"),
+]
+
+
+def _text(site: Site) -> str:
+    parts = [site.get("condition") or "", site.get("message") or ""]
+    parts += site.get("guards") or []
+    return " ".join(parts).lower()
+
+
+def categorize(site: Site) -> tuple[str, str]:
+    """(category, rule id) for a site or a log error (keys: file, function, condition, message, exc)."""
+    f = (site.get("file") or "").lower()
+    fn = site.get("function") or ""
+    t = _text(site)
+    for suffix, func, needle, cat, rid in OVERRIDES:
+        if f.endswith(suffix) and fn.rsplit(".", 1)[-1] == func and needle in t:
+            return cat, "override:" + rid
+    e = (site.get("exc") or "").rsplit(".", 1)[-1]
+    c = site.get("condition") or ""
+    for rid, cat, pred in RULES:
+        try:
+            if pred(f, fn, t, e, c):
+                return cat, rid
+        except re.error:  # pragma: no cover - patterns are static
+            continue
+    return "other", "default"
+
+
+_VALIDATION_FUNC = re.compile(r"(^|\.)(__post_init__|_?verify\w*|_?validate\w*|check_and_update_config|"
+                              r"verify_and_update_config|try_verify_and_update_config|_set_\w+|create_engine_config|"
+                              r"create_\w+_config|from_cli_args|__init__|_check\w*|_resolve\w*|resolve\w*|"
+                              r"get_and_verify\w*|update_block_size_for_backend|_align_hybrid_block_size|"
+                              r"_post_init\w*|model_post_init|__call__)$")
+
+
+def is_validation(site: Site) -> bool:
+    """A check vLLM runs while building its config (evaluated by the pre-flight)."""
+    f = site.get("file") or ""
+    if f.startswith("vllm/config/") or f.endswith("engine/arg_utils.py"):
+        return True
+    if f.endswith(("model_executor/models/config.py", "platforms/interface.py", "platforms/cuda.py",
+                   "platforms/rocm.py", "platforms/cpu.py", "platforms/xpu.py")):
+        return bool(_VALIDATION_FUNC.search(site.get("function") or "")) or "config" in (site.get("function") or "").lower()
+    return False

@@ -1,0 +1,126 @@
+"""The shipped catalog of vLLM failure sites (vllm_diag.catalog), its version ranges and categories."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllm_diag.catalog import categorize, load, vtuple
+from vllm_diag.model import CATEGORIES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("build_failure_catalog", ROOT / "scripts" / "build_failure_catalog.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["build_failure_catalog"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_catalog_spans_the_releases_and_uses_the_vocabulary():
+    cat = load()
+    assert cat.versions[0] == "0.11.0" and cat.versions[-1] == "0.33.0"
+    assert len(cat.sites) > 3000
+    assert {s.category for s in cat.all_sites()} <= set(CATEGORIES)
+    # every hybrid/spec category has sites of its own
+    for c in ("kv_page_size", "state_index", "spec_kernel_limit", "mixed_batch", "cudagraph_shape",
+              "block_size_alignment", "mamba_block_budget", "prefix_cache_degraded", "token_budget"):
+        assert any(s.category == c for s in cat.sites), c
+
+
+def test_bare_unify_assert_has_its_release_range():
+    cat = load()
+    sites = [s for s in cat.in_function("vllm/v1/core/kv_cache_utils.py", "unify_kv_cache_spec_page_size")
+             if s.kind == "assert" and s.condition == "new_spec.page_size_bytes == max_page_size"]
+    assert len(sites) == 1
+    s = sites[0]
+    assert s.category == "kv_page_size" and s.message is None
+    assert s.exists_in("0.20.2") and s.exists_in("0.17.1")
+    assert s.exists_in("0.33.0") is False  # moved to kv_cache_planning.py in 0.33
+    moved = [x for x in cat.in_function("kv_cache_planning.py", "unify_kv_cache_spec_page_size") if x.kind == "assert"]
+    assert moved and moved[0].exists_in("0.33.0")
+
+
+def test_known_messages_are_templates_with_holes():
+    cat = load()
+    capture = [s for s in cat.sites if s.message and "decode-only full CUDAGraph capture" in s.message]
+    assert capture and all(s.category == "cudagraph_shape" for s in capture)
+    gdn = [s for s in capture if s.message.startswith("GDN")]
+    rx = gdn[0].template_regex()
+    m = rx.search("GDN only supports decode-only full CUDAGraph capture. Make sure batch size (12) <= cudagraph "
+                  "capture sizes (8), and number of tokens (12) <= cudagraph capture sizes (8).")
+    assert m and "12" in m.groups()
+    budget = [s for s in cat.sites if s.message and "exceeds available Mamba cache blocks" in s.message]
+    assert budget and {s.category for s in budget} == {"mamba_block_budget"}
+    assert min(vtuple(s.first_version) for s in budget) >= (0, 19, 0)
+
+
+def test_config_validation_sites_are_marked_for_the_preflight():
+    cat = load()
+    val = cat.validation_sites("0.32.0")
+    assert len(val) > 200
+    files = {s.file for s in val}
+    assert any(f.startswith("vllm/config/") for f in files) and "vllm/engine/arg_utils.py" in files
+    # conditions are the enclosing `if` tests of the raise
+    mb = [s for s in val if s.message and "--mamba-block-size can only be set with --enable-prefix-caching" in s.message]
+    assert mb and "enable_prefix_caching" in (mb[0].condition or "")
+    assert all(s.exists_in("0.32.0") is not False for s in val)
+
+
+def test_kernel_checks_outside_python():
+    cat = load()
+    dg = [s for s in cat.kernel_sites if s.package == "deep_gemm"]
+    assert any(s.condition == "next_n == 1 or next_n == 2" and s.category == "spec_kernel_limit" for s in dg)
+    assert any(s.condition == "Unsupported architecture" and s.category == "other" for s in dg)
+    assert all(s.source for s in dg)  # hand entries name where their text comes from
+    assert any(s.package == "flashinfer" for s in cat.kernel_sites)
+
+
+@pytest.mark.parametrize("site,expected", [
+    ({"file": "vllm/v1/core/kv_cache_utils.py", "function": "unify_kv_cache_spec_page_size",
+      "condition": "new_spec.page_size_bytes == max_page_size", "exc": "AssertionError"}, "kv_page_size"),
+    ({"file": "vllm/v1/attention/backends/gdn_attn.py", "function": "GDNAttentionMetadataBuilder.build",
+      "message": "num_decodes: {num_decodes}, num_spec_decodes: {num_spec_decodes}", "exc": "AssertionError",
+      "condition": "not (num_decodes > 0 and num_spec_decodes > 0)"}, "mixed_batch"),
+    ({"file": "vllm/v1/core/kv_cache_utils.py", "function": "check_enough_kv_cache_memory", "exc": "ValueError",
+      "message": "No available memory for the cache blocks. Try increasing `gpu_memory_utilization`"}, "other"),
+    ({"file": "vllm/v1/worker/mamba_utils.py", "function": "collect_mamba_copy_meta", "exc": "IndexError",
+      "message": "list index out of range"}, "state_index"),
+    ({"file": "vllm/v1/attention/backends/mla/indexer.py", "function": "DeepseekV32IndexerMetadataBuilder.build",
+      "message": "next_n {next_n} is not supported", "exc": "ValueError"}, "spec_kernel_limit"),
+    ({"file": "vllm/model_executor/model_loader/default_loader.py", "function": "load_weights", "exc": "ValueError",
+      "message": "Following weights were not initialized from checkpoint: {x}"}, "other"),
+])
+def test_rules_classify_unseen_errors(site, expected):
+    assert categorize.categorize(site)[0] == expected
+
+
+def test_extractor_templates(tmp_path):
+    mod = _script()
+    src = '''
+class B:
+    def build(self, n, k):
+        if n > 0 and k > 0:
+            msg = f"num_decodes: {n}, " + "num_spec_decodes: %d" % k
+            raise ValueError(msg)
+        assert n <= self.bs, "batch {} > {}".format(n, self.bs)
+        assert n
+'''
+    ex = mod.Extractor("vllm/x.py")
+    ex.visit(ast.parse(src))
+    raise_site, a1, a2 = ex.sites
+    assert raise_site["function"] == "B.build" and raise_site["exc"] == "ValueError"
+    assert raise_site["message"] == "num_decodes: {n}, num_spec_decodes: {k}"
+    assert raise_site["condition"] == "(n > 0 and k > 0)"
+    assert a1["message"] == "batch {n} > {self.bs}" and a1["condition"] == "n <= self.bs"
+    assert a2["message"] is None and a2["condition"] == "n"
+    rows = mod.merge([("0.1.0", ex.sites), ("0.2.0", ex.sites[:1]), ("0.3.0", ex.sites)])
+    runs = {r["condition"]: r["versions"] for r in rows}
+    assert runs["(n > 0 and k > 0)"] == [["0.1.0", "0.3.0"]]
+    assert runs["n"] == [["0.1.0", "0.1.0"], ["0.3.0", "0.3.0"]]
