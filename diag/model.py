@@ -295,6 +295,11 @@ class Finding:
     versions: str | None = None  # vLLM versions the rule applies to, e.g. ">=0.17,<0.28"
     fixed_in: str | None = None  # e.g. "0.28.0 (PR #45207)"
     missing_evidence: list[str] = field(default_factory=list)
+    # How sure the finding is, and why: "high" = a known vLLM failure site matched with its numbers,
+    # "medium" = a known site or family matched without all numbers, "low" = a family inferred from the
+    # configuration and frames (e.g. an asynchronous CUDA fault); None = not stated (older rules).
+    confidence: str | None = None
+    basis: str | None = None  # the reasoning in one line, e.g. "matched failure site vllm/...:fn (0.17.0-0.25.1)"
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:

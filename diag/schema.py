@@ -191,4 +191,12 @@ def m001_initial(db) -> None:
     db["suggestions"].create_index(["finding_id"], find_unique_name=True)
 
 
+@migrations()
+def m003_finding_confidence_and_basis(db) -> None:
+    # How sure a finding is ("high" | "medium" | "low") and why (a matched vLLM failure site, or a
+    # family inferred from the configuration and frames): Finding.confidence / Finding.basis.
+    db["findings"].add_column("confidence", str)
+    db["findings"].add_column("basis", str)
+
+
 SCHEMA_VERSION = len(migrations._migrations)
