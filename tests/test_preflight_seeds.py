@@ -155,6 +155,7 @@ def _argv(command: str) -> list[str]:
 ])
 def test_cli_bad_input_is_one_line(argv, message, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # hermetic: no Hub request (tests/test_preflight_hub.py covers fetching)
     rc = main(argv)
     err = capsys.readouterr().err
     assert rc == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err

@@ -64,7 +64,7 @@ def resolve_gpu(name: str | None) -> tuple[GpuInfo | None, str]:
 def _facts(model: str, revision: str | None, overrides: str | None) -> ModelFacts:
     import json
 
-    return load_model_facts(model, revision, json.loads(overrides) if overrides else None)
+    return load_model_facts(model, revision, json.loads(overrides) if overrides else None, fetch=True)
 
 
 def model_facts(model: str, revision: str | None = None, hf_overrides: dict | None = None) -> ModelFacts:
@@ -139,7 +139,7 @@ def validate_config(cmd: ServeCommand, config: dict[str, Any], version: tuple[in
 
 
 def evaluate(cmd: ServeCommand, version: tuple[int, int, int], gpu: GpuInfo | None,
-             facts: ModelFacts | None = None) -> tuple[EngineState, list[Finding], ModelFacts, ModelFacts | None, list[str]]:
+             facts: ModelFacts | None = None, entry: str = "serve") -> tuple[EngineState, list[Finding], ModelFacts, ModelFacts | None, list[str]]:
     """Predict the state for ``cmd`` and run the rules on it (no suggestions)."""
     from ..rules import run_rules
 
@@ -159,7 +159,6 @@ def evaluate(cmd: ServeCommand, version: tuple[int, int, int], gpu: GpuInfo | No
             draft = model_facts(str(config["draft_model"]))
         except ModelConfigError as exc:
             notes.append(f"draft model not described ({exc}); its KV pages are left out")
-    entry = "serve"
     state = predict(facts, config, version, gpu, draft=draft, entry=entry)
     if cmd.unknown_flags:
         notes.append("flags vLLM would reject: " + ", ".join(sorted(set(cmd.unknown_flags))))
@@ -168,11 +167,12 @@ def evaluate(cmd: ServeCommand, version: tuple[int, int, int], gpu: GpuInfo | No
 
 
 def run_check(command: str | list[str] | ServeCommand, version: str | None = None, gpu: str | None = None,
-              suggest: bool = True, base_dir: str | None = None) -> CheckResult:
+              suggest: bool = True, base_dir: str | None = None, entry: str = "serve") -> CheckResult:
+    """``entry``: ``"serve"`` (``vllm serve`` defaults) or ``"llm"`` (``LLM(...)``: offline defaults)."""
     cmd = command if isinstance(command, ServeCommand) else parse_command(command, base_dir=base_dir)
     v, vsrc = resolve_version(version)
     g, gsrc = resolve_gpu(gpu)
-    state, findings, facts, draft, notes = evaluate(cmd, v, g)
+    state, findings, facts, draft, notes = evaluate(cmd, v, g, entry=entry)
     result = CheckResult(cmd, facts, draft, state, findings, v, vsrc, g, gsrc, notes)
     if suggest:
         from ..suggest import attach_suggestions

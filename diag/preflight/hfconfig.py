@@ -6,7 +6,10 @@ of MODEL>``, for logs that name a model by a path of another machine), the Huggi
 (``$HF_HUB_CACHE`` or ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``:
 ``models--org--name/snapshots/*/config.json``), then the demo configs bundled in
 ``vllm_diag/data/configs/`` (package data, listed in ``configs/index.json``; read with
-``importlib.resources`` so it works from an installed wheel; the output says so when one is used).
+``importlib.resources`` so it works from an installed wheel; the output says so when one is used),
+then -- only when asked (``fetch=True``, as ``vllm-diag check`` does) and for a Hub id ``org/name`` --
+the Hugging Face Hub through ``huggingface_hub`` (``fetch_config``: ``HF_TOKEN``, ``HF_ENDPOINT``,
+``HF_HUB_OFFLINE``, a short timeout; the file lands in the Hugging Face cache).
 
 Families (as vLLM's model registry and ``get_kv_cache_spec`` of each model class treat them):
 
@@ -23,7 +26,9 @@ from __future__ import annotations
 import glob
 import importlib.resources
 import json
+import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -135,8 +140,11 @@ def _from_search_path(model: str, dirs: list[Path]) -> Path | None:
 
 
 def find_config(model: str, revision: str | None = None, use_bundled: bool = True,
-                model_dirs: Sequence[str | os.PathLike] = ()) -> tuple[Path, bool]:
-    """Path of the model's config.json and whether it is a bundled demo config."""
+                model_dirs: Sequence[str | os.PathLike] = (), fetch: bool = False) -> tuple[Path, bool]:
+    """Path of the model's config.json and whether it is a bundled demo config.
+
+    Local folder, model search path, Hugging Face cache, bundled demo configs, then (``fetch``) the Hub.
+    """
     p = Path(model).expanduser()
     if p.is_dir():
         if (p / "config.json").is_file():
@@ -174,15 +182,85 @@ def find_config(model: str, revision: str | None = None, use_bundled: bool = Tru
         where = f" or under {', '.join(map(str, dirs))}" if dirs else ""
         raise ModelConfigError(f"{model}: no such model folder{where} (expected a folder with config.json; "
                                f"--model-dir DIR looks for the model's folder name in DIR)")
+    if fetch and HUB_ID.fullmatch(model):
+        return fetch_config(model, revision), False
     raise ModelConfigError(
         f"{model}: config.json not found locally or in the Hugging Face cache ({hf_hub_cache()}); "
-        f"download it (`huggingface-cli download {model} config.json`) or pass a local model folder"
+        f"download it (`hf download {model} config.json`) or pass a local model folder"
     )
 
 
+# ------------------------------------------------------------------------------------------------
+# Fetching config.json from the Hugging Face Hub
+# ------------------------------------------------------------------------------------------------
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.\-]*/[\w.\-]+")
+HUB_TIMEOUT_ENV = "VLLM_DIAG_HUB_TIMEOUT"  # seconds per request (default 5)
+
+
+def _env_on(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def fetch_config(repo_id: str, revision: str | None = None) -> Path:
+    """Download ``config.json`` of a Hub model into the Hugging Face cache with ``huggingface_hub``.
+
+    Honours ``HF_TOKEN`` (gated/private models), ``HF_ENDPOINT`` (mirrors, a local endpoint),
+    ``HF_HUB_OFFLINE`` (no request at all) and ``HF_HUB_CACHE``/``HF_HOME``; every request has a
+    short timeout (``$VLLM_DIAG_HUB_TIMEOUT``, default 5 s). Any failure is one ModelConfigError line.
+    """
+    where = f"{repo_id}: config.json not found locally or in the Hugging Face cache ({hf_hub_cache()})"
+    if _env_on("HF_HUB_OFFLINE"):
+        raise ModelConfigError(f"{where}, and HF_HUB_OFFLINE is set, so it is not fetched from the Hub; "
+                               f"unset HF_HUB_OFFLINE, or pass a local model folder")
+    try:
+        timeout = float(os.environ.get(HUB_TIMEOUT_ENV) or 5)
+    except ValueError:
+        raise ModelConfigError(f"{HUB_TIMEOUT_ENV}={os.environ[HUB_TIMEOUT_ENV]!r}: expected seconds") from None
+    endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    # imported here: huggingface_hub (httpx) costs ~150 ms, and most checks find config.json locally
+    try:
+        from huggingface_hub import constants, hf_hub_download
+        from huggingface_hub import errors as hf_errors
+    except ImportError:  # pragma: no cover - a declared dependency
+        raise ModelConfigError(f"{where}; install huggingface_hub to fetch it from the Hub") from None
+    constants.HF_HUB_DOWNLOAD_TIMEOUT = min(constants.HF_HUB_DOWNLOAD_TIMEOUT, int(max(1, timeout * 2)))
+    hub_log = logging.getLogger("huggingface_hub")
+    level = hub_log.level
+    hub_log.setLevel(logging.CRITICAL)  # its retry warnings would break the one-line error contract
+    try:
+        path = hf_hub_download(repo_id, "config.json", revision=revision, endpoint=endpoint, etag_timeout=timeout,
+                               cache_dir=str(hf_hub_cache()), token=os.environ.get("HF_TOKEN") or None)
+    except hf_errors.LocalEntryNotFoundError as exc:  # the Hub was not reachable (and nothing cached)
+        cause = exc.__cause__ or exc.__context__
+        reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:160] if cause else "no answer"
+        raise ModelConfigError(f"{where}, and fetching it from the Hub ({endpoint}) failed: {reason}; "
+                               f"pass a local model folder or set HF_HUB_OFFLINE=1") from None
+    except hf_errors.GatedRepoError:
+        raise ModelConfigError(f"{repo_id}: gated on the Hub ({endpoint}); accept its terms on the model page and "
+                               f"set HF_TOKEN" + (" (the token given has no access)" if os.environ.get("HF_TOKEN") else "")
+                               ) from None
+    except hf_errors.RepositoryNotFoundError:
+        raise ModelConfigError(f"{repo_id}: no such model on the Hub ({endpoint}), or it is private "
+                               f"(set HF_TOKEN); config.json not found locally either") from None
+    except hf_errors.RevisionNotFoundError:
+        raise ModelConfigError(f"{repo_id}: revision {revision!r} not found on the Hub ({endpoint})") from None
+    except hf_errors.EntryNotFoundError:
+        raise ModelConfigError(f"{repo_id}: the Hub repository has no config.json ({endpoint})") from None
+    except hf_errors.OfflineModeIsEnabled:
+        raise ModelConfigError(f"{where}, and Hugging Face offline mode is on; pass a local model folder") from None
+    except Exception as exc:  # noqa: BLE001 - connection refused, DNS, timeouts, HTTP 5xx, proxies...
+        reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise ModelConfigError(f"{where}, and fetching it from the Hub ({endpoint}) failed: {reason}; "
+                               f"pass a local model folder or set HF_HUB_OFFLINE=1") from None
+    finally:
+        hub_log.setLevel(level)
+    return Path(path)
+
+
 def load_model_facts(model: str, revision: str | None = None, hf_overrides: dict | None = None,
-                     model_dirs: Sequence[str | os.PathLike] = ()) -> ModelFacts:
-    path, bundled = find_config(model, revision, model_dirs=model_dirs)
+                     model_dirs: Sequence[str | os.PathLike] = (), fetch: bool = False) -> ModelFacts:
+    path, bundled = find_config(model, revision, model_dirs=model_dirs, fetch=fetch)
     try:
         cfg = json.loads(path.read_text())
     except OSError as exc:
