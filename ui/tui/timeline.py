@@ -1,0 +1,388 @@
+"""The batch timeline: decodes / spec decodes / prefills per step as bar rows, mixed steps and
+builder disagreements marked, next_n against the kernel limits, a cursor, scroll and zoom.
+
+One widget draws only what fits the terminal (one column = one bucket of the view model), whatever
+the session's length: never one widget per step. The buckets come from ``vllm_diag.views.timeline``
+(downsampled in SQLite by the store); zooming asks the store for the window on screen, in a thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Static
+
+from vllm_diag.model import BatchStep
+from vllm_diag.views.primitives import Missing, fmt
+from vllm_diag.views.timeline import extend, timeline
+
+from . import render
+
+LABEL_W = 13
+LEVELS = " ▁▂▃▄▅▆▇█"
+CURSOR = "on blue"  # the cursor column's background (an ANSI colour: fine without true colour)
+SERIES_ROWS = (("decodes", "decodes", "green"), ("spec_decodes", "spec decodes", "magenta"),
+               ("prefills", "prefills", "cyan"))
+
+
+def _bar_cells(value: int, top: int, rows: int) -> list[str]:
+    """A vertical bar of ``rows`` cells (bottom first) for ``value`` against ``top``: eighths."""
+    if top <= 0 or value <= 0:
+        return [" "] * rows
+    eighths = max(1, round(value / top * rows * 8))
+    out = []
+    for r in range(rows):
+        n = min(8, max(0, eighths - 8 * r))
+        out.append(LEVELS[n])
+    return out
+
+
+def chart_lines(vm, series_index: int, start: int, width: int, height: int, cursor: int | None) -> list[Text]:
+    """The chart as ``height`` lines of ``width`` cells: per series row the bars of buckets
+    ``start .. start + width - LABEL_W - 1`` of ``vm.series[series_index]``; a marks row; an axis."""
+    lines: list[Text] = []
+    s = vm.series[series_index]
+    cols = max(1, width - LABEL_W)
+    idx = range(start, min(len(s.x), start + cols))
+    rows_each = max(1, min(4, (height - 2) // 3))
+    for attr, label, style in SERIES_ROWS:
+        values = getattr(s, attr)
+        top = max((values[i] for i in idx), default=0)
+        grid = [_bar_cells(values[i], top, rows_each) for i in idx]
+        for r in reversed(range(rows_each)):
+            line = Text()
+            if r == rows_each - 1:
+                line.append(f"{label:<{LABEL_W - 5}}", style="bold")
+                line.append(f"{fmt(top):>4} ", style="dim")
+            else:
+                line.append(" " * LABEL_W)
+            for ci, cells in enumerate(grid):
+                glyph = cells[r]
+                cstyle = style
+                if cursor is not None and start + ci == cursor:
+                    cstyle += " " + CURSOR
+                line.append(glyph, style=cstyle)
+            lines.append(line)
+    marks = Text(f"{'marks':<{LABEL_W}}", style="bold")
+    for i in idx:
+        glyph, style = " ", ""
+        if s.mixed[i]:
+            glyph, style = "▲", render.MARK
+        elif s.disagree[i]:
+            glyph, style = "◆", "yellow"
+        if cursor is not None and i == cursor:
+            style += " " + CURSOR
+            glyph = glyph if glyph != " " else "▴"
+        marks.append(glyph, style=style)
+    lines.append(marks)
+    lines.append(axis_line(s, idx, cols))
+    return lines[:height] if height > 0 else lines
+
+
+def axis_line(s, idx: range, cols: int) -> Text:
+    """Step numbers under the bars, one label every ~12 columns."""
+    cells = [" "] * cols
+    if len(idx):
+        pos = 0
+        while pos < len(idx):
+            label = f"|{s.x[idx[pos]]:,}"
+            if pos + len(label) <= cols:
+                cells[pos:pos + len(label)] = list(label)
+            pos += max(12, len(label) + 2)
+    return Text(f"{'step':<{LABEL_W}}", style="bold") + Text("".join(cells), style="dim")
+
+
+def cursor_text(vm, series_index: int, cursor: int | None) -> Text:
+    """What the cursor column holds: its steps, the maxima, marks, and the mark texts of the view."""
+    text = Text()
+    if cursor is None or not vm.series:
+        return text
+    s = vm.series[series_index]
+    if not 0 <= cursor < len(s.x):
+        return text
+    first, last = s.x[cursor], s.x_last[cursor]
+    text.append(f"step {first:,}" if first == last else f"steps {first:,}–{last:,}", style="bold")
+    text.append(f"  decodes {s.decodes[cursor]}  spec decodes {s.spec_decodes[cursor]}  prefills {s.prefills[cursor]}"
+                f"  tokens {s.tokens[cursor]:,}")
+    if first != last:
+        text.append("  (max per step)", style="dim")
+    if s.mixed[cursor]:
+        text.append(f"  ▲ {s.mixed[cursor]} mixed", style=render.MARK)
+    if s.disagree[cursor]:
+        text.append(f"  ◆ {s.disagree[cursor]} disagree", style="yellow")
+    for m in vm.marks:
+        if first <= m.step <= last:
+            text.append(f"\n  step {m.step:,}: {m.text}", style=render.MARK if m.kind == "mixed" else "yellow")
+            break
+    return text
+
+
+def limits_text(vm) -> Text:
+    """next_n = k + 1 against each kernel limit in play (from the view)."""
+    text = Text("next_n ", style="bold")
+    text.append_text(Text(str(vm.next_n), style="italic dim") if isinstance(vm.next_n, Missing) else Text(fmt(vm.next_n)))
+    if not vm.limits:
+        text.append("  (no kernel limit in play for this session)", style="dim")
+    for lim in vm.limits:
+        ok = lim.ok
+        glyph, style = ("✓", "green") if ok is True else (("✗", render.MARK) if ok is False else ("?", "yellow"))
+        text.append(f"  {glyph} ", style=style)
+        text.append(f"limit {fmt(lim.limit)}", style=style)
+        text.append(f" {lim.name}", style="dim")
+    return text
+
+
+def steps_from_rows(rows: list[dict]) -> list[BatchStep]:
+    """``batch_steps`` rows (as the follow worker reads them) -> model objects for ``extend``."""
+    names = {f.name for f in dataclasses.fields(BatchStep)}
+    return [BatchStep(**{k: v for k, v in r.items() if k in names}) for r in rows]
+
+
+class CursorMoved(Message):
+    """The chart's cursor moved (or its data changed): redraw the detail line."""
+
+
+class ZoomRequested(Message):
+    """+ / - / 0 on the chart: 1 zooms in, -1 out, 0 fits the whole session."""
+
+    def __init__(self, direction: int) -> None:
+        super().__init__()
+        self.direction = direction
+
+
+class TimelineChart(Widget, can_focus=True):
+    """Bars of one series of the timeline view model; one column per bucket."""
+
+    BINDINGS = [
+        Binding("left", "move(-1)", "←", show=False),
+        Binding("right", "move(1)", "→", show=False),
+        Binding("shift+left,pageup", "page(-1)", "Page ←", show=False),
+        Binding("shift+right,pagedown", "page(1)", "Page →", show=False),
+        Binding("home", "edge(0)", "First", show=False),
+        Binding("end", "edge(1)", "Last", show=False),
+        Binding("plus,equals_sign", "zoom(1)", "Zoom", key_display="+/-"),
+        Binding("minus", "zoom(-1)", "Zoom out", show=False),
+        Binding("0", "fit", "Fit", show=False),
+        Binding("m", "next_mark('mixed')", "Next mixed"),
+        Binding("b", "next_series", "Builder", show=True),
+    ]
+    DEFAULT_CSS = """
+    TimelineChart { height: 1fr; min-height: 8; }
+    TimelineChart:focus { background-tint: $foreground 3%; }
+    """
+
+    cursor: reactive[int | None] = reactive(None)
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.vm = None
+        self.series_index = 0
+        self.start = 0
+        self.follow_end = True  # keep to the newest steps while the cursor is at the end
+
+    # ---------------------------------------------------------------- data
+
+    def set_vm(self, vm) -> None:
+        self.vm = vm
+        if not vm.series:
+            self.cursor = None
+            self.refresh()
+            return
+        self.series_index = min(self.series_index, len(vm.series) - 1)
+        n = len(vm.series[self.series_index].x)
+        if self.cursor is None or self.follow_end:
+            self.cursor = n - 1
+        self.cursor = min(self.cursor, n - 1)
+        self._keep_cursor_visible()
+        self.refresh()
+
+    @property
+    def n(self) -> int:
+        return len(self.vm.series[self.series_index].x) if self.vm and self.vm.series else 0
+
+    @property
+    def cols(self) -> int:
+        return max(1, self.size.width - LABEL_W)
+
+    def _keep_cursor_visible(self) -> None:
+        if self.cursor is None:
+            return
+        if self.follow_end:  # show the newest steps, right-aligned
+            self.start = max(0, self.n - self.cols)
+        if self.cursor < self.start:
+            self.start = self.cursor
+        elif self.cursor >= self.start + self.cols:
+            self.start = self.cursor - self.cols + 1
+        self.start = max(0, min(self.start, max(0, self.n - self.cols)))
+
+    def on_resize(self) -> None:
+        self._keep_cursor_visible()
+
+    # ---------------------------------------------------------------- drawing
+
+    def render(self) -> Text:
+        if self.vm is None:
+            return Text("loading ...", style="dim")
+        if not self.vm.series:
+            return Text(str(self.vm.missing or "no steps"), style="italic")
+        lines = chart_lines(self.vm, self.series_index, self.start, self.size.width, self.size.height, self.cursor)
+        return Text("\n").join(lines)
+
+    def watch_cursor(self) -> None:
+        self.post_message(CursorMoved())
+
+    # ---------------------------------------------------------------- keys
+
+    def _move_to(self, index: int) -> None:
+        if not self.n:
+            return
+        self.cursor = max(0, min(self.n - 1, index))
+        self.follow_end = self.cursor == self.n - 1
+        self._keep_cursor_visible()
+        self.refresh()
+
+    def action_move(self, delta: int) -> None:
+        self._move_to((self.cursor or 0) + delta)
+
+    def action_page(self, direction: int) -> None:
+        self.start = max(0, min(max(0, self.n - self.cols), self.start + direction * self.cols))
+        self._move_to((self.cursor or 0) + direction * self.cols)
+
+    def action_edge(self, end: int) -> None:
+        self._move_to(self.n - 1 if end else 0)
+
+    def action_next_mark(self, kind: str) -> None:
+        if not self.n:
+            return
+        s = self.vm.series[self.series_index]
+        flags = s.mixed if kind == "mixed" else s.disagree
+        cur = self.cursor or 0
+        for i in list(range(cur + 1, self.n)) + list(range(0, cur + 1)):
+            if flags[i]:
+                self._move_to(i)
+                return
+        self.app.notify(f"no {kind} step in this session", timeout=3)
+
+    def action_next_series(self) -> None:
+        if self.vm and len(self.vm.series) > 1:
+            self.series_index = (self.series_index + 1) % len(self.vm.series)
+            self.set_vm(self.vm)
+            self.post_message(CursorMoved())
+
+    def action_zoom(self, direction: int) -> None:
+        self.post_message(ZoomRequested(direction))
+
+    def action_fit(self) -> None:
+        self.post_message(ZoomRequested(0))
+
+    def goto_step(self, step: int) -> bool:
+        if not self.n:
+            return False
+        s = self.vm.series[self.series_index]
+        for i, (a, b) in enumerate(zip(s.x, s.x_last)):
+            if a <= step <= b:
+                self._move_to(i)
+                return True
+        return False
+
+
+class TimelinePane(Vertical):
+    """Title line, the chart, what the cursor is on, next_n vs the kernel limits."""
+
+    DEFAULT_CSS = """
+    TimelinePane #timeline-title { height: 1; padding: 0 1; }
+    TimelinePane #timeline-cursor { height: auto; max-height: 3; padding: 0 1; }
+    TimelinePane #timeline-limits { height: auto; max-height: 2; padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="timeline-title")
+        yield TimelineChart(id="timeline-chart")
+        yield Static(id="timeline-cursor")
+        yield Static(id="timeline-limits")
+
+    def on_mount(self) -> None:
+        self.record = None
+        self.vm = None
+
+    def show(self, record, vm) -> None:
+        self.record = record
+        self._set(vm)
+
+    def append(self, rows: list[dict]) -> None:
+        """--follow: fold the new ``batch_steps`` rows into the summary (views.timeline.extend)."""
+        if self.record is None or not rows:
+            return
+        summary = self.record.step_summary
+        steps = steps_from_rows(rows)
+        last_rowid = rows[-1].get("_rowid")
+        if summary is None:
+            from vllm_diag.views.timeline import summarize_steps
+
+            summary = summarize_steps([], self.record.processes)
+        summary = extend(summary, steps, self.record.processes, last_rowid=last_rowid)
+        self.record = dataclasses.replace(self.record, step_summary=summary)
+        self._set(timeline(self.record))
+
+    def append_errors(self, rows: list[dict]) -> None:
+        pass  # errors reload the record (the findings and header change); steps stay as they are
+
+    def _set(self, vm) -> None:
+        self.vm = vm
+        self.query_one(TimelineChart).set_vm(vm)
+        self._title()
+        self._detail()
+        self.query_one("#timeline-limits", Static).update(limits_text(vm))
+
+    def _title(self) -> None:
+        vm = self.vm
+        text = Text()
+        if vm.missing is None:
+            chart = self.query_one(TimelineChart)
+            s = vm.series[chart.series_index]
+            text.append(f"steps {fmt(vm.first_step)}–{fmt(vm.last_step)}", style="bold")
+            text.append(f" ({vm.total_steps:,} steps)")
+            text.append(f"  {vm.width:,} step{'s' if vm.width != 1 else ''}/column", style="dim")
+            text.append(f"  {s.label}", style="bold cyan")
+            counts = dict(vm.mark_counts)
+            if counts.get("mixed"):
+                text.append(f"  ▲ {counts['mixed']:,} mixed", style=render.MARK)
+            if counts.get("disagree"):
+                text.append(f"  ◆ {counts['disagree']:,} disagree", style="yellow")
+            if vm.process_note:
+                text.append(f"  {vm.process_note}", style="dim")
+        self.query_one("#timeline-title", Static).update(text)
+
+    def _detail(self) -> None:
+        chart = self.query_one(TimelineChart)
+        self.query_one("#timeline-cursor", Static).update(cursor_text(self.vm, chart.series_index, chart.cursor))
+
+    def on_cursor_moved(self, _message) -> None:
+        if self.vm is not None:
+            self._title()
+            self._detail()
+
+    def on_zoom_requested(self, message: ZoomRequested) -> None:
+        self.app.notify("zoom: the view layer's windowed summary is not available yet", timeout=3)
+
+    def select(self, anchor) -> bool:
+        chart = self.query_one(TimelineChart)
+        chart.focus()
+        try:
+            step = int(anchor.ref)
+        except ValueError:
+            return False
+        if not chart.goto_step(step):
+            self.app.notify(f"step {step} is not in the timeline", timeout=4)
+            return False
+        return True
+
+
+__all__ = ["TimelineChart", "TimelinePane", "chart_lines", "cursor_text", "limits_text", "steps_from_rows"]
