@@ -192,11 +192,129 @@ def m001_initial(db) -> None:
 
 
 @migrations()
+def m002_kv_cache_phase_and_buffer_derivation(db) -> None:
+    # ``phase``: which KV cache the runner had built when the row was recorded -- ``profile`` (the
+    # throwaway minimal cache of CUDA-graph memory profiling, vLLM 0.19+) or ``init`` (the serving
+    # cache). ``derivation`` on builder buffers: how vLLM sized each dimension.
+    db["block_tables"].add_column("phase", str)
+    db["builder_buffers"].add_column("phase", str)
+    db["builder_buffers"].add_column("derivation", str)
+
+
+@migrations()
 def m003_finding_confidence_and_basis(db) -> None:
     # How sure a finding is ("high" | "medium" | "low") and why (a matched vLLM failure site, or a
     # family inferred from the configuration and frames): Finding.confidence / Finding.basis.
     db["findings"].add_column("confidence", str)
     db["findings"].add_column("basis", str)
+
+
+# Step rollup, maintained by SQLite itself on every batch_steps insert (the writers need no change):
+# one row per (session, process, source, KV group, 64-step bucket) with max/sum/counts, and one row
+# per marked step (decodes mixed with spec decodes; a builder row whose split differs from the
+# runner's row of the same step). The timeline of a 1,000,000-step session reads ~30,000 rollup rows
+# instead of 2,000,000 step rows (benchmarks/views_scale.py). ``source`` is the builder's class name
+# or "runner"; ``group_index`` -1 and ``pid`` 0 stand for NULL (NULLs never collide in a primary key).
+ROLLUP_SHIFT = 6  # 64 steps per rollup bucket
+
+_ROLLUP_VALUES = """new.session_id, coalesce(new.pid, 0), coalesce(new.builder, 'runner'), coalesce(new.group_index, -1),
+       new.step_index >> {shift}, new.step_index, new.step_index, 1, coalesce(new.num_reqs, 0), coalesce(new.num_decodes, 0),
+       coalesce(new.num_spec_decodes, 0), coalesce(new.num_prefills, 0), coalesce(new.num_tokens, 0), coalesce(new.num_tokens, 0),
+       coalesce(new.num_decodes, 0) > 0 and coalesce(new.num_spec_decodes, 0) > 0""".format(shift=ROLLUP_SHIFT)
+
+_DIFFERS = """(coalesce({a}.num_decodes, 0) != coalesce({b}.num_decodes, 0)
+                or coalesce({a}.num_spec_decodes, 0) != coalesce({b}.num_spec_decodes, 0)
+                or coalesce({a}.num_prefills, 0) != coalesce({b}.num_prefills, 0))"""
+
+_RUNNER_OF_NEW = """from batch_steps r where r.session_id = new.session_id and r.pid is new.pid and r.step_index = new.step_index
+       and r.builder is null and """ + _DIFFERS.format(a="r", b="new")
+_BUILDERS_OF_NEW = """from batch_steps b where b.session_id = new.session_id and b.pid is new.pid and b.step_index = new.step_index
+       and b.builder is not null and """ + _DIFFERS.format(a="b", b="new")
+
+STEP_TRIGGERS = (
+    f"""create trigger if not exists batch_steps_rollup after insert on batch_steps begin
+  insert into step_rollup values ({_ROLLUP_VALUES}, 0)
+  on conflict do update set first_step = min(first_step, excluded.first_step), last_step = max(last_step, excluded.last_step),
+     rows = rows + 1, max_reqs = max(max_reqs, excluded.max_reqs), max_decodes = max(max_decodes, excluded.max_decodes),
+     max_spec_decodes = max(max_spec_decodes, excluded.max_spec_decodes), max_prefills = max(max_prefills, excluded.max_prefills),
+     max_tokens = max(max_tokens, excluded.max_tokens), sum_tokens = sum_tokens + excluded.sum_tokens,
+     mixed = mixed + excluded.mixed;
+  insert into step_marks select new.session_id, coalesce(new.pid, 0), new.step_index, 'mixed', coalesce(new.builder, 'runner'),
+     coalesce(new.group_index, -1), new.num_reqs, new.num_decodes, new.num_spec_decodes, new.num_prefills, new.num_tokens,
+     null, null, null
+     where coalesce(new.num_decodes, 0) > 0 and coalesce(new.num_spec_decodes, 0) > 0;
+end""",
+    # a builder row whose runner row (same step and process) was written before it, and differs
+    f"""create trigger if not exists batch_steps_builder_disagrees after insert on batch_steps
+  when new.builder is not null and exists (select 1 {_RUNNER_OF_NEW}) begin
+  insert into step_marks select new.session_id, coalesce(new.pid, 0), new.step_index, 'disagree', new.builder,
+     coalesce(new.group_index, -1), new.num_reqs, new.num_decodes, new.num_spec_decodes, new.num_prefills, new.num_tokens,
+     r.num_decodes, r.num_spec_decodes, r.num_prefills {_RUNNER_OF_NEW};
+  update step_rollup set disagree = disagree + (select count(*) {_RUNNER_OF_NEW})
+     where session_id = new.session_id and pid = coalesce(new.pid, 0) and source = new.builder
+       and group_index = coalesce(new.group_index, -1) and bucket = new.step_index >> {ROLLUP_SHIFT};
+end""",
+    # a runner row written after builder rows of the same step that differ from it
+    f"""create trigger if not exists batch_steps_runner_disagrees after insert on batch_steps
+  when new.builder is null and exists (select 1 {_BUILDERS_OF_NEW}) begin
+  insert into step_marks select b.session_id, coalesce(b.pid, 0), b.step_index, 'disagree', b.builder,
+     coalesce(b.group_index, -1), b.num_reqs, b.num_decodes, b.num_spec_decodes, b.num_prefills, b.num_tokens,
+     new.num_decodes, new.num_spec_decodes, new.num_prefills {_BUILDERS_OF_NEW};
+  update step_rollup set disagree = disagree + (select count(*) {_BUILDERS_OF_NEW}
+       and b.builder = step_rollup.source and coalesce(b.group_index, -1) = step_rollup.group_index)
+     where session_id = new.session_id and pid = coalesce(new.pid, 0) and bucket = new.step_index >> {ROLLUP_SHIFT}
+       and source != 'runner';
+end""",
+)
+
+
+@migrations()
+def m004_diagnosis_record_and_step_rollup(db) -> None:
+    # Everything `check`/`analyze` print beyond the engine state, so `show` prints the same: the target
+    # (versions/GPU/config and where each came from), notes, the log summary (root error with frames,
+    # numbers, startup facts), the pre-flight's predicted plan next to a recorded/logged state, and the
+    # rules that failed. JSON columns (vllm_diag.model: Target, LogSummary, EngineState, RuleFailure).
+    db["diagnoses"].create(
+        {"session_id": str, "target": str, "notes": str, "log": str, "predicted": str, "rule_failures": str},
+        pk="session_id", foreign_keys=[("session_id", "sessions", "id")],
+    )
+    db.execute("""create table step_rollup (
+        session_id text, pid integer, source text, group_index integer, bucket integer, first_step integer,
+        last_step integer, rows integer, max_reqs integer, max_decodes integer, max_spec_decodes integer,
+        max_prefills integer, max_tokens integer, sum_tokens integer, mixed integer, disagree integer,
+        primary key (session_id, pid, source, group_index, bucket)) without rowid""")
+    db.execute("""create table step_marks (
+        session_id text, pid integer, step_index integer, kind text, source text, group_index integer,
+        num_reqs integer, num_decodes integer, num_spec_decodes integer, num_prefills integer, num_tokens integer,
+        runner_decodes integer, runner_spec_decodes integer, runner_prefills integer)""")
+    db.execute("create index step_marks_by_step on step_marks (session_id, pid, kind, step_index)")
+    # the trigger's runner/builder lookups, the tail of a timeline, steps_after(rowid) for live follow
+    db.execute("create index batch_steps_by_step on batch_steps (session_id, pid, step_index)")
+    # rows recorded before this migration: the same aggregation, once
+    db.execute(f"""insert into step_rollup
+        select session_id, coalesce(pid, 0), coalesce(builder, 'runner'), coalesce(group_index, -1),
+               step_index >> {ROLLUP_SHIFT}, min(step_index), max(step_index), count(*), max(coalesce(num_reqs, 0)),
+               max(coalesce(num_decodes, 0)), max(coalesce(num_spec_decodes, 0)), max(coalesce(num_prefills, 0)),
+               max(coalesce(num_tokens, 0)), sum(coalesce(num_tokens, 0)),
+               sum(coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0), 0
+        from batch_steps group by 1, 2, 3, 4, 5""")
+    db.execute("""insert into step_marks
+        select session_id, coalesce(pid, 0), step_index, 'mixed', coalesce(builder, 'runner'), coalesce(group_index, -1),
+               num_reqs, num_decodes, num_spec_decodes, num_prefills, num_tokens, null, null, null
+        from batch_steps where coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0""")
+    db.execute(f"""insert into step_marks
+        select b.session_id, coalesce(b.pid, 0), b.step_index, 'disagree', b.builder, coalesce(b.group_index, -1),
+               b.num_reqs, b.num_decodes, b.num_spec_decodes, b.num_prefills, b.num_tokens,
+               r.num_decodes, r.num_spec_decodes, r.num_prefills
+        from batch_steps b join batch_steps r on r.session_id = b.session_id and r.pid is b.pid
+             and r.step_index = b.step_index and r.builder is null
+        where b.builder is not null and {_DIFFERS.format(a="r", b="b")}""")
+    db.execute("""update step_rollup set disagree = (
+        select count(*) from step_marks m where m.kind = 'disagree' and m.session_id = step_rollup.session_id
+        and m.pid = step_rollup.pid and m.source = step_rollup.source and m.group_index = step_rollup.group_index
+        and (m.step_index >> 6) = step_rollup.bucket) where source != 'runner'""")
+    for trigger in STEP_TRIGGERS:
+        db.execute(trigger)
 
 
 SCHEMA_VERSION = len(migrations._migrations)

@@ -38,12 +38,21 @@ from .model import (
     ProcessInfo,
     SessionInfo,
     SessionRecord,
+    Frame,
+    LogException,
+    LogSummary,
+    RuleFailure,
+    StepBucket,
+    StepMark,
+    StepSummary,
     Suggestion,
+    Target,
     from_dict,
     new_session_id,
     to_jsonable,
 )
-from .schema import MIGRATION_SET, SCHEMA_VERSION, migrations
+from .steps import MARK_LIMIT, MAX_POINTS, TAIL_ROWS, bucket_width, primary_pid
+from .schema import MIGRATION_SET, ROLLUP_SHIFT, SCHEMA_VERSION, migrations
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
@@ -388,6 +397,41 @@ class Store:
 
         self._write(write)
 
+    def save(self, record: SessionRecord) -> str:
+        """Store a whole record (a ``check`` or ``analyze`` session) in one transaction: the session,
+        its processes, state, findings with suggestions, and the diagnosis (target, notes, log
+        summary, predicted plan, rule failures). ``load`` returns an equal record."""
+        sid = record.session.id or new_session_id()
+        info = to_jsonable(record.session)
+        info["id"] = sid
+        st = record.state
+
+        def write() -> None:
+            self.db["sessions"].insert(info, pk="id", replace=True)
+            for proc in record.processes:
+                self.db["processes"].upsert({"session_id": sid, **to_jsonable(proc)}, pk=("session_id", "pid"))
+            for table, items in (("engine_config", st.config), ("environment", st.environment)):
+                if items:
+                    self.db[table].insert_all([{"session_id": sid, "pid": None, "key": k, "value": _dumps(v)}
+                                               for k, v in items.items()])
+            for table, rows in (("layer_specs", st.layer_specs), ("kv_cache_groups", st.kv_cache_groups),
+                                ("block_tables", st.block_tables), ("builder_buffers", st.builder_buffers),
+                                ("batch_steps", st.steps), ("errors", st.errors)):
+                self._insert_rows(table, sid, None, rows)
+            self.add_findings(sid, record.findings)
+            self.db["diagnoses"].insert({
+                "session_id": sid,
+                "target": _dumps(record.target),
+                "notes": _dumps(record.notes),
+                "log": _dumps(record.log),
+                "predicted": _dumps(record.predicted),
+                "rule_failures": _dumps(record.rule_failures),
+            }, pk="session_id", replace=True)
+
+        self._write(write)
+        record.session.id = sid
+        return sid
+
     # ---------------------------------------------------------------- reading
 
     def sessions(self) -> list[SessionInfo]:
@@ -434,12 +478,17 @@ class Store:
                 row[col] = bool(row[col])
         return row
 
-    def load(self, session_id: str | None = None, *, steps: bool = True) -> SessionRecord:
+    def load(self, session_id: str | None = None, *, steps: bool | str = True) -> SessionRecord:
         """Everything one session holds, as model objects. ``steps=False`` leaves ``state.steps``
-        empty (a 1,000,000-step session loads in milliseconds; read steps with SQL instead)."""
+        empty (a 1,000,000-step session loads in milliseconds; read steps with SQL instead);
+        ``steps="summary"`` leaves it empty too and fills ``record.step_summary`` (aggregated by
+        SQLite: what the timeline view draws)."""
         sid = self.resolve_session(session_id)
         try:
-            return self._load(sid, steps=steps)
+            record = self._load(sid, steps=steps is True)
+            if steps == "summary":
+                record.step_summary = self.step_summary(sid, record.processes)
+            return record
         except (ValueError, TypeError) as exc:  # bad JSON, a category/severity this version lacks
             raise DiagError(f"{self.path}: session {sid} holds a row this vllm-diag cannot read ({exc})") from None
 
@@ -488,4 +537,171 @@ class Store:
             f.evidence = [from_dict(Evidence, e) for e in (r["evidence"] or [])]
             f.suggestions = suggestions_by_finding.get(r["id"], [])
             findings.append(f)
-        return SessionRecord(session=info, processes=processes, state=state, findings=findings)
+        record = SessionRecord(session=info, processes=processes, state=state, findings=findings)
+        self._load_diagnosis(sid, record)
+        return record
+
+    def _load_diagnosis(self, sid: str, record: SessionRecord) -> None:
+        if "diagnoses" not in self._tables():
+            return  # an older schema opened read-only: no diagnosis rows yet
+        row = self.db.execute("select target, notes, log, predicted, rule_failures from diagnoses where session_id = ?",
+                              [sid]).fetchone()
+        if row is None:
+            return
+        target, notes, log, predicted, failures = (_loads(x) for x in row)
+        record.target = from_dict(Target, target)
+        record.notes = list(notes or [])
+        record.log = _log_summary(log)
+        record.predicted = _engine_state(predicted)
+        record.rule_failures = [from_dict(RuleFailure, f) for f in failures or []]
+
+    def _tables(self) -> set[str]:
+        if getattr(self, "_table_cache", None) is None:
+            self._table_cache = set(self.db.table_names())
+        return self._table_cache
+
+    # ---------------------------------------------------------------- steps (timeline, live follow)
+
+    def steps_after(self, session_id: str, rowid: int = 0, limit: int = 100_000) -> tuple[list[BatchStep], int]:
+        """Steps written after ``rowid`` (``StepSummary.last_rowid``), oldest first, and the new last
+        rowid: what a live view folds in with ``vllm_diag.views.extend``."""
+        cur = self.db.execute("select rowid, * from batch_steps where session_id = ? and rowid > ? order by rowid limit ?",
+                              [session_id, rowid, limit])
+        cols = [d[0] for d in cur.description]
+        out, last = [], rowid
+        for r in cur.fetchall():
+            row = dict(zip(cols, r))
+            last = row.pop("rowid")
+            out.append(from_dict(BatchStep, self._decode(row, ("spec_tokens_per_req",))))
+        return out, last
+
+    def step_summary(self, session_id: str, processes: list[ProcessInfo] | None = None,
+                     max_points: int = MAX_POINTS) -> StepSummary:
+        """The batch steps of a session aggregated by SQLite, as ``views.timeline.summarize_steps``
+        aggregates them in Python: buckets of ``width`` steps (a power of two) per source and KV group
+        of the drawn process, the first ``MARK_LIMIT`` marked steps of each kind, the last rows.
+        Reads the trigger-maintained ``step_rollup``/``step_marks`` (64-step buckets) when the drawn
+        width is 64 or more; shorter sessions, and files of an older schema, are aggregated from
+        ``batch_steps`` directly."""
+        rolled = "step_rollup" in self._tables()
+        if processes is None:
+            processes = [from_dict(ProcessInfo, r) for r in self._rows("processes", session_id, "started_at, pid")]
+        if rolled:
+            counts = self.db.execute("select pid, sum(rows) from step_rollup where session_id = ? group by pid",
+                                     [session_id]).fetchall()
+            pids = [None if p == 0 and not self._pid_zero(session_id) else p for p, _ in counts]
+            total_rows = sum(n for _, n in counts)
+        else:
+            counts = self.db.execute("select pid, count(*) from batch_steps where session_id = ? group by pid",
+                                     [session_id]).fetchall()
+            pids = [p for p, _ in counts]
+            total_rows = sum(n for _, n in counts)
+        if not total_rows:
+            return StepSummary()
+        pid = primary_pid(sorted(pids, key=lambda p: p or 0), processes)
+        first, last, nsteps = self.db.execute(
+            "select min(step_index), max(step_index), count(distinct step_index) from batch_steps "
+            "where session_id = ? and pid is ?", [session_id, pid]).fetchone()
+        width = bucket_width(first, last, max_points)
+        shift = ROLLUP_SHIFT
+        if rolled and width >= 1 << shift:
+            factor = width >> shift
+            rows = self.db.execute(
+                f"select source, group_index, min(first_step), max(last_step), sum(rows), max(max_reqs), max(max_decodes), "
+                f"max(max_spec_decodes), max(max_prefills), max(max_tokens), sum(sum_tokens), sum(mixed), sum(disagree) "
+                f"from step_rollup where session_id = ? and pid = ? group by source, group_index, bucket / ?",
+                [session_id, pid or 0, factor]).fetchall()
+        else:
+            rows = self.db.execute(
+                f"""with r as (select step_index, coalesce(num_decodes, 0) d, coalesce(num_spec_decodes, 0) s,
+                                      coalesce(num_prefills, 0) p
+                               from batch_steps where session_id = ? and pid is ? and builder is null)
+                select coalesce(b.builder, 'runner'), coalesce(b.group_index, -1), min(b.step_index), max(b.step_index),
+                       count(*), max(coalesce(b.num_reqs, 0)), max(coalesce(b.num_decodes, 0)),
+                       max(coalesce(b.num_spec_decodes, 0)), max(coalesce(b.num_prefills, 0)), max(coalesce(b.num_tokens, 0)),
+                       sum(coalesce(b.num_tokens, 0)),
+                       sum(coalesce(b.num_decodes, 0) > 0 and coalesce(b.num_spec_decodes, 0) > 0),
+                       sum(case when b.builder is null then 0 else (select count(*) from r where r.step_index = b.step_index
+                           and (r.d != coalesce(b.num_decodes, 0) or r.s != coalesce(b.num_spec_decodes, 0)
+                                or r.p != coalesce(b.num_prefills, 0))) end)
+                from batch_steps b where b.session_id = ? and b.pid is ?
+                group by 1, 2, b.step_index / ?""",
+                [session_id, pid, session_id, pid, width]).fetchall()
+        buckets = [StepBucket(source=r[0], group_index=None if r[1] == -1 else r[1], pid=pid, first_step=r[2], last_step=r[3],
+                              rows=r[4], max_reqs=r[5], max_decodes=r[6], max_spec_decodes=r[7], max_prefills=r[8],
+                              max_tokens=r[9], sum_tokens=r[10], mixed=r[11], disagree=r[12]) for r in rows]
+        buckets.sort(key=lambda b: (b.source != "runner", b.source, b.group_index if b.group_index is not None else -1,
+                                    b.first_step))
+        marks, mark_counts = self._step_marks(session_id, pid, rolled, buckets, MARK_LIMIT)
+        cur = self.db.execute("select * from (select rowid as rowid_, * from batch_steps where session_id = ? and pid is ? "
+                              "order by step_index desc, rowid desc limit ?) order by step_index, rowid_",
+                              [session_id, pid, TAIL_ROWS])
+        names = [d[0] for d in cur.description]
+        tail = [from_dict(BatchStep, self._decode(dict(zip(names, r)), ("spec_tokens_per_req",))) for r in cur.fetchall()]
+        last_rowid = self.db.execute("select rowid from batch_steps where session_id = ? order by rowid desc limit 1",
+                                     [session_id]).fetchone()
+        return StepSummary(total_rows=total_rows, total_steps=nsteps, first_step=first, last_step=last, width=width, pid=pid,
+                           pids=sorted(p for p in pids if p is not None), buckets=buckets, marks=marks, mark_counts=mark_counts,
+                           tail=tail, last_rowid=last_rowid[0] if last_rowid else 0)
+
+    def _pid_zero(self, session_id: str) -> bool:
+        return self.db.execute("select 1 from batch_steps where session_id = ? and pid = 0 limit 1",
+                               [session_id]).fetchone() is not None
+
+    def _step_marks(self, sid: str, pid, rolled: bool, buckets: list[StepBucket], limit: int):
+        counts = {"mixed": sum(b.mixed for b in buckets), "disagree": sum(b.disagree for b in buckets)}
+        if rolled:
+            rows = []
+            for kind in ("disagree", "mixed"):
+                rows += self.db.execute(
+                    "select step_index, kind, source, group_index, num_reqs, num_decodes, num_spec_decodes, num_prefills, "
+                    "num_tokens, runner_decodes, runner_spec_decodes, runner_prefills from step_marks "
+                    "where session_id = ? and pid = ? and kind = ? order by step_index, rowid limit ?",
+                    [sid, pid or 0, kind, limit]).fetchall()
+        else:
+            rows = self.db.execute(
+                "select step_index, 'mixed', coalesce(builder, 'runner'), coalesce(group_index, -1), num_reqs, num_decodes, "
+                "num_spec_decodes, num_prefills, num_tokens, null, null, null from batch_steps "
+                "where session_id = ? and pid is ? and coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0 "
+                "order by step_index, rowid limit ?", [sid, pid, limit]).fetchall()
+            rows += self.db.execute(
+                "select b.step_index, 'disagree', b.builder, coalesce(b.group_index, -1), b.num_reqs, b.num_decodes, "
+                "b.num_spec_decodes, b.num_prefills, b.num_tokens, r.num_decodes, r.num_spec_decodes, r.num_prefills "
+                "from batch_steps b join batch_steps r on r.session_id = b.session_id and r.pid is b.pid "
+                "and r.step_index = b.step_index and r.builder is null "
+                "where b.session_id = ? and b.pid is ? and b.builder is not null and (coalesce(r.num_decodes, 0) != "
+                "coalesce(b.num_decodes, 0) or coalesce(r.num_spec_decodes, 0) != coalesce(b.num_spec_decodes, 0) or "
+                "coalesce(r.num_prefills, 0) != coalesce(b.num_prefills, 0)) order by b.step_index, b.rowid limit ?",
+                [sid, pid, limit]).fetchall()
+        marks = [StepMark(step_index=r[0], kind=r[1], source=r[2], group_index=None if r[3] == -1 else r[3], pid=pid,
+                          num_reqs=r[4] or 0, num_decodes=r[5] or 0, num_spec_decodes=r[6] or 0, num_prefills=r[7] or 0,
+                          num_tokens=r[8] or 0,
+                          runner=None if r[9] is None and r[1] == "mixed" else [r[9] or 0, r[10] or 0, r[11] or 0])
+                 for r in rows]
+        marks.sort(key=lambda m: (m.kind, m.step_index, m.source, m.group_index if m.group_index is not None else -1))
+        return marks, counts
+
+
+def _log_summary(data: dict | None) -> LogSummary | None:
+    if data is None:
+        return None
+    out = from_dict(LogSummary, data)
+    root = data.get("root")
+    if root is not None:
+        exc = from_dict(LogException, root)
+        exc.frames = [from_dict(Frame, f) for f in root.get("frames") or []]
+        out.root = exc
+    return out
+
+
+def _engine_state(data: dict | None) -> EngineState | None:
+    if data is None:
+        return None
+    st = from_dict(EngineState, data)
+    st.layer_specs = [from_dict(LayerSpec, x) for x in data.get("layer_specs") or []]
+    st.kv_cache_groups = [from_dict(KVCacheGroup, x) for x in data.get("kv_cache_groups") or []]
+    st.block_tables = [from_dict(BlockTable, x) for x in data.get("block_tables") or []]
+    st.builder_buffers = [from_dict(BuilderBuffer, x) for x in data.get("builder_buffers") or []]
+    st.steps = [from_dict(BatchStep, x) for x in data.get("steps") or []]
+    st.errors = [from_dict(ErrorRecord, x) for x in data.get("errors") or []]
+    return st

@@ -108,9 +108,17 @@ def test_show_json_is_the_session_record(populated_db):
     assert r.returncode == 0 and r.stderr == ""
     doc = json.loads(r.stdout)
     with Store.open(populated_db) as st:
-        assert doc == json.loads(json.dumps(st.load(SID).to_json()))
+        record = st.load(SID)
+    from vllm_diag.render.json import encode
+
+    assert doc == json.loads(json.dumps(encode(record), default=str))
+    assert {k: doc[k] for k in ("session", "processes", "state")} == json.loads(json.dumps(
+        {k: v for k, v in record.to_json().items() if k in ("session", "processes", "state")}))
     # the documented shape (README: "JSON shape of `vllm-diag show --json`")
-    assert list(doc) == ["session", "processes", "state", "findings"]
+    assert doc["schema"] == 2
+    assert {"session", "processes", "state", "findings", "target", "notes", "log", "predicted", "rule_failures",
+            "views"} <= set(doc)
+    assert [f["number"] for f in doc["findings"]] == [1, 2] and doc["findings"][0]["suggestions"][0]["number"] == 1
     assert list(doc["state"]) == ["source", "vllm_version", "config", "environment", "layer_specs",
                                   "kv_cache_groups", "block_tables", "builder_buffers", "steps", "errors"]
     assert doc["session"]["id"] == SID and doc["state"]["source"] == "recorded"
@@ -132,10 +140,10 @@ def test_show_text(populated_db):
     assert r.returncode == 0 and r.stderr == ""
     out = r.stdout
     assert out.startswith(f"Session {SID}  (engine, failed)")
-    for text in ("model /models/qwen3_next (Qwen3NextForCausalLM)", "VLLM::EngineCore", "Layer KV specs (layer)",
-                 "Layer KV specs (unified)", "model.layers.0.linear_attn", "KV-cache groups", "Block tables",
-                 "4 x 4", "cdiv(512, 512) + 3", "Builder buffers", "spec_state_indices", "Batch steps (2)",
-                 "Error (init): AssertionError", "kv_cache_utils.py:1042", "[ERROR] Mamba page not padded",
+    for text in ("model     /models/qwen3_next (Qwen3NextForCausalLM)", "VLLM::EngineCore", "Page-size map (recorded",
+                 "model.layers.0.linear_attn", "State index (from recorded", "block table 4 x 4",
+                 "cdiv(512, 512) + 3", "spec_state_indices", "Batch timeline (2 rows",
+                 "Error (init", "AssertionError", "kv_cache_utils.py:1042", "[ERROR] Mamba page not padded",
                  "suggestion 1 (verified)", "+ --speculative-config.model /m/llama_draft", "[WARNING] Out of memory"):
         assert text in out, text
 

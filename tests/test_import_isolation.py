@@ -76,7 +76,7 @@ def test_diag_imports_no_heavy_dependency():
     )
     assert report["final"] == []
     # the walk found the foundation's modules (and so will find new ones)
-    assert {"vllm_diag", "vllm_diag.cli", "vllm_diag.model", "vllm_diag.store", "vllm_diag.schema", "vllm_diag.errors", "vllm_diag.textview",
+    assert {"vllm_diag", "vllm_diag.cli", "vllm_diag.model", "vllm_diag.store", "vllm_diag.schema", "vllm_diag.errors", "vllm_diag.render.text",
             "vllm_diag.commands.sessions", "vllm_diag.commands.show", "vllm_diag.rules.base"} <= set(report["modules"])
 
 

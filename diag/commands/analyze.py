@@ -22,21 +22,29 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from ..errors import DiagError
-    from ..postmortem.analyze import analyze_path, store_analysis
-    from ..postmortem.report import render_json, render_markdown, render_text
+    from ..postmortem.analyze import analyze_path
+    from ..render.json import dumps
+    from ..render.markdown import render_markdown
+    from ..render.text import render_text
+    from ..views import build
 
     try:
         an = analyze_path(args.path, use_preflight=not args.no_preflight, model_dirs=args.model_dir)
     except MemoryError:
         raise DiagError(f"{args.path}: out of memory while reading the log") from None
+    record = an.to_record()
     if args.db:
-        store_analysis(an, args.db)
+        from ..store import Store
+
+        with Store.open(args.db, create=True) as store:
+            an.session_id = store.save(record)
     if args.json:
-        out = render_json(an)
+        out = dumps(record)
     elif args.markdown:
-        out = render_markdown(an)
+        out = render_markdown(build(record))
     else:
-        out = render_text(an)
+        # the same text `vllm-diag show DB SESSION` prints for the stored session
+        out = render_text(build(record))
         if an.session_id:
             out += f"\n\nstored as session {an.session_id} in {args.db}"
     sys.stdout.write(out + "\n")

@@ -8,8 +8,8 @@ findings with re-checked suggestions. Exit 0 when clean, 1 when a finding would 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+import time
 from pathlib import Path
 
 from ..errors import DiagError
@@ -26,7 +26,8 @@ def add_arguments(p) -> None:
     p.add_argument("--vllm-parser", action="store_true",
                    help="also parse with vLLM's own argument parser (imports vLLM, ~5 s) and report differences")
     p.add_argument("--no-suggest", action="store_true", help="skip suggestions")
-    p.add_argument("--state", action="store_true", help="also print the full predicted state (specs, groups, tables)")
+    p.add_argument("--state", "--details", dest="state", action="store_true",
+                   help="also print the predicted engine config and environment")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- vllm serve MODEL ...",
                    help="the command to check, after `--`")
 
@@ -53,10 +54,10 @@ def _command_text(args) -> tuple[str | list[str], str | None]:
 
 
 def run(args) -> int:
-    import time
-
-    from ..preflight import as_json, run_check, summary_lines
-    from ..textview import render_findings
+    from ..preflight import run_check
+    from ..render.json import dumps
+    from ..render.text import render_text
+    from ..views import build
 
     t0 = time.perf_counter()
     text, base = _command_text(args)
@@ -65,49 +66,17 @@ def run(args) -> int:
         from ..serve.vllm_check import cross_check_note  # imports vLLM (slow): only with --vllm-parser
 
         result.notes.append(cross_check_note(result.command))
-    session = None
+    record = result.to_record()
     if args.db:
-        session = _store(args.db, result)
-    elapsed = time.perf_counter() - t0
+        from ..store import Store  # sqlite_utils pulls numpy (~130 ms): only when storing
+
+        with Store.open(args.db, create=True) as store:
+            store.save(record)
     if args.json:
-        doc = as_json(result)
-        doc["elapsed_s"] = round(elapsed, 4)
-        if session:
-            doc["session"] = session
-        print(json.dumps(doc, indent=2))
+        print(dumps(record))
         return result.exit_code
-    print("\n".join(summary_lines(result)))
-    if args.state:
-        from ..textview import render_state
-
-        print("\n".join(render_state(result.state)))
-    print()
-    print(render_findings(result.findings))
-    yamls = [(i, f, f.suggestions[0]) for i, f in enumerate(result.findings, start=1)
-             if f.severity == "error" and f.suggestions and (f.suggestions[0].yaml or "").strip()]
-    for i, f, s in yamls:
-        print(f"\nfinding {i}, suggestion 1 as a `vllm serve --config` fragment ({s.title}):")
-        print("\n".join("   " + line for line in s.yaml.rstrip().splitlines()))
-    print()
-    n_err = sum(f.severity == "error" for f in result.findings)
-    verdict = (f"verdict: would FAIL ({n_err} error finding{'s' if n_err != 1 else ''})" if n_err
-               else "verdict: no finding stops this engine")
-    print(f"{verdict}; checked in {elapsed * 1000:.0f} ms" + (f"; stored session {session} in {args.db}" if session else ""))
+    # the same text `vllm-diag show DB SESSION` prints for the stored session, then what only this run knows
+    print(render_text(build(record), details=args.state))
+    elapsed = time.perf_counter() - t0
+    print(f"\nchecked in {elapsed * 1000:.0f} ms" + (f"; stored session {record.session.id} in {args.db}" if args.db else ""))
     return result.exit_code
-
-
-def _store(db: str, result) -> str:
-    from ..store import Store
-
-    cfg = result.state.config
-    with Store.open(db, create=True) as store:
-        sid = store.new_session(
-            "check", label="pre-flight", status="failed" if result.fails else "ok",
-            vllm_version=".".join(map(str, result.version)), model=cfg.get("model"), architecture=result.facts.architecture,
-            source=result.command.text)
-        store.add_state(sid, result.state)
-        store.add_findings(sid, result.findings)
-        import time
-
-        store.update_session(sid, ended_at=time.time())
-    return sid

@@ -2,7 +2,7 @@
 
 ``analyze_path(path)`` / ``analyze_text(text)`` return an :class:`Analysis`; ``store_analysis`` writes it
 as a session of kind ``log`` (an ``EngineState`` with ``source="log"``, its ``ErrorRecord``, findings and
-suggestions). Rendering lives in :mod:`vllm_diag.postmortem.report`.
+suggestions). ``Analysis.to_record()`` is the session record every output renders (:mod:`vllm_diag.render`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,12 @@ from ..model import (
     Evidence,
     Finding,
     LogFacts,
+    LogSummary,
+    RuleFailure,
+    SessionInfo,
+    SessionRecord,
+    Target,
+    new_session_id,
 )
 from ..rules.base import GpuInfo, RuleContext, parse_version
 
@@ -47,6 +53,32 @@ class Analysis:
     @property
     def failed(self) -> bool:
         return self.facts.root is not None or any(f.severity == "error" for f in self.findings)
+
+    def to_record(self, session_id: str | None = None) -> SessionRecord:
+        """The analysis as the one session record every output renders and ``Store.save`` stores."""
+        import socket
+        import time
+
+        f, now = self.facts, time.time()
+        cpu = f.startup.get("kv_cache_device") == "CPU" or f.startup.get("device_config") == "cpu"
+        cc = self.gpu.compute_capability if self.gpu and self.gpu.compute_capability else f.startup.get("compute_capability")
+        info = SessionInfo(id=session_id or new_session_id(), kind="log", label=f"log {os.path.basename(self.source) or self.source}",
+                           status="failed" if self.failed else "ok", started_at=now, ended_at=now,
+                           vllm_version=f.vllm_version, model=f.model, architecture=f.architecture, source=self.source,
+                           host=socket.gethostname())
+        names = list(dict.fromkeys(f.gpu_names))
+        target = Target(vllm_version=f.vllm_version, vllm_version_source="the log" if f.vllm_version else None,
+                        gpu=", ".join(names) if names else None, compute_capability=list(cc) if cc else None,
+                        gpu_count=f.gpu_count, gpu_source="the log" if names else None,
+                        platform="cpu" if cpu else ("cuda" if names else None), command=f.command)
+        log = LogSummary(source=self.source, files=[dict(x) for x in self.files], skipped_files=list(self.skipped),
+                         total_lines=f.total_lines, command=f.command, args=dict(f.args), model=f.model,
+                         architecture=f.architecture, gpu_names=list(f.gpu_names), gpu_count=f.gpu_count,
+                         python_version=f.python_version, root=f.root, numbers=dict(f.numbers), startup=dict(f.startup))
+        notes = [f"pre-flight: {self.preflight_note}"] if self.preflight_note else []
+        return SessionRecord(session=info, state=self.state, findings=list(self.findings), target=target, notes=notes,
+                             log=log, predicted=self.predicted,
+                             rule_failures=[RuleFailure(r, e) for r, e in self.rule_failures])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -162,7 +194,7 @@ def run_preflight(facts: LogFacts, version, gpu: GpuInfo | None,
 
 def analyze_facts(facts: LogFacts, source: str = "<log>", files: list[dict] | None = None,
                   use_preflight: bool = True, model_dirs: Sequence[str] = ()) -> Analysis:
-    from ..rules import last_failures, run_rules
+    from ..rules import run_rules
 
     version = parse_version(facts.vllm_version)
     gpu = gpu_from_facts(facts)
@@ -174,15 +206,16 @@ def analyze_facts(facts: LogFacts, source: str = "<log>", files: list[dict] | No
             facts.architecture = an.predicted.config.get("architecture")  # from the model's config.json
     ctx = RuleContext(state=an.predicted or an.state, log=facts, version=version, gpu=gpu)
     findings = run_rules(ctx)
-    an.rule_failures = list(last_failures)
+    an.rule_failures = list(findings.failures)
     if an.predicted is not None:
         # the predicted plan may itself carry the error; the log's error is the one that happened
         ctx_log = RuleContext(state=an.state, log=facts, version=version, gpu=gpu)
         seen = {(f.rule, f.category) for f in findings}
-        for f in run_rules(ctx_log):
+        again = run_rules(ctx_log)
+        for f in again:
             if (f.rule, f.category) not in seen:
                 findings.append(f)
-        an.rule_failures += [x for x in last_failures if x not in an.rule_failures]
+        an.rule_failures += [x for x in again.failures if x not in an.rule_failures]
     findings = _root_first(facts, findings)
     findings = _unexplained_root(facts, findings)
     _missing_evidence(an, findings)
@@ -330,21 +363,10 @@ def analyze_text(text: str, source: str = "<text>", use_preflight: bool = True) 
 
 
 def store_analysis(an: Analysis, db: str) -> str:
+    """Store the analysis as a session of kind ``log`` (``Store.save`` of ``an.to_record()``)."""
     from ..store import Store
 
-    f = an.facts
-    label = f"log {os.path.basename(an.source) or an.source}"
     with Store.open(db, create=True) as st:
-        sid = st.new_session(
-            "log",
-            label=label,
-            status="failed" if an.failed else "ok",
-            vllm_version=f.vllm_version,
-            model=f.model,
-            architecture=f.architecture,
-            source=an.source,
-        )
-        st.add_state(sid, an.state)
-        st.add_findings(sid, an.findings)
+        sid = st.save(an.to_record())
     an.session_id = sid
     return sid

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import DiagError
-from ..model import EngineState, Finding
+from ..model import EngineState, Finding, RuleFailure, SessionInfo, SessionRecord, Target, new_session_id
 from ..rules.base import GpuInfo, RuleContext, parse_version
 from ..serve import ServeCommand, parse_command
 from .hfconfig import ModelConfigError, ModelFacts, load_model_facts
@@ -85,6 +85,7 @@ class CheckResult:
     gpu: GpuInfo | None
     gpu_source: str
     notes: list[str] = field(default_factory=list)
+    rule_failures: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def fails(self) -> bool:
@@ -93,6 +94,30 @@ class CheckResult:
     @property
     def exit_code(self) -> int:
         return 1 if self.fails else 0
+
+    def to_record(self, session_id: str | None = None) -> SessionRecord:
+        """The check as the one session record every output renders and ``Store.save`` stores."""
+        import socket
+        import time
+
+        f, cfg, now = self.facts, self.state.config, time.time()
+        summary = f"{f.architecture}, {f.family}"
+        if f.is_hybrid:
+            summary += (f", {f.count('attention') + f.count('sliding') + f.count('mla')} attention + "
+                        f"{f.count('gdn') + f.count('mamba2') + f.count('mamba1')} state layers")
+        gpu = self.gpu
+        info = SessionInfo(id=session_id or new_session_id(), kind="check", label="pre-flight",
+                           status="failed" if self.fails else "ok", started_at=now, ended_at=now,
+                           vllm_version=vstr(self.version), model=cfg.get("model"), architecture=f.architecture,
+                           source=self.command.text, host=socket.gethostname())
+        target = Target(vllm_version=vstr(self.version), vllm_version_source=self.version_source,
+                        gpu=gpu.name if gpu else None,
+                        compute_capability=list(gpu.compute_capability) if gpu and gpu.compute_capability else None,
+                        gpu_count=gpu.count if gpu else None, gpu_source=self.gpu_source,
+                        platform=cfg.get("platform"), config_source=f.source, bundled_config=bool(f.bundled),
+                        model_summary=summary, command=self.command.text)
+        return SessionRecord(session=info, state=self.state, findings=list(self.findings), target=target,
+                             notes=list(self.notes), rule_failures=[RuleFailure(r, e) for r, e in self.rule_failures])
 
 
 _POSITIVE = ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "max_num_seqs", "max_num_batched_tokens",
@@ -173,7 +198,8 @@ def run_check(command: str | list[str] | ServeCommand, version: str | None = Non
     v, vsrc = resolve_version(version)
     g, gsrc = resolve_gpu(gpu)
     state, findings, facts, draft, notes = evaluate(cmd, v, g, entry=entry)
-    result = CheckResult(cmd, facts, draft, state, findings, v, vsrc, g, gsrc, notes)
+    result = CheckResult(cmd, facts, draft, state, findings, v, vsrc, g, gsrc, notes,
+                         rule_failures=list(getattr(findings, "failures", ())))
     if suggest:
         from ..suggest import attach_suggestions
 

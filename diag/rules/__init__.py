@@ -5,9 +5,11 @@ name starts with ``_`` and ``base`` are not rules. A module may also expose
 ``suggest(finding, ctx) -> list[Suggestion]``: candidate changes (``Suggestion.changes``) that
 ``vllm_diag.suggest`` turns into patched commands and re-checks before showing them.
 
-``run_rules(ctx)`` returns findings sorted by severity (error, warning, info), then rule order.
-A rule that raises is a bug: ``strict=True`` (tests) re-raises; otherwise it is recorded in
-``last_failures`` and skipped, so one broken rule never hides the others' findings.
+``run_rules(ctx)`` returns a :class:`RuleRun`: the findings (a list, sorted by severity -- error,
+warning, info -- then rule order) and ``.failures``, the rules that raised. A rule that raises is a
+bug: ``strict=True`` (tests) re-raises; otherwise it is recorded in the run's ``failures`` and
+skipped, so one broken rule never hides the others' findings. Nothing is kept between runs, so
+several threads (the dashboard's users) can run rules at once.
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ from types import ModuleType
 from ..model import SEVERITIES, Finding
 from .base import Rule, RuleContext
 
-last_failures: list[tuple[str, str]] = []
+
+
+class RuleRun(list):
+    """The findings of one ``run_rules`` call (a ``list[Finding]``) plus ``failures``: the
+    ``(rule id, "ExcType: message")`` of every rule that raised and was skipped."""
+
+    def __init__(self, findings=(), failures=()):
+        super().__init__(findings)
+        self.failures: list[tuple[str, str]] = list(failures)
 
 
 @lru_cache(maxsize=1)
@@ -47,9 +57,9 @@ def rule_module(rule_id: str) -> ModuleType | None:
     return next((m for m in _modules() if m.RULE.id == rule_id), None)
 
 
-def run_rules(ctx: RuleContext, strict: bool = False, only: set[str] | None = None) -> list[Finding]:
-    last_failures.clear()
-    findings: list[Finding] = []
+def run_rules(ctx: RuleContext, strict: bool = False, only: set[str] | None = None) -> RuleRun:
+    failures: list[tuple[str, str]] = []
+    findings: list[tuple[int, int, Finding]] = []
     for order, rule in enumerate(all_rules()):
         if only is not None and rule.id not in only:
             continue
@@ -60,7 +70,7 @@ def run_rules(ctx: RuleContext, strict: bool = False, only: set[str] | None = No
         except Exception as exc:  # a rule bug must not hide the others
             if strict:
                 raise
-            last_failures.append((rule.id, f"{type(exc).__name__}: {exc}"))
+            failures.append((rule.id, f"{type(exc).__name__}: {exc}"))
             continue
         for f in out:
             if f.versions is None and rule.versions:
@@ -69,7 +79,7 @@ def run_rules(ctx: RuleContext, strict: bool = False, only: set[str] | None = No
                 f.fixed_in = rule.fixed_in
             findings.append((SEVERITIES.index(f.severity), order, f))
     findings.sort(key=lambda t: (t[0], t[1]))
-    return [f for _, _, f in findings]
+    return RuleRun([f for _, _, f in findings], failures)
 
 
 def suggestions_for(finding: Finding, ctx: RuleContext) -> list:

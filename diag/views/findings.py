@@ -20,6 +20,7 @@ from ..model import Finding, SessionRecord
 from .primitives import Anchor, fmt, group_anchor, layer_anchor, pairs, step_anchor
 
 EVIDENCE_LIMIT = 6
+ANCHOR_TEXT_LIMIT = 4  # anchors a one-line "see:" names (all of them stay in FindingVM.anchors)
 STEP_CATEGORIES = ("mixed_batch", "spec_kernel_limit", "cudagraph_shape", "token_budget")
 
 
@@ -85,6 +86,14 @@ class FindingVM:
     @property
     def anchor_keys(self) -> tuple[str, ...]:
         return tuple(a.key for a in self.anchors)
+
+    @property
+    def anchors_shown(self) -> tuple[Anchor, ...]:
+        return self.anchors[:ANCHOR_TEXT_LIMIT]
+
+    @property
+    def anchors_more(self) -> int:
+        return max(0, len(self.anchors) - ANCHOR_TEXT_LIMIT)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from ..model import EngineState, SessionRecord
 from .primitives import Missing, fmt, pairs
 
 LONG_VALUE = 200  # config/environment values longer than this are cut in the details table
+FRAME_LIMIT = 6
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class RootErrorVM:
     process: str | None
     frames: tuple[FrameVM, ...]
     last_frame: FrameVM | None
+    tail_frames: tuple[FrameVM, ...]  # the last FRAME_LIMIT frames (what a bug report shows)
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ class HeaderVM:
     started: str  # "2026-11-26 06:40:07 UTC" or "-"
     state_source: str  # recorded | predicted | log
     facts: tuple[Fact, ...]
+    environment_table: tuple[Fact, ...]  # the "Your current environment" rows of a vLLM bug report
+    command: str | None  # the whole command as the user wrote it (secrets redacted)
     root_error: RootErrorVM | None
     errors: tuple[ErrorVM, ...]
     numbers: tuple[tuple[str, object], ...]  # numbers read out of the log's messages
@@ -177,9 +181,9 @@ def header(record: SessionRecord) -> HeaderVM:
         vsrc = vsrc or "recorded"
     elif s.kind == "log" and version:
         vsrc = vsrc or "the log"
-    facts.append(Fact("vLLM", f"{version} ({vsrc})" if version and vsrc else (version or Missing(
-        "the log does not say" if s.kind == "log" else "not recorded"))))
-    facts.append(Fact("GPU", _gpu_text(record)))
+    vtext = (f"vLLM {version}" + (f" ({vsrc})" if vsrc else "")) if version else \
+        f"vLLM {Missing('the log does not say' if s.kind == 'log' else 'not recorded')}"
+    facts.append(Fact("target", f"{vtext}; GPU {fmt(_gpu_text(record))}"))
     facts.append(Fact("engine", _engine_line(cfg)))
     plan = _kv_plan(st)
     if plan:
@@ -189,6 +193,8 @@ def header(record: SessionRecord) -> HeaderVM:
     if st.environment.get("kv_plan"):
         facts.append(Fact("kv plan", str(st.environment["kv_plan"])))
     command = (t.command if t is not None else None) or (log.command if log else None)
+    if command:  # without the comment lines of a command file
+        command = "\n".join(line for line in command.splitlines() if not line.lstrip().startswith("#")).strip() or command
     if command:
         one = " ".join(command.replace("\\\n", " ").split())
         facts.append(Fact("command", one[:300] + (" ..." if len(one) > 300 else "")))
@@ -201,7 +207,7 @@ def header(record: SessionRecord) -> HeaderVM:
         frames = tuple(FrameVM(f.file, f.line, f.function, f.code, f.log_line) for f in r.frames)
         root = RootErrorVM(exc_type=r.exc_type, message=(r.message.splitlines()[0] if r.message else "")[:400],
                            where=_location(log.files, r.log_line), process=r.process, frames=frames,
-                           last_frame=frames[-1] if frames else None)
+                           last_frame=frames[-1] if frames else None, tail_frames=frames[-FRAME_LIMIT:])
     errors = []
     for e in st.errors:
         if e.phase == "log" and root is not None:
@@ -217,10 +223,12 @@ def header(record: SessionRecord) -> HeaderVM:
     for rf in record.rule_failures:
         notes.append(f"rule {rf.rule} failed and was skipped: {rf.error}")
     numbers = tuple((k, v) for k, v in pairs(log.numbers if log else {}) if not isinstance(v, str) or len(v) < 80)
+    env = _environment_table(record, version, model, arch)
     return HeaderVM(
         session_id=s.id, kind=s.kind, status=s.status, label=s.label, started=_when(s.started_at), state_source=st.source,
-        facts=tuple(facts), root_error=root, errors=tuple(errors), numbers=numbers,
-        startup=pairs(log.startup if log else {}), notes=tuple(notes),
+        facts=tuple(facts), environment_table=env, command=command or (s.source if s.kind != "log" else None),
+        root_error=root, errors=tuple(errors), numbers=numbers,
+        startup=tuple((k, _cut(v)) for k, v in pairs(log.startup if log else {})), notes=tuple(notes),
         processes=tuple(ProcessVM(p.pid, p.role, p.rank, p.name) for p in record.processes),
         config=tuple(sorted(pairs(cfg))), environment=tuple((k, _cut(v)) for k, v in sorted(pairs(st.environment))),
     )
@@ -261,3 +269,24 @@ def _gpu_text(record: SessionRecord) -> str | Missing:
     if t is not None and t.gpu_source:
         text += f" ({t.gpu_source})"
     return text
+
+
+def _environment_table(record: SessionRecord, version, model, arch) -> tuple[Fact, ...]:
+    t, log, cfg = record.target, record.log, record.state.config
+    args = log.args if log is not None else {}
+    gpu = _gpu_text(record)
+    if isinstance(gpu, str) and t is not None and t.gpu_source and gpu.endswith(f" ({t.gpu_source})"):
+        gpu = gpu[: -len(f" ({t.gpu_source})")]
+    cc = t.compute_capability if t is not None else None
+    tp = args.get("tensor_parallel_size") or cfg.get("tensor_parallel_size") or 1
+    pp = args.get("pipeline_parallel_size") or cfg.get("pipeline_parallel_size") or 1
+    return (
+        Fact("vLLM version", version or Missing("unknown")),
+        Fact("GPU", gpu),
+        Fact("Compute capability", ".".join(map(str, cc)) if cc else Missing("unknown")),
+        Fact("Tensor / pipeline parallel", f"{tp} / {pp}"),
+        Fact("Model", model or Missing("unknown")),
+        Fact("Architecture", arch or Missing("unknown")),
+        Fact("Python", (log.python_version if log is not None else None) or record.state.environment.get("python_version")
+             or Missing("unknown")),
+    )

@@ -52,7 +52,8 @@ class PageGroup:
 
 @dataclass(frozen=True)
 class PageRun:
-    """Consecutive rows that differ only by layer name (text output prints one line per run)."""
+    """Consecutive rows that differ only by layer name (text output prints one line per run; a
+    marked run is marked for the same reason)."""
 
     rows: tuple[int, ...]  # indexes into PageSide.rows
     label: str  # "model.layers.N.linear_attn, N in 0-2,4-6 (6 layers)" or the one layer name
@@ -201,8 +202,8 @@ def _side(record: SessionRecord, st: EngineState) -> PageSide | None:
             marked = True
             exp = exp if exp is not None else mx
             act = act if act is not None else page_before
-            reason = (f"{s.spec_type} page {act:,} B cannot become the largest page {exp:,} B ({why}"
-                      + ("" if layer == s.layer_name else f"; same page as {layer}") + ")") if exp and act else why
+            reason = (f"{s.spec_type} page {act:,} B cannot become the largest page {exp:,} B ({why}, "
+                      f"named layer {layer})") if exp and act else f"{why}, named layer {layer}"
         elif divides is False:
             marked, exp, act = True, mx, page_before
             reason = f"the largest page {mx:,} B is not a multiple of this page {page_before:,} B ({mx % page_before:,} B left over)"
@@ -217,7 +218,9 @@ def _side(record: SessionRecord, st: EngineState) -> PageSide | None:
             ratio_to_max=ratio, divides=divides, marked=marked, mark_reason=reason, expected=exp, actual=act,
             anchor=layer_anchor(s.layer_name)))
     order = {name: i for i, name in enumerate(r.layer for r in rows)}
-    rows.sort(key=lambda r: (r.group if isinstance(r.group, int) else 1 << 30, r.is_draft, order[r.layer]))
+    # by KV-cache group; layers of no known group by what would group them (draft, type, page)
+    rows.sort(key=lambda r: (r.group, r.is_draft, order[r.layer]) if isinstance(r.group, int) else
+              (1 << 30, r.is_draft, r.spec_type, r.page_before or 0, order[r.layer]))
     pgroups = tuple(PageGroup(g.group_index, g.spec_type, g.block_size, g.page_size_padded or g.page_size_bytes,
                               len(g.layer_names), bool(g.is_draft)) for g in sorted(groups, key=lambda g: g.group_index))
     return PageSide(source=st.source, title=SOURCE_LABELS.get(st.source, st.source), rows=tuple(rows), groups=pgroups,
@@ -234,7 +237,7 @@ def _run_key(r: PageRow) -> tuple:
 def _runs(rows: list[PageRow]) -> tuple[PageRun, ...]:
     runs: list[list[int]] = []
     for i, r in enumerate(rows):
-        if runs and not r.marked and _run_key(rows[runs[-1][-1]]) == _run_key(r):
+        if runs and _run_key(rows[runs[-1][-1]]) == _run_key(r) and rows[runs[-1][-1]].mark_reason == r.mark_reason:
             runs[-1].append(i)
         else:
             runs.append([i])

@@ -102,13 +102,12 @@ def cdiv(a: int, b: int) -> int:
 
 
 def pairs(mapping: dict[str, Any] | None) -> tuple[tuple[str, Any], ...]:
-    """A dict as sorted-by-insertion (key, value) pairs: hashable, for frozen view models."""
+    """A dict as (key, value) pairs in insertion order: hashable, for frozen view models. Scalars
+    stay as they are; lists and dicts become their compact JSON text (what every renderer prints)."""
     return tuple((str(k), _freeze(v)) for k, v in (mapping or {}).items())
 
 
 def _freeze(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, dict):
-        return tuple((str(k), _freeze(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, separators=(",", ":"), default=str)
     return value

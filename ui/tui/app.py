@@ -34,6 +34,10 @@ class DiagApp(App):
     CSS = """
     Screen { background: $surface; }
     .muted { color: $text-muted; }
+    /* the pictures keep their own colours (red = the mismatch): a light cursor, readable titles */
+    .picture > .option-list--option-highlighted { background: $primary 25%; color: $foreground; text-style: none; }
+    .picture:focus > .option-list--option-highlighted { background: $primary 40%; color: $foreground; text-style: none; }
+    .picture > .option-list--option-disabled { color: $foreground; }
     """
 
     def __init__(

@@ -70,7 +70,7 @@ class FindingsPane(Vertical):
     """
 
     def compose(self) -> ComposeResult:
-        yield OptionList(id="finding-list")
+        yield OptionList(id="finding-list", classes="picture")
         with VerticalScroll(id="finding-scroll"):
             yield Static(id="finding-detail")
 
@@ -164,7 +164,7 @@ class PageMapPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(render.page_legend(), id="page-legend")
-        yield OptionList(id="page-list")
+        yield OptionList(id="page-list", classes="picture")
 
     def on_mount(self) -> None:
         self.vm = None
@@ -257,7 +257,7 @@ class StateIndexPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="state-source", classes="muted")
-        yield OptionList(id="state-list")
+        yield OptionList(id="state-list", classes="picture")
 
     def on_mount(self) -> None:
         self.vm = None
@@ -338,7 +338,7 @@ class SuggestionsPane(Vertical):
     """
 
     def compose(self) -> ComposeResult:
-        yield OptionList(id="suggestion-list")
+        yield OptionList(id="suggestion-list", classes="picture")
         with VerticalScroll(id="suggestion-scroll"):
             yield Static(id="suggestion-detail")
 

@@ -29,31 +29,41 @@ def _missing(value) -> Text:
 
 
 def clip(text: str, width: int) -> str:
-    """Fit one cell of a fixed-width column (``…`` in the middle keeps both ends of layer names)."""
+    """Fit one cell of a fixed-width column: ``…`` in the middle keeps both ends of a value."""
     if width <= 1 or len(text) <= width:
         return text
     head = (width - 1) // 2
     return text[:head] + "…" + text[len(text) - (width - 1 - head):]
 
 
+def clip_name(name: str, width: int) -> str:
+    """Fit a layer name: keep its end (the layer number and kind), drop the front first."""
+    if len(name) <= width:
+        return name
+    for prefix in ("model.", "draft_model.model.", "draft_model."):
+        if name.startswith(prefix) and len(name) - len(prefix) + 1 <= width:
+            return "…" + name[len(prefix):]
+    return "…" + name[len(name) - width + 1:]
+
+
 # ------------------------------------------------------------------------------------ header
 
 
 def header_line(vm, live: str | None = None) -> Text:
-    """``engine failed · vLLM 0.26.0 (recorded) · H200 (sm_90) · /tmp/models/nemotron_h``."""
+    """``engine failed · ● following · <the header's facts in the view's order>`` (the bar shows
+    the first two lines; every fact is in the findings tab when the session has no findings)."""
     text = Text()
     text.append(vm.kind, style="bold")
     text.append(" ")
     text.append(vm.status, style=STATUS_STYLE.get(vm.status, ""))
-    facts = dict((f.label, f.value) for f in vm.facts)
-    for label in ("vLLM", "GPU", "model"):
-        if label in facts:
-            text.append("  ·  ", style="dim")
-            text.append(f"{label} " if label != "model" else "", style="dim")
-            text.append_text(_missing(facts[label]))
     if live:
         text.append("  ·  ", style="dim")
         text.append(live, style="bold green")
+    for f in vm.facts:
+        text.append("  ·  ", style="dim")
+        if f.label != "model":
+            text.append(f"{f.label} ", style="dim")
+        text.append_text(_missing(f.value))
     return text
 
 
@@ -212,12 +222,12 @@ def page_group_title(side, group_index) -> Text:
 def page_run_line(side, run, width: int) -> Text:
     """One run of identical layers (or one marked layer): name, bar, page, padding, ratio."""
     row = side.rows[run.rows[0]]
-    name_w = max(14, min(34, width // 3))
-    num_w = 30
-    bar_w = max(8, width - name_w - num_w - 4)
+    longest = max((len(r.label) for r in side.runs), default=10)
+    name_w = max(14, min(longest, int(width * 0.42)))
+    bar_w = max(8, width - name_w - 32)
     text = Text()
     text.append("✗ " if row.marked else ("◆ " if row.is_draft else "  "), style=MARK if row.marked else "magenta")
-    text.append(clip(run.label, name_w).ljust(name_w), style=MARK if row.marked else ("magenta" if row.is_draft else ""))
+    text.append(clip_name(run.label, name_w).ljust(name_w), style=MARK if row.marked else ("magenta" if row.is_draft else ""))
     text.append(" ")
     text.append_text(page_bar(row, side.max_page, bar_w))
     text.append(" ")
@@ -228,15 +238,16 @@ def page_run_line(side, run, width: int) -> Text:
     text.append(nums.rjust(22), style=MARK if row.marked else "")
     ratio = f"{row.ratio_to_max:.2f}" if isinstance(row.ratio_to_max, float) else "?"
     text.append(f" {ratio:>5}", style="dim")
+    indent = "    "
     if row.padding_bytes:
-        text.append(f"\n{'':{name_w + 3}}padding {row.padding_bytes:,} B ({row.padding_pct:g} % of {row.page_raw:,} B)",
+        text.append(f"\n{indent}padding {row.padding_bytes:,} B ({row.padding_pct:g} % of {row.page_raw:,} B)",
                     style="yellow")
     if row.marked:
-        text.append(f"\n{'':{name_w + 3}}", style="")
+        text.append(f"\n{indent}")
         if row.expected is not None and row.actual is not None:
             text.append(f"expected {row.expected:,} B, actual {row.actual:,} B", style=MARK)
         if row.mark_reason:
-            text.append(f"\n{'':{name_w + 3}}{row.mark_reason}", style="red")
+            text.append(f"\n{indent}{row.mark_reason}", style="red")
     return text
 
 

@@ -44,7 +44,7 @@ class SessionScreen(Screen):
         *[Binding(letter, f"tab('{tid}')", label, show=False) for tid, label, _, letter in TABS],
     ]
     DEFAULT_CSS = """
-    SessionScreen HeaderBar { height: auto; max-height: 3; padding: 0 1; background: $boost; }
+    SessionScreen HeaderBar { height: auto; max-height: 2; padding: 0 1; background: $boost; }
     SessionScreen TabbedContent { height: 1fr; }
     SessionScreen TabPane { padding: 0; }
     SessionScreen #loading { padding: 1 2; }

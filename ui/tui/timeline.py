@@ -51,7 +51,7 @@ def chart_lines(vm, series_index: int, start: int, width: int, height: int, curs
     s = vm.series[series_index]
     cols = max(1, width - LABEL_W)
     idx = range(start, min(len(s.x), start + cols))
-    rows_each = max(1, min(4, (height - 2) // 3))
+    rows_each = max(1, min(8, (height - 2) // 3))
     for attr, label, style in SERIES_ROWS:
         values = getattr(s, attr)
         top = max((values[i] for i in idx), default=0)
