@@ -169,8 +169,10 @@ class Catalog:
         self.sites: list[Site] = [self._row(r) for r in doc.get("sites", [])]
         self.kernel_sites: list[Site] = [Site.from_json(d) for d in doc.get("kernel_sites", [])]
         self._by_func: dict[tuple[str, str], list[Site]] = {}
+        self._by_file: dict[str, list[Site]] = {}
         for s in self.sites:
             self._by_func.setdefault((s.basename, s.short_function), []).append(s)
+            self._by_file.setdefault(s.basename, []).append(s)
 
     def _row(self, row: list) -> Site:
         t = self.doc.get("tables", {})
@@ -196,6 +198,10 @@ class Catalog:
     def in_function(self, file: str, function: str) -> list[Site]:
         """Sites in ``function`` of a file whose name (last path part) is that of ``file``."""
         return self._by_func.get((file.rsplit("/", 1)[-1], function.rsplit(".", 1)[-1]), [])
+
+    def in_file(self, file: str) -> list[Site]:
+        """Sites in files whose name (last path part) is that of ``file``."""
+        return self._by_file.get(file.rsplit("/", 1)[-1], [])
 
     def validation_sites(self, version: str | tuple | None = None) -> list[Site]:
         """Checks vLLM runs while building its config (``val``), optionally those present in ``version``."""

@@ -104,7 +104,14 @@ RULES: list[tuple[str, str, Pred]] = [
     ("kv_page_unification", "kv_page_size",
      lambda f, fn, t, e, c: bool(_PAGE_WORDS.search(t)) or bool(re.search(
          r"unify_|page_size|get_kv_cache_groups|_get_kv_cache_groups|kv_cache_groups_uniform|merge|"
-         r"uniformtypekvcachespecs|_align_hybrid_block_size.*page", fn.lower()))),
+         r"uniformtypekvcachespecs|_align_hybrid_block_size.*page", fn.lower()))
+     # the functions that allocate / reshape / re-stride the KV-cache tensors from the groups' specs:
+     # a shape or size check there is a page / layout mismatch (gpu_model_runner _reshape_kv_cache_tensors,
+     # _allocate_kv_cache_tensors; worker/gpu/attn_utils _reshape_kv_cache, _restride_*; kv_cache_interface)
+     or (bool(re.search(r"(reshape|allocate|restride|init(ialize)?)_?\w*kv_cache|kv_cache\w*_(tensors|storage|layout)|"
+                        r"restride_|_kv_first_|blocks_first", fn.lower()))
+         and e in ("AssertionError", "ValueError", "RuntimeError", "NotImplementedError")
+         and bool(re.search(r"shape|size|stride|numel|layout|==|%", t)))),
     ("spec_kernel_next_n", "spec_kernel_limit", lambda f, fn, t, e, c: "next_n" in t),
     ("kernel_block_alignment", "block_size_alignment",
      lambda f, fn, t, e, c: bool(_BLOCK_WORDS.search(t)) and bool(re.search(

@@ -217,12 +217,81 @@ def analyze_facts(facts: LogFacts, source: str = "<log>", files: list[dict] | No
                 findings.append(f)
         an.rule_failures += [x for x in again.failures if x not in an.rule_failures]
     findings = _root_first(facts, findings)
+    findings = apply_diagnosis(facts, findings)
     findings = _unexplained_root(facts, findings)
     _missing_evidence(an, findings)
     _attach_suggestions(findings, ctx)
     _localise_evidence(an, findings)
     an.findings = findings
     return an
+
+
+def apply_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
+    """Put the diagnosis (:mod:`.diagnose`: a matched failure site, the failure class of the frames, or an
+    asynchronous fault reasoned from the configuration) first, with how sure it is and why.
+
+    A rule's finding on the same root error and category is kept (it has the rule's numbers and
+    suggestions) and gains the diagnosis' confidence, basis and evidence. When the root error is outside
+    the families (``other``), findings of the hybrid/spec categories that do not explain it (pre-flight
+    warnings about the configuration) are dropped: they would read as the cause of a failure they did not
+    cause."""
+    from .diagnose import diagnose
+
+    try:
+        d = diagnose(facts)
+    except Exception:  # noqa: BLE001 - a diagnosis bug must not lose the rules' findings
+        if os.environ.get("VLLM_DIAG_DEBUG"):
+            raise
+        return findings
+    visible = facts.root is not None or any(e.frames for e in facts.exceptions) or bool(facts.startup.get("error_lines"))
+    if visible:
+        # the log shows a failure: pre-flight findings about the configuration that the log itself does not
+        # evidence would read as its cause; they stay out (``vllm-diag check`` shows them)
+        kept = [f for f in findings if f.category == "other" or any(e.source in (None, "log") for e in f.evidence)]
+        if len(kept) < len(findings) and d is not None:
+            d.missing.append(f"{len(findings) - len(kept)} pre-flight finding(s) about the configuration were left out: "
+                             f"nothing in the log ties them to this failure (run `vllm-diag check` on the command)")
+        findings = kept
+    if d is None:
+        return findings
+    root = facts.root
+    root_line = root.log_line if root is not None else None
+
+    def cites_root(f: Finding) -> bool:
+        return root_line is not None and any(e.line == root_line for e in f.evidence)
+
+    same = [f for f in findings if f.category == d.category and (cites_root(f) or root is None) and f.severity == "error"]
+    if same and d.category != "other":
+        lead = same[0]
+        lead.confidence = lead.confidence or d.confidence
+        lead.basis = lead.basis or d.basis
+        for k, v in d.numbers.items():
+            lead.numbers.setdefault(k, v)
+        lead.evidence += [e for e in d.evidence if e.source == "catalog" or e.line not in {x.line for x in lead.evidence}]
+        rest = [f for f in findings if f is not lead]
+        return [lead] + rest
+    new = d.finding()
+    if d.category == "other" and root is not None and d.confidence in ("high", "medium"):
+        kept = [f for f in findings if f.category == "other" or cites_root(f)]
+        dropped = len(findings) - len(kept)
+        if dropped:
+            new.missing_evidence.append(
+                f"{dropped} finding(s) of the hybrid/spec-decode classes were left out: they do not explain this "
+                f"error (run `vllm-diag check` on the command to see them)")
+        others = [f for f in kept if f.category == "other" and f.severity == "error" and cites_root(f)]
+        if others:  # an `other` rule already names this error: it leads, with the diagnosis' basis
+            lead = others[0]
+            lead.confidence = lead.confidence or d.confidence
+            lead.basis = lead.basis or d.basis
+            return [lead] + [f for f in kept if f is not lead]
+        return [new] + kept
+    if d.category == "other" and root is not None:
+        # low confidence `other`: a rule that explains the root error keeps the lead
+        if any(cites_root(f) and f.severity == "error" for f in findings):
+            return findings + [new]
+    if root is None and d.confidence == "low" and any(f.severity == "error" for f in findings):
+        return findings + [new]
+    return [new] + [f for f in findings if f.rule != "other_unrecognised"]
 
 
 def _root_first(facts: LogFacts, findings: list[Finding]) -> list[Finding]:

@@ -219,7 +219,65 @@ def args_from_flags(text: str, inline: list[tuple[str, str | None]], lines: list
             args.pop("model", None)
         for k, v in _normalise(args).items():
             out.setdefault(k, v)
+    # last resort: each ``--flag value`` pair on its own (one bad flag or an unquoted JSON value with
+    # spaces around it must not lose the others), with brace groups kept whole
+    for ln in lines or []:
+        toks = _split_keep_braces(ln)
+        i = 0
+        while i < len(toks):
+            if not toks[i].startswith("--"):
+                i += 1
+                continue
+            pair = [toks[i]]
+            if i + 1 < len(toks) and not toks[i + 1].startswith("--"):
+                pair.append(toks[i + 1])
+            i += len(pair)
+            base = pair[0].split("=", 1)[0].split(".", 1)[0]
+            if base not in options and base.replace("_", "-") not in options:
+                continue
+            try:
+                args = parse_command(pair).args()
+            except Exception:  # noqa: BLE001
+                continue
+            args.pop("model", None)
+            for k, v in _normalise(args).items():
+                out.setdefault(k, v)
     return out
+
+
+def _split_keep_braces(line: str) -> list[str]:
+    """Whitespace split that keeps ``{...}`` / ``[...]`` groups and quoted strings as one token (quotes dropped)."""
+    toks: list[str] = []
+    cur = ""
+    depth = 0
+    quote = None
+    for ch in line.strip():
+        if quote:
+            if ch == quote:
+                quote = None
+                if depth:
+                    cur += ch
+            else:
+                cur += ch
+            continue
+        if ch in "'\"" :
+            quote = ch
+            if depth:
+                cur += ch
+            continue
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]" and depth:
+            depth -= 1
+        if ch.isspace() and depth == 0:
+            if cur:
+                toks.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    if cur:
+        toks.append(cur)
+    return toks
 
 
 def _quote(val: str) -> str:

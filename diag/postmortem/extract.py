@@ -15,7 +15,7 @@ from ..model import LogException, LogFacts
 from .lines import Line
 from .pylit import LiteralError, parse_kwargs, parse_literal_prefix
 from ..redact import redact, redact_args
-from .traceback import TracebackParser, dedupe, inner_error, is_noise
+from .traceback import ORPHAN_TYPE, TracebackParser, dedupe, inner_error, is_noise
 
 # ------------------------------------------------------------------------------------------------
 # startup / metrics lines
@@ -56,6 +56,7 @@ _VER = r"v?(\d+\.\d+(?:\.\d+)?(?:(?:rc|\.dev|\.post)\d*)?(?:\+[\w.]+)?)"
 _VERSION_PATTERNS = [  # (priority, regex): lower is better
     (0, re.compile(r"vLLM (?:API )?server version " + _VER)),
     (0, re.compile(r"Initializing a V1 LLM engine \(" + _VER + r"\)")),
+    (0, re.compile(r"Dumping input data for V1 LLM engine \(" + _VER + r"\)")),
     (0, re.compile(r"vLLM batch processing API version " + _VER)),
     (1, re.compile(r"^\s*vLLM Version\s*:\s*" + _VER)),  # collect-env
     (2, re.compile(r"\bvLLM[ _-]?(?:version|Version|VERSION)\s*[:=]?\s*" + _VER)),
@@ -199,6 +200,7 @@ class FactCollector:
         self._llm_line_no = 0
         self._llm_depth = 0
         self.commands: list[tuple[int, str]] = []  # (line, text) of `vllm serve` / api_server commands
+        self.cmd_complete: dict[int, bool] = {}  # command line -> it ended normally (not cut mid-continuation)
         self.llm_calls: list[tuple[int, str]] = []
         self.flag_lines: list[tuple[int, str]] = []
         self.inline_flags: list[tuple[int, str, str | None]] = []
@@ -220,6 +222,10 @@ class FactCollector:
         self.last_line = 0
         self.count_hit_rates = True
         self.sources: list[tuple[int, str]] = []  # (first global line, file name) for folders
+        self._dump: list[str] | None = None  # vLLM's crash dump of the scheduler output, being collected
+        self._dump_line = 0
+        self.dump_text: tuple[int, str] | None = None
+        self.error_lines: list[tuple[int, str]] = []  # error-like lines outside tracebacks (kernel text, excerpts)
 
     # -------------------------------------------------------------- helpers
     def _note(self, name: str, line: Line) -> None:
@@ -243,6 +249,17 @@ class FactCollector:
     def feed(self, line: Line) -> None:
         if line.lineno > self.last_line:
             self.last_line = line.lineno
+        if self._dump is not None:
+            self._dump_more(line)
+        elif DUMP_SCHED in line.text:
+            self._dump = [line.text.split(DUMP_SCHED, 1)[1].lstrip(": ")]
+            self._dump_line = line.lineno
+            if _balance(self._dump[0]) <= 0:
+                self._end_dump()
+        if _LOOSE_ERR.search(line.text):
+            if len(self.error_lines) >= 120:
+                del self.error_lines[:60]
+            self.error_lines.append((line.lineno, (line.display or line.text).strip()[:600]))
         if 'File "' in line.text and (line.text.count('File "') > 1 or "most recent call last):" in line.text[:-1].rstrip()[:-1]):
             for piece in unflatten(line):  # a traceback pasted as one line
                 self.tb.feed(piece)
@@ -402,6 +419,9 @@ class FactCollector:
         if self._cmd_lines is not None:
             s = text.strip()
             prev = self._cmd_lines[-1].rstrip()
+            if _GAP.match(s):  # an excerpt gap inside the command: what follows is not its continuation
+                self._end_cmd()
+                return
             if prev.endswith("\\") or (s.startswith("-") and line.level is None) or (
                     s.startswith(("'", '"', "}")) and line.level is None):
                 self._cmd_lines.append(text)
@@ -457,6 +477,8 @@ class FactCollector:
 
     def _end_cmd(self) -> None:
         if self._cmd_lines:
+            # a command whose last line still ends in a backslash was cut (an excerpt gap follows)
+            self.cmd_complete[self._cmd_line_no] = not self._cmd_lines[-1].rstrip().endswith("\\")
             cmd = "\n".join(self._cmd_lines).rstrip().rstrip("\\").rstrip()
             if len(self.commands) < 20:
                 self.commands.append((self._cmd_line_no, cmd))
@@ -469,10 +491,37 @@ class FactCollector:
         self._llm_lines = None
         self._llm_depth = 0
 
+    # -------------------------------------------------------------- crash dump
+    def _dump_more(self, line: Line) -> None:
+        """A hard-wrapped or cut scheduler-output dump: continuation lines until its brackets close."""
+        parts = self._dump or []
+        if line.level is not None and DUMP_SCHED not in line.text or len(parts) > 60 or not line.text.strip():
+            self._end_dump()
+            return
+        parts.append(line.text.strip())
+        if _balance(" ".join(parts)) <= 0:
+            self._end_dump()
+
+    def _end_dump(self) -> None:
+        if self._dump:
+            self.dump_text = (self._dump_line, " ".join(self._dump))
+        self._dump = None
+
     # -------------------------------------------------------------- finish
     def finish(self) -> LogFacts:
         self._end_cmd()
         self._end_llm()
+        self._end_dump()
+        self.tb.flush_orphans()
+        if self.dump_text is not None:
+            from .dump import parse_scheduler_output
+
+            batch = parse_scheduler_output(self.dump_text[1])
+            if batch:
+                self.facts.startup["crash_batch"] = batch
+                self.facts.lines["crash_batch"] = (self.dump_text[0], (DUMP_SCHED + ": " + self.dump_text[1])[:500])
+        if self.error_lines:
+            self.facts.startup["error_lines"] = [list(x) for x in self.error_lines[-40:]]
         f = self.facts
         f.total_lines = self.last_line
         if self.hit_rate_count:
@@ -512,6 +561,7 @@ class FactCollector:
                 best = (ln, parsed[0], parsed[1])
         if best is not None:
             ln, text, args = best
+            f.startup["command_complete"] = self.cmd_complete.get(ln, True)
             f.command = redact(text)
             f.lines["command"] = (ln, redact(text.splitlines()[0])[:500])
             layers.append(("command", args))
@@ -542,11 +592,18 @@ class FactCollector:
         chain_of = self.tb.chain_of
         ids = {id(e): e for e in self.tb.exceptions}
 
+        # frames never followed by an exception line are evidence (diagnosis reads them), never the root
+        orphans = [e for e in excs if e.exc_type == ORPHAN_TYPE]
+        excs = [e for e in excs if e.exc_type != ORPHAN_TYPE]
+        if not excs:
+            return
+
         def rank(e: LogException) -> tuple:
             after = (e.log_line or 0) >= last_launch
             # a chained exception: its cause comes first
             caused = id(e) in chain_of and not is_noise(ids.get(chain_of[id(e)], e))
-            return (not after, e.wrapped, is_noise(e), caused, not e.frames and not message_numbers(e.message), e.log_line or 0)
+            return (not after, e.wrapped, is_noise(e), caused,
+                    not e.frames and not message_numbers(e.message), e.log_line or 0)
 
         candidates = sorted(excs, key=rank)
         root = candidates[0]
@@ -561,6 +618,12 @@ class FactCollector:
                     root = LogException(exc_type=itype, message=imsg, frames=list(root.frames), process=root.process,
                                         log_line=root.log_line, wrapped=False)
                     f.exceptions.append(root)
+        if not root.frames and root.exc_type != ORPHAN_TYPE:
+            # an excerpt that lost the lines between the frames and the exception: the frames printed
+            # by the same process (or an unprefixed paste) belong to it
+            near = [o for o in orphans if o.process == root.process or o.process is None or root.process is None]
+            if near:
+                root.frames = list(near[-1].frames)
         f.root = root
         f.lines["root"] = (root.log_line or 0, f"{root.exc_type}: {root.message}".strip().rstrip(":")[:500])
         nums = message_numbers(root.message)
@@ -650,6 +713,19 @@ def unflatten(line: Line) -> list[Line]:
         if exc:
             out.append(Line(line.lineno, exc.group(1) + (exc.group(2) or ""), line.process, line.level, line.display))
     return out
+
+
+DUMP_SCHED = "Dumping scheduler output for model execution"
+_GAP = re.compile(r"^(?:\[\s*)?(?:\.\.\.|…)(?:\s*\]|\s|$|.{0,60}\]\s*$)")
+# lines that state an error without a Python exception line: kernel checks, excerpts, CUDA reports
+_LOOSE_ERR = re.compile(r"Check failed|Assertion error \(|[Aa]ssertion `|cannot get|[Nn]o kernel|Target sizes|"
+                        r"illegal memory access|[Ii]llegal [Aa]ddress|triggered at PC|<<<|CUDA error|Xid\b|device-side assert|"
+                        r"RuntimeError|AssertionError|"
+                        r"ValueError|IndexError|NotImplementedError|out of memory|[Ee]rror:|\bfailed\b")
+
+
+def _balance(text: str) -> int:
+    return text.count("(") + text.count("[") + text.count("{") - text.count(")") - text.count("]") - text.count("}")
 
 
 def _paren_delta(text: str) -> int:

@@ -72,10 +72,11 @@ def clean_line(raw: str, lineno: int) -> Line | None:
         text = text[m.end():]
         if text.startswith("\t"):
             text = text[1:]
-    if text.startswith("\t") and text.strip():
-        # aggregator tab indentation in front of a record
-        stripped = text.lstrip("\t")
-        if stripped[:1] in "([" or _LEVEL.match(stripped):
+    if text[:1] in "\t " and text.strip():
+        # aggregator tab indentation, or a reporter's re-indentation, in front of a record
+        stripped = text.lstrip("\t ")
+        if (stripped[:1] == "(" and _PROC_PAREN.match(stripped)) or stripped[:1] == "[" and _RANK.match(stripped) \
+                or _LEVEL.match(stripped):
             text = stripped
     if " pid=" in text and not text.startswith("("):
         # a progress bar (or other output) without a newline in front of a vLLM record

@@ -21,7 +21,12 @@ MAX_FRAMES = 200
 MAX_MESSAGE = 8_000
 
 _TB_HEAD = re.compile(r"^\s*(?:\|\s*)?(?:\+\s*)?(?:Exception Group )?Traceback \(most recent call last\):?\s*$")
-_FRAME = re.compile(r'^\s*(?:\|\s*)?File "([^"]+)", line (\d+)(?:, in (.+?))?\s*$')
+_FRAME = re.compile(r'^\s*(?:\|\s*)?File "([^"]+)", line (\d+)(?:,\s*in(?:\s+(.+?))?|,)?\s*$')
+# the rest of a frame line hard-wrapped by a reporter: "gdn_attention_core" or "in causal_conv1d_update"
+_FRAME_TAIL = re.compile(r"^\s*(?:in\s+)?([A-Za-z_<][\w<>.]*)\s*$")
+# reporter edits of a frame line: "vllm/x.py:444", "vllm/x.py, in f", "vllm/x.py, line 3, in f" (no File "...")
+_FRAME_LOOSE = re.compile(r'^\s*((?:\.\.\./|/|~/)?[\w.\-]+(?:/[\w.\-]+)+\.py)(?::(\d+))?(?:,\s*line\s*(\d+))?'
+                          r'(?:,?\s+in\s+([\w<>.]+))?\s*:?\s*$')
 _MARKER = re.compile(r"^\s*[~^\s]+$")
 _ELISION = re.compile(r"^\s*\.\.\.\s*<\d+ lines>\s*\.\.\.\s*$|^\s*\[Previous line repeated \d+ more times?\]\s*$")
 _CHAIN = re.compile(
@@ -51,6 +56,7 @@ NOISE_TYPES = {
     "ConnectionResetError", "EngineDeadError", "vllm.v1.engine.exceptions.EngineDeadError", "GeneratorExit",
     "EngineGenerateError", "ResourceWarning", "UserWarning", "DeprecationWarning", "FutureWarning", "RuntimeWarning",
 }
+ORPHAN_TYPE = "(traceback without an exception line)"
 NOISE_MESSAGES = ("Found no NVIDIA driver", "cannot schedule new futures after", "Event loop is closed")
 
 
@@ -134,6 +140,11 @@ class TracebackParser:
         if "Traceback" in text and _TB_HEAD.match(text):
             st.in_tb, st.frames, st.awaiting_code, st.cont_lines = True, [], False, 0
             return
+        if st.in_tb and st.frames and st.frames[-1].function == "?" and st.frames[-1].code is None and st.awaiting_code:
+            t = _FRAME_TAIL.match(text)
+            if t and not _EXC_STRICT.match(text.strip()):
+                st.frames[-1].function = t.group(1)
+                return
         m = _FRAME.match(text) if 'File "' in text else None
         if m:
             if not st.in_tb:
@@ -148,6 +159,22 @@ class TracebackParser:
                 st.frames.append(Frame(m.group(1), int(m.group(2)), (m.group(3) or "?").strip(), None, line.lineno))
             st.awaiting_code = True
             st.cont_lines = 0
+            return
+        if ".py" in text and 'File "' not in text:
+            m = _FRAME_LOOSE.match(text)
+            if m and (m.group(2) or m.group(3) or m.group(4)):
+                if not st.in_tb:
+                    st.in_tb, st.frames = True, []
+                if len(st.frames) < MAX_FRAMES:
+                    st.frames.append(Frame(m.group(1), int(m.group(2) or m.group(3) or 0), (m.group(4) or "?").strip(),
+                                           None, line.lineno))
+                st.awaiting_code = True
+                st.cont_lines = 0
+                return
+        if st.awaiting_code and st.in_tb and st.frames and st.frames[-1].code is None and \
+                re.match(r"^(assert|raise|return)\b", text.strip()):
+            st.frames[-1].code = text.strip()  # the source line of a pasted frame, not indented
+            st.awaiting_code = False
             return
         if (("..." in text or "Previous line" in text) and _ELISION.match(text)) or (
                 st.in_tb and text.strip() and _MARKER.match(text)):
@@ -189,6 +216,19 @@ class TracebackParser:
                 st.cont_lines += 1
                 return
         st.cont_lines = 0
+
+    def flush_orphans(self) -> None:
+        """Frames never followed by an exception line (an excerpt that ends inside a traceback, frames
+        pasted alone): one exception of type ``ORPHAN_TYPE`` holding them, so their files and functions
+        still count as evidence."""
+        for key, st in list(self.states.items()):
+            if st.in_tb and st.frames:
+                exc = LogException(exc_type=ORPHAN_TYPE, message="", frames=st.frames, process=key,
+                                   log_line=st.frames[-1].log_line)
+                st.frames = []
+                st.in_tb = False
+                if len(self.exceptions) < MAX_EXCEPTIONS:
+                    self.exceptions.append(exc)
 
     def _emit(self, st: _State, key: str | None, exc_type: str, message: str, line: Line) -> None:
         message = message.strip()[:MAX_MESSAGE]

@@ -31,6 +31,8 @@ def check(ctx: RuleContext) -> list[Finding]:
         pad = st.environment.get("mamba_padding_percent")
         evidence.append(Evidence(f"block_size {requested} -> {actual} (Mamba page {st.environment.get('mamba_page_config'):,} B, "
                                  f"{st.environment.get('attn_page_per_token_alignment')} B/token attention)", source=state_source(st)))
+        if ctx.log is not None and ctx.log.startup.get("attention_block_size"):
+            evidence += log_evidence(ctx, None, "attention_block_size", "mamba_padding_percent")  # the log says it too
     elif ctx.log is not None and ctx.log.startup.get("attention_block_size"):
         actual = ctx.log.startup["attention_block_size"]
         requested = ctx.log.args.get("block_size") or 16

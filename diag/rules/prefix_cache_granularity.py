@@ -35,7 +35,9 @@ def check(ctx: RuleContext) -> list[Finding]:
         mode = ctx.log.startup.get("mamba_cache_mode")
     if cfg(ctx, "enable_prefix_caching") and block and int(block) >= MIN_INTERESTING_BLOCK:
         ev = ([Evidence(f"mamba_cache_mode {mode}, Mamba/attention block {block} tokens", source=state_source(st))]
-              if st is not None else log_evidence(ctx, None, "mamba_cache_mode", "attention_block_size"))
+              if st is not None else [])
+        if ctx.log is not None:  # what the log itself states of it
+            ev += log_evidence(ctx, None, "mamba_cache_mode", "attention_block_size")
         out.append(Finding(
             rule=ID, category="prefix_cache_degraded", title=f"Hybrid prefix-cache hits only in {block}-token steps",
             severity="warning",

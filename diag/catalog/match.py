@@ -1,0 +1,355 @@
+"""Match an error read out of a log against the catalog's failure sites.
+
+Three ways, strongest first:
+
+* **message** -- the message against each site's template (literal text, holes for the values), after
+  whitespace is normalised (re-indented, hard-wrapped lines) and with reporters' elisions (``...``)
+  allowed: a template whose literal pieces appear in order covers the message; the holes give the values
+  (``batch size (12)`` -> ``{m.num_reqs} = 12``);
+* **condition** -- a bare ``AssertionError`` shows only the frame and its source line: the frame's file
+  (by its last path parts, so ``.../`` trimmed paths work) and function, and the ``assert`` line against
+  each site's condition there; a ``raise X(`` line against the function's raises of type X;
+* **kernel** -- a kernel check's text (``Assertion error (<file>:<line>): <cond>``, FlashInfer/TVM
+  ``Check failed: (<cond>) is false: <msg>``) against the kernel sites.
+
+A frame that only names a function the catalog knows is a weaker hint (``function``), used when nothing
+else matches. :func:`match_exception` returns the matches best first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from . import Catalog, Site, load
+
+_WS = re.compile(r"\s+")
+_ELLIPSIS = re.compile(r"\s*(?:\.\.\.|…|\[\.\.\.[^\]]*\])\s*")
+
+
+def norm(text: str) -> str:
+    return _WS.sub(" ", text or "").strip()
+
+
+def _nows(text: str) -> str:
+    return _WS.sub("", text or "")
+
+
+@dataclass
+class SiteMatch:
+    site: Site
+    how: str  # "message" | "condition" | "raise" | "kernel" | "function"
+    score: float  # 0..1
+    values: dict[str, str] = field(default_factory=dict)  # hole expression -> text in the log
+    frame: Any = None  # the model.Frame that matched, if any
+    version_ok: bool | None = None  # the site exists in the log's vLLM version (None: unknown)
+    note: str = ""
+
+    @property
+    def numbers(self) -> dict[str, Any]:
+        """Hole values that are numbers (or lists of numbers), keyed by a readable name."""
+        out: dict[str, Any] = {}
+        for expr, text in self.values.items():
+            name = hole_name(expr)
+            val = _value(text)
+            if name and val is not None:
+                out.setdefault(name, val)
+        return out
+
+
+def hole_name(expr: str) -> str:
+    """``m.num_reqs`` -> ``num_reqs``; ``self.decode_cudagraph_max_bs`` -> ``decode_cudagraph_max_bs``;
+    ``len(x)`` -> ``len_x``; anything else -> a snake_case squeeze of it."""
+    e = expr.strip()
+    m = re.fullmatch(r"len\(([\w.]+)\)", e)
+    if m:
+        return "len_" + m.group(1).rsplit(".", 1)[-1]
+    m = re.fullmatch(r"[\w.]+", e)
+    if m:
+        return e.rsplit(".", 1)[-1]
+    m = re.fullmatch(r"([\w.]+)\[[^\]]*\]", e)
+    if m:
+        return m.group(1).rsplit(".", 1)[-1]
+    s = re.sub(r"\W+", "_", e).strip("_")
+    return s[:40]
+
+
+_NUM = re.compile(r"^-?\d+(?:\.\d+)?$")
+
+
+def _value(text: str) -> Any:
+    t = text.strip().strip("'\"").rstrip(".,;")
+    if _NUM.match(t.replace(",", "")) and not (t.count(",") and "." in t):
+        v = t.replace(",", "")
+        return float(v) if "." in v else int(v)
+    if t.startswith(("[", "(")) and t.endswith(("]", ")")):
+        items = [x.strip() for x in t[1:-1].split(",") if x.strip()]
+        if items and all(_NUM.match(x) for x in items):
+            return [float(x) if "." in x else int(x) for x in items]
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# message index
+# ------------------------------------------------------------------------------------------------
+
+
+class _Index:
+    def __init__(self, cat: Catalog):
+        self.entries: list[tuple[str, Site, list[str]]] = []  # (anchor, site, literal pieces in order)
+        for s in cat.all_sites():
+            if not s.message:
+                continue
+            pieces = [norm(p) for p in _pieces(s.message)]
+            pieces = [p for p in pieces if p]
+            lit = sum(len(p) for p in pieces)
+            if lit < 12:  # "{x}" or "Unsupported: {x}": too little text to recognise a message by
+                continue
+            anchor = max(pieces, key=len)
+            self.entries.append((anchor, s, pieces))
+
+
+def _pieces(template: str) -> list[str]:
+    from . import _HOLE
+
+    return [p.replace("{{", "{").replace("}}", "}") for p in _HOLE.split(template)]
+
+
+_INDEX: dict[int, _Index] = {}
+
+
+def _index(cat: Catalog) -> _Index:
+    idx = _INDEX.get(id(cat))
+    if idx is None:
+        _INDEX.clear()
+        idx = _INDEX[id(cat)] = _Index(cat)
+    return idx
+
+
+def _coverage(pieces: list[str], msg: str) -> float:
+    """Share of the template's literal text found in order in ``msg`` (pieces may be cut by an elision)."""
+    total = sum(len(p) for p in pieces)
+    pos = 0
+    found = 0
+    for p in pieces:
+        i = msg.find(p, pos)
+        if i >= 0:
+            found += len(p)
+            pos = i + len(p)
+            continue
+        # a piece cut by the end of the (truncated) message, or by an elision: its longest head found
+        words = p.split(" ")
+        for k in range(len(words) - 1, 0, -1):
+            head = " ".join(words[:k])
+            if len(head) >= 8 and msg.find(head, pos) >= 0:
+                found += len(head)
+                pos = msg.find(head, pos) + len(head)
+                break
+    return found / total if total else 0.0
+
+
+def match_message(message: str, exc_type: str = "", cat: Catalog | None = None, limit: int = 5) -> list[SiteMatch]:
+    cat = cat or load()
+    msg = norm(message)
+    if len(msg) < 8:
+        return []
+    short = exc_type.rsplit(".", 1)[-1]
+    out: list[SiteMatch] = []
+    for anchor, site, pieces in _index(cat).entries:
+        if anchor not in msg:
+            continue
+        rx = site.template_regex()
+        values: dict[str, str] = {}
+        score = 0.0
+        m = rx.search(msg) if rx is not None else None
+        if m is not None:
+            holes = site.holes()
+            for i, h in enumerate(holes):
+                v = m.groupdict().get(f"h{i}")
+                if v is not None and h not in values:
+                    values[h] = v
+            score = 1.0
+            # a template that is all holes around a short text matches too easily
+            lit = sum(len(p) for p in pieces)
+            if lit < 25:
+                score = 0.8
+        else:
+            cov = _coverage(pieces, msg)
+            if cov < 0.6:
+                continue
+            score = 0.5 + 0.4 * cov
+        if short and site.exc and short != site.exc.rsplit(".", 1)[-1] and short not in ("RuntimeError", "Exception"):
+            score -= 0.1
+        out.append(SiteMatch(site=site, how="kernel" if site.kind == "kernel" else "message", score=round(score, 3),
+                             values=values))
+    # longest literal text first among equal scores (a more specific template wins)
+    out.sort(key=lambda x: (-x.score, -sum(len(p) for p in x.site.literals())))
+    return _dedupe(out)[:limit]
+
+
+def _dedupe(matches: Iterable[SiteMatch]) -> list[SiteMatch]:
+    """The same text at several sites (the same check in several releases or backends): keep them all,
+    but one per (file, function, category) so the list stays short."""
+    seen: set[tuple] = set()
+    out = []
+    for m in matches:
+        key = (m.site.file, m.site.function, m.site.category, m.site.message, m.site.condition)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(m)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# frames
+# ------------------------------------------------------------------------------------------------
+
+
+def vllm_path(file: str) -> str:
+    """A frame's file as a path inside vLLM (``vllm/v1/...``) when it is one; trimmed paths keep their tail."""
+    f = file.replace("\\", "/")
+    i = f.rfind("/vllm/")
+    if i >= 0:
+        return f[i + 1:]
+    if f.startswith("vllm/"):
+        return f
+    f = re.sub(r"^(?:\.\.\.|…)/*", "", f)
+    return f
+
+
+def _same_file(frame_file: str, site_file: str) -> bool:
+    a = vllm_path(frame_file)
+    if a == site_file:
+        return True
+    # trimmed (".../core/kv_cache_utils.py", "kv_cache_utils.py"): the frame's tail must end the site's path
+    return site_file.endswith("/" + a) or site_file.endswith(a) and a.endswith(".py")
+
+
+def _assert_condition(code: str) -> str | None:
+    c = code.strip()
+    if not c.startswith("assert "):
+        return None
+    c = c[len("assert "):].strip()
+    # drop the message part: the last top-level ", " outside brackets/quotes
+    depth, quote, cut = 0, None, None
+    for i, ch in enumerate(c):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            cut = i
+            break
+    cond = c[:cut] if cut is not None else c
+    return cond.rstrip("\\ ").strip()
+
+
+def match_frames(frames: Sequence[Any], exc_type: str = "", message: str = "", cat: Catalog | None = None) -> list[SiteMatch]:
+    """Sites at the frames of a traceback (innermost first)."""
+    cat = cat or load()
+    out: list[SiteMatch] = []
+    short = exc_type.rsplit(".", 1)[-1]
+    for depth, fr in enumerate(reversed(list(frames))):
+        if fr.function in ("?", "", None):  # a pasted "path.py:line": the whole file, by condition only
+            sites = [s for s in cat.in_file(fr.file) if _same_file(fr.file, s.file)]
+            cond = _assert_condition(fr.code or "")
+            if cond:
+                want = _nows(cond)
+                for s in sites:
+                    if s.kind == "assert" and s.condition and _nows(s.condition) == want:
+                        out.append(SiteMatch(site=s, how="condition", score=0.9, frame=fr))
+            continue
+        sites = [s for s in cat.in_function(fr.file, fr.function) if _same_file(fr.file, s.file)]
+        if not sites:
+            continue
+        code = fr.code or ""
+        weight = 1.0 if depth == 0 else max(0.5, 1.0 - 0.15 * depth)
+        cond = _assert_condition(code)
+        if cond is not None:
+            want = _nows(cond)
+            hits = [s for s in sites if s.kind == "assert" and s.condition and (
+                _nows(s.condition) == want or (want.endswith("(") or len(want) > 20) and _nows(s.condition).startswith(want))]
+            for s in hits:
+                out.append(SiteMatch(site=s, how="condition", score=round(0.95 * weight, 3), frame=fr))
+            if hits:
+                continue
+        m = re.match(r"raise\s+([\w.]+)", code.strip())
+        if m:
+            name = m.group(1).rsplit(".", 1)[-1]
+            hits = [s for s in sites if s.kind == "raise" and s.exc.rsplit(".", 1)[-1] == name]
+            if hits:
+                for s in hits:
+                    sc = 0.8 if len(hits) == 1 else 0.6
+                    out.append(SiteMatch(site=s, how="raise", score=round(sc * weight, 3), frame=fr))
+                continue
+        # the function is known: a weaker hint (its sites' categories)
+        if depth <= 3:
+            for s in sites:
+                if not short or short == "AssertionError" and s.kind == "assert" or s.exc.rsplit(".", 1)[-1] == short:
+                    out.append(SiteMatch(site=s, how="function", score=round(0.35 * weight, 3), frame=fr))
+    out.sort(key=lambda x: -x.score)
+    return _dedupe(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# kernel checks
+# ------------------------------------------------------------------------------------------------
+
+_KERNEL_ASSERT = re.compile(r"Assertion error\s*\(([^)]*?)([\w.\-]+\.(?:hpp|cuh|cu|h|cpp|cc))(?::(\d+))?\)\s*:\s*(.+?)\s*$", re.S)
+_TVM_CHECK = re.compile(r"Check failed:?\s*\(?(.+?)\)?\s+is false\s*:?\s*(.*)$", re.S)
+
+
+def match_kernel(message: str, cat: Catalog | None = None) -> list[SiteMatch]:
+    cat = cat or load()
+    msg = norm(message)
+    out: list[SiteMatch] = []
+    m = _KERNEL_ASSERT.search(msg)
+    cond = None
+    kfile = None
+    if m:
+        kfile, cond = m.group(2), m.group(4).rstrip("'\". ")
+    else:
+        t = _TVM_CHECK.search(msg)
+        if t:
+            cond = t.group(1)
+    if cond is None:
+        return []
+    want = _nows(cond)
+    for s in cat.kernel_sites:
+        if not s.condition:
+            continue
+        sc = _nows(s.condition)
+        if sc == want or (len(sc) > 6 and want.startswith(sc)):
+            score = 0.95 if (kfile is None or s.file.endswith(kfile)) else 0.85
+            out.append(SiteMatch(site=s, how="kernel", score=score, values={"condition": cond}))
+    out.sort(key=lambda x: -x.score)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def match_exception(exc_type: str, message: str, frames: Sequence[Any] = (), version: str | None = None,
+                    cat: Catalog | None = None) -> list[SiteMatch]:
+    """All matches for one error, best first; ``version_ok`` says whether each site exists in ``version``."""
+    cat = cat or load()
+    out = match_kernel(message, cat) + match_message(message, exc_type, cat) + match_frames(frames, exc_type, message, cat)
+    # a message match confirmed by a frame in the same function is the strongest evidence
+    fr_funcs = {(vllm_path(f.file).rsplit("/", 1)[-1], f.function.rsplit(".", 1)[-1]) for f in frames}
+    for m in out:
+        if m.how in ("message",) and (m.site.basename, m.site.short_function) in fr_funcs:
+            m.score = min(1.0, m.score + 0.05)
+            m.note = "message and frame agree"
+        if version:
+            m.version_ok = m.site.exists_in(version)
+            if m.version_ok is False and m.how != "kernel":
+                m.score = round(m.score - 0.05, 3)
+    out.sort(key=lambda x: -x.score)
+    return _dedupe(out)

@@ -1,0 +1,679 @@
+"""The diagnosis of a log: which failure class, how sure, and why.
+
+Evidence, strongest first:
+
+1. **a known vLLM failure site** (``vllm_diag.catalog``): the root error's message matches a site's
+   template (its holes give the numbers), or its frame and ``assert`` line match a site's condition, or a
+   kernel check's text matches a kernel site. The site's category is the diagnosis (``high`` when the
+   numbers or the exact condition are there, ``medium`` otherwise); the basis names the site and the vLLM
+   releases that carry it.
+2. **the failure class from where vLLM failed**: no site matches (a fork, a newer release, a generic
+   PyTorch error such as a shape mismatch or an index out of range), so the frames (innermost vLLM frame
+   outward) and the message are classified by the same rules that classify the catalog's sites
+   (``vllm_diag.catalog.categorize``); ``medium``.
+3. **an asynchronous fault** (illegal memory access, device-side assert, launch failure): the frame that
+   reports it is not the kernel that faulted, so the family comes from the configuration -- a hybrid
+   (Mamba/GDN) model with speculative decoding (state indices; a mixed batch when the crash dump shows
+   one), an MLA/sparse-indexer model with speculative decoding (kernel limits) -- ``low``; without such a
+   configuration it stays ``other``.
+
+Near misses (out of memory, missing weights or tokenizer, unsupported architecture, NCCL timeouts,
+Triton on old GPUs, platform kernels missing) are ``other`` whatever the model is.
+
+vLLM's crash dump (``Dumping input data … / Dumping scheduler output …``, :mod:`.dump`) adds the batch of
+the failing step: a mixed decode + spec-decode batch or the draft length is shown from the dump itself.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Evidence, Finding, LogException, LogFacts
+
+ASYNC = re.compile(r"illegal memory access|illegal address|device-side assert|unspecified launch failure|misaligned address|"
+                   r"illegal instruction|an illegal address|CUDA error: (?:an )?illegal|hipErrorIllegalAddress|"
+                   r"Xid\s*(?:13|31|43)\b|CUBLAS_STATUS_EXECUTION_FAILED|cudaErrorIllegalAddress|"
+                   r"CUDA_ERROR_ILLEGAL_ADDRESS|memory access fault", re.I)
+
+# near misses: errors whose cause is outside the hybrid / spec-decode families
+NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
+    ("out of memory", re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|"
+                                 r"No available memory for the cache blocks|KV cache is needed, which is larger than the "
+                                 r"available KV cache memory|Insufficient memory|not enough memory", re.I)),
+    ("missing or mismatched weights", re.compile(r"weights? (?:were |was )?not (?:initialized|found|loaded)|"
+                                                 r"Following weights were not|KeyError: '[\w.]*(?:weight|bias|scale)'|"
+                                                 r"size mismatch for|safetensors|checkpoint|Cannot find any of|"
+                                                 r"does not appear to have a file named", re.I)),
+    ("tokenizer", re.compile(r"tokenizer|chat template", re.I)),
+    ("unsupported architecture", re.compile(r"architectures? .{0,40}(?:not supported|are not supported|has no vLLM implementation)|"
+                                            r"Model architectures? \[|not supported for now|trust_remote_code", re.I)),
+    ("distributed set-up (NCCL)", re.compile(r"NCCL|Watchdog caught|ProcessGroup|ncclInternalError|"
+                                             r"collective operation timeout|Connection refused|RayActorError", re.I)),
+    ("host synchronisation during CUDA-graph capture", re.compile(r"operation not permitted when stream is capturing|"
+                                                                   r"cudaErrorStreamCaptureUnsupported|"
+                                                                   r"stream is capturing", re.I)),
+    ("Triton / GPU generation", re.compile(r"triton\.compiler|CompilationError|fp8e4nv not supported|"
+                                           r"type fp8e4nv not supported|PTXASError|no kernel image is available|"
+                                           r"Unsupported architecture|not supported on (?:this|your) GPU|"
+                                           r"compute capability|sm_?\d{2,3}\b.{0,40}not supported", re.I)),
+]
+
+HYBRID_ARCH = re.compile(r"Qwen3Next|Qwen3_5|Qwen3p5|NemotronH|GraniteMoeHybrid|FalconH1|Jamba|Zamba|Bamba|Plamo2|"
+                         r"Mamba|Lfm2|KimiLinear|MiniMaxText01|MiniMaxM1|OlmoHybrid|Hymba|Kimi(?:K3)|GptOssHybrid", re.I)
+HYBRID_MODEL = re.compile(r"qwen3[-_.]?next|qwen3\.[5-9]|qwen3[-_]coder[-_]next|qwen3\.?[5-9][-_]|nemotron[-_]?h\b|"
+                          r"nemotron[-_ ]?(?:3|nano[-_]?9b|nano[-_]?12b|super|ultra)|granite[-_]4|falcon[-_]?h1|jamba|zamba|"
+                          r"bamba|mamba|lfm2|kimi[-_]linear|kimi[-_]k3|minimax[-_]?(?:m1|text)|plamo", re.I)
+MLA_ARCH = re.compile(r"DeepseekV[23]|DeepseekV32|DeepseekV4|Deepseek|KimiK2|Glm.*Dsa|GlmMoeDsa|MiniMaxM3|Kimi", re.I)
+MLA_MODEL = re.compile(r"deepseek|kimi[-_]k2|glm[-_]?5|dsv[34]|minimax[-_]m3|longcat", re.I)
+HYBRID_FRAMES = re.compile(r"mamba|gdn|linear_attn|short_conv|/fla/|causal_conv1d|ssd_|qwen3_next|qwen3_5|nemotron_h|"
+                           r"kda|lightning", re.I)
+MLA_FRAMES = re.compile(r"/mla/|mla_attention|flashmla|flash_mla|deep_gemm|indexer|sparse_attn|deepseek|aiter_mla|"
+                        r"triton_mla|cutlass_mla|flashinfer_mla", re.I)
+
+
+@dataclass
+class Diagnosis:
+    category: str
+    confidence: str  # high | medium | low
+    basis: str
+    title: str
+    message: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+    evidence: list[Evidence] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    site_id: str | None = None
+    rule: str = "failure_site"
+
+    def finding(self) -> Finding:
+        return Finding(rule=self.rule, category=self.category, title=self.title, severity="error",
+                       message=self.message, numbers=dict(self.numbers), evidence=list(self.evidence),
+                       missing_evidence=list(self.missing), confidence=self.confidence, basis=self.basis)
+
+
+# ------------------------------------------------------------------------------------------------
+# the configuration as the log states it
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Setup:
+    hybrid: bool | None
+    mla: bool | None
+    spec_k: int
+    spec_method: str | None
+    prefix_caching: bool | None
+    mamba_cache_mode: str | None
+    async_scheduling: bool | None
+    batch: dict[str, Any] | None
+    why: list[str]
+
+
+def _truthy(v: Any) -> bool | None:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v.strip().lower() in ("1", "true", "yes", "on")
+    return bool(v)
+
+
+def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
+    a = facts.args
+    why: list[str] = []
+    arch = facts.architecture or a.get("architecture") or facts.startup.get("resolved_architecture") or ""
+    model = str(a.get("model") or facts.model or "")
+    frames_text = " ".join(f"{f.file} {f.function}" for e in facts.exceptions for f in e.frames[-12:])
+    hybrid = None
+    if arch and HYBRID_ARCH.search(arch) or HYBRID_MODEL.search(model):
+        hybrid = True
+        why.append(f"hybrid model ({arch or model})")
+    elif any(k in facts.startup for k in ("mamba_cache_mode", "mamba_padding_percent", "attention_block_size")):
+        hybrid = True
+        why.append("hybrid model (Mamba page alignment in the startup lines)")
+    elif HYBRID_FRAMES.search(frames_text):
+        hybrid = True
+        why.append("hybrid model (Mamba/GDN frames)")
+    elif arch or model:
+        hybrid = False
+    mla = None
+    if arch and MLA_ARCH.search(arch) or MLA_MODEL.search(model) or MLA_FRAMES.search(frames_text):
+        mla = True
+        why.append(f"MLA / sparse-indexer model ({arch or model or 'frames'})")
+    elif arch or model:
+        mla = False
+    k = a.get("num_speculative_tokens")
+    spec = a.get("speculative_config")
+    if k is None and isinstance(spec, dict):
+        k = spec.get("num_speculative_tokens")
+    method = a.get("speculative_method") or (spec.get("method") if isinstance(spec, dict) else None)
+    try:
+        k = int(k or 0)
+    except (TypeError, ValueError):
+        k = 0
+    batch = facts.startup.get("crash_batch")
+    if not k and batch and batch.get("spec_tokens_per_req"):
+        k = max(batch["spec_tokens_per_req"])
+    if not k and batch and batch.get("num_spec_tokens_to_schedule"):
+        k = int(batch["num_spec_tokens_to_schedule"])
+    if k:
+        why.append(f"speculative decoding ({method or 'draft'}, k={k})")
+    elif method:
+        why.append(f"speculative decoding ({method})")
+        k = -1  # on, depth unknown
+    pc = _truthy(a.get("enable_prefix_caching"))
+    mode = a.get("mamba_cache_mode") or facts.startup.get("mamba_cache_mode")
+    if mode in ("align", "all"):
+        pc = True if pc is None else pc
+    if pc:
+        why.append("prefix caching on" + (f" (Mamba cache mode '{mode}')" if mode else ""))
+    asy = _truthy(a.get("async_scheduling"))
+    return Setup(hybrid=hybrid, mla=mla, spec_k=k, spec_method=method, prefix_caching=pc, mamba_cache_mode=mode,
+                 async_scheduling=asy, batch=batch, why=why)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def _ev_exc(exc: LogException, frames: int = 2) -> list[Evidence]:
+    first = exc.message.strip().splitlines()[0] if exc.message.strip() else ""
+    ev = []
+    if exc.exc_type and not exc.exc_type.startswith("("):
+        ev.append(Evidence(text=f"{exc.exc_type}: {first}".rstrip(": ")[:500], line=exc.log_line, source="log"))
+    for fr in exc.frames[-frames:]:
+        ev.append(Evidence(text=f'File "{fr.file}", line {fr.line}, in {fr.function}' + (f": {fr.code}" if fr.code else ""),
+                           line=fr.log_line, source="log"))
+    return ev
+
+
+def _fact_ev(facts: LogFacts, *names: str) -> list[Evidence]:
+    out = []
+    for n in names:
+        if n in facts.lines:
+            line, text = facts.lines[n]
+            out.append(Evidence(text=text[:500], line=line, source="log"))
+    return out
+
+
+def _config_numbers(facts: LogFacts, setup: Setup) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k in ("num_speculative_tokens", "max_num_seqs", "max_model_len", "max_num_batched_tokens", "block_size",
+              "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "gpu_memory_utilization",
+              "max_cudagraph_capture_size", "mamba_block_size"):
+        v = facts.args.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = v
+    if setup.spec_k > 0:
+        out.setdefault("num_speculative_tokens", setup.spec_k)
+    return out
+
+
+def _batch_numbers(batch: dict[str, Any] | None) -> dict[str, Any]:
+    if not batch:
+        return {}
+    keys = ("num_reqs", "num_prefills", "num_decodes", "num_spec_decodes", "tokens_per_req", "spec_tokens_per_req",
+            "total_num_scheduled_tokens", "num_computed_tokens")
+    return {f"crash_batch_{k}": batch[k] for k in keys if batch.get(k) not in (None, [])}
+
+
+def _site_text(site) -> str:
+    if site.kind == "assert":
+        what = f"assert {site.condition}" + (f", \"{site.message[:120]}\"" if site.message else "")
+    elif site.kind == "kernel":
+        what = f"check {site.condition or site.message}"
+    else:
+        what = f"raise {site.exc}" + (f"(\"{site.message[:120]}\")" if site.message else "")
+    return what
+
+
+def _near_miss(text: str) -> str | None:
+    for name, rx in NEAR_MISS:
+        if rx.search(text):
+            return name
+    return None
+
+
+def _frame_category(exc: LogException, message: str) -> tuple[str, str, Any] | None:
+    """The category of the innermost vLLM frames (the catalog's rules), with the frame that decided."""
+    from ..catalog.categorize import categorize
+    from ..catalog.match import vllm_path
+
+    frames = list(exc.frames)
+    seen = 0
+    for fr in reversed(frames):
+        path = vllm_path(fr.file)
+        if not ("vllm/" in path or path.count("/") <= 2):  # torch / triton / site-packages internals
+            continue
+        seen += 1
+        if seen > 5:
+            break
+        cat, rid = categorize({"file": path, "function": fr.function, "condition": fr.code or "",
+                               "message": message, "exc": exc.exc_type})
+        if cat != "other":
+            return cat, rid, fr
+        if rid.startswith("other_") and rid not in ("other_type_narrowing", "other_duplicate_layer"):
+            return "other", rid, fr
+    return None
+
+
+def _function_hint(exc: LogException) -> tuple[str, Any] | None:
+    """Sites in the frames' functions: the category most of them have (weak)."""
+    from ..catalog import load
+    from ..catalog.match import vllm_path
+
+    cat = load()
+    for depth, fr in enumerate(reversed(exc.frames[-6:])):
+        sites = cat.in_function(vllm_path(fr.file), fr.function)
+        cats: dict[str, int] = {}
+        for s in sites:
+            if s.category != "other":
+                cats[s.category] = cats.get(s.category, 0) + 1
+        if cats and sum(cats.values()) * 2 >= len(sites):
+            return max(cats, key=cats.get), fr
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def diagnose(facts: LogFacts) -> Diagnosis | None:
+    from ..catalog.match import match_exception, match_kernel, match_message
+
+    root = facts.root
+    orphans = [e for e in facts.exceptions if e.exc_type.startswith("(")]
+    version = facts.vllm_version
+    setup = read_setup(facts, root)
+    base_numbers = _config_numbers(facts, setup)
+    base_numbers.update(_batch_numbers(setup.batch))
+    batch_ev = _fact_ev(facts, "crash_batch")
+    if root is None:
+        return _diagnose_rootless(facts, orphans, setup, base_numbers, batch_ev)
+    message = root.message or ""
+    text = f"{root.exc_type}: {message}"
+
+    # 1. a known site ---------------------------------------------------------------------------
+    matches = match_exception(root.exc_type, message, root.frames, version)
+    best = matches[0] if matches else None
+    if best is not None and best.score >= 0.75 and best.how != "function":
+        return _from_site(facts, root, best, matches, setup, base_numbers, batch_ev)
+
+    # 2. asynchronous fault ------------------------------------------------------------------------
+    if ASYNC.search(text):
+        kernel = _faulting_kernel(facts.startup.get("error_lines") or [])
+        if kernel is not None:
+            return kernel_fault(facts, kernel, setup, base_numbers, batch_ev)
+        return _from_async(facts, root, setup, base_numbers, batch_ev)
+
+    # 3. near misses stay other --------------------------------------------------------------------
+    nm = _near_miss(text)
+    if nm:
+        d = Diagnosis(category="other", confidence="medium", rule="near_miss",
+                      basis=f"the root error is a {nm} failure, outside the hybrid/spec-decode families",
+                      title=f"{nm[0].upper() + nm[1:]}: {root.exc_type.rsplit('.', 1)[-1]}",
+                      message=(message.strip().splitlines() or [""])[0][:300],
+                      numbers=dict(facts.numbers), evidence=_ev_exc(root))
+        return d
+
+    # 4. where vLLM failed ---------------------------------------------------------------------------
+    fc = _frame_category(root, message)
+    if fc is not None and fc[0] != "other":
+        cat, rid, fr = fc
+        conf = "medium"
+        d = Diagnosis(category=cat, confidence=conf, rule="failure_class",
+                      basis=f"no catalog site matches this text; the failing frame {fr.file.rsplit('/', 1)[-1]}:"
+                            f"{fr.function} and the message classify as {cat} (rule {rid})"
+                            + (f"; setup: {', '.join(setup.why)}" if setup.why else ""),
+                      title=f"{_title(cat)} ({root.exc_type.rsplit('.', 1)[-1]} in {fr.function})",
+                      message=(message.strip().splitlines() or [""])[0][:300] or root.exc_type,
+                      numbers={**base_numbers, **facts.numbers}, evidence=_ev_exc(root, 3) + batch_ev)
+        d.missing.append("the exact failure site is not in the catalog (vLLM 0.11-0.33): a fork or a newer release")
+        return d
+    if fc is None and best is not None and best.how == "function":
+        pass
+    if best is not None and 0.5 <= best.score < 0.75 and best.how in ("message", "kernel", "raise"):
+        return _from_site(facts, root, best, matches, setup, base_numbers, batch_ev, weak=True)
+    hint = _function_hint(root)
+    if hint is not None:
+        cat, fr = hint
+        return Diagnosis(category=cat, confidence="low", rule="failure_class",
+                         basis=f"the error surfaced in {fr.file.rsplit('/', 1)[-1]}:{fr.function}, a function whose "
+                               f"failure sites in vLLM are {cat} checks; the message itself is not one of them",
+                         title=f"{_title(cat)} (inferred from {fr.function})",
+                         message=(message.strip().splitlines() or [""])[0][:300] or root.exc_type,
+                         numbers={**base_numbers, **facts.numbers}, evidence=_ev_exc(root, 3) + batch_ev)
+    if fc is not None:  # an 'other' rule decided from the frames (memory, weights, platform...)
+        return Diagnosis(category="other", confidence="medium", rule="failure_class",
+                         basis=f"the failing frame and message classify as outside the families (rule {fc[1]})",
+                         title=f"{root.exc_type.rsplit('.', 1)[-1]} in {fc[2].function}",
+                         message=(message.strip().splitlines() or [""])[0][:300],
+                         numbers=dict(facts.numbers), evidence=_ev_exc(root))
+    return None
+
+
+_CALL_LINE = re.compile(r"^(?:[\w.\[\], ()*]+=\s*)?(?:await\s+)?(?:return\s+)?[\w.\[\]]+\($|\)\s*=|^\w[\w.]*\(.*\)$")
+
+
+def _ends_at_leaf(exc: LogException) -> bool:
+    """The innermost frame printed is where it failed (its line is not a call into a further frame that an
+    excerpt cut away): an indexing, an assert, a raise, arithmetic."""
+    last = exc.last_frame
+    if last is None:
+        return False
+    code = (last.code or "").strip()
+    if not code:
+        return False
+    if code.startswith(("assert ", "raise ")):
+        return True
+    return not _CALL_LINE.search(code)
+
+
+# where in vLLM's step a failure happened, and the family that stage implies for a configuration
+_STAGES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"preprocess_mamba|postprocess_mamba|collect_mamba_copy|mamba_copy|copy_spec|precopy|"
+                r"state_copy|_update_states.*mamba|mamba_utils", re.I), "state"),
+    (re.compile(r"_build_attention_metadata|build_attn_metadata|\bbuild\b|split_decodes|_prepare_inputs|"
+                r"prepare_inputs|_compute_spec|num_accepted", re.I), "metadata"),
+    (re.compile(r"capture_model|_capture_cudagraphs|profile_cudagraph|_dummy_run|cudagraph|capture", re.I), "capture"),
+    (re.compile(r"initialize_kv_cache|get_kv_cache_config|_initialize_kv_caches|unify_|get_kv_cache_groups|"
+                r"may_reinitialize_input_batch|_reshape_kv_cache|_allocate_kv_cache", re.I), "kv_init"),
+]
+
+
+def _stage(frames, setup: Setup) -> tuple[str, str, Any] | None:
+    """The family a failure at this stage of the engine implies for this configuration (low confidence)."""
+    stage, at = None, None
+    for fr in reversed(list(frames)):
+        for rx, name in _STAGES:
+            if rx.search(f"{fr.function} {fr.file.rsplit('/', 1)[-1]}"):
+                stage, at = name, fr
+                break
+        if stage:
+            break
+    hybrid, spec, mla = bool(setup.hybrid), setup.spec_k != 0, bool(setup.mla)
+    batch = setup.batch or {}
+    if stage is None and not frames:
+        stage = "step"  # a crash dump: some step of serving
+    if stage is None:
+        return None
+    if stage == "state" and hybrid:
+        return "state_index", "while copying Mamba/GDN states between blocks", at
+    if stage in ("metadata", "step") and hybrid and spec:
+        if batch.get("mixed") or batch.get("ragged_drafts") or stage == "metadata":
+            return "mixed_batch", "while building attention metadata for the step's batch", at
+        return "state_index", "inside a step", at
+    if stage in ("metadata", "step") and mla and spec:
+        return "spec_kernel_limit", "while building the MLA / indexer metadata of a multi-token decode", at
+    if stage == "capture" and spec and mla:
+        return "spec_kernel_limit", "during CUDA-graph capture/profiling with multi-token decode", at
+    if stage == "capture" and hybrid:
+        return "cudagraph_shape", "during CUDA-graph capture", at
+    if stage == "kv_init" and hybrid:
+        return "kv_page_size", "while planning the KV cache", at
+    return None
+
+
+_GDB_KERNEL = re.compile(r"(?:triggered at PC \S+\s+|#\d+\s+|in kernel\s+|kernel\s+)([A-Za-z_]\w{3,})(?:<<<[^>]*>>>)?\s*(?:\(\))?"
+                         r"(?:\s*\(([\w./-]+\.py):(\d+)\)|\s+at\s+([\w./-]+\.py):(\d+))?")
+
+
+def _faulting_kernel(lines) -> tuple[str, str | None, int | None, str, int] | None:
+    """cuda-gdb / compute-sanitizer name the kernel that faulted: (kernel, file, line, text, log line)."""
+    if not any(ASYNC.search(t) for _, t in lines):
+        return None
+    for lineno, t in lines:
+        m = _GDB_KERNEL.search(t)
+        if m and (m.group(2) or m.group(4) or "<<<" in t or "triggered at PC" in t):
+            file = m.group(2) or m.group(4)
+            ln = m.group(3) or m.group(5)
+            return m.group(1), file, int(ln) if ln else None, t, lineno
+    return None
+
+
+def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis:
+    """An asynchronous fault whose kernel a debugger named: classify the kernel (its file and name) like a
+    failure site; else the stage it belongs to."""
+    from ..catalog.categorize import categorize
+    from ..catalog.match import vllm_path
+    from ..model import Frame
+
+    name, file, line, text, lineno = kernel
+    path = vllm_path(file or "")
+    cat, rid = categorize({"file": path, "function": name, "condition": "", "message": "", "exc": ""})
+    ev = [Evidence(text=text[:500], line=lineno, source="log")] + batch_ev
+    where = f"{name}" + (f" ({path}:{line})" if file else "")
+    if cat != "other":
+        return Diagnosis(category=cat, confidence="medium", rule="async_fault",
+                         basis=f"the debugger names the faulting kernel {where}; its place in vLLM classifies as {cat} "
+                               f"(rule {rid})", title=f"{_title(cat)} (illegal access in {name})",
+                         message=f"illegal memory access in kernel {where}", numbers={**base_numbers, **facts.numbers},
+                         evidence=ev)
+    if HYBRID_FRAMES.search(f"{name} {path}"):
+        setup.hybrid = True
+        setup.why.append(f"hybrid model (Mamba kernel {name})")
+    st = _stage([Frame(path or name, line or 0, name)], setup)
+    if st is not None:
+        cat, why, _ = st
+        return Diagnosis(category=cat, confidence="low", rule="async_fault",
+                         basis=f"the debugger names the faulting kernel {where}; it runs {why}",
+                         title=f"{_title(cat)} (illegal access in {name})",
+                         message=f"illegal memory access in kernel {where}", numbers={**base_numbers, **facts.numbers},
+                         evidence=ev)
+    return Diagnosis(category="other", confidence="low", rule="async_fault",
+                     basis=f"the debugger names the faulting kernel {where}, outside the hybrid/spec-decode code paths",
+                     title=f"Illegal memory access in {name}", message=text[:300],
+                     numbers={**base_numbers, **facts.numbers}, evidence=ev)
+
+
+def _title(cat: str) -> str:
+    return {
+        "kv_page_size": "KV-cache page-size unification failed",
+        "state_index": "Mamba/GDN state index or block table mismatch",
+        "spec_kernel_limit": "Attention kernel limit under speculative decoding",
+        "mixed_batch": "Hybrid builder on a mixed decode / spec-decode batch",
+        "cudagraph_shape": "CUDA-graph shape vs the batch",
+        "block_size_alignment": "Block size vs kernel / hash alignment",
+        "mamba_block_budget": "Mamba cache blocks vs max_num_seqs",
+        "prefix_cache_degraded": "Prefix caching unavailable or degraded",
+        "token_budget": "Speculative tokens vs the token budget",
+        "other": "Failure outside the hybrid / spec-decode families",
+    }.get(cat, cat)
+
+
+def _from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, base_numbers: dict,
+               batch_ev: list[Evidence], weak: bool = False) -> Diagnosis:
+    site = best.site
+    nums = dict(base_numbers)
+    nums.update(facts.numbers)
+    nums.update(best.numbers)
+    cat = site.category
+    how = {"message": "its message template", "condition": "the frame's assert condition",
+           "raise": "the frame's raise", "kernel": "the kernel check's text"}.get(best.how, best.how)
+    where = f"{site.file}:{site.function}" if site.function else site.file
+    rel = f"present in vLLM {site.version_text()}" if site.versions else (site.source or site.package or "kernel")
+    basis = f"matched vLLM failure site {where} ({_site_text(site)[:160]}) by {how}; {rel}"
+    if best.version_ok is False and facts.vllm_version:
+        basis += f"; not at this place in {facts.vllm_version} as released (a fork or a patched build)"
+    others = sorted({m.site.category for m in matches if m.score >= 0.75 and m.site.category != cat})
+    if others:
+        basis += f"; the same text also exists as a {', '.join(others)} site"
+    pre = _precondition_fails(cat, setup, facts)
+    if pre:
+        basis += f"; but {pre}, so the check fired for another reason: not counted as {cat}"
+        cat = "other"
+    has_numbers = bool(best.numbers) or best.how in ("condition", "kernel")
+    conf = "high" if best.score >= 0.9 and has_numbers and not weak else "medium"
+    if weak:
+        conf = "low" if best.score < 0.6 else "medium"
+    if cat == "spec_kernel_limit" and setup.spec_k > 0:
+        nums.setdefault("next_n", setup.spec_k + 1)
+    ev = _ev_exc(root, 2)
+    if best.frame is not None and all(e.line != best.frame.log_line for e in ev):
+        ev.append(Evidence(text=f'File "{best.frame.file}", line {best.frame.line}, in {best.frame.function}'
+                                + (f": {best.frame.code}" if best.frame.code else ""), line=best.frame.log_line, source="log"))
+    ev.append(Evidence(text=f"catalog site {site.id}: {where} -- {_site_text(site)[:200]} ({rel})", source="catalog"))
+    ev += batch_ev
+    title = f"{_title(cat)}: {site.exc.rsplit('.', 1)[-1]} in {site.short_function or site.basename}"
+    msg = (root.message.strip().splitlines() or [""])[0][:300] or f"bare {root.exc_type} at {_site_text(site)[:120]}"
+    if site.limit:
+        msg += f" -- kernel limit: {site.limit}"
+    if setup.batch:
+        from .dump import describe
+
+        msg += f" -- batch at the crash: {describe(setup.batch)}"
+    d = Diagnosis(category=cat, confidence=conf, basis=basis, title=title, message=msg, numbers=nums, evidence=ev,
+                  site_id=site.id, rule="failure_site")
+    if site.kind == "assert" and not site.message and not best.numbers:
+        d.missing.append("the assertion carries no values; rerun with the vllm-diag probes on (VLLM_DIAG_DB=run.db) "
+                         "to record the specs, block tables and buffers it compares")
+    return d
+
+
+def _config_known(facts: LogFacts) -> bool:
+    """The log states the whole configuration: vLLM's own config line, its non-default args, or a command
+    pasted whole (an excerpt that cuts the command proves nothing by what it lacks)."""
+    if facts.lines.get("engine_config") or facts.lines.get("non_default_args"):
+        return True
+    return bool(facts.command) and facts.startup.get("command_complete") is True
+
+
+def _precondition_fails(cat: str, setup: Setup, facts: LogFacts) -> str | None:
+    """A family needs its setting: speculative decoding for the kernel-limit and mixed-batch classes, a
+    hybrid model for the Mamba classes. When the log states a configuration without it, say so."""
+    if not _config_known(facts):
+        return None
+    if cat in ("spec_kernel_limit", "mixed_batch", "token_budget") and setup.spec_k == 0:
+        return "the log's configuration has no speculative decoding"
+    if cat in ("state_index", "mamba_block_budget", "mixed_batch") and setup.hybrid is False:
+        return "the model is not a hybrid (Mamba/GDN) model"
+    return None
+
+
+def _from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: dict,
+                batch_ev: list[Evidence]) -> Diagnosis:
+    m = ASYNC.search(f"{root.exc_type}: {root.message}")
+    fault = m.group(0) if m else "asynchronous CUDA fault"
+    last = root.last_frame
+    surfaced = f"{last.file.rsplit('/', 1)[-1]}:{last.function}" if last else "a later synchronisation"
+    batch = setup.batch or {}
+    nums = {**base_numbers, **facts.numbers}
+    ev = _ev_exc(root, 2) + batch_ev + _fact_ev(facts, "command", "non_default_args", "engine_config")
+    common = (f"{fault} is reported asynchronously: it surfaced at {surfaced}, which is not the kernel that faulted "
+              f"(the process may even exit 0)")
+    if setup.hybrid and setup.spec_k:
+        if batch.get("mixed") or batch.get("ragged_drafts"):
+            cat = "mixed_batch"
+            why = "the crash dump shows " + ("a mixed batch" if batch.get("mixed") else "ragged draft lengths")
+        else:
+            cat = "state_index"
+            why = ("Mamba/GDN state indices under speculative decoding"
+                   + (" and prefix caching" if setup.prefix_caching else ""))
+        basis = f"{common}; inferred from the configuration: {', '.join(setup.why)} -> {why}"
+        title = f"{_title(cat)} (inferred: {fault} with a hybrid model and speculative decoding)"
+    elif setup.mla and setup.spec_k:
+        cat = "spec_kernel_limit"
+        basis = f"{common}; inferred from the configuration: {', '.join(setup.why)} -> MLA / indexer kernels with multi-token decode"
+        title = f"{_title(cat)} (inferred: {fault} with MLA and speculative decoding)"
+        if setup.spec_k > 0:
+            nums.setdefault("next_n", setup.spec_k + 1)
+    else:
+        cat = "other"
+        basis = (f"{common}; the configuration ({', '.join(setup.why) or 'nothing known'}) does not point at a "
+                 f"hybrid/spec-decode failure class")
+        title = f"Asynchronous CUDA fault: {fault}"
+    d = Diagnosis(category=cat, confidence="low", basis=basis, title=title,
+                  message=f"{common}." + (f" Batch at the crash: {_describe(batch)}." if batch else ""),
+                  numbers=nums, evidence=ev, rule="async_fault")
+    d.missing.append("rerun with CUDA_LAUNCH_BLOCKING=1 (and --enforce-eager) so the faulting kernel is the frame "
+                     "shown; with the vllm-diag probes on (VLLM_DIAG_DB=run.db) each step's batch is recorded")
+    return d
+
+
+def _describe(batch: dict) -> str:
+    from .dump import describe
+
+    return describe(batch)
+
+
+def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setup, base_numbers: dict,
+                       batch_ev: list[Evidence]) -> Diagnosis | None:
+    """No exception line: error-like lines (kernel text, excerpts) and frames printed without one."""
+    from ..catalog.match import match_kernel, match_message
+
+    lines = facts.startup.get("error_lines") or []
+    for lineno, text in reversed(lines):
+        ms = match_kernel(text) + match_message(text)
+        ms = [m for m in ms if m.score >= 0.75]
+        if ms:
+            best = max(ms, key=lambda m: m.score)
+            fake = LogException(exc_type=best.site.exc or "Error", message=text, log_line=lineno)
+            d = _from_site(facts, fake, best, ms, setup, base_numbers, batch_ev)
+            d.confidence = "medium" if d.confidence == "high" else d.confidence
+            d.basis += "; read from an error line (no Python exception in the excerpt)"
+            return d
+    kernel = _faulting_kernel(lines)
+    if kernel is not None:
+        return kernel_fault(facts, kernel, setup, base_numbers, batch_ev)
+    async_line = next(((ln, t) for ln, t in reversed(lines) if ASYNC.search(t)), None)
+    if async_line is not None:
+        fake = LogException(exc_type="CUDA error", message=async_line[1], log_line=async_line[0])
+        return _from_async(facts, fake, setup, base_numbers, batch_ev)
+    for o in orphans:
+        if not _ends_at_leaf(o):
+            # the excerpt stops mid-stack: the frame that failed is not shown; only the stage is
+            st = _stage(o.frames, setup)
+            if st is not None:
+                cat, why, fr = st
+                return Diagnosis(category=cat, confidence="low", rule="failure_class",
+                                 basis=f"the excerpt stops mid-traceback (no exception line); it failed {why} "
+                                       f"({fr.file.rsplit('/', 1)[-1]}:{fr.function}) with {', '.join(setup.why)}",
+                                 title=f"{_title(cat)} (inferred from where it failed)",
+                                 message="traceback without its exception line",
+                                 numbers={**base_numbers, **facts.numbers}, evidence=_ev_exc(o, 3) + batch_ev,
+                                 missing=["the exception line and the innermost frames of this traceback"])
+            continue
+        fc = _frame_category(o, "")
+        if fc is not None and fc[0] != "other":
+            cat, rid, fr = fc
+            return Diagnosis(category=cat, confidence="low", rule="failure_class",
+                             basis=f"the excerpt has frames but no exception line; the innermost vLLM frame "
+                                   f"{fr.file.rsplit('/', 1)[-1]}:{fr.function} classifies as {cat} (rule {rid})",
+                             title=f"{_title(cat)} (frames only, in {fr.function})",
+                             message="traceback without its exception line",
+                             numbers={**base_numbers, **facts.numbers}, evidence=_ev_exc(o, 3) + batch_ev,
+                             missing=["the exception line (type and message) of this traceback"])
+        hint = _function_hint(o)
+        if hint is not None:
+            cat, fr = hint
+            return Diagnosis(category=cat, confidence="low", rule="failure_class",
+                             basis=f"frames without an exception line; {fr.function} holds {cat} failure sites",
+                             title=f"{_title(cat)} (frames only, in {fr.function})",
+                             message="traceback without its exception line",
+                             numbers={**base_numbers, **facts.numbers}, evidence=_ev_exc(o, 3) + batch_ev,
+                             missing=["the exception line (type and message) of this traceback"])
+    if setup.batch is not None or "crash_batch" in facts.lines or facts.lines.get("engine_config", (0, ""))[1].find("Dumping input") >= 0:
+        # vLLM dumped the step's input: the engine died inside a step, but the excerpt lost the error
+        st = _stage([], setup)
+        if st is not None:
+            cat, why, _ = st
+            return Diagnosis(category=cat, confidence="low", rule="failure_class",
+                             basis=f"vLLM's crash dump shows the engine died inside a step; the error itself is not in "
+                                   f"the excerpt; {why} with {', '.join(setup.why)}",
+                             title=f"{_title(cat)} (inferred from the crash dump and the configuration)",
+                             message="engine step failed (crash dump), error text missing",
+                             numbers={**base_numbers, **facts.numbers},
+                             evidence=_fact_ev(facts, "engine_config") + batch_ev,
+                             missing=["the exception of the failing step (the lines after the dump)"])
+    # an error stated in prose / a kernel message outside the catalog: classify its words
+    from ..catalog.categorize import categorize
+
+    for lineno, text in reversed(lines):
+        if _near_miss(text):
+            return None
+        cat, rid = categorize({"file": "", "function": "", "message": text, "exc": ""})
+        if cat != "other" and rid not in ("hybrid_batch_any",):
+            return Diagnosis(category=cat, confidence="low", rule="failure_class",
+                             basis=f"no exception in the excerpt; the error line's wording classifies as {cat} (rule {rid})",
+                             title=f"{_title(cat)} (from an error line)", message=text[:300],
+                             numbers={**base_numbers, **facts.numbers},
+                             evidence=[Evidence(text=text[:500], line=lineno, source="log")] + batch_ev)
+    return None

@@ -1,0 +1,149 @@
+"""vLLM's crash dump: the batch the engine was running when a step failed.
+
+When ``EngineCore`` dies inside a step, vLLM (``vllm/logging_utils/dump_input.py``, 0.10+) logs::
+
+    Dumping input data for V1 LLM engine (v0.26.0) with config: model='…', speculative_config=…, …
+    Dumping scheduler output for model execution: SchedulerOutput(scheduled_new_reqs=[NewRequestData(
+        req_id=…,prompt_token_ids_len=6,…,num_computed_tokens=0,…)], scheduled_cached_reqs=CachedRequestData(
+        req_ids=[…], …, num_computed_tokens=[…], …), num_scheduled_tokens={id: n, …},
+        total_num_scheduled_tokens=N, scheduled_spec_decode_tokens={id: [t, …], …}, …)
+
+:func:`parse_scheduler_output` reads the scheduler output (also cut or hard-wrapped) into the batch
+composition: requests, tokens scheduled per request, draft tokens per request, computed tokens, and what
+kind of step it was (prefills, plain decodes, spec decodes, mixed).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+DUMP_CONFIG = "Dumping input data for V1 LLM engine"
+DUMP_SCHED = "Dumping scheduler output for model execution"
+
+_NEW = re.compile(r"NewRequestData\(\s*req_id=([^,\s)]+)")
+_PROMPT_LEN = re.compile(r"prompt_token_ids_len=(\d+)")
+_NEW_COMPUTED = re.compile(r"num_computed_tokens=(\d+)")
+_CACHED = re.compile(r"CachedRequestData\((.*?)\)(?=,\s*num_scheduled_tokens=|$)", re.S)
+_LIST_FIELD = r"{name}=\[([^\]]*)\]"
+_SCHED = re.compile(r"(?<![\w_])num_scheduled_tokens=\{([^}]*)\}")
+_TOTAL = re.compile(r"total_num_scheduled_tokens=(\d+)")
+_SPEC = re.compile(r"scheduled_spec_decode_tokens=\{(.*?)\}(?=,\s*[a-z_]+=|\)?\s*$)", re.S)
+_SPEC_ITEM = re.compile(r"['\"]?([^:'\"\s,{}]+)['\"]?\s*:\s*\[([^\]]*)\]")
+_PAIR = re.compile(r"['\"]?([^:'\"\s,{}]+)['\"]?\s*:\s*(\d+)")
+_TO_SCHEDULE = re.compile(r"num_spec_tokens_to_schedule=(\d+)")
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"-?\d+", text)]
+
+
+def parse_scheduler_output(text: str) -> dict[str, Any] | None:
+    """The batch of the failing step, or None if the text holds no scheduler output."""
+    if "SchedulerOutput" not in text and "num_scheduled_tokens" not in text:
+        return None
+    t = " ".join(text.split())
+    new_ids: list[str] = []
+    prompt_lens: dict[str, int] = {}
+    computed: dict[str, int] = {}
+    pieces = t.split("NewRequestData(")
+    for piece in pieces[1:]:
+        m = re.match(r"\s*req_id=([^,\s)]+)", piece)
+        if not m:
+            continue
+        rid = m.group(1).strip("'\"")
+        new_ids.append(rid)
+        body = piece.split("NewRequestData(")[0]
+        pm = _PROMPT_LEN.search(body)
+        if pm:
+            prompt_lens[rid] = int(pm.group(1))
+        cm = _NEW_COMPUTED.search(body)
+        if cm:
+            computed[rid] = int(cm.group(1))
+    cached_ids: list[str] = []
+    cm = re.search(r"CachedRequestData\((.*)", t)
+    if cm:
+        body = cm.group(1)
+        end = body.find("num_scheduled_tokens=")
+        body = body[:end] if end >= 0 else body
+        m = re.search(_LIST_FIELD.format(name="req_ids"), body)
+        if m:
+            cached_ids = [x.strip().strip("'\"") for x in m.group(1).split(",") if x.strip()]
+        m = re.search(_LIST_FIELD.format(name="num_computed_tokens"), body)
+        if m:
+            for rid, n in zip(cached_ids, _ints(m.group(1))):
+                computed[rid] = n
+    scheduled: dict[str, int] = {}
+    m = _SCHED.search(t)
+    if m:
+        for rid, n in _PAIR.findall(m.group(1)):
+            scheduled[rid] = int(n)
+    spec: dict[str, int] = {}
+    m = _SPEC.search(t)
+    if m:
+        for rid, toks in _SPEC_ITEM.findall(m.group(1)):
+            spec[rid] = len([x for x in toks.split(",") if x.strip()])
+    out: dict[str, Any] = {}
+    ids = list(dict.fromkeys(new_ids + cached_ids + list(scheduled)))
+    if not ids and not spec:
+        return None
+    out["num_reqs"] = len(ids) if ids else None
+    out["num_new_reqs"] = len(new_ids)
+    out["num_cached_reqs"] = len(cached_ids)
+    if scheduled:
+        out["tokens_per_req"] = [scheduled[r] for r in ids if r in scheduled]
+    m = _TOTAL.search(t)
+    if m:
+        out["total_num_scheduled_tokens"] = int(m.group(1))
+    elif scheduled:
+        out["total_num_scheduled_tokens"] = sum(scheduled.values())
+    if spec:
+        out["spec_tokens_per_req"] = [spec.get(r, 0) for r in ids] if ids else list(spec.values())
+    out["num_spec_decode_reqs"] = sum(1 for v in spec.values() if v > 0)
+    if computed:
+        out["num_computed_tokens"] = [computed[r] for r in ids if r in computed]
+    if prompt_lens:
+        out["prompt_lens"] = [prompt_lens[r] for r in ids if r in prompt_lens]
+    m = _TO_SCHEDULE.search(t)
+    if m:
+        out["num_spec_tokens_to_schedule"] = int(m.group(1))
+    # what kind of step: a request with drafts is a spec decode (it schedules 1 + drafts tokens); a
+    # request without drafts that schedules one token is a plain decode; more tokens is a prefill chunk
+    kinds = {"spec_decode": 0, "decode": 0, "prefill": 0}
+    for r in ids:
+        n = scheduled.get(r)
+        k = spec.get(r, 0)
+        if k > 0:
+            kinds["spec_decode"] += 1
+        elif n is None:
+            continue
+        elif n == 1 and r not in new_ids:
+            kinds["decode"] += 1
+        else:
+            kinds["prefill"] += 1
+    out["num_spec_decodes"] = kinds["spec_decode"]
+    out["num_decodes"] = kinds["decode"]
+    out["num_prefills"] = kinds["prefill"]
+    out["mixed"] = kinds["spec_decode"] > 0 and (kinds["decode"] + kinds["prefill"]) > 0
+    drafts = sorted({v for v in spec.values() if v > 0})
+    out["ragged_drafts"] = len(drafts) > 1
+    return out
+
+
+def describe(batch: dict[str, Any]) -> str:
+    parts = []
+    if batch.get("num_reqs") is not None:
+        parts.append(f"{batch['num_reqs']} request(s)")
+    kinds = [f"{batch[k]} {k.replace('num_', '').replace('_', ' ')}" for k in ("num_prefills", "num_decodes", "num_spec_decodes")
+             if batch.get(k)]
+    if kinds:
+        parts.append(" + ".join(kinds))
+    if batch.get("tokens_per_req"):
+        parts.append(f"tokens per request {batch['tokens_per_req'][:16]}")
+    if batch.get("spec_tokens_per_req") and any(batch["spec_tokens_per_req"]):
+        parts.append(f"draft tokens per request {batch['spec_tokens_per_req'][:16]}")
+    if batch.get("total_num_scheduled_tokens") is not None:
+        parts.append(f"{batch['total_num_scheduled_tokens']} tokens in all")
+    if batch.get("num_computed_tokens"):
+        parts.append(f"computed tokens {batch['num_computed_tokens'][:16]}")
+    return "; ".join(parts)
