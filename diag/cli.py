@@ -26,6 +26,8 @@ COMMANDS = {
     "analyze": "analyze",
     "suggest": "suggest",
     "tui": "tui",
+    "dashboard": "dashboard",
+    "exporter": "exporter",
 }
 
 

@@ -181,6 +181,10 @@ def _register(db: str) -> None:
     _install_for_role(probe, role, version)
     if role in ("main", "api_server"):
         _hook_excepthook(probe)
+    if role == "api_server":  # vllm_diag_* metrics on vLLM's own /metrics (probes/metrics.py)
+        from .metrics import register_collector
+
+        register_collector(db, session_id)
     _STATE["pid"] = os.getpid()
     _install_fork_support()
     rec.flush_soon()

@@ -219,30 +219,35 @@ def suggestions_for_finding(finding: Finding, ctx: RuleContext, cmd: ServeComman
 # ------------------------------------------------------------------------------------------------
 
 
-def apply_suggestion(suggestion: Suggestion, out_dir: str | os.PathLike, stem: str = "vllm-diag-suggestion") -> list[Path]:
-    """Write ``<stem>.sh`` (the patched command) and ``<stem>.yaml`` (the ``--config`` fragment) in
-    ``out_dir``. Refuses (DiagError, one line) if a target exists; never overwrites."""
+def suggestion_files(suggestion: Suggestion, stem: str = "vllm-diag-suggestion") -> list[tuple[str, str]]:
+    """``[(<stem>.sh, patched command), (<stem>.yaml, --config fragment)]``: the text of the files
+    ``apply_suggestion`` writes (the dashboard's download buttons serve the same text)."""
     if not suggestion.command and not suggestion.yaml:
         raise DiagError("this suggestion has no patched command or YAML to write")
-    out = Path(out_dir)
-    if not out.is_dir():
-        raise DiagError(f"{out}: no such directory")
-    sh, yml = out / f"{stem}.sh", out / f"{stem}.yaml"
-    for p in (sh, yml):
-        if p.exists():
-            raise DiagError(f"{p}: already exists, not overwriting (choose another --out or remove it)")
     header = [f"# vllm-diag suggestion: {suggestion.title}", f"# trade-off: {suggestion.tradeoff}"]
     if suggestion.verification:
         header.append(f"# {suggestion.verification}")
     header += [f"# {d}" for d in suggestion.diff]
+    return [(f"{stem}.sh", "#!/bin/sh\n" + "\n".join(header) + "\n" + (suggestion.command or "") + "\n"),
+            (f"{stem}.yaml", "\n".join(header) + "\n" + (suggestion.yaml or ""))]
+
+
+def apply_suggestion(suggestion: Suggestion, out_dir: str | os.PathLike, stem: str = "vllm-diag-suggestion") -> list[Path]:
+    """Write ``<stem>.sh`` (the patched command) and ``<stem>.yaml`` (the ``--config`` fragment) in
+    ``out_dir``. Refuses (DiagError, one line) if a target exists; never overwrites."""
+    files = suggestion_files(suggestion, stem)
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise DiagError(f"{out}: no such directory")
+    for name, _text in files:
+        if (out / name).exists():
+            raise DiagError(f"{out / name}: already exists, not overwriting (choose another --out or remove it)")
     written = []
     try:
-        with open(sh, "x") as fh:
-            fh.write("#!/bin/sh\n" + "\n".join(header) + "\n" + (suggestion.command or "") + "\n")
-        written.append(sh)
-        with open(yml, "x") as fh:
-            fh.write("\n".join(header) + "\n" + (suggestion.yaml or ""))
-        written.append(yml)
+        for name, text in files:
+            with open(out / name, "x") as fh:
+                fh.write(text)
+            written.append(out / name)
     except FileExistsError as exc:
         for p in written:
             p.unlink()
@@ -254,4 +259,5 @@ def apply_suggestion(suggestion: Suggestion, out_dir: str | os.PathLike, stem: s
     return written
 
 
-__all__ = ["apply_suggestion", "attach_suggestions", "build", "command_from_args", "recheck", "suggestions_for_finding"]
+__all__ = ["apply_suggestion", "attach_suggestions", "build", "command_from_args", "recheck", "suggestion_files",
+           "suggestions_for_finding"]

@@ -1,0 +1,83 @@
+"""Real sessions for the dashboard, metrics and exporter tests (no engine needed).
+
+* ``gpu_db(tmp, name)``: a copy of a real vLLM 0.26.0 GPU recording (``assets/gpu/*.db``, or the
+  ``gpu/recordings`` folder of the shared checkout beside the repository while they are being
+  copied in), opened once for writing so an older schema is migrated;
+* ``analyzed_db(path, log)``: ``vllm-diag analyze LOG --db PATH`` of a real crash log;
+* ``checked_db(path, command_file, version, gpu)``: ``vllm-diag check --file ... --db PATH``;
+* ``fleet_dir(tmp)``: a folder of per-host DBs built from all three kinds (the seed #43626 pre-flight,
+  the 0.26.0 GPU crash log, the #39809 bug report, the real test-bed logs, the GPU recordings).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+GPU_DIRS = (REPO / "assets" / "gpu", REPO.parent / "shared" / "gpu" / "recordings")
+GPU_RECORDINGS = (
+    "nemotronh-pc-ngram3-capture-11v12",  # failed: CUDA-graph capture 11 vs 12
+    "qwen3next-serve-ngram3",  # serves: 4 KV groups, 243 step rows
+    "nemotronh-serve-tp2",  # serves on two GPUs: TP ranks write the same steps
+)
+SEED_43626 = REPO / "assets" / "commands" / "seed-43626-dense-draft-hybrid.sh"
+GPU_LOG = REPO / "assets" / "logs" / "nemotronh-prefix-caching-ngram-vllm0.26-gpu.log"
+SEED_39809_LOG = REPO / "assets" / "logs" / "seed-39809-nemotron-prefix-caching-mtp.log"
+REAL_LOGS = REPO / "tests" / "fixtures" / "logs" / "real"
+
+
+def gpu_source(name: str) -> Path:
+    for d in GPU_DIRS:
+        p = d / f"{name}.db"
+        if p.is_file():
+            return p
+    pytest.fail(f"GPU recording {name}.db not found in assets/gpu/ (nor in the shared recordings)")
+
+
+def gpu_db(dest_dir: Path, name: str, dest_name: str | None = None) -> Path:
+    from vllm_diag.store import Store
+
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / (dest_name or f"{name}.db")
+    shutil.copyfile(gpu_source(name), dest)
+    Store.open(dest, create=True).close()  # migrate an older schema in the copy
+    return dest
+
+
+def _cli(*argv: str) -> tuple[int, str]:
+    from vllm_diag.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        rc = main(list(argv))
+    return rc, out.getvalue()
+
+
+def analyzed_db(db: Path, log: Path) -> Path:
+    rc, out = _cli("analyze", str(log), "--db", str(db))
+    assert rc in (0, 1), out
+    return db
+
+
+def checked_db(db: Path, command_file: Path, version: str, gpu: str) -> Path:
+    rc, out = _cli("check", "--vllm-version", version, "--gpu", gpu, "--db", str(db), "--file", str(command_file))
+    assert rc in (0, 1), out
+    return db
+
+
+def fleet_dir(root: Path) -> Path:
+    """One DB per "host": pre-flight, post-mortems, GPU recordings."""
+    root.mkdir(parents=True, exist_ok=True)
+    checked_db(root / "preflight-host.db", SEED_43626, "0.20.2", "RTX PRO 6000")
+    analyzed_db(root / "gpu-crash-host.db", GPU_LOG)
+    analyzed_db(root / "gpu-crash-host.db", SEED_39809_LOG)
+    for log in sorted(REAL_LOGS.glob("*.log")):
+        analyzed_db(root / "testbed-logs.db", log)
+    for name in GPU_RECORDINGS:
+        gpu_db(root, name)
+    return root

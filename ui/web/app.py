@@ -1,0 +1,148 @@
+"""``create_app(sources, token=None, loopback_only=True) -> dash.Dash`` and ``serve(...)``.
+
+One Dash app, no page registry (``dash.register_page`` has import-time side effects): a
+``dcc.Location`` drives :func:`vllm_diag.ui.web.callbacks.page`, and every callback below only
+unpacks Dash's inputs and calls a plain function of :mod:`vllm_diag.ui.web.callbacks`.
+``app.server`` is the Flask app (a WSGI server can serve it); :func:`serve` runs werkzeug's
+threaded server. Dash serves its own component bundles from the installed package
+(``serve_locally``): nothing is fetched from the network and no folder of ours is served.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import urllib.parse
+
+import dash
+from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html
+
+from vllm_diag.ui.web import callbacks as cb
+from vllm_diag.ui.web import components as C
+from vllm_diag.ui.web import security
+from vllm_diag.ui.web.data import Sources
+
+REFRESH_MS = 2000
+STYLE = {"fontFamily": "system-ui, sans-serif", "fontSize": "14px", "margin": "0 12px"}
+
+
+def _fleet_layout():
+    return html.Div([
+        html.H2("Fleet"),
+        html.Div([
+            dcc.Input(id="fleet-search", type="search", placeholder="search host, model, vLLM, GPU, session...",
+                      debounce=False, style={"width": "320px"}),
+            dcc.Dropdown(id="fleet-status", options=["failed", "running", "ok"], multi=True, placeholder="status",
+                         style={"width": "220px"}),
+            dcc.Dropdown(id="fleet-kind", options=["engine", "log", "check"], multi=True, placeholder="kind",
+                         style={"width": "220px"}),
+            dcc.Link("compare the 2 ticked sessions", id="compare-link", href="/compare", style={"alignSelf": "center"}),
+        ], style={"display": "flex", "gap": "12px", "alignItems": "center"}),
+        html.Div(id="fleet-summary", className="muted", style={"margin": "6px 0"}),
+        html.Div(id="fleet-problems-slot"),
+        dcc.Store(id="fleet-gen"), dcc.Store(id="fleet-filter"),
+        dash_table.DataTable(
+            id="fleet-table", columns=C.FLEET_COLUMNS, data=[], sort_action="native", filter_action="native",
+            page_action="native", page_size=cb.FLEET_PAGE_SIZE, row_selectable="multi", markdown_options={"html": False},
+            style_data_conditional=C.fleet_styles(), style_cell={"textAlign": "left", "padding": "4px 8px",
+                                                                 "maxWidth": "320px", "overflow": "hidden",
+                                                                 "textOverflow": "ellipsis"},
+            style_header={"fontWeight": "bold"},
+            css=[{"selector": ".dash-cell p", "rule": "margin: 0"}],
+        ),
+    ], className="fleet-page")
+
+
+def page(sources: Sources, pathname: str | None, search: str | None):
+    """The page for a URL (also called by tests)."""
+    name, rest = cb.parse_path(pathname)
+    if name == "fleet":
+        return _fleet_layout()
+    if name == "session" and len(rest) == 2:
+        return cb.session_page(sources, rest[0], rest[1])
+    if name == "compare":
+        q = dict(urllib.parse.parse_qsl((search or "").lstrip("?")))
+        return cb.compare_page(sources, q.get("a"), q.get("b"))
+    return C.message_page("Not found", f"no page {pathname!s}")
+
+
+def create_app(sources: Sources, *, token: str | None = None, loopback_only: bool = True) -> dash.Dash:
+    app = dash.Dash(
+        __name__,
+        title="vllm-diag",
+        serve_locally=True,
+        # an empty folder of our own: Dash serves nothing from the working directory or the package
+        assets_folder=tempfile.mkdtemp(prefix="vllm-diag-dash-assets-"),
+        assets_ignore=".*",
+        include_assets_files=False,
+        suppress_callback_exceptions=True,
+        update_title=None,
+    )
+    security.install(app.server, token=token, loopback_only=loopback_only)
+    app.layout = html.Div([
+        dcc.Location(id="url"),
+        html.Div([html.Strong("vllm-diag", style={"marginRight": "16px"}), dcc.Link("Fleet", href="/"), " | ",
+                  dcc.Link("Compare", href="/compare")],
+                 style={"padding": "8px 0", "borderBottom": "1px solid #ddd"}),
+        dcc.Interval(id="tick", interval=REFRESH_MS),
+        dcc.Download(id="download"),
+        html.Div(id="page"),
+    ], style=STYLE)
+
+    @app.callback(Output("page", "children"), Input("url", "pathname"), Input("url", "search"))
+    def _route(pathname, search):
+        return page(sources, pathname, search)
+
+    @app.callback(
+        Output("fleet-table", "data"), Output("fleet-problems-slot", "children"), Output("fleet-summary", "children"),
+        Output("fleet-gen", "data"), Output("fleet-filter", "data"),
+        Input("tick", "n_intervals"), Input("fleet-search", "value"), Input("fleet-status", "value"),
+        Input("fleet-kind", "value"), State("fleet-gen", "data"), State("fleet-filter", "data"),
+    )
+    def _fleet(_n, search, statuses, kinds, gen, flt):
+        records, problems, summary, gen2, flt2 = cb.fleet_update(sources, search, statuses, kinds, gen, flt)
+        if records is None:
+            return dash.no_update, dash.no_update, dash.no_update, dash.no_update, dash.no_update
+        return records, problems, summary, gen2, flt2
+
+    @app.callback(Output("compare-link", "href"), Input("fleet-table", "selected_row_ids"), prevent_initial_call=True)
+    def _compare_link(ids):
+        return cb.compare_href(ids) or "/compare"
+
+    @app.callback(Output("compare-body", "children"), Input("compare-a", "value"), Input("compare-b", "value"),
+                  prevent_initial_call=True)
+    def _compare(a, b):
+        return cb.compare_body(sources, a, b)
+
+    @app.callback(
+        Output("fig-pages", "figure"), Output("fig-state", "figure"), Output("fig-timeline", "figure"),
+        Output("selection-note", "children"), Output({"type": "finding", "n": ALL}, "style"),
+        Output("selected-finding", "data"),
+        Input({"type": "finding", "n": ALL}, "n_clicks"), State("session-ref", "data"),
+        State({"type": "finding", "n": ALL}, "id"), prevent_initial_call=True,
+    )
+    def _select(clicks, ref, ids):
+        trig = ctx.triggered_id
+        if not isinstance(trig, dict) or not any(clicks or []):
+            return (dash.no_update,) * 6
+        number = trig.get("n")
+        return (*cb.select_finding(sources, ref, number, ids), number)
+
+    @app.callback(
+        Output("download", "data"),
+        Input({"type": "dl-yaml", "n": ALL}, "n_clicks"), Input({"type": "dl-sh", "n": ALL}, "n_clicks"),
+        State("session-ref", "data"), prevent_initial_call=True,
+    )
+    def _download(_y, _s, ref):
+        trig = ctx.triggered_id
+        if not isinstance(trig, dict) or not (ctx.triggered and ctx.triggered[0].get("value")):
+            return dash.no_update
+        return cb.download(sources, ref, trig["n"], "yaml" if trig["type"] == "dl-yaml" else "sh")
+
+    return app
+
+
+def serve(app: dash.Dash, host: str, port: int):
+    """Werkzeug's threaded WSGI server (one thread per request); returns it (``serve_forever``)."""
+    from werkzeug.serving import make_server
+
+    return make_server(host, port, app.server, threaded=True)
