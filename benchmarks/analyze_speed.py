@@ -115,8 +115,8 @@ READER = (
 # imports -- sqlite-utils for the store -- a bare benchmark machine may lack)
 FULL = (
     "import sys; sys.path.insert(0, {repo!r});"
-    "from vllm_diag.postmortem.analyze import analyze_path; from vllm_diag.postmortem.report import render_json;"
-    "print(render_json(analyze_path(sys.argv[1], use_preflight=False)))"
+    "from vllm_diag.postmortem.analyze import analyze_path; from vllm_diag.render.json import dumps;"
+    "print(dumps(analyze_path(sys.argv[1], use_preflight=False).to_record()))"
 )
 
 

@@ -97,9 +97,9 @@ def recovered(value, leaves: list, strings: list[str]) -> bool:
 
 def analyze(path: Path, use_preflight: bool = True) -> dict:
     from vllm_diag.postmortem.analyze import analyze_path
-    from vllm_diag.postmortem.report import to_json
+    from vllm_diag.render.json import encode
 
-    return to_json(analyze_path(str(path), use_preflight=use_preflight))
+    return encode(analyze_path(str(path), use_preflight=use_preflight).to_record())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,13 +47,16 @@ def test_suggestions_for_a_log_finding_use_the_logged_command():
 
     gpu = parse_gpu("RTX PRO 6000")
     state, *_ = evaluate(parse_command(SEED_0), (0, 20, 2), gpu)
-    out = suggestions_for_finding(finding, RuleContext(state=state, log=log, version=(0, 20, 2), gpu=gpu))
+    out = suggestions_for_finding(finding, RuleContext(state=state, log=log, version=(0, 20, 2), gpu=gpu), evaluate=evaluate)
     titles = [s.title for s in out]
     assert titles[0].startswith("use the model's own MTP head") and all(s.verified for s in out)
     assert out[0].diff[-1] == "+ --speculative-config '{\"num_speculative_tokens\": 3, \"method\": \"mtp\"}'"
     # no upgrade "to" an older version
     log_new = LogFacts(vllm_version="0.30.0", command=SEED_0)
-    later = suggestions_for_finding(finding, RuleContext(log=log_new, version=(0, 30, 0), gpu=gpu))
+    later = suggestions_for_finding(finding, RuleContext(log=log_new, version=(0, 30, 0), gpu=gpu), evaluate=evaluate)
+    unchecked = suggestions_for_finding(finding, RuleContext(state=state, log=log, version=(0, 20, 2), gpu=gpu))
+    assert unchecked and not any(s.verified for s in unchecked)
+    assert all(s.verification == "not re-checked: no pre-flight evaluator given" for s in unchecked)
     assert not any("upgrade" in s.title for s in later)
 
 

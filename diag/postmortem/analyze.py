@@ -352,24 +352,18 @@ def _missing_evidence(an: Analysis, findings: list[Finding]) -> None:
 
 
 def _attach_suggestions(findings: list[Finding], ctx: RuleContext) -> None:
-    """Suggestions come from the suggestion engine (vllm_diag.suggest) when present."""
-    try:
-        from .. import suggest as engine  # type: ignore[attr-defined]
-    except ImportError:
-        engine = None
+    """Suggestions from the suggestion engine, re-checked with the pre-flight's evaluator."""
+    from ..preflight import evaluate
+    from ..suggest import suggestions_for_finding
+
     for f in findings:
         if f.suggestions:
             continue
         try:
-            if engine is not None and hasattr(engine, "suggestions_for_finding"):
-                f.suggestions = list(engine.suggestions_for_finding(f, ctx) or [])
-            elif engine is not None and hasattr(engine, "suggest"):
-                f.suggestions = list(engine.suggest(f, ctx) or [])
-            else:
-                from ..rules import suggestions_for
-
-                f.suggestions = list(suggestions_for(f, ctx) or [])
+            f.suggestions = list(suggestions_for_finding(f, ctx, evaluate=evaluate) or [])
         except Exception:  # noqa: BLE001 - a suggestion bug must not lose the finding
+            if os.environ.get("VLLM_DIAG_DEBUG"):
+                raise
             f.suggestions = []
 
 

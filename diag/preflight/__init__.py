@@ -203,7 +203,7 @@ def run_check(command: str | list[str] | ServeCommand, version: str | None = Non
     if suggest:
         from ..suggest import attach_suggestions
 
-        attach_suggestions(result)
+        attach_suggestions(result, evaluate)
     return result
 
 

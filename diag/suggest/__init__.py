@@ -19,6 +19,7 @@ and the TUI/dashboard buttons.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,15 @@ def _vstr(v: tuple[int, int, int]) -> str:
     return ".".join(map(str, v))
 
 
-def recheck(cmd: ServeCommand, changes: list[Change], version: tuple[int, int, int], gpu: GpuInfo | None,
-            facts=None) -> tuple[Any, list[Finding], tuple[int, int, int], Any]:
-    """Patch + predict + rules. Returns (patch or None, findings, version used, state)."""
-    from ..preflight import evaluate
+# The pre-flight's ``evaluate(cmd, version, gpu, facts=None) -> (state, findings, facts, draft, notes)``
+# (``vllm_diag.preflight.evaluate``), passed in by the caller: the pre-flight's ``run_check`` and the
+# post-mortem call this module, so this module never imports the pre-flight (no import cycle).
+Evaluate = Callable[..., tuple]
 
+
+def recheck(cmd: ServeCommand, changes: list[Change], version: tuple[int, int, int], gpu: GpuInfo | None,
+            facts=None, *, evaluate: Evaluate) -> tuple[Any, list[Finding], tuple[int, int, int], Any]:
+    """Patch + predict + rules. Returns (patch or None, findings, version used, state)."""
     ver_changes = [c for c in changes if c.key == VERSION_KEY]
     cmd_changes = [c for c in changes if c.key != VERSION_KEY]
     new_version = version
@@ -59,7 +64,8 @@ def _same_model(a: ServeCommand, b: ServeCommand) -> bool:
 
 
 def build(finding: Finding, candidates: list[Suggestion], cmd: ServeCommand | None, version: tuple[int, int, int] | None,
-          gpu: GpuInfo | None, baseline: list[Finding] | None, reproduced: bool, facts=None) -> list[Suggestion]:
+          gpu: GpuInfo | None, baseline: list[Finding] | None, reproduced: bool, facts=None,
+          evaluate: Evaluate | None = None) -> list[Suggestion]:
     """Patch, re-check and rank the candidates for one finding."""
     kept: list[Suggestion] = []
     base_errors = {f.rule for f in (baseline or []) if f.severity == "error"}
@@ -69,14 +75,15 @@ def build(finding: Finding, candidates: list[Suggestion], cmd: ServeCommand | No
             target = parse_version(str(ver[-1].value))
             if target is None or target <= version:
                 continue  # not an upgrade from here
-        if cmd is None or version is None:
+        if cmd is None or version is None or evaluate is None:
             cand.verified = False
-            cand.verification = "not re-checked: no command line to patch"
+            cand.verification = ("not re-checked: no command line to patch" if evaluate is not None else
+                                 "not re-checked: no pre-flight evaluator given")
             cand.diff = _diff_for_changes(cand.changes)
             kept.append(cand)
             continue
         try:
-            patch, findings, new_version, _state = recheck(cmd, cand.changes, version, gpu, facts)
+            patch, findings, new_version, _state = recheck(cmd, cand.changes, version, gpu, facts, evaluate=evaluate)
         except DiagError as exc:
             cand.verified = False
             cand.verification = f"dropped: re-check failed ({exc})"
@@ -124,8 +131,8 @@ def _diff_for_changes(changes: list[Change]) -> list[str]:
     return out
 
 
-def attach_suggestions(result) -> None:
-    """Fill ``finding.suggestions`` for a pre-flight ``CheckResult``."""
+def attach_suggestions(result, evaluate: Evaluate) -> None:
+    """Fill ``finding.suggestions`` for a pre-flight ``CheckResult`` (re-checked with ``evaluate``)."""
     from ..rules import suggestions_for
 
     ctx = RuleContext(state=result.state, version=result.version, gpu=result.gpu)
@@ -133,7 +140,7 @@ def attach_suggestions(result) -> None:
         cands = suggestions_for(f, ctx)
         if cands:
             f.suggestions = build(f, cands, result.command, result.version, result.gpu, result.findings, reproduced=True,
-                                  facts=result.facts)
+                                  facts=result.facts, evaluate=evaluate)
 
 
 def command_from_args(args: dict[str, Any]) -> ServeCommand | None:
@@ -184,10 +191,11 @@ def command_from_args(args: dict[str, Any]) -> ServeCommand | None:
         return None
 
 
-def suggestions_for_finding(finding: Finding, ctx: RuleContext, cmd: ServeCommand | None = None) -> list[Suggestion]:
+def suggestions_for_finding(finding: Finding, ctx: RuleContext, cmd: ServeCommand | None = None,
+                            evaluate: Evaluate | None = None) -> list[Suggestion]:
     """Suggestions for a finding from any source (used by ``analyze``): the command comes from
-    ``cmd``, else the log's command line, else the log's arguments. Re-checked with the pre-flight."""
-    from ..preflight import evaluate
+    ``cmd``, else the log's command line, else the log's arguments. Re-checked with the pre-flight's
+    ``evaluate`` (``vllm_diag.preflight.evaluate``); without it the candidates are listed unverified."""
     from ..rules import run_rules, suggestions_for
 
     cands = suggestions_for(finding, ctx)
@@ -203,7 +211,7 @@ def suggestions_for_finding(finding: Finding, ctx: RuleContext, cmd: ServeComman
             cmd = command_from_args(ctx.log.args)
     baseline: list[Finding] = []
     reproduced = False
-    if cmd is not None and ctx.version is not None:
+    if cmd is not None and ctx.version is not None and evaluate is not None:
         try:
             _state, baseline, _f, _d, _n = evaluate(cmd, ctx.version, ctx.gpu)
             reproduced = any(f.rule == finding.rule for f in baseline)
@@ -211,7 +219,7 @@ def suggestions_for_finding(finding: Finding, ctx: RuleContext, cmd: ServeComman
             cmd = None
     elif ctx.state is not None and ctx.state.source == "predicted":
         baseline = run_rules(RuleContext(state=ctx.state, version=ctx.version, gpu=ctx.gpu))
-    return build(finding, cands, cmd, ctx.version, ctx.gpu, baseline, reproduced)
+    return build(finding, cands, cmd, ctx.version, ctx.gpu, baseline, reproduced, evaluate=evaluate)
 
 
 # ------------------------------------------------------------------------------------------------
