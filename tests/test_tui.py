@@ -158,6 +158,11 @@ def test_seed_43626_page_size_failure_at_a_glance(seeds):
         assert "expected 2,293,760 B, actual 1,146,880 B" in row
         assert "draft_model.model.layers.0.self_attn.attn" in plain(pages)  # the draft's larger page is there
         assert "unification failed: AssertionError" in plain(pages)
+        # nothing on screen names where the package is installed (the bundled config is named by its folder)
+        from vllm_diag.ui.tui.render import header_detail, header_line
+
+        shown = header_line(screen.vm.header).plain + header_detail(screen.vm.header).plain
+        assert "[bundled demo config]" in shown and str(REPO) not in shown
 
     run(DiagApp(seeds, session=sid), scenario)
 

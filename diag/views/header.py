@@ -174,7 +174,10 @@ def header(record: SessionRecord) -> HeaderVM:
         model_text = f"{model or '?'} ({t.model_summary}"
     facts.append(Fact("model", model_text + ")" if model or arch else Missing("the session names no model")))
     if t is not None and t.config_source:
-        facts.append(Fact("config", t.config_source + (" [bundled demo config]" if t.bundled_config else "")))
+        # a bundled config is named by its folder, not by where the package is installed (outputs and
+        # snapshots must not depend on the checkout's or site-packages' path)
+        src = "/".join(t.config_source.replace("\\", "/").split("/")[-2:]) if t.bundled_config else t.config_source
+        facts.append(Fact("config", src + (" [bundled demo config]" if t.bundled_config else "")))
     version = s.vllm_version or st.vllm_version
     vsrc = t.vllm_version_source if t is not None else None
     if s.kind == "engine" and version:

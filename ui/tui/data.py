@@ -17,7 +17,6 @@ from typing import Any
 from vllm_diag.errors import DiagError
 from vllm_diag.model import SEVERITIES
 from vllm_diag.store import Store
-from vllm_diag.views.timeline import summarize_steps
 
 
 @dataclass(frozen=True)
@@ -132,22 +131,16 @@ def _marks(store: Store, sid: str) -> Marks:
     return Marks(step, err, fkey, row[0] if row else None)
 
 
-def load_snapshot(store: Store, session_id: str, steps: bool = False):
+def load_snapshot(store: Store, session_id: str):
     """``(record, marks)`` read in one read transaction (one WAL snapshot), so ``--follow`` starts
-    exactly after what the record holds. ``steps=False``: the record carries the store's step
-    summary (SQL GROUP BY), not a million ``BatchStep`` objects."""
+    exactly after what the record holds. The record carries the store's step summary (SQL
+    GROUP BY over the trigger-kept rollup), not a million ``BatchStep`` objects."""
     conn = store.db.conn
     conn.execute("BEGIN")
     try:
         sid = store.resolve_session(session_id)
         marks = _marks(store, sid)
-        record = store.load(sid, steps=steps)
-        if not steps and record.step_summary is None:
-            # a store without the SQL step summary: the view summarises the steps in memory
-            record = store.load(sid, steps=True)
-            record.step_summary = summarize_steps(record.state.steps, record.processes)
-            record.step_summary.last_rowid = marks.step_rowid
-            record.state.steps = []
+        record = store.load(sid, steps="summary")
     finally:
         conn.execute("COMMIT")
     return record, marks
@@ -160,7 +153,8 @@ def load_snapshot(store: Store, session_id: str, steps: bool = False):
 class Delta:
     """What one poll found: rows added since the previous poll, plus changed session facts."""
 
-    steps: list[dict[str, Any]] = field(default_factory=list)  # batch_steps rows (JSON columns decoded)
+    steps: list = field(default_factory=list)  # BatchStep objects (Store.steps_after), oldest first
+    step_rowid: int = 0  # the rowid of the last of them
     errors: list[dict[str, Any]] = field(default_factory=list)  # errors rows
     findings_changed: bool = False
     status: str | None = None  # the session's status when it changed
@@ -253,13 +247,10 @@ class Tail:
             delta.sessions_changed = True
         if self.session_id is None:
             return delta
-        steps = self._new_rows("batch_steps", self.last_step_rowid)
+        steps, last = self.store.steps_after(self.session_id, self.last_step_rowid, self.max_rows)
         if steps:
-            self.last_step_rowid = steps[-1]["_rowid"]
-            for row in steps:
-                spec = row.get("spec_tokens_per_req")
-                row["spec_tokens_per_req"] = json.loads(spec) if spec else None
-            delta.steps = steps
+            self.last_step_rowid = last
+            delta.steps, delta.step_rowid = steps, last
         errors = self._new_rows("errors", self.last_error_rowid)
         if errors:
             self.last_error_rowid = errors[-1]["_rowid"]

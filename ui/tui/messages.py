@@ -11,10 +11,12 @@ from textual.message import Message
 
 @dataclass
 class StepsAppended(Message):
-    """``batch_steps`` rows written since the last poll (oldest first)."""
+    """Steps (``BatchStep``) written since the last poll, oldest first; ``last_rowid`` is the
+    rowid of the last one (``StepSummary.last_rowid`` after folding them in)."""
 
     session_id: str
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    steps: list = field(default_factory=list)
+    last_rowid: int = 0
 
 
 @dataclass

@@ -17,6 +17,7 @@ SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 SEVERITY_GLYPH = {"error": "✗", "warning": "!", "info": "i"}
 STATUS_STYLE = {"failed": "bold red", "ok": "green", "running": "yellow"}
 MARK = "bold red"
+DRAFT = "bright_magenta"
 BAR_FULL, BAR_PAD, BAR_EMPTY = "█", "▒", "·"
 
 
@@ -173,17 +174,18 @@ def error_detail(e) -> Text:
 
 
 def page_bar(row, max_page: int | None, width: int) -> Text:
-    """The layer's page against the largest (unified) page: raw bytes ``█``, padding ``▒``, the
-    rest of the unified page ``·``. Lengths are proportional; a page too small to see gets one cell."""
+    """The layer's page against the largest (unified) page: the page ``█``, the part of it that is
+    the view's ``padding_bytes`` ``▒``, the rest of the largest page ``·``. Lengths are
+    proportional; a page too small to see gets one cell."""
     text = Text()
     page = row.page_after if known(row.page_after) else row.page_before
-    if not (max_page and page and row.page_raw is not None):
+    if not (max_page and page):
         text.append(BAR_EMPTY * width, style="dim")
         return text
     full = max(1, round(width * min(page, max_page) / max_page))
-    raw = max(1, round(width * min(row.page_raw, page) / max_page)) if row.page_raw else 0
-    raw = min(raw, full)
-    style = MARK if row.marked else ("magenta" if row.is_draft else "green")
+    pad = round(width * min(row.padding_bytes or 0, page) / max_page)
+    raw = max(1, full - pad) if full > pad else full
+    style = MARK if row.marked else (DRAFT if row.is_draft else "green")
     text.append(BAR_FULL * raw, style=style)
     text.append(BAR_PAD * (full - raw), style="yellow" if not row.marked else MARK)
     text.append(BAR_EMPTY * (width - full), style="dim")
@@ -208,8 +210,8 @@ def page_group_title(side, group_index) -> Text:
     g = next((g for g in side.groups if g.group_index == group_index), None)
     if g is not None:
         text.append(f"group {g.group_index}", style="bold")
-        text.append(f"  {g.spec_type}", style="magenta" if g.is_draft else "")
-        text.append(f"  {'draft' if g.is_draft else 'main'}", style="magenta" if g.is_draft else "dim")
+        text.append(f"  {g.spec_type}", style=DRAFT if g.is_draft else "")
+        text.append(f"  {'draft' if g.is_draft else 'main'}", style=DRAFT if g.is_draft else "dim")
         text.append(f"  block {fmt(g.block_size)}  page {fmt_bytes(g.page_bytes)}  {g.layers} layer(s)", style="dim")
     elif isinstance(group_index, Missing):
         text.append("no group  ", style="bold")
@@ -226,8 +228,8 @@ def page_run_line(side, run, width: int) -> Text:
     name_w = max(14, min(longest, int(width * 0.42)))
     bar_w = max(8, width - name_w - 32)
     text = Text()
-    text.append("✗ " if row.marked else ("◆ " if row.is_draft else "  "), style=MARK if row.marked else "magenta")
-    text.append(clip_name(run.label, name_w).ljust(name_w), style=MARK if row.marked else ("magenta" if row.is_draft else ""))
+    text.append("✗ " if row.marked else ("◆ " if row.is_draft else "  "), style=MARK if row.marked else DRAFT)
+    text.append(clip_name(run.label, name_w).ljust(name_w), style=MARK if row.marked else (DRAFT if row.is_draft else ""))
     text.append(" ")
     text.append_text(page_bar(row, side.max_page, bar_w))
     text.append(" ")
@@ -258,7 +260,7 @@ def page_legend() -> Text:
     text.append(BAR_PAD, style="yellow")
     text.append(" padding  ", style="dim")
     text.append(BAR_EMPTY + " up to the largest page  ", style="dim")
-    text.append("◆ draft  ", style="magenta")
+    text.append("◆ draft  ", style=DRAFT)
     text.append("✗ breaks unification", style=MARK)
     return text
 

@@ -177,7 +177,7 @@ class SessionScreen(Screen):
                     self.post_message(msg.FollowFailed(f"{self.app.db_path}: cannot read any more ({exc})"))
                     return
                 if delta.steps:
-                    self.post_message(msg.StepsAppended(self.session_id, delta.steps))
+                    self.post_message(msg.StepsAppended(self.session_id, delta.steps, delta.step_rowid))
                 if delta.errors:
                     self.post_message(msg.ErrorsAppended(self.session_id, delta.errors))
                 if delta.findings_changed:
@@ -189,8 +189,8 @@ class SessionScreen(Screen):
             tail.close()
 
     def on_steps_appended(self, message: msg.StepsAppended) -> None:
-        self.query_one(TimelinePane).append(message.rows)
-        self.query_one(HeaderBar).live(steps=len(message.rows))
+        self.query_one(TimelinePane).append(message.steps, message.last_rowid)
+        self.query_one(HeaderBar).live(steps=len(message.steps))
 
     def on_errors_appended(self, message: msg.ErrorsAppended) -> None:
         # errors change the findings and header: reload the record (rare: once per failure)

@@ -19,7 +19,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
-from vllm_diag.model import BatchStep
+from vllm_diag.model import BatchStep, StepSummary
 from vllm_diag.views.primitives import Missing, fmt
 from vllm_diag.views.timeline import extend, timeline
 
@@ -137,12 +137,6 @@ def limits_text(vm) -> Text:
         text.append(f"limit {fmt(lim.limit)}", style=style)
         text.append(f" {lim.name}", style="dim")
     return text
-
-
-def steps_from_rows(rows: list[dict]) -> list[BatchStep]:
-    """``batch_steps`` rows (as the follow worker reads them) -> model objects for ``extend``."""
-    names = {f.name for f in dataclasses.fields(BatchStep)}
-    return [BatchStep(**{k: v for k, v in r.items() if k in names}) for r in rows]
 
 
 class CursorMoved(Message):
@@ -316,17 +310,11 @@ class TimelinePane(Vertical):
         self.record = record
         self._set(vm)
 
-    def append(self, rows: list[dict]) -> None:
-        """--follow: fold the new ``batch_steps`` rows into the summary (views.timeline.extend)."""
-        if self.record is None or not rows:
+    def append(self, steps: list[BatchStep], last_rowid: int) -> None:
+        """--follow: fold the new steps into the summary (``views.timeline.extend``), redraw."""
+        if self.record is None or not steps:
             return
-        summary = self.record.step_summary
-        steps = steps_from_rows(rows)
-        last_rowid = rows[-1].get("_rowid")
-        if summary is None:
-            from vllm_diag.views.timeline import summarize_steps
-
-            summary = summarize_steps([], self.record.processes)
+        summary = self.record.step_summary or StepSummary()
         summary = extend(summary, steps, self.record.processes, last_rowid=last_rowid)
         self.record = dataclasses.replace(self.record, step_summary=summary)
         self._set(timeline(self.record))
@@ -385,4 +373,4 @@ class TimelinePane(Vertical):
         return True
 
 
-__all__ = ["TimelineChart", "TimelinePane", "chart_lines", "cursor_text", "limits_text", "steps_from_rows"]
+__all__ = ["TimelineChart", "TimelinePane", "chart_lines", "cursor_text", "limits_text"]
