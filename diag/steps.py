@@ -51,17 +51,37 @@ def split3(s: BatchStep) -> tuple[int, int, int]:
     return (s.num_decodes or 0, s.num_spec_decodes or 0, s.num_prefills or 0)
 
 
+def window_bounds(first: int, last: int, first_step: int | None, last_step: int | None,
+                  max_points: int) -> tuple[int, int, int]:
+    """(width, lo, hi): the bucket width for the requested window and the window widened to whole buckets."""
+    lo_req = first if first_step is None else max(first, first_step)
+    hi_req = last if last_step is None else min(last, last_step)
+    if hi_req < lo_req:
+        hi_req = lo_req
+    width = bucket_width(lo_req, hi_req, max_points)
+    return width, lo_req // width * width, (hi_req // width + 1) * width - 1
+
+
 def summarize_steps(steps: list[BatchStep], processes: list[ProcessInfo] = (), max_points: int = MAX_POINTS,
-                    mark_limit: int = MARK_LIMIT, tail_rows: int = TAIL_ROWS) -> StepSummary:
-    """The same summary ``Store.step_summary`` computes in SQL, for records held in memory."""
+                    mark_limit: int = MARK_LIMIT, tail_rows: int = TAIL_ROWS, first_step: int | None = None,
+                    last_step: int | None = None) -> StepSummary:
+    """The same summary ``Store.step_summary`` computes in SQL, for records held in memory.
+    ``first_step``/``last_step``: only that window (widened to whole buckets), at its own width."""
     if not steps:
         return StepSummary()
     pids = sorted({s.pid for s in steps}, key=lambda p: p or 0)
     pid = primary_pid(pids, list(processes))
     mine = [s for s in steps if s.pid == pid]
+    width, lo, hi = window_bounds(min(s.step_index for s in mine), max(s.step_index for s in mine), first_step,
+                                  last_step, max_points)
+    windowed = first_step is not None or last_step is not None
+    if windowed:
+        steps = [s for s in steps if lo <= s.step_index <= hi]
+        mine = [s for s in mine if lo <= s.step_index <= hi]
+        if not mine:
+            return StepSummary(width=width, pid=pid, pids=[p for p in pids if p is not None])
     first = min(s.step_index for s in mine)
     last = max(s.step_index for s in mine)
-    width = bucket_width(first, last, max_points)
     runner: dict[int, list[tuple[int, int, int]]] = {}
     for s in mine:
         if s.builder is None:
@@ -155,3 +175,30 @@ def extend(summary: StepSummary, new_steps: list[BatchStep], processes: list[Pro
     return StepSummary(total_rows=summary.total_rows + len(new_steps), total_steps=steps_seen, first_step=first, last_step=last,
                        width=width, pid=pid, pids=pids, buckets=ordered, marks=marks, mark_counts=counts, tail=tail,
                        last_rowid=last_rowid if last_rowid is not None else summary.last_rowid)
+
+
+def window(summary: StepSummary, first_step: int, last_step: int, max_points: int = MAX_POINTS) -> StepSummary:
+    """The buckets of ``summary`` between two steps, merged to at most about ``max_points`` per source
+    (for a zoomed-out view of a loaded summary). A window that needs buckets finer than
+    ``summary.width`` asks the store again: ``Store.step_summary(sid, first_step=, last_step=)``."""
+    width = max(summary.width, bucket_width(first_step, last_step, max_points))
+    merged: dict[tuple, StepBucket] = {}
+    for b in summary.buckets:
+        if b.last_step < first_step or b.first_step > last_step:
+            continue
+        key = (b.first_step // width, b.source, b.group_index)
+        m = merged.get(key)
+        merged[key] = replace(b) if m is None else StepBucket(
+            source=b.source, group_index=b.group_index, pid=b.pid, first_step=min(m.first_step, b.first_step),
+            last_step=max(m.last_step, b.last_step), rows=m.rows + b.rows, max_reqs=max(m.max_reqs, b.max_reqs),
+            max_decodes=max(m.max_decodes, b.max_decodes), max_spec_decodes=max(m.max_spec_decodes, b.max_spec_decodes),
+            max_prefills=max(m.max_prefills, b.max_prefills), max_tokens=max(m.max_tokens, b.max_tokens),
+            sum_tokens=m.sum_tokens + b.sum_tokens, mixed=m.mixed + b.mixed, disagree=m.disagree + b.disagree)
+    buckets = sorted(merged.values(), key=lambda b: (b.source != RUNNER, b.source,
+                                                     b.group_index if b.group_index is not None else -1, b.first_step))
+    marks = [m for m in summary.marks if first_step <= m.step_index <= last_step]
+    return replace(summary, width=width, buckets=buckets, marks=marks,
+                   first_step=min((b.first_step for b in buckets), default=None),
+                   last_step=max((b.last_step for b in buckets), default=None),
+                   mark_counts={"mixed": sum(b.mixed for b in buckets), "disagree": sum(b.disagree for b in buckets)},
+                   total_rows=sum(b.rows for b in buckets))

@@ -51,7 +51,7 @@ from .model import (
     new_session_id,
     to_jsonable,
 )
-from .steps import MARK_LIMIT, MAX_POINTS, TAIL_ROWS, bucket_width, primary_pid
+from .steps import MARK_LIMIT, MAX_POINTS, TAIL_ROWS, primary_pid, window_bounds
 from .schema import MIGRATION_SET, ROLLUP_SHIFT, SCHEMA_VERSION, migrations
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -576,7 +576,8 @@ class Store:
         return out, last
 
     def step_summary(self, session_id: str, processes: list[ProcessInfo] | None = None,
-                     max_points: int = MAX_POINTS) -> StepSummary:
+                     max_points: int = MAX_POINTS, first_step: int | None = None,
+                     last_step: int | None = None) -> StepSummary:
         """The batch steps of a session aggregated by SQLite, as ``views.timeline.summarize_steps``
         aggregates them in Python: buckets of ``width`` steps (a power of two) per source and KV group
         of the drawn process, the first ``MARK_LIMIT`` marked steps of each kind, the last rows.
@@ -599,18 +600,31 @@ class Store:
         if not total_rows:
             return StepSummary()
         pid = primary_pid(sorted(pids, key=lambda p: p or 0), processes)
+        first, last = self.db.execute("select min(step_index), max(step_index) from batch_steps "
+                                      "where session_id = ? and pid is ?", [session_id, pid]).fetchone()
+        width, lo, hi = window_bounds(first, last, first_step, last_step, max_points)
+        windowed = first_step is not None or last_step is not None
         first, last, nsteps = self.db.execute(
             "select min(step_index), max(step_index), count(distinct step_index) from batch_steps "
-            "where session_id = ? and pid is ?", [session_id, pid]).fetchone()
-        width = bucket_width(first, last, max_points)
+            "where session_id = ? and pid is ? and step_index between ? and ?", [session_id, pid, lo, hi]).fetchone()
+        if first is None:
+            return StepSummary(width=width, pid=pid, pids=sorted(p for p in pids if p is not None))
         shift = ROLLUP_SHIFT
+        if windowed:
+            if rolled and width >= 1 << shift:
+                total_rows = self.db.execute("select sum(rows) from step_rollup where session_id = ? and bucket between ? and ?",
+                                             [session_id, lo >> shift, hi >> shift]).fetchone()[0] or 0
+            else:
+                total_rows = self.db.execute("select count(*) from batch_steps where session_id = ? and step_index between ? and ?",
+                                             [session_id, lo, hi]).fetchone()[0]
         if rolled and width >= 1 << shift:
             factor = width >> shift
             rows = self.db.execute(
                 f"select source, group_index, min(first_step), max(last_step), sum(rows), max(max_reqs), max(max_decodes), "
                 f"max(max_spec_decodes), max(max_prefills), max(max_tokens), sum(sum_tokens), sum(mixed), sum(disagree) "
-                f"from step_rollup where session_id = ? and pid = ? group by source, group_index, bucket / ?",
-                [session_id, pid or 0, factor]).fetchall()
+                f"from step_rollup where session_id = ? and pid = ? and bucket between ? and ? "
+                f"group by source, group_index, bucket / ?",
+                [session_id, pid or 0, lo >> shift, hi >> shift, factor]).fetchall()
         else:
             rows = self.db.execute(
                 f"""with r as (select step_index, coalesce(num_decodes, 0) d, coalesce(num_spec_decodes, 0) s,
@@ -624,18 +638,18 @@ class Store:
                        sum(case when b.builder is null then 0 else (select count(*) from r where r.step_index = b.step_index
                            and (r.d != coalesce(b.num_decodes, 0) or r.s != coalesce(b.num_spec_decodes, 0)
                                 or r.p != coalesce(b.num_prefills, 0))) end)
-                from batch_steps b where b.session_id = ? and b.pid is ?
+                from batch_steps b where b.session_id = ? and b.pid is ? and b.step_index between ? and ?
                 group by 1, 2, b.step_index / ?""",
-                [session_id, pid, session_id, pid, width]).fetchall()
+                [session_id, pid, session_id, pid, lo, hi, width]).fetchall()
         buckets = [StepBucket(source=r[0], group_index=None if r[1] == -1 else r[1], pid=pid, first_step=r[2], last_step=r[3],
                               rows=r[4], max_reqs=r[5], max_decodes=r[6], max_spec_decodes=r[7], max_prefills=r[8],
                               max_tokens=r[9], sum_tokens=r[10], mixed=r[11], disagree=r[12]) for r in rows]
         buckets.sort(key=lambda b: (b.source != "runner", b.source, b.group_index if b.group_index is not None else -1,
                                     b.first_step))
-        marks, mark_counts = self._step_marks(session_id, pid, rolled, buckets, MARK_LIMIT)
+        marks, mark_counts = self._step_marks(session_id, pid, rolled, buckets, MARK_LIMIT, lo, hi)
         cur = self.db.execute("select * from (select rowid as rowid_, * from batch_steps where session_id = ? and pid is ? "
-                              "order by step_index desc, rowid desc limit ?) order by step_index, rowid_",
-                              [session_id, pid, TAIL_ROWS])
+                              "and step_index between ? and ? order by step_index desc, rowid desc limit ?) "
+                              "order by step_index, rowid_", [session_id, pid, lo, hi, TAIL_ROWS])
         names = [d[0] for d in cur.description]
         tail = [from_dict(BatchStep, self._decode(dict(zip(names, r)), ("spec_tokens_per_req",))) for r in cur.fetchall()]
         last_rowid = self.db.execute("select rowid from batch_steps where session_id = ? order by rowid desc limit 1",
@@ -648,7 +662,7 @@ class Store:
         return self.db.execute("select 1 from batch_steps where session_id = ? and pid = 0 limit 1",
                                [session_id]).fetchone() is not None
 
-    def _step_marks(self, sid: str, pid, rolled: bool, buckets: list[StepBucket], limit: int):
+    def _step_marks(self, sid: str, pid, rolled: bool, buckets: list[StepBucket], limit: int, lo: int, hi: int):
         counts = {"mixed": sum(b.mixed for b in buckets), "disagree": sum(b.disagree for b in buckets)}
         if rolled:
             rows = []
@@ -656,14 +670,14 @@ class Store:
                 rows += self.db.execute(
                     "select step_index, kind, source, group_index, num_reqs, num_decodes, num_spec_decodes, num_prefills, "
                     "num_tokens, runner_decodes, runner_spec_decodes, runner_prefills from step_marks "
-                    "where session_id = ? and pid = ? and kind = ? order by step_index, rowid limit ?",
-                    [sid, pid or 0, kind, limit]).fetchall()
+                    "where session_id = ? and pid = ? and kind = ? and step_index between ? and ? "
+                    "order by step_index, rowid limit ?", [sid, pid or 0, kind, lo, hi, limit]).fetchall()
         else:
             rows = self.db.execute(
                 "select step_index, 'mixed', coalesce(builder, 'runner'), coalesce(group_index, -1), num_reqs, num_decodes, "
                 "num_spec_decodes, num_prefills, num_tokens, null, null, null from batch_steps "
                 "where session_id = ? and pid is ? and coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0 "
-                "order by step_index, rowid limit ?", [sid, pid, limit]).fetchall()
+                "and step_index between ? and ? order by step_index, rowid limit ?", [sid, pid, lo, hi, limit]).fetchall()
             rows += self.db.execute(
                 "select b.step_index, 'disagree', b.builder, coalesce(b.group_index, -1), b.num_reqs, b.num_decodes, "
                 "b.num_spec_decodes, b.num_prefills, b.num_tokens, r.num_decodes, r.num_spec_decodes, r.num_prefills "
@@ -671,8 +685,8 @@ class Store:
                 "and r.step_index = b.step_index and r.builder is null "
                 "where b.session_id = ? and b.pid is ? and b.builder is not null and (coalesce(r.num_decodes, 0) != "
                 "coalesce(b.num_decodes, 0) or coalesce(r.num_spec_decodes, 0) != coalesce(b.num_spec_decodes, 0) or "
-                "coalesce(r.num_prefills, 0) != coalesce(b.num_prefills, 0)) order by b.step_index, b.rowid limit ?",
-                [sid, pid, limit]).fetchall()
+                "coalesce(r.num_prefills, 0) != coalesce(b.num_prefills, 0)) and b.step_index between ? and ? "
+                "order by b.step_index, b.rowid limit ?", [sid, pid, lo, hi, limit]).fetchall()
         marks = [StepMark(step_index=r[0], kind=r[1], source=r[2], group_index=None if r[3] == -1 else r[3], pid=pid,
                           num_reqs=r[4] or 0, num_decodes=r[5] or 0, num_spec_decodes=r[6] or 0, num_prefills=r[7] or 0,
                           num_tokens=r[8] or 0,

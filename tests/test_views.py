@@ -190,3 +190,18 @@ def test_triggers_keep_the_rollup_as_rows_arrive(tmp_path):
     t = build(rec).timeline
     assert t.total_steps == 3000 and dict(t.mark_counts) == {"mixed": 31, "disagree": 31}
     assert t.marks[0].kind == "disagree" and t.marks[0].step == 5 and "the runner 2/2/0" in t.marks[0].text
+
+
+def test_windows_agree_between_sql_and_python(tmp_path):
+    from vllm_diag.steps import window
+
+    steps = _steps(3000)
+    with Store.open(tmp_path / "w.db", create=True) as st:
+        sid = st.new_session("engine")
+        st.add_rows("batch_steps", sid, 7, steps)
+        for first, last, points in ((100, 900, 2000), (100, 2900, 10), (2990, 5000, 50), (None, 40, 8)):
+            sql = st.step_summary(sid, [], max_points=points, first_step=first, last_step=last)
+            _same(sql, summarize_steps(steps, [], max_points=points, first_step=first, last_step=last))
+        zoomed_out = window(st.step_summary(sid, [], max_points=600), 0, 2999, max_points=100)
+    whole = summarize_steps(steps, [], max_points=100)
+    assert zoomed_out.width == whole.width and zoomed_out.buckets == whole.buckets

@@ -71,7 +71,11 @@ def findings_lines(vm: ReportVM) -> list[str]:
     fv = vm.findings
     out = ["Findings"]
     if not fv.items:
-        return out + [fv.empty_text]
+        out.append(fv.empty_text)
+        for x in fv.unexplained:
+            out.append(f"- {x.exc_type} ({x.phase}){': ' + x.message if x.message else ''}"
+                       + (f"  see: {', '.join(a.key for a in x.anchors)}" if x.anchors else ""))
+        return out
     for f in fv.items:
         if f is not fv.items[0]:
             out.append("")

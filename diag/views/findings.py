@@ -97,6 +97,19 @@ class FindingVM:
 
 
 @dataclass(frozen=True)
+class ErrorEntryVM:
+    """An error of the session that no finding explains (e.g. a recorded engine crash: the probes
+    store errors, not findings): listed after the findings, unnumbered, anchored to the picture
+    its numbers point at (the state-index column, the page-size layer)."""
+
+    phase: str
+    exc_type: str
+    message: str
+    location: str | None
+    anchors: tuple[Anchor, ...]
+
+
+@dataclass(frozen=True)
 class FindingsVM:
     items: tuple[FindingVM, ...]
     suggestions: tuple[SuggestionVM, ...]  # all, by number
@@ -106,6 +119,7 @@ class FindingsVM:
     fails: bool
     verdict: str
     empty_text: str  # what to say when there are no findings
+    unexplained: tuple[ErrorEntryVM, ...] = ()  # errors no finding explains (not numbered)
 
     def suggestion(self, number: int) -> SuggestionVM | None:
         return next((s for s in self.suggestions if s.number == number), None)
@@ -209,6 +223,28 @@ def findings(record: SessionRecord, pages=None, state_index=None, timeline=None)
     else:
         verdict = (f"{errors} error finding{'s' if errors != 1 else ''}" if errors else "no error finding") + (
             f"; engine {record.session.status}" if record.session.status else "")
+    unexplained = () if errors else _unexplained(record, pages, state_index)
+    empty = ("No findings: nothing here predicts or explains a failure." if not unexplained else
+             "No findings stored for this session; the errors below are not explained by a rule.")
     return FindingsVM(items=tuple(items), suggestions=tuple(all_sugs), config_fragments=tuple(fragments), errors=errors,
-                      warnings=warnings, fails=errors > 0, verdict=verdict,
-                      empty_text="No findings: nothing here predicts or explains a failure.")
+                      warnings=warnings, fails=errors > 0, verdict=verdict, empty_text=empty, unexplained=unexplained)
+
+
+def _unexplained(record: SessionRecord, pages, state_index) -> tuple[ErrorEntryVM, ...]:
+    out = []
+    for e in record.state.errors:
+        if e.phase == "log":
+            continue  # a post-mortem names its root error with an 'other_unrecognised' finding
+        anchors: list[Anchor] = []
+        n = e.numbers or {}
+        if "tensor_a_size" in n and state_index is not None:
+            for g in state_index.mismatches:
+                if {n.get("tensor_a_size"), n.get("tensor_b_size")} >= set(g.mismatch):
+                    anchors += [g.anchor, *g.marked_anchors]
+        if pages is not None and ("max_page_size" in n or "unify_kv_cache_spec_page_size" in (e.location or "")):
+            anchors += [layer_anchor(name) for name in pages.marked_layers]
+        if isinstance(n.get("layer"), str):
+            anchors.append(layer_anchor(n["layer"]))
+        out.append(ErrorEntryVM(phase=e.phase, exc_type=e.exc_type, message=(e.message or "").splitlines()[0][:300]
+                                if e.message else "", location=e.location, anchors=tuple(dict.fromkeys(anchors))))
+    return tuple(out)

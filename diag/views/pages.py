@@ -29,7 +29,7 @@ class PageRow:
     page_raw: int | None  # what the layer's spec needs (page_size_bytes)
     page_before: int | None  # before unification (padded when the spec pads, e.g. Mamba)
     page_after: int | Missing  # after unification
-    padding_bytes: int
+    padding_bytes: int  # page_raw up to the padded page (the spec's own padding, or unification's for a state page)
     padding_pct: float  # of page_raw
     ratio_to_max: float | Missing
     divides: bool | Missing  # max page % this page == 0
@@ -189,7 +189,10 @@ def _side(record: SessionRecord, st: EngineState) -> PageSide | None:
         a = after.get(s.layer_name)
         page_after: int | Missing = _page(a) if a is not None and _page(a) else (after_missing or Missing("not recorded"))
         raw = s.page_size_bytes
-        pad = (page_before - raw) if (page_before and raw and page_before > raw) else 0
+        padded_to = page_before
+        if a is not None and s.is_mamba and a.block_size == s.block_size and known(page_after) and raw:
+            padded_to = max(page_before or 0, page_after)  # unification padded the state page (same block size)
+        pad = (padded_to - raw) if (padded_to and raw and padded_to > raw) else 0
         pct = round(100.0 * pad / raw, 2) if raw and pad else 0.0
         ref = page_after if known(page_after) else page_before
         ratio: float | Missing = round(ref / (mx_after if known(page_after) and mx_after else mx), 4) if (ref and mx) else \

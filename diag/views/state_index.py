@@ -23,6 +23,7 @@ from ..model import BlockTable, BuilderBuffer, EngineState, SessionRecord
 from .primitives import Anchor, Missing, cdiv, column_anchor, group_anchor, known
 
 CELL_LIMIT = 64  # columns drawn per group (the last ones: a mismatch is at the end of the row)
+SLOT_LIMIT = 8  # request slots (block-table rows) drawn per group; the others are alike
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,15 @@ class StateIndexGroup:
     source: str
     anchor: Anchor
     marked_anchors: tuple[Anchor, ...]
+
+    @property
+    def slots_shown(self) -> int:
+        """Request slots (rows) to draw; ``slots_more`` more are alike."""
+        return min(self.rows, SLOT_LIMIT) if isinstance(self.rows, int) else 1
+
+    @property
+    def slots_more(self) -> int:
+        return max(0, self.rows - SLOT_LIMIT) if isinstance(self.rows, int) else 0
 
     @property
     def is_state_group(self) -> bool:
@@ -157,8 +167,10 @@ def _group(gi, spec_type, table: BlockTable | None, buffers: list[IndexBuffer], 
             mismatch = (cols, b.columns)
             bad_cols = b.columns
             break
-    cells, lo, marked = _cells(cols, bad_cols if bad_cols is not None else next(
-        (b.columns for b in buffers if b.compared and known(b.columns)), None))
+    compared = bad_cols if bad_cols is not None else next((b.columns for b in buffers if b.compared and known(b.columns)),
+                                                           None)
+    # cells only where a per-block buffer is compared with the table (an attention group has none)
+    cells, lo, marked = _cells(cols, compared) if compared is not None else ((), 1, ())
     anchor = group_anchor(gi) if isinstance(gi, int) else Anchor("group", "?")
     marked_anchors = tuple(column_anchor(gi if isinstance(gi, int) else -1, c) for c in marked)
     return StateIndexGroup(group_index=gi, spec_type=spec_type, rows=rows, columns=cols, block_size=block,

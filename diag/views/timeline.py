@@ -28,6 +28,7 @@ from ..steps import (  # noqa: F401 - re-exported: the timeline's summarising is
     primary_pid,
     source_of,
     summarize_steps,
+    window,
 )
 from .primitives import Anchor, Missing, step_anchor
 
