@@ -150,7 +150,9 @@ class Site:
                 elif lit:
                     out.append(r"\s*")
                 if i < len(pieces) - 1:
-                    out.append(f"(?P<h{n}>.*?)")
+                    # a hole that ends the message takes the next token (a lazy group would take nothing)
+                    last = i == len(pieces) - 2 and not pieces[-1].strip()
+                    out.append(f"(?P<h{n}>[^\\s,;]+)" if last else f"(?P<h{n}>.*?)")
                     n += 1
             try:
                 self._rx = re.compile("".join(out), re.S)
@@ -160,12 +162,15 @@ class Site:
 
 
 _HOLE = re.compile(r"(?<!\{)\{(?!\{)[^{}]*\}(?!\})")
+_KINDS = {"a": "assert", "r": "raise", "k": "kernel"}
 
 
 class Catalog:
     def __init__(self, doc: dict):
         self.doc = doc
         self.versions: list[str] = doc.get("versions", [])
+        self._ix: tuple | None = None
+        self._vcache: dict[tuple, list[list[str]]] = {}
         self.sites: list[Site] = [self._row(r) for r in doc.get("sites", [])]
         self.kernel_sites: list[Site] = [Site.from_json(d) for d in doc.get("kernel_sites", [])]
         self._by_func: dict[tuple[str, str], list[Site]] = {}
@@ -175,18 +180,25 @@ class Catalog:
             self._by_file.setdefault(s.basename, []).append(s)
 
     def _row(self, row: list) -> Site:
-        t = self.doc.get("tables", {})
-        fields = self.doc.get("fields") or []
-        d = dict(zip(fields, row))
-        file = t["file"][d["file"]]
-        func = d["func"]
-        stem = file.rsplit("/", 1)[-1].removesuffix(".py")
-        return Site(id=f"{stem}.{func.rsplit('.', 1)[-1]}.{d['id']}", category=t["cat"][d["cat"]], file=file,
-                    function=func, kind={"a": "assert", "r": "raise", "k": "kernel"}.get(d["kind"], d["kind"]),
-                    exc=t["exc"][d["exc"]],
-                    versions=[[self.versions[a], self.versions[b]] for a, b in d["v"]],
-                    condition=d["cond"] or None, message=d["msg"], lines=d["line"], validation=bool(d["val"]),
-                    rule=t["rule"][d["rule"]] or None)
+        t = self.doc["tables"]
+        ix = self._ix
+        if ix is None:
+            fields = self.doc.get("fields") or []
+            ix = self._ix = tuple(fields.index(n) for n in
+                                  ("id", "cat", "file", "func", "kind", "exc", "v", "line", "cond", "msg", "val", "rule"))
+        i_id, i_cat, i_file, i_func, i_kind, i_exc, i_v, i_line, i_cond, i_msg, i_val, i_rule = ix
+        file = t["file"][row[i_file]]
+        func = row[i_func]
+        runs = row[i_v]
+        key = tuple(map(tuple, runs))
+        versions = self._vcache.get(key)
+        if versions is None:
+            versions = self._vcache[key] = [[self.versions[a], self.versions[b]] for a, b in runs]
+        stem = file.rsplit("/", 1)[-1][:-3] if file.endswith(".py") else file.rsplit("/", 1)[-1]
+        return Site(id=f"{stem}.{func.rsplit('.', 1)[-1]}.{row[i_id]}", category=t["cat"][row[i_cat]], file=file,
+                    function=func, kind=_KINDS.get(row[i_kind], row[i_kind]), exc=t["exc"][row[i_exc]],
+                    versions=versions, condition=row[i_cond] or None, message=row[i_msg], lines=row[i_line],
+                    validation=bool(row[i_val]), rule=t["rule"][row[i_rule]] or None)
 
     def __len__(self) -> int:
         return len(self.sites)

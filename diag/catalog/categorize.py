@@ -129,6 +129,10 @@ RULES: list[tuple[str, str, Pred]] = [
                                            r"(not supported|unsupported|does not support).{0,60}(speculative|spec decod|draft)",
                                            t)) and bool(re.search(r"attention|backend|mla|kernel|flashinfer|"
                                                                   r"flashmla|aiter|triton|metadata", t + f))),
+    # an index out of range inside Mamba/GDN code indexes a state, a block or a chunk table
+    ("hybrid_index_error", "state_index",
+     lambda f, fn, t, e, c: bool(_MAMBA_FILE.search(f)) and (e == "IndexError" or bool(re.search(
+         r"out of bounds|index out of range|list index|indices? .{0,30}(out of|exceed)", t)))),
     ("hybrid_mixed_batch", "mixed_batch",
      lambda f, fn, t, e, c: bool(_MAMBA_FILE.search(f)) and bool(_BATCH_WORDS.search(t))
      and not bool(_STATE_WORDS.search(t))),

@@ -51,10 +51,14 @@ class SiteMatch:
         """Hole values that are numbers (or lists of numbers), keyed by a readable name."""
         out: dict[str, Any] = {}
         for expr, text in self.values.items():
-            name = hole_name(expr)
+            name = hole_name(expr.split("#", 1)[0])
             val = _value(text)
-            if name and val is not None:
-                out.setdefault(name, val)
+            if not name or val is None:
+                continue
+            key, i = name, 2
+            while key in out and out[key] != val:  # two holes of one name ({key} ... {key}): keep both
+                key, i = f"{name}_{i}", i + 1
+            out[key] = val
         return out
 
 
@@ -97,7 +101,7 @@ def _value(text: str) -> Any:
 
 class _Index:
     def __init__(self, cat: Catalog):
-        self.entries: list[tuple[str, Site, list[str]]] = []  # (anchor, site, literal pieces in order)
+        self.entries: list[tuple[tuple[str, ...], Site, list[str]]] = []  # (anchors, site, literal pieces in order)
         for s in cat.all_sites():
             if not s.message:
                 continue
@@ -106,8 +110,10 @@ class _Index:
             lit = sum(len(p) for p in pieces)
             if lit < 12:  # "{x}" or "Unsupported: {x}": too little text to recognise a message by
                 continue
-            anchor = max(pieces, key=len)
-            self.entries.append((anchor, s, pieces))
+            longest = max(pieces, key=len)
+            first = next((p for p in pieces if len(p) >= 12), longest)
+            # the first long piece survives a message cut at its end; the longest one a message cut at its start
+            self.entries.append(((first, longest) if first != longest else (longest,), s, pieces))
 
 
 def _pieces(template: str) -> list[str]:
@@ -156,8 +162,8 @@ def match_message(message: str, exc_type: str = "", cat: Catalog | None = None, 
         return []
     short = exc_type.rsplit(".", 1)[-1]
     out: list[SiteMatch] = []
-    for anchor, site, pieces in _index(cat).entries:
-        if anchor not in msg:
+    for anchors, site, pieces in _index(cat).entries:
+        if not any(a in msg for a in anchors):
             continue
         rx = site.template_regex()
         values: dict[str, str] = {}
@@ -167,8 +173,10 @@ def match_message(message: str, exc_type: str = "", cat: Catalog | None = None, 
             holes = site.holes()
             for i, h in enumerate(holes):
                 v = m.groupdict().get(f"h{i}")
-                if v is not None and h not in values:
-                    values[h] = v
+                if v is None:
+                    continue
+                key = h if h not in values or values[h] == v else f"{h}#{i}"
+                values[key] = v
             score = 1.0
             # a template that is all holes around a short text matches too easily
             lit = sum(len(p) for p in pieces)

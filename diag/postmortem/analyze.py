@@ -268,6 +268,8 @@ def apply_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
         for k, v in d.numbers.items():
             lead.numbers.setdefault(k, v)
         lead.evidence += [e for e in d.evidence if e.source == "catalog" or e.line not in {x.line for x in lead.evidence}]
+        if not lead.comparisons:  # the rule could not reconstruct the values: say what would give them
+            lead.missing_evidence += [m for m in d.missing if m not in lead.missing_evidence]
         rest = [f for f in findings if f is not lead]
         return [lead] + rest
     new = d.finding()

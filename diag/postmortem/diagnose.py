@@ -489,7 +489,8 @@ def _from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup,
     how = {"message": "its message template", "condition": "the frame's assert condition",
            "raise": "the frame's raise", "kernel": "the kernel check's text"}.get(best.how, best.how)
     where = f"{site.file}:{site.function}" if site.function else site.file
-    rel = f"present in vLLM {site.version_text()}" if site.versions else (site.source or site.package or "kernel")
+    rel = (f"present in vLLM {site.version_text()}" if site.versions
+           else f"{site.package or 'kernel'} check" + (f" ({site.source})" if site.source else ""))
     basis = f"matched vLLM failure site {where} ({_site_text(site)[:160]}) by {how}; {rel}"
     if best.version_ok is False and facts.vllm_version:
         basis += f"; not at this place in {facts.vllm_version} as released (a fork or a patched build)"

@@ -256,10 +256,13 @@ class FactCollector:
             self._dump_line = line.lineno
             if _balance(self._dump[0]) <= 0:
                 self._end_dump()
-        if _LOOSE_ERR.search(line.text):
+        t = line.text
+        if (line.level is None or line.level == "ERROR") and not t.startswith(("  File ", "    ")) and (
+                "rror" in t or "ailed" in t or "ssert" in t or "llegal" in t or "Check" in t or "kernel" in t
+                or "<<<" in t or "PC " in t or "Xid" in t or "sizes:" in t or "memory" in t) and _LOOSE_ERR.search(t):
             if len(self.error_lines) >= 120:
                 del self.error_lines[:60]
-            self.error_lines.append((line.lineno, (line.display or line.text).strip()[:600]))
+            self.error_lines.append((line.lineno, (line.display or t).strip()[:600]))
         if 'File "' in line.text and (line.text.count('File "') > 1 or "most recent call last):" in line.text[:-1].rstrip()[:-1]):
             for piece in unflatten(line):  # a traceback pasted as one line
                 self.tb.feed(piece)
@@ -280,7 +283,7 @@ class FactCollector:
         text = line.text
         self._cur = line
         # version
-        has_ver = "ersion" in text or "vllm" in text or "VERSION" in text
+        has_ver = "ersion" in text or "vllm" in text or "VERSION" in text or "LLM engine (" in text
         for prio, rx in _VERSION_PATTERNS:
             if prio >= self._version_prio or not has_ver:
                 break

@@ -69,6 +69,7 @@ class _State:
     cont_lines: int = 0
     chained: bool = False
     last_line: int = 0
+    last_line_seen: int = 0  # the line before the current one (a hard-wrapped record continues on the next)
 
 
 _EXC_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Timeout", "Failure", "Fault", "Warning", "NotFound")
@@ -134,6 +135,7 @@ class TracebackParser:
             st.frames = []
             st.last_exc = None
             st.cont_lines = 0
+        st.last_line_seen = st.last_line
         st.last_line = line.lineno
         self._last_proc = key
 
@@ -210,7 +212,11 @@ class TracebackParser:
         # continuation of the last exception's message
         exc = st.last_exc
         if exc is not None and st.cont_lines and stripped and st.cont_lines < 30:
-            if _quote_open(exc.message) or (text[:1] in " \t" and line.level is None):
+            wrapped_record = (line.level is not None and line.lineno == st.last_line_seen + 1
+                              and exc.message and exc.message.rstrip()[-1:] not in ".!?:]}'\""
+                              and not _EXC_STRICT.match(stripped) and not stripped.startswith(("Traceback", "File "))
+                              and not any(w in stripped for w in WRAPPER_TEXTS) and not stripped.endswith(":"))
+            if _quote_open(exc.message) or (text[:1] in " \t" and line.level is None) or wrapped_record:
                 if len(exc.message) < MAX_MESSAGE:
                     exc.message = (exc.message + "\n" + stripped)[:MAX_MESSAGE]
                 st.cont_lines += 1
