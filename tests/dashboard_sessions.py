@@ -6,7 +6,8 @@
 * ``analyzed_db(path, log)``: ``vllm-diag analyze LOG --db PATH`` of a real crash log;
 * ``checked_db(path, command_file, version, gpu)``: ``vllm-diag check --file ... --db PATH``;
 * ``fleet_dir(tmp)``: a folder of per-host DBs built from all three kinds (the seed #43626 pre-flight,
-  the 0.26.0 GPU crash log, the #39809 bug report, the real test-bed logs, the GPU recordings).
+  the 0.26.0 GPU crash log, the #39809 bug report, the real test-bed logs, the GPU recordings; the
+  recorded 11-vs-12 capture failure diagnosed as the probes do at a failure).
 """
 
 from __future__ import annotations
@@ -80,4 +81,17 @@ def fleet_dir(root: Path) -> Path:
         analyzed_db(root / "testbed-logs.db", log)
     for name in GPU_RECORDINGS:
         gpu_db(root, name)
+    diagnosed_gpu_failure(root / "nemotronh-pc-ngram3-capture-11v12.db")
     return root
+
+
+def diagnosed_gpu_failure(db: Path) -> str:
+    """Run the rules on the recorded 11-vs-12 capture failure and store the findings, as the probes
+    do at a failure now (``vllm_diag.live.diagnose_and_store``); returns the session id."""
+    from vllm_diag.live import diagnose_and_store
+    from vllm_diag.store import Store
+
+    with Store.open(db, create=True) as st:
+        sid = st.resolve_session(None)
+        diagnose_and_store(st, sid)
+    return sid

@@ -16,6 +16,9 @@ columns and steps they name are drawn in gold with a label, on top of the view's
 
 from __future__ import annotations
 
+import html
+import textwrap
+
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -28,6 +31,16 @@ PALETTE = ("#1565c0", "#2e7d32", "#6a1b9a", "#00838f", "#5d4037", "#ad1457", "#2
 ROW_PX = 18
 
 
+def _t(value) -> str:
+    """Text from a DB for a figure: Plotly reads ``<br>``, ``<b>``, ``<a href>`` in labels and hover
+    text, so ``<``, ``>`` and ``&`` are escaped and the text shows as written."""
+    return html.escape(str(value), quote=False)
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def _keys(highlight) -> set[str]:
     return {getattr(a, "key", a) for a in (highlight or ())}
 
@@ -35,7 +48,8 @@ def _keys(highlight) -> set[str]:
 def _empty(title: str, reason) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(title=title, height=160, xaxis={"visible": False}, yaxis={"visible": False},
-                      annotations=[{"text": str(reason), "showarrow": False, "x": 0.5, "y": 0.5,
+                      annotations=[{"text": "<br>".join(_t(x) for x in textwrap.wrap(str(reason), 110)),
+                                    "showarrow": False, "x": 0.5, "y": 0.5,
                                     "xref": "paper", "yref": "paper"}], margin={"t": 40, "b": 10, "l": 10, "r": 10})
     return fig
 
@@ -51,8 +65,8 @@ def page_map_figure(vm, highlight=()) -> go.Figure:
         return _empty(title, vm.missing or Missing("no layer specs in this session"))
     hl = _keys(highlight)
     fig = make_subplots(rows=1, cols=len(sides), shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=[s.title for s in sides])
-    layers = list(dict.fromkeys(r.layer for s in sides for r in s.rows))
+                        subplot_titles=[_t(s.title) for s in sides])
+    layers = list(dict.fromkeys(_t(r.layer) for s in sides for r in s.rows))
     for col, side in enumerate(sides, start=1):
         rows = list(side.rows)
         colours, lines, hover = [], [], []
@@ -60,7 +74,7 @@ def page_map_figure(vm, highlight=()) -> go.Figure:
             g = r.group if isinstance(r.group, int) else -1
             colours.append(RED if r.marked else PALETTE[g % len(PALETTE)] if g >= 0 else GREY)
             lines.append(GOLD if r.anchor.key in hl else "rgba(0,0,0,0)")
-            hover.append("<br>".join(x for x in (
+            hover.append("<br>".join(_t(x) for x in (
                 f"{r.layer}", f"{r.spec_type}{' (draft)' if r.is_draft else ''}, group {fmt(r.group)}",
                 f"page needed {fmt(r.page_raw)} B, before unification {fmt(r.page_before)} B",
                 f"after unification {fmt(r.page_after)} B; padding {fmt(r.padding_bytes)} B ({r.padding_pct:.1f} %)",
@@ -70,7 +84,7 @@ def page_map_figure(vm, highlight=()) -> go.Figure:
             ) if x))
         need = [r.page_raw if r.page_raw is not None else (r.page_before or 0) for r in rows]
         pad = [max(0, (r.page_before or 0) - n) if r.page_before is not None else 0 for r, n in zip(rows, need)]
-        y = [r.layer for r in rows]
+        y = [_t(r.layer) for r in rows]
         fig.add_trace(go.Bar(y=y, x=need, orientation="h", name="page the spec needs", legendgroup="need",
                              showlegend=col == 1, marker={"color": colours, "line": {"color": lines, "width": 3}},
                              hovertext=hover, hoverinfo="text"), row=1, col=col)
@@ -79,7 +93,7 @@ def page_map_figure(vm, highlight=()) -> go.Figure:
                              hoverinfo="text"), row=1, col=col)
         after = [(r.layer, r.page_after) for r in rows if known(r.page_after)]
         if after:
-            fig.add_trace(go.Scatter(y=[a for a, _ in after], x=[b for _, b in after], mode="markers",
+            fig.add_trace(go.Scatter(y=[_t(a) for a, _ in after], x=[b for _, b in after], mode="markers",
                                      name="page after unification", legendgroup="after", showlegend=col == 1,
                                      marker={"symbol": "diamond", "size": 9, "color": "#212121"}), row=1, col=col)
         if side.max_page:
@@ -87,7 +101,7 @@ def page_map_figure(vm, highlight=()) -> go.Figure:
                           annotation_text=f"largest {side.max_page:,} B", annotation_position="top")
         for r in rows:
             if r.anchor.key in hl:
-                fig.add_annotation(y=r.layer, x=(r.page_before or r.page_raw or 0), text="◀ finding", showarrow=False,
+                fig.add_annotation(y=_t(r.layer), x=(r.page_before or r.page_raw or 0), text="◀ finding", showarrow=False,
                                    xanchor="left", font={"color": GOLD, "size": 12}, row=1, col=col)
     fig.update_layout(barmode="stack", title=title, height=max(260, 90 + ROW_PX * len(layers)),
                       margin={"l": 10, "r": 10, "t": 70, "b": 40}, legend={"orientation": "h", "y": -0.02, "yanchor": "top"},
@@ -117,11 +131,12 @@ def state_index_figure(vm, highlight=()) -> go.Figure:
     for g in groups:
         gi = fmt(g.group_index)
         compared = next((b for b in g.buffers if b.compared), None)
-        t_label = f"group {gi}: block table {fmt(g.rows)} x {fmt(g.columns)}"
+        t_label = _t(f"group {gi}: block table {fmt(g.rows)} x {fmt(g.columns)}")
         ylabels.append(t_label)
         b_label = None
         if compared is not None:
-            b_label = f"group {gi}: {compared.name} ({'x'.join(map(str, compared.shape)) if known(compared.shape) else fmt(compared.shape)})"
+            shape = "x".join(map(str, compared.shape)) if known(compared.shape) else "shape not recorded"
+            b_label = _t(_cut(f"group {gi}: {compared.name}", 44) + f" ({shape})")
             ylabels.append(b_label)
         for c in g.cells:
             state = "both" if c.in_table and c.in_buffer else "table" if c.in_table else "buffer"
@@ -132,24 +147,24 @@ def state_index_figure(vm, highlight=()) -> go.Figure:
             if c.in_table:
                 pts[colour_state][0].append(c.index)
                 pts[colour_state][1].append(t_label)
-                pts[colour_state][2].append(tip + f"<br>derivation: {fmt(g.derivation)}")
+                pts[colour_state][2].append(_t(tip) + f"<br>derivation: {_t(fmt(g.derivation))}")
                 if col_key in hl:
-                    gold[0].append(c.index), gold[1].append(t_label), gold[2].append(tip)
+                    gold[0].append(c.index), gold[1].append(t_label), gold[2].append(_t(tip))
             if b_label and c.in_buffer:
                 pts[colour_state][0].append(c.index)
                 pts[colour_state][1].append(b_label)
-                pts[colour_state][2].append(tip + f"<br>derivation: {fmt(compared.derivation)}")
+                pts[colour_state][2].append(_t(tip) + f"<br>{_t(compared.name)}<br>derivation: {_t(fmt(compared.derivation))}")
                 if col_key in hl:
-                    gold[0].append(c.index), gold[1].append(b_label), gold[2].append(tip)
+                    gold[0].append(c.index), gold[1].append(b_label), gold[2].append(_t(tip))
             if col_key in hl and not c.in_table:
-                gold[0].append(c.index), gold[1].append(t_label), gold[2].append(tip)
+                gold[0].append(c.index), gold[1].append(t_label), gold[2].append(_t(tip))
         if g.mismatch is not None:
             annotations.append({"x": max(g.marked_columns or (g.mismatch[0],)), "y": t_label, "xanchor": "left",
                                 "text": f"  {g.mismatch[0]} vs {g.mismatch[1]} columns", "showarrow": False,
                                 "font": {"color": RED}})
-        if g.anchor.key in hl:
-            annotations.append({"x": g.cells_from, "y": t_label, "xanchor": "right", "text": "finding ▶ ",
-                                "showarrow": False, "font": {"color": GOLD}})
+        if g.anchor.key in hl and not any(k.startswith(f"column:{gi}:") for k in hl):
+            annotations.append({"x": g.cells_from - 0.5, "y": t_label, "xanchor": "left", "yshift": 14,
+                                "text": "the finding's group", "showarrow": False, "font": {"color": GOLD}})
     for k, (name, colour) in states.items():
         if pts[k][0]:
             fig.add_trace(go.Scatter(x=pts[k][0], y=pts[k][1], mode="markers", name=name, hovertext=pts[k][2],
@@ -158,11 +173,15 @@ def state_index_figure(vm, highlight=()) -> go.Figure:
         fig.add_trace(go.Scatter(x=gold[0], y=gold[1], mode="markers", name="the finding's column", hovertext=gold[2],
                                  hoverinfo="text", marker={"symbol": "square-open", "size": 24, "color": GOLD,
                                                            "line": {"width": 4, "color": GOLD}}))
-    fig.update_layout(title=title, height=max(200, 110 + 34 * len(ylabels)), annotations=annotations,
-                      margin={"l": 10, "r": 10, "t": 60, "b": 40}, legend={"orientation": "h", "y": -0.15},
+    fig.update_layout(title=title, height=max(260, 150 + 34 * len(ylabels)), annotations=annotations,
+                      margin={"l": 10, "r": 10, "t": 60, "b": 10},
+                      legend={"orientation": "h", "y": -0.25, "yanchor": "top", "x": 0},
                       meta={"highlight": sorted(hl), "mismatches": [list(g.mismatch) for g in vm.mismatches]})
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(ylabels)), automargin=True)
-    fig.update_xaxes(title_text="block-table column (1-based)", dtick=1 if max(c.index for g in groups for c in g.cells) <= 40 else None)
+    lo = min(c.index for g in groups for c in g.cells)
+    hi = max(c.index for g in groups for c in g.cells)
+    fig.update_xaxes(title_text="block-table column (1-based)", dtick=1 if hi - lo <= 40 else None,
+                     range=[lo - 0.6, hi + 0.6 + max(2.5, (hi - lo) * 0.25)])  # room for the "N vs M" label
     return fig
 
 
@@ -181,7 +200,7 @@ def timeline_figure(vm, highlight=()) -> go.Figure:
         dash = None if s.kind == "runner" else "dot"
         if s.kind != "runner" and s.agrees:
             continue  # builders that agree with the runner draw the same lines
-        label = s.label
+        label = _t(s.label)
         for name, ys, colour in (("decodes", s.decodes, "#1565c0"), ("spec decodes", s.spec_decodes, "#6a1b9a"),
                                  ("prefills", s.prefills, "#2e7d32")):
             fig.add_trace(go.Scatter(x=list(s.x), y=list(ys), mode="lines", name=f"{name} ({label})",
@@ -195,7 +214,7 @@ def timeline_figure(vm, highlight=()) -> go.Figure:
                                         (disagree, "builder split differs from the runner", "triangle-down", "#ef6c00")):
         if marks:
             fig.add_trace(go.Scatter(x=[m.step for m in marks], y=[top * 1.08] * len(marks), mode="markers", name=name,
-                                     hovertext=[f"step {m.step}: {m.label}: {m.text}" for m in marks], hoverinfo="text",
+                                     hovertext=[_t(f"step {m.step}: {m.label}: {m.text}") for m in marks], hoverinfo="text",
                                      marker={"symbol": symbol, "size": 10, "color": colour}), row=1, col=1)
     for m in vm.marks:
         if m.anchor.key in hl:
@@ -215,7 +234,7 @@ def timeline_figure(vm, highlight=()) -> go.Figure:
         sub.append(f"next_n = {vm.next_n}")
     if vm.process_note:
         sub.append(vm.process_note)
-    fig.update_layout(title={"text": title + "<br><sup>" + " | ".join(sub) + "</sup>"}, height=420,
+    fig.update_layout(title={"text": title + "<br><sup>" + " | ".join(_t(x) for x in sub) + "</sup>"}, height=420,
                       margin={"l": 10, "r": 10, "t": 80, "b": 40}, legend={"orientation": "h", "y": -0.12},
                       meta={"highlight": sorted(hl), "marked_steps": list(vm.marked_steps)})
     fig.update_yaxes(title_text="requests", row=1, col=1)

@@ -14,6 +14,7 @@ import tempfile
 import urllib.parse
 
 import dash
+from dash.exceptions import DependencyException
 from dash import ALL, Input, Output, State, ctx, dash_table, dcc, html
 
 from vllm_diag.ui.web import callbacks as cb
@@ -23,6 +24,20 @@ from vllm_diag.ui.web.data import Sources
 
 REFRESH_MS = 2000
 STYLE = {"fontFamily": "system-ui, sans-serif", "fontSize": "14px", "margin": "0 12px"}
+# Dash's page template with a few rules of our own (no assets folder is served)
+INDEX = """<!DOCTYPE html>
+<html>
+<head>{%metas%}<title>{%title%}</title>{%favicon%}{%css%}
+<style>
+th, td { padding: 2px 8px; text-align: left; vertical-align: top; }
+.muted { color: #555; }
+pre { white-space: pre-wrap; word-break: break-all; background: #f6f8fa; padding: 4px 6px; }
+.finding-number { font-weight: bold; margin-right: 4px; }
+.selection-note { color: #8d6e00; font-weight: bold; min-height: 1.2em; }
+</style>
+</head>
+<body>{%app_entry%}<footer>{%config%}{%scripts%}{%renderer%}</footer></body>
+</html>"""
 
 
 def _fleet_layout():
@@ -77,7 +92,13 @@ def create_app(sources: Sources, *, token: str | None = None, loopback_only: boo
         suppress_callback_exceptions=True,
         update_title=None,
     )
+    app.index_string = INDEX
     security.install(app.server, token=token, loopback_only=loopback_only)
+
+    @app.server.errorhandler(DependencyException)
+    def _no_such_bundle(_exc):  # "/_dash-component-suites/../x": not a file of ours, not a crash
+        return "not found\n", 404, {"Content-Type": "text/plain"}
+
     app.layout = html.Div([
         dcc.Location(id="url"),
         html.Div([html.Strong("vllm-diag", style={"marginRight": "16px"}), dcc.Link("Fleet", href="/"), " | ",
@@ -143,6 +164,9 @@ def create_app(sources: Sources, *, token: str | None = None, loopback_only: boo
 
 def serve(app: dash.Dash, host: str, port: int):
     """Werkzeug's threaded WSGI server (one thread per request); returns it (``serve_forever``)."""
+    import logging
+
     from werkzeug.serving import make_server
 
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request (the fleet polls every 2 s)
     return make_server(host, port, app.server, threaded=True)

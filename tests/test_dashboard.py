@@ -1,0 +1,292 @@
+"""The dashboard's callbacks as plain functions, on real sessions (no browser, no server): fleet
+rows, filters, refresh by new rows only, session pages drawn from the view models, a finding's
+highlight, suggestion downloads equal to ``suggest --apply``, compare, bad DBs as messages, and
+the token / Host checks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+pytest.importorskip("dash")
+
+from tests.dashboard_sessions import fleet_dir  # noqa: E402
+from vllm_diag import views  # noqa: E402
+from vllm_diag.fleet import Fleet, db_key_for  # noqa: E402
+from vllm_diag.model import BatchStep  # noqa: E402
+from vllm_diag.store import Store  # noqa: E402
+from vllm_diag.suggest import apply_suggestion  # noqa: E402
+from vllm_diag.ui.web import callbacks as cb  # noqa: E402
+from vllm_diag.ui.web import security  # noqa: E402
+from vllm_diag.ui.web.app import create_app, page  # noqa: E402
+from vllm_diag.ui.web.data import Sources  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fleet_root(tmp_path_factory):
+    return fleet_dir(tmp_path_factory.mktemp("fleet") / "hosts")
+
+
+@pytest.fixture
+def sources(fleet_root, tmp_path):
+    root = tmp_path / "hosts"
+    shutil.copytree(fleet_root, root)
+    fleet = Fleet([root])
+    src = Sources(fleet, refresh_s=0)
+    src.root = root
+    yield src
+    fleet.close()
+
+
+def _texts(component) -> list[str]:
+    """Every string in a Dash component tree (what the browser shows as text)."""
+    out = []
+    if isinstance(component, str):
+        return [component]
+    if isinstance(component, (list, tuple)):
+        for c in component:
+            out += _texts(c)
+        return out
+    children = getattr(component, "children", None)
+    if children is not None:
+        out += _texts(children)
+    return out
+
+
+def _find(component, cid):
+    if getattr(component, "id", None) == cid:
+        return component
+    children = getattr(component, "children", None)
+    for c in children if isinstance(children, (list, tuple)) else [children] if children is not None else []:
+        hit = _find(c, cid)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _row(src, kind=None, status=None, rule=None):
+    for r in src.snapshot(force=True).rows:
+        if (kind is None or r.kind == kind) and (status is None or r.status == status):
+            if rule is None:
+                return r
+            with src.fleet.open_store(r.db_key) as st:
+                if any(f.rule == rule for f in st.load(r.session, steps=False).findings):
+                    return r
+    raise AssertionError(f"no session kind={kind} status={status} rule={rule}")
+
+
+def test_fleet_rows_failing_first_search_and_filters(sources):
+    snap = sources.snapshot(force=True)
+    rows = cb.fleet_rows(snap)
+    assert len(rows) == len(snap.rows) >= 10
+    failing = [r for r in rows if r["errors_f"] or r["status"] == "failed"]
+    assert rows[:len(failing)] == failing  # the failures are at the top, visible at a glance
+    seed = next(r for r in rows if r["kind"] == "check")
+    assert seed["errors_f"] == 1 and seed["worst"] == "error" and seed["gpu"] == "RTX PRO 6000"
+    assert seed["vllm_version"] == "0.20.2" and seed["session"].startswith("[")
+    assert {r["session_id"] for r in cb.fleet_rows(snap, search="H200 0.26.0")} == {
+        r.session for r in snap.rows if "H200" in r.gpu and r.vllm_version == "0.26.0"}
+    assert all(r["kind"] == "engine" for r in cb.fleet_rows(snap, kinds=["engine"]))
+    assert {r["status"] for r in cb.fleet_rows(snap, statuses=["ok"])} == {"ok"}
+    tp2 = next(r for r in rows if r["gpu"] == "2x H200")
+    assert tp2["last_step"] == 67
+
+
+def test_fleet_refresh_reads_only_new_rows_and_new_dbs(sources):
+    recs, problems, summary, gen, flt = cb.fleet_update(sources)
+    assert recs and problems is None and "sessions in" in summary
+    # nothing changed: the browser keeps its table
+    assert cb.fleet_update(sources, known_generation=gen, known_filter=flt)[0] is None
+    # an engine writes 500 steps into one DB: the refresh reads those rows, not the million before
+    live = Store.open(sources.root / "qwen3next-serve-ngram3.db", create=True)
+    sid = live.resolve_session(None)
+    live.add_rows("batch_steps", sid, 7, [BatchStep(step_index=1000 + i, num_decodes=1) for i in range(500)])
+    live.close()
+    snap = sources.snapshot(force=True)
+    assert snap.rows_read == 500
+    assert snap.row(db_key_for(sources.root / "qwen3next-serve-ngram3.db"), sid).last_step == 1499
+    recs2, _p, _s, gen2, _f = cb.fleet_update(sources, known_generation=gen, known_filter=flt)
+    assert gen2 == gen + 1 and recs2 is not None
+    # a host's DB appears later; a foreign file is a problem line, not an error
+    shutil.copyfile(sources.root / "preflight-host.db", sources.root / "late-host.db")
+    (sources.root / "notes.db").write_text("<b>not</b> a database")
+    recs3, problems, _s, _g, _f = cb.fleet_update(sources, known_generation=gen2, known_filter=flt)
+    assert len(recs3) == len(recs2) + 1
+    assert "notes.db: notes.db: not a vllm-diag database (not an SQLite file)" in _texts(problems)
+    assert sources.snapshot().rows_read == 0  # the copy's rows are read once, by index, not rescanned
+
+
+def test_session_page_from_the_view_models_and_a_click_on_a_finding(sources):
+    row = _row(sources, kind="engine", rule="mamba_state_indices")  # the diagnosed 11-vs-12 GPU capture
+    layout = cb.session_page(sources, row.db_key, row.session)
+    with sources.fleet.open_store(row.db_key) as st:
+        rep = views.build(st.load(row.session, steps="summary"))
+    texts = " ".join(_texts(layout))
+    for f in rep.findings.items:
+        assert f"#{f.number}" in texts and f.title in texts
+    for s in rep.findings.suggestions:
+        assert f"{s.number}. {s.title}" in texts
+    state = _find(layout, "fig-state").figure
+    assert state.layout.meta["mismatches"] == [[12, 11]] and state.layout.meta["highlight"] == []
+    # click finding #1: its anchors (group 0, block-table column 12) turn gold in the state-index view
+    f1 = next(f for f in rep.findings.items if f.rule == "mamba_state_indices")
+    ids = [{"type": "finding", "n": f.number} for f in rep.findings.items]
+    pages, state, timeline, note, styles = cb.select_finding(sources, {"db": row.db_key, "session": row.session},
+                                                             f1.number, ids)
+    assert "column:0:12" in f1.anchor_keys and state.layout.meta["highlight"] == sorted(f1.anchor_keys)
+    gold = [t for t in state.data if t.name == "the finding's column"]
+    assert gold and 12 in gold[0].x
+    assert note == f"finding #{f1.number}: " + ", ".join(f1.anchor_keys)
+    assert [st["background"] for st in styles] == ["#fffde7" if i["n"] == f1.number else "#fff" for i in ids]
+
+
+def test_seed_check_page_map_marks_the_layer_and_highlights_it(sources):
+    row = _row(sources, kind="check")
+    loaded = sources.load(row.db_key, row.session)
+    f1 = loaded.report.findings.items[0]
+    assert f1.rule == "kv_unify_mamba_assert" and f1.anchors
+    pages, *_ = cb.select_finding(sources, {"db": row.db_key, "session": row.session}, 1,
+                                  [{"type": "finding", "n": 1}])
+    assert set(pages.layout.meta["marked"]) == set(loaded.report.page_map.marked_layers)
+    assert set(pages.layout.meta["highlight"]) == set(f1.anchor_keys)
+    need = pages.data[0]
+    gold = [y for y, c in zip(need.y, need.marker.line.color) if c == "#f9a825"]
+    assert set(gold) == {a.ref for a in f1.anchors if a.kind == "layer"}
+
+
+def test_download_equals_suggest_apply(sources, tmp_path):
+    row = _row(sources, kind="check")
+    ref = {"db": row.db_key, "session": row.session}
+    loaded = sources.load(row.db_key, row.session)
+    for n, _f, sug in loaded.suggestions:
+        written = apply_suggestion(sug, tmp_path, stem=f"vllm-diag-{row.session}-s{n}")
+        for what, path in (("sh", written[0]), ("yaml", written[1])):
+            d = cb.download(sources, ref, n, what)
+            assert d["filename"] == path.name and d["content"] == path.read_text()
+    assert "num_speculative_tokens" in cb.download(sources, ref, 1, "yaml")["content"]
+
+
+def test_compare_config_diff_kv_groups_page_sizes(sources):
+    a = _row(sources, kind="engine", rule="mamba_state_indices")
+    b = next(r for r in sources.snapshot().rows if r.gpu == "2x H200")
+    body = cb.compare_body(sources, a.key, b.key)
+    texts = _texts(body)
+    diff = cb.config_diff(sources.load(a.db_key, a.session).report.header.config,
+                          sources.load(b.db_key, b.session).report.header.config)
+    differing = [k for k, _x, _y, d in diff if d]
+    assert differing and differing[0] in texts
+    assert any(t.startswith("Config diff (") for t in texts)
+    assert "MambaSpec" in texts and "FullAttentionSpec" in texts  # both sides' KV groups
+    assert cb.compare_href([a.key, b.key]) == "/compare?" + __import__("urllib.parse").parse.urlencode({"a": a.key, "b": b.key})
+    assert cb.compare_href([a.key]) is None
+
+
+def test_bad_urls_and_vanished_dbs_are_messages(sources):
+    for path in ("/session/000000000000/nope", "/session/../../etc/passwd", "/nothing/here",
+                 "/session/" + db_key_for(sources.root / "notes.db") + "/x"):
+        texts = _texts(page(sources, path, ""))
+        assert any(t in ("Session not available", "Not found") for t in texts), path
+    row = _row(sources, kind="check")
+    (sources.root / row.db_name).unlink()
+    texts = _texts(cb.session_page(sources, row.db_key, row.session))
+    assert "no such session among the dashboard's databases" in texts
+
+
+def test_script_in_a_log_stays_text(sources, tmp_path):
+    """Text from a log reaches the page as a string (React escapes it), never as markup."""
+    from tests.dashboard_sessions import REAL_LOGS, analyzed_db
+
+    log = tmp_path / "evil.log"
+    text = (REAL_LOGS / "missing_tokenizer.log").read_text()
+    evil = "<script>window.__pwned=1</script><img src=x onerror=alert(1)>"
+    lines = text.splitlines()
+    idx = max(i for i, line in enumerate(lines) if "Error" in line and ":" in line)
+    lines[idx] = lines[idx] + " " + evil
+    log.write_text("\n".join(lines) + "\n")
+    analyzed_db(sources.root / "evil.db", log)
+    row = next(r for r in sources.snapshot(force=True).rows if r.db_name == "evil.db")
+    layout = cb.session_page(sources, row.db_key, row.session)
+    serialized = json.dumps(layout.to_plotly_json(), default=lambda o: o.to_plotly_json())
+    assert evil in " ".join(_texts(layout))  # as a plain string child
+    assert '"type": "Script"' not in serialized and "dangerously" not in serialized
+
+
+# ----------------------------------------------------------------------------- token and Host
+
+
+def test_bind_rules():
+    assert security.bind_error("127.0.0.1", None) is None
+    assert security.bind_error("::1", None) is None
+    assert "token" in security.bind_error("0.0.0.0", None)
+    assert security.bind_error("0.0.0.0", "short") == "the dashboard token must be at least 16 characters"
+    assert security.bind_error("0.0.0.0", "x" * 24) is None
+
+
+def test_every_route_needs_the_token(sources):
+    token = "t0ken-" + "x" * 20
+    app = create_app(sources, token=token, loopback_only=False)
+    client = app.server.test_client()
+    routes = ["/", "/session/abc/def", "/_dash-layout", "/_dash-dependencies", "/_favicon.ico"]
+    for r in routes:
+        resp = client.get(r)
+        assert resp.status_code == 401, r
+        assert b"token required" in resp.data
+    body = {"output": "page.children", "outputs": {"id": "page", "property": "children"},
+            "inputs": [{"id": "url", "property": "pathname", "value": "/"},
+                       {"id": "url", "property": "search", "value": ""}], "changedPropIds": ["url.pathname"]}
+    assert client.post("/_dash-update-component", json=body).status_code == 401
+    assert client.post("/_dash-update-component", json=body,
+                       headers={"Authorization": "Bearer wrong-token-xxxxxxxxxxxx"}).status_code == 401
+    ok = client.post("/_dash-update-component", json=body, headers={"Authorization": f"Bearer {token}"})
+    assert ok.status_code == 200 and b"Fleet" in ok.data
+    # a browser's first visit: ?token= sets the HttpOnly cookie and redirects without it
+    first = client.get(f"/compare?token={token}&a=1")
+    assert first.status_code == 303 and first.headers["Location"].endswith("/compare?a=1")
+    cookie = first.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and token in cookie
+    again = client.get("/_dash-layout")  # the test client keeps the cookie
+    assert again.status_code == 200
+    assert again.headers["X-Frame-Options"] == "DENY" and again.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_loopback_dashboard_refuses_foreign_host_headers(sources):
+    app = create_app(sources, token=None, loopback_only=True)
+    client = app.server.test_client()
+    assert client.get("/", headers={"Host": "127.0.0.1:8470"}).status_code == 200
+    assert client.get("/", headers={"Host": "localhost"}).status_code == 200
+    assert client.get("/", headers={"Host": "[::1]:8470"}).status_code == 200
+    assert client.get("/", headers={"Host": "attacker.example:8470"}).status_code == 403
+
+
+def test_serves_nothing_but_the_app(sources):
+    app = create_app(sources, token=None, loopback_only=True)
+    client = app.server.test_client()
+    for path in ("/assets/../pyproject.toml", "/assets/app.py", "/../diag/store.py", "/_dash-component-suites/../x"):
+        resp = client.get(path)
+        assert resp.status_code in (200, 404)
+        assert b"[build-system]" not in resp.data and b"class Store" not in resp.data
+        if resp.status_code == 200:  # the SPA shell for an unknown path: Dash's index page, no file
+            assert b"_dash-config" in resp.data
+
+
+def test_figures_show_db_text_as_text(tmp_path):
+    """Plotly reads <br>, <b>, <a href> in labels and hover text: a layer named with markup is escaped."""
+    from vllm_diag.model import KVCacheGroup, LayerSpec
+    from vllm_diag.ui import figures
+
+    evil = 'model.layers.0.<a href="https://example.invalid">attn</a>'
+    st = Store.open(tmp_path / "x.db", create=True)
+    sid = st.new_session("engine", model="m")
+    from vllm_diag.model import EngineState
+
+    st.add_state(sid, EngineState(layer_specs=[LayerSpec(evil, "FullAttentionSpec", block_size=16, page_size_bytes=4096),
+                                               LayerSpec("model.layers.1.mixer", "MambaSpec", block_size=16,
+                                                         page_size_bytes=2048, mamba_shapes=[[1, 2]])],
+                                  kv_cache_groups=[KVCacheGroup(0, "FullAttentionSpec", [evil], 16, 4096)]))
+    rec = st.load(sid, steps="summary")
+    st.close()
+    fig = figures.page_map_figure(views.page_map(rec))
+    text = json.dumps(fig.to_plotly_json(), default=str)
+    assert "<a href" not in text and "&lt;a href=\\\"https://example.invalid\\\"&gt;attn&lt;/a&gt;" in text
