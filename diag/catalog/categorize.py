@@ -113,6 +113,13 @@ RULES: list[tuple[str, str, Pred]] = [
          and e in ("AssertionError", "ValueError", "RuntimeError", "NotImplementedError")
          and bool(re.search(r"shape|size|stride|numel|layout|==|%", t)))),
     ("spec_kernel_next_n", "spec_kernel_limit", lambda f, fn, t, e, c: "next_n" in t),
+    # an attention kernel (or its planned wrapper) refusing the query length per request: with speculative
+    # decoding every decode carries 1 + k tokens (FlashInfer q_len_per_req, AITER qseqlen, max_seqlen_q)
+    ("spec_query_len_limit", "spec_kernel_limit",
+     lambda f, fn, t, e, c: bool(re.search(r"q_len_per_req|qo_len|qseqlen|max_seqlen_q|seqlen_q|query_len|q_len\b|"
+                                           r"query length", t))
+     and bool(re.search(r"kernel|wrapper|planned|support|heuristic|expect|must|limit|exceed|only", t))
+     and not bool(re.search(r"prefill", t) and not re.search(r"decode", t))),
     ("kernel_block_alignment", "block_size_alignment",
      lambda f, fn, t, e, c: bool(_BLOCK_WORDS.search(t)) and bool(re.search(
          r"divis|multiple|align|support|must divide|% |kernel|backend|not a power|power of", t))

@@ -124,6 +124,13 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     arch = facts.architecture or a.get("architecture") or facts.startup.get("resolved_architecture") or ""
     model = str(a.get("model") or facts.model or "")
     frames_text = " ".join(f"{f.file} {f.function}" for e in facts.exceptions for f in e.frames[-12:])
+    # a model named only in prose (a test id, an error line, a repo id quoted in the text)
+    prose = " ".join([t for _, t in (facts.startup.get("error_lines") or [])][-20:]
+                     + list(facts.startup.get("repo_mentions") or []))
+    if not model and not arch:
+        m = HYBRID_MODEL.search(prose) or MLA_MODEL.search(prose)
+        if m:
+            model = m.group(0)
     hybrid = None
     if arch and HYBRID_ARCH.search(arch) or HYBRID_MODEL.search(model):
         hybrid = True
@@ -156,6 +163,9 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
         k = max(batch["spec_tokens_per_req"])
     if not k and batch and batch.get("num_spec_tokens_to_schedule"):
         k = int(batch["num_spec_tokens_to_schedule"])
+    if not k and not method and re.search(r"vllm/v1/spec_decode/|/spec_decode/|\bpropose\b|\bproposer\b|draft_model|"
+                                          r"_draft\w*|eagle|mtp", frames_text):
+        method = "seen in the frames"
     if k:
         why.append(f"speculative decoding ({method or 'draft'}, k={k})")
     elif method:
@@ -330,6 +340,21 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
         return d
     if fc is None and best is not None and best.how == "function":
         pass
+    if not any("vllm/" in f.file or f.file.count("/") <= 2 for f in root.frames):
+        # no vLLM frame printed (an excerpt of the message alone): the message's own words, the modules it
+        # names (causal_conv1d, gdn, indexer ...) standing in for the file
+        from ..catalog.categorize import categorize
+
+        cat, rid = categorize({"file": message.lower()[:300], "function": "", "condition": "", "message": message,
+                               "exc": root.exc_type})
+        if cat != "other" and not _precondition_fails(cat, setup, facts):
+            return Diagnosis(category=cat, confidence="low", rule="failure_class",
+                             basis=f"no frames and no catalog site for this text; its wording classifies as {cat} "
+                                   f"(rule {rid})" + (f"; setup: {', '.join(setup.why)}" if setup.why else ""),
+                             title=f"{_title(cat)} (from the message)",
+                             message=(message.strip().splitlines() or [""])[0][:300],
+                             numbers={**base_numbers, **facts.numbers}, evidence=_ev_exc(root) + batch_ev,
+                             missing=["the traceback of this error (which vLLM function raised it)"])
     if best is not None and 0.5 <= best.score < 0.75 and best.how in ("message", "kernel", "raise"):
         return _from_site(facts, root, best, matches, setup, base_numbers, batch_ev, weak=True)
     hint = _function_hint(root)
@@ -371,8 +396,8 @@ def _ends_at_leaf(exc: LogException) -> bool:
 _STAGES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"preprocess_mamba|postprocess_mamba|collect_mamba_copy|mamba_copy|copy_spec|precopy|"
                 r"state_copy|_update_states.*mamba|mamba_utils", re.I), "state"),
-    (re.compile(r"_build_attention_metadata|build_attn_metadata|\bbuild\b|split_decodes|_prepare_inputs|"
-                r"prepare_inputs|_compute_spec|num_accepted", re.I), "metadata"),
+    (re.compile(r"_build_attention_metadata|build_attn_metadata|attn_metadata|attention_metadata|\bbuild\b|"
+                r"split_decodes|_prepare_inputs|prepare_inputs|_compute_spec|num_accepted", re.I), "metadata"),
     (re.compile(r"capture_model|_capture_cudagraphs|profile_cudagraph|_dummy_run|cudagraph|capture", re.I), "capture"),
     (re.compile(r"initialize_kv_cache|get_kv_cache_config|_initialize_kv_caches|unify_|get_kv_cache_groups|"
                 r"may_reinitialize_input_batch|_reshape_kv_cache|_allocate_kv_cache", re.I), "kv_init"),
@@ -552,7 +577,8 @@ def _precondition_fails(cat: str, setup: Setup, facts: LogFacts) -> str | None:
 def _from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: dict,
                 batch_ev: list[Evidence]) -> Diagnosis:
     m = ASYNC.search(f"{root.exc_type}: {root.message}")
-    fault = m.group(0) if m else "asynchronous CUDA fault"
+    fault = (root.message.strip().splitlines() or [""])[0][:120] if m else "asynchronous CUDA fault"
+    fault = fault.split(" Search for", 1)[0].rstrip(".") or "asynchronous CUDA fault"
     last = root.last_frame
     surfaced = f"{last.file.rsplit('/', 1)[-1]}:{last.function}" if last else "a later synchronisation"
     batch = setup.batch or {}
@@ -570,6 +596,14 @@ def _from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers:
                    + (" and prefix caching" if setup.prefix_caching else ""))
         basis = f"{common}; inferred from the configuration: {', '.join(setup.why)} -> {why}"
         title = f"{_title(cat)} (inferred: {fault} with a hybrid model and speculative decoding)"
+    elif setup.spec_k and setup.hybrid is None and setup.mla is None:
+        # the model is not named: with speculative decoding, vLLM's asynchronous faults come from the
+        # Mamba/GDN state indices the drafts index (the hybrid MTP models) far more than from anything else
+        cat = "state_index"
+        basis = (f"{common}; the log does not name the model; with {', '.join(setup.why)} the likely class is the "
+                 f"Mamba/GDN state indices of the draft slots (a dense model would rule it out; an MLA model would "
+                 f"point at the attention kernels instead)")
+        title = f"{_title(cat)} (inferred: {fault} with speculative decoding, model unknown)"
     elif setup.mla and setup.spec_k:
         cat = "spec_kernel_limit"
         basis = f"{common}; inferred from the configuration: {', '.join(setup.why)} -> MLA / indexer kernels with multi-token decode"

@@ -226,6 +226,7 @@ class FactCollector:
         self._dump_line = 0
         self.dump_text: tuple[int, str] | None = None
         self.error_lines: list[tuple[int, str]] = []  # error-like lines outside tracebacks (kernel text, excerpts)
+        self._err_open = False
 
     # -------------------------------------------------------------- helpers
     def _note(self, name: str, line: Line) -> None:
@@ -257,12 +258,24 @@ class FactCollector:
             if _balance(self._dump[0]) <= 0:
                 self._end_dump()
         t = line.text
+        if self._err_open and line.level is None and t.strip() and not t.lstrip().startswith(("File ", "Traceback")) \
+                and line.lineno == self.error_lines[-1][0] + 1 and len(self.error_lines[-1][1]) < 600:
+            # the next line of an error stated outside a traceback (a kernel's second line of details)
+            ln, prev = self.error_lines[-1]
+            self.error_lines[-1] = (ln, (prev + " " + t.strip())[:600])
+            self._err_open = False
+            return self._feed_rest(line)
+        self._err_open = False
         if (line.level is None or line.level == "ERROR") and not t.startswith(("  File ", "    ")) and (
                 "rror" in t or "ailed" in t or "ssert" in t or "llegal" in t or "Check" in t or "kernel" in t
                 or "<<<" in t or "PC " in t or "Xid" in t or "sizes:" in t or "memory" in t) and _LOOSE_ERR.search(t):
             if len(self.error_lines) >= 120:
                 del self.error_lines[:60]
             self.error_lines.append((line.lineno, (line.display or t).strip()[:600]))
+            self._err_open = True
+        self._feed_rest(line)
+
+    def _feed_rest(self, line: Line) -> None:
         if 'File "' in line.text and (line.text.count('File "') > 1 or "most recent call last):" in line.text[:-1].rstrip()[:-1]):
             for piece in unflatten(line):  # a traceback pasted as one line
                 self.tb.feed(piece)
