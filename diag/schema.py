@@ -231,11 +231,7 @@ _RUNNER_OF_NEW = """from batch_steps r where r.session_id = new.session_id and r
 _BUILDERS_OF_NEW = """from batch_steps b where b.session_id = new.session_id and b.pid is new.pid and b.step_index = new.step_index
        and b.builder is not null and """ + _DIFFERS.format(a="b", b="new")
 
-# One trigger, statements in order: SQLite gives no order between triggers of one event, and the
-# disagreement counts update the rollup row the first statement creates.
-STEP_TRIGGERS = (
-    f"""create trigger if not exists batch_steps_rollup after insert on batch_steps begin
-  insert into step_rollup values ({_ROLLUP_VALUES}, 0)
+_ROLLUP_UPSERT = f"""insert into step_rollup values ({_ROLLUP_VALUES}, 0)
   on conflict do update set first_step = min(first_step, excluded.first_step), last_step = max(last_step, excluded.last_step),
      rows = rows + 1, max_reqs = max(max_reqs, excluded.max_reqs), max_decodes = max(max_decodes, excluded.max_decodes),
      max_spec_decodes = max(max_spec_decodes, excluded.max_spec_decodes), max_prefills = max(max_prefills, excluded.max_prefills),
@@ -244,23 +240,32 @@ STEP_TRIGGERS = (
   insert into step_marks select new.session_id, coalesce(new.pid, 0), new.step_index, 'mixed', coalesce(new.builder, 'runner'),
      coalesce(new.group_index, -1), new.num_reqs, new.num_decodes, new.num_spec_decodes, new.num_prefills, new.num_tokens,
      null, null, null
-     where coalesce(new.num_decodes, 0) > 0 and coalesce(new.num_spec_decodes, 0) > 0;
-  -- a builder row whose runner row (same step and process) was written before it, and differs
-  insert into step_marks select new.session_id, coalesce(new.pid, 0), new.step_index, 'disagree', new.builder,
-     coalesce(new.group_index, -1), new.num_reqs, new.num_decodes, new.num_spec_decodes, new.num_prefills, new.num_tokens,
-     r.num_decodes, r.num_spec_decodes, r.num_prefills {_RUNNER_OF_NEW} and new.builder is not null;
-  update step_rollup set disagree = disagree + (select count(*) {_RUNNER_OF_NEW})
-     where new.builder is not null and session_id = new.session_id and pid = coalesce(new.pid, 0) and source = new.builder
-       and group_index = coalesce(new.group_index, -1) and bucket = new.step_index >> {ROLLUP_SHIFT}
-       and exists (select 1 {_RUNNER_OF_NEW});
-  -- a runner row written after builder rows of the same step that differ from it
+     where coalesce(new.num_decodes, 0) > 0 and coalesce(new.num_spec_decodes, 0) > 0;"""
+
+# One trigger per kind of row (exactly one fires per insert), each with its statements in order: SQLite
+# gives no order between triggers of one event, and the disagreement counts update the rollup row the
+# first statement creates.
+STEP_TRIGGERS = (
+    # the runner's row; builder rows of the same step written before it that differ are disagreements
+    f"""create trigger if not exists batch_steps_rollup_runner after insert on batch_steps when new.builder is null begin
+  {_ROLLUP_UPSERT}
   insert into step_marks select b.session_id, coalesce(b.pid, 0), b.step_index, 'disagree', b.builder,
      coalesce(b.group_index, -1), b.num_reqs, b.num_decodes, b.num_spec_decodes, b.num_prefills, b.num_tokens,
-     new.num_decodes, new.num_spec_decodes, new.num_prefills {_BUILDERS_OF_NEW} and new.builder is null;
+     new.num_decodes, new.num_spec_decodes, new.num_prefills {_BUILDERS_OF_NEW};
   update step_rollup set disagree = disagree + (select count(*) {_BUILDERS_OF_NEW}
        and b.builder = step_rollup.source and coalesce(b.group_index, -1) = step_rollup.group_index)
-     where new.builder is null and session_id = new.session_id and pid = coalesce(new.pid, 0)
-       and bucket = new.step_index >> {ROLLUP_SHIFT} and source != 'runner' and exists (select 1 {_BUILDERS_OF_NEW});
+     where changes() > 0 and session_id = new.session_id and pid = coalesce(new.pid, 0)
+       and bucket = new.step_index >> {ROLLUP_SHIFT} and source != 'runner';
+end""",
+    # a builder's row; the runner's row of the same step written before it, if it differs
+    f"""create trigger if not exists batch_steps_rollup_builder after insert on batch_steps when new.builder is not null begin
+  {_ROLLUP_UPSERT}
+  insert into step_marks select new.session_id, coalesce(new.pid, 0), new.step_index, 'disagree', new.builder,
+     coalesce(new.group_index, -1), new.num_reqs, new.num_decodes, new.num_spec_decodes, new.num_prefills, new.num_tokens,
+     r.num_decodes, r.num_spec_decodes, r.num_prefills {_RUNNER_OF_NEW};
+  update step_rollup set disagree = disagree + changes()
+     where changes() > 0 and session_id = new.session_id and pid = coalesce(new.pid, 0) and source = new.builder
+       and group_index = coalesce(new.group_index, -1) and bucket = new.step_index >> {ROLLUP_SHIFT};
 end""",
 )
 
@@ -318,9 +323,10 @@ def m004_diagnosis_record_and_step_rollup(db) -> None:
 @migrations()
 def m005_step_rollup_one_trigger(db) -> None:
     # m004 shipped the disagreement counting as separate triggers, which SQLite may fire before the one
-    # that creates the rollup row: a builder row opening a 64-step bucket lost its count. One trigger
-    # with the statements in order replaces them; the counts are recomputed from step_marks.
-    for name in ("batch_steps_rollup", "batch_steps_builder_disagrees", "batch_steps_runner_disagrees"):
+    # that creates the rollup row: a builder row opening a 64-step bucket lost its count. One trigger per
+    # kind of row, with the statements in order, replaces them; the counts are recomputed from step_marks.
+    for name in ("batch_steps_rollup", "batch_steps_builder_disagrees", "batch_steps_runner_disagrees",
+                 "batch_steps_rollup_runner", "batch_steps_rollup_builder"):
         db.execute(f"drop trigger if exists {name}")
     db.execute(f"""update step_rollup set disagree = (
         select count(*) from step_marks m where m.kind = 'disagree' and m.session_id = step_rollup.session_id

@@ -627,20 +627,13 @@ class Store:
                 [session_id, pid or 0, lo >> shift, hi >> shift, factor]).fetchall()
         else:
             rows = self.db.execute(
-                f"""with r as (select step_index, coalesce(num_decodes, 0) d, coalesce(num_spec_decodes, 0) s,
-                                      coalesce(num_prefills, 0) p
-                               from batch_steps where session_id = ? and pid is ? and builder is null)
-                select coalesce(b.builder, 'runner'), coalesce(b.group_index, -1), min(b.step_index), max(b.step_index),
-                       count(*), max(coalesce(b.num_reqs, 0)), max(coalesce(b.num_decodes, 0)),
-                       max(coalesce(b.num_spec_decodes, 0)), max(coalesce(b.num_prefills, 0)), max(coalesce(b.num_tokens, 0)),
-                       sum(coalesce(b.num_tokens, 0)),
-                       sum(coalesce(b.num_decodes, 0) > 0 and coalesce(b.num_spec_decodes, 0) > 0),
-                       sum(case when b.builder is null then 0 else (select count(*) from r where r.step_index = b.step_index
-                           and (r.d != coalesce(b.num_decodes, 0) or r.s != coalesce(b.num_spec_decodes, 0)
-                                or r.p != coalesce(b.num_prefills, 0))) end)
-                from batch_steps b where b.session_id = ? and b.pid is ? and b.step_index between ? and ?
-                group by 1, 2, b.step_index / ?""",
-                [session_id, pid, session_id, pid, lo, hi, width]).fetchall()
+                """select coalesce(builder, 'runner'), coalesce(group_index, -1), min(step_index), max(step_index), count(*),
+                       max(coalesce(num_reqs, 0)), max(coalesce(num_decodes, 0)), max(coalesce(num_spec_decodes, 0)),
+                       max(coalesce(num_prefills, 0)), max(coalesce(num_tokens, 0)), sum(coalesce(num_tokens, 0)),
+                       sum(coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0), 0
+                from batch_steps where session_id = ? and pid is ? and step_index between ? and ?
+                group by 1, 2, step_index / ?""", [session_id, pid, lo, hi, width]).fetchall()
+            rows = self._with_disagreements(session_id, pid, rolled, rows, lo, hi, width)
         buckets = [StepBucket(source=r[0], group_index=None if r[1] == -1 else r[1], pid=pid, first_step=r[2], last_step=r[3],
                               rows=r[4], max_reqs=r[5], max_decodes=r[6], max_spec_decodes=r[7], max_prefills=r[8],
                               max_tokens=r[9], sum_tokens=r[10], mixed=r[11], disagree=r[12]) for r in rows]
@@ -657,6 +650,27 @@ class Store:
         return StepSummary(total_rows=total_rows, total_steps=nsteps, first_step=first, last_step=last, width=width, pid=pid,
                            pids=sorted(p for p in pids if p is not None), buckets=buckets, marks=marks, mark_counts=mark_counts,
                            tail=tail, last_rowid=last_rowid[0] if last_rowid else 0)
+
+    def _with_disagreements(self, sid: str, pid, rolled: bool, rows: list, lo: int, hi: int, width: int) -> list:
+        """Fill the buckets' disagreement counts: from step_marks (kept by the triggers), or on an older
+        schema by pairing each builder row with the runner rows of its step."""
+        if rolled:
+            counts = self.db.execute(
+                "select source, group_index, step_index / ?, count(*) from step_marks where session_id = ? and pid = ? "
+                "and kind = 'disagree' and step_index between ? and ? group by 1, 2, 3",
+                [width, sid, pid or 0, lo, hi]).fetchall()
+        else:
+            counts = self.db.execute(
+                """select b.builder, coalesce(b.group_index, -1), b.step_index / ?, count(*)
+                from batch_steps b join batch_steps r on r.session_id = b.session_id and r.pid is b.pid
+                     and r.step_index = b.step_index and r.builder is null
+                where b.session_id = ? and b.pid is ? and b.builder is not null and b.step_index between ? and ?
+                  and (coalesce(r.num_decodes, 0) != coalesce(b.num_decodes, 0)
+                       or coalesce(r.num_spec_decodes, 0) != coalesce(b.num_spec_decodes, 0)
+                       or coalesce(r.num_prefills, 0) != coalesce(b.num_prefills, 0))
+                group by 1, 2, 3""", [width, sid, pid, lo, hi]).fetchall()
+        by_key = {(src, g, k): n for src, g, k, n in counts}
+        return [r[:12] + (by_key.get((r[0], r[1], r[2] // width), 0),) for r in rows]
 
     def _pid_zero(self, session_id: str) -> bool:
         return self.db.execute("select 1 from batch_steps where session_id = ? and pid = 0 limit 1",

@@ -53,7 +53,7 @@ def test_import_contracts_are_kept(tmp_path):
 @pytest.mark.parametrize("module, text, contract", [
     ("views/_probe_store.py", "from ..store import Store\n", "Views never touch the store BROKEN"),
     ("rules/_probe_cycle.py", "def f():\n    from ..preflight import run_check\n",  # a function-body import counts
-     "The diagnosis pipeline is layered: commands, post-mortem, pre-flight, suggestions, rules, model BROKEN"),
+     "The diagnosis pipeline is layered: commands, api, post-mortem, pre-flight, suggestions, rules, model BROKEN"),
     ("render/_probe_ui.py", "import plotly\n",
      "The core is reachable without the front ends (only the commands that start one import vllm_diag.ui) BROKEN"),
 ])

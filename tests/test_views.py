@@ -205,3 +205,17 @@ def test_windows_agree_between_sql_and_python(tmp_path):
         zoomed_out = window(st.step_summary(sid, [], max_points=600), 0, 2999, max_points=100)
     whole = summarize_steps(steps, [], max_points=100)
     assert zoomed_out.width == whole.width and zoomed_out.buckets == whole.buckets
+
+
+def test_api_diagnoses_a_recorded_crash_and_anchors_it():
+    """The probes store facts, not findings: api.diagnose runs the rules on the recorded state."""
+    from vllm_diag import api
+
+    record = api.load(GPU / "nemotronh-pc-ngram3-capture-11v12.db")
+    assert record.findings == [] and build(record).findings.unexplained[0].anchors == (Anchor("group", "0"),
+                                                                                       Anchor("column", "0:12"))
+    diagnosed = api.diagnose(record)
+    [f] = api.views(diagnosed).findings.items
+    assert f.rule == "mamba_state_indices" and f.anchor_keys == ("group:0", "column:0:12")
+    assert f.suggestions and not any(s.verified for s in f.suggestions)
+    assert api.diagnose(diagnosed) is diagnosed

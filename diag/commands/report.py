@@ -20,6 +20,8 @@ def add_arguments(p) -> None:
                    help="file to write (default: vllm-diag-SESSION.html, or stdout with --markdown)")
     p.add_argument("--markdown", action="store_true", help="Markdown for a vLLM GitHub issue instead of HTML")
     p.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
+    p.add_argument("--diagnose", action="store_true",
+                   help="run the rules on a session with no stored findings (a recorded engine; not stored)")
 
 
 def _html_renderer():
@@ -40,6 +42,10 @@ def run(args) -> int:
 
     with Store.open(args.db) as store:
         record = store.load(args.session, steps="summary")  # the timeline aggregated by SQLite
+    if args.diagnose:
+        from ..api import diagnose
+
+        record = diagnose(record)
     vm = build(record)
     if args.markdown:
         from ..render.markdown import render_markdown

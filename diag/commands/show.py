@@ -11,6 +11,8 @@ def add_arguments(p) -> None:
     p.add_argument("session", metavar="SESSION", nargs="?", help="session id or unique prefix (default: newest)")
     p.add_argument("--json", action="store_true", help="print one JSON document (schema in README)")
     p.add_argument("--details", action="store_true", help="also print the engine config and environment")
+    p.add_argument("--diagnose", action="store_true",
+                   help="run the rules on a session with no stored findings (a recorded engine; not stored)")
 
 
 def run(args) -> int:
@@ -23,6 +25,10 @@ def run(args) -> int:
     with Store.open(args.db) as store:
         # text: the timeline is aggregated by SQLite (a 1,000,000-step session prints in well under a second)
         record = store.load(args.session, steps=True if args.json else "summary")
+    if args.diagnose:
+        from ..api import diagnose
+
+        record = diagnose(record)
     if args.json:
         print(dumps(record))
     else:

@@ -51,6 +51,8 @@ def render_markdown(vm: ReportVM) -> str:
         o.append(f"{f.number}. **{f.title}** — `{f.category}` ({f.severity}, rule `{f.rule}`)")
         if f.message:
             o.append(f"   {f.message}")
+        if f.confidence or f.basis:
+            o.append(f"   - confidence: {f.confidence or '?'}" + (f" — {f.basis}" if f.basis else ""))
         for e in f.evidence:
             o.append(f"   - evidence ({e.where or ''}): `{_esc(e.text)[:200]}`")
         o += [f"   - missing evidence: {m}" for m in f.missing_evidence]
@@ -72,8 +74,6 @@ def _pictures(vm: ReportVM) -> list[str]:
     o: list[str] = []
     pm = vm.page_map
     for side in pm.sides:
-        if not any(r.marked for r in side.rows) and len(pm.sides) == 1 and vm.state_index.mismatches == ():
-            pass
         o += [f"<details><summary>Page-size map ({side.title}; largest page {fmt(side.max_page)} B)</summary>", "",
               "| group | layers | type | page B | after B | /max | divides | |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for run in side.runs:

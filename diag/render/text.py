@@ -82,6 +82,8 @@ def findings_lines(vm: ReportVM) -> list[str]:
         out.append(f"{f.number}. [{f.severity.upper()}] {f.title}  ({f.category}, rule {f.rule})")
         if f.message:
             out.append(f"   {f.message}")
+        if f.confidence or f.basis:
+            out.append(f"   confidence: {f.confidence or '?'}" + (f" -- {f.basis}" if f.basis else ""))
         for c in f.comparisons:
             out.append(f"   {c.name}: {c.text}")
         if f.numbers and not f.comparisons:

@@ -82,6 +82,8 @@ class FindingVM:
     fixed_in: str | None
     suggestions: tuple[SuggestionVM, ...]
     anchors: tuple[Anchor, ...]
+    confidence: str | None = None  # high | medium | low (how sure the diagnosis is)
+    basis: str | None = None  # why, in one line
 
     @property
     def anchor_keys(self) -> tuple[str, ...]:
@@ -206,7 +208,8 @@ def findings(record: SessionRecord, pages=None, state_index=None, timeline=None)
             comparisons=tuple(ComparisonVM(c.name, c.expected, c.actual, c.unit, _comparison_text(c)) for c in f.comparisons),
             numbers=pairs(f.numbers), evidence=tuple(ev[:EVIDENCE_LIMIT]), evidence_more=max(0, len(ev) - EVIDENCE_LIMIT),
             missing_evidence=tuple(f.missing_evidence), versions=f.versions, fixed_in=f.fixed_in, suggestions=tuple(sugs),
-            anchors=_anchors(f, pages, state_index, timeline)))
+            anchors=_anchors(f, pages, state_index, timeline), confidence=getattr(f, "confidence", None),
+            basis=getattr(f, "basis", None)))
     errors = sum(f.severity == "error" for f in record.findings)
     warnings = sum(f.severity == "warning" for f in record.findings)
     kind = record.session.kind

@@ -243,6 +243,11 @@ def _cut(value: object) -> object:
 
 
 def _gpu_text(record: SessionRecord) -> str | Missing:
+    return _gpu(record)[0]
+
+
+def _gpu(record: SessionRecord) -> tuple[str | Missing, list | None]:
+    """(the GPU as one text, its compute capability) from the target, the log or the recorded NVML facts."""
     t, st, log = record.target, record.state, record.log
     name = t.gpu if t is not None else None
     cc = t.compute_capability if t is not None else None
@@ -263,7 +268,7 @@ def _gpu_text(record: SessionRecord) -> str | Missing:
     if name is None:
         src = t.gpu_source if t is not None and t.gpu_source else (
             "the log names no GPU" if record.session.kind == "log" else "not recorded")
-        return Missing(src)
+        return Missing(src), cc
     text = name
     if cc:
         text += " (sm_%s)" % "".join(str(x) for x in cc)
@@ -271,16 +276,15 @@ def _gpu_text(record: SessionRecord) -> str | Missing:
         text += f" x{count}"
     if t is not None and t.gpu_source:
         text += f" ({t.gpu_source})"
-    return text
+    return text, cc
 
 
 def _environment_table(record: SessionRecord, version, model, arch) -> tuple[Fact, ...]:
     t, log, cfg = record.target, record.log, record.state.config
     args = log.args if log is not None else {}
-    gpu = _gpu_text(record)
+    gpu, cc = _gpu(record)
     if isinstance(gpu, str) and t is not None and t.gpu_source and gpu.endswith(f" ({t.gpu_source})"):
         gpu = gpu[: -len(f" ({t.gpu_source})")]
-    cc = t.compute_capability if t is not None else None
     tp = args.get("tensor_parallel_size") or cfg.get("tensor_parallel_size") or 1
     pp = args.get("pipeline_parallel_size") or cfg.get("pipeline_parallel_size") or 1
     return (

@@ -140,6 +140,9 @@ def _findings(vm: ReportVM) -> list[str]:
                  f'<span class="rule">({html.escape(f.category)}, rule {html.escape(f.rule)})</span></div>')
         if f.message:
             o.append(f"<p>{html.escape(f.message)}</p>")
+        if f.confidence or f.basis:
+            o.append(f'<p class="confidence">confidence: {html.escape(f.confidence or "?")}'
+                     + (f" &mdash; {html.escape(f.basis)}" if f.basis else "") + "</p>")
         if f.comparisons:
             o.append('<table class="comparisons"><tr><th>value</th><th>expected</th><th>actual</th></tr>')
             for c in f.comparisons:
