@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,32 @@ def diagnosed_gpu_failure(db: Path) -> str:
         sid = st.resolve_session(None)
         diagnose_and_store(st, sid)
     return sid
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1500,1000"]
+
+
+def start_browser(download_dir: Path, performance_log: bool = False):
+    """Debian's chromium through chromium-driver (selenium), headless, with a fresh profile;
+    downloads land in ``download_dir``; ``performance_log`` records DevTools network events."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        pytest.fail("Debian's chromium and chromium-driver are needed (apt-get install chromium chromium-driver; "
+                    "scripts/setup-env.sh does)")
+    download_dir.mkdir(parents=True, exist_ok=True)
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in CHROMIUM_FLAGS + [f"--user-data-dir={tempfile.mkdtemp(prefix='vllm-diag-chromium-')}"]:
+        opts.add_argument(flag)
+    opts.add_experimental_option("prefs", {"download.default_directory": str(download_dir),
+                                           "download.prompt_for_download": False})
+    if performance_log:
+        opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(download_dir)})
+    return driver

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -19,14 +18,12 @@ import pytest
 pytest.importorskip("dash")
 pytest.importorskip("selenium")
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-from tests.dashboard_sessions import REAL_LOGS, analyzed_db, fleet_dir  # noqa: E402
+from tests.dashboard_sessions import REAL_LOGS, analyzed_db, fleet_dir, start_browser  # noqa: E402
 from vllm_diag.fleet import Fleet  # noqa: E402
 from vllm_diag.suggest import suggestion_files  # noqa: E402
 from vllm_diag.ui.web.app import create_app, serve  # noqa: E402
@@ -34,26 +31,7 @@ from vllm_diag.ui.web.data import Sources  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", "--window-size=1500,1000"]
 EVIL = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
-
-
-def start_browser(download_dir: Path):
-    if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
-        pytest.fail("Debian's chromium and chromium-driver are needed (apt-get install chromium chromium-driver; "
-                    "scripts/setup-env.sh does)")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in FLAGS + [f"--user-data-dir={tempfile.mkdtemp(prefix='vllm-diag-chromium-')}"]:
-        opts.add_argument(flag)
-    opts.add_experimental_option("prefs", {"download.default_directory": str(download_dir),
-                                           "download.prompt_for_download": False})
-    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
-    driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(download_dir)})
-    return driver
 
 
 class Server:
