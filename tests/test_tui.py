@@ -237,7 +237,11 @@ def test_gpu_recording_11_vs_12_capture_failure(gpu):
         assert pilot.app.screen.query_one(TabbedContent).active == "findings"
         first = highlighted(screen.query_one("#finding-list", OptionList))
         assert "RuntimeError" in first and "(11)" in first and "(12)" in first
-        await pilot.press("3")
+        detail = plain(screen.query_one("#finding-detail", Static))
+        assert "mamba_attn.py:582" in detail and "block table of group 0 [8, 12]" in detail
+        # enter: the error's anchor (the extra block-table column) in the state-index view
+        await pilot.press("enter")
+        assert pilot.app.screen.query_one(TabbedContent).active == "state"
         group = highlighted(screen.query_one("#state-list", OptionList))
         assert "12 vs 11 columns" in group and "8 rows × 12 columns" in group
         slot = next(line for line in group.splitlines() if line.strip().startswith("slot 0"))
@@ -283,6 +287,77 @@ def test_timeline_of_a_real_serving_engine(gpu):
         assert any("no mixed step" in n.message for n in app._notifications)
 
     run(DiagApp(db), scenario, size=(100, 32))
+
+
+def test_timeline_zoom_and_scroll_on_a_long_session(tmp_path):
+    """20,000 steps (a GPU recording's steps repeated): 0 fits the session, + zooms around the
+    cursor down to one step per column (the finer windows are read from the store), scrolling past
+    a zoomed window's edge moves the window, - zooms back out."""
+    from tests.tui_sessions import long_gpu_db
+
+    db, sid = long_gpu_db(tmp_path, 20_000)
+
+    async def scenario(pilot):
+        screen = await _loaded(pilot)
+        await pilot.press("4")
+        pane = screen.query_one(TimelinePane)
+        chart = screen.query_one(TimelineChart)
+        title = lambda: plain(screen.query_one("#timeline-title", Static))  # noqa: E731
+        assert pane.vm.total_steps == 20_000 and "steps 0–19,999 (20,000 steps)" in title()
+        assert "▲ 40 mixed" in title()  # every 997th step
+        loaded_width = pane.vm.width
+        await pilot.press("0")
+        fit = pane.vm.width
+        assert fit > loaded_width and chart.n * fit >= 20_000 and chart.n <= chart.cols
+        assert f"{fit:,} steps/column" in title()
+        widths = [fit]
+        for _ in range(6):
+            await pilot.press("plus")
+            deadline = time.monotonic() + 5  # the finest windows come from a worker thread
+            while pane.vm.width == widths[-1] and widths[-1] > 1 and time.monotonic() < deadline:
+                await pilot.pause(0.05)
+            widths.append(pane.vm.width)
+        assert widths[-1] == 1 and widths == sorted(widths, reverse=True)
+        assert "1 step/column" in title() and chart.n <= chart.cols
+        # one step per column: the cursor line names single steps; past the window's left edge the
+        # window moves to earlier steps
+        cursor = plain(screen.query_one("#timeline-cursor", Static))
+        assert cursor.startswith("step ") and "–" not in cursor.split()[1]
+        first_before = pane.vm.first_step
+        await pilot.press("home")
+        await pilot.press("left")
+        deadline = time.monotonic() + 5
+        while pane.vm.first_step == first_before and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        assert pane.vm.first_step < first_before and pane.vm.width == 1
+        # m jumps to the next mixed step of the window (or says there is none in it)
+        for _ in range(4):
+            await pilot.press("minus")
+            await pilot.pause(0.2)
+        assert pane.vm.width > 1
+        await pilot.press("0")
+        assert pane.vm.width == fit
+
+    run(DiagApp(db, session=sid), scenario, size=(100, 32))
+
+
+def test_mouse_clicks_tabs_and_rows(seeds):
+    sid = session_id(seeds, model="Nemotron-3-Super")
+
+    async def scenario(pilot):
+        screen = await _loaded(pilot)
+        app = pilot.app
+        await pilot.click("#--content-tab-suggestions")
+        assert app.screen.query_one(TabbedContent).active == "suggestions"
+        await pilot.click("#--content-tab-state")
+        assert app.screen.query_one(TabbedContent).active == "state"
+        await pilot.click("#--content-tab-findings")
+        flist = screen.query_one("#finding-list", OptionList)
+        await pilot.click("#finding-list", offset=(4, 1))
+        assert flist.highlighted == 1
+        assert plain(screen.query_one("#finding-detail", Static)).startswith("#2 ")
+
+    run(DiagApp(seeds, session=sid), scenario)
 
 
 # ------------------------------------------------------------------------------------ suggestions

@@ -69,3 +69,33 @@ def session_id(db: Path, **match) -> str:
                 if all(value in str(getattr(s, key) or "") for key, value in match.items())]
     assert len(hits) == 1, f"{match}: {len(hits)} sessions match"
     return hits[0]
+
+
+def long_gpu_db(dest_dir: Path, steps: int, name: str = "qwen3next-serve-ngram3") -> tuple[Path, str]:
+    """A copy of a GPU recording whose steps are repeated (through the store, as the probes append
+    them) until ``steps`` steps; every 997th step also gets 2 spec decodes (a mixed step)."""
+    import dataclasses
+
+    from vllm_diag.store import Store
+
+    db = gpu_db(dest_dir, name)
+    long = db.with_name(f"{db.stem}-{steps}.db")
+    db.rename(long)
+    with Store.open(long, create=True) as store:
+        sid = store.sessions()[0].id
+        recorded = store.load(sid, steps=True).state.steps
+        first = min(s.step_index for s in recorded)
+        period = max(s.step_index for s in recorded) - first + 1
+        by_step: dict[int, list] = {}
+        for s in recorded:
+            by_step.setdefault(s.step_index - first, []).append(s)
+        start = max(s.step_index for s in recorded) + 1
+        new = []
+        for step in range(start, steps):
+            for s in by_step.get(step % period, ()):
+                extra = {"num_spec_decodes": 2} if step % 997 == 0 and s.num_decodes else {}
+                new.append(dataclasses.replace(s, step_index=step, **extra))
+        for i in range(0, len(new), 50_000):
+            chunk = new[i:i + 50_000]
+            store.add_rows("batch_steps", sid, 0, chunk)
+    return long, sid

@@ -87,11 +87,10 @@ class FindingsPane(Vertical):
         for f in self.vm.items:
             self.entries[f"f{f.number}"] = f
             options.append(Option(render.finding_label(f), id=f"f{f.number}"))
-        # errors no finding explains (a session that failed live, before any rule ran on it)
-        if not self.vm.items:
-            for i, e in enumerate(self.header.errors):
-                self.entries[f"e{i}"] = e
-                options.append(Option(render.error_label(e), id=f"e{i}"))
+        # errors no finding explains (a recorded crash before any rule ran on it), unnumbered, anchored
+        for i, e in enumerate(self.vm.unexplained):
+            self.entries[f"e{i}"] = e
+            options.append(Option(render.error_label(e), id=f"e{i}"))
         olist = self.query_one("#finding-list", OptionList)
         keep = olist.highlighted_option.id if olist.highlighted_option is not None else None
         olist.clear_options()
@@ -114,8 +113,10 @@ class FindingsPane(Vertical):
             return
         if event.option.id.startswith("f"):
             detail.update(render.finding_detail(entry))
-        else:
-            detail.update(render.error_detail(entry))
+        else:  # the header's record of the same error carries its notes and numbers
+            same = next((e for e in self.header.errors
+                         if e.exc_type == entry.exc_type and e.message == entry.message), None)
+            detail.update(render.error_detail(entry, same))
         self.query_one("#finding-scroll").scroll_home(animate=False)
 
     @on(OptionList.OptionSelected, "#finding-list")
@@ -291,9 +292,9 @@ class StateIndexPane(Vertical):
         for i, g in enumerate(vm.groups):
             text = render.state_group_title(g)
             text.append("\n")
-            text.append_text(render.state_derivations(g))
-            if g.buffers or g.mismatch is not None:
+            if g.cells:  # the picture first: it fits 80x24 above the derivations
                 text.append_text(render.state_grid(g, width))
+            text.append_text(render.state_derivations(g))
             oid = f"g{i}"
             self.anchor_to_option[g.anchor.key] = oid
             for a in g.marked_anchors:

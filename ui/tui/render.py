@@ -154,19 +154,27 @@ def finding_detail(f) -> Text:
     return text
 
 
-def error_detail(e) -> Text:
+def error_detail(e, recorded=None) -> Text:
+    """An error no finding explains (``ErrorEntryVM``), with the notes and numbers of the header's
+    record of it (``ErrorVM``) when there is one."""
     text = Text()
     text.append(f"{e.exc_type}", style="bold red")
-    text.append(f"  ({e.phase}{', ' + e.process if e.process else ''})\n", style="dim")
+    process = getattr(recorded, "process", None)
+    text.append(f"  ({e.phase}{', ' + process if process else ''}; no finding explains it yet)\n", style="dim")
     text.append(e.message.strip() + "\n")
     if e.location:
         text.append(f"  at {e.location}\n", style="cyan")
-    for n in e.notes:
+    for n in getattr(recorded, "notes", ()):
         text.append(f"  note: {n}\n", style="yellow")
-    if e.numbers:
+    numbers = getattr(recorded, "numbers", ())
+    if numbers:
         text.append("\nnumbers\n", style="bold")
-        for k, v in e.numbers:
+        for k, v in numbers:
             text.append(f"  {k} = {clip(_v(v), 200)}\n")
+    if e.anchors:
+        text.append("\nenter: show ", style="dim")
+        text.append(", ".join(a.key for a in e.anchors[:4]), style="dim")
+        text.append("\n")
     return text
 
 
@@ -301,13 +309,13 @@ def state_derivations(g) -> Text:
     return text
 
 
-def state_grid(g, max_width: int, max_rows: int = 8) -> Text:
+def state_grid(g, max_width: int) -> Text:
     """One row per request slot, one cell per block-table column: ``■`` in both, ``✗`` in only one
-    (the mismatched column). Columns come from the view (it cuts wide tables to the last ones)."""
+    (the mismatched column). Columns and slots come from the view (it cuts wide tables to the last
+    columns and draws ``slots_shown`` slots)."""
     text = Text()
     if not g.cells:
         return text
-    rows = g.rows if known(g.rows) else 1
     cells = list(g.cells)
     label_w = 9
     cell_w = 3 if label_w + 3 * len(cells) <= max_width else 2
@@ -319,7 +327,7 @@ def state_grid(g, max_width: int, max_rows: int = 8) -> Text:
     for c in cells:
         text.append(str(c.index).rjust(cell_w)[-cell_w:], style=MARK if c.marked else "dim")
     text.append("\n")
-    shown = min(rows, max_rows)
+    shown = g.slots_shown
     for r in range(shown):
         text.append(f"slot {r}".rjust(label_w - 1) + " ", style="dim")
         if cells[0].index > 1:
@@ -335,8 +343,8 @@ def state_grid(g, max_width: int, max_rows: int = 8) -> Text:
                 glyph, style = "·", "dim"
             text.append(glyph.rjust(cell_w), style=style)
         text.append("\n")
-    if rows > shown:
-        text.append(f"{'':{label_w}}... {rows - shown} more slot(s), all alike\n", style="dim")
+    if g.slots_more:
+        text.append(f"{'':{label_w}}... {g.slots_more} more slot(s), all alike\n", style="dim")
     return text
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -21,14 +22,15 @@ from textual.widgets import Static
 
 from vllm_diag.model import BatchStep, StepSummary
 from vllm_diag.views.primitives import Missing, fmt
-from vllm_diag.views.timeline import extend, timeline
+from vllm_diag.views.timeline import bucket_width, extend, timeline, window
 
 from . import render
 
-LABEL_W = 13
+LABEL_W = 13  # 'spec decodes' + a space
 LEVELS = " ▁▂▃▄▅▆▇█"
-CURSOR = "on blue"  # the cursor column's background (an ANSI colour: fine without true colour)
-SERIES_ROWS = (("decodes", "decodes", "green"), ("spec_decodes", "spec decodes", "magenta"),
+DISAGREE = "bright_blue"  # builder rows that disagree with the runner
+CURSOR = "on bright_black"  # the cursor column's background (an ANSI colour: fine without true colour)
+SERIES_ROWS = (("decodes", "decodes", "green"), ("spec_decodes", "spec decodes", "yellow"),
                ("prefills", "prefills", "cyan"))
 
 
@@ -58,9 +60,10 @@ def chart_lines(vm, series_index: int, start: int, width: int, height: int, curs
         grid = [_bar_cells(values[i], top, rows_each) for i in idx]
         for r in reversed(range(rows_each)):
             line = Text()
-            if r == rows_each - 1:
-                line.append(f"{label:<{LABEL_W - 5}}", style="bold")
-                line.append(f"{fmt(top):>4} ", style="dim")
+            if r == rows_each - 1:  # the label, then the window's maximum (the bars' full height)
+                line.append(f"{label:<{LABEL_W}}"[:LABEL_W], style="bold")
+            elif r == rows_each - 2:
+                line.append(f"max {fmt(top)}".rjust(LABEL_W - 1)[-(LABEL_W - 1):] + " ", style="dim")
             else:
                 line.append(" " * LABEL_W)
             for ci, cells in enumerate(grid):
@@ -76,7 +79,7 @@ def chart_lines(vm, series_index: int, start: int, width: int, height: int, curs
         if s.mixed[i]:
             glyph, style = "▲", render.MARK
         elif s.disagree[i]:
-            glyph, style = "◆", "yellow"
+            glyph, style = "◆", DISAGREE
         if cursor is not None and i == cursor:
             style += " " + CURSOR
             glyph = glyph if glyph != " " else "▴"
@@ -116,10 +119,10 @@ def cursor_text(vm, series_index: int, cursor: int | None) -> Text:
     if s.mixed[cursor]:
         text.append(f"  ▲ {s.mixed[cursor]} mixed", style=render.MARK)
     if s.disagree[cursor]:
-        text.append(f"  ◆ {s.disagree[cursor]} disagree", style="yellow")
+        text.append(f"  ◆ {s.disagree[cursor]} disagree", style=DISAGREE)
     for m in vm.marks:
         if first <= m.step <= last:
-            text.append(f"\n  step {m.step:,}: {m.text}", style=render.MARK if m.kind == "mixed" else "yellow")
+            text.append(f"\n  step {m.step:,}: {m.text}", style=render.MARK if m.kind == "mixed" else DISAGREE)
             break
     return text
 
@@ -180,6 +183,7 @@ class TimelineChart(Widget, can_focus=True):
         self.series_index = 0
         self.start = 0
         self.follow_end = True  # keep to the newest steps while the cursor is at the end
+        self.windowed = False  # showing a zoomed window (the pane fetches neighbours at its edges)
 
     # ---------------------------------------------------------------- data
 
@@ -243,9 +247,16 @@ class TimelineChart(Widget, can_focus=True):
         self.refresh()
 
     def action_move(self, delta: int) -> None:
-        self._move_to((self.cursor or 0) + delta)
+        cur = self.cursor or 0
+        if self.windowed and ((delta < 0 and cur == 0) or (delta > 0 and cur >= self.n - 1)):
+            self.post_message(EdgeReached(delta))  # a zoomed window: the pane moves the window
+            return
+        self._move_to(cur + delta)
 
     def action_page(self, direction: int) -> None:
+        if self.windowed:
+            self.post_message(EdgeReached(direction * 2))
+            return
         self.start = max(0, min(max(0, self.n - self.cols), self.start + direction * self.cols))
         self._move_to((self.cursor or 0) + direction * self.cols)
 
@@ -276,6 +287,18 @@ class TimelineChart(Widget, can_focus=True):
     def action_fit(self) -> None:
         self.post_message(ZoomRequested(0))
 
+    def cursor_step(self) -> int | None:
+        if not self.n or self.cursor is None:
+            return None
+        s = self.vm.series[self.series_index]
+        return (s.x[self.cursor] + s.x_last[self.cursor]) // 2
+
+    def visible_steps(self) -> tuple[int, int] | None:
+        if not self.n:
+            return None
+        s = self.vm.series[self.series_index]
+        return s.x[self.start], s.x_last[min(self.n - 1, self.start + self.cols - 1)]
+
     def goto_step(self, step: int) -> bool:
         if not self.n:
             return False
@@ -285,6 +308,14 @@ class TimelineChart(Widget, can_focus=True):
                 self._move_to(i)
                 return True
         return False
+
+
+class EdgeReached(Message):
+    """The cursor tried to leave a zoomed window (-1/1: a step, -2/2: a page)."""
+
+    def __init__(self, direction: int) -> None:
+        super().__init__()
+        self.direction = direction
 
 
 class TimelinePane(Vertical):
@@ -303,12 +334,16 @@ class TimelinePane(Vertical):
         yield Static(id="timeline-limits")
 
     def on_mount(self) -> None:
-        self.record = None
+        self.record = None  # the record with the whole session's step summary (extended by --follow)
         self.vm = None
+        self.zoom: tuple[int, int] | None = None  # (first, last) step of a zoomed window; None: the summary
 
     def show(self, record, vm) -> None:
         self.record = record
-        self._set(vm)
+        if self.zoom is None:
+            self._set(vm)
+        else:
+            self._zoom_to(*self.zoom)
 
     def append(self, steps: list[BatchStep], last_rowid: int) -> None:
         """--follow: fold the new steps into the summary (``views.timeline.extend``), redraw."""
@@ -317,7 +352,14 @@ class TimelinePane(Vertical):
         summary = self.record.step_summary or StepSummary()
         summary = extend(summary, steps, self.record.processes, last_rowid=last_rowid)
         self.record = dataclasses.replace(self.record, step_summary=summary)
-        self._set(timeline(self.record))
+        chart = self.query_one(TimelineChart)
+        if self.zoom is None:
+            self._set(timeline(self.record))
+        elif chart.follow_end:  # a zoomed window on the newest steps moves with them
+            lo, hi = self.zoom
+            self._zoom_to(max(summary.first_step, summary.last_step - (hi - lo)), summary.last_step)
+        else:
+            self._title()
 
     def append_errors(self, rows: list[dict]) -> None:
         pass  # errors reload the record (the findings and header change); steps stay as they are
@@ -343,7 +385,7 @@ class TimelinePane(Vertical):
             if counts.get("mixed"):
                 text.append(f"  ▲ {counts['mixed']:,} mixed", style=render.MARK)
             if counts.get("disagree"):
-                text.append(f"  ◆ {counts['disagree']:,} disagree", style="yellow")
+                text.append(f"  ◆ {counts['disagree']:,} disagree", style=DISAGREE)
             if vm.process_note:
                 text.append(f"  {vm.process_note}", style="dim")
         self.query_one("#timeline-title", Static).update(text)
@@ -357,8 +399,90 @@ class TimelinePane(Vertical):
             self._title()
             self._detail()
 
+    # ---------------------------------------------------------------- zoom and windows
+
     def on_zoom_requested(self, message: ZoomRequested) -> None:
-        self.app.notify("zoom: the view layer's windowed summary is not available yet", timeout=3)
+        """``+`` shows a quarter of the steps on screen around the cursor, ``-`` four times as many,
+        ``0`` the whole session; one column is one bucket of the view (never binned here)."""
+        summary = self.record.step_summary if self.record is not None else None
+        if summary is None or summary.first_step is None:
+            return
+        chart = self.query_one(TimelineChart)
+        first, last = summary.first_step, summary.last_step
+        if message.direction == 0:
+            self._zoom_to(first, last, chart.cursor_step())
+            return
+        visible = chart.visible_steps()
+        if visible is None:
+            return
+        span = visible[1] - visible[0] + 1
+        if message.direction > 0:
+            if span <= chart.cols:
+                self.app.notify("one step per column: zoomed in all the way", timeout=3)
+                return
+            new_span = max(chart.cols, span // 4)
+        else:
+            if visible == (first, last) or span >= last - first + 1:
+                self.app.notify("the whole session is on screen", timeout=3)
+                return
+            new_span = min(last - first + 1, span * 4)
+        center = chart.cursor_step() if chart.cursor_step() is not None else (visible[0] + visible[1]) // 2
+        lo = max(first, center - new_span // 2)
+        hi = min(last, lo + new_span - 1)
+        lo = max(first, hi - new_span + 1)
+        self._zoom_to(lo, hi, center)
+
+    def on_edge_reached(self, message: EdgeReached) -> None:
+        """Scrolling past a zoomed window: the next window, half (a step) or all (a page) of a width on."""
+        if self.zoom is None or self.record is None or self.record.step_summary is None:
+            return
+        summary = self.record.step_summary
+        lo, hi = self.zoom
+        span = hi - lo + 1
+        shift = (span // 2 if abs(message.direction) == 1 else span) * (1 if message.direction > 0 else -1)
+        new_lo = max(summary.first_step, min(lo + shift, summary.last_step - span + 1))
+        if new_lo == lo:
+            return
+        chart = self.query_one(TimelineChart)
+        keep = chart.cursor_step()
+        target = (keep + (1 if message.direction > 0 else -1) * (span // chart.cols or 1)) if keep is not None else None
+        self._zoom_to(new_lo, new_lo + span - 1, target)
+
+    def _zoom_to(self, lo: int, hi: int, keep_step: int | None = None) -> None:
+        """Show steps ``lo..hi`` in about one bucket per column: merged from the loaded summary
+        (``views.timeline.window``) when its buckets are fine enough, else read from the store for
+        that window (``Store.step_summary(first_step=, last_step=)``) in a thread."""
+        summary = self.record.step_summary
+        chart = self.query_one(TimelineChart)
+        cols = chart.cols
+        whole = lo <= summary.first_step and hi >= summary.last_step
+        self.zoom = None if whole and bucket_width(lo, hi, cols) <= summary.width else (lo, hi)
+        if bucket_width(lo, hi, cols) >= summary.width or not self.app.db_path:
+            win = window(summary, lo, hi, cols)
+            self._show_window(win, keep_step)
+        else:
+            self._fetch_window(lo, hi, cols, keep_step)
+
+    @work(thread=True, exclusive=True, group="timeline-window")
+    def _fetch_window(self, lo: int, hi: int, cols: int, keep_step: int | None) -> None:
+        from .data import open_store
+
+        sid = self.record.session.id
+        with open_store(self.app.db_path) as store:
+            win = store.step_summary(sid, self.record.processes, max_points=cols, first_step=lo, last_step=hi)
+        self.app.call_from_thread(self._show_window, win, keep_step)
+
+    def _show_window(self, win: StepSummary, keep_step: int | None) -> None:
+        if self.record is None:
+            return
+        chart = self.query_one(TimelineChart)
+        chart.windowed = self.zoom is not None
+        following = chart.follow_end
+        vm = timeline(dataclasses.replace(self.record, step_summary=win))
+        chart.follow_end = following and keep_step is None
+        self._set(vm)
+        if keep_step is not None:
+            chart.goto_step(min(max(keep_step, win.first_step or 0), win.last_step or 0))
 
     def select(self, anchor) -> bool:
         chart = self.query_one(TimelineChart)
