@@ -128,6 +128,7 @@ class BlockTable:
     derivation: str | None = None  # how the width was derived, e.g. "cdiv(512, 512) + 3"
     slot_mapping_mode: str | None = None
     pid: int | None = None  # the process that recorded it (join with SessionRecord.processes for role/rank)
+    phase: str | None = None  # "profile" (CUDA-graph profiling's minimal KV cache) | "init" (serving cache) | None
 
 
 @dataclass
@@ -140,6 +141,8 @@ class BuilderBuffer:
     shape: list[int]
     dtype: str | None = None
     pid: int | None = None  # the process that recorded it (join with SessionRecord.processes for role/rank)
+    phase: str | None = None  # as BlockTable.phase
+    derivation: str | None = None  # how vLLM sized it, e.g. "rows: decode_cudagraph_max_bs 8; columns: ..."
 
 
 @dataclass
@@ -197,6 +200,22 @@ class EngineState:
 
     def specs(self, stage: str = "layer") -> list[LayerSpec]:
         return [s for s in self.layer_specs if s.stage == stage]
+
+    def kv_phase(self) -> str | None:
+        """The latest KV cache the probes saw built: ``"init"`` (serving) when recorded, else
+        ``"profile"`` (CUDA-graph profiling's minimal cache, e.g. an engine that died in capture)."""
+        phases = {r.phase for r in self.block_tables} | {b.phase for b in self.builder_buffers}
+        return "init" if "init" in phases else ("profile" if "profile" in phases else None)
+
+    def current_block_tables(self) -> list[BlockTable]:
+        """Block tables of the latest KV cache (rows without a phase -- pre-flight, older recordings
+        -- always count); the same shapes are recorded again for each phase and process."""
+        phase = self.kv_phase()
+        return [t for t in self.block_tables if t.phase in (None, phase)]
+
+    def current_builder_buffers(self) -> list[BuilderBuffer]:
+        phase = self.kv_phase()
+        return [b for b in self.builder_buffers if b.phase in (None, phase)]
 
 
 # Normalised engine-config keys used across probes, pre-flight and post-mortem.

@@ -269,6 +269,53 @@ def engine_config(vllm_config: Any, version: str | None = None) -> dict[str, Any
     return {k: plain(v) for k, v in cfg.items() if v is not None}
 
 
+def requested_config(engine_args: Any) -> dict[str, Any]:
+    """What the user asked for (``EngineArgs``), in the normalised keys of ``engine_config``: all
+    there is to record when vLLM rejects the configuration before building a ``VllmConfig``."""
+    import json
+    import os
+
+    a = engine_args
+    spec = safe_attr(a, "speculative_config")
+    if spec is not None and not isinstance(spec, dict):
+        spec = {k: safe_attr(spec, k) for k in ("method", "num_speculative_tokens", "model")}
+    cfg: dict[str, Any] = {
+        "model": safe_attr(a, "model"),
+        "dtype": plain(safe_attr(a, "dtype")),
+        "kv_cache_dtype": plain(safe_attr(a, "kv_cache_dtype")),
+        "block_size": safe_attr(a, "block_size"),
+        "mamba_block_size": safe_attr(a, "mamba_block_size"),
+        "mamba_cache_mode": plain(safe_attr(a, "mamba_cache_mode")),
+        "mamba_ssm_cache_dtype": plain(safe_attr(a, "mamba_ssm_cache_dtype")),
+        "max_model_len": safe_attr(a, "max_model_len"),
+        "max_num_seqs": safe_attr(a, "max_num_seqs"),
+        "max_num_batched_tokens": safe_attr(a, "max_num_batched_tokens"),
+        "enable_prefix_caching": safe_attr(a, "enable_prefix_caching"),
+        "enable_chunked_prefill": safe_attr(a, "enable_chunked_prefill"),
+        "enforce_eager": safe_attr(a, "enforce_eager"),
+        "tensor_parallel_size": safe_attr(a, "tensor_parallel_size"),
+        "pipeline_parallel_size": safe_attr(a, "pipeline_parallel_size"),
+        "gpu_memory_utilization": safe_attr(a, "gpu_memory_utilization"),
+        "quantization": safe_attr(a, "quantization"),
+    }
+    if isinstance(spec, dict) and spec:
+        cfg["speculative_config"] = plain(spec)
+        cfg["speculative_method"] = spec.get("method") or ("draft_model" if spec.get("model") else None)
+        cfg["num_speculative_tokens"] = spec.get("num_speculative_tokens")
+        cfg["draft_model"] = spec.get("model")
+    model = cfg["model"]
+    if isinstance(model, str) and os.path.isfile(os.path.join(model, "config.json")):
+        try:
+            with open(os.path.join(model, "config.json")) as fh:
+                archs = json.load(fh).get("architectures") or []
+            if archs:
+                cfg["architecture"] = archs[0]
+        except Exception:
+            pass
+    cfg["config_rejected"] = True
+    return {k: plain(v) for k, v in cfg.items() if v is not None}
+
+
 def _model_runner(vllm_config: Any, version: str | None) -> str | None:
     flag = safe_attr(vllm_config, "use_v2_model_runner")
     if isinstance(flag, bool):
@@ -288,9 +335,18 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def block_table_derivation(
-    spec: Any, vllm_config: Any, max_len: int, columns: int, slot_mapping_mode: str | None, version: str
+    spec: Any, vllm_config: Any, max_len: int, columns: int, slot_mapping_mode: str | None, version: str,
+    kernel_block_size: int | None = None,
 ) -> str:
-    """How vLLM got this width, in its own arithmetic for ``version`` (checked against ``columns``)."""
+    """How vLLM got this width, in its own arithmetic, checked against ``columns``.
+
+    Two steps. (1) The blocks a request needs: ``KVCacheSpec.max_num_blocks_per_req`` (0.26+; asked
+    of vLLM's own spec object when it has the method), or the inline formulas of older runners.
+    (2) The row the runner allocates: ``MultiGroupBlockTable`` of vLLM 0.26 rounds every group whose
+    block size is <= 128 up to a multiple of ``128 // block_size`` (#39324; Mamba groups too), 0.32's
+    ``get_block_table_width`` only the token-slot (attention) groups, to ``128 / gcd(128, B)``;
+    runners up to 0.25 split each block into kernel blocks (``B // kernel_block_size`` columns each).
+    The step that reproduces ``columns`` is the one reported; if none does, the text says so."""
     v = _version_tuple(version)
     B = _int(safe_attr(spec, "block_size")) or 0
     k = _int(safe_attr(spec, "num_speculative_blocks")) or 0
@@ -300,32 +356,116 @@ def block_table_derivation(
     if not B:
         return f"width {columns} (block size unknown)"
     if is_mamba:
-        if v < (0, 28):
+        if v < (0, 22):
             n = (_cdiv(max_len, B) if prefix else 1) + k
-            text = f"({'cdiv(%d, %d)' % (max_len, B) if prefix else '1'}) + num_speculative_blocks {k} = {n}"
+            text = f"({'cdiv(max_model_len %d, block_size %d)' % (max_len, B) if prefix else '1 state block'}) + num_speculative_blocks {k} = {n}"
         elif mode == "align":
             n = _cdiv(max_len, B) + k
             text = f"mamba align: cdiv(max_model_len {max_len}, block_size {B}) + num_speculative_blocks {k} = {n}"
         elif mode == "all":
             n = _cdiv(max_len, B) + k
-            text = f"mamba all: cdiv({max_len}, {B}) + {k} = {n}"
+            text = f"mamba all: cdiv(max_model_len {max_len}, block_size {B}) + num_speculative_blocks {k} = {n}"
         else:
             n = 1 + k
             text = f"mamba {mode or 'none'}: 1 state block + num_speculative_blocks {k} = {n}"
     else:
         n = _cdiv(max_len, B)
         text = f"cdiv(max_model_len {max_len}, block_size {B}) = {n}"
-        if v >= (0, 28) and (slot_mapping_mode or "").upper() != "NONE":
-            g = 128 // math.gcd(128, B)
-            if g > 1:
-                n = _cdiv(n, g) * g
-                text += f"; rounded up to a multiple of 128/gcd(128, {B}) = {g} -> {n}"
-    if n != columns:
-        text += f" (vLLM's table has {columns} columns: kernel-block split or a formula this probe does not know)"
-    return text
+    own = _own_max_blocks(spec, vllm_config, max_len)
+    if own is not None and own != n:
+        text += f" by this probe's formula, but vLLM's {type(spec).__name__}.max_num_blocks_per_req says {own}"
+        n = own
+    if n == columns:
+        return text
+    token_slot = (slot_mapping_mode or "").upper() != "NONE"
+    steps = []
+    if B <= 128 and (v < (0, 32) or token_slot):
+        g = 128 // B
+        steps.append((_cdiv(n, g) * g, f"; MultiGroupBlockTable rounds it up to a multiple of 128 // block_size {B} = {g} "
+                                       f"(vLLM 0.26 block_table.py, #39324; every group with block_size <= 128)"))
+    if token_slot:
+        g = 128 // math.gcd(128, B)
+        steps.append((_cdiv(n, g) * g, f"; get_block_table_width rounds it up to a multiple of 128 / gcd(128, {B}) = {g} "
+                                       f"(token-slot groups only)"))
+    if kernel_block_size and kernel_block_size < B and B % kernel_block_size == 0:
+        split = B // kernel_block_size
+        steps.append((n * split, f"; each block split into {split} kernel blocks of {kernel_block_size} tokens"))
+    for width, why in steps:
+        if width == columns:
+            return f"{text}{why} -> {columns}"
+    return f"{text} (vLLM's table has {columns} columns: a formula this probe does not know)"
 
 
-def block_tables(runner: Any, version: str) -> list[BlockTable]:
+def _own_max_blocks(spec: Any, vllm_config: Any, max_len: int) -> int | None:
+    """vLLM's own ``max_num_blocks_per_req`` (0.26+), or None where it does not exist or fails."""
+    fn = safe_attr(spec, "max_num_blocks_per_req")
+    if not callable(fn) or vllm_config is None:
+        return None
+    try:
+        return _int(fn(vllm_config, max_len))
+    except Exception:
+        return None
+
+
+# Builder buffers sized by the CUDA-graph decode batch: name -> how vLLM sizes the columns.
+# vLLM 0.26 v1/attention/backends/mamba_attn.py BaseMambaAttentionMetadataBuilder.__init__ and
+# gdn_attn.py GDNAttentionMetadataBuilder.__init__ (same in 0.32 for the names listed).
+def buffer_derivation(builder: Any, name: str, shape: list[int], vllm_config: Any, spec: Any, version: str) -> str | None:
+    """How vLLM sized one persistent builder tensor, each dimension checked against ``shape``."""
+    if not shape:
+        return None
+    bs = _int(safe_attr(builder, "decode_cudagraph_max_bs"))
+    seqs = _int(dig(vllm_config, "scheduler_config.max_num_seqs"))
+    cap = _int(dig(vllm_config, "compilation_config.max_cudagraph_capture_size"))
+    num_spec = _int(safe_attr(builder, "num_spec_tokens"))
+    if num_spec is None:
+        num_spec = _int(safe_attr(builder, "num_spec"))
+    num_spec = num_spec or 0
+    gdn = "GDN" in type(builder).__name__
+    parts: list[str] = []
+    if bs is not None:
+        seq_part = f"max_num_seqs {seqs} x (num_spec {num_spec} + 1)" if gdn else f"max_num_seqs {seqs}"
+        bs_text = (f"decode_cudagraph_max_bs = min({seq_part}, max_cudagraph_capture_size {cap}) = {bs}"
+                   if cap is not None else f"decode_cudagraph_max_bs = {seq_part} = {bs}")
+    else:
+        bs_text = None
+
+    def dim(value: int, options: list[tuple[int | None, str]]) -> str:
+        for want, text in options:
+            if want is not None and want == value:
+                return text
+        return f"{value} (no formula of this probe gives it)"
+
+    bs_opts = [(bs, bs_text or "")]
+    if name == "state_indices_tensor_d" and len(shape) == 2:
+        mode = dig(vllm_config, "cache_config.mamba_cache_mode")
+        L = _int(dig(vllm_config, "model_config.max_model_len"))
+        B = _int(safe_attr(spec, "block_size"))
+        nsb = _int(safe_attr(spec, "num_speculative_blocks")) or 0
+        if mode == "all" and L and B:
+            cols = [(_cdiv(L, B) + nsb, f"mamba all: cdiv(max_model_len {L}, block_size {B}) + num_speculative_blocks {nsb} = "
+                                        f"{_cdiv(L, B) + nsb}"),
+                    (_cdiv(L, B), f"mamba all: cdiv(max_model_len {L}, block_size {B}) = {_cdiv(L, B)} "
+                                  f"(no num_speculative_blocks: vLLM < 0.22, #39809)")]
+        else:
+            cols = [(1 + num_spec, f"1 + num_spec_tokens {num_spec} = {1 + num_spec}")]
+        parts = [f"rows: {dim(shape[0], bs_opts)}", f"columns: {dim(shape[1], cols)}"]
+    elif name in ("spec_state_indices_tensor",) and len(shape) == 2:
+        parts = [f"rows: {dim(shape[0], bs_opts)}",
+                 f"columns: {dim(shape[1], [(num_spec + 1, f'num_spec {num_spec} + 1 = {num_spec + 1}')])}"]
+    elif len(shape) == 1 and bs is not None:
+        parts = [dim(shape[0], bs_opts + [
+            (bs + 1, f"decode_cudagraph_max_bs {bs} + 1 = {bs + 1} (query start locations)"),
+            (bs * (num_spec + 1), f"decode_cudagraph_max_bs {bs} x (num_spec {num_spec} + 1) = {bs * (num_spec + 1)}"),
+        ])]
+    elif bs is not None and shape[0] == bs:
+        parts = [f"rows: {bs_text}"]
+    if not parts:
+        return None
+    return "; ".join(parts)
+
+
+def block_tables(runner: Any, version: str, phase: str | None = None) -> list[BlockTable]:
     """Shapes of the runner's per-group block tables: V1 ``input_batch.block_table.block_tables``
     (``BlockTable`` objects), V2 ``block_tables.block_tables`` (staged tensors, block sizes in
     ``block_tables.block_sizes``)."""
@@ -363,7 +503,7 @@ def block_tables(runner: Any, version: str) -> list[BlockTable]:
             kb = kb if isinstance(kb, int) else (kb[0] if isinstance(kb, (list, tuple)) and kb else None)
         deriv = None
         if gi < len(groups) and cols is not None:
-            deriv = block_table_derivation(groups[gi].kv_cache_spec, vllm_config, max_len, cols, mode_s, version)
+            deriv = block_table_derivation(groups[gi].kv_cache_spec, vllm_config, max_len, cols, mode_s, version, _int(kb))
         out.append(
             BlockTable(
                 group_index=gi,
@@ -373,6 +513,7 @@ def block_tables(runner: Any, version: str) -> list[BlockTable]:
                 kernel_block_size=_int(kb),
                 derivation=deriv,
                 slot_mapping_mode=mode_s,
+                phase=phase,
             )
         )
     return out
@@ -431,9 +572,10 @@ def iter_builders(runner: Any):
                     yield _int(safe_attr(ag, "kv_cache_group_id")) if safe_attr(ag, "kv_cache_group_id") is not None else gi, b
 
 
-def builder_buffers(runner: Any) -> tuple[list[BuilderBuffer], dict[str, Any]]:
-    """Persistent tensors of every metadata builder, and each builder's scalar limits
-    (``decode_cudagraph_max_bs``, ``reorder_batch_threshold``...), keyed ``"<group>:<Builder>"``."""
+def builder_buffers(runner: Any, version: str = "", phase: str | None = None) -> tuple[list[BuilderBuffer], dict[str, Any]]:
+    """Persistent tensors of every metadata builder (with how vLLM sized them), and each builder's
+    scalar limits (``decode_cudagraph_max_bs``, ``reorder_batch_threshold``...), keyed ``"<group>:<Builder>"``."""
+    runner_cfg = safe_attr(runner, "vllm_config")
     buffers: list[BuilderBuffer] = []
     scalars: dict[str, Any] = {}
     seen: set[int] = set()
@@ -446,12 +588,18 @@ def builder_buffers(runner: Any) -> tuple[list[BuilderBuffer], dict[str, Any]]:
             attrs = vars(b)
         except TypeError:
             continue
+        vcfg = safe_attr(b, "vllm_config") or runner_cfg
+        spec = safe_attr(b, "kv_cache_spec")
         for name, value in attrs.items():
             if _is_buffer(value):
                 shape = _tensor_shape(value)
                 if shape is not None:
+                    try:
+                        deriv = buffer_derivation(b, name, shape, vcfg, spec, version)
+                    except Exception:
+                        deriv = None
                     buffers.append(BuilderBuffer(group_index=gi, builder=bname, name=name, shape=shape,
-                                                 dtype=_tensor_dtype(value)))
+                                                 dtype=_tensor_dtype(value), phase=phase, derivation=deriv))
         key = f"{gi}:{bname}"
         for name in ("decode_cudagraph_max_bs", "reorder_batch_threshold", "num_spec", "num_speculative_tokens",
                      "use_spec_decode", "compilation_config_max_capture_size", "cudagraph_batch_sizes"):

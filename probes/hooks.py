@@ -22,6 +22,7 @@ from . import extract
 from .recorder import Recorder, log_once_line
 
 _RECORDED = "__vllm_diag_recorded__"
+ERROR_FLUSH_TIMEOUT_S = 10.0
 _SHAPE_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
                              r"(?: at non-singleton dimension (\d+))?")
 _INDEX_OOB = re.compile(r"index (-?\d+) is out of bounds for dimension (\d+) with size (\d+)")
@@ -49,6 +50,11 @@ class Probe:
         self._wrapped_builders: set[type] = set()
         self.last_step = None
         self._builder_rows: dict[type, Any] = {}
+        # Which failures this process diagnoses (vllm_diag.live): "engine" in the process that runs
+        # the EngineCore (every failure, and at engine stop), "config" in an API-server/LLM process
+        # whose engine runs elsewhere (only a configuration vLLM rejects before any EngineCore
+        # exists), None in workers: one diagnosis per engine, not one per rank.
+        self.diagnose_on: str | None = None
 
     def reset_after_fork(self) -> None:
         """Per-process state starts empty in a forked child (the wrappers stay installed)."""
@@ -119,6 +125,13 @@ class Probe:
             )
         except Exception as err:  # noqa: BLE001
             log_once_line(f"vllm-diag: could not record {type(exc).__name__} ({err})")
+            return
+        if self.diagnose_on == "engine" or (self.diagnose_on == "config" and phase == "config"):
+            self.rec.request_diagnosis("failure")
+        # The error (and the rows before it) reach the file before the exception travels on: a
+        # worker's failure is then on disk when the EngineCore, woken by it, diagnoses the engine;
+        # and a process that dies of it loses nothing. Bounded; the engine is failing anyway.
+        self.rec.flush(ERROR_FLUSH_TIMEOUT_S)
 
     def _spec_signature(self, stage: str, specs: dict[str, Any]) -> tuple:
         sig = []
@@ -286,15 +299,37 @@ class Probe:
         self.rec.flush_soon()
 
     def wrap_flush_after(self, orig: Callable) -> Callable:
+        """EngineCore.shutdown: the engine stops -- diagnose it (live rules) and flush."""
         probe = self
 
         def method(*args, **kwargs):
             try:
                 return orig(*args, **kwargs)
             finally:
-                probe._guard("flush", probe.rec.flush, 5.0)
+                if probe.diagnose_on == "engine":
+                    probe._guard("flush", probe.rec.request_diagnosis, "stop")
+                probe._guard("flush", probe.rec.flush, 10.0)
 
         return method
+
+    def wrap_config_build(self, orig: Callable) -> Callable:
+        """EngineArgs.create_engine_config: a configuration vLLM rejects is recorded (with what the
+        user asked for) in the process that asked, before any EngineCore exists."""
+        probe = self
+
+        def create_engine_config(self_, *args, **kwargs):
+            try:
+                return orig(self_, *args, **kwargs)
+            except BaseException as exc:
+                if not isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    requested = probe._guard("config", extract.requested_config, self_) or {}
+                    if requested:
+                        probe.rec.set_items("engine_config", requested)
+                        probe.rec.update_session(model=requested.get("model"), architecture=requested.get("architecture"))
+                    probe._record_error(exc, "config", [], {"requested": requested})
+                raise
+
+        return create_engine_config
 
     def wrap_idle_flush(self, orig: Callable) -> Callable:
         """EngineCoreProc's input wait: when the engine is about to go idle with steps still in
@@ -377,17 +412,22 @@ class Probe:
             finally:
                 probe.tls.init_depth = depth
                 probe.tls.profiling = prev_profiling
-            if depth == 0 and not profiling:
-                probe._guard("block_tables", probe._after_runner_kv_init, self_, kv_cache_config)
+            if depth == 0:
+                # the profiling cache too: CUDA-graph capture on it is where shape mismatches fail
+                probe._guard("block_tables", probe._after_runner_kv_init, self_, kv_cache_config,
+                             "profile" if profiling else "init")
             return out
 
         return initialize_kv_cache
 
-    def _after_runner_kv_init(self, runner: Any, kv_cache_config: Any) -> None:
+    def _after_runner_kv_init(self, runner: Any, kv_cache_config: Any, phase: str = "init") -> None:
+        """Block tables and builder buffers as soon as the runner has built them -- for the
+        minimal KV cache of CUDA-graph memory profiling (``phase="profile"``, vLLM 0.19+) and
+        again for the serving cache (``"init"``) -- and on disk before capture runs on them."""
         self._collect_draft_names(runner)
         self._update_rank()
-        tables = extract.block_tables(runner, self.version)
-        buffers, scalars = extract.builder_buffers(runner)
+        tables = extract.block_tables(runner, self.version, phase)
+        buffers, scalars = extract.builder_buffers(runner, self.version, phase)
         self.block_tables, self.buffers = tables, buffers
         self.rec.add_rows("block_tables", tables)
         self.rec.add_rows("builder_buffers", buffers)
@@ -415,8 +455,9 @@ class Probe:
         if self.draft_names:
             worker_cfg["draft_layer_names"] = sorted(self.draft_names)
         self.rec.set_items("engine_config", {k: v for k, v in worker_cfg.items() if v is not None})
-        self._wrap_builders(runner)
-        self.rec.flush_soon()
+        if phase == "init":
+            self._wrap_builders(runner)
+        self.rec.flush(5.0)
 
     def _update_rank(self) -> None:
         rank = None

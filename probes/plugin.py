@@ -70,7 +70,7 @@ def collect_environment(role: str, vllm_version: str) -> dict[str, Any]:
     env: dict[str, Any] = {
         "vllm_version": vllm_version,
         "python_version": platform.python_version(),
-        "platform": platform.platform(),
+        "os": platform.platform(),
         "hostname": socket.gethostname(),
         "argv": redact_argv(list(sys.argv)),
         "env": redact_env(dict(os.environ)),
@@ -91,6 +91,10 @@ def collect_environment(role: str, vllm_version: str) -> dict[str, Any]:
 
         env["vllm_platform"] = type(current_platform).__name__
         env["device_type"] = getattr(current_platform, "device_type", None)
+        # the rules' vocabulary: "cuda", "cpu", "rocm", ... (vllm_diag.live.platform_of)
+        from vllm_diag.live import platform_of
+
+        env["platform"] = platform_of(env)
     except Exception:
         pass
     env.update(gpu.gpu_facts())
@@ -194,12 +198,33 @@ def _install_for_role(probe, role: str, version: str) -> None:
     from . import adapters
 
     in_process = _in_process_engine()
-    engine = role == "engine_core" or (role in ("main", "api_server") and in_process)
-    runner = role in ("engine_core", "worker", "other") or (role in ("main", "api_server") and in_process)
+    frontend = role in ("main", "api_server")
+    engine = role == "engine_core" or (frontend and in_process)
+    runner = role in ("engine_core", "worker", "other") or (frontend and in_process)
     probe.planning_rows = role != "worker"
-    outcome = adapters.install(version, probe, engine=engine, runner=runner, is_cpu=_is_cpu_platform())
+    probe.diagnose_on = "engine" if engine else ("config" if frontend else None)
+    _wire_diagnosis(probe)
+    outcome = adapters.install(version, probe, engine=engine, runner=runner, is_cpu=_is_cpu_platform(), frontend=frontend)
     if outcome:
         probe.rec.set_items("environment", {"probe_hooks": outcome})
+
+
+def _wire_diagnosis(probe) -> None:
+    """The live diagnosis runs on the recorder's writer thread, right after a flush commits."""
+    rec = probe.rec
+
+    runs = {"n": 0}
+
+    def on_diagnose(store, reason: str) -> None:
+        from vllm_diag.live import diagnose_and_store
+
+        findings = diagnose_and_store(store, rec.session.id)
+        runs["n"] += 1
+        store.set_items("environment", rec.session.id, {
+            "live_diagnoses": runs["n"], "live_diagnosis_last": reason, "live_findings": len(findings)}, pid=rec.pid)
+
+    rec.on_diagnose = on_diagnose if probe.diagnose_on else None
+    rec.diagnose_at_exit = probe.diagnose_on == "engine"
 
 
 # ------------------------------------------------------------------------------- fork support

@@ -36,17 +36,28 @@ def check(ctx: RuleContext) -> list[Finding]:
     numbers: dict = {}
     comps: list[Comparison] = []
     st = ctx.state
-    if st is not None and spec_k(ctx) > 0 and cfg(ctx, "mamba_cache_mode") == "all" and in_range(v, None, (0, 22)) is not False:
-        buf = next((b for b in st.builder_buffers if b.name == "state_indices_tensor_d"), None)
-        if buf is not None and len(buf.shape) == 2:
-            bt = next((t for t in st.block_tables if t.group_index == buf.group_index), None)
-            if bt is not None and bt.columns != buf.shape[1]:
-                numbers.update(state_indices_columns=buf.shape[1], block_table_columns=bt.columns,
-                               num_speculative_blocks=spec_k(ctx), mamba_block_size=bt.block_size,
-                               max_model_len=cfg(ctx, "max_model_len"), decode_cudagraph_max_bs=buf.shape[0])
-                comps.append(Comparison("state_indices_tensor_d columns", expected=bt.columns, actual=buf.shape[1]))
-                evidence.append(Evidence(f"group {bt.group_index} block table {bt.rows} x {bt.columns} ({bt.derivation}); "
-                                         f"{buf.builder}.{buf.name} {'x'.join(map(str, buf.shape))}", source=state_source(st)))
+    pair = _width_mismatch(st) if st is not None else None
+    # A recorded (or predicted) width mismatch is the failure itself, whatever the version says --
+    # vLLM 0.26.0 still has one (its block table rounds the Mamba row up to a multiple of
+    # 128 // block_size: 11 -> 12 with block 64) -- when the builder copies block-table rows into the
+    # buffer: Mamba cache mode 'all', or an error that names exactly these two widths.
+    if pair is not None and (cfg(ctx, "mamba_cache_mode") == "all" or _error_names(ctx, pair)):
+        buf, bt = pair
+        numbers.update(state_indices_columns=buf.shape[1], block_table_columns=bt.columns,
+                       num_speculative_blocks=_spec_blocks(st, bt.group_index, spec_k(ctx)), mamba_block_size=bt.block_size,
+                       max_model_len=cfg(ctx, "max_model_len"), decode_cudagraph_max_bs=buf.shape[0],
+                       block_table_rows=bt.rows)
+        if buf.derivation:
+            numbers["state_indices_derivation"] = buf.derivation
+        if bt.derivation:
+            numbers["block_table_derivation"] = bt.derivation
+        if bt.phase or buf.phase:
+            numbers["kv_cache_phase"] = bt.phase or buf.phase
+        comps.append(Comparison("state_indices_tensor_d columns", expected=bt.columns, actual=buf.shape[1]))
+        evidence.append(Evidence(f"group {bt.group_index} block table {bt.rows} x {bt.columns}"
+                                 + (f" ({bt.derivation})" if bt.derivation else ""), source=state_source(st)))
+        evidence.append(Evidence(f"{buf.builder}.{buf.name} {' x '.join(map(str, buf.shape))}"
+                                 + (f" ({buf.derivation})" if buf.derivation else ""), source=state_source(st)))
     late = in_range(v, (0, 22), (0, 32))
     if not evidence and st is not None and late and spec_k(ctx) > 0 and cfg(ctx, "mamba_cache_mode") == "all":
         numbers.update(mamba_cache_mode="all", num_speculative_tokens=spec_k(ctx))
@@ -71,6 +82,12 @@ def check(ctx: RuleContext) -> list[Finding]:
         msg = ("Prefix caching in Mamba cache mode 'all' with speculative decoding: after the state-index width fix (0.22) "
                "this combination still fails (vLLM 0.26.0: the first decode step asserts on the previous-step block "
                "indices in mamba_mixer2).")
+    elif "state_indices_derivation" in numbers or "block_table_derivation" in numbers:
+        msg = (f"The Mamba builder's decode state-index buffer has {numbers['state_indices_columns']} columns "
+               f"({numbers.get('state_indices_derivation') or 'derivation not recorded'}) but the Mamba group's block-table "
+               f"row has {numbers['block_table_columns']} ({numbers.get('block_table_derivation') or 'derivation not recorded'}); "
+               "CUDA-graph capture copies the block-table rows into the buffer and fails on the width "
+               f"({numbers['state_indices_columns']} vs {numbers['block_table_columns']}).")
     else:
         msg = ("Prefix caching in Mamba cache mode 'all' with speculative decoding: the decode state-index buffer is sized "
                "cdiv(max_model_len, block) columns while the block-table row adds num_speculative_blocks, so CUDA-graph "
@@ -80,6 +97,39 @@ def check(ctx: RuleContext) -> list[Finding]:
     return [Finding(rule=ID, category="state_index", title=title,
                     severity="error", message=msg, numbers=numbers, comparisons=comps, evidence=evidence,
                     missing_evidence=[] if v else ["vLLM version (rule applies to 0.17-0.30)"])]
+
+
+def _width_mismatch(st):
+    """The first ``state_indices_tensor_d`` whose width differs from its group's block-table row,
+    compared within one process and one KV cache (recorded rows carry ``pid`` and ``phase``)."""
+    for buf in st.builder_buffers:
+        if buf.name != "state_indices_tensor_d" or len(buf.shape) != 2:
+            continue
+        for bt in st.block_tables:
+            if (bt.group_index == buf.group_index and bt.pid == buf.pid and bt.phase == buf.phase
+                    and bt.columns != buf.shape[1]):
+                return buf, bt
+    return None
+
+
+def _error_names(ctx: RuleContext, pair) -> bool:
+    """A recorded or logged error says "size of tensor a (X) ... tensor b (Y)" for these widths."""
+    buf, bt = pair
+    widths = {buf.shape[1], bt.columns}
+    if ctx.log is not None:
+        a, b = ctx.log.numbers.get("tensor_a_size"), ctx.log.numbers.get("tensor_b_size")
+        if a is not None and {a, b} == widths:
+            return True
+    for e in (ctx.state.errors if ctx.state is not None else []):
+        n = e.numbers or {}
+        if {n.get("tensor_a_size"), n.get("tensor_b_size")} == widths:
+            return True
+    return False
+
+
+def _spec_blocks(st, group_index, default: int) -> int:
+    g = next((g for g in st.kv_cache_groups if g.group_index == group_index and g.num_speculative_blocks is not None), None)
+    return g.num_speculative_blocks if g is not None else default
 
 
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:

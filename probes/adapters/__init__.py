@@ -61,6 +61,14 @@ def engine_points(version: str, probe: Any) -> list[HookPoint]:
     ]
 
 
+def config_points(version: str, probe: Any) -> list[HookPoint]:
+    """Where the API server / LLM process builds the engine configuration (vLLM's validation)."""
+    return [
+        HookPoint("vllm.engine.arg_utils", "EngineArgs.create_engine_config", probe.wrap_config_build,
+                  "configurations vLLM rejects", optional=True),
+    ]
+
+
 def runner_points(version: str, probe: Any, is_cpu: bool) -> list[HookPoint]:
     points: list[HookPoint] = []
     classes = [(V1_RUNNER, "GPUModelRunner", False)]
@@ -103,9 +111,12 @@ def runner_points(version: str, probe: Any, is_cpu: bool) -> list[HookPoint]:
     return points
 
 
-def install(version: str, probe: Any, *, engine: bool, runner: bool, is_cpu: bool) -> dict[str, str]:
-    """Install the hook points this process needs; returns the outcome of each."""
+def install(version: str, probe: Any, *, engine: bool, runner: bool, is_cpu: bool, frontend: bool = False) -> dict[str, str]:
+    """Install the hook points this process needs; returns the outcome of each. ``frontend``: the
+    API server / LLM process (where the engine configuration is built)."""
     points: list[HookPoint] = []
+    if frontend:
+        points += config_points(version, probe)
     if engine:
         points += planning_points(version, probe) + engine_points(version, probe)
     elif runner:
