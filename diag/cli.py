@@ -25,6 +25,7 @@ COMMANDS = {
     "check": "check",
     "analyze": "analyze",
     "suggest": "suggest",
+    "diagnose": "diagnose",
     "report": "report",
     "tui": "tui",
     "dashboard": "dashboard",
