@@ -66,6 +66,17 @@ def _find(component, cid):
     return None
 
 
+def _values(seq) -> list:
+    """A trace's values: a list, or Plotly's base64 typed array ({"dtype", "bdata"})."""
+    if isinstance(seq, dict) and "bdata" in seq:
+        import base64
+
+        import numpy as np
+
+        return np.frombuffer(base64.b64decode(seq["bdata"]), dtype=np.dtype(seq["dtype"])).tolist()
+    return list(seq)
+
+
 def _row(src, kind=None, status=None, rule=None):
     for r in src.snapshot(force=True).rows:
         if (kind is None or r.kind == kind) and (status is None or r.status == status):
@@ -129,15 +140,15 @@ def test_session_page_from_the_view_models_and_a_click_on_a_finding(sources):
     for s in rep.findings.suggestions:
         assert f"{s.number}. {s.title}" in texts
     state = _find(layout, "fig-state").figure
-    assert state.layout.meta["mismatches"] == [[12, 11]] and state.layout.meta["highlight"] == []
+    assert state["layout"]["meta"]["mismatches"] == [[12, 11]] and state["layout"]["meta"]["highlight"] == []
     # click finding #1: its anchors (group 0, block-table column 12) turn gold in the state-index view
     f1 = next(f for f in rep.findings.items if f.rule == "mamba_state_indices")
     ids = [{"type": "finding", "n": f.number} for f in rep.findings.items]
     pages, state, timeline, note, styles = cb.select_finding(sources, {"db": row.db_key, "session": row.session},
                                                              f1.number, ids)
-    assert "column:0:12" in f1.anchor_keys and state.layout.meta["highlight"] == sorted(f1.anchor_keys)
-    gold = [t for t in state.data if t.name == "the finding's column"]
-    assert gold and 12 in gold[0].x
+    assert "column:0:12" in f1.anchor_keys and state["layout"]["meta"]["highlight"] == sorted(f1.anchor_keys)
+    gold = [t for t in state["data"] if t["name"] == "the finding's column"]
+    assert gold and 12 in _values(gold[0]["x"])
     assert note == f"finding #{f1.number}: " + ", ".join(f1.anchor_keys)
     assert [st["background"] for st in styles] == ["#fffde7" if i["n"] == f1.number else "#fff" for i in ids]
 
@@ -149,10 +160,10 @@ def test_seed_check_page_map_marks_the_layer_and_highlights_it(sources):
     assert f1.rule == "kv_unify_mamba_assert" and f1.anchors
     pages, *_ = cb.select_finding(sources, {"db": row.db_key, "session": row.session}, 1,
                                   [{"type": "finding", "n": 1}])
-    assert set(pages.layout.meta["marked"]) == set(loaded.report.page_map.marked_layers)
-    assert set(pages.layout.meta["highlight"]) == set(f1.anchor_keys)
-    need = pages.data[0]
-    gold = [y for y, c in zip(need.y, need.marker.line.color) if c == "#f9a825"]
+    assert set(pages["layout"]["meta"]["marked"]) == set(loaded.report.page_map.marked_layers)
+    assert set(pages["layout"]["meta"]["highlight"]) == set(f1.anchor_keys)
+    need = pages["data"][0]
+    gold = [y for y, c in zip(need["y"], need["marker"]["line"]["color"]) if c == "#f9a825"]
     assert set(gold) == {a.ref for a in f1.anchors if a.kind == "layer"}
 
 
@@ -290,3 +301,21 @@ def test_figures_show_db_text_as_text(tmp_path):
     fig = figures.page_map_figure(views.page_map(rec))
     text = json.dumps(fig.to_plotly_json(), default=str)
     assert "<a href" not in text and "&lt;a href=\\\"https://example.invalid\\\"&gt;attn&lt;/a&gt;" in text
+
+
+def test_session_page_follows_an_engine_that_keeps_writing(sources):
+    row = next(r for r in sources.snapshot(force=True).rows if r.db_name == "qwen3next-serve-ngram3.db")
+    layout = cb.session_page(sources, row.db_key, row.session)
+    version = _find(layout, "session-version").data
+    ref = {"db": row.db_key, "session": row.session}
+    assert cb.session_tick(sources, ref, None, version) is None  # nothing new: nothing redrawn
+    live = Store.open(sources.root / row.db_name, create=True)
+    pid = live.db.execute("select pid from batch_steps where session_id = ? limit 1", [row.session]).fetchone()[0]
+    live.add_rows("batch_steps", row.session, pid,  # the EngineCore keeps writing
+                  [BatchStep(step_index=200 + i, num_decodes=2, num_spec_decodes=1 if i == 5 else 0) for i in range(30)])
+    live.close()
+    sources.snapshot(force=True)
+    timeline, _state, version2 = cb.session_tick(sources, ref, None, version)
+    assert version2 != version and "|229|" in version2
+    assert timeline["layout"]["meta"]["marked_steps"] == [205]  # the new mixed decode + spec-decode step is marked
+    assert max(x for t in timeline["data"] if "x" in t for x in _values(t["x"])) >= 200

@@ -149,6 +149,16 @@ def create_app(sources: Sources, *, token: str | None = None, loopback_only: boo
         return (*cb.select_finding(sources, ref, number, ids), number)
 
     @app.callback(
+        Output("fig-timeline", "figure", allow_duplicate=True), Output("fig-state", "figure", allow_duplicate=True),
+        Output("session-version", "data"),
+        Input("tick", "n_intervals"), State("session-ref", "data"), State("selected-finding", "data"),
+        State("session-version", "data"), prevent_initial_call=True,
+    )
+    def _session_tick(_n, ref, selected, version):
+        out = cb.session_tick(sources, ref, selected, version)
+        return (dash.no_update,) * 3 if out is None else out
+
+    @app.callback(
         Output("download", "data"),
         Input({"type": "dl-yaml", "n": ALL}, "n_clicks"), Input({"type": "dl-sh", "n": ALL}, "n_clicks"),
         State("session-ref", "data"), prevent_initial_call=True,

@@ -81,9 +81,10 @@ def session_page(sources: Sources, db_key: str, session: str, selected: int | No
     except DiagError as exc:
         return C.message_page("Session not available", str(exc))
     rep = loaded.report
-    hl = highlight_for(rep.findings, selected)
+    fig_pages, fig_state, fig_timeline = sources.figures(loaded, selected, session_figures)
     return html.Div([
         dcc.Store(id="session-ref", data={"db": db_key, "session": session}),
+        dcc.Store(id="session-version", data=row_version(loaded.row)),
         dcc.Store(id="selected-finding", data=selected),
         C.header_block(rep.header, loaded.row),
         html.Div([
@@ -92,15 +93,42 @@ def session_page(sources: Sources, db_key: str, session: str, selected: int | No
                      className="left", style={"flex": "0 0 38%", "minWidth": "320px", "paddingRight": "12px", "boxSizing": "border-box"}),
             html.Div([
                 html.Div(selection_note(rep.findings, selected), id="selection-note", className="selection-note"),
-                dcc.Graph(id="fig-pages", figure=figures.page_map_figure(rep.page_map, hl), config={"displaylogo": False}),
-                dcc.Graph(id="fig-state", figure=figures.state_index_figure(rep.state_index, hl),
-                          config={"displaylogo": False}),
-                dcc.Graph(id="fig-timeline", figure=figures.timeline_figure(rep.timeline, hl),
-                          config={"displaylogo": False}),
+                dcc.Graph(id="fig-pages", figure=fig_pages, config={"displaylogo": False}),
+                dcc.Graph(id="fig-state", figure=fig_state, config={"displaylogo": False}),
+                dcc.Graph(id="fig-timeline", figure=fig_timeline, config={"displaylogo": False}),
             ], className="right", style={"flex": "1 1 0", "minWidth": "420px"}),
         ], style={"display": "flex", "flexWrap": "wrap"}),
         html.Div(dcc.Link("compare with another session", href=f"/compare?a={db_key}/{session}"), className="muted"),
     ], className="session-page")
+
+
+def session_figures(loaded, selected: int | None) -> tuple:
+    """The page map, state-index view and timeline of a session with finding ``selected`` lit."""
+    rep = loaded.report
+    hl = highlight_for(rep.findings, selected)
+    return (figures.page_map_figure(rep.page_map, hl), figures.state_index_figure(rep.state_index, hl),
+            figures.timeline_figure(rep.timeline, hl))
+
+
+def row_version(row) -> str:
+    """What the session page last drew: changes when the engine writes steps, errors or findings."""
+    return f"{row.status}|{row.last_step}|{row.findings}|{row.errors}"
+
+
+def session_tick(sources: Sources, ref: dict | None, selected: int | None, version: str | None):
+    """The fleet's 2-second tick on a session page: ``None`` while the session is unchanged, else
+    ``(timeline figure, state-index figure, status text, new version)`` for an engine that keeps writing."""
+    if not ref:
+        return None
+    try:
+        row = sources.row(ref["db"], ref["session"])
+    except DiagError:
+        return None
+    if row_version(row) == version:
+        return None
+    loaded = sources.load(ref["db"], ref["session"])
+    _pages, state, timeline = sources.figures(loaded, selected, session_figures)
+    return timeline, state, row_version(loaded.row)
 
 
 def highlight_for(fvm, selected: int | None) -> tuple:
@@ -122,7 +150,7 @@ def select_finding(sources: Sources, ref: dict | None, number: int | None, card_
     and the card styles (the clicked one highlighted)."""
     loaded = sources.load(ref["db"], ref["session"])
     rep = loaded.report
-    hl = highlight_for(rep.findings, number)
+    pages, state, timeline = sources.figures(loaded, number, session_figures)
     by_n = {f.number: f for f in rep.findings.items}
     styles = []
     for cid in card_ids:
@@ -130,8 +158,7 @@ def select_finding(sources: Sources, ref: dict | None, number: int | None, card_
         colour = C.SEVERITY_COLOURS.get(f.severity if f else "", "#333")
         styles.append({"borderLeft": f"6px solid {colour}", "padding": "6px 10px", "margin": "6px 0", "cursor": "pointer",
                        "background": "#fffde7" if cid.get("n") == number else "#fff"})
-    return (figures.page_map_figure(rep.page_map, hl), figures.state_index_figure(rep.state_index, hl),
-            figures.timeline_figure(rep.timeline, hl), selection_note(rep.findings, number), styles)
+    return pages, state, timeline, selection_note(rep.findings, number), styles
 
 
 def download(sources: Sources, ref: dict | None, number: int, what: str) -> dict:

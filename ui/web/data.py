@@ -37,7 +37,9 @@ class Sources:
         self.fleet = fleet
         self.refresh_s = refresh_s
         self._refresh_lock = threading.Lock()
+        self.cache_size = cache_size
         self._cache: OrderedDict = OrderedDict()
+        self._figures: OrderedDict = OrderedDict()
         self._cache_lock = threading.Lock()
         self._build_locks: dict = {}
         self._last_refresh = 0.0
@@ -64,6 +66,22 @@ class Sources:
             raise DiagError("no such session among the dashboard's databases")
         return row
 
+    def figures(self, loaded: Loaded, selected: int | None, build) -> tuple:
+        """``build(loaded, selected)``'s figures as plain dicts, cached per session version and
+        selected finding: 20 browsers on one session share one build and one conversion."""
+        key = ("fig", loaded.row.db_key, loaded.row.session, loaded.row, selected)
+        with self._cache_lock:
+            hit = self._figures.get(key)
+            if hit is not None:
+                self._figures.move_to_end(key)
+                return hit
+        figs = tuple(f.to_plotly_json() for f in build(loaded, selected))
+        with self._cache_lock:
+            self._figures[key] = figs
+            while len(self._figures) > 4 * self.cache_size:
+                self._figures.popitem(last=False)
+        return figs
+
     def load(self, db_key: str, session: str) -> Loaded:
         """Record + view models of one session (cached until its fleet row changes)."""
         from vllm_diag import views
@@ -88,6 +106,6 @@ class Sources:
             with self._cache_lock:
                 self._cache[key] = loaded
                 self._cache.move_to_end(key)
-                while len(self._cache) > 64:
+                while len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
             return loaded
