@@ -113,13 +113,6 @@ RULES: list[tuple[str, str, Pred]] = [
          and e in ("AssertionError", "ValueError", "RuntimeError", "NotImplementedError")
          and bool(re.search(r"shape|size|stride|numel|layout|==|%", t)))),
     ("spec_kernel_next_n", "spec_kernel_limit", lambda f, fn, t, e, c: "next_n" in t),
-    # an attention kernel (or its planned wrapper) refusing the query length per request: with speculative
-    # decoding every decode carries 1 + k tokens (FlashInfer q_len_per_req, AITER qseqlen, max_seqlen_q)
-    ("spec_query_len_limit", "spec_kernel_limit",
-     lambda f, fn, t, e, c: bool(re.search(r"q_len_per_req|qo_len|qseqlen|max_seqlen_q|seqlen_q|query_len|q_len\b|"
-                                           r"query length", t))
-     and bool(re.search(r"kernel|wrapper|planned|support|heuristic|expect|must|limit|exceed|only", t))
-     and not bool(re.search(r"prefill", t) and not re.search(r"decode", t))),
     ("kernel_block_alignment", "block_size_alignment",
      lambda f, fn, t, e, c: bool(_BLOCK_WORDS.search(t)) and bool(re.search(
          r"divis|multiple|align|support|must divide|% |kernel|backend|not a power|power of", t))
@@ -128,6 +121,13 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: bool(_CAPTURE_WORDS.search(t)) or bool(re.search(
          r"cudagraph_dispatcher|compilation/cuda_graph|cudagraph_utils|cuda_piecewise", f))
      or bool(re.search(r"capture|cudagraph|dummy_run", fn.lower())) and bool(_MAMBA_FILE.search(f))),
+    # an attention kernel (or its planned wrapper) refusing the query length per request: with speculative
+    # decoding every decode carries 1 + k tokens (FlashInfer q_len_per_req, AITER qseqlen, max_seqlen_q)
+    ("spec_query_len_limit", "spec_kernel_limit",
+     lambda f, fn, t, e, c: bool(re.search(r"q_len_per_req|qo_len|qseqlen|max_seqlen_q|seqlen_q|query_len|q_len\b|"
+                                           r"query length", t))
+     and bool(re.search(r"kernel|wrapper|planned|support|heuristic|expect|must|limit|exceed|only", t))
+     and not bool(re.search(r"prefill", t) and not re.search(r"decode", t))),
     ("spec_kernel_limit", "spec_kernel_limit",
      lambda f, fn, t, e, c: bool(_MLA_KERNEL_FILE.search(f)) and bool(_SPEC_WORDS.search(t))),
     ("spec_backend_support", "spec_kernel_limit",
@@ -136,10 +136,12 @@ RULES: list[tuple[str, str, Pred]] = [
                                            r"(not supported|unsupported|does not support).{0,60}(speculative|spec decod|draft)",
                                            t)) and bool(re.search(r"attention|backend|mla|kernel|flashinfer|"
                                                                   r"flashmla|aiter|triton|metadata", t + f))),
-    # an index out of range inside Mamba/GDN code indexes a state, a block or a chunk table
+    # an index out of range inside Mamba/GDN code -- or an illegal memory access in one of its kernels --
+    # indexes a state, a conv cache line, a block or a chunk table
     ("hybrid_index_error", "state_index",
      lambda f, fn, t, e, c: bool(_MAMBA_FILE.search(f)) and (e == "IndexError" or bool(re.search(
-         r"out of bounds|index out of range|list index|indices? .{0,30}(out of|exceed)", t)))),
+         r"out of bounds|index out of range|list index|indices? .{0,30}(out of|exceed)|illegal (memory )?access|"
+         r"illegal address", t)))),
     ("hybrid_mixed_batch", "mixed_batch",
      lambda f, fn, t, e, c: bool(_MAMBA_FILE.search(f)) and bool(_BATCH_WORDS.search(t))
      and not bool(_STATE_WORDS.search(t))),

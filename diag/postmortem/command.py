@@ -185,6 +185,9 @@ def args_from_flags(text: str, inline: list[tuple[str, str | None]], lines: list
     flag lines read one by one (YAML ``args:`` lists: ``--flag=value`` with unquoted JSON) when the
     joined ``text`` does not parse."""
     out: dict[str, Any] = {}
+    # continuation backslashes of a pasted multi-line command are shell syntax, not part of a value
+    lines = [re.sub(r"\s*\\\s*$", "", ln) for ln in (lines or [])]
+    text = re.sub(r"\s\\(?=\s|$)", " ", text)
     try:
         from ..serve import flag_table, parse_command
     except ImportError:  # pragma: no cover

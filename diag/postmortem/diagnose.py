@@ -218,6 +218,18 @@ def _config_numbers(facts: LogFacts, setup: Setup) -> dict[str, Any]:
     return out
 
 
+def _frame_lines(facts: LogFacts) -> dict[str, int]:
+    """file:function -> line of the innermost frames printed (root, or frames without an exception line):
+    the line numbers tell the release apart and point at the failing statement."""
+    out: dict[str, int] = {}
+    excs = ([facts.root] if facts.root is not None else []) + [e for e in facts.exceptions if e.exc_type.startswith("(")]
+    for e in excs:
+        for fr in e.frames[-6:]:
+            if fr.line:
+                out.setdefault(f"{fr.file.rsplit('/', 1)[-1]}:{fr.function}", fr.line)
+    return dict(list(out.items())[-12:])
+
+
 def _batch_numbers(batch: dict[str, Any] | None) -> dict[str, Any]:
     if not batch:
         return {}
@@ -295,6 +307,9 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
     setup = read_setup(facts, root)
     base_numbers = _config_numbers(facts, setup)
     base_numbers.update(_batch_numbers(setup.batch))
+    fl = _frame_lines(facts)
+    if fl:
+        base_numbers["frame_lines"] = fl
     batch_ev = _fact_ev(facts, "crash_batch")
     if root is None:
         return _diagnose_rootless(facts, orphans, setup, base_numbers, batch_ev)
@@ -463,7 +478,8 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
 
     name, file, line, text, lineno = kernel
     path = vllm_path(file or "")
-    cat, rid = categorize({"file": path, "function": name, "condition": "", "message": "", "exc": ""})
+    cat, rid = categorize({"file": path or name, "function": name, "condition": "",
+                           "message": "illegal memory access", "exc": ""})
     ev = [Evidence(text=text[:500], line=lineno, source="log")] + batch_ev
     where = f"{name}" + (f" ({path}:{line})" if file else "")
     if cat != "other":

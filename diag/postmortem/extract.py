@@ -227,6 +227,9 @@ class FactCollector:
         self.dump_text: tuple[int, str] | None = None
         self.error_lines: list[tuple[int, str]] = []  # error-like lines outside tracebacks (kernel text, excerpts)
         self._err_open = False
+        self.numeric_flags: dict[str, Any] = {}  # --flag NUMBER anywhere (bench/eval commands too)
+        self.metrics: dict[str, Any] = {}  # Prometheus counters and spec-decode metrics quoted in the log
+        self.tp_ranks: set[int] = set()
 
     # -------------------------------------------------------------- helpers
     def _note(self, name: str, line: Line) -> None:
@@ -276,6 +279,19 @@ class FactCollector:
         self._feed_rest(line)
 
     def _feed_rest(self, line: Line) -> None:
+        if line.process and "TP" in line.process:
+            m = _TP_RANK.search(line.process)
+            if m and len(self.tp_ranks) < 512:
+                self.tp_ranks.add(int(m.group(1)))
+        if "vllm:" in line.text and len(self.metrics) < 60:
+            for m in _PROM.finditer(line.text):
+                self.metrics[m.group(1)] = _num(m.group(2))
+        if "cceptance" in line.text or "Drafted" in line.text:
+            for m in _SPEC_METRICS.finditer(line.text):
+                self.metrics["spec_" + m.group(1).lower().replace(" ", "_")] = _num(m.group(2))
+        if "--" in line.text and len(self.numeric_flags) < 60:
+            for m in _NUM_FLAG.finditer(line.text):
+                self.numeric_flags.setdefault(m.group(1).replace("-", "_"), _num(m.group(2)))
         if 'File "' in line.text and (line.text.count('File "') > 1 or "most recent call last):" in line.text[:-1].rstrip()[:-1]):
             for piece in unflatten(line):  # a traceback pasted as one line
                 self.tb.feed(piece)
@@ -546,6 +562,7 @@ class FactCollector:
         self._finish_args()
         self._finish_exceptions()
         self._finish_identity()
+        self._finish_numbers()
         return f
 
     def _finish_args(self) -> None:
@@ -662,6 +679,38 @@ class FactCollector:
             f.lines["next_n"] = (f.lines.get("args", f.lines.get("command", (0, "")))[0],
                                  f"derived: next_n = num_speculative_tokens ({k}) + 1")
 
+    def _finish_numbers(self) -> None:
+        """Numbers an expert quotes that sit outside the root message: every number of the root error (in
+        order), ``name=value`` pairs of error lines, numeric ``--flag value`` pairs of any command pasted
+        (benchmark and eval commands included), and the tensor-parallel size the worker names imply."""
+        f = self.facts
+        if f.root is not None and f.root.message:
+            vals = [_num(x) for x in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])", f.root.message[:4000])]
+            vals = [v for v in vals if isinstance(v, (int, float))][:40]
+            if vals:
+                f.numbers.setdefault("message_values", vals)
+        for _, text in self.error_lines[-40:]:
+            for name, val in _KV_PAIR.findall(text):
+                f.numbers.setdefault(name, _num(val))
+            for name, val in _TIGHT_PAIR.findall(text):  # kernel detail lines: "qseqlen:5 gqa:16"
+                f.numbers.setdefault(name, _num(val))
+            m = _XID.search(text)
+            if m:
+                f.numbers.setdefault("xid", int(m.group(1)))
+            m = _LAUNCH_DIMS.search(text)
+            if m:  # cuda-gdb: kernel<<<(grid),(block)>>>
+                f.numbers.setdefault("kernel_grid", [int(x) for x in m.group(1).split(",")])
+                f.numbers.setdefault("kernel_block", [int(x) for x in m.group(2).split(",")])
+            m = _KERNEL_AT.search(text)
+            if m:
+                f.numbers.setdefault("kernel_source_line", int(m.group(2) or m.group(3)))
+        if self.metrics:
+            f.startup["metrics"] = dict(list(self.metrics.items())[:60])
+        if self.numeric_flags:
+            f.startup["quoted_flags"] = dict(list(self.numeric_flags.items())[:40])
+        if self.tp_ranks and "tensor_parallel_size" not in f.args:
+            f.startup["tensor_parallel_size_seen"] = max(self.tp_ranks) + 1  # a lower bound: ranks 0..N-1 printed
+
     def _finish_identity(self) -> None:
         f = self.facts
         a = f.args
@@ -732,6 +781,16 @@ def unflatten(line: Line) -> list[Line]:
 
 
 DUMP_SCHED = "Dumping scheduler output for model execution"
+_TP_RANK = re.compile(r"TP(\d+)")
+_TIGHT_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{1,30})[:=](-?\d+(?:\.\d+)?)(?![\w.])")
+_XID = re.compile(r"\bXid\b\D{0,20}?(\d{1,3})\b")
+_LAUNCH_DIMS = re.compile(r"<<<\(\s*([\d,\s]+)\)\s*,\s*\(\s*([\d,\s]+)\)")
+_KERNEL_AT = re.compile(r"\(([\w.\-]+\.py):(\d+)\)|\bat\s+\S+\.py:(\d+)")
+# metrics: Prometheus exposition (vllm:prefix_cache_queries_total 1131) and the spec-decode log line
+_PROM = re.compile(r"\b(vllm:[a-z_]+)(?:\{[^}]*\})?\s+(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\b")
+_SPEC_METRICS = re.compile(r"(Mean acceptance length|Avg Draft acceptance rate|Draft acceptance rate|Accepted|Drafted)"
+                           r"\s*:\s*(-?\d+(?:\.\d+)?)")
+_NUM_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9_-]+)[ =](-?\d+(?:\.\d+)?)(?![\w.:/-])")
 _GAP = re.compile(r"^(?:\[\s*)?(?:\.\.\.|…)(?:\s*\]|\s|$|.{0,60}\]\s*$)")
 # lines that state an error without a Python exception line: kernel checks, excerpts, CUDA reports
 _LOOSE_ERR = re.compile(r"Check failed|Assertion error \(|[Aa]ssertion `|cannot get|[Nn]o kernel|Target sizes|"
