@@ -274,7 +274,7 @@ class FactCollector:
                 or "<<<" in t or "PC " in t or "Xid" in t or "sizes:" in t or "memory" in t) and _LOOSE_ERR.search(t):
             if len(self.error_lines) >= 120:
                 del self.error_lines[:60]
-            self.error_lines.append((line.lineno, (line.display or t).strip()[:600]))
+            self.error_lines.append((line.lineno, t.strip()[:600]))  # the text, without process/record prefixes
             self._err_open = True
         self._feed_rest(line)
 
@@ -693,7 +693,8 @@ class FactCollector:
             for name, val in _KV_PAIR.findall(text):
                 f.numbers.setdefault(name, _num(val))
             for name, val in _TIGHT_PAIR.findall(text):  # kernel detail lines: "qseqlen:5 gqa:16"
-                f.numbers.setdefault(name, _num(val))
+                if name not in ("pid", "ip", "port", "line"):
+                    f.numbers.setdefault(name, _num(val))
             m = _XID.search(text)
             if m:
                 f.numbers.setdefault("xid", int(m.group(1)))
