@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vllm_diag.api import diagnose
 from vllm_diag.errors import DiagError
 from vllm_diag.model import SEVERITIES
 from vllm_diag.store import Store
@@ -143,7 +144,8 @@ def load_snapshot(store: Store, session_id: str):
         record = store.load(sid, steps="summary")
     finally:
         conn.execute("COMMIT")
-    return record, marks
+    # a recorded engine stores facts, not findings: the rules run on it here, as for `show --diagnose`
+    return diagnose(record), marks
 
 
 # ---------------------------------------------------------------------------------------- follow

@@ -395,28 +395,19 @@ class SuggestionsPane(Vertical):
         self.app.push_screen(ConfirmScreen(question, detail), done)
 
     def write(self, number: int, stem: str) -> None:
-        """The same function as ``vllm-diag suggest --apply N``."""
-        from vllm_diag.suggest import apply_suggestion
+        """Suggestion N to ``<stem>.sh`` and ``<stem>.yaml``: ``vllm_diag.api.apply_suggestion``, which
+        writes through ``vllm_diag.suggest.apply_suggestion`` like ``vllm-diag suggest --apply N``."""
+        from vllm_diag.api import apply_suggestion
 
         from .messages import SuggestionApplied
 
-        sug = self._model_suggestion(number)
         try:
-            paths = apply_suggestion(sug, self.app.out_dir, stem=stem)
+            paths = apply_suggestion(self.record, number, self.app.out_dir)
         except DiagError as exc:
             self.app.notify(str(exc), title="not written", severity="error", timeout=10)
             return
         self.app.notify("wrote " + ", ".join(str(p) for p in paths), title=f"suggestion {number}", timeout=8)
         self.post_message(SuggestionApplied(number, [str(p) for p in paths]))
-
-    def _model_suggestion(self, number: int):
-        """The stored ``Suggestion`` behind view number ``number`` (the one numbering of the views)."""
-        from vllm_diag.views.findings import numbered_suggestions
-
-        for n, _finding, sug in numbered_suggestions(self.record):
-            if n == number:
-                return sug
-        raise DiagError(f"no suggestion {number}")
 
     def action_copy(self) -> None:
         from .screens import ConfirmScreen

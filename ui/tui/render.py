@@ -91,7 +91,6 @@ def finding_label(f) -> Text:
     text.append(f"{f.number:>2} ", style="bold")
     text.append(SEVERITY_GLYPH.get(f.severity, "?") + " ", style=SEVERITY_STYLE.get(f.severity, ""))
     text.append(f.title)
-    text.append(f"  [{f.rule}]", style="dim")
     return text
 
 
@@ -115,6 +114,12 @@ def finding_detail(f) -> Text:
     if f.fixed_in:
         text.append(f" · fixed in {f.fixed_in}", style="dim")
     text.append("\n")
+    if f.confidence:
+        text.append("confidence ", style="dim")
+        text.append(f.confidence, style={"high": "green", "medium": "yellow", "low": "red"}.get(f.confidence, ""))
+        if f.basis:
+            text.append(f": {f.basis}", style="dim")
+        text.append("\n")
     if f.message:
         text.append("\n" + f.message.strip() + "\n")
     if f.comparisons:
