@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep-big-db", metavar="DB", help="keep the generated 1M-step DB here")
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="vllm-diag-dashboard-scale-"))
-    result: dict = {}
+    result: dict = {"loadavg_1m_at_start": round(os.getloadavg()[0], 2)}
     try:
         big_dir = tmp / "big"
         big_dir.mkdir()
@@ -375,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"max {result['callback_max_ms']} ms")
         finally:
             driver.quit()
+        result["loadavg_1m_at_end"] = round(os.getloadavg()[0], 2)
+        result["cpus"] = os.cpu_count()
+        print(f"load average at the end: {result['loadavg_1m_at_end']} on {result['cpus']} CPUs (other work on the "
+              "machine inflates every figure above)")
         print(json.dumps(result))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -126,3 +126,27 @@ def start_browser(download_dir: Path, performance_log: bool = False):
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(download_dir)})
     return driver
+
+
+class DashboardServer:
+    """The dashboard of ``roots`` on a free loopback port, served from a thread (``url``; ``close()``)."""
+
+    def __init__(self, roots, token: str | None = None):
+        import threading
+
+        from vllm_diag.fleet import Fleet
+        from vllm_diag.ui.web.app import create_app, serve
+        from vllm_diag.ui.web.data import Sources
+
+        self.fleet = Fleet(roots)
+        self.sources = Sources(self.fleet, refresh_s=0.5)
+        self.sources.snapshot(force=True)
+        self.app = create_app(self.sources, token=token, loopback_only=True)
+        self.httpd = serve(self.app, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.fleet.close()

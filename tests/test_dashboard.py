@@ -319,3 +319,33 @@ def test_session_page_follows_an_engine_that_keeps_writing(sources):
     assert version2 != version and "|229|" in version2
     assert timeline["layout"]["meta"]["marked_steps"] == [205]  # the new mixed decode + spec-decode step is marked
     assert max(x for t in timeline["data"] if "x" in t for x in _values(t["x"])) >= 200
+
+
+@pytest.mark.parametrize("args, message", [
+    (["dashboard"], "vllm-diag: give DB files or folders (or set VLLM_DIAG_DB)"),
+    (["dashboard", "nowhere.db"], "vllm-diag: nowhere.db: no such file or folder"),
+    (["dashboard", "x.db", "--host", "0.0.0.0"],
+     "vllm-diag: --host 0.0.0.0 is reachable from other machines: set a token with --token or VLLM_DIAG_DASHBOARD_TOKEN "
+     "(every request must then carry it)"),
+    (["dashboard", "x.db", "--host", "0.0.0.0", "--token", "short"], "vllm-diag: the dashboard token must be at least 16 characters"),
+    (["dashboard", "x.db", "--port", "-1"], "vllm-diag: --port -1: not a port number"),
+])
+def test_dashboard_command_bad_input_is_one_line(tmp_path, args, message):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("VLLM_DIAG_DB", security.TOKEN_ENV)}
+    r = subprocess.run([sys.executable, "-m", "vllm_diag", *args], capture_output=True, text=True, cwd=tmp_path,
+                       env=env, timeout=60)
+    assert (r.returncode, r.stderr.strip(), r.stdout) == (2, message, "")
+
+
+def test_dashboard_without_the_extra_one_line():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['dash'] = None\n"
+            "from vllm_diag.cli import main; sys.exit(main(['dashboard', 'x.db']))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stderr.strip()) == (2, "vllm-diag: the dashboard needs dash and plotly: pip install 'vllm-diag[web]'")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 import time
 from pathlib import Path
 
@@ -23,31 +22,12 @@ from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-from tests.dashboard_sessions import REAL_LOGS, analyzed_db, fleet_dir, start_browser  # noqa: E402
-from vllm_diag.fleet import Fleet  # noqa: E402
+from tests.dashboard_sessions import REAL_LOGS, DashboardServer, analyzed_db, fleet_dir, start_browser  # noqa: E402
 from vllm_diag.suggest import suggestion_files  # noqa: E402
-from vllm_diag.ui.web.app import create_app, serve  # noqa: E402
-from vllm_diag.ui.web.data import Sources  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 EVIL = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
-
-
-class Server:
-    def __init__(self, roots, token=None):
-        self.fleet = Fleet(roots)
-        self.sources = Sources(self.fleet, refresh_s=0.5)
-        self.sources.snapshot(force=True)
-        self.app = create_app(self.sources, token=token, loopback_only=True)
-        self.httpd = serve(self.app, "127.0.0.1", 0)
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.fleet.close()
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +74,7 @@ def _shot(driver, path: Path, full: bool = True) -> Path:
 
 
 def test_fleet_session_finding_suggestion_compare(hosts, browser, screens):
-    srv = Server([hosts])
+    srv = DashboardServer([hosts])
     try:
         d = browser
         d.get(srv.url + "/")
@@ -221,7 +201,7 @@ def test_fleet_refreshes_while_an_engine_writes(hosts, browser, tmp_path):
     root = tmp_path / "live"
     root.mkdir()
     shutil.copyfile(hosts / "qwen3next-serve-ngram3.db", root / "h1.db")
-    srv = Server([root])
+    srv = DashboardServer([root])
     try:
         d = browser
         d.get(srv.url + "/")
@@ -239,7 +219,7 @@ def test_fleet_refreshes_while_an_engine_writes(hosts, browser, tmp_path):
 
 def test_token_protected_dashboard_in_the_browser(hosts, browser, screens):
     token = "browser-token-" + "z" * 12
-    srv = Server([hosts], token=token)
+    srv = DashboardServer([hosts], token=token)
     try:
         d = browser
         d.get(srv.url + "/")

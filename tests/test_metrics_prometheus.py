@@ -198,3 +198,16 @@ def test_prometheus_scrapes_vllm_diag_series_from_vllm_serve(served_engine, prom
     (labels,) = [json.loads(k) for k in info]
     assert labels["session"] == sid and labels["kind"] == "engine" and labels["vllm_version"] == "0.32.0"
     assert "argv" not in json.dumps(labels) and "VLLM_DIAG_DB" not in text
+
+    # every query of the Grafana dashboard runs against the real Prometheus; the vllm_diag_ panels and
+    # vLLM's own panels next to them have data
+    _wait(lambda: (_query(prom, "count_over_time(vllm_diag_steps_total[5m])") or {"": 0}).popitem()[1] >= 3, 60,
+          "three scrapes (rate() needs two samples)")
+    grafana = json.loads((Path(__file__).resolve().parents[1] / "assets" / "grafana" / "vllm-diag.json").read_text())
+    empty = []
+    for p in grafana["panels"]:
+        for t in p["targets"]:
+            expr = t["expr"].replace("$session", ".*").replace("$model_name", ".*")
+            if not _query(prom, expr) and "> 0" not in expr:
+                empty.append(f"{p['title']}: {expr}")
+    assert not empty, empty

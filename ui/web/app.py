@@ -10,7 +10,6 @@ threaded server. Dash serves its own component bundles from the installed packag
 
 from __future__ import annotations
 
-import tempfile
 import urllib.parse
 
 import dash
@@ -23,6 +22,7 @@ from vllm_diag.ui.web import security
 from vllm_diag.ui.web.data import Sources
 
 REFRESH_MS = 2000
+NO_ASSETS = "/nonexistent/vllm-diag-serves-no-assets"
 STYLE = {"fontFamily": "system-ui, sans-serif", "fontSize": "14px", "margin": "0 12px"}
 # Dash's page template with a few rules of our own (no assets folder is served)
 INDEX = """<!DOCTYPE html>
@@ -85,8 +85,8 @@ def create_app(sources: Sources, *, token: str | None = None, loopback_only: boo
         __name__,
         title="vllm-diag",
         serve_locally=True,
-        # an empty folder of our own: Dash serves nothing from the working directory or the package
-        assets_folder=tempfile.mkdtemp(prefix="vllm-diag-dash-assets-"),
+        # a folder that does not exist: Dash serves nothing from the working directory or the package
+        assets_folder=NO_ASSETS,
         assets_ignore=".*",
         include_assets_files=False,
         suppress_callback_exceptions=True,

@@ -142,7 +142,8 @@ def selection_note(fvm, selected: int | None) -> str:
         return "click a finding to highlight its layer, column or step" if fvm.items else ""
     if not item.anchors:
         return f"finding #{item.number} points at no layer, column or step of the pictures"
-    return f"finding #{item.number}: " + ", ".join(a.key for a in item.anchors)
+    return (f"finding #{item.number}: " + ", ".join(a.key for a in item.anchors_shown)
+            + (f" and {item.anchors_more} more (in gold)" if item.anchors_more else ""))
 
 
 def select_finding(sources: Sources, ref: dict | None, number: int | None, card_ids: list[dict]):
