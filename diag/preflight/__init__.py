@@ -140,8 +140,15 @@ def validate_config(cmd: ServeCommand, config: dict[str, Any], version: tuple[in
             if not isinstance(args[dest], str) or (choices and args[dest] not in choices):
                 raise DiagError(f"--{dest.replace('_', '-')}: invalid choice {args[dest]!r} (choose from "
                                 f"{', '.join(sorted(choices))})")
-    if args.get("mamba_cache_mode") == "all" and version is not None and version >= (0, 32, 0):
-        raise DiagError("--mamba-cache-mode all: removed in vLLM 0.32 (only 'align' and 'none'); vLLM refuses it at startup")
+    mode = args.get("mamba_cache_mode")
+    if mode is not None and version is not None:
+        from .versions import lookup
+
+        modes = lookup("mamba_cache_mode", version)
+        allowed = (modes.value or {}).get("modes") if modes is not None else None
+        if allowed and mode not in allowed:
+            raise DiagError(f"--mamba-cache-mode {mode}: vLLM {vstr(version)} accepts only "
+                            f"{', '.join(repr(m) for m in allowed)} (CacheConfig.mamba_cache_mode); it refuses this at startup")
     for dest in ("speculative_config", "compilation_config"):
         if dest in args and args[dest] is not None and not isinstance(args[dest], (dict,)) and not (
                 dest == "compilation_config" and str(args[dest]).isdigit()):
@@ -188,6 +195,14 @@ def evaluate(cmd: ServeCommand, version: tuple[int, int, int], gpu: GpuInfo | No
     if cmd.unknown_flags:
         notes.append("flags vLLM would reject: " + ", ".join(sorted(set(cmd.unknown_flags))))
     findings = run_rules(RuleContext(state=state, version=version, gpu=gpu))
+    unmodelled = list(state.environment.get("not_modelled") or [])
+    if draft is not None:
+        unmodelled += [f"draft: {n}" for n in draft.not_modelled]
+    if unmodelled:
+        findings.append(Finding(
+            rule="not_modelled", category="other", severity="warning", title="Not modelled by the pre-flight",
+            message="; ".join(unmodelled), numbers={"items": len(unmodelled)},
+            basis="the verdict covers only what the pre-flight models; these parts are not predicted"))
     return state, findings, facts, draft, notes
 
 

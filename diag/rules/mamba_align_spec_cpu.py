@@ -24,7 +24,7 @@ def check(ctx: RuleContext) -> list[Finding]:
     evidence: list[Evidence] = []
     k = spec_k(ctx)
     v = version(ctx)
-    if (platform(ctx) == "cpu" and k > 0 and cfg(ctx, "mamba_cache_mode") == "align" and family(ctx) in ("gdn", "mamba2")
+    if (platform(ctx) == "cpu" and k > 0 and cfg(ctx, "mamba_cache_mode") == "align" and family(ctx) in ("gdn", "mamba2", "mamba1")
             and in_range(v, (0, 28), None) is not False and ctx.state is not None):
         evidence.append(Evidence(f"platform cpu, mamba_cache_mode align (prefix caching on), {k} speculative tokens "
                                  f"({cfg(ctx, 'speculative_method')})", source=state_source(ctx.state)))

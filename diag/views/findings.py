@@ -214,8 +214,11 @@ def findings(record: SessionRecord, pages=None, state_index=None, timeline=None)
     warnings = sum(f.severity == "warning" for f in record.findings)
     kind = record.session.kind
     if kind == "check":
+        unmodelled = [it.number for it in items if it.rule == "not_modelled"]
         verdict = (f"would FAIL ({errors} error finding{'s' if errors != 1 else ''})" if errors
-                   else "no finding stops this engine")
+                   else "no finding stops this engine" if not unmodelled
+                   else f"NOT MODELLED: no finding stops this engine as far as it is modelled (finding {unmodelled[0]} "
+                        "lists what the pre-flight does not model)")
     elif kind == "log":
         root = record.log.root if record.log is not None else None
         if errors:

@@ -106,6 +106,11 @@ for job in jobs:
     del llm
     gc.collect()
     print("RESULT " + json.dumps(res), flush=True)
+    if res.get("started") is False:
+        # a failed start can leave half-built distributed / compilation state in this process (a later
+        # engine then fails on it, e.g. "expert parallel group is not initialized"): the rest of the jobs
+        # go to a fresh worker
+        sys.exit(0)
 '''
 
 ENGINE_DEFAULTS = {"enforce_eager": True, "load_format": "dummy", "seed": 0}
@@ -140,7 +145,10 @@ def run_truth(jobs: list[dict[str, Any]], per_process: int = 6, job_timeout: flo
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
             json.dump(chunk, fh)
             path = fh.name
-        env = {**NO_MP, "VLLM_PLUGINS": "", "MATRIX_JOBS": path, "VLLM_LOGGING_LEVEL": "WARNING"}
+        # tvstub: an import-only torchvision, so Qwen3.5 (whose vLLM module imports the Qwen2-VL image
+        # processor) loads next to torch+cpu, where the real torchvision cannot (see README, Install)
+        env = {**NO_MP, "VLLM_PLUGINS": "", "MATRIX_JOBS": path, "VLLM_LOGGING_LEVEL": "WARNING",
+               "PYTHONPATH": str(Path(__file__).parent / "tvstub")}
         try:
             r = run_engine(WORKER, env=env, timeout=60 + job_timeout * len(chunk))
             out, died = r.stdout, r.returncode != 0
@@ -209,8 +217,8 @@ def predict(model_dir: str | Path, kwargs: dict[str, Any], version: str = "0.32.
         layers[ls.layer_name] = {"type": ls.spec_type, "block_size": ls.block_size, "page": ls.page_size_bytes}
     return {
         "fails": res.fails,
-        "findings": [(f.rule, f.severity) for f in res.findings],
-        "not_modelled": list(getattr(res, "not_modelled", []) or []),
+        "findings": [(f.rule, f.severity) for f in res.findings if f.rule != "not_modelled"],
+        "not_modelled": [f.message for f in res.findings if f.rule == "not_modelled"],
         "layers": layers,
         "groups": [{"type": g.spec_type, "block_size": g.block_size, "page": g.page_size_bytes,
                     "layers": sorted(g.layer_names)} for g in st.kv_cache_groups],
