@@ -245,3 +245,19 @@ def test_preflight_sites_are_the_catalogs_rows():
     fresh = mod.preflight_sites()["bindings"]
     assert json.loads(json.dumps(fresh)) == sites()
     assert all(fresh[b.key] for b in BINDINGS), [b.key for b in BINDINGS if not fresh[b.key]]
+
+
+def test_prefix_match_unit_against_the_group_block_sizes(tmp_path):
+    llama = {**BASE, "architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 2}
+    one = check(model(tmp_path, llama), "--prefix-match-unit", "64")  # one group of 128-token blocks
+    assert "with a single KV cache group, prefix-cache hits land on the block size (128)" in \
+        errors(one)["prefix_match_unit_single"]
+    assert "prefix_match_unit_single" not in errors(check(model(tmp_path, llama), "--prefix-match-unit", "128"))
+    hybrid = model(tmp_path, QWEN3_NEXT, "q")
+    sizes = sorted({g.block_size for g in check(hybrid).state.kv_cache_groups})
+    bad = next(u for u in (256, 512, 96) if any(b % u for b in sizes))
+    res = check(hybrid, "--prefix-match-unit", str(bad))
+    assert f"Invalid prefix_match_unit={bad}" in errors(res)["prefix_match_unit_multi"]
+    assert eval_expr("any((bs % hash_block_size != 0 for bs in hashing_sizes))",
+                     {"hashing_sizes": sizes, "hash_block_size": bad})
+    assert not errors(check(hybrid, "--prefix-match-unit", "32"))

@@ -590,7 +590,9 @@ def _startup_checks(state: EngineState, facts: ModelFacts, cfg: dict[str, Any], 
     attn = [g for g in groups if g and g[0].kind in ("attention", "sliding")]
     ctx = Ctx(facts=facts, cfg=cfg, version=version, platform=platform,
               attention_groups=[{"block_size": g[0].block_size} for g in attn],
-              attention_head_sizes=[s.head for s in specs if s.kind in ("attention", "sliding") and s.head])
+              attention_head_sizes=[s.head for s in specs if s.kind in ("attention", "sliding") and s.head],
+              groups=[{"block_size": g[0].block_size, "kind": g[0].kind,
+                       "mamba_cache_mode": cfg.get("mamba_cache_mode") if g[0].kind == "mamba" else None} for g in groups])
     if not groups:  # planning failed or not modelled: the configured block size is what the backend sees
         ctx.attention_groups = [{"block_size": int(cfg["block_size"])}] if ctx.attention_head_sizes else []
     errors, notes = evaluate(ctx)

@@ -99,7 +99,8 @@ def _hasattr(obj: Any, name: str) -> bool:
 FUNCTIONS: dict[str, Any] = {
     "len": len, "min": min, "max": max, "abs": abs, "int": int, "str": str, "bool": bool, "float": float,
     "any": any, "all": all, "sorted": sorted, "set": set, "list": list, "tuple": tuple, "sum": sum,
-    "getattr": _getattr, "hasattr": _hasattr, "cdiv": _cdiv, "round_up": _round_up,
+    "getattr": _getattr, "hasattr": _hasattr, "cdiv": _cdiv, "round_up": _round_up, "enumerate": enumerate,
+    "zip": zip, "range": range,
 }
 # methods callable on plain values
 _METHODS = {
@@ -107,6 +108,16 @@ _METHODS = {
     dict: {"get", "keys", "values", "items"},
     list: {"index", "count"}, tuple: {"index", "count"},
 }
+
+
+def _bind(target: ast.expr, value: Any, scope: dict[str, Any]) -> None:
+    if isinstance(target, ast.Name):
+        scope[target.id] = value
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for t, v in zip(target.elts, value):
+            _bind(t, v, scope)
+    else:
+        raise NotModelled(ast.unparse(target))
 
 
 @lru_cache(maxsize=512)
@@ -232,6 +243,33 @@ class _Eval:
 
     def v_Dict(self, n: ast.Dict) -> Any:
         return {self.visit(k): self.visit(v) for k, v in zip(n.keys, n.values) if k is not None}
+
+    def _comprehension(self, n: ast.GeneratorExp | ast.ListComp | ast.SetComp) -> list[Any]:
+        """``expr for name in iterable if cond`` (one or more ``for``), in a child scope."""
+        out: list[Any] = []
+
+        def walk(i: int, scope: dict[str, Any]) -> None:
+            if i == len(n.generators):
+                out.append(_Eval(scope).visit(n.elt))
+                return
+            gen = n.generators[i]
+            for item in _Eval(scope).visit(gen.iter):
+                inner = dict(scope)
+                _bind(gen.target, item, inner)
+                if all(_Eval(inner).visit(c) for c in gen.ifs):
+                    walk(i + 1, inner)
+
+        walk(0, dict(self.env))
+        return out
+
+    def v_GeneratorExp(self, n: ast.GeneratorExp) -> Any:
+        return iter(self._comprehension(n))
+
+    def v_ListComp(self, n: ast.ListComp) -> Any:
+        return self._comprehension(n)
+
+    def v_SetComp(self, n: ast.SetComp) -> Any:
+        return set(self._comprehension(n))
 
     def v_JoinedStr(self, n: ast.JoinedStr) -> Any:
         return "".join(str(self.visit(v)) for v in n.values)

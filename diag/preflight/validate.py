@@ -45,6 +45,7 @@ class Ctx:
     platform: str  # cpu | cuda
     attention_groups: list[dict[str, Any]] = field(default_factory=list)  # {block_size, head_size, layers}
     attention_head_sizes: list[int] = field(default_factory=list)
+    groups: list[dict[str, Any]] = field(default_factory=list)  # every KV group: {block_size, kind, mamba_cache_mode}
     draft: Any = None
 
     @property
@@ -99,6 +100,22 @@ BINDINGS: tuple[Binding, ...] = (
             lambda c: [{"mamba_block_size_is_set": c.cfg.get("user_mamba_block_size") not in (None, c.cfg["max_model_len"]),
                         "self": {"cache_config": {"enable_prefix_caching": bool(c.cfg.get("enable_prefix_caching"))}}}],
             ()),
+    # --prefix-match-unit vs the KV groups' block sizes (v1/core/kv_cache_utils.py resolve_kv_cache_block_sizes):
+    # one group -> it must equal the block size; several -> it must divide every prefix-cacheable group's
+    Binding("prefix_match_unit_single", "vllm/v1/core/kv_cache_utils.py", "resolve_kv_cache_block_sizes",
+            "with a single KV cache group", "init", lambda c: c.cfg.get("prefix_match_unit") is not None and len(c.groups) <= 1,
+            lambda c: [{"groups": c.groups, "bs": int(c.cfg["block_size"]), "vllm_config": {"kv_transfer_config": None},
+                        "cache_config": {"prefix_match_unit": c.cfg.get("prefix_match_unit"),
+                                         "enable_prefix_caching": bool(c.cfg.get("enable_prefix_caching"))}}],
+            ("bs",)),
+    Binding("prefix_match_unit_multi", "vllm/v1/core/kv_cache_utils.py", "resolve_kv_cache_block_sizes",
+            "must be divisible by prefix_match_unit", "init",
+            lambda c: (c.cfg.get("prefix_match_unit") is not None and len(c.groups) > 1
+                       and bool(c.cfg.get("enable_prefix_caching"))
+                       and all(g.get("mamba_cache_mode") in (None, "align") for g in c.groups)),
+            lambda c: [{"hashing_sizes": [g["block_size"] for g in c.groups], "hash_block_size": c.cfg["prefix_match_unit"],
+                        "group_block_sizes": [g["block_size"] for g in c.groups]}],
+            ("hash_block_size", "group_block_sizes")),
     # The CPU GDN kernel takes BF16 activations only (model_executor/layers/mamba/ops/cpu/gdn_attention.py).
     Binding("cpu_gdn_bf16", "vllm/model_executor/layers/mamba/ops/cpu/gdn_attention.py", "cpu_gdn_attention_core",
             "CPU GDN attention requires BF16", "step", lambda c: c.platform == "cpu" and "gdn" in c.kinds,

@@ -274,6 +274,11 @@ def _flags(rng: random.Random, arch: str, cfg: dict[str, Any]) -> tuple[dict[str
     elif r < 0.42 and arch in MTP_ARCHS:
         cfg["num_nextn_predict_layers"] = 1
         kw["speculative_config"] = {"method": "mtp", "num_speculative_tokens": rng.randint(1, 2)}
+    # later additions draw from a generator seeded by what is drawn so far, so the variants of a seed
+    # drawn before them stay the same (their engine results stay cached)
+    extra = random.Random(json.dumps([arch, cfg, kw], sort_keys=True))
+    if kw.get("enable_prefix_caching") is not False and extra.random() < 0.12:
+        kw["prefix_match_unit"] = extra.choice((16, 32, 64, 128, 256))
     return kw, draft
 
 
