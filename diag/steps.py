@@ -128,6 +128,16 @@ def summarize_steps(steps: list[BatchStep], processes: list[ProcessInfo] = (), m
                        mark_counts=counts, tail=tail, last_rowid=0)
 
 
+def _merge(m: StepBucket, b: StepBucket) -> StepBucket:
+    """Two buckets of one source as one (max/sum/count are associative)."""
+    return StepBucket(source=b.source, group_index=b.group_index, pid=b.pid, first_step=min(m.first_step, b.first_step),
+                      last_step=max(m.last_step, b.last_step), rows=m.rows + b.rows,
+                      max_reqs=max(m.max_reqs, b.max_reqs), max_decodes=max(m.max_decodes, b.max_decodes),
+                      max_spec_decodes=max(m.max_spec_decodes, b.max_spec_decodes),
+                      max_prefills=max(m.max_prefills, b.max_prefills), max_tokens=max(m.max_tokens, b.max_tokens),
+                      sum_tokens=m.sum_tokens + b.sum_tokens, mixed=m.mixed + b.mixed, disagree=m.disagree + b.disagree)
+
+
 def extend(summary: StepSummary, new_steps: list[BatchStep], processes: list[ProcessInfo] = (),
            last_rowid: int | None = None) -> StepSummary:
     """Fold steps recorded after ``summary`` (``Store.steps_after(sid, summary.last_rowid)``) into it.
@@ -147,19 +157,32 @@ def extend(summary: StepSummary, new_steps: list[BatchStep], processes: list[Pro
     last = summary.last_step if add.last_step is None else max(summary.last_step, add.last_step)
     width = summary.width
     width = max(width, bucket_width(first, last))
-    merged: dict[tuple, StepBucket] = {}
-    for b in list(summary.buckets) + list(add.buckets):
-        key = (b.first_step // width, b.source, b.group_index)
-        m = merged.get(key)
-        if m is None:
-            merged[key] = replace(b)
-            continue
-        merged[key] = StepBucket(source=b.source, group_index=b.group_index, pid=b.pid, first_step=min(m.first_step, b.first_step),
-                                 last_step=max(m.last_step, b.last_step), rows=m.rows + b.rows,
-                                 max_reqs=max(m.max_reqs, b.max_reqs), max_decodes=max(m.max_decodes, b.max_decodes),
-                                 max_spec_decodes=max(m.max_spec_decodes, b.max_spec_decodes),
-                                 max_prefills=max(m.max_prefills, b.max_prefills), max_tokens=max(m.max_tokens, b.max_tokens),
-                                 sum_tokens=m.sum_tokens + b.sum_tokens, mixed=m.mixed + b.mixed, disagree=m.disagree + b.disagree)
+    if width == summary.width:
+        # the width holds (the common live case): the old buckets stay as they are (they are not
+        # changed in place, so sharing them is safe) and only the new steps' buckets merge in, so a
+        # poll costs the new rows, not the whole session's buckets
+        ordered = list(summary.buckets)
+        at = {(b.first_step // width, b.source, b.group_index): i for i, b in enumerate(ordered)}
+        appended = False
+        for b in add.buckets:
+            key = (b.first_step // width, b.source, b.group_index)
+            i = at.get(key)
+            if i is None:
+                at[key] = len(ordered)
+                ordered.append(replace(b))
+                appended = True
+            else:
+                ordered[i] = _merge(ordered[i], b)
+        if appended:
+            ordered.sort(key=lambda b: (b.source != RUNNER, b.source, b.group_index if b.group_index is not None else -1,
+                                        b.first_step))
+        merged = None
+    else:
+        merged = {}
+        for b in list(summary.buckets) + list(add.buckets):
+            key = (b.first_step // width, b.source, b.group_index)
+            m = merged.get(key)
+            merged[key] = replace(b) if m is None else _merge(m, b)
     counts = {k: summary.mark_counts.get(k, 0) + add.mark_counts.get(k, 0) for k in ("mixed", "disagree")}
     marks = list(summary.marks)
     for m in add.marks:
@@ -170,8 +193,9 @@ def extend(summary: StepSummary, new_steps: list[BatchStep], processes: list[Pro
     tail = (list(summary.tail) + sorted([s for s in new_steps if s.pid == pid], key=lambda s: s.step_index))[-TAIL_ROWS:]
     steps_seen = summary.total_steps + len({s.step_index for s in new_steps if s.pid == pid} -
                                           {s.step_index for s in summary.tail})
-    ordered = sorted(merged.values(), key=lambda b: (b.source != RUNNER, b.source, b.group_index if b.group_index is not None
-                                                     else -1, b.first_step))
+    if merged is not None:
+        ordered = sorted(merged.values(), key=lambda b: (b.source != RUNNER, b.source,
+                                                         b.group_index if b.group_index is not None else -1, b.first_step))
     return StepSummary(total_rows=summary.total_rows + len(new_steps), total_steps=steps_seen, first_step=first, last_step=last,
                        width=width, pid=pid, pids=pids, buckets=ordered, marks=marks, mark_counts=counts, tail=tail,
                        last_rowid=last_rowid if last_rowid is not None else summary.last_rowid)

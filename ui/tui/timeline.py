@@ -66,15 +66,18 @@ def chart_lines(vm, series_index: int, start: int, width: int, height: int, curs
                 line.append(f"max {fmt(top)}".rjust(LABEL_W - 1)[-(LABEL_W - 1):] + " ", style="dim")
             else:
                 line.append(" " * LABEL_W)
-            for ci, cells in enumerate(grid):
-                glyph = cells[r]
-                cstyle = style
-                if cursor is not None and start + ci == cursor:
-                    cstyle += " " + CURSOR
-                line.append(glyph, style=cstyle)
+            row = "".join(cells[r] for cells in grid)
+            c = cursor - start if cursor is not None and 0 <= cursor - start < len(row) else None
+            if c is None:  # one styled run per row: cheap however wide the terminal
+                line.append(row, style=style)
+            else:
+                line.append(row[:c], style=style)
+                line.append(row[c], style=f"{style} {CURSOR}")
+                line.append(row[c + 1:], style=style)
             lines.append(line)
     marks = Text(f"{'marks':<{LABEL_W}}", style="bold")
-    for i in idx:
+    run_glyphs, run_style = [], None
+    for i in idx:  # runs of one style (mostly blanks) appended at once
         glyph, style = " ", ""
         if s.mixed[i]:
             glyph, style = "▲", render.MARK
@@ -83,7 +86,13 @@ def chart_lines(vm, series_index: int, start: int, width: int, height: int, curs
         if cursor is not None and i == cursor:
             style += " " + CURSOR
             glyph = glyph if glyph != " " else "▴"
-        marks.append(glyph, style=style)
+        if style != run_style and run_glyphs:
+            marks.append("".join(run_glyphs), style=run_style)
+            run_glyphs = []
+        run_glyphs.append(glyph)
+        run_style = style
+    if run_glyphs:
+        marks.append("".join(run_glyphs), style=run_style)
     lines.append(marks)
     lines.append(axis_line(s, idx, cols))
     return lines[:height] if height > 0 else lines
