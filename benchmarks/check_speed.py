@@ -39,6 +39,9 @@ LIBRARY = ("import sys; from vllm_diag.preflight import run_check; "
 def _timed(argv: list[str], stdin: str, pythonpath: str | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds user+sys of the child) of one cold run."""
     env = dict(os.environ, HF_HUB_OFFLINE="1")
+    # measured with bytecode cached, as an installed wheel has it (pip compiles .pyc); with
+    # PYTHONDONTWRITEBYTECODE set every cold run would also compile every module
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -417,6 +417,14 @@ def unpack(wheels: Path, src_root: Path) -> None:
             z.extractall(src_root / m.group(1), names)
 
 
+def _parses(expr: str) -> bool:
+    try:
+        ast.parse(expr, mode="eval")
+        return True
+    except SyntaxError:  # shortened by the catalog
+        return False
+
+
 def preflight_sites() -> dict[str, Any]:
     """The catalog rows behind each pre-flight binding (vllm_diag.preflight.validate.BINDINGS)."""
     from vllm_diag.catalog import load
@@ -432,6 +440,16 @@ def preflight_sites() -> dict[str, Any]:
             rows.append({"id": s.id, "v": s.versions, "cond": s.condition, "msg": s.message, "exc": s.exc,
                          "kind": s.kind, "cat": s.category})
         out[b.key] = sorted(rows, key=lambda r: vkey(r["v"][0][0]) if r["v"] else (0,), reverse=True)
+    from vllm_diag.preflight.validate import GENERIC_OWNERS
+
+    generic = []
+    for s in cat.sites:
+        owner, _, method = s.function.partition(".")
+        if s.validation and s.kind == "raise" and method in GENERIC_OWNERS.get(owner, (None, {}))[1] and s.condition \
+                and _parses(s.condition):
+            generic.append({"id": s.id, "v": s.versions, "cond": s.condition, "msg": s.message, "exc": s.exc,
+                            "kind": s.kind, "cat": s.category, "file": s.file, "func": s.function})
+    out["__generic__"] = sorted(generic, key=lambda r: r["id"])
     return {"schema": 1, "generator": "scripts/extract_vllm_defaults.py (rows of vllm_diag/data/failure_sites.json)",
             "bindings": out}
 

@@ -261,3 +261,15 @@ def test_prefix_match_unit_against_the_group_block_sizes(tmp_path):
     assert eval_expr("any((bs % hash_block_size != 0 for bs in hashing_sizes))",
                      {"hashing_sizes": sizes, "hash_block_size": bad})
     assert not errors(check(hybrid, "--prefix-match-unit", "32"))
+
+
+def test_scheduler_and_speculative_checks_from_the_catalog(tmp_path):
+    llama = model(tmp_path, {**BASE, "architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 2})
+    res = check(llama, "--max-num-batched-tokens", "2")  # 4 sequences need at least 4 tokens per step
+    msg = errors(res)["SchedulerConfig.verify_max_model_len"]
+    assert "max_num_batched_tokens (2)" in msg and "max_num_seqs (4)" in msg
+    res = check(llama, "--max-num-batched-tokens", "256", "--no-enable-chunked-prefill")
+    assert "is smaller than max_model_len (512)" in errors(res)["SchedulerConfig.verify_max_model_len"]
+    res = check(llama, "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 0}')
+    assert "greater than zero (0)" in errors(res)["SpeculativeConfig._verify_args"]
+    assert not errors(check(llama, "--max-num-batched-tokens", "1024"))

@@ -125,6 +125,66 @@ BINDINGS: tuple[Binding, ...] = (
 
 
 # ------------------------------------------------------------------------------------------------
+# Generic: every raise of these config classes whose condition only names what the namespace holds
+# ------------------------------------------------------------------------------------------------
+
+
+def _spec_ns(c: Ctx) -> dict[str, Any] | None:
+    spec = c.cfg.get("speculative_config")
+    if not isinstance(spec, dict) or not c.cfg.get("speculative_method"):
+        return None
+    return {"method": c.cfg.get("speculative_method"), "num_speculative_tokens": c.cfg.get("num_speculative_tokens"),
+            "prompt_lookup_min": spec.get("prompt_lookup_min"), "prompt_lookup_max": spec.get("prompt_lookup_max"),
+            "model": spec.get("model"), "tensor_parallel_size": spec.get("tensor_parallel_size")}
+
+
+def _scheduler_ns(c: Ctx) -> dict[str, Any]:
+    return {"max_num_batched_tokens": int(c.cfg["max_num_batched_tokens"]), "max_num_seqs": int(c.cfg["max_num_seqs"]),
+            "enable_chunked_prefill": bool(c.cfg.get("enable_chunked_prefill")), "max_num_active_seqs": None}
+
+
+# owner class -> (its namespace as ``self``, the methods whose raises are evaluated with the extra names each
+# needs). Methods are listed, not taken wholesale: a raise deep in an if/elif chain (SpeculativeConfig.__post_init__)
+# can carry a shortened condition in the catalog, and evaluating that would invent failures. The values are what
+# the pre-flight resolves for that config object (user flags + the release's defaults).
+GENERIC_OWNERS: dict[str, tuple[Callable[[Ctx], dict[str, Any] | None], dict[str, Callable[[Ctx], dict[str, Any]]]]] = {
+    "SchedulerConfig": (_scheduler_ns, {"verify_max_model_len": lambda c: {"max_model_len": int(c.cfg["max_model_len"])}}),
+    "SpeculativeConfig": (_spec_ns, {"_verify_args": lambda c: {}}),
+}
+
+
+def generic_sites() -> list[dict[str, Any]]:
+    doc = sites()
+    return list(doc.get("__generic__", [])) if isinstance(doc.get("__generic__"), list) else []
+
+
+def _evaluate_generic(ctx: Ctx, errors: list[ErrorRecord]) -> None:
+    for site in generic_sites():
+        if not _in(ctx.version, site.get("v") or []):
+            continue
+        owner, _, method = str(site.get("func", "")).partition(".")
+        make, extra = GENERIC_OWNERS.get(owner, (None, {}))
+        if method not in extra:
+            continue
+        ns = make(ctx) if make else None
+        if ns is None:
+            continue
+        env: dict[str, Any] = {"self": ns, **extra[method](ctx)}
+        try:
+            if not _site_fails(site, env):
+                continue
+        except NotModelled:
+            continue  # names this check reads that the pre-flight does not resolve: not evaluated
+        wrapped = {k: (Obj(v, k) if isinstance(v, dict) else v) for k, v in env.items()}
+        errors.append(ErrorRecord(
+            exc_type=site.get("exc") or "ValueError", message=_render(site.get("msg"), wrapped), phase="init",
+            location=f"{str(site.get('file', '')).removeprefix('vllm/')} {site.get('func')}",
+            numbers={"site": site.get("id"), "check": f"{owner}.{method}", "condition": site.get("cond"),
+                     "category": site.get("cat")},
+            notes=[f"vLLM raises when: {site.get('cond')}"]))
+
+
+# ------------------------------------------------------------------------------------------------
 # Kernel checks (no Python source): the kernel's error text, the condition seen on the real engine
 # ------------------------------------------------------------------------------------------------
 
@@ -238,8 +298,9 @@ KERNEL_CHECKS: tuple[KernelCheck, ...] = (
 
 
 @lru_cache(maxsize=1)
-def sites() -> dict[str, list[dict[str, Any]]]:
-    """binding key -> its catalog rows ({id, v, cond, msg, exc, kind, cat}), from preflight_sites.json."""
+def sites() -> dict[str, Any]:
+    """binding key -> its catalog rows ({id, v, cond, msg, exc, kind, cat}), from preflight_sites.json;
+    ``__generic__``: the raise sites of the GENERIC_OWNERS classes."""
     try:
         doc = json.loads((importlib.resources.files("vllm_diag.data") / "preflight_sites.json").read_text())
     except (OSError, ValueError):
@@ -289,7 +350,10 @@ def _site_fails(site: dict[str, Any], env: dict[str, Any]) -> bool:
     cond = site.get("cond") or ""
     if not cond:
         raise NotModelled("<no condition in the catalog>")
-    value = bool(eval_expr(cond, {k: (Obj(v, k) if isinstance(v, dict) else v) for k, v in env.items()}))
+    try:
+        value = bool(eval_expr(cond, {k: (Obj(v, k) if isinstance(v, dict) else v) for k, v in env.items()}))
+    except SyntaxError:  # a condition the catalog shortened ("...")
+        raise NotModelled("<shortened condition>") from None
     return (not value) if site.get("kind") in ("a", "assert") else value
 
 
@@ -352,6 +416,7 @@ def evaluate(ctx: Ctx) -> tuple[list[ErrorRecord], list[str]]:
                 numbers={"site": site.get("id"), "check": b.key, "condition": cond, "category": site.get("cat"), **nums},
                 notes=[f"vLLM {'asserts' if site.get('kind') in ('a', 'assert') else 'raises when'}: {cond}"]))
             break
+    _evaluate_generic(ctx, errors)
     for k in KERNEL_CHECKS:
         if k.platform not in ("any", ctx.platform) or not (k.versions[0] <= ctx.version <= k.versions[1]):
             continue
