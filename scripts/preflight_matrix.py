@@ -83,12 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     if todo and not args.predict_only:
         print(f"running {len(todo)} engines ({len(prepared) - len(todo)} cached) ...", flush=True)
         jobs = [{"name": k, "kwargs": {"model": str(prepared[k][1]), **ENGINE_DEFAULTS, **prepared[k][2]}} for k in todo]
-        got = run_truth(jobs, per_process=args.per_process, log=lambda m: print("  " + m, flush=True))
-        with truth_path.open("a") as fh:
-            for k, t in got.items():
-                t = {**t, "key": k}
-                cache[k] = t
+        def keep(k: str, t: dict) -> None:  # cached as it arrives: an interrupted run keeps what it ran
+            t = {**t, "key": k}
+            cache[k] = t
+            with truth_path.open("a") as fh:
                 fh.write(json.dumps(t) + "\n")
+
+        run_truth(jobs, per_process=args.per_process, log=lambda m: print("  " + m, flush=True), on_result=keep)
     engine_s = time.time() - t0
     rows = []
     for k, (v, model, kw) in prepared.items():

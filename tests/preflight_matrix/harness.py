@@ -106,10 +106,11 @@ for job in jobs:
     del llm
     gc.collect()
     print("RESULT " + json.dumps(res), flush=True)
-    if res.get("started") is False:
-        # a failed start can leave half-built distributed / compilation state in this process (a later
-        # engine then fails on it, e.g. "expert parallel group is not initialized"): the rest of the jobs
-        # go to a fresh worker
+    frame = ((res.get("error") or {}).get("frame") or {}).get("file") or ""
+    if res.get("started") is False and not frame.startswith(("config/", "engine/arg_utils.py", "transformers_utils/")):
+        # a start that failed past config validation can leave half-built distributed / model state in this
+        # process (a later engine then fails on it, e.g. "expert parallel group is not initialized"): the
+        # rest of the jobs go to a fresh worker
         sys.exit(0)
 '''
 
@@ -132,8 +133,9 @@ def _chunks(jobs: list[dict[str, Any]], per_process: int) -> list[list[dict[str,
 
 
 def run_truth(jobs: list[dict[str, Any]], per_process: int = 6, job_timeout: float = 90.0,
-              log=None) -> dict[str, dict[str, Any]]:
-    """``jobs``: [{"name", "kwargs"}] -> {name: truth}. Runs workers one after the other."""
+              log=None, on_result=None) -> dict[str, dict[str, Any]]:
+    """``jobs``: [{"name", "kwargs"}] -> {name: truth}. Runs workers one after the other;
+    ``on_result(name, truth)`` is called as each result arrives (for incremental caching)."""
     import tempfile
 
     from tests.testbed.engine import NO_MP, EngineTimeout, run_engine
@@ -163,6 +165,8 @@ def run_truth(jobs: list[dict[str, Any]], per_process: int = 6, job_timeout: flo
             elif line.startswith("RESULT "):
                 d = json.loads(line[7:])
                 results[d["name"]] = d
+                if on_result is not None:
+                    on_result(d["name"], d)
         if log is not None:
             log(f"worker: {len(chunk)} jobs, {sum(j['name'] in results for j in chunk)} results"
                 + (" (worker died)" if died else ""))
@@ -174,6 +178,8 @@ def run_truth(jobs: list[dict[str, Any]], per_process: int = 6, job_timeout: flo
                 results[current] = {"name": current, "started": False, "crashed": True,
                                     "error": {"phase": "process", "type": "WorkerDied", "message": tail[-800:],
                                               "frame": None}}
+                if on_result is not None:
+                    on_result(current, results[current])
             rest = [j for j in missing if j["name"] != current]
             if rest:
                 queue.insert(0, rest)
