@@ -276,6 +276,20 @@ def removed_message(src: Path) -> str | None:
     return None
 
 
+def layer_words(src: Path) -> dict[str, list[str]]:
+    """Per model module: the keys of its ``ALL_DECODER_LAYER_TYPES`` (the layer words its model code accepts)."""
+    out: dict[str, list[str]] = {}
+    for stem in ("granitemoehybrid", "jamba", "nemotron_h", "falcon_h1", "qwen3_next", "qwen3_5"):
+        tree = parse(src / "model_executor" / "models" / f"{stem}.py")
+        if tree is None:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ALL_DECODER_LAYER_TYPES"
+                                                    for t in node.targets) and isinstance(node.value, ast.Dict):
+                out[stem] = sorted(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+    return out
+
+
 def arch_tables(src: Path) -> dict[str, Any]:
     archs, removed = registry(src)
     bases = class_bases(src)
@@ -290,7 +304,7 @@ def arch_tables(src: Path) -> dict[str, Any]:
                 "supports_mamba_prefix_caching=False" not in b:
             mpc.append(arch)
     return {"architectures": sorted(archs), "removed_architectures": dict(sorted(removed.items())),
-            "removed_architecture_message": removed_message(src),
+            "removed_architecture_message": removed_message(src), "layer_words": layer_words(src),
             "hybrid_architectures": hybrid, "attention_free_architectures": free,
             "mamba_prefix_caching_architectures": mpc}
 

@@ -578,7 +578,7 @@ def _startup_checks(state: EngineState, facts: ModelFacts, cfg: dict[str, Any], 
     """What vLLM refuses while building its config / planning the KV cache, and kernels refuse at step 1."""
     from .validate import Ctx, evaluate
 
-    arch_errors = _architecture_check(facts, version)
+    arch_errors = _architecture_check(facts, version) or _layer_words_check(facts, version, cfg)
     state.errors[:0] = arch_errors
     for e in cfg.get("_config_errors", []):  # from the release's MambaModelConfig.verify_and_update_config
         state.errors.append(ErrorRecord(
@@ -598,6 +598,35 @@ def _startup_checks(state: EngineState, facts: ModelFacts, cfg: dict[str, Any], 
     errors, notes = evaluate(ctx)
     state.errors += errors
     cfg.setdefault("_not_modelled", []).extend(notes)
+
+
+_T5_NEMOTRON = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "mlp": "-", "moe": "E"}
+
+
+def _layer_words_check(facts: ModelFacts, version: Version, cfg: dict[str, Any]) -> list[ErrorRecord]:
+    """The layer words this config spells vs those the release's model code accepts (ALL_DECODER_LAYER_TYPES)."""
+    words = lookup("layer_words", version)
+    raw = facts.raw or {}
+    if words is None:
+        return []
+    if facts.architecture in ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM") and "nemotron_h" in words.value:
+        pattern = raw.get("hybrid_override_pattern") or "".join(_T5_NEMOTRON.get(str(t), "?")
+                                                               for t in raw.get("layers_block_type") or [])
+        bad = sorted(set(pattern) - set(words.value["nemotron_h"]))
+        if bad:
+            return [ErrorRecord("KeyError", repr(bad[0]), phase="init", location="model_executor/models/nemotron_h.py",
+                                numbers={"check": "layer_words", "category": "other", "layer_kinds": bad,
+                                         "accepted": words.value["nemotron_h"]},
+                                notes=[f"NemotronH of vLLM {vstr(version)} builds layers from the pattern characters "
+                                       f"{words.value['nemotron_h']} (ALL_DECODER_LAYER_TYPES)"])]
+    if facts.architecture == "GraniteMoeHybridForCausalLM" and "granitemoehybrid" in words.value:
+        spelled = sorted({str(t) for t in raw.get("layer_types") or []})
+        accepted = words.value["granitemoehybrid"]
+        if spelled and not set(spelled) <= set(accepted):
+            cfg.setdefault("_not_modelled", []).append(
+                f"config.json spells GraniteMoeHybrid layer_types {spelled}; vLLM {vstr(version)}'s model code reads "
+                f"{accepted}: it loads only if your Transformers release maps the names (Transformers 5 does)")
+    return []
 
 
 def _architecture_check(facts: ModelFacts, version: Version) -> list[ErrorRecord]:
