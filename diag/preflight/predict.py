@@ -622,7 +622,9 @@ def _layer_words_check(facts: ModelFacts, version: Version, cfg: dict[str, Any])
     if facts.architecture == "GraniteMoeHybridForCausalLM" and "granitemoehybrid" in words.value:
         spelled = sorted({str(t) for t in raw.get("layer_types") or []})
         accepted = words.value["granitemoehybrid"]
-        if spelled and not set(spelled) <= set(accepted):
+        # 0.32+ require Transformers >= 5.16, whose GraniteMoeHybridConfig maps the older words to the new ones
+        if spelled and not set(spelled) <= set(accepted) and not (version >= (0, 32, 0) and set(accepted) >= {
+                "full_attention", "linear_attention"}):
             cfg.setdefault("_not_modelled", []).append(
                 f"config.json spells GraniteMoeHybrid layer_types {spelled}; vLLM {vstr(version)}'s model code reads "
                 f"{accepted}: it loads only if your Transformers release maps the names (Transformers 5 does)")
