@@ -55,6 +55,7 @@ class FleetRow:
     by_category: tuple[tuple[str, str, int], ...]  # (category, severity, n), non-zero only
     errors: int
     last_step: int | None
+    findings_source: str = "stored"  # stored | computed on open (rules run on a recorded engine's state)
 
     @property
     def key(self) -> str:
@@ -111,6 +112,7 @@ class _Db:
     errors: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)  # sid -> {key: value}
     last_step: dict = field(default_factory=dict)  # sid -> int
+    computed: dict = field(default_factory=dict)  # sid -> (state key, {(cat, sev): n}) from api.diagnose
     rows: tuple = ()
 
 
@@ -321,12 +323,43 @@ class Fleet:
                 db.last_step[sid] = max(last, db.last_step.get(sid, last))
                 db.last_rowid = max(db.last_rowid, top)
                 rows_read += n
+        self._diagnose_on_open(db, conn)
         db.rows = tuple(self._row(db, s) for s in db.sessions)
         return rows_read
 
+    def _diagnose_on_open(self, db: _Db, conn) -> None:
+        """Findings of recorded engine sessions that have none stored (recorded before the probes
+        stored their own), from ``vllm_diag.api.diagnose`` -- the one function every front end
+        uses. Re-run only when the session's state changes (status, errors, planning rows), never
+        for new steps."""
+        todo = [s for s in db.sessions if s.get("kind") == "engine" and s["id"] not in db.findings]
+        if not todo:
+            return
+        marks = tuple(conn.execute(f"select max(rowid) from {t}").fetchone()[0] for t in
+                      ("engine_config", "layer_specs", "kv_cache_groups", "block_tables", "builder_buffers", "errors"))
+        from . import api
+
+        for s in todo:
+            key = (s.get("status"), db.errors.get(s["id"], 0), marks)
+            if db.computed.get(s["id"], (None,))[0] == key:
+                continue
+            try:
+                record = api.diagnose(db.store.load(s["id"], steps=False))
+            except Exception:  # a row this version cannot read: the session page says which
+                db.computed[s["id"]] = (key, {})
+                continue
+            counts: dict = {}
+            for f in record.findings:
+                counts[(f.category, f.severity)] = counts.get((f.category, f.severity), 0) + 1
+            db.computed[s["id"]] = (key, counts)
+
     def _row(self, db: _Db, s: dict) -> FleetRow:
         sid = s["id"]
-        counts = db.findings.get(sid, {})
+        counts = db.findings.get(sid)
+        source = "stored"
+        if counts is None and sid in db.computed:
+            counts, source = db.computed[sid][1], "computed on open"
+        counts = counts or {}
         by_sev = tuple(sum(n for (c, sv), n in counts.items() if sv == sev) for sev in SEVERITIES)
         by_cat = tuple((c, sv, counts[(c, sv)]) for c in CATEGORIES for sv in SEVERITIES if counts.get((c, sv)))
         return FleetRow(
@@ -345,13 +378,14 @@ class Fleet:
             by_category=by_cat,
             errors=db.errors.get(sid, 0),
             last_step=db.last_step.get(sid),
+            findings_source=source,
         )
 
     # metrics: records (no steps) and tallies, cached per DB data_version
     _metric_cache: dict
 
     def _metric_families(self, max_sessions: int):
-        from . import metrics
+        from . import api, metrics
 
         if not hasattr(self, "_metric_cache"):
             self._metric_cache = {}
@@ -368,7 +402,7 @@ class Fleet:
             cached = self._metric_cache.get(ck)
             if cached is None or cached[0] != db.data_version:
                 try:
-                    record = db.store.load(row.session, steps=False)
+                    record = api.diagnose(db.store.load(row.session, steps=False))
                 except DiagError:  # a row this version cannot read: the fleet page says so; skip here
                     continue
                 tally = metrics.read_step_tally(db.store.db, row.session, cached[2] if cached else None)

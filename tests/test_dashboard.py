@@ -349,3 +349,33 @@ def test_dashboard_without_the_extra_one_line():
             "from vllm_diag.cli import main; sys.exit(main(['dashboard', 'x.db']))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stderr.strip()) == (2, "vllm-diag: the dashboard needs dash and plotly: pip install 'vllm-diag[web]'")
+
+
+def test_recorded_engine_without_stored_findings_is_diagnosed_on_open(tmp_path):
+    """The GPU 11-vs-12 recording as it was made (no findings stored): the fleet, the session page and
+    the exporter's metrics all show the findings of vllm_diag.api.diagnose, the same ones."""
+    from tests.dashboard_sessions import gpu_db
+    from vllm_diag import api, metrics
+
+    db = gpu_db(tmp_path / "hosts", "nemotronh-pc-ngram3-capture-11v12")
+    with Store.open(db) as st:
+        rec = st.load(steps=False)
+    assert rec.findings == []
+    expected = api.diagnose(rec).findings
+    assert any(f.rule == "mamba_state_indices" for f in expected)
+    with Fleet([tmp_path / "hosts"]) as fleet:
+        src = Sources(fleet, refresh_s=0)
+        row = src.snapshot(force=True).rows[0]
+        assert row.findings_source == "computed on open"
+        assert row.findings[0] == sum(f.severity == "error" for f in expected)
+        assert cb.fleet_rows(src.snapshot())[0]["found_by"] == "computed on open"
+        loaded = src.load(row.db_key, row.session)
+        assert [f.rule for f in loaded.report.findings.items] == [f.rule for f in expected]
+        fams = fleet.metric_families()
+    n = metrics.sample_map(fams)
+    got = {(dict(lab)["category"], dict(lab)["severity"]): v for (name, lab), v in n.items()
+           if name == "vllm_diag_findings" and v}
+    want: dict = {}
+    for f in expected:
+        want[(f.category, f.severity)] = want.get((f.category, f.severity), 0) + 1
+    assert got == want

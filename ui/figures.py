@@ -243,17 +243,24 @@ def timeline_figure(vm, highlight=()) -> go.Figure:
         if key.startswith("step:") and not any(m.anchor.key == key for m in vm.marks):
             step = int(key.split(":", 1)[1])
             fig.add_vline(x=step, line={"color": GOLD, "width": 3}, row="all", col=1)
-    limits = "; ".join(f"next_n {fmt(lim.next_n)} vs {lim.name} {fmt(lim.limit)}"
-                       + (" OK" if lim.ok is True else " OVER" if lim.ok is False else "") for lim in vm.limits)
+    limits = [f"next_n {fmt(lim.next_n)} vs {lim.name} {fmt(lim.limit)}"
+              + (" OK" if lim.ok is True else " OVER" if lim.ok is False else "") for lim in vm.limits]
     sub = [f"{vm.total_steps:,} steps{per}"]
     if limits:
-        sub.append(limits)
+        sub += limits
     elif known(vm.next_n):
         sub.append(f"next_n = {vm.next_n}")
     if vm.process_note:
         sub.append(vm.process_note)
-    fig.update_layout(title={"text": title + "<br><sup>" + " | ".join(_t(x) for x in sub) + "</sup>"}, height=420,
-                      margin={"l": 10, "r": 10, "t": 80, "b": 40}, legend={"orientation": "h", "y": -0.12},
+    lines: list[str] = []  # whole items per line, never a limit cut in two
+    for item in sub:
+        if lines and len(lines[-1]) + 3 + len(item) <= 120:
+            lines[-1] += " | " + item
+        else:
+            lines.append(item)
+    fig.update_layout(title={"text": title + "".join(f"<br><sup>{_t(x)}</sup>" for x in lines)},
+                      height=400 + 16 * len(lines),
+                      margin={"l": 10, "r": 10, "t": 60 + 16 * len(lines), "b": 40}, legend={"orientation": "h", "y": -0.12},
                       meta={"highlight": sorted(hl), "marked_steps": list(vm.marked_steps)})
     fig.update_yaxes(title_text="requests", row=1, col=1)
     fig.update_yaxes(title_text="tokens", row=2, col=1)

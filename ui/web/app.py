@@ -33,6 +33,7 @@ th, td { padding: 2px 8px; text-align: left; vertical-align: top; }
 .muted { color: #555; }
 pre { white-space: pre-wrap; word-break: break-all; background: #f6f8fa; padding: 4px 6px; }
 .finding-number { font-weight: bold; margin-right: 4px; }
+.finding, .suggestion, .recorded-error, .root-error, .notes { overflow-wrap: anywhere; }
 .selection-note { color: #8d6e00; font-weight: bold; min-height: 1.2em; }
 </style>
 </head>

@@ -84,7 +84,7 @@ class Sources:
 
     def load(self, db_key: str, session: str) -> Loaded:
         """Record + view models of one session (cached until its fleet row changes)."""
-        from vllm_diag import views
+        from vllm_diag import api, views
 
         row = self.row(db_key, session)
         key = (db_key, session)
@@ -101,6 +101,7 @@ class Sources:
                     return hit
             with self.fleet.open_store(db_key) as store:
                 record = store.load(session, steps="summary")
+            record = api.diagnose(record)  # a recorded engine without stored findings: the rules, on open
             report = views.build(record)
             loaded = Loaded(row, record, report, tuple(views.numbered_suggestions(record)))
             with self._cache_lock:
