@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "build" / "preflight-matrix"), help="models + truth cache folder")
     ap.add_argument("--per-process", type=int, default=6, help="engines per worker process")
     ap.add_argument("--predict-only", action="store_true", help="use cached engine results only")
+    ap.add_argument("--max-engines", type=int, default=0,
+                    help="run at most this many uncached engines now (0 = all); rerun to continue, so a shared "
+                         "engine lock is held in short turns")
     ap.add_argument("--json", metavar="FILE", help="write figures and rows as JSON")
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-variant disagreement lines")
     args = ap.parse_args(argv)
@@ -79,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         model, kw = write_variant(v, out / "models")
         prepared[v.key] = (v, model, kw)
     todo = [k for k in prepared if k not in cache]
+    if args.max_engines and len(todo) > args.max_engines:
+        todo = todo[: args.max_engines]
     t0 = time.time()
     if todo and not args.predict_only:
         print(f"running {len(todo)} engines ({len(prepared) - len(todo)} cached) ...", flush=True)
