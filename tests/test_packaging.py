@@ -3,6 +3,7 @@ code reads, and no trace of the machine the repository was written on."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -104,7 +105,11 @@ def test_installed_wheel_checks_a_bundled_config(wheel, tmp_path):
                             '{"model": "LocoOperator/LocoOperator-4B", "num_speculative_tokens": 3}'],
                            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert check.returncode == 1, check.stdout + check.stderr  # the #43626 assertion is predicted
-    assert "[bundled demo config]" in check.stdout and "site-packages" in check.stdout
+    assert "[bundled demo config]" in check.stdout
+    doc = subprocess.run([check.args[0], "check", "--json", *check.args[2:]], capture_output=True, text=True,
+                         timeout=120, env=env, cwd=tmp_path)
+    src = json.loads(doc.stdout)["config_source"]  # the header names a bundled config by its folder; the JSON has the path
+    assert "site-packages" in src and json.loads(doc.stdout)["bundled_config"] is True, src
     assert "kv_page_size" in check.stdout or "kv_unify_mamba_assert" in check.stdout
     plugin = subprocess.run([str(py), "-c", (
         "import importlib.metadata as md, sys\n"
