@@ -23,13 +23,10 @@ def add_arguments(p) -> None:
 
 
 def numbered(record) -> list[tuple[int, object, object]]:
-    out = []
-    n = 0
-    for f in record.findings:
-        for s in f.suggestions:
-            n += 1
-            out.append((n, f, s))
-    return out
+    """``(N, finding, suggestion)``: the one numbering of the views (the N every front end shows)."""
+    from ..views import numbered_suggestions
+
+    return numbered_suggestions(record)
 
 
 def run(args) -> int:
