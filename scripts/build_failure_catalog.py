@@ -361,13 +361,54 @@ def _args(text: str, start: int) -> tuple[list[str], int]:
     return out, i
 
 
+def _statement(text: str) -> str:
+    """Text up to the ``;`` that ends the statement (a ``;`` inside a string literal does not)."""
+    quote = False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and quote:
+            i += 2
+            continue
+        if ch == '"':
+            quote = not quote
+        elif ch == ";" and not quote:
+            return text[:i]
+        i += 1
+    return text
+
+
+def _stream_parts(stream: str) -> list[str]:
+    """``<< "a" << x << "b"`` -> ['"a"', 'x', '"b"'], splitting only on ``<<`` outside string literals."""
+    parts, cur, quote, i = [], "", False, 0
+    while i < len(stream):
+        ch = stream[i]
+        if ch == "\\" and quote:
+            cur += stream[i:i + 2]
+            i += 2
+            continue
+        if ch == '"':
+            quote = not quote
+        if not quote and stream.startswith("<<", i):
+            parts.append(cur)
+            cur = ""
+            i += 2
+            continue
+        cur += ch
+        i += 1
+    parts.append(cur)
+    return [p for p in parts[1:]]
+
+
 def _cxx_message(parts: list[str]) -> str:
     """'"a " << x << " b"' or format args -> a template with holes."""
     out = ""
     for p in parts:
         p = p.strip()
-        if len(p) >= 2 and p[0] == p[-1] == '"':
-            out += _esc(p[1:-1].replace('\\"', '"'))
+        lits = re.findall(r'"((?:[^"\\]|\\.)*)"', p)
+        rest = re.sub(r'"(?:[^"\\]|\\.)*"', "", p).strip()
+        if lits and not rest:  # one literal, or adjacent literals the compiler joins
+            out += _esc("".join(lits).replace('\\"', '"'))
         elif p:
             out += "{" + " ".join(p.split())[:60].replace("{", "(").replace("}", ")") + "}"
     out = re.sub(r"%[-+ #0]*\d*(?:\.\d+)?(?:l|ll|z)?[dsiufxXeEgGp]", "{?}", out)
@@ -402,10 +443,10 @@ def extract_flashinfer(path: Path) -> list[dict]:
                 else:
                     cond = args[0] if args else ""
                     msg_parts = args[1:]
-                tail = text[end:end + 600]
+                tail = text[end:end + 800]
                 if tail.lstrip().startswith("<<"):
-                    stream = tail.split(";", 1)[0]
-                    msg_parts = [x for x in stream.split("<<")[1:]]
+                    stream = _statement(tail)
+                    msg_parts = _stream_parts(stream)
                 msg = _cxx_message(msg_parts) if msg_parts else None
                 sites.append({"kind": "kernel", "exc": "RuntimeError", "file": name, "function": "",
                               "condition": " ".join(cond.split())[:MAX_TEXT], "message": msg, "guards": [],

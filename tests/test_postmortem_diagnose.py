@@ -392,3 +392,43 @@ def test_numbers_outside_the_root_message():
     assert f.startup["metrics"]["spec_mean_acceptance_length"] == 2.56
     assert f.startup["metrics"]["vllm:prefix_cache_queries_total"] == 1131
     assert f.numbers["message_values"][:3] == [128, 118, 0]
+
+
+def test_kv_memory_error_with_the_hybrid_kv_manager_disabled():
+    log = "\n".join([
+        "WARNING [config.py:1297] Turning off hybrid kv cache manager because `--kv-transfer-config` is set.",
+        "WARNING [kv_cache_utils.py:1334] Hybrid KV cache manager is disabled for this hybrid model, This means we do "
+        "not enable any optimizations for saving KV cache memory.",
+        "ValueError: To serve at least one request with the models's max seq len (131072), (40.50 GiB KV cache is "
+        "needed, which is larger than the available KV cache memory (21.30 GiB).",
+    ])
+    top = analyze_text(log, use_preflight=False).findings[0]
+    assert top.category == "kv_page_size" and "hybrid KV cache manager is disabled" in top.basis
+    # the same memory error without that line is a plain memory near miss
+    plain = analyze_text(log.split("\n", 2)[2], use_preflight=False)
+    assert all(f.category == "other" for f in plain.findings)
+
+
+def test_padded_cudagraph_batch_against_the_real_batch():
+    log = "\n".join([
+        "vllm serve ai21labs/AI21-Jamba-Mini-1.7 --max-num-seqs 20",
+        "RuntimeError: split_with_sizes expects split_sizes to sum exactly to 20 (input tensor's size at dimension 0), "
+        "but got split_sizes=[24, 0]",
+    ])
+    top = analyze_text(log, use_preflight=False).findings[0]
+    assert top.category == "cudagraph_shape" and top.numbers["padded_batch"] == 24 and top.numbers["rows"] == 20
+
+
+def test_kernel_source_frame_under_speculative_decoding():
+    w = "(Worker_TP1 pid=5) ERROR 11-26 08:00:01 [multiproc_executor.py:1004] "
+    base = [
+        "vllm serve deepseek-ai/DeepSeek-V3.2 --tensor-parallel-size 4 --speculative-config "
+        "'{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'",
+        f'{w}  File "/venv/lib/python3.12/site-packages/flashinfer/data/csrc/sparse_mla_sm120.cu", line 261, in run',
+        f"{w}    TVM_FFI_ICHECK_GT(num_tokens, 64)",
+    ]
+    top = analyze_text("\n".join(base), use_preflight=False).findings[0]
+    assert top.category == "spec_kernel_limit" and "sparse_mla_sm120.cu" in top.basis
+    # the same check without speculative decoding (the command says so in full): a kernel gap, other
+    nospec = ["vllm serve deepseek-ai/DeepSeek-V3.2 --tensor-parallel-size 4"] + base[1:]
+    assert all(f.category == "other" for f in analyze_text("\n".join(nospec), use_preflight=False).findings)

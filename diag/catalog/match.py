@@ -265,6 +265,15 @@ def match_frames(frames: Sequence[Any], exc_type: str = "", message: str = "", c
     out: list[SiteMatch] = []
     short = exc_type.rsplit(".", 1)[-1]
     for depth, fr in enumerate(reversed(list(frames))):
+        if fr.file.endswith((".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc")):  # a kernel source frame
+            cond = kernel_condition(fr.code or "")
+            if cond:
+                want = _nows(cond)
+                base = fr.file.rsplit("/", 1)[-1]
+                for s in cat.kernel_sites:
+                    if s.condition and _nows(s.condition) == want and s.file.rsplit("/", 1)[-1] == base:
+                        out.append(SiteMatch(site=s, how="kernel", score=0.9, frame=fr))
+            continue
         if fr.function in ("?", "", None):  # a pasted "path.py:line": the whole file, by condition only
             sites = [s for s in cat.in_file(fr.file) if _same_file(fr.file, s.file)]
             cond = _assert_condition(fr.code or "")
@@ -309,6 +318,21 @@ def match_frames(frames: Sequence[Any], exc_type: str = "", message: str = "", c
 # ------------------------------------------------------------------------------------------------
 # kernel checks
 # ------------------------------------------------------------------------------------------------
+
+_CXX_CHECK = re.compile(r"(TVM_FFI_ICHECK(?:_(EQ|NE|LE|LT|GE|GT))?|FLASHINFER_CHECK|TORCH_CHECK|TLLM_CHECK(?:_WITH_INFO)?)\s*\((.*)\)")
+_CXX_OPS = {"EQ": "==", "NE": "!=", "LE": "<=", "LT": "<", "GE": ">=", "GT": ">"}
+
+
+def kernel_condition(code: str) -> str | None:
+    """``TVM_FFI_ICHECK_GT(num_tokens, 64)`` -> ``num_tokens > 64`` (the form the catalog keeps)."""
+    m = _CXX_CHECK.search(code)
+    if not m:
+        return None
+    args = [a.strip() for a in m.group(3).split(",")]
+    if m.group(2) and len(args) >= 2:
+        return f"{args[0]} {_CXX_OPS[m.group(2)]} {args[1]}"
+    return args[0] if args else None
+
 
 _KERNEL_ASSERT = re.compile(r"Assertion error\s*\(([^)]*?)([\w.\-]+\.(?:hpp|cuh|cu|h|cpp|cc))(?::(\d+))?\)\s*:\s*(.+?)\s*$", re.S)
 _TVM_CHECK = re.compile(r"Check failed:?\s*\(?(.+?)\)?\s+is false\s*:?\s*(.*)$", re.S)

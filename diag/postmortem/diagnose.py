@@ -316,6 +316,20 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
     message = root.message or ""
     text = f"{root.exc_type}: {message}"
 
+    # 0. a KV-memory error the log itself ties to the hybrid KV layout (checked before the site: the
+    #    memory check is an `other` site, the disabled hybrid manager is the cause)
+    if facts.startup.get("hybrid_kv_cache_manager_disabled") and re.search(
+            r"KV cache is needed|No available memory for the cache blocks|KV cache memory|num_gpu_blocks", message):
+        return Diagnosis(
+            category="kv_page_size", confidence="medium", rule="failure_class",
+            basis="the KV-cache memory check failed while the log says the hybrid KV cache manager is disabled: every "
+                  "layer of the hybrid model then gets a full-length KV page per token (no per-group sizing), so the "
+                  "KV cache needs far more memory than the hybrid layout would",
+            title="KV cache too large because the hybrid KV cache manager is disabled",
+            message=(message.strip().splitlines() or [""])[0][:300], numbers={**base_numbers, **facts.numbers},
+            evidence=_ev_exc(root) + _fact_ev(facts, "hybrid_kv_cache_manager_disabled"),
+            missing=["what disabled the hybrid KV cache manager (a KV connector, --disable-hybrid-kv-cache-manager, "
+                     "a feature it does not support) -- the lines before the warning"])
     # 1. a known site ---------------------------------------------------------------------------
     matches = match_exception(root.exc_type, message, root.frames, version)
     best = matches[0] if matches else None
@@ -329,7 +343,18 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
             return kernel_fault(facts, kernel, setup, base_numbers, batch_ev)
         return _from_async(facts, root, setup, base_numbers, batch_ev)
 
-    # 3. near misses stay other --------------------------------------------------------------------
+    # 3. near misses stay other
+    pad = _padding_signature(facts)
+    if pad is not None:
+        big, small, mx, what = pad
+        return Diagnosis(
+            category="cudagraph_shape", confidence="medium", rule="failure_class",
+            basis=f"{what}: {big} is a CUDA-graph capture size above max_num_seqs ({mx}) while the tensor has {small} "
+                  f"rows -- a batch padded to the capture size meets a buffer sized for the real batch",
+            title=f"CUDA-graph padded batch ({big}) vs a buffer of {small} rows",
+            message=(message.strip().splitlines() or [""])[0][:300],
+            numbers={**base_numbers, **facts.numbers, "padded_batch": big, "rows": small},
+            evidence=_ev_exc(root, 3) + _fact_ev(facts, "args", "command", "non_default_args") + batch_ev)
     nm = _near_miss(text)
     if nm:
         d = Diagnosis(category="other", confidence="medium", rule="near_miss",
@@ -505,6 +530,35 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
                      numbers={**base_numbers, **facts.numbers}, evidence=ev)
 
 
+def _capture_sizes(facts: LogFacts) -> set[int]:
+    sizes = facts.args.get("cudagraph_capture_sizes")
+    if isinstance(sizes, list) and all(isinstance(x, int) for x in sizes):
+        return set(sizes)
+    # vLLM's default list (config/vllm.py _set_cudagraph_sizes): 1, 2, 4, then steps of 8 to 256, of 16 above
+    return {1, 2, 4} | set(range(8, 257, 8)) | set(range(272, 1025, 16))
+
+
+def _padding_signature(facts: LogFacts) -> tuple[int, int, int, str] | None:
+    """A size mismatch whose larger side is a CUDA-graph capture size above ``max_num_seqs`` and whose
+    smaller side fits the real batch: the batch was padded for a captured graph."""
+    n = facts.numbers
+    mx = facts.args.get("max_num_seqs")
+    if not isinstance(mx, int):
+        return None
+    pairs = []
+    if isinstance(n.get("split_sizes"), list) and isinstance(n.get("split_sizes_expected_sum"), int):
+        pairs.append((sum(n["split_sizes"]), n["split_sizes_expected_sum"], "split sizes vs the tensor"))
+        pairs += [(x, n["split_sizes_expected_sum"], "a split size vs the tensor") for x in n["split_sizes"]]
+    if isinstance(n.get("tensor_a_size"), int) and isinstance(n.get("tensor_b_size"), int):
+        pairs.append((n["tensor_a_size"], n["tensor_b_size"], "tensor sizes"))
+    caps = _capture_sizes(facts)
+    for a, b, what in pairs:
+        big, small = max(a, b), min(a, b)
+        if big in caps and big > mx >= small and big != small:
+            return big, small, mx, what
+    return None
+
+
 def _title(cat: str) -> str:
     return {
         "kv_page_size": "KV-cache page-size unification failed",
@@ -538,6 +592,13 @@ def _from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup,
     others = sorted({m.site.category for m in matches if m.score >= 0.75 and m.site.category != cat})
     if others:
         basis += f"; the same text also exists as a {', '.join(others)} site"
+    if cat == "other" and site.kind == "kernel" and setup.spec_k != 0 and (setup.mla or MLA_FRAMES.search(site.file)) \
+            and re.search(r"num_tokens|seqlen|q_len|qo_len|next_n|batch|num_heads|topk|shape|size|contiguous",
+                          f"{site.condition or ''} {site.message or ''}") \
+            and not re.search(r"arch|dtype|sm_?\d|capability|device", site.condition or "", re.I):
+        cat = "spec_kernel_limit"
+        basis += ("; a shape check of an MLA / sparse-attention kernel failing under speculative decoding: the "
+                  "multi-token decode shape is outside what the kernel was built for")
     pre = _precondition_fails(cat, setup, facts)
     if pre:
         basis += f"; but {pre}, so the check fired for another reason: not counted as {cat}"
@@ -668,6 +729,17 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     if async_line is not None:
         fake = LogException(exc_type="CUDA error", message=async_line[1], log_line=async_line[0])
         return _from_async(facts, fake, setup, base_numbers, batch_ev)
+    from ..catalog.match import match_frames
+
+    for o in orphans:
+        ms = [m for m in match_frames(o.frames) if m.score >= 0.75 and m.how in ("condition", "kernel", "raise")]
+        if ms:  # the innermost frame is a known check (a kernel's TVM/TORCH check, an assert line)
+            fake = LogException(exc_type=ms[0].site.exc or "Error", message="", frames=o.frames,
+                                log_line=o.frames[-1].log_line)
+            d = _from_site(facts, fake, ms[0], ms, setup, base_numbers, batch_ev)
+            d.confidence = "medium" if d.confidence == "high" else d.confidence
+            d.basis += "; the excerpt has the frames but not the exception line"
+            return d
     for o in orphans:
         if not _ends_at_leaf(o):
             # the excerpt stops mid-stack: the frame that failed is not shown; only the stage is
