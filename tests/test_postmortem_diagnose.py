@@ -432,3 +432,14 @@ def test_kernel_source_frame_under_speculative_decoding():
     # the same check without speculative decoding (the command says so in full): a kernel gap, other
     nospec = ["vllm serve deepseek-ai/DeepSeek-V3.2 --tensor-parallel-size 4"] + base[1:]
     assert all(f.category == "other" for f in analyze_text("\n".join(nospec), use_preflight=False).findings)
+
+
+def test_prefix_cache_counters_without_a_hit():
+    log = "\n".join([
+        "vllm serve Qwen/Qwen3.6-35B-A3B --enable-prefix-caching",
+        "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"q\"} 1131.0",
+        "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"q\"} 0.0",
+    ])
+    an = analyze_text(log, use_preflight=False)
+    f = [x for x in an.findings if x.title == "Prefix cache never hit"]
+    assert f and f[0].category == "prefix_cache_degraded" and f[0].numbers["prefix_cache_queries_total"] == 1131

@@ -54,6 +54,20 @@ def check(ctx: RuleContext) -> list[Finding]:
                                severity="warning", message=f"{samples} metrics lines all report a 0.0% prefix cache hit rate.",
                                evidence=log_evidence(ctx, None, "prefix_cache_hit_rate"),
                                numbers={"prefix_cache_hit_rate_max": rate, "samples": samples}))
+        # Prometheus counters pasted from /metrics: queries (tokens looked up) with no hit at all
+        metrics = ctx.log.startup.get("metrics") or {}
+        queries = metrics.get("vllm:prefix_cache_queries_total", metrics.get("vllm:gpu_prefix_cache_queries_total"))
+        hits = metrics.get("vllm:prefix_cache_hits_total", metrics.get("vllm:gpu_prefix_cache_hits_total"))
+        if isinstance(queries, (int, float)) and isinstance(hits, (int, float)) and queries >= 100 and hits == 0 \
+                and not any(f.title == "Prefix cache never hit" for f in out):
+            out.append(Finding(rule=ID, category="prefix_cache_degraded", title="Prefix cache never hit",
+                               severity="warning",
+                               message=f"vllm:prefix_cache_queries_total = {queries:g} tokens looked up, "
+                                       f"vllm:prefix_cache_hits_total = 0: no prefix was ever reused"
+                                       + (f" (hits come only in {block}-token blocks)" if block else "") + ".",
+                               evidence=[Evidence("vllm:prefix_cache_queries_total / vllm:prefix_cache_hits_total "
+                                                  "metrics in the log", source="log")],
+                               numbers={"prefix_cache_queries_total": queries, "prefix_cache_hits_total": hits}))
     return out
 
 
