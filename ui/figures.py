@@ -259,8 +259,9 @@ def timeline_figure(vm, highlight=()) -> go.Figure:
         else:
             lines.append(item)
     fig.update_layout(title={"text": title + "".join(f"<br><sup>{_t(x)}</sup>" for x in lines)},
-                      height=400 + 16 * len(lines),
-                      margin={"l": 10, "r": 10, "t": 60 + 16 * len(lines), "b": 40}, legend={"orientation": "h", "y": -0.12},
+                      height=420 + 20 * len(lines),
+                      margin={"l": 10, "r": 10, "t": 56 + 20 * len(lines), "b": 40},
+                      legend={"orientation": "h", "y": -0.2, "yanchor": "top"},
                       meta={"highlight": sorted(hl), "marked_steps": list(vm.marked_steps)})
     fig.update_yaxes(title_text="requests", row=1, col=1)
     fig.update_yaxes(title_text="tokens", row=2, col=1)
