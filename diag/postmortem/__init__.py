@@ -2,7 +2,8 @@
 
 Entry points: :func:`read_facts` (path or ``-``), :func:`facts_from_text` (a string, for tests and
 pasted logs), :func:`facts_from_bytes`. The analysis pipeline (rules, pre-flight, suggestions, store)
-is :func:`vllm_diag.postmortem.analyze.analyze_path`.
+is :func:`vllm_diag.postmortem.analyze.analyze_path`; the diagnosis (failure site, failure class or
+asynchronous fault, with confidence and basis) is :mod:`vllm_diag.postmortem.diagnose`.
 
 What the extractor sets
 =======================
@@ -44,6 +45,12 @@ num_speculative_tokens, n_predict      ``num_speculative_tokens:3 must be divisi
                                        (num_speculative_tokens is also copied from the arguments)
 head_dim                               ``Unexpected head dim size, 32``
 nccl_timeout_ms, nccl_ran_ms           NCCL watchdog ``Timeout(ms)=600000`` / ``ran for N milliseconds``
+message_values (list)                  every number of the root error's message, in order
+xid                                    ``Xid 13`` / ``Xid (PCI:…): 31`` in an error line
+kernel_grid, kernel_block (lists),     cuda-gdb ``kernel<<<(1,73,16),(128,1,1)>>>`` and the kernel's
+kernel_source_line                     ``(mamba_utils.py:93)`` / ``at …/mamba_utils.py:94``
+(any name)                             ``name=value`` / ``name:value`` pairs of error lines outside a
+                                       traceback (kernel detail lines: ``qseqlen:5 gqa:16``)
 =====================================  ==========================================================
 
 ``LogFacts.startup`` -- INFO/WARNING/metrics lines (the failures that never raise):
@@ -72,6 +79,18 @@ hybrid_kv_cache_manager_disabled       ``Hybrid KV cache manager is disabled …
 dsa_use_flattening                     ``DSA indexer decode path: use_flattening=…``
 engine_init_seconds                    ``init engine (profile, create kv cache, warmup model) took N``
 compute_capability ([major, minor])    ``sm_90a`` / ``SM_120`` / ``SM 86`` mentioned in the text
+crash_batch (dict)                     vLLM's crash dump (``Dumping scheduler output for model execution``,
+                                       :mod:`.dump`): num_reqs, num_prefills / num_decodes /
+                                       num_spec_decodes, tokens_per_req, spec_tokens_per_req,
+                                       num_computed_tokens, total_num_scheduled_tokens, mixed,
+                                       ragged_drafts, num_spec_tokens_to_schedule
+error_lines ([[line, text]])           up to 40 error-like lines outside tracebacks (kernel checks,
+                                       CUDA/debugger reports, excerpts without an exception line)
+quoted_flags (dict)                    numeric ``--flag value`` pairs of any pasted command (bench, eval)
+metrics (dict)                         Prometheus counters (``vllm:prefix_cache_queries_total 1131``) and
+                                       spec-decode metrics (``spec_mean_acceptance_length`` ...)
+tensor_parallel_size_seen              highest ``Worker_TP<n>`` rank + 1 (when no TP size is stated)
+command_complete (bool)                the pasted command ended normally (not cut by an excerpt gap)
 =====================================  ==========================================================
 
 ``LogFacts.args`` -- normalised engine settings (``CONFIG_KEYS`` + other flags in snake_case), merged
