@@ -600,14 +600,22 @@ class Store:
         if not total_rows:
             return StepSummary()
         pid = primary_pid(sorted(pids, key=lambda p: p or 0), processes)
-        first, last = self.db.execute("select min(step_index), max(step_index) from batch_steps "
-                                      "where session_id = ? and pid is ?", [session_id, pid]).fetchone()
+        if rolled:  # two aggregates defeat SQLite's min/max index shortcut: the rollup has them at hand
+            first, last = self.db.execute("select min(first_step), max(last_step) from step_rollup "
+                                          "where session_id = ? and pid = ?", [session_id, pid or 0]).fetchone()
+        else:
+            first, last = self.db.execute("select min(step_index), max(step_index) from batch_steps "
+                                          "where session_id = ? and pid is ?", [session_id, pid]).fetchone()
         width, lo, hi = window_bounds(first, last, first_step, last_step, max_points)
         windowed = first_step is not None or last_step is not None
-        first, last, nsteps = self.db.execute(
-            "select min(step_index), max(step_index), count(distinct step_index) from batch_steps "
-            "where session_id = ? and pid is ? and step_index between ? and ?", [session_id, pid, lo, hi]).fetchone()
-        if first is None:
+        if windowed:
+            first, last = self.db.execute(
+                "select (select step_index from batch_steps where session_id = ? and pid is ? and step_index >= ? "
+                "order by step_index limit 1), (select step_index from batch_steps where session_id = ? and pid is ? "
+                "and step_index <= ? order by step_index desc limit 1)", [session_id, pid, lo, session_id, pid, hi]).fetchone()
+        nsteps = self.db.execute("select count(distinct step_index) from batch_steps where session_id = ? and pid is ? "
+                                 "and step_index between ? and ?", [session_id, pid, lo, hi]).fetchone()[0]
+        if first is None or not nsteps:
             return StepSummary(width=width, pid=pid, pids=sorted(p for p in pids if p is not None))
         shift = ROLLUP_SHIFT
         if windowed:
