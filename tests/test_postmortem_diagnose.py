@@ -443,3 +443,13 @@ def test_prefix_cache_counters_without_a_hit():
     an = analyze_text(log, use_preflight=False)
     f = [x for x in an.findings if x.title == "Prefix cache never hit"]
     assert f and f[0].category == "prefix_cache_degraded" and f[0].numbers["prefix_cache_queries_total"] == 1131
+
+
+@pytest.mark.parametrize("name", ["real/qwen3next_ngram_prefix_caching.log", "real/nemotronh_prefix_caching_long_prompt.log",
+                                  "gpu/gpu_nemotronh_prefix_caching_ngram.log", "negative/cuda_oom_at_load.log",
+                                  "negative/nccl_watchdog_timeout.log"])
+def test_every_finding_says_how_sure_and_why(name):
+    an = analyze_path(str(LOGS / name), use_preflight=False)
+    assert an.findings
+    for f in an.findings:
+        assert f.confidence in ("high", "medium", "low") and f.basis, (f.rule, f.confidence, f.basis)

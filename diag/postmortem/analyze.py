@@ -234,7 +234,33 @@ def apply_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
     suggestions) and gains the diagnosis' confidence, basis and evidence. When the root error is outside
     the families (``other``), findings of the hybrid/spec categories that do not explain it (pre-flight
     warnings about the configuration) are dropped: they would read as the cause of a failure they did not
-    cause."""
+    cause. Every finding then carries a confidence and a basis."""
+    findings = _with_diagnosis(facts, findings)
+    _state_confidence(facts, findings)
+    return findings
+
+
+def _state_confidence(facts: LogFacts, findings: list[Finding]) -> None:
+    """Every finding says how sure it is and why; rules that do not say it get it from their evidence."""
+    root_line = facts.root.log_line if facts.root is not None else None
+    for f in findings:
+        if f.confidence and f.basis:
+            continue
+        log_ev = [e for e in f.evidence if e.source in (None, "log")]
+        cites_root = root_line is not None and any(e.line == root_line for e in f.evidence)
+        if cites_root and f.comparisons:
+            conf, why = "high", "the log's root error, with expected-vs-actual values"
+        elif cites_root:
+            conf, why = "medium", "the log's root error (its text and frames)"
+        elif log_ev:
+            conf, why = "medium", "what the log states outside an error (startup, metrics or warning lines)"
+        else:
+            conf, why = "low", "predicted by the pre-flight from the configuration; the log itself does not show it"
+        f.confidence = f.confidence or conf
+        f.basis = f.basis or f"rule {f.rule}: {why}"
+
+
+def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
     from .diagnose import diagnose
 
     try:
@@ -328,6 +354,8 @@ def _unexplained_root(facts: LogFacts, findings: list[Finding]) -> list[Finding]
         evidence=[Evidence(text=f"{root.exc_type}: {root.message}".rstrip(": ")[:500], line=root.log_line)]
         + [Evidence(text=f'File "{fr.file}", line {fr.line}, in {fr.function}', line=fr.log_line) for fr in root.frames[-3:]],
     )
+    f.confidence = "low"
+    f.basis = "no failure site of the catalog (vLLM 0.11-0.33) and no rule matches this error; its frames are the evidence"
     if root.exc_type.endswith("AssertionError") and not root.message:
         f.missing_evidence.append(
             "the assertion carries no values; " + PROBE_HINT
