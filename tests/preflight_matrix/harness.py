@@ -106,8 +106,8 @@ for job in jobs:
     del llm
     gc.collect()
     print("RESULT " + json.dumps(res), flush=True)
-    frame = ((res.get("error") or {}).get("frame") or {}).get("file") or ""
-    if res.get("started") is False and not frame.startswith(("config/", "engine/arg_utils.py", "transformers_utils/")):
+    where = ((res.get("error") or {}).get("frame") or {}).get("file") or ""
+    if res.get("started") is False and not where.startswith(("config/", "engine/arg_utils.py", "transformers_utils/")):
         # a start that failed past config validation can leave half-built distributed / model state in this
         # process (a later engine then fails on it, e.g. "expert parallel group is not initialized"): the
         # rest of the jobs go to a fresh worker
