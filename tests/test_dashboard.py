@@ -379,3 +379,21 @@ def test_recorded_engine_without_stored_findings_is_diagnosed_on_open(tmp_path):
     for f in expected:
         want[(f.category, f.severity)] = want.get((f.category, f.severity), 0) + 1
     assert got == want
+
+
+def test_long_session_paints_first_and_fetches_its_timeline_second(sources, monkeypatch):
+    from vllm_diag.ui.web import data
+
+    monkeypatch.setattr(data, "QUICK_STEPS", 100)  # the GPU recording's 122 steps count as long here
+    row = next(r for r in sources.snapshot(force=True).rows if r.db_name == "qwen3next-serve-ngram3.db")
+    layout = cb.session_page(sources, row.db_key, row.session)
+    assert _find(layout, "timeline-pending").data is True
+    placeholder = _find(layout, "fig-timeline").figure
+    assert "aggregating 122 steps" in json.dumps(placeholder)
+    assert _find(layout, "fig-pages").figure["data"]  # page map and state index are there at once
+    ref = {"db": row.db_key, "session": row.session}
+    timeline = cb.timeline_ready(sources, ref, None, True)
+    assert timeline["layout"]["meta"]["highlight"] == [] and "122 steps" in json.dumps(timeline)
+    assert cb.timeline_ready(sources, ref, None, False) is None
+    # once the full record is cached, the page paints in one go
+    assert _find(cb.session_page(sources, row.db_key, row.session), "timeline-pending").data is False

@@ -72,6 +72,11 @@ def _empty(title: str, reason) -> go.Figure:
     return fig
 
 
+def pending_figure(title: str, message: str) -> go.Figure:
+    """A placeholder while a figure's data is on its way (e.g. a long session's timeline)."""
+    return _empty(title, message)
+
+
 # ----------------------------------------------------------------------------------- page map
 
 

@@ -160,6 +160,15 @@ def create_app(sources: Sources, *, token: str | None = None, loopback_only: boo
         return (dash.no_update,) * 3 if out is None else out
 
     @app.callback(
+        Output("fig-timeline", "figure", allow_duplicate=True), Output("timeline-pending", "data"),
+        Input("timeline-pending", "data"), State("session-ref", "data"), State("selected-finding", "data"),
+        prevent_initial_call="initial_duplicate",
+    )
+    def _timeline(pending, ref, selected):
+        fig = cb.timeline_ready(sources, ref, selected, pending)
+        return (dash.no_update, dash.no_update) if fig is None else (fig, False)
+
+    @app.callback(
         Output("download", "data"),
         Input({"type": "dl-yaml", "n": ALL}, "n_clicks"), Input({"type": "dl-sh", "n": ALL}, "n_clicks"),
         State("session-ref", "data"), prevent_initial_call=True,

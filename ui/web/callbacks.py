@@ -77,13 +77,17 @@ def parse_path(pathname: str | None) -> tuple[str, tuple[str, ...]]:
 
 def session_page(sources: Sources, db_key: str, session: str, selected: int | None = None):
     try:
-        loaded = sources.load(db_key, session)
+        loaded = sources.load_quick(db_key, session)
     except DiagError as exc:
         return C.message_page("Session not available", str(exc))
     rep = loaded.report
     fig_pages, fig_state, fig_timeline = sources.figures(loaded, selected, session_figures)
+    if loaded.quick:  # a long session: the timeline's aggregation comes in a second callback
+        fig_timeline = figures.pending_figure(
+            "Batch timeline", f"aggregating {loaded.row.last_step + 1:,} steps ...").to_plotly_json()
     return html.Div([
         dcc.Store(id="session-ref", data={"db": db_key, "session": session}),
+        dcc.Store(id="timeline-pending", data=loaded.quick),
         dcc.Store(id="session-version", data=row_version(loaded.row)),
         dcc.Store(id="selected-finding", data=selected),
         C.header_block(rep.header, loaded.row),
@@ -100,6 +104,17 @@ def session_page(sources: Sources, db_key: str, session: str, selected: int | No
         ], style={"display": "flex", "flexWrap": "wrap"}),
         html.Div(dcc.Link("compare with another session", href=f"/compare?a={db_key}/{session}"), className="muted"),
     ], className="session-page")
+
+
+def timeline_ready(sources: Sources, ref: dict | None, selected: int | None, pending: bool):
+    """The second callback of a long session's page: its timeline (``None`` when nothing is pending)."""
+    if not pending or not ref:
+        return None
+    try:
+        loaded = sources.load(ref["db"], ref["session"])
+    except DiagError as exc:
+        return figures.pending_figure("Batch timeline", str(exc)).to_plotly_json()
+    return sources.figures(loaded, selected, session_figures)[2]
 
 
 def session_figures(loaded, selected: int | None) -> tuple:

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from vllm_diag.errors import DiagError
 from vllm_diag.fleet import Fleet, FleetRow, FleetSnapshot
 
+# Sessions with more steps than this paint first without their timeline (record loaded without steps,
+# milliseconds); the timeline's SQL aggregation then arrives in a second callback.
+QUICK_STEPS = 100_000
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
 DB_KEY = re.compile(r"^[0-9a-f]{12}$")
 
@@ -30,6 +33,7 @@ class Loaded:
     record: object  # SessionRecord (steps summarised)
     report: object  # views.ReportVM
     suggestions: tuple  # views.numbered_suggestions(record): (N, Finding, Suggestion)
+    quick: bool = False  # loaded without its steps: the timeline comes in a second callback
 
 
 class Sources:
@@ -40,6 +44,7 @@ class Sources:
         self.cache_size = cache_size
         self._cache: OrderedDict = OrderedDict()
         self._figures: OrderedDict = OrderedDict()
+        self._quick: OrderedDict = OrderedDict()
         self._cache_lock = threading.Lock()
         self._build_locks: dict = {}
         self._last_refresh = 0.0
@@ -69,7 +74,7 @@ class Sources:
     def figures(self, loaded: Loaded, selected: int | None, build) -> tuple:
         """``build(loaded, selected)``'s figures as plain dicts, cached per session version and
         selected finding: 20 browsers on one session share one build and one conversion."""
-        key = ("fig", loaded.row.db_key, loaded.row.session, loaded.row, selected)
+        key = ("fig", loaded.row.db_key, loaded.row.session, loaded.row, selected, loaded.quick)
         with self._cache_lock:
             hit = self._figures.get(key)
             if hit is not None:
@@ -81,6 +86,28 @@ class Sources:
             while len(self._figures) > 4 * self.cache_size:
                 self._figures.popitem(last=False)
         return figs
+
+    def load_quick(self, db_key: str, session: str) -> Loaded:
+        """What the first paint needs: the full :meth:`load` when it is cached or the session is short;
+        for a long session the record without its steps (header, findings, page map, state index)."""
+        from vllm_diag import api, views
+
+        row = self.row(db_key, session)
+        if row.last_step is None or row.last_step < QUICK_STEPS:
+            return self.load(db_key, session)
+        with self._cache_lock:
+            for cache, k in ((self._cache, (db_key, session)), (self._quick, (db_key, session))):
+                hit = cache.get(k)
+                if hit is not None and hit.row == row:
+                    return hit
+        with self.fleet.open_store(db_key) as store:
+            record = api.diagnose(store.load(session, steps=False))
+        loaded = Loaded(row, record, views.build(record), tuple(views.numbered_suggestions(record)), quick=True)
+        with self._cache_lock:
+            self._quick[(db_key, session)] = loaded
+            while len(self._quick) > self.cache_size:
+                self._quick.popitem(last=False)
+        return loaded
 
     def load(self, db_key: str, session: str) -> Loaded:
         """Record + view models of one session (cached until its fleet row changes)."""
