@@ -20,8 +20,18 @@ pre-flight runs where the model's config.json is reachable, as in the CLI) and i
   ====== ====================================================================================
 
   ``any`` counts a case when any finding has the family's category;
-* numbers recovered -- the share of ``key_numbers`` whose value appears as a value anywhere in the
-  JSON output (numbers equal, floats within 1 %, lists equal; strings as a substring of a string);
+* numbers recovered -- the share of ``key_numbers`` the JSON output carries **under a compatible name with
+  an equal value** (:func:`recovered`): the label's name and the JSON key (the last dict key of the leaf;
+  ``<file stem>_line`` / ``<function>_line`` for the ``{file, line, function}`` frames of tracebacks; a
+  metrics name without its ``vllm:`` prefix) are the same after :data:`ALIASES`, or share a specific word
+  (``cache_config_block_size`` ~ ``block_size``; ``gpu_model_runner_build_attention_metadata_line`` ~
+  ``gpu_model_runner_line``; words in :data:`GENERIC` -- num, size, max, line, py ... -- do not count);
+  values are equal (integers exactly, floats within 1 %, lists element-wise; ``_mib``/``_gib``/``_ms``/``_s``
+  suffixes convert units); a ``"file.ext:N"`` label is ``<file stem>_line == N``; other strings must occur
+  in a string of the output. Log-line positions (``log_line``, evidence and file line counts) and the view
+  and session blocks are not numbers of the failure and are not searched. ``in log`` counts the label
+  numbers that occur in the log text at all (labels may quote a thread's numbers the excerpt lacks); ``lax``
+  is the older measure (the value anywhere in the JSON, any name), printed for comparison;
 * false positives -- negatives (``none``) with a finding of a hybrid/spec category (anything but
   ``other``); ``diag`` counts only negatives whose diagnosis has such a category.
 
@@ -36,6 +46,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -53,16 +64,53 @@ def split_of(name: str) -> str:
     return "dev" if hashlib.sha1(name.encode()).digest()[0] % 2 == 0 else "held"
 
 
-def _leaves(obj, out: list) -> None:
-    if isinstance(obj, dict):
-        for v in obj.values():
-            _leaves(v, out)
-    elif isinstance(obj, list):
-        out.append(obj)
-        for v in obj:
-            _leaves(v, out)
-    else:
-        out.append(obj)
+# label name -> the name vLLM / vllm-diag uses (both sides are mapped before comparing); flags' short
+# forms and the spellings reporters and vLLM's own messages use for the same setting
+ALIASES = {
+    "tp": "tensor_parallel_size", "tp_size": "tensor_parallel_size", "tensor_parallel": "tensor_parallel_size",
+    "pp": "pipeline_parallel_size", "pp_size": "pipeline_parallel_size",
+    "dp": "data_parallel_size", "dp_size": "data_parallel_size",
+    "dcp": "decode_context_parallel_size", "dcp_size": "decode_context_parallel_size",
+    "pcp": "prefill_context_parallel_size",
+    "k": "num_speculative_tokens", "num_spec_tokens": "num_speculative_tokens", "spec_k": "num_speculative_tokens",
+    "num_draft_tokens": "num_speculative_tokens",
+    "max_seq_len": "max_model_len", "max_seqlen": "max_model_len", "model_len": "max_model_len",
+    "max_batched_tokens": "max_num_batched_tokens", "token_budget": "max_num_batched_tokens",
+    "max_seqs": "max_num_seqs", "max_num_reqs": "max_num_seqs", "max_batch_size": "max_num_seqs",
+    "gpu_mem_util": "gpu_memory_utilization", "gpu_memory_util": "gpu_memory_utilization",
+    "kernel_source_line": "faulting_line", "fault_line": "faulting_line",
+    "grid": "kernel_grid", "block": "kernel_block",
+}
+# words too common to tie two names together on their own
+GENERIC = {"num", "n", "size", "sizes", "max", "min", "total", "count", "value", "values", "line", "lines", "py", "hpp",
+           "cu", "cuh", "h", "cc", "cpp", "the", "of", "in", "to", "a", "b", "per", "id", "is", "vllm", "config", "cache",
+           "kv", "model", "gpu", "args", "arg", "gib", "mib", "kib", "b", "ms", "s", "seconds", "bytes", "tokens",
+           "expected", "actual", "got", "dim", "new", "old", "first", "last", "crash", "batch", "req", "reqs"}
+_UNITS = {"b": 1, "bytes": 1, "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "ms": 1e-3, "s": 1.0}
+_SKIP_KEYS = {"log_line", "views", "session", "files", "evidence", "total_lines", "processes", "first_line", "rank",
+              "schema", "exit_code", "started_at", "ended_at", "number", "rule_errors"}
+
+
+def _canon(name: str) -> str:
+    n = re.sub(r"[^a-z0-9]+", "_", str(name).lower().split(":")[-1]).strip("_")
+    return ALIASES.get(n, n)
+
+
+def _words(name: str) -> set[str]:
+    return {w for w in _canon(name).split("_") if w}
+
+
+def compatible(label: str, key: str) -> bool:
+    a, b = _canon(label), _canon(key)
+    if a == b:
+        return True
+    wa, wb = _words(a), _words(b)
+    return bool((wa & wb) - GENERIC)
+
+
+def _unit(name: str) -> float | None:
+    tail = _canon(name).rsplit("_", 1)[-1]
+    return _UNITS.get(tail)
 
 
 def _num(v):
@@ -78,7 +126,81 @@ def _num(v):
     return None
 
 
-def recovered(value, leaves: list, strings: list[str]) -> bool:
+def named_leaves(obj, out: list, key: str = "") -> None:
+    """(name, value) for every leaf of the JSON that is a number of the failure (see the module doc)."""
+    if isinstance(obj, dict):
+        if isinstance(obj.get("line"), int) and isinstance(obj.get("file"), str) and "function" in obj:  # a frame
+            stem = re.split(r"[\\/]", obj["file"])[-1].rsplit(".", 1)[0]
+            out.append((f"{stem}_line", obj["line"]))
+            if isinstance(obj.get("function"), str):
+                out.append((f"{obj['function'].rsplit('.', 1)[-1]}_line", obj["line"]))
+        for k, v in obj.items():
+            if k in _SKIP_KEYS:
+                continue
+            named_leaves(v, out, str(k))
+    elif isinstance(obj, list):
+        if obj and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in obj):
+            out.append((key, obj))
+        for v in obj:
+            named_leaves(v, out, key)
+    else:
+        out.append((key, obj))
+
+
+def _equal(want: float, got: float) -> bool:
+    return got == want or (want != 0 and not float(want).is_integer() and abs(got - want) / abs(want) <= 0.01)
+
+
+def recovered(name: str, value, leaves: list[tuple[str, object]]) -> bool:
+    """The labelled number ``name = value`` is in the output under a compatible name (module doc)."""
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*([\w.\-]+?)\.(?:py|hpp|cuh|cu|h|cpp|cc):(\d+)\s*", value)
+        if m:
+            return recovered(f"{m.group(1)}_line", int(m.group(2)), leaves) or recovered(name, int(m.group(2)), leaves)
+        n = _num(value)
+        if n is None:
+            s = " ".join(value.split())
+            return bool(s) and any(isinstance(v, str) and s in " ".join(v.split()) for _, v in leaves)
+        value = n
+    if isinstance(value, list):
+        want = [_num(x) for x in value]
+        return any(isinstance(v, list) and len(v) == len(want) and all(_num(a) == b for a, b in zip(v, want))
+                   and compatible(name, k) for k, v in leaves)
+    n = _num(value)
+    if n is None:
+        return False
+    lu = _unit(name)
+    for k, v in leaves:
+        if isinstance(v, (list, dict, str)) or not compatible(name, k):
+            continue
+        m = _num(v)
+        if m is None:
+            continue
+        ku = _unit(k)
+        if lu and ku and lu != ku:
+            m = m * ku / lu
+            if abs(m - n) <= max(abs(n) * 0.01, 0.01):
+                return True
+            continue
+        if _equal(n, m):
+            return True
+    return False
+
+
+def _leaves(obj, out: list) -> None:
+    if isinstance(obj, dict):
+        for v in obj.values():
+            _leaves(v, out)
+    elif isinstance(obj, list):
+        out.append(obj)
+        for v in obj:
+            _leaves(v, out)
+    else:
+        out.append(obj)
+
+
+def recovered_lax(value, leaves: list, strings: list[str]) -> bool:
+    """The older measure: the value anywhere in the output, under any name."""
     if isinstance(value, list):
         want = [_num(x) for x in value]
         return any(isinstance(l, list) and len(l) == len(want) and all(_num(a) == b for a, b in zip(l, want)) for l in leaves)
@@ -93,6 +215,24 @@ def recovered(value, leaves: list, strings: list[str]) -> bool:
         return False
     s = str(value).strip()
     return bool(s) and any(s in x for x in strings)
+
+
+def in_log(value, text: str) -> bool:
+    """The labelled number occurs in the log text at all (as digits, or as its file:line)."""
+    if isinstance(value, list):
+        return all(in_log(v, text) for v in value)
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*([\w.\-]+):(\d+)\s*", value)
+        if m:
+            return m.group(1) in text and m.group(2) in text
+        return value in text
+    n = _num(value)
+    if n is None:
+        return False
+    forms = {str(value), f"{n:g}", f"{int(n):,}" if float(n).is_integer() else str(value)}
+    if float(n).is_integer():
+        forms.add(str(int(n)))
+    return any(re.search(r"(?<![\d.])" + re.escape(f) + r"(?![\d])", text) for f in forms)
 
 
 def analyze(path: Path, use_preflight: bool = True) -> dict:
@@ -121,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"corpus benchmark skipped: no NAME.log + NAME.json pairs in {folder}")
         return 0
     per: dict[str, dict[str, int]] = {}
-    nums_found = nums_total = 0
+    nums_found = nums_total = nums_lax = nums_in_log = nums_found_in_log = 0
     fp_any = fp_diag = negatives = 0
     errors: list[str] = []
     rows = []
@@ -136,13 +276,20 @@ def main(argv: list[str] | None = None) -> int:
             out = {"findings": []}
         cats = [f["category"] for f in out.get("findings", [])]
         diag = cats[0] if cats else None
+        named: list = []
+        named_leaves(out, named)
         leaves: list = []
         _leaves(out, leaves)
         strings = [x for x in leaves if isinstance(x, str)]
         keys = label.get("key_numbers") or {}
-        got = [k for k, v in keys.items() if recovered(v, leaves, strings)]
+        text = label_path.with_suffix(".log").read_text(errors="replace")
+        got = [k for k, v in keys.items() if recovered(k, v, named)]
         nums_found += len(got)
         nums_total += len(keys)
+        nums_lax += sum(recovered_lax(v, leaves, strings) for v in keys.values())
+        present = [k for k, v in keys.items() if in_log(v, text)]
+        nums_in_log += len(present)
+        nums_found_in_log += len(set(got) & set(present))
         st = per.setdefault(fam, {"cases": 0, "right": 0, "any": 0})
         st["cases"] += 1
         if fam in FAMILIES:
@@ -170,6 +317,10 @@ def main(argv: list[str] | None = None) -> int:
         "families": {f: per[f] for f in sorted(per)},
         "recall": round(right / total, 3) if total else None,
         "numbers_recovered": round(nums_found / nums_total, 3) if nums_total else None,
+        "numbers_recovered_of_in_log": round(nums_found_in_log / nums_in_log, 3) if nums_in_log else None,
+        "numbers_in_log": nums_in_log,
+        "numbers_total": nums_total,
+        "numbers_recovered_lax": round(nums_lax / nums_total, 3) if nums_total else None,
         "negatives": negatives,
         "false_positives_any": fp_any,
         "false_positives_diagnosis": fp_diag,
@@ -194,7 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     if total:
         print(f"positives: right family on {right}/{total} ({right / total:.0%})")
     if nums_total:
-        print(f"numbers recovered: {nums_found}/{nums_total} ({nums_found / nums_total:.0%})")
+        print(f"numbers recovered: {nums_found}/{nums_total} ({nums_found / nums_total:.0%}) by name and value; "
+              f"{nums_found_in_log}/{nums_in_log} of those in the log text; lax (value anywhere): "
+              f"{nums_lax}/{nums_total} ({nums_lax / nums_total:.0%})")
     if negatives:
         print(f"false positives on {negatives} negatives: {fp_diag} diagnosis, {fp_any} any finding")
     for e in errors:

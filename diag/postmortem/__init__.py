@@ -41,6 +41,18 @@ kv_cache_available_gib,                len (L), (x GiB KV cache is needed … (y
 estimated_max_model_len                ``estimated maximum model length is N``
 oom_tried_gib, gpu_total_gib,          ``CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a
 gpu_free_gib                           total capacity of 79.10 GiB of which 1.2 GiB is free``
+process_memory_in_use_gib,             the rest of PyTorch's OOM message: ``this process has X GiB memory
+allocated_by_pytorch_gib,              in use``, ``X GiB is allocated by PyTorch``, ``X GiB allocated in
+private_pool_gib,                      private pools`` (CUDA graphs), ``X MiB is reserved by PyTorch but
+reserved_unallocated_gib               unallocated`` (MiB converted to GiB)
+<phrase> (words)                       a value a message gives in words: ``the existing size (118)`` ->
+                                       ``existing_size``; ``Target sizes: [128, 4]`` -> ``target_sizes``;
+                                       ``dimension 1`` -> ``dimension`` (the last three words before the
+                                       value, small words dropped)
+<file stem>_line                       the innermost printed frame of each vLLM file in the root traceback
+                                       and in traceback pieces without an exception line
+                                       (``gpu_model_runner_line``), and of a kernel check's source file
+                                       (``attention_line`` for ``attention.hpp:200``)
 num_speculative_tokens, n_predict      ``num_speculative_tokens:3 must be divisible by n_predict=2``
                                        (num_speculative_tokens is also copied from the arguments)
 head_dim                               ``Unexpected head dim size, 32``
@@ -48,7 +60,9 @@ nccl_timeout_ms, nccl_ran_ms           NCCL watchdog ``Timeout(ms)=600000`` / ``
 message_values (list)                  every number of the root error's message, in order
 xid                                    ``Xid 13`` / ``Xid (PCI:…): 31`` in an error line
 kernel_grid, kernel_block (lists),     cuda-gdb ``kernel<<<(1,73,16),(128,1,1)>>>`` and the kernel's
-kernel_source_line                     ``(mamba_utils.py:93)`` / ``at …/mamba_utils.py:94``
+kernel_source_line,                    the faulting statement ``#0 kernel<<<…>>> () at …/mamba_utils.py:94``
+kernel_definition_line                 (else the kernel's ``(mamba_utils.py:93)`` after ``triggered at PC``,
+                                       kept as kernel_definition_line when both are printed)
 (any name)                             ``name=value`` / ``name:value`` pairs of error lines outside a
                                        traceback (kernel detail lines: ``qseqlen:5 gqa:16``)
 =====================================  ==========================================================

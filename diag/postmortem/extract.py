@@ -134,6 +134,13 @@ _NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     (re.compile(r"(?:Timeout|timeout)\(ms\)=(\d+)"), ("nccl_timeout_ms",)),
     (re.compile(r"ran for (\d+) milliseconds before timing out"), ("nccl_ran_ms",)),
 ]
+# the rest of PyTorch's CUDA out-of-memory message (values in GiB)
+_OOM_FIELDS = [
+    ("process_memory_in_use_gib", re.compile(r"this process has " + _FLOAT + r" ?([GM])iB memory in use")),
+    ("allocated_by_pytorch_gib", re.compile(r"" + _FLOAT + r" ?([GM])iB is allocated by PyTorch")),
+    ("private_pool_gib", re.compile(r"" + _FLOAT + r" ?([GM])iB allocated in private pools")),
+    ("reserved_unallocated_gib", re.compile(r"" + _FLOAT + r" ?([GM])iB is reserved by PyTorch but unallocated")),
+]
 _KV_PAIR = re.compile(r"\b([a-z][a-z0-9]*_[a-z0-9_]+|next_n|bs|k)\s*[=:]\s*(-?\d+(?:\.\d+)?)\b")
 _NEXT_N_ALLOWED = re.compile(r"next_n\s*==\s*(\d+)")
 
@@ -174,6 +181,11 @@ def message_numbers(message: str) -> dict[str, Any]:
     if "gpu_free" in out:
         free = out.pop("gpu_free")
         out["gpu_free_gib"] = round(free / 1024, 3) if out.pop("gpu_free_unit", "G") == "M" else free
+    for name, rx in _OOM_FIELDS:
+        m = rx.search(msg)
+        if m and name not in out:
+            v = float(m.group(1))
+            out[name] = round(v / 1024, 3) if m.group(2) == "M" else v
     allowed = sorted({int(x) for x in _NEXT_N_ALLOWED.findall(msg)})
     if allowed:
         out["next_n_allowed"] = allowed
@@ -227,6 +239,7 @@ class FactCollector:
         self.dump_text: tuple[int, str] | None = None
         self.error_lines: list[tuple[int, str]] = []  # error-like lines outside tracebacks (kernel text, excerpts)
         self._err_open = False
+        self._err_last = 0
         self.numeric_flags: dict[str, Any] = {}  # --flag NUMBER anywhere (bench/eval commands too)
         self.metrics: dict[str, Any] = {}  # Prometheus counters and spec-decode metrics quoted in the log
         self.tp_ranks: set[int] = set()
@@ -262,11 +275,13 @@ class FactCollector:
                 self._end_dump()
         t = line.text
         if self._err_open and line.level is None and t.strip() and not t.lstrip().startswith(("File ", "Traceback")) \
-                and line.lineno == self.error_lines[-1][0] + 1 and len(self.error_lines[-1][1]) < 600:
+                and line.lineno == self._err_last + 1 and len(self.error_lines[-1][1]) < 600:
             # the next line of an error stated outside a traceback (a kernel's second line of details)
             ln, prev = self.error_lines[-1]
             self.error_lines[-1] = (ln, (prev + " " + t.strip())[:600])
-            self._err_open = False
+            # a debugger's frame "#0  kernel<<<...>>> ()" continues on the next line with "at file.py:N"
+            self._err_open = t.lstrip().startswith("#") and "<<<" in t
+            self._err_last = line.lineno
             return self._feed_rest(line)
         self._err_open = False
         if (line.level is None or line.level == "ERROR") and not t.startswith(("  File ", "    ")) and (
@@ -276,6 +291,7 @@ class FactCollector:
                 del self.error_lines[:60]
             self.error_lines.append((line.lineno, t.strip()[:600]))  # the text, without process/record prefixes
             self._err_open = True
+            self._err_last = line.lineno
         self._feed_rest(line)
 
     def _feed_rest(self, line: Line) -> None:
@@ -689,6 +705,11 @@ class FactCollector:
             vals = [v for v in vals if isinstance(v, (int, float))][:40]
             if vals:
                 f.numbers.setdefault("message_values", vals)
+            for name, val in phrase_numbers(f.root.message).items():
+                f.numbers.setdefault(name, val)
+        for name, val in frame_line_numbers(f).items():
+            f.numbers.setdefault(name, val)
+        at_line = paren_line = None
         for _, text in self.error_lines[-40:]:
             for name, val in _KV_PAIR.findall(text):
                 f.numbers.setdefault(name, _num(val))
@@ -702,9 +723,17 @@ class FactCollector:
             if m:  # cuda-gdb: kernel<<<(grid),(block)>>>
                 f.numbers.setdefault("kernel_grid", [int(x) for x in m.group(1).split(",")])
                 f.numbers.setdefault("kernel_block", [int(x) for x in m.group(2).split(",")])
-            m = _KERNEL_AT.search(text)
-            if m:
-                f.numbers.setdefault("kernel_source_line", int(m.group(2) or m.group(3)))
+            for m in _KERNEL_AT.finditer(text):
+                # cuda-gdb's frame "#0 kernel<<<...>>> () at file.py:94" is the faulting statement; the
+                # "(file.py:93)" after "triggered at PC" names the kernel's definition line
+                if m.group(3):
+                    at_line = at_line or int(m.group(3))
+                else:
+                    paren_line = paren_line or int(m.group(2))
+        if at_line or paren_line:
+            f.numbers.setdefault("kernel_source_line", at_line or paren_line)
+            if paren_line and at_line and paren_line != at_line:
+                f.numbers.setdefault("kernel_definition_line", paren_line)
         if self.metrics:
             f.startup["metrics"] = dict(list(self.metrics.items())[:60])
         if self.numeric_flags:
@@ -783,6 +812,74 @@ def unflatten(line: Line) -> list[Line]:
 
 DUMP_SCHED = "Dumping scheduler output for model execution"
 _TP_RANK = re.compile(r"TP(\d+)")
+_STOP = {"the", "of", "a", "an", "to", "for", "in", "at", "with", "and", "is", "be", "must", "than", "but", "got", "has",
+         "have", "that", "this", "its", "by", "on", "from", "was", "are", "should", "expected", "expects", "match"}
+_PAREN_NUM = re.compile(r"([A-Za-z_][A-Za-z0-9_ .'-]{0,60}?)\s*\((-?\d+(?:\.\d+)?)\)")
+_NAMED_LIST = re.compile(r"([A-Za-z_][A-Za-z0-9_ ]{0,40}?)\s*[:=]\s*[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*[\])]")
+_WORD_NUM = re.compile(r"\b(dimension|dim|index|size|rank|layer|group|step)\s+(-?\d+)\b")
+
+
+def _phrase_name(phrase: str) -> str | None:
+    words = [w for w in re.split(r"[^A-Za-z0-9_]+", phrase.lower()) if w and not w.isdigit()]
+    words = [w for w in words if w not in _STOP][-3:]
+    name = "_".join(words).strip("_")
+    return name if name and len(name) <= 60 and not name[0].isdigit() else None
+
+
+def phrase_numbers(message: str) -> dict[str, Any]:
+    """Numbers a message gives with words instead of ``name=value``: ``the existing size (118)`` ->
+    ``existing_size: 118``; ``Target sizes: [128, 4]`` -> ``target_sizes: [128, 4]``; ``dimension 1`` ->
+    ``dimension: 1``. The name is the last three words before the value (small words dropped)."""
+    out: dict[str, Any] = {}
+    msg = message[:4000]
+    for phrase, val in _PAREN_NUM.findall(msg):
+        name = _phrase_name(phrase)
+        if name:
+            out.setdefault(name, _num(val))
+    for phrase, vals in _NAMED_LIST.findall(msg):
+        name = _phrase_name(phrase)
+        if name:
+            out.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
+    for word, val in _WORD_NUM.findall(msg):
+        out.setdefault(word, int(val))
+    return out
+
+
+_NOT_VLLM_FRAME = re.compile(r"^<|[/\\](?:torch|triton|transformers|ray|uvloop|asyncio|concurrent|multiprocessing|"
+                             r"contextlib|threading|functools)[/\\]|_contextlib\.py$|/lib/python3[\d.]*/[^/]+\.py$")
+
+
+def _known_vllm_file(path: str) -> bool:
+    """A trimmed path (``.../v1/worker/x.py``, ``x.py``) whose file name is one of vLLM's (the catalog's files)."""
+    from ..catalog import load
+
+    return bool(load().in_file(path.rsplit("/", 1)[-1]))
+
+
+def frame_line_numbers(f: LogFacts) -> dict[str, int]:
+    """``<file stem>_line``: the line of the innermost printed frame in each vLLM file of the root traceback
+    (and of traceback pieces without an exception line, the same failure in an excerpt), and of a kernel
+    check's source file -- the line numbers an expert quotes to name the failing statement and the release."""
+    out: dict[str, int] = {}
+    excs = ([f.root] if f.root is not None else []) + [e for e in f.exceptions if e.exc_type == ORPHAN_TYPE]
+    for e in excs:
+        for fr in reversed(e.frames):
+            if not fr.line or not fr.file or _NOT_VLLM_FRAME.search(fr.file):
+                continue
+            path = fr.file.replace("\\", "/")
+            if "/vllm/" not in path and not path.startswith("vllm/") and not (
+                    not path.startswith("/") and _known_vllm_file(path)):
+                continue  # the user's script, a library outside vLLM
+            base = re.split(r"[/\\]", fr.file)[-1]
+            stem = base.rsplit(".", 1)[0] if "." in base else base
+            if re.fullmatch(r"[A-Za-z_][\w-]*", stem):
+                out.setdefault(f"{stem.replace('-', '_')}_line", fr.line)
+    kf, kl = f.numbers.get("kernel_assert_file"), f.numbers.get("kernel_assert_line")
+    if isinstance(kf, str) and isinstance(kl, int):
+        out.setdefault(f"{kf.rsplit('.', 1)[0].replace('-', '_')}_line", kl)
+    return out
+
+
 _TIGHT_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{1,30})[:=](-?\d+(?:\.\d+)?)(?![\w.])")
 _XID = re.compile(r"\bXid\b\D{0,20}?(\d{1,3})\b")
 _LAUNCH_DIMS = re.compile(r"<<<\(\s*([\d,\s]+)\)\s*,\s*\(\s*([\d,\s]+)\)")

@@ -279,6 +279,8 @@ def dedupe(excs: list[LogException]) -> list[LogException]:
     order: list[tuple[str, str]] = []
     for e in excs:
         sig = (e.exc_type, " ".join(e.message.split())[:300])
+        if e.exc_type == ORPHAN_TYPE:  # frames without an exception line: distinct pieces of an excerpt stay apart
+            sig += tuple((f.file.rsplit("/", 1)[-1], f.line) for f in e.frames[-3:])
         cur = out.get(sig)
         if cur is None:
             out[sig] = e

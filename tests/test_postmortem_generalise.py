@@ -1,0 +1,150 @@
+"""Post-mortem generalisation: the numbers an expert quotes land in the JSON under names, failure classes
+are decided by principles (what a check compares, what the configuration makes possible), and the corpus
+benchmark's number matching is fair (name and value) but not lax.
+
+Every log here is written by the tests in vLLM's format (process prefixes, the worker traceback, the
+EngineCore wrapper, cuda-gdb and PyTorch messages as those tools print them).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllm_diag.postmortem.analyze import analyze_text
+from vllm_diag.postmortem.extract import phrase_numbers
+from vllm_diag.postmortem.reader import facts_from_text
+from vllm_diag.render.json import encode
+
+ROOT = Path(__file__).resolve().parents[1]
+W = "(Worker_TP1 pid=5120) ERROR 11-26 08:00:01 [multiproc_executor.py:852] "
+SITE = "/usr/local/lib/python3.12/dist-packages/vllm/"
+
+
+def _corpus():
+    spec = importlib.util.spec_from_file_location("corpus_bench", ROOT / "benchmarks" / "corpus.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["corpus_bench"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _tb(frames: list[tuple[str, int, str, str]], exc: str, prefix: str = W) -> list[str]:
+    out = [f"{prefix}Traceback (most recent call last):"]
+    for path, line, fn, code in frames:
+        out += [f'{prefix}  File "{path}", line {line}, in {fn}', f"{prefix}    {code}"]
+    return out + [f"{prefix}{exc}"]
+
+
+# ------------------------------------------------------------------------------------------------
+# numbers
+# ------------------------------------------------------------------------------------------------
+
+
+def test_numbers_a_message_gives_in_words():
+    n = phrase_numbers("The expanded size of the tensor (96) must match the existing size (48) at non-singleton "
+                       "dimension 0.  Target sizes: [96, 4].  Tensor sizes: [48, 4]")
+    assert n["existing_size"] == 48 and n["expanded_size_tensor"] == 96 and n["dimension"] == 0
+    assert n["target_sizes"] == [96, 4] and n["tensor_sizes"] == [48, 4]
+    assert phrase_numbers("max_num_seqs (256) exceeds available Mamba cache blocks (130)") == {
+        "max_num_seqs": 256, "mamba_cache_blocks": 130}
+    assert phrase_numbers("no numbers here") == {}
+
+
+def test_frame_lines_of_vllm_files_only_innermost_first():
+    log = "\n".join(_tb([
+        ("/home/me/serve_script.py", 7, "<module>", "llm.generate(prompts)"),
+        (SITE + "v1/worker/gpu_model_runner.py", 3120, "execute_model", "self._prepare_inputs("),
+        (SITE + "v1/worker/gpu_model_runner.py", 1415, "_prepare_inputs", "self.input_batch.block_table.commit(n)"),
+        ("/usr/local/lib/python3.12/dist-packages/torch/utils/_contextlib.py", 116, "decorate_context", "return f()"),
+        (".../v1/worker/block_table.py", 88, "commit", "self.block_table[:n].copy_(src)"),
+    ], "RuntimeError: The size of tensor a (12) must match the size of tensor b (11) at non-singleton dimension 1"))
+    facts = facts_from_text(log)
+    n = facts.numbers
+    assert n["gpu_model_runner_line"] == 1415  # the innermost frame of that file
+    assert n["block_table_line"] == 88  # a trimmed path vLLM has
+    assert "serve_script_line" not in n and "_contextlib_line" not in n  # the user's script, torch
+    assert n["tensor_a_size"] == 12 and n["tensor_b_size"] == 11
+
+
+def test_frames_of_two_excerpt_pieces_both_count():
+    a = "(Worker_DP0_TP0 pid=11) ERROR 11-26 08:00:01 [multiproc_executor.py:852] "
+    b = "(Worker_DP1_TP0 pid=12) ERROR 11-26 08:00:01 [multiproc_executor.py:852] "
+    log = "\n".join([
+        f'{a}  File "{SITE}v1/worker/gpu_model_runner.py", line 2210, in _build_attention_metadata',
+        f"{a}    attn_metadata_i = builder.build(",
+        "[... excerpt gap ...]",
+        f'{b}  File "{SITE}v1/attention/backends/mla/indexer.py", line 512, in build',
+        f"{b}    self.scheduler_metadata_buffer[:] = get_paged_mqa_logits_metadata(",
+    ])
+    facts = facts_from_text(log)
+    assert facts.numbers["gpu_model_runner_line"] == 2210 and facts.numbers["indexer_line"] == 512
+
+
+def test_out_of_memory_fields_and_debugger_faulting_line():
+    log = "\n".join([
+        f"{W}torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
+        "23.56 GiB of which 18.25 MiB is free. Including non-PyTorch memory, this process has 23.53 GiB memory in use. "
+        "Of the allocated memory 22.90 GiB is allocated by PyTorch, with 1.25 GiB allocated in private pools (e.g., "
+        "CUDA Graphs), and 120.50 MiB is reserved by PyTorch but unallocated.",
+    ])
+    n = facts_from_text(log).numbers
+    assert n["oom_tried_gib"] == pytest.approx(0.02, abs=1e-3) and n["gpu_total_gib"] == 23.56
+    assert n["process_memory_in_use_gib"] == 23.53 and n["allocated_by_pytorch_gib"] == 22.9
+    assert n["private_pool_gib"] == 1.25 and n["reserved_unallocated_gib"] == pytest.approx(0.118, abs=1e-3)
+    gdb = "\n".join([
+        "CUDA Exception: Warp Illegal Address",
+        "The exception was triggered at PC 0x7f00aa001230  some_state_kernel  (mamba_utils.py:61)",
+        "Thread 1 received signal CUDA_EXCEPTION_14, Warp Illegal Address.",
+        "#0  some_state_kernel<<<(2,8,1),(64,1,1)>>> ()",
+        "    at /opt/venv/lib/python3.12/site-packages/vllm/v1/worker/mamba_utils.py:64",
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+    ])
+    n = facts_from_text(gdb).numbers
+    assert n["kernel_source_line"] == 64 and n["kernel_definition_line"] == 61
+    assert n["kernel_grid"] == [2, 8, 1] and n["kernel_block"] == [64, 1, 1]
+
+
+def test_numbers_reach_the_json():
+    log = "\n".join([
+        "INFO 11-26 07:59:00 [utils.py:300] non-default args: {'model': 'meta-llama/Llama-3.1-8B-Instruct', "
+        "'tensor_parallel_size': 2, 'max_num_seqs': 64, 'max_num_batched_tokens': 4096}",
+        *_tb([(SITE + "v1/worker/gpu_model_runner.py", 2873, "execute_model", "x[:n].copy_(y)")],
+             "RuntimeError: The expanded size of the tensor (72) must match the existing size (64) at non-singleton "
+             "dimension 0.  Target sizes: [72].  Tensor sizes: [64]"),
+    ])
+    doc = encode(analyze_text(log, use_preflight=False).to_record())
+    assert doc["numbers"]["existing_size"] == 64 and doc["numbers"]["gpu_model_runner_line"] == 2873
+    assert doc["args"]["tensor_parallel_size"] == 2 and doc["args"]["max_num_batched_tokens"] == 4096
+
+
+# ------------------------------------------------------------------------------------------------
+# the corpus benchmark's number matching
+# ------------------------------------------------------------------------------------------------
+
+
+def test_corpus_number_matching_needs_name_and_value():
+    c = _corpus()
+    doc = {"args": {"tensor_parallel_size": 4, "max_num_seqs": 8, "block_size": 16},
+           "numbers": {"message_values": [4, 8, 16], "gpu_model_runner_line": 1888, "oom_tried_gib": 0.049,
+                       "kernel_assert_line": 200, "attention_line": 200},
+           "startup": {"metrics": {"vllm:prefix_cache_queries_total": 1131}},
+           "root_error": {"file": "x.log", "line": 3, "frames": [
+               {"file": ".../v1/attention/backends/mla/indexer.py", "line": 548, "function": "build"}]},
+           "findings": [{"evidence": [{"line": 77, "text": "x"}]}]}
+    leaves: list = []
+    c.named_leaves(doc, leaves)
+    ok = lambda k, v: c.recovered(k, v, leaves)  # noqa: E731
+    assert ok("tensor_parallel_size", 4) and ok("tp", 4)  # alias table
+    assert ok("cache_config_block_size", 16)  # shares a specific word
+    assert ok("gpu_model_runner_build_attention_metadata_line", 1888)
+    assert ok("prefix_cache_queries_total", 1131)  # metrics name without "vllm:"
+    assert ok("indexer_build_line", "indexer.py:548") and ok("deepgemm_assert_line", "attention.hpp:200")
+    assert ok("tried_to_allocate_mib", 50.0)  # units converted (0.049 GiB)
+    assert not ok("tensor_parallel_size", 8)  # right name, wrong value
+    assert not ok("max_num_seqs", 4)  # the value is there, under another name
+    assert not ok("num_decodes", 16)  # only in the message's positional numbers
+    assert not ok("faulting_line", 77) and not ok("faulting_line", 3)  # log positions are not numbers
