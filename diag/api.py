@@ -10,13 +10,15 @@ a suggestion by the number every front end shows. Everything returns model objec
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
 from .errors import DiagError
-from .model import RuleFailure, SessionInfo, SessionRecord
+from .model import SessionInfo, SessionRecord
+from .recorded import diagnose
 from .views import ReportVM, build, numbered_suggestions
+
+__all__ = ["analyze", "apply_suggestion", "check", "diagnose", "load", "open_db", "sessions", "views"]
 
 
 def open_db(path: str | os.PathLike, write: bool = False):
@@ -54,32 +56,6 @@ def analyze(path: str, db: str | os.PathLike | None = None, **kwargs) -> Session
     from .postmortem.analyze import analyze_path
 
     return _maybe_save(analyze_path(path, **kwargs).to_record(), db)
-
-
-def diagnose(record: SessionRecord) -> SessionRecord:
-    """Findings for a session that has none stored (the probes record facts, not findings): the rules
-    run on the recorded state; suggestions are listed but not re-checked (no command line to patch).
-    A record that has findings is returned as it is."""
-    if record.findings:
-        return record
-    from .rules import run_rules
-    from .rules.base import GpuInfo, RuleContext, parse_version
-    from .suggest import suggestions_for_finding
-
-    gpu = None
-    gpus = record.state.environment.get("gpus")
-    if isinstance(gpus, list) and gpus and isinstance(gpus[0], dict):
-        cap = str(gpus[0].get("compute_capability") or "")
-        cc = tuple(int(x) for x in cap.split(".")[:2]) if cap.replace(".", "").isdigit() and "." in cap else None
-        gpu = GpuInfo(name=gpus[0].get("name"), compute_capability=cc, count=len(gpus))
-    ctx = RuleContext(state=record.state, version=parse_version(record.session.vllm_version or record.state.vllm_version),
-                      gpu=gpu)
-    run = run_rules(ctx)
-    findings = list(run)
-    for f in findings:
-        f.suggestions = list(suggestions_for_finding(f, ctx))
-    return dataclasses.replace(record, findings=findings,
-                               rule_failures=record.rule_failures + [RuleFailure(r, e) for r, e in run.failures])
 
 
 def apply_suggestion(record: SessionRecord, number: int, out_dir: str | os.PathLike) -> list[Path]:

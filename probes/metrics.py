@@ -38,12 +38,12 @@ class SessionCollector:
     def families(self) -> list[metrics.Family]:
         from vllm_diag.store import Store
 
-        from vllm_diag import api
+        from vllm_diag.recorded import diagnose  # the rules on a recorded session (not the api: no views here)
 
         with self._lock, Store.open(self.db_path) as store:
             # the stored findings, or (none stored yet while the engine serves) the rules on what the probes
             # recorded so far: the one diagnose-on-open function every front end uses
-            record = api.diagnose(store.load(self.session_id, steps=False))
+            record = diagnose(store.load(self.session_id, steps=False))
             self._tally = metrics.read_step_tally(store.db, self.session_id, self._tally)
             return metrics.session_families(record, self._tally)
 
