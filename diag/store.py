@@ -171,7 +171,14 @@ class Store:
                 raise DiagError(f"{path}: cannot open ({exc})") from None
             # not a database at all ("file is not a database"): _check_schema says so in one line
         store = cls(sqlite_utils.Database(conn), path, readonly=True)
-        store._check_schema()
+        try:
+            store._check_schema()
+        except BaseException:
+            # never leave a connection behind: one left open on a file that an engine is still
+            # creating (rollback journal, no tables yet) spoils later reads of it in this process
+            # ("database disk image is malformed" once the engine has switched it to WAL)
+            conn.close()
+            raise
         return store
 
     @classmethod

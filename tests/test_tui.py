@@ -26,7 +26,7 @@ from tests.tui_sessions import REPO, gpu_db, log_db, seed_db, session_id  # noqa
 from vllm_diag.model import BatchStep, ErrorRecord  # noqa: E402
 from vllm_diag.store import Store  # noqa: E402
 from vllm_diag.ui.tui.app import DiagApp  # noqa: E402
-from vllm_diag.ui.tui.panes import FindingsPane, PageMapPane, StateIndexPane, SuggestionsPane  # noqa: E402
+from vllm_diag.ui.tui.panes import SuggestionsPane  # noqa: E402
 from vllm_diag.ui.tui.screens import HelpScreen, SessionsScreen  # noqa: E402
 from vllm_diag.ui.tui.session import SessionScreen  # noqa: E402
 from vllm_diag.ui.tui.timeline import TimelineChart, TimelinePane  # noqa: E402

@@ -57,7 +57,6 @@ class DiagApp(App):
         self.out_dir = Path(out_dir)
         self.theme = THEMES.get(theme, theme)
         self.sub_title = str(self.db_path)
-        self.store = None
 
     # ---------------------------------------------------------------- start-up
 
@@ -65,16 +64,13 @@ class DiagApp(App):
         from .screens import SessionsScreen
         from .session import SessionScreen
 
-        self.store = open_store(self.db_path)
-        rows = session_rows(self.store)
+        # connections are opened for a read and closed (none stays open while engines write)
+        with open_store(self.db_path) as store:
+            rows = session_rows(store)
+            sid = store.resolve_session(self.session_arg) if self.session_arg is not None or len(rows) == 1 else None
         self.push_screen(SessionsScreen())
-        if self.session_arg is not None or len(rows) == 1:
-            sid = self.store.resolve_session(self.session_arg)
+        if sid is not None:
             self.push_screen(SessionScreen(sid))
-
-    def on_unmount(self) -> None:
-        if self.store is not None:
-            self.store.close()
 
     # ---------------------------------------------------------------- actions
 

@@ -242,33 +242,82 @@ class Tail:
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def poll(self) -> Delta:
-        delta = Delta()
-        key = self._sessions_key()
-        if key != self.sessions_key:
-            self.sessions_key = key
-            delta.sessions_changed = True
+        """Everything new since the last poll, read in one read transaction (one snapshot of the
+        file). The positions move on only when every read succeeded, so a poll that fails
+        (a busy or briefly unreadable file) loses nothing: the next one reads the same rows."""
+        # A fresh connection each poll: a reader connection kept open across a writer's
+        # checkpoints can be left with a stale view of the WAL ("database disk image is malformed"
+        # was seen following a live engine); opening costs about a millisecond.
+        self.reopen()
+        conn = self.store.db.conn
+        conn.execute("BEGIN")
+        try:
+            delta = Delta()
+            sessions_key = self._sessions_key()
+            delta.sessions_changed = sessions_key != self.sessions_key
+            if self.session_id is not None:
+                steps, last = self.store.steps_after(self.session_id, self.last_step_rowid, self.max_rows)
+                errors = self._new_rows("errors", self.last_error_rowid)
+                for row in errors:
+                    for col in ("notes", "numbers"):
+                        row[col] = json.loads(row[col]) if row.get(col) else None
+                fkey = self._findings_key()
+                status = self._status()
+        finally:
+            conn.execute("COMMIT")
+        self.sessions_key = sessions_key
         if self.session_id is None:
             return delta
-        steps, last = self.store.steps_after(self.session_id, self.last_step_rowid, self.max_rows)
         if steps:
             self.last_step_rowid = last
             delta.steps, delta.step_rowid = steps, last
-        errors = self._new_rows("errors", self.last_error_rowid)
         if errors:
             self.last_error_rowid = errors[-1]["_rowid"]
-            for row in errors:
-                for col in ("notes", "numbers"):
-                    row[col] = json.loads(row[col]) if row.get(col) else None
             delta.errors = errors
-        fkey = self._findings_key()
         if fkey != self.findings_key:
             self.findings_key = fkey
             delta.findings_changed = True
-        status = self._status()
         if status != self.status:
             self.status = status
             delta.status = status
         return delta
 
+    def reopen(self) -> None:
+        """A fresh connection at the same positions."""
+        try:
+            self.store.close()
+        except Exception:  # the old connection may be unusable; a new one is what matters
+            pass
+        self.store = open_store(self.store.path)
 
-__all__ = ["Delta", "DiagError", "Marks", "SessionRow", "Tail", "load_snapshot", "open_store", "session_rows"]
+
+def follow_loop(tail: Tail, interval: float, cancelled, post, failed, max_failures: int = 40) -> None:
+    """Poll ``tail`` every ``interval`` seconds until ``cancelled()``; ``post(delta)`` each
+    non-empty delta. A poll that raises (SQLITE_BUSY past the timeout, a page caught mid-write,
+    a file being replaced) is retried on a fresh connection; ``failed(reason)`` ends the loop after
+    ``max_failures`` failures in a row or when the file is gone."""
+    failures = 0
+    while not cancelled():
+        started = time.monotonic()
+        try:
+            delta = tail.poll()
+            failures = 0
+        except Exception as exc:  # noqa: BLE001 - any read error: retry, then say why we stopped
+            failures += 1
+            gone = not Path(tail.store.path).exists()
+            if gone or failures >= max_failures:
+                failed(f"{tail.store.path}: cannot read any more ({'file removed' if gone else exc})")
+                return
+            try:
+                tail.reopen()
+            except DiagError as reopen_exc:
+                if failures + 1 >= max_failures:
+                    failed(str(reopen_exc))
+                    return
+            delta = None
+        if delta:
+            post(delta)
+        time.sleep(max(0.0, interval - (time.monotonic() - started)))
+
+
+__all__ = ["Delta", "DiagError", "Marks", "SessionRow", "Tail", "follow_loop", "load_snapshot", "open_store", "session_rows"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -16,7 +14,7 @@ from textual.worker import get_current_worker
 from vllm_diag.errors import DiagError
 
 from . import messages as msg
-from .data import SessionRow, Tail, session_rows
+from .data import SessionRow, Tail, follow_loop, open_store, session_rows
 
 # -------------------------------------------------------------------------------------- sessions
 
@@ -58,7 +56,8 @@ class SessionsScreen(Screen):
             self.follow_sessions()
 
     def reload(self) -> None:
-        self.rows = session_rows(self.app.store)
+        with open_store(self.app.db_path) as store:
+            self.rows = session_rows(store)
         self.fill()
 
     def fill(self) -> None:
@@ -136,17 +135,14 @@ class SessionsScreen(Screen):
         except DiagError as exc:
             self.post_message(msg.FollowFailed(str(exc)))
             return
+        def post(delta) -> None:
+            if delta.sessions_changed:
+                self.post_message(msg.SessionsChanged())
+
         try:
             tail.start_at_end()
-            while not worker.is_cancelled:
-                time.sleep(self.app.poll_s)
-                try:
-                    delta = tail.poll()
-                except Exception as exc:  # the file was deleted, replaced or damaged under us
-                    self.post_message(msg.FollowFailed(f"{self.app.db_path}: cannot read any more ({exc})"))
-                    return
-                if delta.sessions_changed:
-                    self.post_message(msg.SessionsChanged())
+            follow_loop(tail, self.app.poll_s, lambda: worker.is_cancelled, post,
+                        lambda reason: self.post_message(msg.FollowFailed(reason)))
         finally:
             tail.close()
 

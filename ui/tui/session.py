@@ -22,7 +22,7 @@ from vllm_diag.errors import DiagError
 from vllm_diag.views import build
 
 from . import messages as msg
-from .data import Tail, load_snapshot, open_store
+from .data import Tail, follow_loop, load_snapshot, open_store
 from .panes import FindingsPane, HeaderBar, PageMapPane, StateIndexPane, SuggestionsPane, TimelinePane
 
 TABS = (
@@ -97,7 +97,7 @@ class SessionScreen(Screen):
                 self.marks = marks
                 if self.app.follow:
                     self.follow()
-                self.turn_to_finding_if_failed(initial=True)
+                self.turn_to_finding_if_failed()
         elif worker.state == WorkerState.ERROR:
             error = worker.error
             text = str(error) if isinstance(error, DiagError) else f"cannot read the session ({type(error).__name__}: {error})"
@@ -124,10 +124,7 @@ class SessionScreen(Screen):
     # ---------------------------------------------------------------- navigation
 
     def action_back(self) -> None:
-        if len(self.app.screen_stack) > 2:
-            self.app.pop_screen()
-        else:  # opened directly (tui DB SESSION): the list is under us anyway
-            self.app.pop_screen()
+        self.app.pop_screen()  # the sessions list is always under a session (also with `tui DB SESSION`)
 
     def action_tab(self, tab_id: str) -> None:
         self.query_one(TabbedContent).active = tab_id
@@ -150,7 +147,7 @@ class SessionScreen(Screen):
             self.action_tab("timeline")
             self.query_one(TimelinePane).select(anchor)
 
-    def turn_to_finding_if_failed(self, initial: bool = False) -> None:
+    def turn_to_finding_if_failed(self) -> None:
         """A failed session opens on its first finding (the one that stopped the engine)."""
         if self.record is None or self.record.session.status != "failed":
             return
@@ -167,24 +164,20 @@ class SessionScreen(Screen):
         except DiagError as exc:
             self.post_message(msg.FollowFailed(str(exc)))
             return
+        def post(delta) -> None:
+            if delta.steps:
+                self.post_message(msg.StepsAppended(self.session_id, delta.steps, delta.step_rowid))
+            if delta.errors:
+                self.post_message(msg.ErrorsAppended(self.session_id, delta.errors))
+            if delta.findings_changed:
+                self.post_message(msg.FindingsChanged(self.session_id))
+            if delta.status:
+                self.post_message(msg.StatusChanged(self.session_id, delta.status))
+
         try:
             tail.set_marks(self.marks)
-            while not worker.is_cancelled:
-                started = time.monotonic()
-                try:
-                    delta = tail.poll()
-                except Exception as exc:  # deleted, replaced or damaged under us
-                    self.post_message(msg.FollowFailed(f"{self.app.db_path}: cannot read any more ({exc})"))
-                    return
-                if delta.steps:
-                    self.post_message(msg.StepsAppended(self.session_id, delta.steps, delta.step_rowid))
-                if delta.errors:
-                    self.post_message(msg.ErrorsAppended(self.session_id, delta.errors))
-                if delta.findings_changed:
-                    self.post_message(msg.FindingsChanged(self.session_id))
-                if delta.status:
-                    self.post_message(msg.StatusChanged(self.session_id, delta.status))
-                time.sleep(max(0.0, self.app.poll_s - (time.monotonic() - started)))
+            follow_loop(tail, self.app.poll_s, lambda: worker.is_cancelled, post,
+                        lambda reason: self.post_message(msg.FollowFailed(reason)))
         finally:
             tail.close()
 
