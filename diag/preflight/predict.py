@@ -426,7 +426,15 @@ def predict(facts: ModelFacts, config: dict[str, Any], version: Version | None =
     mdtypes = mamba_dtypes(facts, model_dtype, cfg.get("mamba_cache_dtype"), cfg.get("mamba_ssm_cache_dtype"))
     mamba_page_cfg = shapes_bytes(mamba_shapes(facts, tp, cfg_shape_spec), mdtypes) if mamba_layer_spec else 0
     mode = cfg.get("mamba_cache_mode")
-    align_applies = facts.is_hybrid and mamba_page_cfg > 0 and not (platform == "cpu" and version < (0, 25, 0))
+    # Platform.update_block_size_for_backend runs after the model is built: it aligns when the model class is
+    # hybrid (IsHybrid) and any non-SSM attention layer exists -- the main model's, or a draft's / MTP head's
+    # (the alignment still sizes the attention page from the main model's config)
+    draft_attention = k > 0 and ((draft is not None and method in ("draft_model", "eagle", "eagle3")
+                                  and any(kd in ("attention", "sliding") for layer in draft.layers for kd in layer))
+                                 or (method == "mtp" and facts.mtp_layers > 0))
+    has_attention = any(kd in ("attention", "sliding", "mla") for layer in facts.layers for kd in layer) or draft_attention
+    align_applies = (cfg.get("model_kind") == "hybrid" and has_attention and mamba_page_cfg > 0
+                     and not (platform == "cpu" and version < (0, 25, 0)))
     if facts.is_hybrid and platform == "cpu" and version < (0, 25, 0):
         env["hybrid_alignment"] = "none (CpuPlatform.update_block_size_for_backend is a no-op before 0.25)"
     if align_applies:

@@ -231,9 +231,11 @@ def _gdn_head_dim(ctx: Ctx) -> dict[str, Any] | None:
     g = ctx.facts.gdn or {}
     if "gdn" not in ctx.kinds or not g:
         return None
-    dk = g.get("dk")
+    dk, dv = g.get("dk"), g.get("dv")
     if dk is not None and dk % 64:
         return {"linear_key_head_dim": dk}
+    if dk is not None and dv is not None and dk != dv:
+        return {"linear_key_head_dim": dk, "linear_value_head_dim": dv}
     return None
 
 
@@ -293,7 +295,8 @@ KERNEL_CHECKS: tuple[KernelCheck, ...] = (
                 "kernel error text; head sizes from CPUAttentionBackend.get_supported_head_sizes"),
     KernelCheck("cpu_gdn_head_dim", "torch.ops._C.chunk_gated_delta_rule_cpu", "RuntimeError", "step", "cpu",
                 ((0, 28, 0), (9, 0, 0)), _gdn_head_dim,
-                lambda n: f"Unexpected head dim size, {n['linear_key_head_dim']}",
+                lambda n: ("chunk_gated_delta_rule_cpu: expect head_dim to be equal to head_dim_v."
+                           if "linear_value_head_dim" in n else f"Unexpected head dim size, {n['linear_key_head_dim']}"),
                 "kernel error text (model_executor/layers/mamba/ops/cpu/gdn_attention.py calls the op)"),
     KernelCheck("cpu_non_gated_moe", "model_executor/layers/fused_moe/config.py FusedMoEConfig.__post_init__",
                 "NotImplementedError", "init", "cpu", ((0, 28, 0), (9, 0, 0)), _non_gated_moe,

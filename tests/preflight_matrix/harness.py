@@ -261,7 +261,8 @@ def compare(pred: dict[str, Any], truth: dict[str, Any]) -> dict[str, Any]:
     real_fails = not truth.get("started") or truth.get("generated") is False
     out: dict[str, Any] = {"real_fails": real_fails, "pred_fails": pred["fails"],
                            "not_modelled": bool(pred.get("not_modelled"))}
-    out["verdict"] = (real_fails == pred["fails"]) and not out["not_modelled"]
+    # "not modelled" weakens a clean bill only: a predicted failure stands (vLLM stops there first)
+    out["verdict"] = real_fails == pred["fails"] and (pred["fails"] or not out["not_modelled"])
     if truth.get("started") and truth.get("groups") is not None and not pred.get("refused"):
         real = _final_pages(truth)
         ours = {_layer_key(n, r["type"]): r["page"] for n, r in pred["layers"].items()}
