@@ -107,8 +107,6 @@ def create_app(sources: Sources, *, token: str | None = None, loopback_only: boo
                  style={"padding": "8px 0", "borderBottom": "1px solid #ddd"}),
         dcc.Interval(id="tick", interval=REFRESH_MS),
         dcc.Download(id="download"),
-        # plotly.js (4.8 MB) starts loading with the shell, not after the session page's first callback
-        dcc.Graph(id="plotly-preload", figure={"data": [], "layout": {}}, style={"display": "none"}),
         html.Div(id="page"),
     ], style=STYLE)
 
