@@ -505,11 +505,26 @@ def merge(per_version: list[tuple[str, list[dict]]]) -> list[dict]:
         m["versions"] = ranges(present, order)
         ls = sorted(set(lines.values()))
         m["lines"] = [ls[0], ls[-1]] if len(ls) > 1 else [ls[0]]
+        m["vlines"] = line_runs([lines[v] for v in sorted(present, key=order.index)]) if len(ls) > 1 else ""
         out.append(m)
     return out
 
 
-FIELDS = ["id", "cat", "file", "func", "kind", "exc", "v", "line", "cond", "msg", "val", "rule"]
+def line_runs(lines: list[int]) -> str:
+    """The line in each release the site exists in (in release order) as runs: ``"1012*3,1020,1031*2"``
+    (line 1012 in the first three of those releases, 1020 in the next ...)."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        j = i
+        while j + 1 < len(lines) and lines[j + 1] == lines[i]:
+            j += 1
+        out.append(f"{lines[i]}*{j - i + 1}" if j > i else str(lines[i]))
+        i = j + 1
+    return ",".join(out)
+
+
+FIELDS = ["id", "cat", "file", "func", "kind", "exc", "v", "line", "cond", "msg", "val", "rule", "vl"]
 KINDS = {"assert": "a", "raise": "r", "kernel": "k"}
 
 
@@ -535,7 +550,7 @@ class Packer:
             site["function"], KINDS[site["kind"]], self.ref("exc", site["exc"]),
             [[self.versions.index(a), self.versions.index(b)] for a, b in site["versions"]] if site.get("versions") else [],
             site["lines"], site.get("condition") or "", site.get("message"), 1 if site.get("validation") else 0,
-            self.ref("rule", site.get("rule") or ""),
+            self.ref("rule", site.get("rule") or ""), site.get("vlines") or "",
         ]
 
 

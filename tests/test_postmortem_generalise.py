@@ -9,6 +9,7 @@ EngineCore wrapper, cuda-gdb and PyTorch messages as those tools print them).
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -148,3 +149,100 @@ def test_corpus_number_matching_needs_name_and_value():
     assert not ok("max_num_seqs", 4)  # the value is there, under another name
     assert not ok("num_decodes", 16)  # only in the message's positional numbers
     assert not ok("faulting_line", 77) and not ok("faulting_line", 3)  # log positions are not numbers
+
+
+# ------------------------------------------------------------------------------------------------
+# failure classes by principle
+# ------------------------------------------------------------------------------------------------
+
+from vllm_diag.catalog import load  # noqa: E402
+from vllm_diag.catalog.categorize import categorize  # noqa: E402
+
+HYBRID_SPEC = ("INFO 11-26 07:59:00 [utils.py:300] non-default args: {'model': 'Qwen/Qwen3-Next-80B-A3B-Instruct', "
+               "'tensor_parallel_size': 2, 'enable_prefix_caching': True, 'speculative_config': "
+               "{'method': 'qwen3_next_mtp', 'num_speculative_tokens': 2}}")
+HYBRID_NOSPEC = ("INFO 11-26 07:59:00 [utils.py:300] non-default args: {'model': 'Qwen/Qwen3-Next-80B-A3B-Instruct', "
+                 "'tensor_parallel_size': 2, 'enable_prefix_caching': True}")
+
+
+def _version_line(v: str) -> str:
+    return f"(APIServer pid=4000) INFO 11-26 07:58:00 [api_server.py:1800] vLLM API server version {v}"
+
+
+def test_checks_between_the_models_own_declarations_are_other():
+    """A Mamba layer's declared states vs the state-copy functions it provides (or a copy function's identity)
+    disagree the same way for every configuration: a model implementation bug, never a state-index finding --
+    even on a hybrid model with speculative decoding and prefix caching."""
+    cat = load()
+    decl = [s for s in cat.sites if s.message and ("copy func" in s.message or "state copy" in s.message.lower())]
+    assert decl and all(s.category == "other" for s in decl)
+    for s in decl[:4]:
+        msg = s.message.replace("{mamba_spec.mamba_type}", "gdn_attention").replace("{len(mamba_spec.shapes)}", "2")
+        msg = msg.replace("{len(state_copy_funcs)}", "3").replace("{copy_func}", "<function f>")
+        log = "\n".join([HYBRID_SPEC, *_tb([(SITE + s.file[len("vllm/"):], s.lines[-1], s.short_function,
+                                             f"assert {s.condition}")], f"AssertionError: {msg}")])
+        top = analyze_text(log, use_preflight=False).findings[0]
+        assert top.category == "other", (s.id, top.title, top.basis)
+    # the same wording from a fork (no catalog site, a file vLLM does not have) is classified the same way
+    assert categorize({"file": "vllm/v1/worker/my_mamba_ctx.py", "function": "Ctx.init", "condition": "",
+                       "message": "hymba declares 3 states, but provides 2 state copy funcs", "exc": "AssertionError"}
+                      )[0] == "other"
+
+
+def test_cache_lines_against_the_batch_is_the_mamba_block_budget():
+    for cond in ("num_cache_lines >= batch", "conv_state.size(0) >= batch", "batch <= ssm_state.shape[0]"):
+        assert categorize({"file": "vllm/model_executor/layers/mamba/ops/causal_conv1d.py",
+                           "function": "causal_conv1d_update", "condition": cond, "message": None,
+                           "exc": "AssertionError"})[0] == "mamba_block_budget", cond
+    # an index tensor's length against the batch stays a state-index check
+    assert categorize({"file": "vllm/model_executor/layers/mamba/ops/causal_conv1d.py", "function": "causal_conv1d_update",
+                       "condition": "(batch,) == conv_state_indices.shape", "message": None,
+                       "exc": "AssertionError"})[0] == "state_index"
+
+
+def test_a_spec_decode_path_check_without_spec_decoding_is_not_its_family():
+    cat = load()
+    site = next(s for s in cat.sites if s.category == "state_index" and "SpecDecode" in s.function and s.message
+                and "{" in s.message)
+    msg = re.sub(r"\{[^{}]*\}", "3", site.message)
+    log = "\n".join([HYBRID_NOSPEC, *_tb([(SITE + site.file[len("vllm/"):], site.lines[-1], site.short_function,
+                                           f"assert {site.condition}")], f"AssertionError: {msg}")])
+    top = analyze_text(log, use_preflight=False).findings[0]
+    assert top.category == "other" and "speculative-decoding path" in top.basis
+    log = "\n".join([HYBRID_SPEC, *log.splitlines()[1:]])
+    assert analyze_text(log, use_preflight=False).findings[0].category == "state_index"
+
+
+def _line_sites(n: int = 8):
+    """Bare asserts of the hybrid/spec families whose line is known per release (not a type-narrowing check)."""
+    cat = load()
+    out = []
+    for s in cat.sites:
+        if s.kind != "assert" or s.message or s.category == "other" or not s.vlines:
+            continue
+        rel = s.release_lines(cat.versions)
+        v, line = list(rel.items())[-1]
+        others = [o for o in cat.in_function(s.file, s.function) if o is not s and o.release_lines(cat.versions).get(v) == line]
+        if others:
+            continue
+        out.append((s, v, line))
+        if len(out) >= n:
+            break
+    return out
+
+
+@pytest.mark.parametrize("site,release,line", [pytest.param(*x, id=x[0].id) for x in _line_sites()])
+def test_an_excerpt_without_its_exception_line_is_matched_by_the_frames_line(site, release, line):
+    """Reporters cut the source line and the exception line: the innermost frame's line in the log's release
+    still names the statement."""
+    log = "\n".join([
+        _version_line(release),
+        f"{W}Traceback (most recent call last):",
+        f'{W}  File "{SITE}v1/worker/gpu_model_runner.py", line 3100, in execute_model',
+        f"{W}    self._model_forward(",
+        f'{W}  File "{SITE}{site.file[len("vllm/"):]}", line {line},',
+        f"{W}  in {site.short_function}",
+    ])
+    top = analyze_text(log, use_preflight=False).findings[0]
+    assert top.category == site.category, (top.title, top.basis)
+    assert f"line {line}" in top.basis and top.confidence in ("medium", "low")

@@ -29,7 +29,10 @@ File format (compact JSON, schema 2)::
            1,                                    # val: 1 = a check run while building the config
                                                  # (vllm/config/*, engine/arg_utils.py, platform/model
                                                  # config hooks): what the pre-flight evaluates
-           3]                                    # rule: index into tables.rule (categorize.py rule id)
+           3,                                    # rule: index into tables.rule (categorize.py rule id)
+           "1012*3,1020,1031*2"]                 # vl: the line in each release it exists in, in release
+                                                 # order, as runs (line*count); "" when the line never moved
+                                                 # (optional: catalogs without the field still load)
 
 Kernel sites are objects with the same names (``id``, ``cat``, ``file``, ``func``, ``kind``, ``exc``, ``cond``,
 ``msg``, ``line``, ``rule``) plus ``package`` (deep_gemm, flash_mla, aiter, flashinfer), ``file`` inside that
@@ -81,7 +84,9 @@ class Site:
     package: str | None = None
     limit: str | None = None
     source: str | None = None
+    vlines: str = ""
     _rx: Any = field(default=None, repr=False, compare=False)
+    _vl: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, d: dict) -> "Site":
@@ -99,6 +104,20 @@ class Site:
     @property
     def last_version(self) -> str | None:
         return self.versions[-1][1] if self.versions else None
+
+    def release_lines(self, releases: list[str]) -> dict[str, int]:
+        """release -> the site's line there (``releases``: the catalog's scanned releases, in order)."""
+        if self._vl is None:
+            present = [v for v in releases if any(vtuple(a) <= vtuple(v) <= vtuple(b) for a, b in self.versions)]
+            if not self.vlines:
+                self._vl = {v: self.lines[0] for v in present} if self.lines else {}
+            else:
+                seq: list[int] = []
+                for run in self.vlines.split(","):
+                    line, _, n = run.partition("*")
+                    seq += [int(line)] * int(n or 1)
+                self._vl = dict(zip(present, seq))
+        return self._vl
 
     def version_text(self) -> str:
         return ", ".join(a if a == b else f"{a}-{b}" for a, b in self.versions) or "kernel"
@@ -184,9 +203,10 @@ class Catalog:
         ix = self._ix
         if ix is None:
             fields = self.doc.get("fields") or []
-            ix = self._ix = tuple(fields.index(n) for n in
-                                  ("id", "cat", "file", "func", "kind", "exc", "v", "line", "cond", "msg", "val", "rule"))
-        i_id, i_cat, i_file, i_func, i_kind, i_exc, i_v, i_line, i_cond, i_msg, i_val, i_rule = ix
+            ix = self._ix = tuple(fields.index(n) if n in fields else -1 for n in
+                                  ("id", "cat", "file", "func", "kind", "exc", "v", "line", "cond", "msg", "val", "rule",
+                                   "vl"))
+        i_id, i_cat, i_file, i_func, i_kind, i_exc, i_v, i_line, i_cond, i_msg, i_val, i_rule, i_vl = ix
         file = t["file"][row[i_file]]
         func = row[i_func]
         runs = row[i_v]
@@ -198,7 +218,8 @@ class Catalog:
         return Site(id=f"{stem}.{func.rsplit('.', 1)[-1]}.{row[i_id]}", category=t["cat"][row[i_cat]], file=file,
                     function=func, kind=_KINDS.get(row[i_kind], row[i_kind]), exc=t["exc"][row[i_exc]],
                     versions=versions, condition=row[i_cond] or None, message=row[i_msg], lines=row[i_line],
-                    validation=bool(row[i_val]), rule=t["rule"][row[i_rule]] or None)
+                    validation=bool(row[i_val]), rule=t["rule"][row[i_rule]] or None,
+                    vlines=row[i_vl] if i_vl >= 0 and len(row) > i_vl else "")
 
     def __len__(self) -> int:
         return len(self.sites)

@@ -93,6 +93,13 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: e == "AssertionError" and _is_none_check(c) and not re.search(
          r"state_ind|spec_|non_spec|num_accepted|query_start|has_initial|block_idx|cache_indices|prefill_|decode", c)),
     ("other_duplicate_layer", "other", lambda f, fn, t, e, c: "duplicate layer name" in t),
+    # a check whose both sides are the model code's own declarations (the state shapes a Mamba layer declares
+    # vs the state-copy functions it provides, a copy function's identity, the rank of a state tensor a copy
+    # function expects): it fails the same way for every configuration and batch -- an implementation bug of
+    # that model (or plugin/fork), not a state-index or page-size mismatch of the configuration
+    ("other_model_declaration", "other",
+     lambda f, fn, t, e, c: bool(re.search(r"copy_funcs?\b|copy funcs?\b|state_copy_func|declares .{0,60}states?\b"
+                                           r"|provides .{0,60}copy", _core(t)))),
     # a feature combination the platform or backend does not implement (yet): a capability gap that vLLM
     # states, not a mismatch between components (the page-size NotImplementedError says "cannot unify")
     ("other_not_implemented", "other",
@@ -100,6 +107,14 @@ RULES: list[tuple[str, str, Pred]] = [
          r"(does|do|is|are)? ?not (yet )?(supported|support|implemented)|unsupported|only supports?", t))
      and not bool(re.search(r"page.size|cannot unify|cannot be padded", t))),
     # --- sibling classes with a clear vocabulary ----------------------------------------------
+    # the allocated Mamba/conv state slots ("cache lines") against the batch: a batch (a CUDA-graph capture
+    # size, max_num_seqs) larger than the state blocks the memory left -- the Mamba block budget, not an index
+    ("mamba_cache_lines_vs_batch", "mamba_block_budget",
+     lambda f, fn, t, e, c: bool(re.search(
+         r"(num_cache_lines|cache_lines|cache lines|\b(?:conv_|ssm_|temporal_)?states?\.(?:size\(0\)|shape\[0\]))\s*"
+         r"(?:>=|>|<=|<|==)\s*(?:batch|num_reqs|num_seqs|bs|padded_batch|batch_size)\b|"
+         r"\b(?:batch|num_reqs|num_seqs|bs|padded_batch|batch_size)\s*(?:>=|>|<=|<|==)\s*"
+         r"(num_cache_lines|cache_lines|\b(?:conv_|ssm_|temporal_)?states?\.(?:size\(0\)|shape\[0\]))", _core(t)))),
     ("mamba_blocks_vs_max_num_seqs", "mamba_block_budget",
      lambda f, fn, t, e, c: bool(re.search(r"max_num_seqs.{0,80}mamba|mamba.{0,40}(cache )?blocks?.{0,80}max_num_seqs|"
                                            r"mamba cache blocks|num_mamba_blocks|mamba_num_blocks|"
@@ -175,9 +190,14 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
 
 
 def _text(site: Site) -> str:
-    parts = [site.get("condition") or "", site.get("message") or ""]
-    parts += site.get("guards") or []
-    return " ".join(parts).lower()
+    """condition + message, then (after a NUL) the enclosing ``if`` tests: rules about what the check itself
+    compares read only the part before the NUL (``_core``)."""
+    core = " ".join([site.get("condition") or "", site.get("message") or ""])
+    return (core + "\x00" + " ".join(site.get("guards") or [])).lower()
+
+
+def _core(t: str) -> str:
+    return t.split("\x00", 1)[0]
 
 
 def categorize(site: Site) -> tuple[str, str]:

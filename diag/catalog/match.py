@@ -9,6 +9,8 @@ Three ways, strongest first:
 * **condition** -- a bare ``AssertionError`` shows only the frame and its source line: the frame's file
   (by its last path parts, so ``.../`` trimmed paths work) and function, and the ``assert`` line against
   each site's condition there; a ``raise X(`` line against the function's raises of type X;
+* **line** -- the innermost frame's line is a site's line in the log's release (or in any scanned release):
+  an excerpt that cut the source line or the exception line still names its statement;
 * **kernel** -- a kernel check's text (``Assertion error (<file>:<line>): <cond>``, FlashInfer/TVM
   ``Check failed: (<cond>) is false: <msg>``) against the kernel sites.
 
@@ -259,11 +261,69 @@ def _assert_condition(code: str) -> str | None:
     return cond.rstrip("\\ ").strip()
 
 
-def match_frames(frames: Sequence[Any], exc_type: str = "", message: str = "", cat: Catalog | None = None) -> list[SiteMatch]:
+def frame_releases(frames: Sequence[Any], cat: Catalog) -> set[str] | None:
+    """The scanned releases in which every function of the traceback that has catalog sites exists (each
+    function's releases: those of its sites); None when no frame tells (or they never coexist)."""
+    common: set[str] | None = None
+    for fr in frames:
+        sites = [s for s in cat.in_function(fr.file, fr.function) if _same_file(fr.file, s.file)]
+        if not sites:
+            continue
+        rel: set[str] = set()
+        for s in sites:
+            rel |= set(s.release_lines(cat.versions))
+        common = rel if common is None else common & rel
+    return common or None
+
+
+def match_line(fr: Any, sites: list[Site], cat: Catalog, version: str | None = None,
+               releases: set[str] | None = None) -> list[SiteMatch]:
+    """Sites of the frame's function whose statement is at the frame's line: in the log's release when it is
+    known (``high``), else in any scanned release (weaker when releases disagree about what is there). For
+    an innermost frame whose source line an excerpt cut, or whose ``assert`` spans several lines."""
+    if not fr.line:
+        return []
+    out: list[SiteMatch] = []
+    if version and any(s.exists_in(version) for s in sites):
+        rel = _release_of(version, cat)
+        for s in sites:
+            if rel is not None and s.release_lines(cat.versions).get(rel) == fr.line:
+                out.append(SiteMatch(site=s, how="line", score=0.9, frame=fr, note=f"line {fr.line} in {rel}"))
+        if out:
+            return out
+    hits = [(s, [v for v, ln in s.release_lines(cat.versions).items() if ln == fr.line]) for s in sites]
+    hits = [(s, rels) for s, rels in hits if rels]
+    if releases:  # the releases the traceback's other functions allow
+        narrowed = [(s, [v for v in rels if v in releases]) for s, rels in hits]
+        narrowed = [(s, rels) for s, rels in narrowed if rels]
+        hits = narrowed or hits
+    if not hits:
+        return []
+    cats = {s.category for s, _ in hits}
+    score = 0.8 if len(cats) == 1 else 0.6
+    for s, rels in hits:
+        span = rels[0] if len(rels) == 1 else f"{rels[0]}-{rels[-1]}"
+        out.append(SiteMatch(site=s, how="line", score=score, frame=fr, note=f"line {fr.line} in {span}"))
+    return out
+
+
+def _release_of(version: str, cat: Catalog) -> str | None:
+    """The scanned release a version string names (``0.15.0rc1`` -> ``0.15.0``), if scanned."""
+    from . import vtuple
+
+    v = vtuple(version)
+    if v is None:
+        return None
+    return next((r for r in cat.versions if vtuple(r) == v[:3]), None)
+
+
+def match_frames(frames: Sequence[Any], exc_type: str = "", message: str = "", cat: Catalog | None = None,
+                 version: str | None = None) -> list[SiteMatch]:
     """Sites at the frames of a traceback (innermost first)."""
     cat = cat or load()
     out: list[SiteMatch] = []
     short = exc_type.rsplit(".", 1)[-1]
+    releases: set[str] | None = None
     for depth, fr in enumerate(reversed(list(frames))):
         if fr.file.endswith((".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc")):  # a kernel source frame
             cond = kernel_condition(fr.code or "")
@@ -296,6 +356,15 @@ def match_frames(frames: Sequence[Any], exc_type: str = "", message: str = "", c
             for s in hits:
                 out.append(SiteMatch(site=s, how="condition", score=round(0.95 * weight, 3), frame=fr))
             if hits:
+                continue
+        if depth == 0 and (not code.strip() or code.strip().startswith(("assert", "raise"))):
+            # the innermost frame without a usable source line: the statement at its line in the release
+            releases = frame_releases(frames, cat) if not version else None
+            hits = match_line(fr, sites, cat, version, releases)
+            hits = [h for h in hits if not short or short == "AssertionError" and h.site.kind == "assert"
+                    or h.site.exc.rsplit(".", 1)[-1] == short or short.startswith("(")]
+            if hits:
+                out += hits
                 continue
         m = re.match(r"raise\s+([\w.]+)", code.strip())
         if m:
@@ -372,7 +441,8 @@ def match_exception(exc_type: str, message: str, frames: Sequence[Any] = (), ver
                     cat: Catalog | None = None) -> list[SiteMatch]:
     """All matches for one error, best first; ``version_ok`` says whether each site exists in ``version``."""
     cat = cat or load()
-    out = match_kernel(message, cat) + match_message(message, exc_type, cat) + match_frames(frames, exc_type, message, cat)
+    out = match_kernel(message, cat) + match_message(message, exc_type, cat) + match_frames(frames, exc_type, message, cat,
+                                                                                          version)
     # a message match confirmed by a frame in the same function is the strongest evidence
     fr_funcs = {(vllm_path(f.file).rsplit("/", 1)[-1], f.function.rsplit(".", 1)[-1]) for f in frames}
     for m in out:

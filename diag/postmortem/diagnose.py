@@ -582,7 +582,9 @@ def _from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup,
     nums.update(best.numbers)
     cat = site.category
     how = {"message": "its message template", "condition": "the frame's assert condition",
-           "raise": "the frame's raise", "kernel": "the kernel check's text"}.get(best.how, best.how)
+           "raise": "the frame's raise", "kernel": "the kernel check's text",
+           "line": f"the innermost frame's line ({best.note or 'its statement in a scanned release'})"
+           }.get(best.how, best.how)
     where = f"{site.file}:{site.function}" if site.function else site.file
     rel = (f"present in vLLM {site.version_text()}" if site.versions
            else f"{site.package or 'kernel'} check" + (f" ({site.source})" if site.source else ""))
@@ -599,12 +601,14 @@ def _from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup,
         cat = "spec_kernel_limit"
         basis += ("; a shape check of an MLA / sparse-attention kernel failing under speculative decoding: the "
                   "multi-token decode shape is outside what the kernel was built for")
-    pre = _precondition_fails(cat, setup, facts)
+    pre = _precondition_fails(cat, setup, facts, site)
     if pre:
         basis += f"; but {pre}, so the check fired for another reason: not counted as {cat}"
         cat = "other"
     has_numbers = bool(best.numbers) or best.how in ("condition", "kernel")
     conf = "high" if best.score >= 0.9 and has_numbers and not weak else "medium"
+    if best.how == "line" and best.score < 0.75:
+        conf = "low"
     if weak:
         conf = "low" if best.score < 0.6 else "medium"
     if cat == "spec_kernel_limit" and setup.spec_k > 0:
@@ -639,13 +643,20 @@ def _config_known(facts: LogFacts) -> bool:
     return bool(facts.command) and facts.startup.get("command_complete") is True
 
 
-def _precondition_fails(cat: str, setup: Setup, facts: LogFacts) -> str | None:
-    """A family needs its setting: speculative decoding for the kernel-limit and mixed-batch classes, a
-    hybrid model for the Mamba classes. When the log states a configuration without it, say so."""
+_SPEC_COMPONENT = re.compile(r"spec_?decod|specdecod|speculat|draft|eagle|\bmtp|_mtp|proposer", re.I)
+
+
+def _precondition_fails(cat: str, setup: Setup, facts: LogFacts, site=None) -> str | None:
+    """A family needs its setting: speculative decoding for the kernel-limit and mixed-batch classes (and for
+    any check of the speculative-decoding path), a hybrid model for the Mamba classes. When the log states a
+    configuration without it, say so."""
     if not _config_known(facts):
         return None
     if cat in ("spec_kernel_limit", "mixed_batch", "token_budget") and setup.spec_k == 0:
         return "the log's configuration has no speculative decoding"
+    if cat != "other" and site is not None and setup.spec_k == 0 and \
+            _SPEC_COMPONENT.search(f"{site.function} {site.file.rsplit('/', 1)[-1]}"):
+        return f"the check belongs to the speculative-decoding path ({site.function}) and the log's configuration has none"
     if cat in ("state_index", "mamba_block_budget", "mixed_batch") and setup.hybrid is False:
         return "the model is not a hybrid (Mamba/GDN) model"
     return None
@@ -732,7 +743,8 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     from ..catalog.match import match_frames
 
     for o in orphans:
-        ms = [m for m in match_frames(o.frames) if m.score >= 0.75 and m.how in ("condition", "kernel", "raise")]
+        ms = [m for m in match_frames(o.frames, version=facts.vllm_version)
+              if m.score >= 0.75 and m.how in ("condition", "kernel", "raise", "line")]
         if ms:  # the innermost frame is a known check (a kernel's TVM/TORCH check, an assert line)
             fake = LogException(exc_type=ms[0].site.exc or "Error", message="", frames=o.frames,
                                 log_line=o.frames[-1].log_line)
