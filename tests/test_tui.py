@@ -70,11 +70,19 @@ async def _loaded(pilot, timeout: float = 30.0) -> SessionScreen:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         screen = pilot.app.screen
-        if isinstance(screen, SessionScreen) and screen.record is not None:
+        if isinstance(screen, SessionScreen) and screen.marks is not None:  # both load steps done
             await pilot.pause(0.05)
             return screen
         await pilot.pause(0.05)
     raise AssertionError(f"session screen did not load (screen {pilot.app.screen})")
+
+
+async def _rows(pilot, timeout: float = 30.0) -> None:
+    """Wait until the sessions screen has read its list (a worker thread)."""
+    deadline = time.monotonic() + timeout
+    while not pilot.app.screen.loaded and time.monotonic() < deadline:
+        await pilot.pause(0.05)
+    assert pilot.app.screen.loaded
 
 
 def run(app: DiagApp, scenario, size=(100, 32)):
@@ -93,6 +101,7 @@ def test_sessions_screen_lists_filters_and_opens(seeds):
     async def scenario(pilot):
         app = pilot.app
         assert isinstance(app.screen, SessionsScreen)
+        await _rows(pilot)
         table = app.screen.query_one(DataTable)
         assert table.row_count == 5
         models = {str(table.get_cell_at((r, 2))) for r in range(table.row_count)}
@@ -485,6 +494,7 @@ def test_follow_waits_for_the_first_session(tmp_path):
     async def scenario(pilot):
         app = pilot.app
         assert isinstance(app.screen, SessionsScreen)
+        await _rows(pilot)
         assert "waiting" in plain(app.screen.query_one("#empty"))
         with Store.open(db, create=True) as w:
             sid = w.new_session("engine", model="/models/llama", vllm_version="0.32.0")

@@ -41,7 +41,7 @@ def in_dbdir(dbdir, monkeypatch):
 async def loaded(pilot) -> None:
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        if isinstance(pilot.app.screen, SessionScreen) and pilot.app.screen.record is not None:
+        if isinstance(pilot.app.screen, SessionScreen) and pilot.app.screen.marks is not None:
             break
         await pilot.pause(0.05)
     await pilot.pause(0.2)

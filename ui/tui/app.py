@@ -16,7 +16,7 @@ from textual.binding import Binding
 
 from vllm_diag.errors import DiagError
 
-from .data import open_store, session_rows
+from .data import open_store
 
 THEMES = {"dark": "textual-dark", "light": "textual-light"}
 
@@ -66,8 +66,8 @@ class DiagApp(App):
 
         # connections are opened for a read and closed (none stays open while engines write)
         with open_store(self.db_path) as store:
-            rows = session_rows(store)
-            sid = store.resolve_session(self.session_arg) if self.session_arg is not None or len(rows) == 1 else None
+            n = len(store.sessions())
+            sid = store.resolve_session(self.session_arg) if self.session_arg is not None or n == 1 else None
         self.push_screen(SessionsScreen())
         if sid is not None:
             self.push_screen(SessionScreen(sid))

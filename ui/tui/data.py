@@ -132,6 +132,12 @@ def _marks(store: Store, sid: str) -> Marks:
     return Marks(step, err, fkey, row[0] if row else None)
 
 
+def load_record(store: Store, session_id: str):
+    """The session without its steps (``Store.load(steps=False)``: milliseconds however many steps
+    it has), diagnosed: what the first paint shows."""
+    return diagnose(store.load(session_id, steps=False))
+
+
 def load_snapshot(store: Store, session_id: str):
     """``(record, marks)`` read in one read transaction (one WAL snapshot), so ``--follow`` starts
     exactly after what the record holds. The record carries the store's step summary (SQL
@@ -320,4 +326,4 @@ def follow_loop(tail: Tail, interval: float, cancelled, post, failed, max_failur
         time.sleep(max(0.0, interval - (time.monotonic() - started)))
 
 
-__all__ = ["Delta", "DiagError", "Marks", "SessionRow", "Tail", "follow_loop", "load_snapshot", "open_store", "session_rows"]
+__all__ = ["Delta", "DiagError", "Marks", "SessionRow", "Tail", "follow_loop", "load_record", "load_snapshot", "open_store", "session_rows"]

@@ -17,7 +17,7 @@ SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 SEVERITY_GLYPH = {"error": "✗", "warning": "!", "info": "i"}
 STATUS_STYLE = {"failed": "bold red", "ok": "green", "running": "yellow"}
 MARK = "bold red"
-DRAFT = "bright_magenta"
+DRAFT = "bright_blue"
 BAR_FULL, BAR_PAD, BAR_EMPTY = "█", "▒", "·"
 
 
@@ -38,9 +38,20 @@ def clip(text: str, width: int) -> str:
 
 
 def clip_name(name: str, width: int) -> str:
-    """Fit a layer name: keep its end (the layer number and kind), drop the front first."""
+    """Fit a layer name: keep its end (the layer number and kind), drop the front first. A run's
+    label (``model.layers.N.linear_attn, N in 0-2,4-6 (36 layers)``) keeps its template and count
+    and gives up the middle of its ranges."""
     if len(name) <= width:
         return name
+    head, sep, rest = name.partition(", N in ")
+    if sep and rest.endswith(")") and " (" in rest:
+        ranges, _, count = rest.rpartition(" (")
+        fixed = len(head) + len(sep) + len(count) + 2
+        if fixed + 5 <= width:
+            return f"{head}{sep}{clip(ranges, width - fixed)} ({count}"
+        name = f"{head} ({count}"
+        if len(name) <= width:
+            return name
     for prefix in ("model.", "draft_model.model.", "draft_model."):
         if name.startswith(prefix) and len(name) - len(prefix) + 1 <= width:
             return "…" + name[len(prefix):]

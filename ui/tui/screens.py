@@ -39,6 +39,8 @@ class SessionsScreen(Screen):
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[SessionRow] = []
+        self.loaded = False  # the first read of the list is done
+        self.waiting = False  # --follow on a DB without sessions: open the first one that appears
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -53,12 +55,31 @@ class SessionsScreen(Screen):
         self.reload()
         table.focus()
         if self.app.follow:
+            with open_store(self.app.db_path) as store:
+                self.waiting = not store.sessions()
             self.follow_sessions()
 
     def reload(self) -> None:
-        with open_store(self.app.db_path) as store:
-            self.rows = session_rows(store)
+        """Read the list in a thread (counting a long session's steps takes a moment) and fill."""
+        self.read_rows()
+
+    @work(thread=True, exclusive=True, group="sessions")
+    def read_rows(self) -> None:
+        try:
+            with open_store(self.app.db_path) as store:
+                rows = session_rows(store)
+        except DiagError as exc:
+            self.app.call_from_thread(self.app.notify, str(exc), title="cannot read the sessions", severity="error")
+            return
+        self.app.call_from_thread(self._rows_read, rows)
+
+    def _rows_read(self, rows: list[SessionRow]) -> None:
+        self.rows = rows
+        self.loaded = True
         self.fill()
+        if self.app.follow and len(self.rows) == 1 and self.app.screen is self and self.waiting:
+            self.waiting = False
+            self.open_session(self.rows[0].id)  # the engine we were waiting for has started
 
     def fill(self) -> None:
         table = self.query_one(DataTable)
@@ -85,7 +106,9 @@ class SessionsScreen(Screen):
         if current is not None and current in {r.id for r in shown}:
             table.move_cursor(row=table.get_row_index(current))
         empty = self.query_one("#empty", Label)
-        if not self.rows:
+        if not self.loaded:
+            empty.update("reading the sessions ...")
+        elif not self.rows:
             empty.update("no sessions yet: waiting for an engine, `check --db` or `analyze --db` to write one")
         elif not shown:
             empty.update(f"no session matches {text!r} (escape clears the filter)")
@@ -148,8 +171,6 @@ class SessionsScreen(Screen):
 
     def on_sessions_changed(self, _message: msg.SessionsChanged) -> None:
         self.reload()
-        if self.app.follow and len(self.rows) == 1 and self.app.screen is self:
-            self.open_session(self.rows[0].id)  # the engine we were waiting for has started
 
     def on_follow_failed(self, message: msg.FollowFailed) -> None:
         self.app.notify(message.reason, title="follow stopped", severity="error", timeout=10)

@@ -22,7 +22,7 @@ from vllm_diag.errors import DiagError
 from vllm_diag.views import build
 
 from . import messages as msg
-from .data import Tail, follow_loop, load_snapshot, open_store
+from .data import Tail, follow_loop, load_record, load_snapshot, open_store
 from .panes import FindingsPane, HeaderBar, PageMapPane, StateIndexPane, SuggestionsPane, TimelinePane
 
 TABS = (
@@ -75,9 +75,17 @@ class SessionScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one(HeaderBar).loading_text(self.session_id)
-        self.load()
+        self.load_quick()
 
     # ---------------------------------------------------------------- loading
+    # Two steps, so that a long session paints at once: the record without its steps (milliseconds
+    # whatever the length: header, findings, page map, state index, suggestions), then the step
+    # summary the store aggregates in SQLite (the timeline) together with the follow marks.
+
+    @work(thread=True, exclusive=True, group="load-quick")
+    def load_quick(self):
+        with open_store(self.app.db_path) as store:
+            return load_record(store, self.session_id)
 
     @work(thread=True, exclusive=True, group="load")
     def load(self) -> tuple:
@@ -87,24 +95,28 @@ class SessionScreen(Screen):
     @on(Worker.StateChanged)
     def _worker_state(self, event: Worker.StateChanged) -> None:
         worker = event.worker
-        if worker.group != "load":
+        if worker.group not in ("load", "load-quick"):
             return
-        if worker.state == WorkerState.SUCCESS:
+        if worker.state == WorkerState.SUCCESS and worker.group == "load-quick":
+            if self.record is None:
+                self.show(worker.result, steps_pending=True)
+                self.turn_to_finding_if_failed()
+            self.load()
+        elif worker.state == WorkerState.SUCCESS:
             record, marks = worker.result
-            first = self.record is None
+            first = self.marks is None
             self.show(record)
             if first:
                 self.marks = marks
                 if self.app.follow:
                     self.follow()
-                self.turn_to_finding_if_failed()
         elif worker.state == WorkerState.ERROR:
             error = worker.error
             text = str(error) if isinstance(error, DiagError) else f"cannot read the session ({type(error).__name__}: {error})"
             self.query_one(HeaderBar).error_text(text)
             self.app.notify(text, title="cannot open session", severity="error", timeout=15)
 
-    def show(self, record, keep_steps: bool = False) -> None:
+    def show(self, record, keep_steps: bool = False, steps_pending: bool = False) -> None:
         """Draw every tab from the record's view models (``views.build``). ``keep_steps``: the
         record was reloaded for its findings; the timeline keeps the summary --follow extended."""
         timeline_pane = self.query_one(TimelinePane)
@@ -118,7 +130,7 @@ class SessionScreen(Screen):
         self.query_one(FindingsPane).show(vm.findings, vm.header)
         self.query_one(PageMapPane).show(vm.page_map)
         self.query_one(StateIndexPane).show(vm.state_index)
-        timeline_pane.show(record, vm.timeline)
+        timeline_pane.show(record, vm.timeline, pending=steps_pending)
         self.query_one(SuggestionsPane).show(vm.findings, record)
 
     # ---------------------------------------------------------------- navigation

@@ -193,6 +193,7 @@ class TimelineChart(Widget, can_focus=True):
         self.start = 0
         self.follow_end = True  # keep to the newest steps while the cursor is at the end
         self.windowed = False  # showing a zoomed window (the pane fetches neighbours at its edges)
+        self.pending = False  # the step summary is still being read
 
     # ---------------------------------------------------------------- data
 
@@ -235,8 +236,8 @@ class TimelineChart(Widget, can_focus=True):
     # ---------------------------------------------------------------- drawing
 
     def render(self) -> Text:
-        if self.vm is None:
-            return Text("loading ...", style="dim")
+        if self.vm is None or self.pending:
+            return Text("reading the steps (SQLite aggregates them) ...", style="dim")
         if not self.vm.series:
             return Text(str(self.vm.missing or "no steps"), style="italic")
         lines = chart_lines(self.vm, self.series_index, self.start, self.size.width, self.size.height, self.cursor)
@@ -347,7 +348,13 @@ class TimelinePane(Vertical):
         self.vm = None
         self.zoom: tuple[int, int] | None = None  # (first, last) step of a zoomed window; None: the summary
 
-    def show(self, record, vm) -> None:
+    def show(self, record, vm, pending: bool = False) -> None:
+        """``pending``: the record came without its step summary (it is being read): say so."""
+        if pending:
+            self.query_one(TimelineChart).pending = True
+            self.query_one(TimelineChart).refresh()
+            return
+        self.query_one(TimelineChart).pending = False
         self.record = record
         if self.zoom is None:
             self._set(vm)
