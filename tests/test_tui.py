@@ -554,6 +554,17 @@ def test_without_textual_one_line_says_what_to_install(tmp_path):
     assert r.stderr.strip() == "pip install 'vllm-diag[tui]'"
 
 
+def test_follow_reads_steps_in_the_models_field_order():
+    """The follow loop builds BatchStep positionally: its column list must follow the model."""
+    import dataclasses
+
+    from vllm_diag.model import BatchStep
+    from vllm_diag.ui.tui.data import _STEP_COLUMNS
+
+    assert [c if c != "null" else "spec_tokens_per_req" for c in _STEP_COLUMNS] == \
+        [f.name for f in dataclasses.fields(BatchStep)]
+
+
 def test_core_does_not_import_textual():
     code = "import sys, vllm_diag.cli, vllm_diag.commands.tui; print('textual' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)

@@ -26,8 +26,8 @@ def add_arguments(p) -> None:
                    help="show new steps, errors and findings while an engine writes the database")
     p.add_argument("--theme", choices=("dark", "light"), default=os.environ.get("VLLM_DIAG_TUI_THEME", "dark"),
                    help="colour theme (default: dark; `d` toggles it in the UI)")
-    p.add_argument("--poll", metavar="SECONDS", type=float, default=0.25,
-                   help="--follow: how often to read new rows (default: 0.25)")
+    p.add_argument("--poll", metavar="SECONDS", type=float, default=0.5,
+                   help="--follow: how often to read new rows (default: 0.5)")
     p.add_argument("--out", metavar="DIR", default=".",
                    help="folder where the suggestion key writes its files (default: .)")
 

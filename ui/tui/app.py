@@ -45,7 +45,7 @@ class DiagApp(App):
         db: str | os.PathLike,
         session: str | None = None,
         follow: bool = False,
-        poll_s: float = 0.25,
+        poll_s: float = 0.5,
         theme: str = "dark",
         out_dir: str | os.PathLike = ".",
     ):
@@ -55,6 +55,7 @@ class DiagApp(App):
         self.follow = follow
         self.poll_s = poll_s
         self.out_dir = Path(out_dir)
+        self.start_session: str | None = None
         self.theme = THEMES.get(theme, theme)
         self.sub_title = str(self.db_path)
 
@@ -68,6 +69,7 @@ class DiagApp(App):
         with open_store(self.db_path) as store:
             n = len(store.sessions())
             sid = store.resolve_session(self.session_arg) if self.session_arg is not None or n == 1 else None
+        self.start_session = sid  # opened on top of the list at start
         self.push_screen(SessionsScreen())
         if sid is not None:
             self.push_screen(SessionScreen(sid))
@@ -97,7 +99,7 @@ def preflight_db(db: str | os.PathLike, session: str | None, follow: bool) -> No
 
 
 def run(db: str | os.PathLike, session: str | None = None, follow: bool = False, theme: str = "dark",
-        poll_s: float = 0.25, out_dir: str | os.PathLike = ".") -> int:
+        poll_s: float = 0.5, out_dir: str | os.PathLike = ".") -> int:
     preflight_db(db, session, follow)
     app = DiagApp(db, session=session, follow=follow, theme=theme, poll_s=poll_s, out_dir=out_dir)
     result = app.run()

@@ -52,8 +52,10 @@ class SessionsScreen(Screen):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns(*self.COLUMNS)
-        self.reload()
         table.focus()
+        # counting a long session's steps takes a moment: when a session opens on top of the list
+        # at start, read the list after that session's first frame
+        self.set_timer(1.0 if self.app.start_session else 0.01, self.reload)
         if self.app.follow:
             with open_store(self.app.db_path) as store:
                 self.waiting = not store.sessions()

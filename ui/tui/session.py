@@ -101,7 +101,7 @@ class SessionScreen(Screen):
             if self.record is None:
                 self.show(worker.result, steps_pending=True)
                 self.turn_to_finding_if_failed()
-            self.load()
+            self.call_after_refresh(self.load)  # the summary after this frame is on screen
         elif worker.state == WorkerState.SUCCESS:
             record, marks = worker.result
             first = self.marks is None
@@ -137,6 +137,11 @@ class SessionScreen(Screen):
 
     def action_back(self) -> None:
         self.app.pop_screen()  # the sessions list is always under a session (also with `tui DB SESSION`)
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "timeline":
+            self.query_one(TimelinePane).shown_again()
 
     def action_tab(self, tab_id: str) -> None:
         self.query_one(TabbedContent).active = tab_id

@@ -369,6 +369,9 @@ class TimelinePane(Vertical):
         summary = extend(summary, steps, self.record.processes, last_rowid=last_rowid)
         self.record = dataclasses.replace(self.record, step_summary=summary)
         chart = self.query_one(TimelineChart)
+        if not self.is_visible_tab():
+            self.stale = True  # rebuilt when the tab is shown: a hidden picture costs nothing
+            return
         if self.zoom is None:
             self._set(timeline(self.record))
         elif chart.follow_end:  # a zoomed window on the newest steps moves with them
@@ -376,6 +379,23 @@ class TimelinePane(Vertical):
             self._zoom_to(max(summary.first_step, summary.last_step - (hi - lo)), summary.last_step)
         else:
             self._title()
+
+    def is_visible_tab(self) -> bool:
+        from textual.widgets import TabbedContent
+
+        tabs = self.screen.query(TabbedContent)
+        return not tabs or tabs.first().active == "timeline"
+
+    def shown_again(self) -> None:
+        """The timeline tab became active: draw what --follow folded in while it was hidden."""
+        if getattr(self, "stale", False) and self.record is not None:
+            self.stale = False
+            if self.zoom is None:
+                self._set(timeline(self.record))
+            else:
+                summary = self.record.step_summary
+                lo, hi = self.zoom
+                self._zoom_to(max(summary.first_step, summary.last_step - (hi - lo)), summary.last_step)
 
     def append_errors(self, rows: list[dict]) -> None:
         pass  # errors reload the record (the findings and header change); steps stay as they are
