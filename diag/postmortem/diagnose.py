@@ -163,6 +163,11 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
         k = max(batch["spec_tokens_per_req"])
     if not k and batch and batch.get("num_spec_tokens_to_schedule"):
         k = int(batch["num_spec_tokens_to_schedule"])
+    prose = facts.startup.get("spec_prose") if isinstance(facts.startup.get("spec_prose"), dict) else None
+    if not k and not method and prose:  # the reporter's words: "with MTP", "EAGLE3, 4 speculative tokens"
+        method = f"{prose.get('method')}, from the text"
+        if isinstance(prose.get("k"), int) and prose["k"] > 0:
+            k = prose["k"]
     if not k and not method and re.search(r"vllm/v1/spec_decode/|/spec_decode/|\bpropose\b|\bproposer\b|draft_model|"
                                           r"_draft\w*|eagle|mtp", frames_text):
         method = "seen in the frames"
@@ -172,6 +177,8 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
         why.append(f"speculative decoding ({method})")
         k = -1  # on, depth unknown
     pc = _truthy(a.get("enable_prefix_caching"))
+    if pc is None and isinstance(facts.startup.get("prefix_caching_prose"), bool):
+        pc = facts.startup["prefix_caching_prose"]
     mode = a.get("mamba_cache_mode") or facts.startup.get("mamba_cache_mode")
     if mode in ("align", "all"):
         pc = True if pc is None else pc
@@ -299,12 +306,26 @@ def _function_hint(exc: LogException) -> tuple[str, Any] | None:
 
 
 def diagnose(facts: LogFacts) -> Diagnosis | None:
+    setup = read_setup(facts, facts.root)
+    d = _diagnose(facts, setup)
+    pre = _precondition_fails(d.category, setup, facts) if d is not None and d.category != "other" else None
+    if pre:  # every path: a family needs its setting (speculative decoding, a hybrid model)
+        d.basis += f"; but {pre}, so the error has another cause: not counted as {d.category}"
+        d.title = f"Failure outside the hybrid / spec-decode families (not {d.category}: {pre})"
+        d.category = "other"
+        d.confidence = "low" if d.confidence == "low" else "medium"
+    if d is not None and d.category == "spec_kernel_limit" and setup.spec_k > 0:
+        # the decode width the kernel saw: 1 + k tokens per request
+        d.numbers.setdefault("next_n", setup.spec_k + 1)
+    return d
+
+
+def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     from ..catalog.match import match_exception, match_kernel, match_message
 
     root = facts.root
     orphans = [e for e in facts.exceptions if e.exc_type.startswith("(")]
     version = facts.vllm_version
-    setup = read_setup(facts, root)
     base_numbers = _config_numbers(facts, setup)
     base_numbers.update(_batch_numbers(setup.batch))
     fl = _frame_lines(facts)
@@ -365,6 +386,10 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
         return d
 
     # 4. where vLLM failed ---------------------------------------------------------------------------
+    if _NEG_INDEX.search(message):  # a negative index is a row without accepted drafts before it is a bad index
+        sc = _shape_class(root, message, setup, facts)
+        if sc is not None:
+            return sc
     fc = _frame_category(root, message)
     if fc is not None and fc[0] != "other":
         cat, rid, fr = fc
@@ -378,8 +403,9 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
                       numbers={**base_numbers, **facts.numbers}, evidence=_ev_exc(root, 3) + batch_ev)
         d.missing.append("the exact failure site is not in the catalog (vLLM 0.11-0.33): a fork or a newer release")
         return d
-    if fc is None and best is not None and best.how == "function":
-        pass
+    sc = _shape_class(root, message, setup, facts)
+    if sc is not None:
+        return sc
     if not any("vllm/" in f.file or f.file.count("/") <= 2 for f in root.frames):
         # no vLLM frame printed (an excerpt of the message alone): the message's own words, the modules it
         # names (causal_conv1d, gdn, indexer ...) standing in for the file
@@ -413,6 +439,80 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
                          message=(message.strip().splitlines() or [""])[0][:300],
                          numbers=dict(facts.numbers), evidence=_ev_exc(root))
     return None
+
+
+SHAPE = re.compile(r"size of tensor a \(\d+\) must match|expanded size of the tensor|must match the existing size|"
+                   r"shape mismatch|shape '\[[^\]]*\]' is invalid for input of size|split_with_sizes expects|"
+                   r"mat1 and mat2 shapes cannot|view size is not compatible|Sizes of tensors must match|"
+                   r"doesn't match the broadcast shape|output with shape \[[^\]]*\] doesn't match|"
+                   r"Expected size \d+ but got size \d+|inconsistent tensor size", re.I)
+_NEG_INDEX = re.compile(r"index -\d+ is out of bounds|negative (?:state )?ind(?:ex|ices)|index -1\b", re.I)
+_SPEC_FRAMES = re.compile(r"/spec_decode/|proposer|eagle|mtp|draft|speculat", re.I)
+
+
+def _shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts) -> Diagnosis | None:
+    """A plain PyTorch shape / size error (no failure site of vLLM's says it) classified by where it
+    happened and what the configuration makes possible: inside Mamba/GDN code under speculative decoding the
+    rows of spec decodes (1 + k tokens) and plain decodes (1 token) of one batch disagree (mixed batch); inside
+    MLA / sparse-indexer code under speculative decoding the multi-token decode shape meets a per-request
+    buffer (kernel limit). A negative index in Mamba/GDN code under speculative decoding is a row with no
+    accepted draft (``num_accepted - 1``). Without frames the model's kind stands in for the place (low)."""
+    neg = bool(_NEG_INDEX.search(message))
+    if not (SHAPE.search(message) or neg) or setup.spec_k == 0:
+        return None
+    from ..catalog.match import vllm_path
+
+    frames = [f for f in root.frames if "vllm/" in vllm_path(f.file) or vllm_path(f.file).count("/") <= 2]
+    inner = frames[-6:]
+    text = " ".join(f"{vllm_path(f.file)} {f.function}" for f in inner)
+    hybrid_at = next((f for f in reversed(inner) if HYBRID_FRAMES.search(f"{f.file} {f.function}")), None)
+    mla_at = next((f for f in reversed(inner) if MLA_FRAMES.search(f"{f.file} {f.function}")), None)
+    where = None
+    if hybrid_at is not None and (mla_at is None or inner.index(hybrid_at) > inner.index(mla_at)):
+        cat, where = "mixed_batch", hybrid_at
+    elif mla_at is not None:
+        cat, where = "spec_kernel_limit", mla_at
+    elif not inner or _SPEC_FRAMES.search(text) or re.search(r"_build_attention_metadata|_prepare_inputs|build\b", text):
+        if setup.hybrid and not setup.mla:
+            cat = "mixed_batch"
+        elif setup.mla and not setup.hybrid:
+            cat = "spec_kernel_limit"
+        else:
+            return None
+    else:
+        return None
+    batch = setup.batch or {}
+    if cat == "mixed_batch" and not neg and not (batch.get("mixed") or batch.get("ragged_drafts")) and (
+            setup.prefix_caching or setup.mamba_cache_mode in ("align", "all")):
+        cat = "state_index"
+        what = ("a shape mismatch inside Mamba/GDN code under speculative decoding with prefix caching: the state "
+                "indices run through the block table, whose width carries extra columns for the draft tokens "
+                "(num_speculative_blocks) that a buffer sized without them lacks")
+    elif neg and cat == "mixed_batch":
+        what = ("a negative index inside Mamba/GDN code under speculative decoding: a row with no accepted draft "
+                "indexes its state at num_accepted - 1 = -1")
+    elif cat == "mixed_batch":
+        what = ("a shape mismatch inside Mamba/GDN code under speculative decoding: spec-decode rows (1 + k tokens) "
+                "and plain decode rows (1 token) of one batch disagree about their sizes")
+    else:
+        what = ("a shape mismatch inside MLA / sparse-indexer code under speculative decoding: the multi-token decode "
+                "shape (one row per draft token) meets a buffer sized per request or per block")
+    place = (f"at {where.file.rsplit('/', 1)[-1]}:{where.function}" if where is not None
+             else f"no frame places it; the model ({', '.join(setup.why)}) does")
+    conf = "medium" if where is not None else "low"
+    nums = {**_config_numbers(facts, setup), **facts.numbers}
+    if cat == "spec_kernel_limit" and setup.spec_k > 0:
+        nums.setdefault("next_n", setup.spec_k + 1)
+    batch_ev = _fact_ev(facts, "crash_batch")
+    d = Diagnosis(category=cat, confidence=conf, rule="failure_class",
+                  basis=f"no catalog site matches this text; {what} ({place}; {', '.join(setup.why)})",
+                  title=f"{_title(cat)} ({root.exc_type.rsplit('.', 1)[-1]} "
+                        + (f"in {where.function})" if where is not None else "inferred from the configuration)"),
+                  message=(message.strip().splitlines() or [""])[0][:300],
+                  numbers=nums, evidence=_ev_exc(root, 3) + batch_ev + _fact_ev(facts, "spec_prose"))
+    if where is None:
+        d.missing.append("the traceback of this error (which vLLM function raised it)")
+    return d
 
 
 _CALL_LINE = re.compile(r"^(?:[\w.\[\], ()*]+=\s*)?(?:await\s+)?(?:return\s+)?[\w.\[\]]+\($|\)\s*=|^\w[\w.]*\(.*\)$")
@@ -674,24 +774,19 @@ def _from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers:
     ev = _ev_exc(root, 2) + batch_ev + _fact_ev(facts, "command", "non_default_args", "engine_config")
     common = (f"{fault} is reported asynchronously: it surfaced at {surfaced}, which is not the kernel that faulted "
               f"(the process may even exit 0)")
-    if setup.hybrid and setup.spec_k:
-        if batch.get("mixed") or batch.get("ragged_drafts"):
-            cat = "mixed_batch"
-            why = "the crash dump shows " + ("a mixed batch" if batch.get("mixed") else "ragged draft lengths")
+    if setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None:
+        cat, why = _hybrid_spec_fault_class(setup)
+        if setup.hybrid:
+            basis = f"{common}; inferred from the configuration: {', '.join(setup.why)} -> {why}"
+            title = f"{_title(cat)} (inferred: {fault} with a hybrid model and speculative decoding)"
         else:
-            cat = "state_index"
-            why = ("Mamba/GDN state indices under speculative decoding"
-                   + (" and prefix caching" if setup.prefix_caching else ""))
-        basis = f"{common}; inferred from the configuration: {', '.join(setup.why)} -> {why}"
-        title = f"{_title(cat)} (inferred: {fault} with a hybrid model and speculative decoding)"
-    elif setup.spec_k and setup.hybrid is None and setup.mla is None:
-        # the model is not named: with speculative decoding, vLLM's asynchronous faults come from the
-        # Mamba/GDN state indices the drafts index (the hybrid MTP models) far more than from anything else
-        cat = "state_index"
-        basis = (f"{common}; the log does not name the model; with {', '.join(setup.why)} the likely class is the "
-                 f"Mamba/GDN state indices of the draft slots (a dense model would rule it out; an MLA model would "
-                 f"point at the attention kernels instead)")
-        title = f"{_title(cat)} (inferred: {fault} with speculative decoding, model unknown)"
+            # the model is not named: with speculative decoding, vLLM's asynchronous faults come from the
+            # Mamba/GDN state indices and batches the drafts index (the hybrid MTP models) far more than from
+            # anything else
+            basis = (f"{common}; the log does not name the model; with {', '.join(setup.why)} the likely class is "
+                     f"{why} of a hybrid MTP model (a dense model would rule it out; an MLA model would point at the "
+                     f"attention kernels instead)")
+            title = f"{_title(cat)} (inferred: {fault} with speculative decoding, model unknown)"
     elif setup.mla and setup.spec_k:
         cat = "spec_kernel_limit"
         basis = f"{common}; inferred from the configuration: {', '.join(setup.why)} -> MLA / indexer kernels with multi-token decode"
@@ -709,6 +804,26 @@ def _from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers:
     d.missing.append("rerun with CUDA_LAUNCH_BLOCKING=1 (and --enforce-eager) so the faulting kernel is the frame "
                      "shown; with the vllm-diag probes on (VLLM_DIAG_DB=run.db) each step's batch is recorded")
     return d
+
+
+def _hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:
+    """An asynchronous fault of a hybrid model under speculative decoding: which of the two classes the
+    evidence points at (a prior, ``low``): the batch composition (mixed decode / spec-decode rows, ragged or
+    zero accepted drafts) or the state indices through the block table (prefix caching's align/all modes)."""
+    batch = setup.batch or {}
+    if batch.get("mixed") or batch.get("ragged_drafts"):
+        return "mixed_batch", "the crash dump shows " + ("a mixed batch" if batch.get("mixed") else "ragged draft lengths")
+    if setup.prefix_caching or setup.mamba_cache_mode in ("align", "all"):
+        return "state_index", ("the Mamba/GDN state indices that prefix caching routes through the block table "
+                               f"(mode '{setup.mamba_cache_mode or 'align'}') under speculative decoding")
+    if setup.async_scheduling:
+        return "mixed_batch", ("the step's batch under asynchronous scheduling: the next step is built before the "
+                               "previous step's accepted draft counts are known, so decode / spec-decode rows of "
+                               "one batch disagree about their token counts")
+    if setup.prefix_caching is False:
+        return "mixed_batch", ("the batch composition: without prefix caching each request owns one state slot, so an "
+                               "out-of-range access comes from the rows of a mixed decode / spec-decode batch")
+    return "state_index", "Mamba/GDN state indices under speculative decoding"
 
 
 def _describe(batch: dict) -> str:

@@ -453,6 +453,20 @@ class FactCollector:
                 rid = m.group(1).rstrip(".,;:)")
                 if rid not in self.repo_mentions and not rid.lower().startswith(_NOT_REPOS):
                     self.repo_mentions.append(rid)
+        # the reporter's words about the set-up ("with MTP", "k=3", "prefix caching on")
+        if len(text) < 2000 and _SPEC_HINT.search(text):
+            m = _SPEC_PROSE.search(text)
+            if m and "spec_prose" not in self.facts.startup:
+                method = m.group(1)
+                k = _SPEC_K.search(text)
+                self.facts.startup["spec_prose"] = {"method": method.lower().replace(" ", "_"),
+                                                    "k": int(next(g for g in k.groups() if g)) if k else None}
+                self.facts.lines["spec_prose"] = (line.lineno, text.strip()[:500])
+        if "prefix cach" in text.lower() and "prefix_caching_prose" not in self.facts.startup and len(text) < 2000:
+            m = _PC_PROSE.search(text)
+            if m:
+                self.facts.startup["prefix_caching_prose"] = not bool(m.group(1))
+                self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
         # the same facts also come from pasted INFO lines that lost their prefix
         if any(k in text for k in ("Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size",
                                     "Prefix cache hit rate", "Mamba cache mode", "non-default args", "with config:",
@@ -833,6 +847,8 @@ def phrase_numbers(message: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     msg = message[:4000]
     for phrase, val in _PAREN_NUM.findall(msg):
+        if re.search(r"size of tensor [ab]\s*$", phrase):
+            continue  # tensor_a_size / tensor_b_size (message_numbers)
         name = _phrase_name(phrase)
         if name:
             out.setdefault(name, _num(val))
@@ -863,9 +879,12 @@ def frame_line_numbers(f: LogFacts) -> dict[str, int]:
     out: dict[str, int] = {}
     excs = ([f.root] if f.root is not None else []) + [e for e in f.exceptions if e.exc_type == ORPHAN_TYPE]
     for e in excs:
+        seen = 0
         for fr in reversed(e.frames):
             if not fr.line or not fr.file or _NOT_VLLM_FRAME.search(fr.file):
                 continue
+            if seen >= 8:  # the failing end of the stack; the entry frames (engine loop, API) say little
+                break
             path = fr.file.replace("\\", "/")
             if "/vllm/" not in path and not path.startswith("vllm/") and not (
                     not path.startswith("/") and _known_vllm_file(path)):
@@ -873,13 +892,23 @@ def frame_line_numbers(f: LogFacts) -> dict[str, int]:
             base = re.split(r"[/\\]", fr.file)[-1]
             stem = base.rsplit(".", 1)[0] if "." in base else base
             if re.fullmatch(r"[A-Za-z_][\w-]*", stem):
-                out.setdefault(f"{stem.replace('-', '_')}_line", fr.line)
+                key = f"{stem.replace('-', '_')}_line"
+                if key not in out:
+                    out[key] = fr.line
+                    seen += 1
     kf, kl = f.numbers.get("kernel_assert_file"), f.numbers.get("kernel_assert_line")
     if isinstance(kf, str) and isinstance(kl, int):
         out.setdefault(f"{kf.rsplit('.', 1)[0].replace('-', '_')}_line", kl)
     return out
 
 
+_SPEC_HINT = re.compile(r"MTP|mtp|[Ee]agle|EAGLE|gram|peculative|spec[ -]?decod|[Dd]raft|[Mm]edusa|DFlash|DSpark|suffix dec")
+_SPEC_PROSE = re.compile(r"(?<![\w/.-])(MTP|mtp|EAGLE-?3?|[Ee]agle-?3?|ngram|n-gram|[Ss]peculative decoding|"
+                         r"spec(?:ulative)?[ -]decod(?:e|ing)|draft model|[Mm]edusa|DFlash|DSpark|suffix decoding)(?![\w-])")
+_SPEC_K = re.compile(r"(?:num_speculative_tokens|num_spec_tokens)\W{0,3}(\d+)|(?<![\w-])[kK]\s*=\s*(\d+)\b|"
+                     r"(\d+)\s+(?:speculative|draft|spec|MTP) tokens|(?:MTP|mtp)\s*[=-]\s*(\d)\b(?![\w.])")
+_PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
+                       r"(?:\s+(?:on|enabled|turned on))?", re.I)
 _TIGHT_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{1,30})[:=](-?\d+(?:\.\d+)?)(?![\w.])")
 _XID = re.compile(r"\bXid\b\D{0,20}?(\d{1,3})\b")
 _LAUNCH_DIMS = re.compile(r"<<<\(\s*([\d,\s]+)\)\s*,\s*\(\s*([\d,\s]+)\)")
