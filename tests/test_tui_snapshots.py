@@ -18,6 +18,7 @@ pytest.importorskip("pytest_textual_snapshot")
 
 from tests.tui_sessions import gpu_db, seed_db, session_id  # noqa: E402
 from vllm_diag.ui.tui.app import DiagApp  # noqa: E402
+from vllm_diag.ui.tui.screens import SessionsScreen  # noqa: E402
 from vllm_diag.ui.tui.session import SessionScreen  # noqa: E402
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
@@ -43,6 +44,10 @@ async def loaded(pilot) -> None:
     while time.monotonic() < deadline:
         if isinstance(pilot.app.screen, SessionScreen) and pilot.app.screen.marks is not None:
             break
+        await pilot.pause(0.05)
+    # the sessions list under the session is read a moment later (a worker): wait for it too
+    lists = [s for s in pilot.app.screen_stack if isinstance(s, SessionsScreen)]
+    while lists and not lists[0].loaded and time.monotonic() < deadline:
         await pilot.pause(0.05)
     await pilot.pause(0.2)
 
