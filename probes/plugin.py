@@ -17,12 +17,14 @@ Nothing here may break vLLM: every failure logs one line and the plugin steps as
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import platform
 import re
 import socket
 import sys
+import threading
 import time
 from typing import Any
 
@@ -218,13 +220,72 @@ def _wire_diagnosis(probe) -> None:
     def on_diagnose(store, reason: str) -> None:
         from vllm_diag.live import diagnose_and_store
 
+        if reason == "frontend-exit":
+            why = _engine_left_undiagnosed(store, rec.session.id)
+            if why is not True:
+                store.set_items("environment", rec.session.id, {"live_diagnosis_skipped": why}, pid=rec.pid)
+                return
         findings = diagnose_and_store(store, rec.session.id)
         runs["n"] += 1
         store.set_items("environment", rec.session.id, {
             "live_diagnoses": runs["n"], "live_diagnosis_last": reason, "live_findings": len(findings)}, pid=rec.pid)
 
     rec.on_diagnose = on_diagnose if probe.diagnose_on else None
-    rec.diagnose_at_exit = probe.diagnose_on == "engine"
+    rec.diagnose_at_exit = {"engine": True, "config": "frontend"}.get(probe.diagnose_on or "", False)
+    if probe.diagnose_on == "engine":
+        # import the rules now, while the engine starts: at its stop vLLM gives the EngineCore a few
+        # seconds at most (``vllm serve`` none) before it kills it
+        threading.Thread(target=_warm_diagnosis, name="vllm-diag-warmup", daemon=True).start()
+
+
+def _warm_diagnosis() -> None:
+    try:
+        from vllm_diag import live
+        from vllm_diag.postmortem import analyze, reader  # noqa: F401
+        from vllm_diag.rules import all_rules
+
+        all_rules()
+        import vllm_diag.preflight  # noqa: F401
+        import vllm_diag.suggest  # noqa: F401
+
+        del live
+    except Exception:  # noqa: BLE001 - a failed warm-up only makes the first diagnosis slower
+        pass
+
+
+def _engine_left_undiagnosed(store, session_id: str) -> bool | str:
+    """At the exit of an API-server/LLM process whose engine ran in another process: True when that
+    EngineCore has stopped without diagnosing itself at its stop (``vllm serve`` force-kills it right
+    after SIGTERM), so this process diagnoses the engine instead -- still once per engine. Otherwise
+    the reason not to (recorded as ``live_diagnosis_skipped``)."""
+    rows = store.db.execute("select pid, host from processes where session_id = ? and role = 'engine_core'",
+                            [session_id]).fetchall()
+    if not rows:
+        return "no EngineCore was started"  # a rejected config is diagnosed at its failure
+    me = socket.gethostname()
+    for pid, host in rows:
+        done = store.db.execute("select value from environment where session_id = ? and pid = ? and key = "
+                                "'live_diagnosis_last'", [session_id, pid]).fetchone()
+        if done:
+            return f"the EngineCore (pid {pid}) diagnosed the engine (at its {json.loads(done[0])})"
+        if host in (None, me) and _alive(pid):
+            return f"the EngineCore (pid {pid}) is still running and diagnoses at its stop"
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie (exited, not yet reaped by its parent) is not running
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
 
 
 # ------------------------------------------------------------------------------- fork support

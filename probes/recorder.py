@@ -129,7 +129,9 @@ class Recorder:
         self.retries = 0  # flush attempts that met contention and were retried
         self.flush_seconds = 0.0  # writer-thread CPU time spent flushing (benchmarks read it)
         self.on_diagnose: Callable[[Any, str], None] | None = None  # set by the probe
-        self.diagnose_at_exit = False  # the engine's own process diagnoses once more at exit
+        # at exit: True (the engine's own process diagnoses once more), "frontend" (an API-server/LLM
+        # process whose engine ran elsewhere: diagnoses only when that engine stopped without doing so)
+        self.diagnose_at_exit: bool | str = False
         self._undiagnosed = False  # rows written since the last diagnosis
         self._ops: collections.deque = collections.deque()
         self._steps: collections.deque = collections.deque(maxlen=max_steps)
@@ -222,9 +224,11 @@ class Recorder:
         if self._stop.is_set() or self._thread is None:
             return
         self._final_status = status
-        if self.enabled and self.diagnose_at_exit and self.on_diagnose is not None and (
-                self._undiagnosed or self._steps or any(op[0] != "diagnose" for op in self._ops)):
-            self._ops.append(("diagnose", "exit"))
+        if self.enabled and self.on_diagnose is not None:
+            if self.diagnose_at_exit == "frontend":
+                self._ops.append(("diagnose", "frontend-exit"))  # on_diagnose decides whether it is needed
+            elif self.diagnose_at_exit and (self._undiagnosed or self._steps or any(op[0] != "diagnose" for op in self._ops)):
+                self._ops.append(("diagnose", "exit"))
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
