@@ -3,6 +3,7 @@ NVML facts with and without a GPU, hook-point resolution, and the notes added to
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -351,7 +352,8 @@ print("CHILD", pid, os.waitstatus_to_exitcode(status), "PARENT", os.getpid(), fl
         hooks = dict(store.db.execute("select pid, value from environment where key='probe_hooks'").fetchall())
     assert steps == {int(child): 1, int(parent): 7}
     assert '"vllm.v1.engine.core:EngineCore._initialize_kv_caches":"ok"' in hooks[int(child)]
-    assert int(parent) not in hooks  # MP mode: the main process hooks nothing in the engine
+    # MP mode: the main process hooks nothing in the engine, only where vLLM validates the config
+    assert json.loads(hooks[int(parent)]) == {"vllm.engine.arg_utils:EngineArgs.create_engine_config": "ok"}
 
 
 def test_recorder_flushes_when_steps_pause(tmp_path):
