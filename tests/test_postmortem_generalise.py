@@ -329,3 +329,22 @@ def test_the_set_up_stated_in_prose_counts():
     # an out-of-memory on the same set-up stays a near miss
     oom = "\n".join([text.splitlines()[0], f"{W}torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."])
     assert analyze_text(oom, use_preflight=False).findings[0].category == "other"
+
+
+def test_device_and_dtype_contracts_are_not_a_family():
+    """A kernel refusing a tensor's device or dtype (or a GPU generation) fails the same way for every batch: a
+    near miss, even inside GDN code on a hybrid + spec set-up; a layout (contiguity) check stays with the families."""
+    for cond, msg in (("a.device != dev", "All inputs must be on the same device."),
+                      ("mixed_qkv.dtype == torch.bfloat16", "CPU GDN attention requires BF16."),
+                      ("", "--kv-cache-dtype nvfp4 requires sm100f, please try a different dtype")):
+        assert categorize({"file": "vllm/model_executor/layers/fla/ops/fused_recurrent.py", "function": "f",
+                           "condition": cond, "message": msg, "exc": "ValueError"})[0] == "other", msg
+    cat = load()
+    assert all(s.category == "other" for s in cat.sites if s.message and "must be on the same device" in s.message)
+    assert categorize({"file": "vllm/utils/deep_gemm.py", "function": "get_paged_mqa_logits_metadata",
+                       "condition": "context_lens.is_contiguous()", "message": "next_n tokens per request",
+                       "exc": "AssertionError"})[0] == "spec_kernel_limit"
+    frames = [(SITE + "model_executor/layers/fla/ops/fused_recurrent.py", 301, "fused_recurrent_gated_delta_rule_packed_decode",
+               'raise ValueError("All inputs must be on the same device.")')]
+    log = "\n".join([HYBRID_SPEC, *_tb(frames, "ValueError: All inputs must be on the same device.")])
+    assert analyze_text(log, use_preflight=False).findings[0].category == "other"

@@ -106,6 +106,16 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: e == "NotImplementedError" and bool(re.search(
          r"(does|do|is|are)? ?not (yet )?(supported|support|implemented)|unsupported|only supports?", t))
      and not bool(re.search(r"page.size|cannot unify|cannot be padded", t))),
+    # a tensor's device or dtype (or the GPU generation a kernel needs) against what a kernel accepts: an input
+    # contract of that kernel, the same for every batch and draft length -- not a shape, width or limit of the
+    # families (a contiguity or stride check is a layout, and stays with them)
+    ("other_device_dtype_contract", "other",
+     lambda f, fn, t, e, c: bool(re.search(r"\.device\b|device_type|\bdtype\b|\.dtype\b|is_cuda\b|same (?:gpu|device)|"
+                                           r"requires? (?:bf16|fp16|fp32|bfloat16|float16|sm_?\d+\w*|cuda tensors)|"
+                                           r"must be on (?:the )?(?:same )?(?:cpu|gpu|device|query device)", _core(t)))
+     and not bool(re.search(r"shape|size|len\(|numel|stride|contiguous|ndim|\bdim\b|num_|batch|page|block|"
+                            r"next_n|q_len|seqlen|topk|heads", _core(t).replace("kv_cache_dtype", "")
+                            .replace("cache_dtype", "")))),
     # --- sibling classes with a clear vocabulary ----------------------------------------------
     # the allocated Mamba/conv state slots ("cache lines") against the batch: a batch (a CUDA-graph capture
     # size, max_num_seqs) larger than the state blocks the memory left -- the Mamba block budget, not an index
