@@ -117,7 +117,9 @@ def test_numbers_reach_the_json():
              "RuntimeError: The expanded size of the tensor (72) must match the existing size (64) at non-singleton "
              "dimension 0.  Target sizes: [72].  Tensor sizes: [64]"),
     ])
+    log += '\nlm_eval --model local-completions --model_args "base_url=http://h:8000/v1,num_concurrent=64" --limit 100'
     doc = encode(analyze_text(log, use_preflight=False).to_record())
+    assert doc["startup"]["quoted_flags"]["num_concurrent"] == 64 and doc["startup"]["quoted_flags"]["limit"] == 100
     assert doc["numbers"]["existing_size"] == 64 and doc["numbers"]["gpu_model_runner_line"] == 2873
     assert doc["args"]["tensor_parallel_size"] == 2 and doc["args"]["max_num_batched_tokens"] == 4096
 

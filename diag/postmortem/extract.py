@@ -308,6 +308,9 @@ class FactCollector:
         if "--" in line.text and len(self.numeric_flags) < 60:
             for m in _NUM_FLAG.finditer(line.text):
                 self.numeric_flags.setdefault(m.group(1).replace("-", "_"), _num(m.group(2)))
+            if "=" in line.text:  # name=value inside a quoted argument (lm-eval --model_args "num_concurrent=8,...")
+                for m in _ARG_PAIR.finditer(line.text):
+                    self.numeric_flags.setdefault(m.group(1), _num(m.group(2)))
         if 'File "' in line.text and (line.text.count('File "') > 1 or "most recent call last):" in line.text[:-1].rstrip()[:-1]):
             for piece in unflatten(line):  # a traceback pasted as one line
                 self.tb.feed(piece)
@@ -909,6 +912,7 @@ _SPEC_K = re.compile(r"(?:num_speculative_tokens|num_spec_tokens)\W{0,3}(\d+)|(?
                      r"(\d+)\s+(?:speculative|draft|spec|MTP) tokens|(?:MTP|mtp)\s*[=-]\s*(\d)\b(?![\w.])")
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
                        r"(?:\s+(?:on|enabled|turned on))?", re.I)
+_ARG_PAIR = re.compile(r"(?<![\w.-])([a-z][a-z0-9]*_[a-z0-9_]+)=(-?\d+(?:\.\d+)?)(?![\w.])")
 _TIGHT_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{1,30})[:=](-?\d+(?:\.\d+)?)(?![\w.])")
 _XID = re.compile(r"\bXid\b\D{0,20}?(\d{1,3})\b")
 _LAUNCH_DIMS = re.compile(r"<<<\(\s*([\d,\s]+)\)\s*,\s*\(\s*([\d,\s]+)\)")
