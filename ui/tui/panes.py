@@ -151,21 +151,15 @@ class FindingsPane(Vertical):
         olist.focus()
 
 
-# ------------------------------------------------------------------------------------ page map
+# ------------------------------------------------------------------------------------ pictures
 
 
-class PageMapPane(Vertical):
-    """Per side (recorded / predicted) and KV-cache group, each layer's page as a bar against the
-    largest page; padding ``▒``; the layer that breaks unification marked ``✗`` with its numbers."""
+class PicturePane(Vertical):
+    """A picture drawn from one view model into an OptionList (``LIST_ID``): redrawn on resize, and
+    ``select(anchor)`` moves to the option the anchor names (``anchor_to_option``, filled by ``_draw``)."""
 
-    DEFAULT_CSS = """
-    PageMapPane #page-legend { height: 1; }
-    PageMapPane #page-list { height: 1fr; border: none; }
-    """
-
-    def compose(self) -> ComposeResult:
-        yield Static(render.page_legend(), id="page-legend")
-        yield OptionList(id="page-list", classes="picture")
+    LIST_ID = ""
+    PICTURE = ""
 
     def on_mount(self) -> None:
         self.vm = None
@@ -179,6 +173,46 @@ class PageMapPane(Vertical):
     def on_resize(self) -> None:
         if self.vm is not None and self.size.width != self._width:
             self._draw()
+
+    def _draw(self) -> None:
+        raise NotImplementedError
+
+    def _fallback_option(self, anchor: Anchor) -> str | None:
+        """The option for an anchor that names no option of its own (none by default)."""
+        return None
+
+    def has(self, anchor: Anchor) -> bool:
+        return anchor.key in self.anchor_to_option
+
+    def select(self, anchor: Anchor) -> bool:
+        oid = self.anchor_to_option.get(anchor.key) or self._fallback_option(anchor)
+        if oid is None:
+            self.app.notify(f"{anchor.key} is not in the {self.PICTURE}", timeout=4)
+            return False
+        olist = self.query_one(f"#{self.LIST_ID}", OptionList)
+        olist.highlighted = olist.get_option_index(oid)
+        olist.focus()
+        return True
+
+
+# ------------------------------------------------------------------------------------ page map
+
+
+class PageMapPane(PicturePane):
+    """Per side (recorded / predicted) and KV-cache group, each layer's page as a bar against the
+    largest page; padding ``▒``; the layer that breaks unification marked ``✗`` with its numbers."""
+
+    DEFAULT_CSS = """
+    PageMapPane #page-legend { height: 1; }
+    PageMapPane #page-list { height: 1fr; border: none; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(render.page_legend(), id="page-legend")
+        yield OptionList(id="page-list", classes="picture")
+
+    LIST_ID = "page-list"
+    PICTURE = "page map"
 
     def _draw(self) -> None:
         olist = self.query_one("#page-list", OptionList)
@@ -220,20 +254,10 @@ class PageMapPane(Vertical):
         else:
             olist.highlighted = next((i for i, o in enumerate(options) if not o.disabled), None)
 
-    def has(self, anchor: Anchor) -> bool:
-        return anchor.key in self.anchor_to_option
-
-    def select(self, anchor: Anchor) -> bool:
-        olist = self.query_one("#page-list", OptionList)
-        oid = self.anchor_to_option.get(anchor.key)
-        if oid is None and anchor.kind == "group":  # the group's first row
-            oid = next((o for k, o in self.anchor_to_option.items() if self._group_of(k) == anchor.ref), None)
-        if oid is None:
-            self.app.notify(f"{anchor.key} is not in the page map", timeout=4)
-            return False
-        olist.highlighted = olist.get_option_index(oid)
-        olist.focus()
-        return True
+    def _fallback_option(self, anchor: Anchor) -> str | None:
+        if anchor.kind != "group":
+            return None
+        return next((o for k, o in self.anchor_to_option.items() if self._group_of(k) == anchor.ref), None)  # its first row
 
     def _group_of(self, key: str) -> str | None:
         layer = key.partition(":")[2]
@@ -247,7 +271,7 @@ class PageMapPane(Vertical):
 # ------------------------------------------------------------------------------------ state index
 
 
-class StateIndexPane(Vertical):
+class StateIndexPane(PicturePane):
     """Per KV-cache group: the block table (rows × columns and its derivation) against each
     builder's state-index buffer; a grid of request slots × columns with the mismatched column ✗."""
 
@@ -260,18 +284,8 @@ class StateIndexPane(Vertical):
         yield Static(id="state-source", classes="muted")
         yield OptionList(id="state-list", classes="picture")
 
-    def on_mount(self) -> None:
-        self.vm = None
-        self.anchor_to_option: dict[str, str] = {}
-        self._width = 0
-
-    def show(self, vm) -> None:
-        self.vm = vm
-        self._draw()
-
-    def on_resize(self) -> None:
-        if self.vm is not None and self.size.width != self._width:
-            self._draw()
+    LIST_ID = "state-list"
+    PICTURE = "state-index view"
 
     def _draw(self) -> None:
         vm = self.vm
@@ -307,19 +321,6 @@ class StateIndexPane(Vertical):
         ids = [o.id for o in options]
         target = keep if keep is not None and keep in ids else (first_marked or "g0")
         olist.highlighted = ids.index(target)
-
-    def has(self, anchor: Anchor) -> bool:
-        return anchor.key in self.anchor_to_option
-
-    def select(self, anchor: Anchor) -> bool:
-        oid = self.anchor_to_option.get(anchor.key)
-        if oid is None:
-            self.app.notify(f"{anchor.key} is not in the state-index view", timeout=4)
-            return False
-        olist = self.query_one("#state-list", OptionList)
-        olist.highlighted = olist.get_option_index(oid)
-        olist.focus()
-        return True
 
 
 # ------------------------------------------------------------------------------------ suggestions
