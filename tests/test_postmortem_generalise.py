@@ -350,3 +350,14 @@ def test_device_and_dtype_contracts_are_not_a_family():
                'raise ValueError("All inputs must be on the same device.")')]
     log = "\n".join([HYBRID_SPEC, *_tb(frames, "ValueError: All inputs must be on the same device.")])
     assert analyze_text(log, use_preflight=False).findings[0].category == "other"
+
+
+def test_an_unknown_kernel_size_check_of_an_mla_model_under_mtp_is_a_kernel_limit():
+    msg = "RuntimeError: Check failed: (q_seq_per_hk <= 64) is false: the decode kernel handles at most 64 rows"
+    top = analyze_text("\n".join([MLA_MTP, msg]), use_preflight=False).findings[0]
+    assert top.category == "spec_kernel_limit" and top.confidence == "low" and top.numbers["next_n"] == 3
+    # a dtype / architecture check is not a size limit; without spec decoding it is no family either
+    for log in ("\n".join([MLA_MTP, "RuntimeError: Check failed: (dtype == kBFloat16) is false: q must be bf16"]),
+                "\n".join([DENSE, msg])):
+        fs = analyze_text(log, use_preflight=False).findings
+        assert not fs or fs[0].category == "other", (log, fs[0].title)

@@ -64,9 +64,12 @@ HYBRID_ARCH = re.compile(r"Qwen3Next|Qwen3_5|Qwen3p5|NemotronH|GraniteMoeHybrid|
                          r"Mamba|Lfm2|KimiLinear|MiniMaxText01|MiniMaxM1|OlmoHybrid|Hymba|Kimi(?:K3)|GptOssHybrid", re.I)
 HYBRID_MODEL = re.compile(r"qwen3[-_.]?next|qwen3\.[5-9]|qwen3[-_]coder[-_]next|qwen3\.?[5-9][-_]|nemotron[-_]?h\b|"
                           r"nemotron[-_ ]?(?:3|nano[-_]?9b|nano[-_]?12b|super|ultra)|granite[-_]4|falcon[-_]?h1|jamba|zamba|"
-                          r"bamba|mamba|lfm2|kimi[-_]linear|kimi[-_]k3|minimax[-_]?(?:m1|text)|plamo", re.I)
+                          r"bamba|mamba|lfm2|kimi[-_]linear|kimi[-_]k3|minimax[-_]?(?:m1|text)|plamo|hymba|apriel[-_]?h|"
+                          r"(?:ling|ring)[-_](?:mini|flash|plus)?[-_]?(?:2\.\d[-_])?linear", re.I)
 MLA_ARCH = re.compile(r"DeepseekV[23]|DeepseekV32|DeepseekV4|Deepseek|KimiK2|Glm.*Dsa|GlmMoeDsa|MiniMaxM3|Kimi", re.I)
 MLA_MODEL = re.compile(r"deepseek|kimi[-_]k2|glm[-_]?5|dsv[34]|minimax[-_]m3|longcat", re.I)
+HYBRID_WORDS = re.compile(r"\bGDN\b|gated ?deltanet|\bmamba\d?\b|linear[ -]attention", re.I)
+MLA_WORDS = re.compile(r"\bMLA\b|\bDSA\b|sparse[ -]?MLA|indexer|DeepGEMM", re.I)
 HYBRID_FRAMES = re.compile(r"mamba|gdn|linear_attn|short_conv|/fla/|causal_conv1d|ssd_|qwen3_next|qwen3_5|nemotron_h|"
                            r"kda|lightning", re.I)
 MLA_FRAMES = re.compile(r"/mla/|mla_attention|flashmla|flash_mla|deep_gemm|indexer|sparse_attn|deepseek|aiter_mla|"
@@ -125,8 +128,9 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     model = str(a.get("model") or facts.model or "")
     frames_text = " ".join(f"{f.file} {f.function}" for e in facts.exceptions for f in e.frames[-12:])
     # a model named only in prose (a test id, an error line, a repo id quoted in the text)
+    terms = " ".join(facts.startup.get("prose_terms") or [])
     prose = " ".join([t for _, t in (facts.startup.get("error_lines") or [])][-20:]
-                     + list(facts.startup.get("repo_mentions") or []))
+                     + list(facts.startup.get("repo_mentions") or []) + [terms])
     if not model and not arch:
         m = HYBRID_MODEL.search(prose) or MLA_MODEL.search(prose)
         if m:
@@ -135,6 +139,9 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     if arch and HYBRID_ARCH.search(arch) or HYBRID_MODEL.search(model):
         hybrid = True
         why.append(f"hybrid model ({arch or model})")
+    elif not arch and not a.get("model") and not facts.model and HYBRID_WORDS.search(terms):
+        hybrid = True
+        why.append(f"hybrid model (the text speaks of {HYBRID_WORDS.search(terms).group(0)} layers)")
     elif any(k in facts.startup for k in ("mamba_cache_mode", "mamba_padding_percent", "attention_block_size")):
         hybrid = True
         why.append("hybrid model (Mamba page alignment in the startup lines)")
@@ -147,6 +154,9 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     if arch and MLA_ARCH.search(arch) or MLA_MODEL.search(model) or MLA_FRAMES.search(frames_text):
         mla = True
         why.append(f"MLA / sparse-indexer model ({arch or model or 'frames'})")
+    elif not arch and not a.get("model") and not facts.model and MLA_WORDS.search(terms) and not hybrid:
+        mla = True
+        why.append(f"MLA / sparse-indexer model (the text speaks of {MLA_WORDS.search(terms).group(0)})")
     elif arch or model:
         mla = False
     k = a.get("num_speculative_tokens")
@@ -446,6 +456,10 @@ SHAPE = re.compile(r"size of tensor a \(\d+\) must match|expanded size of the te
                    r"mat1 and mat2 shapes cannot|view size is not compatible|Sizes of tensors must match|"
                    r"doesn't match the broadcast shape|output with shape \[[^\]]*\] doesn't match|"
                    r"Expected size \d+ but got size \d+|inconsistent tensor size", re.I)
+KERNEL_CHECK = re.compile(r"Assertion error \(|Check failed|TORCH_CHECK|FLASHINFER_CHECK|TVM_FFI|Expected .{1,80}"
+                          r"(?:to be|but got|got)\b|must be (?:<=|>=|less|at most|at least|a multiple|divisible)|"
+                          r"exceeds? (?:the )?(?:maximum|limit|max)|only supports? .{0,40}(?:tokens|heads|q_len|seqlen|"
+                          r"next_n|batch)", re.I)
 _NEG_INDEX = re.compile(r"index -\d+ is out of bounds|negative (?:state )?ind(?:ex|ices)|index -1\b", re.I)
 _SPEC_FRAMES = re.compile(r"/spec_decode/|proposer|eagle|mtp|draft|speculat", re.I)
 
@@ -458,7 +472,11 @@ def _shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts
     buffer (kernel limit). A negative index in Mamba/GDN code under speculative decoding is a row with no
     accepted draft (``num_accepted - 1``). Without frames the model's kind stands in for the place (low)."""
     neg = bool(_NEG_INDEX.search(message))
-    if not (SHAPE.search(message) or neg) or setup.spec_k == 0:
+    # a kernel's own check (C++/TVM/Triton text) about sizes, not about the GPU, dtype or device
+    kcheck = bool(KERNEL_CHECK.search(message)) and not re.search(
+        r"arch|dtype|sm_?\d|capability|device|fp8|bf16|fp16|float|int32|int64|contiguous|stride|not supported on", message,
+        re.I)
+    if not (SHAPE.search(message) or neg or kcheck) or setup.spec_k == 0:
         return None
     from ..catalog.match import vllm_path
 
@@ -481,6 +499,8 @@ def _shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts
             return None
     else:
         return None
+    if kcheck and not SHAPE.search(message) and not neg and cat != "spec_kernel_limit":
+        return None  # a kernel check speaks for the MLA / attention kernels only
     batch = setup.batch or {}
     if cat == "mixed_batch" and not neg and not (batch.get("mixed") or batch.get("ragged_drafts")) and (
             setup.prefix_caching or setup.mamba_cache_mode in ("align", "all")):
@@ -494,6 +514,9 @@ def _shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts
     elif cat == "mixed_batch":
         what = ("a shape mismatch inside Mamba/GDN code under speculative decoding: spec-decode rows (1 + k tokens) "
                 "and plain decode rows (1 token) of one batch disagree about their sizes")
+    elif kcheck and not SHAPE.search(message):
+        what = ("a kernel's size check failing in MLA / sparse-attention code under speculative decoding: the "
+                "multi-token decode (1 + k query tokens per request) is outside what the kernel was built for")
     else:
         what = ("a shape mismatch inside MLA / sparse-indexer code under speculative decoding: the multi-token decode "
                 "shape (one row per draft token) meets a buffer sized per request or per block")

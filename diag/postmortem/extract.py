@@ -240,6 +240,7 @@ class FactCollector:
         self.error_lines: list[tuple[int, str]] = []  # error-like lines outside tracebacks (kernel text, excerpts)
         self._err_open = False
         self._err_last = 0
+        self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text
         self.numeric_flags: dict[str, Any] = {}  # --flag NUMBER anywhere (bench/eval commands too)
         self.metrics: dict[str, Any] = {}  # Prometheus counters and spec-decode metrics quoted in the log
         self.tp_ranks: set[int] = set()
@@ -456,6 +457,12 @@ class FactCollector:
                 rid = m.group(1).rstrip(".,;:)")
                 if rid not in self.repo_mentions and not rid.lower().startswith(_NOT_REPOS):
                     self.repo_mentions.append(rid)
+        # model families and layer kinds the reporter names ("Qwen3.5-27B", "the GDN layers", "DeepSeek-V3.2")
+        if len(text) < 2000 and len(self.prose_terms) < 12:
+            for m in _MODEL_WORDS.finditer(text):
+                term = m.group(0)
+                if term not in self.prose_terms and len(self.prose_terms) < 12:
+                    self.prose_terms.append(term)
         # the reporter's words about the set-up ("with MTP", "k=3", "prefix caching on")
         if len(text) < 2000 and _SPEC_HINT.search(text):
             m = _SPEC_PROSE.search(text)
@@ -587,6 +594,8 @@ class FactCollector:
                 self.facts.lines["crash_batch"] = (self.dump_text[0], (DUMP_SCHED + ": " + self.dump_text[1])[:500])
         if self.error_lines:
             self.facts.startup["error_lines"] = [list(x) for x in self.error_lines[-40:]]
+        if self.prose_terms:
+            self.facts.startup["prose_terms"] = list(self.prose_terms)
         f = self.facts
         f.total_lines = self.last_line
         if self.hit_rate_count:
@@ -905,6 +914,10 @@ def frame_line_numbers(f: LogFacts) -> dict[str, int]:
     return out
 
 
+_MODEL_WORDS = re.compile(
+    r"(?<![\w/.-])(?:(?:Qwen|DeepSeek|GLM|Kimi|Nemotron|Granite|Jamba|Falcon|LFM|MiniMax|Zamba|Bamba|Mamba|Llama|"
+    r"Mistral|Gemma|Phi|gpt-oss|Olmo|Hunyuan|Ling|Ring|Apriel|Plamo|Hymba|LongCat)[\w.-]*|GDN|Gated ?DeltaNet|"
+    r"linear[ -]attention|MLA|DSA|sparse[ -]?MLA|(?:lightning )?indexer|DeepGEMM|hybrid)(?![\w-])", re.I)
 _SPEC_HINT = re.compile(r"MTP|mtp|[Ee]agle|EAGLE|gram|peculative|spec[ -]?decod|[Dd]raft|[Mm]edusa|DFlash|DSpark|suffix dec")
 _SPEC_PROSE = re.compile(r"(?<![\w/.-])(MTP|mtp|EAGLE-?3?|[Ee]agle-?3?|ngram|n-gram|[Ss]peculative decoding|"
                          r"spec(?:ulative)?[ -]decod(?:e|ing)|draft model|[Mm]edusa|DFlash|DSpark|suffix decoding)(?![\w-])")
