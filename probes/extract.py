@@ -612,21 +612,42 @@ def builder_buffers(runner: Any, version: str = "", phase: str | None = None) ->
 # ------------------------------------------------------------------------------------ batch steps
 
 
-def step_from_scheduler_output(step_index: int, so: Any, requests: Any, at: float) -> BatchStep:
+def step_from_scheduler_output(step_index: int, so: Any, requests: Any, at: float,
+                               prompt_lens: dict | None = None) -> BatchStep:
     """The runner's view of one step (before the builders split it again per group).
 
-    A request is a spec decode when the scheduler sent draft tokens for it; a decode when it has
-    produced output already and runs one token; anything else (new, or still in its prompt, or
-    resumed with several tokens) is a prefill.
+    A request is a spec decode when the scheduler sent draft tokens for it; a decode when it runs
+    one token past its prompt; anything else (new, still in its prompt, or resumed with several
+    tokens) is a prefill. "Past its prompt" compares the computed tokens with the prompt length the
+    request had when it was scheduled new (``prompt_lens``, kept by the caller across steps; entries
+    of finished requests are dropped here): with async scheduling (vLLM's default on GPUs) the output
+    count of a request still reads 0 at its first decode steps. Without a known prompt length, a
+    request that has produced output and runs one token is a decode.
     """
     counts = so.num_scheduled_tokens
     spec = so.scheduled_spec_decode_tokens or {}
     cached = so.scheduled_cached_reqs
     n_out = {}
+    computed: dict = {}
     ids = safe_attr(cached, "req_ids")
     outs = safe_attr(cached, "num_output_tokens")
     if ids and outs is not None:
         n_out = dict(zip(ids, outs))
+    comp = safe_attr(cached, "num_computed_tokens")
+    if ids and comp is not None:
+        computed = dict(zip(ids, comp))
+    if prompt_lens is not None:
+        for nr in safe_attr(so, "scheduled_new_reqs") or ():
+            rid = safe_attr(nr, "req_id")
+            plen = safe_attr(nr, "prompt_len")
+            if not isinstance(plen, int):
+                toks = safe_attr(nr, "prompt_token_ids")
+                plen = len(toks) if toks is not None else None
+            if rid is not None and isinstance(plen, int):
+                prompt_lens[rid] = plen
+                computed[rid] = safe_attr(nr, "num_computed_tokens") or 0
+        for rid in safe_attr(so, "finished_req_ids") or ():
+            prompt_lens.pop(rid, None)
     decodes = spec_decodes = prefills = 0
     dec_tok = spec_tok = pre_tok = 0
     spec_per_req = []
@@ -636,7 +657,8 @@ def step_from_scheduler_output(step_index: int, so: Any, requests: Any, at: floa
             spec_decodes += 1
             spec_tok += n
             spec_per_req.append(len(drafts))
-        elif n == 1 and n_out.get(rid, 0) > 0:
+        elif n == 1 and (computed[rid] >= prompt_lens[rid] if prompt_lens and rid in prompt_lens and rid in computed
+                         else n_out.get(rid, 0) > 0):
             decodes += 1
             dec_tok += n
         else:

@@ -55,6 +55,7 @@ class Probe:
         # whose engine runs elsewhere (only a configuration vLLM rejects before any EngineCore
         # exists), None in workers: one diagnosis per engine, not one per rank.
         self.diagnose_on: str | None = None
+        self.prompt_lens: dict[str, int] = {}  # request id -> prompt length, for the step split
 
     def reset_after_fork(self) -> None:
         """Per-process state starts empty in a forked child (the wrappers stay installed)."""
@@ -64,6 +65,7 @@ class Probe:
         self._signatures = set()
         self._groups_recorded = False
         self.block_tables, self.buffers, self.layer_specs = [], [], {}
+        self.prompt_lens = {}
         self._builder_groups, self._builder_steps, self._builder_rows = {}, {}, {}
 
     # ------------------------------------------------------------------ helpers
@@ -553,7 +555,8 @@ class Probe:
                 try:
                     if scheduler_output.total_num_scheduled_tokens:
                         probe.step_index += 1
-                        step = extract.step_from_scheduler_output(probe.step_index, scheduler_output, None, time.time())
+                        step = extract.step_from_scheduler_output(probe.step_index, scheduler_output, None, time.time(),
+                                                                  probe.prompt_lens)
                         probe.rec.add_step(step)
                 except Exception as exc:  # noqa: BLE001
                     probe.disabled.add("steps")

@@ -371,3 +371,35 @@ def test_recorder_flushes_when_steps_pause(tmp_path):
             n = len(store.load(rec.session.id).state.steps)
     assert n == 3 and time.time() < deadline
     rec.close()
+
+
+def test_step_split_with_async_scheduling():
+    """With async scheduling (vLLM's default on GPUs) a request's output count still reads 0 at its
+    first decode steps; the split compares computed tokens with the prompt length instead (seen on
+    vLLM 0.26 Model Runner V2: 16 decode tokens of 8 requests counted as prefill)."""
+    from types import SimpleNamespace as NS
+
+    from vllm_diag.probes.extract import step_from_scheduler_output
+
+    def so(new=(), cached=(), counts=None, spec=None, finished=()):
+        return NS(scheduled_new_reqs=[NS(req_id=r, prompt_token_ids=[0] * p, num_computed_tokens=c) for r, p, c in new],
+                  scheduled_cached_reqs=NS(req_ids=[r for r, _, _ in cached], num_computed_tokens=[c for _, c, _ in cached],
+                                           num_output_tokens=[o for _, _, o in cached]),
+                  num_scheduled_tokens=counts, total_num_scheduled_tokens=sum(counts.values()),
+                  scheduled_spec_decode_tokens=spec or {}, finished_req_ids=set(finished))
+
+    lens: dict = {}
+    s1 = step_from_scheduler_output(1, so(new=[("a", 5, 0), ("b", 40, 8)], counts={"a": 5, "b": 16}), None, 0.0, lens)
+    assert (s1.num_prefills, s1.num_prefill_tokens, s1.num_decodes) == (2, 21, 0)
+    # a's first decode: output count still 0 (async); b's prompt continues (chunked prefill)
+    s2 = step_from_scheduler_output(2, so(cached=[("a", 5, 0), ("b", 24, 0)], counts={"a": 1, "b": 16}), None, 0.0, lens)
+    assert (s2.num_decodes, s2.num_decode_tokens, s2.num_prefills, s2.num_prefill_tokens) == (1, 1, 1, 16)
+    # b's last prompt token alone is still prefill; a spec-decodes
+    s3 = step_from_scheduler_output(3, so(cached=[("a", 6, 1), ("b", 39, 0)], counts={"a": 3, "b": 1}, spec={"a": [7, 7]}),
+                                    None, 0.0, lens)
+    assert (s3.num_spec_decodes, s3.num_spec_decode_tokens, s3.num_prefills, s3.num_prefill_tokens) == (1, 3, 1, 1)
+    step_from_scheduler_output(4, so(cached=[("b", 40, 1)], counts={"b": 1}, finished=["a"]), None, 0.0, lens)
+    assert lens == {"b": 40}
+    # without a known prompt length (probe started mid-request), the output count decides
+    s5 = step_from_scheduler_output(5, so(cached=[("z", 9, 2)], counts={"z": 1}), None, 0.0, {})
+    assert s5.num_decodes == 1
