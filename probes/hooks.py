@@ -499,7 +499,8 @@ class Probe:
             md = orig(self_, *args, **kwargs)
             cls = type(self_)
             step = probe.step_index
-            if probe._builder_steps.get(cls) != step and "build" not in probe.disabled and probe.rec.enabled:
+            if (probe._builder_steps.get(cls) != step and "build" not in probe.disabled and probe.rec.enabled
+                    and not getattr(probe.tls, "warmup", False)):
                 probe._builder_steps[cls] = step
                 try:
                     row = extract.step_from_metadata(step, cls.__name__, probe._builder_groups.get(id(self_)), md, time.time())
@@ -546,12 +547,28 @@ class Probe:
 
         return factory
 
+    def wrap_warmup(self, orig: Callable) -> Callable:
+        """Model Runner V2's kernel warm-up runs ``execute_model`` on synthetic scheduler outputs
+        (vLLM 0.26 gpu/warmup.py): those are not the engine's steps, so they are not recorded."""
+        probe = self
+
+        def warmup(*args, **kwargs):
+            prev = getattr(probe.tls, "warmup", False)
+            probe.tls.warmup = True
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                probe.tls.warmup = prev
+
+        return warmup
+
     def wrap_execute_model(self, orig: Callable) -> Callable:
         probe = self
 
         def execute_model(self_, scheduler_output, *args, **kwargs):
             step = None
-            if probe.rec.enabled and "steps" not in probe.disabled and not kwargs.get("dummy_run"):
+            if (probe.rec.enabled and "steps" not in probe.disabled and not kwargs.get("dummy_run")
+                    and not getattr(probe.tls, "warmup", False)):
                 try:
                     if scheduler_output.total_num_scheduled_tokens:
                         probe.step_index += 1

@@ -180,13 +180,14 @@ def test_version_gates():
     assert adapters.planning_module("0.32.0") == adapters.planning_module("0.20.2") == "vllm.v1.core.kv_cache_utils"
     probe = types.SimpleNamespace(**{n: (lambda f: f) for n in (
         "wrap_get_kv_cache_groups", "wrap_unify", "wrap_initialize_kv_caches", "wrap_executor_specs", "wrap_flush_after",
-        "wrap_runner_kv_spec", "wrap_runner_initialize_kv_cache", "wrap_execute_model", "wrap_idle_flush")}, wrap_phase=lambda p: (lambda f: f),
+        "wrap_runner_kv_spec", "wrap_runner_initialize_kv_cache", "wrap_execute_model", "wrap_idle_flush", "wrap_warmup")}, wrap_phase=lambda p: (lambda f: f),
         wrap_runner_phase=lambda p: (lambda f: f))
     names = lambda pts: {f"{p.module}:{p.qualname}" for p in pts}
     assert "vllm.v1.core.kv_cache_planning:get_kv_cache_groups_from_builder" in names(adapters.planning_points("0.33.0", probe))
     gpu_pts = names(adapters.runner_points("0.33.0", probe, is_cpu=False))
     assert "vllm.v1.worker.gpu.model_runner:GPUModelRunner.initialize_kv_cache" in gpu_pts  # model runner V2
     assert not any("worker.gpu.model_runner" in n for n in names(adapters.runner_points("0.32.0", probe, is_cpu=True)))
+    assert "vllm.v1.worker.gpu_worker:warmup_kernels" in gpu_pts  # V2's warm-up steps are not the engine's
     v2_old = [p for p in adapters.runner_points("0.20.2", probe, is_cpu=False) if p.module.endswith("gpu.model_runner")]
     assert v2_old and all(p.optional for p in v2_old)  # opt-in runner before 0.22: absent is normal
 
@@ -403,3 +404,21 @@ def test_step_split_with_async_scheduling():
     # without a known prompt length (probe started mid-request), the output count decides
     s5 = step_from_scheduler_output(5, so(cached=[("z", 9, 2)], counts={"z": 1}), None, 0.0, {})
     assert s5.num_decodes == 1
+
+
+def test_v2_warmup_steps_are_not_recorded(tmp_path):
+    """Model Runner V2 warms its kernels up by calling execute_model on synthetic requests (vLLM 0.26
+    gpu/warmup.py warmup_kernels): inside the wrapped warm-up no step row is recorded."""
+    from types import SimpleNamespace as NS
+
+    rec = _recorder(tmp_path / "r.db")
+    probe = Probe(rec, "0.26.0")
+    so = NS(scheduled_new_reqs=[NS(req_id="w", prompt_token_ids=[1, 2], num_computed_tokens=0)],
+            scheduled_cached_reqs=NS(req_ids=[], num_computed_tokens=[], num_output_tokens=[]),
+            num_scheduled_tokens={"w": 2}, total_num_scheduled_tokens=2, scheduled_spec_decode_tokens={},
+            finished_req_ids=set())
+    execute = probe.wrap_execute_model(lambda self_, so_, *a, **k: "out")
+    warmup = probe.wrap_warmup(lambda runner, exec_fn, sample_fn: exec_fn(None, so))
+    assert warmup(None, execute, None) == "out" and probe.step_index == 0
+    assert execute(None, so) == "out" and probe.step_index == 1
+    rec.close()

@@ -107,6 +107,12 @@ def runner_points(version: str, probe: Any, is_cpu: bool) -> list[HookPoint]:
                       "CUDA-graph capture errors (model runner V2)", optional=True),
             HookPoint(V2_RUNNER, "GPUModelRunner.profile_run", probe.wrap_runner_phase("profile"),
                       "memory-profiling errors (model runner V2)", optional=True),
+            # V2's warm-up drives execute_model with synthetic requests; looked up as a module global
+            # by its callers (gpu_worker.py imports the name), so it is wrapped where it is called
+            HookPoint("vllm.v1.worker.gpu_worker", "warmup_kernels", probe.wrap_warmup,
+                      "skipping Model Runner V2's warm-up steps", optional=True),
+            HookPoint("vllm.model_executor.warmup.flashinfer_sparse_mla_warmup", "run_mixed_prefill_decode_warmup",
+                      probe.wrap_warmup, "skipping FlashInfer sparse-MLA warm-up steps", optional=True),
         ]
     return points
 
