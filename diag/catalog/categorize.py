@@ -106,6 +106,13 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: e == "NotImplementedError" and bool(re.search(
          r"(does|do|is|are)? ?not (yet )?(supported|support|implemented)|unsupported|only supports?", t))
      and not bool(re.search(r"page.size|cannot unify|cannot be padded", t))),
+    # the runner's own bookkeeping counted twice: one block table per KV-cache group (the number of tables the
+    # runner passes vs the number of groups the same code registered) -- a structural disagreement between two
+    # parts of vLLM (a runner variant, pipeline stages), independent of any index, width or batch
+    ("other_runner_bookkeeping", "other",
+     lambda f, fn, t, e, c: bool(re.search(r"len\((?:self\.)?\w*block_tables\)\s*(?:==|!=)[^,]*num_groups|"
+                                           r"num_groups\s*(?:==|!=)\s*len\((?:self\.)?\w*block_tables\)|"
+                                           r"expected (?:\{[\w.]*num_groups\}|\d+) block tables,? got", _core(t)))),
     # a tensor's device or dtype (or the GPU generation a kernel needs) against what a kernel accepts: an input
     # contract of that kernel, the same for every batch and draft length -- not a shape, width or limit of the
     # families (a contiguity or stride check is a layout, and stays with them)

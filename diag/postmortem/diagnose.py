@@ -111,6 +111,7 @@ class Setup:
     async_scheduling: bool | None
     batch: dict[str, Any] | None
     why: list[str]
+    mixed_evidence: str | None = None  # the report's own words about mixed decode / spec-decode batches
 
 
 def _truthy(v: Any) -> bool | None:
@@ -195,8 +196,9 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     if pc:
         why.append("prefix caching on" + (f" (Mamba cache mode '{mode}')" if mode else ""))
     asy = _truthy(a.get("async_scheduling"))
+    mixed = facts.startup.get("mixed_prose") if isinstance(facts.startup.get("mixed_prose"), str) else None
     return Setup(hybrid=hybrid, mla=mla, spec_k=k, spec_method=method, prefix_caching=pc, mamba_cache_mode=mode,
-                 async_scheduling=asy, batch=batch, why=why)
+                 async_scheduling=asy, batch=batch, why=why, mixed_evidence=mixed)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -836,17 +838,13 @@ def _hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:
     batch = setup.batch or {}
     if batch.get("mixed") or batch.get("ragged_drafts"):
         return "mixed_batch", "the crash dump shows " + ("a mixed batch" if batch.get("mixed") else "ragged draft lengths")
+    if setup.mixed_evidence:
+        return "mixed_batch", f"the log speaks of mixed batches ({setup.mixed_evidence})"
     if setup.prefix_caching or setup.mamba_cache_mode in ("align", "all"):
         return "state_index", ("the Mamba/GDN state indices that prefix caching routes through the block table "
                                f"(mode '{setup.mamba_cache_mode or 'align'}') under speculative decoding")
-    if setup.async_scheduling:
-        return "mixed_batch", ("the step's batch under asynchronous scheduling: the next step is built before the "
-                               "previous step's accepted draft counts are known, so decode / spec-decode rows of "
-                               "one batch disagree about their token counts")
-    if setup.prefix_caching is False:
-        return "mixed_batch", ("the batch composition: without prefix caching each request owns one state slot, so an "
-                               "out-of-range access comes from the rows of a mixed decode / spec-decode batch")
-    return "state_index", "Mamba/GDN state indices under speculative decoding"
+    return "state_index", ("Mamba/GDN state indices under speculative decoding (no evidence of mixed decode / "
+                           "spec-decode batches: the crash dump or the report would show one)")
 
 
 def _describe(batch: dict) -> str:

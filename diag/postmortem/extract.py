@@ -472,6 +472,12 @@ class FactCollector:
                 self.facts.startup["spec_prose"] = {"method": method.lower().replace(" ", "_"),
                                                     "k": int(next(g for g in k.groups() if g)) if k else None}
                 self.facts.lines["spec_prose"] = (line.lineno, text.strip()[:500])
+        if "mixed_prose" not in self.facts.startup and len(text) < 2000 and ("ixed" in text or "decode" in text
+                                                                              or "non-spec" in text):
+            m = _MIXED_PROSE.search(text)
+            if m:
+                self.facts.startup["mixed_prose"] = m.group(0)
+                self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])
         if "prefix cach" in text.lower() and "prefix_caching_prose" not in self.facts.startup and len(text) < 2000:
             m = _PC_PROSE.search(text)
             if m:
@@ -923,6 +929,10 @@ _SPEC_PROSE = re.compile(r"(?<![\w/.-])(MTP|mtp|EAGLE-?3?|[Ee]agle-?3?|ngram|n-g
                          r"spec(?:ulative)?[ -]decod(?:e|ing)|draft model|[Mm]edusa|DFlash|DSpark|suffix decoding)(?![\w-])")
 _SPEC_K = re.compile(r"(?:num_speculative_tokens|num_spec_tokens)\W{0,3}(\d+)|(?<![\w-])[kK]\s*=\s*(\d+)\b|"
                      r"(\d+)\s+(?:speculative|draft|spec|MTP) tokens|(?:MTP|mtp)\s*[=-]\s*(\d)\b(?![\w.])")
+_MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?:-| )?decode)|"
+                          r"(?:spec(?:ulative)?|draft)(?:-| )?decodes? (?:and|with|mixed with) (?:plain |non-spec )?decodes?|"
+                          r"decodes? (?:and|with) spec(?:ulative)?(?:-| )?decodes?|non-spec (?:and|with) spec|"
+                          r"spec and non-spec", re.I)
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
                        r"(?:\s+(?:on|enabled|turned on))?", re.I)
 _ARG_PAIR = re.compile(r"(?<![\w.-])([a-z][a-z0-9]*_[a-z0-9_]+)=(-?\d+(?:\.\d+)?)(?![\w.])")
