@@ -164,3 +164,29 @@ def test_unreachable_endpoint_fails_fast_with_one_line(env):
     r = check({**env, "HF_ENDPOINT": f"http://127.0.0.1:{port}", "VLLM_DIAG_HUB_TIMEOUT": "2"}, "org/tiny-llama")
     assert r.returncode == 2
     assert f"127.0.0.1:{port}" in r.stderr and "failed" in r.stderr and r.stderr.strip().count("\n") == 0
+
+
+def test_a_failed_fetch_is_answered_from_memory(env, monkeypatch):
+    """One analysis re-checks every suggestion through the pre-flight: a model the Hub does not have
+    is asked for once, not once per re-check (each ask may wait out timeouts and retries)."""
+    from vllm_diag.preflight import hfconfig
+
+    for k in [k for k in os.environ if k.startswith("HF_")]:
+        monkeypatch.delenv(k)
+    for k, v in env.items():
+        if k.startswith("HF_"):
+            monkeypatch.setenv(k, v)
+    monkeypatch.setattr(hfconfig, "_FAILED_FETCHES", {})
+    asked = lambda: [r for r in HubHandler.requests if "org/no-such-model" in r[1]]  # noqa: E731
+    with pytest.raises(hfconfig.ModelConfigError, match="no such model on the Hub"):
+        hfconfig.fetch_config("org/no-such-model")
+    first = len(asked())
+    assert first >= 1
+    for _ in range(3):
+        with pytest.raises(hfconfig.ModelConfigError, match="no such model on the Hub"):
+            hfconfig.fetch_config("org/no-such-model")
+    assert len(asked()) == first
+    monkeypatch.setattr(hfconfig, "FAILED_FETCH_TTL_S", 0.0)  # once the memory expires, the Hub is asked again
+    with pytest.raises(hfconfig.ModelConfigError):
+        hfconfig.fetch_config("org/no-such-model")
+    assert len(asked()) > first

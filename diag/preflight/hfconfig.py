@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -206,17 +207,37 @@ def _env_on(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+# A failed fetch is remembered for a minute per (endpoint, repo, revision, token): one analysis
+# re-checks each suggestion through the pre-flight, and without this every re-check would wait out
+# the Hub's timeouts and retries again (tens of seconds on a host that drops the packets).
+_FAILED_FETCHES: dict[tuple, tuple[float, str]] = {}
+FAILED_FETCH_TTL_S = 60.0
+
+
 def fetch_config(repo_id: str, revision: str | None = None) -> Path:
     """Download ``config.json`` of a Hub model into the Hugging Face cache with ``huggingface_hub``.
 
     Honours ``HF_TOKEN`` (gated/private models), ``HF_ENDPOINT`` (mirrors, a local endpoint),
     ``HF_HUB_OFFLINE`` (no request at all) and ``HF_HUB_CACHE``/``HF_HOME``; every request has a
-    short timeout (``$VLLM_DIAG_HUB_TIMEOUT``, default 5 s). Any failure is one ModelConfigError line.
+    short timeout (``$VLLM_DIAG_HUB_TIMEOUT``, default 5 s). Any failure is one ModelConfigError line,
+    and the same failure is answered from memory for ``FAILED_FETCH_TTL_S``.
     """
     where = f"{repo_id}: config.json not found locally or in the Hugging Face cache ({hf_hub_cache()})"
     if _env_on("HF_HUB_OFFLINE"):
         raise ModelConfigError(f"{where}, and HF_HUB_OFFLINE is set, so it is not fetched from the Hub; "
                                f"unset HF_HUB_OFFLINE, or pass a local model folder")
+    key = (os.environ.get("HF_ENDPOINT"), repo_id, revision, bool(os.environ.get("HF_TOKEN")), str(hf_hub_cache()))
+    failed = _FAILED_FETCHES.get(key)
+    if failed is not None and time.monotonic() - failed[0] < FAILED_FETCH_TTL_S:
+        raise ModelConfigError(failed[1])
+    try:
+        return _fetch_config(repo_id, revision, where)
+    except ModelConfigError as exc:
+        _FAILED_FETCHES[key] = (time.monotonic(), str(exc))
+        raise
+
+
+def _fetch_config(repo_id: str, revision: str | None, where: str) -> Path:
     try:
         timeout = float(os.environ.get(HUB_TIMEOUT_ENV) or 5)
     except ValueError:
@@ -224,7 +245,7 @@ def fetch_config(repo_id: str, revision: str | None = None) -> Path:
     endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
     # imported here: huggingface_hub (httpx) costs ~150 ms, and most checks find config.json locally
     try:
-        from huggingface_hub import constants, hf_hub_download
+        from huggingface_hub import constants, get_hf_file_metadata, hf_hub_download, hf_hub_url
         from huggingface_hub import errors as hf_errors
     except ImportError:  # pragma: no cover - a declared dependency
         raise ModelConfigError(f"{where}; install huggingface_hub to fetch it from the Hub") from None
@@ -232,9 +253,14 @@ def fetch_config(repo_id: str, revision: str | None = None) -> Path:
     hub_log = logging.getLogger("huggingface_hub")
     level = hub_log.level
     hub_log.setLevel(logging.CRITICAL)  # its retry warnings would break the one-line error contract
+    token = os.environ.get("HF_TOKEN") or None
     try:
+        # One HEAD first, without retries: when nothing is cached, hf_hub_download retries a failed
+        # HEAD with backoff for up to a minute (about 23 s against a host that does not resolve).
+        get_hf_file_metadata(hf_hub_url(repo_id, "config.json", revision=revision, endpoint=endpoint),
+                             token=token, timeout=timeout, endpoint=endpoint)
         path = hf_hub_download(repo_id, "config.json", revision=revision, endpoint=endpoint, etag_timeout=timeout,
-                               cache_dir=str(hf_hub_cache()), token=os.environ.get("HF_TOKEN") or None)
+                               cache_dir=str(hf_hub_cache()), token=token)
     except hf_errors.LocalEntryNotFoundError as exc:  # the Hub was not reachable (and nothing cached)
         cause = exc.__cause__ or exc.__context__
         reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:160] if cause else "no answer"
