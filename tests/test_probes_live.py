@@ -153,7 +153,7 @@ def test_gpu_capture_11_vs_12_recorded_and_diagnosed(tmp_path):
     """vLLM 0.26.0 on an H100/H200, NemotronH + prefix caching + ngram 3: CUDA-graph capture fails
     with 11 vs 12. The recording holds the [8, 11] buffer and the [8, 12] block table recorded from
     the profiling KV cache before capture, each with its derivation, and the state_index finding."""
-    db = _asset("nemotronh-pc-ngram3-capture-11v12.db", tmp_path)
+    db = _asset("h200-nemotronh-pc-ngram3.db", tmp_path)
     with Store.open(db) as st:
         rec = st.load()
     st_ = rec.state
@@ -173,3 +173,22 @@ def test_gpu_capture_11_vs_12_recorded_and_diagnosed(tmp_path):
     again = diagnose(rec, suggestions=False)
     assert (again[0].rule, again[0].numbers["state_indices_columns"], again[0].numbers["block_table_columns"]) == (
         "mamba_state_indices", 11, 12)
+    # the EngineCore diagnosed it at the failure; the LLM process saw that and did not diagnose again
+    with Store.open(db) as st:
+        runs = dict(st.db.execute("select p.role, e.value from environment e join processes p "
+                                  "on p.session_id = e.session_id and p.pid = e.pid where e.key = 'live_diagnosis_last'"))
+    assert runs == {"engine_core": '"failure"'}
+
+
+def test_diagnose_command_on_a_gpu_recording(tmp_path):
+    db = _asset("h200-nemotronh-pc-ngram3.db", tmp_path)
+    with Store.open(db, create=True) as st:
+        st.add_findings(st.resolve_session(None), [], replace=True)  # as if recorded by a vllm-diag without live rules
+    out = subprocess.run([sys.executable, "-m", "vllm_diag", "diagnose", str(db), "--no-suggestions"], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0].startswith("error   state_index") and "state_indices_columns=11" in out.stdout
+    with Store.open(db) as st:
+        assert st.load().findings[0].rule == "mamba_state_indices"
+    bad = subprocess.run([sys.executable, "-m", "vllm_diag", "diagnose", str(tmp_path / "nope.db")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no such file" in bad.stderr
