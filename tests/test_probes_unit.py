@@ -422,3 +422,35 @@ def test_v2_warmup_steps_are_not_recorded(tmp_path):
     assert warmup(None, execute, None) == "out" and probe.step_index == 0
     assert execute(None, so) == "out" and probe.step_index == 1
     rec.close()
+
+
+def test_derivations_of_the_11_vs_12_widths():
+    """vLLM 0.26.0 sizes the Mamba builder's state_indices_tensor_d cdiv(512, 64) + 3 = 11 columns but
+    rounds the Mamba group's block-table row up to a multiple of 128 // 64 = 2 (MultiGroupBlockTable,
+    #39324): 12. vLLM 0.32 exempts Mamba (slot mapping NONE) groups from that rounding."""
+    from types import SimpleNamespace as NS
+
+    from vllm_diag.probes import extract
+
+    mamba = NS(block_size=64, num_speculative_blocks=3, shapes=[(1, 2)], dtypes=[None])
+    vc = NS(cache_config=NS(enable_prefix_caching=True, mamba_cache_mode="all"), model_config=NS(max_model_len=512),
+            scheduler_config=NS(max_num_seqs=8), compilation_config=NS(max_cudagraph_capture_size=64))
+    d26 = extract.block_table_derivation(mamba, vc, 512, 12, "NONE", "0.26.0", 64)
+    assert "= 11" in d26 and "128 // block_size 64 = 2" in d26 and d26.endswith("-> 12")
+    assert extract.block_table_derivation(mamba, vc, 512, 11, "NONE", "0.32.0", 64).endswith("= 11")
+    assert "does not know" in extract.block_table_derivation(mamba, vc, 512, 13, "NONE", "0.26.0", 64)
+    builder = NS(decode_cudagraph_max_bs=8, num_spec_tokens=3)
+    buf = extract.buffer_derivation(builder, "state_indices_tensor_d", [8, 11], vc, mamba, "0.26.0")
+    assert buf == ("rows: decode_cudagraph_max_bs = min(max_num_seqs 8, max_cudagraph_capture_size 64) = 8; "
+                   "columns: mamba all: cdiv(max_model_len 512, block_size 64) + num_speculative_blocks 3 = 11")
+    old = extract.buffer_derivation(builder, "state_indices_tensor_d", [8, 8], vc, mamba, "0.20.2")
+    assert "no num_speculative_blocks: vLLM < 0.22" in old
+
+    class GDNAttentionMetadataBuilder:
+        decode_cudagraph_max_bs = 24
+        num_spec = 2
+
+    gdn = GDNAttentionMetadataBuilder()
+    assert extract.buffer_derivation(gdn, "spec_state_indices_tensor", [24, 3], vc, mamba, "0.26.0").endswith(
+        "columns: num_spec 2 + 1 = 3")
+    assert "x (num_spec 2 + 1) = 72" in extract.buffer_derivation(gdn, "spec_token_indx", [72], vc, mamba, "0.26.0")
