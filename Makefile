@@ -9,7 +9,7 @@ PYTHON ?= python3
 PYTEST_ARGS ?=
 export VENV PYTHON
 
-.PHONY: all setup test demo clean-venv
+.PHONY: all setup test demo gpu-check clean-venv
 
 all: test
 
@@ -21,6 +21,12 @@ test: setup
 
 demo: setup
 	@scripts/demo.sh
+
+# On a machine with a CUDA vLLM installed next to vllm-diag (not CI): the probes on real engines with
+# CUDA graphs, every recorded table compared with vLLM's own objects. GPU_CHECK_ARGS='--tp 2 --repeat 3'
+GPU_CHECK_ARGS ?=
+gpu-check:
+	@scripts/gpu-check $(GPU_CHECK_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)
