@@ -300,11 +300,18 @@ class Extractor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def extract_wheel(path: Path) -> tuple[list[dict], list[str]]:
+def extract_wheel(path: Path, gpu_kernels: dict[str, set[str]] | None = None) -> tuple[list[dict], list[str]]:
+    """The failure sites of one wheel; ``gpu_kernels`` (if given) receives ``kernel name -> files`` for every GPU
+    kernel the wheel's Python defines (:func:`kernel_defs`)."""
     sites: list[dict] = []
     failed: list[str] = []
     with zipfile.ZipFile(path) as z:
         for name in z.namelist():
+            if gpu_kernels is not None and name.startswith("vllm/") and name.endswith(".py"):
+                data = z.read(name)
+                if b"triton" in data or b"cute.kernel" in data or b"tilelang" in data:
+                    for kname in kernel_defs(data.decode("utf-8", "replace"), name):
+                        gpu_kernels.setdefault(kname, set()).add(name)
             if not MODULES.match(name):
                 continue
             try:
@@ -316,6 +323,43 @@ def extract_wheel(path: Path) -> tuple[list[dict], list[str]]:
             ex.visit(tree)
             sites.extend(ex.sites)
     return sites, failed
+
+
+# GPU kernels defined in Python: a CUDA fault that a debugger (cuda-gdb, compute-sanitizer) or a device-side
+# assert names by its kernel is placed in vLLM by this index (kernel name -> the file that defines it)
+_KERNEL_DECORATOR = re.compile(r"^(?:triton\.(?:jit|autotune|heuristics)|jit|autotune|heuristics|cute\.kernel|"
+                               r"tilelang\.jit|T\.prim_func|libentry|triton_op)\b")
+
+
+def kernel_defs(text: str, name: str = "<file>") -> list[str]:
+    """Names of the functions of a module that are GPU kernels: decorated with ``@triton.jit`` (also through
+    ``@triton.autotune`` / ``@triton.heuristics``), ``@cute.kernel`` or a TileLang JIT."""
+    try:
+        tree = ast.parse(text, filename=name)
+    except SyntaxError:
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for dec in node.decorator_list:
+                target = dec.func if isinstance(dec, ast.Call) else dec
+                if _KERNEL_DECORATOR.match(_src(target, 80)):
+                    out.append(node.name)
+                    break
+    return out
+
+
+def merge_kernels(per_version: list[tuple[str, dict[str, set[str]]]]) -> list[list]:
+    """``[[kernel name, [files], [[first, last], ...]], ...]``: each kernel name with the files defining it in any
+    release (a name can be defined by several modules) and the releases it exists in."""
+    order = [v for v, _ in per_version]
+    seen: dict[str, dict] = {}
+    for version, kernels in per_version:
+        for kname, files in kernels.items():
+            e = seen.setdefault(kname, {"present": [], "files": set()})
+            e["files"] |= files
+            e["present"].append(version)
+    return [[k, sorted(e["files"]), ranges(e["present"], order)] for k, e in sorted(seen.items())]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -571,20 +615,40 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", default=os.environ.get("VLLM_DIAG_WHEEL_CACHE", str(Path.home() / ".cache" / "vllm-diag-wheels")))
     ap.add_argument("--out", default=str(ROOT / "diag" / "data" / "failure_sites.json"))
     ap.add_argument("--offline", action="store_true", help="use only wheels already in the cache")
+    ap.add_argument("--reuse-extraction", metavar="FILE", default=None,
+                    help="keep what was read from the wheels in FILE (pickle) and reuse it on the next run: "
+                         "re-categorising after a change to vllm_diag.catalog.categorize takes seconds")
     args = ap.parse_args(argv)
     wheels = ensure_wheels(Path(args.cache).expanduser(), args.offline)
     if not wheels:
         print("no wheels: nothing to do", file=sys.stderr)
         return 2
     per_version = []
+    kernels_per_version: list[tuple[str, dict[str, set[str]]]] = []
     skipped: dict[str, list[str]] = {}
-    for version, path in wheels:
-        sites, failed = extract_wheel(path)
-        if failed:
-            skipped[version] = failed
-        print(f"{version}: {len(sites)} sites from {path.name}" + (f" ({len(failed)} files unparsable)" if failed else ""),
-              file=sys.stderr)
-        per_version.append((version, sites))
+    reuse = Path(args.reuse_extraction) if args.reuse_extraction else None
+    if reuse is not None and reuse.exists():
+        import pickle
+
+        saved = pickle.loads(reuse.read_bytes())
+        if saved.get("wheels") == [(v, p.name) for v, p in wheels]:
+            per_version, kernels_per_version, skipped = saved["sites"], saved["kernels"], saved["skipped"]
+            print(f"reusing the extraction in {reuse}", file=sys.stderr)
+    if not per_version:
+        for version, path in wheels:
+            gk: dict[str, set[str]] = {}
+            sites, failed = extract_wheel(path, gk)
+            kernels_per_version.append((version, gk))
+            if failed:
+                skipped[version] = failed
+            print(f"{version}: {len(sites)} sites from {path.name}" + (f" ({len(failed)} files unparsable)" if failed else ""),
+                  file=sys.stderr)
+            per_version.append((version, sites))
+        if reuse is not None:
+            import pickle
+
+            reuse.write_bytes(pickle.dumps({"wheels": [(v, p.name) for v, p in wheels], "sites": per_version,
+                                            "kernels": kernels_per_version, "skipped": skipped}))
     sites = merge(per_version)
     for s in sites:
         s["category"], s["rule"] = categorize.categorize(s)
@@ -626,11 +690,15 @@ def main(argv: list[str] | None = None) -> int:
                            "deep_gemm": "hand table (vllm_diag.catalog.kernels)", "flash_mla": "hand table",
                            "aiter": "hand table"},
         "kernel_sites": kernel,
+        "gpu_kernels": [[k, [packer.ref("file", f) for f in files],
+                         [[packer.versions.index(a), packer.versions.index(b)] for a, b in runs]]
+                        for k, files, runs in merge_kernels(kernels_per_version)],
         "tables": packer.tables,
     }
     out = Path(args.out)
     out.write_text(json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n")
     print(f"wrote {out} ({out.stat().st_size // 1024} KiB): {len(sites)} sites, {len(doc['kernel_sites'])} kernel checks, "
+          f"{len(doc['gpu_kernels'])} GPU kernels, "
           f"categories {doc['counts']}", file=sys.stderr)
     return 0
 

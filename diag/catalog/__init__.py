@@ -34,6 +34,12 @@ File format (compact JSON, schema 2)::
                                                  # order, as runs (line*count); "" when the line never moved
                                                  # (optional: catalogs without the field still load)
 
+GPU kernels defined in vLLM's Python (``@triton.jit`` / ``@triton.autotune`` / ``@cute.kernel`` / TileLang
+functions), so a fault that cuda-gdb, compute-sanitizer or a device-side assert names by its kernel can be
+placed in vLLM::
+
+    "gpu_kernels": [[name, [file index, ...], [[first, last], ...]], ...]   # files: tables.file; runs: "versions"
+
 Kernel sites are objects with the same names (``id``, ``cat``, ``file``, ``func``, ``kind``, ``exc``, ``cond``,
 ``msg``, ``line``, ``rule``) plus ``package`` (deep_gemm, flash_mla, aiter, flashinfer), ``file`` inside that
 package, and for hand-written entries ``limit`` and ``source``; ``v`` is empty (they do not follow vLLM's
@@ -194,6 +200,7 @@ class Catalog:
         self.kernel_sites: list[Site] = [Site.from_json(d) for d in doc.get("kernel_sites", [])]
         self._by_func: dict[tuple[str, str], list[Site]] = {}
         self._by_file: dict[str, list[Site]] = {}
+        self._kernels: dict[str, tuple[list[str], list[list[str]]]] | None = None
         for s in self.sites:
             self._by_func.setdefault((s.basename, s.short_function), []).append(s)
             self._by_file.setdefault(s.basename, []).append(s)
@@ -223,6 +230,20 @@ class Catalog:
 
     def __len__(self) -> int:
         return len(self.sites)
+
+    def gpu_kernel(self, name: str) -> tuple[list[str], list[list[str]]] | None:
+        """(files defining it, releases) for a GPU kernel of vLLM's Python (Triton / CuTe / TileLang), or None."""
+        if self._kernels is None:
+            files = self.doc.get("tables", {}).get("file", [])
+            self._kernels = {}
+            for row in self.doc.get("gpu_kernels", []):
+                try:
+                    kname, fidx, runs = row
+                    self._kernels[kname] = ([files[i] for i in fidx],
+                                            [[self.versions[a], self.versions[b]] for a, b in runs])
+                except (ValueError, IndexError, TypeError):
+                    continue
+        return self._kernels.get(name)
 
     def all_sites(self) -> Iterable[Site]:
         yield from self.sites

@@ -21,18 +21,23 @@ from typing import Any, Callable
 # vocabularies (lower-case text)
 # ------------------------------------------------------------------------------------------------
 
+# (MiniMax-Text-01 / M1 are lightning-attention hybrids; MiniMax-M3 is a sparse-attention model, not one)
 _MAMBA_FILE = re.compile(r"mamba|gdn|linear_attn|short_conv|/fla/|kda|lightning|causal_conv|ssd_|ssm|qwen3_next|qwen3_5|"
-                         r"nemotron_h|granitemoehybrid|falcon_h1|jamba|zamba|bamba|plamo|lfm2|kimi_linear|minimax|olmo_hybrid")
+                         r"nemotron_h|granitemoehybrid|falcon_h1|jamba|zamba|bamba|plamo|lfm2|kimi_linear|minimax_text|"
+                         r"minimax_linear|minimax_m1|olmo_hybrid")
 _MLA_KERNEL_FILE = re.compile(r"deep_gemm|indexer|sparse_attn|flashmla|flash_mla|/mla/|mla_attention|sparse_mla|flashinfer|"
-                              r"aiter|triton_mla|cutlass_mla|tree_attn|trtllm|rocm_attn|_mla|dsa|deepseek_v4|deepseek_v32|b12x")
+                              r"aiter|triton_mla|cutlass_mla|tree_attn|trtllm|rocm_attn|_mla|dsa|deepseek_v4|deepseek_v32|b12x|sparse_attention|"
+                              r"minimax_m3|glm5|kimi_k3")
 _SPEC_WORDS = re.compile(r"next_n|num_speculative|speculative|spec_decode|spec decode|spec_token|spec token|draft|"
                          r"\bmtp\b|eagle|q_len|qlen|query_len|query len|seqlen_q|max_seqlen_q|q_seq|qo_len|"
-                         r"decode_threshold|reorder_batch|uniform query|uniform_decode|num_tokens.*per.*req|tokens per request")
+                         r"decode_threshold|reorder_batch|uniform query|uniform_decode|uniform decode|non-uniform|query rows|"
+                         r"num_tokens.*per.*req|tokens per request")
 _BATCH_WORDS = re.compile(r"num_decodes|num_prefills|num_spec_decodes|num_decode_tokens|num_prefill_tokens|spec_sequence_masks|"
                           r"spec_query_start|non_spec|has_initial_state|query_start_loc|num_accepted|split_decodes|"
                           r"\bdecodes?\b|\bprefills?\b|spec-decode and non-spec|mixed|cu_seqlens|spec_token_indx|"
                           r"num_computed_tokens_p|prep_initial_states")
-_STATE_WORDS = re.compile(r"state_ind|state index|state_idx|block_idx|cache_indices|conv_state_indices|ssm_state_indices|"
+_STATE_WORDS = re.compile(r"state_ind|state index|state_idx|state_batch_ind|block_idx|cache_indices|conv_state_indices|"
+                          r"ssm_state_indices|\bindices\.shape|"
                           r"mamba_block_size|mamba block size|block_table|block table|block_ids|num_blocks_per_req|"
                           r"mamba_cache_mode|cache mode|'align'|\ball mode|copy_spec|copy_meta|copy func|state_copy|"
                           r"pad_slot|null_block|blocks_per_kv|num_speculative_blocks|temporal|checkpoint")
@@ -77,6 +82,12 @@ def _file(rx: str) -> re.Pattern[str]:
     return re.compile(rx)
 
 
+def _mamba_code(f: str, fn: str) -> bool:
+    """Mamba/GDN/linear-attention code: its file, or a function named for it in a shared module
+    (``mamba_get_block_table_tensor`` in attention/backends/utils.py)."""
+    return bool(_MAMBA_FILE.search(f)) or bool(re.match(r"_?(?:mamba|gdn|ssm|linear_attn)_", fn.rsplit(".", 1)[-1].lower()))
+
+
 def _is_none_check(c: str) -> bool:
     return bool(re.fullmatch(r"[\w.\[\]'\"()]+ is not None( and [\w.\[\]'\"()]+ is not None)*|isinstance\(.*\)|"
                              r"not isinstance\(.*\)|hasattr\(.*\)", c.strip()))
@@ -106,6 +117,19 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: e == "NotImplementedError" and bool(re.search(
          r"(does|do|is|are)? ?not (yet )?(supported|support|implemented)|unsupported|only supports?", t))
      and not bool(re.search(r"page.size|cannot unify|cannot be padded", t))),
+    # the same statement in any exception type: a fixed text saying a feature combination is not supported (no
+    # values, no limit): "Shuffle KV cache layout is not supported with speculative decoding" is a capability gap
+    # of that backend, not a page-size, index or kernel-limit mismatch ("only supports query length <= 1 + k"
+    # states a limit and stays with the families)
+    ("other_capability_gap", "other",
+     lambda f, fn, t, e, c: e in ("AssertionError", "ValueError", "RuntimeError") and bool(re.search(
+         r"\bis not (?:yet )?supported (?:with|for|on|when|in)\b|\bare not (?:yet )?supported (?:with|for|on)\b|"
+         r"\bdoes not (?:yet )?support\b|\bnot (?:yet )?implemented\b", _core(t)))
+     and "{" not in _core(t).replace("{{", "") and not bool(re.search(
+         r"page.size|cannot unify|cannot be padded|only supports?|<=|>=|at most|at least|\d", _core(t)))
+     # prefix caching a model does not support is its own class (prefix_cache_degraded); so are the hybrid KV
+     # cache manager and the CUDA-graph modes
+     and not bool(_PREFIX_WORDS.search(t) or _CAPTURE_WORDS.search(t) or "hybrid kv cache manager" in t)),
     # the runner's own bookkeeping counted twice: one block table per KV-cache group (the number of tables the
     # runner passes vs the number of groups the same code registered) -- a structural disagreement between two
     # parts of vLLM (a runner variant, pipeline stages), independent of any index, width or batch
@@ -120,8 +144,9 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: bool(re.search(r"\.device\b|device_type|\bdtype\b|\.dtype\b|is_cuda\b|same (?:gpu|device)|"
                                            r"requires? (?:bf16|fp16|fp32|bfloat16|float16|sm_?\d+\w*|cuda tensors)|"
                                            r"must be on (?:the )?(?:same )?(?:cpu|gpu|device|query device)", _core(t)))
-     and not bool(re.search(r"shape|size|len\(|numel|stride|contiguous|ndim|\bdim\b|num_|batch|page|block|"
-                            r"next_n|q_len|seqlen|topk|heads", _core(t).replace("kv_cache_dtype", "")
+     and not bool(re.search(r"shape|size|len\(|numel|stride|contiguous|ndim|\bdim\b|num_|batch|page|block_size|"
+                            r"blocks\b|block size|"
+                            r"next_n|\bq_len|seqlen|topk|heads", _core(t).replace("kv_cache_dtype", "")
                             .replace("cache_dtype", "")))),
     # --- sibling classes with a clear vocabulary ----------------------------------------------
     # the allocated Mamba/conv state slots ("cache lines") against the batch: a batch (a CUDA-graph capture
@@ -156,6 +181,14 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: bool(_BLOCK_WORDS.search(t)) and bool(re.search(
          r"divis|multiple|align|support|must divide|% |kernel|backend|not a power|power of", t))
      and not bool(_STATE_WORDS.search(t.replace("block_size", "")))),
+    # a Mamba/GDN state-index tensor whose second dimension (the per-request block columns: one state slot
+    # per block with prefix caching, plus the speculative blocks of the drafts) disagrees with what it is copied
+    # into: a block-table width mismatch, even when it happens while CUDA graphs are captured (dimension 0,
+    # the rows of the batch, is the capture size's business)
+    ("hybrid_state_width", "state_index",
+     lambda f, fn, t, e, c: bool(_MAMBA_FILE.search(f)) and bool(re.search(
+         r"state_ind\w*|block_idx\w*|block_table\w*|cache_indices", _core(t)))
+     and bool(re.search(r"(?:non-singleton )?dimension 1\b|\bdim(?:ension)?\s*=\s*1\b", _core(t)))),
     ("cudagraph_capture", "cudagraph_shape",
      lambda f, fn, t, e, c: bool(_CAPTURE_WORDS.search(t)) or bool(re.search(
          r"cudagraph_dispatcher|compilation/cuda_graph|cudagraph_utils|cuda_piecewise", f))
@@ -175,17 +208,23 @@ RULES: list[tuple[str, str, Pred]] = [
                                            r"(not supported|unsupported|does not support).{0,60}(speculative|spec decod|draft)",
                                            t)) and bool(re.search(r"attention|backend|mla|kernel|flashinfer|"
                                                                   r"flashmla|aiter|triton|metadata", t + f))),
+    # an index out of range inside Mamba/GDN code whose statement indexes the step's batch (query start locations,
+    # spec-decode masks, accepted-draft counts) and no state or block: the rows of the batch disagree
+    ("hybrid_batch_index", "mixed_batch",
+     lambda f, fn, t, e, c: _mamba_code(f, fn) and (e == "IndexError" or bool(re.search(
+         r"out of bounds|index out of range|shape of the mask", t)))
+     and bool(_BATCH_WORDS.search(c.lower())) and not bool(_STATE_WORDS.search(c.lower()))),
     # an index out of range inside Mamba/GDN code -- or an illegal memory access in one of its kernels --
     # indexes a state, a conv cache line, a block or a chunk table
     ("hybrid_index_error", "state_index",
-     lambda f, fn, t, e, c: bool(_MAMBA_FILE.search(f)) and (e == "IndexError" or bool(re.search(
+     lambda f, fn, t, e, c: _mamba_code(f, fn) and (e == "IndexError" or bool(re.search(
          r"out of bounds|index out of range|list index|indices? .{0,30}(out of|exceed)|illegal (memory )?access|"
          r"illegal address", t)))),
     ("hybrid_mixed_batch", "mixed_batch",
-     lambda f, fn, t, e, c: bool(_MAMBA_FILE.search(f)) and bool(_BATCH_WORDS.search(t))
+     lambda f, fn, t, e, c: _mamba_code(f, fn) and bool(_BATCH_WORDS.search(t))
      and not bool(_STATE_WORDS.search(t))),
     ("hybrid_state_index", "state_index",
-     lambda f, fn, t, e, c: (bool(_MAMBA_FILE.search(f)) or "block_table" in f or "mamba_utils" in f)
+     lambda f, fn, t, e, c: (_mamba_code(f, fn) or "block_table" in f or "mamba_utils" in f)
      and bool(_STATE_WORDS.search(t))),
     ("mamba_state_copy", "state_index", lambda f, fn, t, e, c: "v1/worker/mamba_utils" in f or
      ("single_type_kv_cache_manager" in f and "mamba" in fn.lower())),

@@ -81,6 +81,62 @@ HAND: list[dict] = [
 ]
 
 
+# Compiled GPU kernels (C++/CUDA, not in vLLM's Python) by the names cuda-gdb, compute-sanitizer and device-side
+# asserts print, with the source that defines them: (name pattern, package, source file, what it computes).
+# ``what`` is one of: "mamba" (Mamba/GDN state and conv kernels), "mla" (MLA / sparse-indexer attention and
+# its KV-cache kernels), "attention" (dense attention and its KV-cache writes), "sampling", "gemm" (GEMM, MoE,
+# quantisation), "comm" (collectives), "index" (PyTorch's own gather/scatter/index kernels: they run wherever a
+# tensor is indexed, so they place nothing). Patterns match the kernel name, C++ namespaces and templates
+# stripped; Triton kernels are looked up in the catalog's ``gpu_kernels`` index first.
+CUDA_KERNELS: list[tuple[str, str, str, str]] = [
+    # vLLM csrc/mamba (CUDA Mamba kernels; causal_conv1d moved to Triton in vLLM's Python later)
+    (r"causal_conv1d_(?:fwd|update|channellast)\w*kernel", "vllm", "csrc/mamba/causal_conv1d/causal_conv1d.cu", "mamba"),
+    (r"selective_scan_fwd_kernel|selective_scan\w*kernel", "vllm", "csrc/mamba/mamba_ssm/selective_scan_fwd.cu", "mamba"),
+    # FlashInfer's GDN / Mamba kernels (flashinfer/gdn_decode.py, flashinfer/mamba)
+    (r"gdn_(?:decode|prefill|verify)\w*|gated_delta_rule\w*|selective_state_update\w*", "flashinfer",
+     "flashinfer/gdn_decode.py", "mamba"),
+    # FlashMLA (vllm/third_party/flashmla; csrc/sm90, csrc/sm100): dense and sparse MLA decode / prefill
+    (r"flash_fwd_splitkv_mla\w*|flash_fwd_mla\w*|flash_mla\w*|get_mla_metadata\w*|mla_combine\w*|"
+     r"sparse_(?:prefill|decode)_fwd\w*|sm(?:90|100)\w*_mla\w*", "flash_mla", "csrc/sm90/decode/dense/splitkv_mla.cu", "mla"),
+    # DeepGEMM paged / ragged MQA logits of the sparse-attention indexer
+    (r"\w*paged_mqa_logits\w*|\w*fp8_mqa_logits\w*|\w*mqa_logits_metadata\w*", "deep_gemm",
+     "csrc/jit_kernels/impls/smxx_fp8_paged_mqa_logits.hpp", "mla"),
+    # vLLM csrc/cache_kernels.cu: the MLA and indexer KV-cache writes and gathers
+    (r"concat_and_cache_(?:mla|ds_mla)\w*|indexer_k_quant_and_cache\w*|cp_gather_indexer_k\w*|"
+     r"gather_and_maybe_dequant_cache\w*|cp_gather_cache\w*", "vllm", "csrc/cache_kernels.cu", "mla"),
+    # CUTLASS / FlashInfer / AITER MLA decode
+    (r"\w*cutlass\w*mla\w*|\w*mla\w*cutlass\w*|BatchMLAPagedAttention\w*|\w*MLAPaged\w*|mla_(?:a8w8|a16w16|dec|"
+     r"stage1|reduce)\w*", "flashinfer", "csrc/batch_mla_run.cu", "mla"),
+    # dense attention and its KV-cache writes
+    (r"flash_fwd_(?:splitkv_)?(?:combine_)?kernel\w*|flash_bwd\w*|BatchPrefillWithPagedKVCache\w*|"
+     r"BatchDecodeWithPagedKVCache\w*|SinglePrefillWithKVCache\w*|paged_attention_v[12]\w*|"
+     r"reshape_and_cache(?:_flash)?_kernel\w*|fmha\w*|\w*Fmha\w*", "vllm", "csrc/attention", "attention"),
+    # sampling (PyTorch and FlashInfer): probabilities, top-k / top-p, multinomial
+    (r"\w*[Mm]ultinomial\w*|\w*TopKTopP\w*|\w*TopPSampling\w*|\w*SamplingFromProb\w*|_assert_async_cuda_kernel|"
+     r"\w*[Rr]enorm\w*|distribution_elementwise\w*|\w*exponential\w*", "torch", "aten/src/ATen/native/cuda/Distributions.cu",
+     "sampling"),
+    # GEMM, MoE and quantisation kernels
+    (r"fused_moe\w*|moe_align\w*|topk_softmax\w*|\w*[Mm]arlin\w*|\w*cutlass\w*|\w*gemm\w*|\w*Gemm\w*|"
+     r"\w*quant\w*|\w*deep_ep\w*", "vllm", "csrc/moe", "gemm"),
+    (r"nccl\w*|\w*cross_device_reduce\w*|\w*all_?reduce\w*|\w*allgather\w*", "nccl", "collectives", "comm"),
+    # PyTorch's own indexing kernels: they run wherever Python indexes a tensor
+    (r"index_elementwise_kernel|indexSelect\w*|vectorized_gather_kernel|\w*index_put\w*|\w*scatter_gather\w*|"
+     r"\w*index_copy\w*|elementwise_kernel|vectorized_elementwise_kernel|unrolled_elementwise_kernel",
+     "torch", "aten/src/ATen/native/cuda/IndexKernel.cu", "index"),
+]
+
+
+def cuda_kernel(name: str) -> tuple[str, str, str] | None:
+    """(package, source file, what) of a compiled kernel by name (namespaces / templates stripped), or None."""
+    import re
+
+    base = re.sub(r"<.*", "", name).rsplit("::", 1)[-1].strip()
+    for pat, package, source, what in CUDA_KERNELS:
+        if re.fullmatch(pat, base):
+            return package, source, what
+    return None
+
+
 def kernel_sites() -> list[dict]:
     """The hand-written table, with ids (the catalog script adds FlashInfer's extracted checks)."""
     out = []

@@ -136,7 +136,9 @@ def _index(cat: Catalog) -> _Index:
 
 
 def _coverage(pieces: list[str], msg: str) -> float:
-    """Share of the template's literal text found in order in ``msg`` (pieces may be cut by an elision)."""
+    """Share of the template's literal text found in order in ``msg`` (pieces may be cut by an elision).
+    Less than 20 characters found is no match (0): a phrase as common as ``not supported`` or ``must be`` says
+    nothing about which check failed."""
     total = sum(len(p) for p in pieces)
     pos = 0
     found = 0
@@ -154,6 +156,8 @@ def _coverage(pieces: list[str], msg: str) -> float:
                 found += len(head)
                 pos = msg.find(head, pos) + len(head)
                 break
+    if found < 20:
+        return 0.0
     return found / total if total else 0.0
 
 

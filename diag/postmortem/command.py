@@ -21,6 +21,8 @@ _ENGINE_KEYS = {
     "tensor_parallel_size": "tensor_parallel_size",
     "pipeline_parallel_size": "pipeline_parallel_size",
     "data_parallel_size": "data_parallel_size",
+    "decode_context_parallel_size": "decode_context_parallel_size",
+    "prefill_context_parallel_size": "prefill_context_parallel_size",
     "enforce_eager": "enforce_eager",
     "kv_cache_dtype": "kv_cache_dtype",
     "enable_prefix_caching": "enable_prefix_caching",

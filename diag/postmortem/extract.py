@@ -102,6 +102,12 @@ _CMD_START = re.compile(
 _LLM_CALL = re.compile(r"\bLLM\(")
 _FLAG_LINE = re.compile(r"^\s*(?:-\s+)?([\"']?)(--[a-z][a-z0-9-]*(?:[= ].*)?)\1\s*,?\s*$")  # also YAML `- --x=1`
 _ARGV_LIST = re.compile(r"\[\s*[\"']vllm[\"']\s*,\s*[\"']serve[\"'][^\]]*\]")  # compose/k8s: ["vllm", "serve", ...]
+# an argv written as a list (compose `command: [...]`, Kubernetes `args: [...]`, possibly over several lines):
+# the list opens with a quoted flag, "vllm" or "python"
+_ARGV_OPEN = re.compile(r"""(?:^|[:=\s])\[\s*(?:["'](?:--[a-z]|vllm\b|python|-m\b)|$)""")
+_ARGV_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
+# a YAML block sequence item: "  - --tensor-parallel-size" / '  - "4"'
+_YAML_ITEM = re.compile(r"^\s*-\s+(.*?)\s*$")
 _INLINE_FLAG = re.compile(
     r"(?<![\w-])(--[a-z][a-z0-9-]+(?:\.[a-z_]+)?)(?:[ =]('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)]+))?"
 )
@@ -244,6 +250,8 @@ class FactCollector:
         self.numeric_flags: dict[str, Any] = {}  # --flag NUMBER anywhere (bench/eval commands too)
         self.metrics: dict[str, Any] = {}  # Prometheus counters and spec-decode metrics quoted in the log
         self.tp_ranks: set[int] = set()
+        self._argv: tuple[int, list[str]] | None = None  # a flow list of argv items being collected
+        self._yaml: tuple[int, list[str]] | None = None  # a YAML block sequence of argv items being collected
 
     # -------------------------------------------------------------- helpers
     def _note(self, name: str, line: Line) -> None:
@@ -287,7 +295,8 @@ class FactCollector:
         self._err_open = False
         if (line.level is None or line.level == "ERROR") and not t.startswith(("  File ", "    ")) and (
                 "rror" in t or "ailed" in t or "ssert" in t or "llegal" in t or "Check" in t or "kernel" in t
-                or "<<<" in t or "PC " in t or "Xid" in t or "sizes:" in t or "memory" in t) and _LOOSE_ERR.search(t):
+                or "<<<" in t or "PC " in t or "Xid" in t or "sizes:" in t or "memory" in t or "Invalid __" in t
+                or "Address" in t or "CUDA_EXC" in t) and _LOOSE_ERR.search(t):
             if len(self.error_lines) >= 120:
                 del self.error_lines[:60]
             self.error_lines.append((line.lineno, t.strip()[:600]))  # the text, without process/record prefixes
@@ -490,8 +499,67 @@ class FactCollector:
             self._record_line(line)
 
     # -------------------------------------------------------------- commands
+    def _argv_lists(self, line: Line) -> None:
+        """argv written as a list: a flow list (``args: ["--model", "x", "--tensor-parallel-size", "4"]``, one or
+        several lines) or a YAML block sequence (``- --max-num-seqs`` / ``- "128"``); read as a command."""
+        text = line.text
+        if line.level is not None or line.process is not None:
+            self._end_argv()
+            self._end_yaml()
+            return
+        if self._argv is not None:
+            start, parts = self._argv
+            parts.append(text)
+            if _balance(" ".join(parts)) <= 0 or len(parts) > 40:
+                self._end_argv()
+        elif "[" in text and _ARGV_OPEN.search(text):
+            i = _ARGV_OPEN.search(text).start()
+            self._argv = (line.lineno, [text[text.index("[", i):]])
+            if _balance(self._argv[1][0]) <= 0:
+                self._end_argv()
+        m = _YAML_ITEM.match(text) if text.lstrip().startswith("-") else None
+        if m:
+            item = m.group(1)
+            if len(item) >= 2 and item[0] == item[-1] and item[0] in "'\"":
+                item = item[1:-1]
+            if self._yaml is None:
+                self._yaml = (line.lineno, [])
+            if len(self._yaml[1]) < 200:
+                self._yaml[1].append(item)
+        elif self._yaml is not None:
+            self._end_yaml()
+
+    def _argv_command(self, lineno: int, argv: list[str]) -> None:
+        if not any(a.startswith("--") for a in argv) or len(self.commands) >= 20:
+            return
+        from ..serve import shell_quote
+
+        if argv[0].startswith("--") or argv[0] == "serve":
+            argv = (["vllm"] if argv[0] == "serve" else ["vllm", "serve"]) + argv
+        # a list that names the model is a whole command line; a list of a few flags (a bullet list in prose)
+        # proves nothing by what it lacks
+        self.cmd_complete[lineno] = any(a == "--model" or a.startswith("--model=") for a in argv) or (
+            argv[:2] == ["vllm", "serve"] and len(argv) > 2 and not argv[2].startswith("-"))
+        self.commands.append((lineno, " ".join(shell_quote(a) for a in argv)))
+
+    def _end_argv(self) -> None:
+        if self._argv is not None:
+            lineno, parts = self._argv
+            items = [a or b for a, b in _ARGV_ITEM.findall(" ".join(parts))]
+            self._argv = None
+            if items and items != ["vllm", "serve"]:
+                self._argv_command(lineno, items)
+
+    def _end_yaml(self) -> None:
+        if self._yaml is not None:
+            lineno, items = self._yaml
+            self._yaml = None
+            if len(items) >= 2:
+                self._argv_command(lineno, items)
+
     def _commands(self, line: Line) -> None:
         text = line.text
+        self._argv_lists(line)
         if (self._cmd_lines is not None or self._llm_lines is not None) and (line.level is not None or line.process is not None):
             return  # another process's record written into a pasted command: skip it, keep collecting
         if self._cmd_lines is not None:
@@ -587,6 +655,8 @@ class FactCollector:
 
     # -------------------------------------------------------------- finish
     def finish(self) -> LogFacts:
+        self._end_argv()
+        self._end_yaml()
         self._end_cmd()
         self._end_llm()
         self._end_dump()
@@ -753,8 +823,8 @@ class FactCollector:
                 f.numbers.setdefault("xid", int(m.group(1)))
             m = _LAUNCH_DIMS.search(text)
             if m:  # cuda-gdb: kernel<<<(grid),(block)>>>
-                f.numbers.setdefault("kernel_grid", [int(x) for x in m.group(1).split(",")])
-                f.numbers.setdefault("kernel_block", [int(x) for x in m.group(2).split(",")])
+                f.numbers.setdefault("kernel_grid", [int(x) for x in re.findall(r"\d+", m.group(1))])
+                f.numbers.setdefault("kernel_block", [int(x) for x in re.findall(r"\d+", m.group(2))])
             for m in _KERNEL_AT.finditer(text):
                 # cuda-gdb's frame "#0 kernel<<<...>>> () at file.py:94" is the faulting statement; the
                 # "(file.py:93)" after "triggered at PC" names the kernel's definition line
@@ -948,6 +1018,7 @@ _NUM_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9_-]+)[ =](-?\d+(?:\.\d+)?)(?![
 _GAP = re.compile(r"^(?:\[\s*)?(?:\.\.\.|…)(?:\s*\]|\s|$|.{0,60}\]\s*$)")
 # lines that state an error without a Python exception line: kernel checks, excerpts, CUDA reports
 _LOOSE_ERR = re.compile(r"Check failed|Assertion error \(|[Aa]ssertion `|cannot get|[Nn]o kernel|Target sizes|"
+                        r"Invalid __(?:global|shared|local)__|(?:Warp|Lane|Device) [\w-]+ Address|CUDA_EXCEPTION_\d+|"
                         r"illegal memory access|[Ii]llegal [Aa]ddress|triggered at PC|<<<|CUDA error|Xid\b|device-side assert|"
                         r"RuntimeError|AssertionError|"
                         r"ValueError|IndexError|NotImplementedError|out of memory|[Ee]rror:|\bfailed\b")

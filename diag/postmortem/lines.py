@@ -21,9 +21,11 @@ _TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _DOCKER = re.compile(r"^\s*" + _TS + r"(?: (?:stdout|stderr) [FP](?=[ \t]|$))?(?:[ \t]|$)")
 _TS_ONLY = re.compile(r"^\s*(?:" + _TS + r"|\d\d:\d\d:\d\d(?:\.\d+)?)\s*$")
 _JOURNALD = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")
-_PROC_PAREN = re.compile(r"^\(([A-Za-z][\w.\-]*)(?: pid=([^)\s,]*))?(?:, ip=[^)]*)?\)\s?")
-_PROC_NOPAREN = re.compile(r"^([A-Za-z][\w.\-]*) pid=([^)\s,]*)(?:, ip=[^)]*)?\)\s?")
-_MIDLINE_RECORD = re.compile(r"\((?:[A-Za-z][\w.\-]*) pid=[^)\s]*(?:, ip=[^)]*)?\) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
+# "(EngineCore_DP0 pid=1)", "(RayWorkerWrapper pid=1, ip=…)", and vLLM 0.8-0.10's "(VllmWorker rank=2 pid=1)"
+_PROC_PAREN = re.compile(r"^\(([A-Za-z][\w.\-]*)(?: rank=(\d+))?(?: pid=([^)\s,]*))?(?:, ip=[^)]*)?\)\s?")
+_PROC_NOPAREN = re.compile(r"^([A-Za-z][\w.\-]*)(?: rank=(\d+))? pid=([^)\s,]*)(?:, ip=[^)]*)?\)\s?")
+_MIDLINE_RECORD = re.compile(r"\((?:[A-Za-z][\w.\-]*)(?: rank=\d+)? pid=[^)\s]*(?:, ip=[^)]*)?\) "
+                             r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 _RANK = re.compile(r"^\[rank(\d+)\]:")
 _LEVEL = re.compile(
     r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+)?"
@@ -88,13 +90,13 @@ def clean_line(raw: str, lineno: int) -> Line | None:
     level = None
     for _ in range(4):
         m = _PROC_PAREN.match(text)
-        if m and (m.group(2) is not None or _KNOWN_PROC.match(m.group(1))):
-            process = m.group(1)
+        if m and (m.group(3) is not None or _KNOWN_PROC.match(m.group(1))):
+            process = m.group(1) + (f"_rank{m.group(2)}" if m.group(2) else "")
             text = text[m.end():]
             continue
         m = _PROC_NOPAREN.match(text)
         if m:
-            process = m.group(1)
+            process = m.group(1) + (f"_rank{m.group(2)}" if m.group(2) else "")
             text = text[m.end():]
             continue
         m = _RANK.match(text)
