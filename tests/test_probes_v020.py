@@ -218,10 +218,13 @@ def test_hook_points_resolve_in_020_sources(vllm_020):
 
     from vllm_diag.probes import adapters
 
-    probe = types.SimpleNamespace(**{n: (lambda f: f) for n in (
-        "wrap_get_kv_cache_groups", "wrap_unify", "wrap_initialize_kv_caches", "wrap_executor_specs", "wrap_flush_after",
-        "wrap_runner_kv_spec", "wrap_runner_initialize_kv_cache", "wrap_execute_model", "wrap_idle_flush")}, wrap_phase=lambda p: (lambda f: f),
-        wrap_runner_phase=lambda p: (lambda f: f))
+    from vllm_diag.probes.hooks import Probe
+
+    # every wrapper the real probe has, as identity: a wrapper added later needs no edit here
+    identity = lambda f: f  # noqa: E731
+    probe = types.SimpleNamespace(**{
+        name: (lambda phase: identity) if name in ("wrap_phase", "wrap_runner_phase") else identity
+        for name in dir(Probe) if name.startswith("wrap_")})
     tree_root = vllm_020 / "tree"
 
     def defined(module: str, qualname: str) -> bool:
