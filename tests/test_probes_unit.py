@@ -312,6 +312,7 @@ def test_forked_child_records_as_its_own_process(tmp_path):
     """GPU hosts fork EngineCore/workers by default: the child inherits vLLM's plugins_loaded flag
     and our recorder without its thread. Its own load_general_plugins() call (as in
     EngineCore.__init__) must give it its own pid/role, hooks and writer."""
+    pytest.importorskip("vllm")  # the child runs vLLM's own plugin loader
     db = tmp_path / "fork.db"
     code = r'''
 import json, multiprocessing, os, sys, time
