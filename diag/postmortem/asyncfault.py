@@ -1,0 +1,77 @@
+"""Asynchronous faults (illegal memory access, launch failures, device-side asserts): the frame that
+reports one is not the kernel that faulted, so the class comes from the configuration (``low``)."""
+
+from __future__ import annotations
+
+import re
+
+from ..model import Evidence, LogException, LogFacts
+from .configuration import Setup
+from .diagnosis import Diagnosis, describe_batch, exc_evidence, fact_evidence, title_of
+
+ASYNC = re.compile(r"illegal memory access|illegal address|device-side assert|unspecified launch failure|misaligned address|"
+                   r"illegal instruction|an illegal address|CUDA error: (?:an )?illegal|hipErrorIllegalAddress|"
+                   r"Xid\s*(?:13|31|43)\b|CUBLAS_STATUS_EXECUTION_FAILED|cudaErrorIllegalAddress|"
+                   r"CUDA_ERROR_ILLEGAL_ADDRESS|memory access fault|Invalid __(?:global|shared|local)__ (?:read|write)|"
+                   r"(?:Warp|Lane|Device) (?:Illegal|Out-of-range|Misaligned) Address|CUDA_EXCEPTION_\d+|"
+                   r"cudaErrorLaunchFailure|hipErrorLaunchFailure", re.I)
+
+
+def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: dict,
+                batch_ev: list[Evidence]) -> Diagnosis:
+    m = ASYNC.search(f"{root.exc_type}: {root.message}")
+    fault = (root.message.strip().splitlines() or [""])[0][:120] if m else "asynchronous CUDA fault"
+    fault = fault.split(" Search for", 1)[0].rstrip(".") or "asynchronous CUDA fault"
+    last = root.last_frame
+    surfaced = f"{last.file.rsplit('/', 1)[-1]}:{last.function}" if last else "a later synchronisation"
+    batch = setup.batch or {}
+    nums = {**base_numbers, **facts.numbers}
+    ev = exc_evidence(root, 2) + batch_ev + fact_evidence(facts, "command", "non_default_args", "engine_config")
+    common = (f"{fault} is reported asynchronously: it surfaced at {surfaced}, which is not the kernel that faulted "
+              f"(the process may even exit 0)")
+    if setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None:
+        cat, why = hybrid_spec_fault_class(setup)
+        if setup.hybrid:
+            basis = f"{common}; inferred from the configuration: {', '.join(setup.why)} -> {why}"
+            title = f"{title_of(cat)} (inferred: {fault} with a hybrid model and speculative decoding)"
+        else:
+            # the model is not named: with speculative decoding, vLLM's asynchronous faults come from the
+            # Mamba/GDN state indices and batches the drafts index (the hybrid MTP models) far more than from
+            # anything else
+            basis = (f"{common}; the log does not name the model; with {', '.join(setup.why)} the likely class is "
+                     f"{why} of a hybrid MTP model (a dense model would rule it out; an MLA model would point at the "
+                     f"attention kernels instead)")
+            title = f"{title_of(cat)} (inferred: {fault} with speculative decoding, model unknown)"
+    elif setup.mla and setup.spec_k:
+        cat = "spec_kernel_limit"
+        basis = f"{common}; inferred from the configuration: {', '.join(setup.why)} -> MLA / indexer kernels with multi-token decode"
+        title = f"{title_of(cat)} (inferred: {fault} with MLA and speculative decoding)"
+        if setup.spec_k > 0:
+            nums.setdefault("next_n", setup.spec_k + 1)
+    else:
+        cat = "other"
+        basis = (f"{common}; the configuration ({', '.join(setup.why) or 'nothing known'}) does not point at a "
+                 f"hybrid/spec-decode failure class")
+        title = f"Asynchronous CUDA fault: {fault}"
+    d = Diagnosis(category=cat, confidence="low", basis=basis, title=title,
+                  message=f"{common}." + (f" Batch at the crash: {describe_batch(batch)}." if batch else ""),
+                  numbers=nums, evidence=ev, rule="async_fault")
+    d.missing.append("rerun with CUDA_LAUNCH_BLOCKING=1 (and --enforce-eager) so the faulting kernel is the frame "
+                     "shown; with the vllm-diag probes on (VLLM_DIAG_DB=run.db) each step's batch is recorded")
+    return d
+
+
+def hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:
+    """An asynchronous fault of a hybrid model under speculative decoding: which of the two classes the
+    evidence points at (a prior, ``low``): the batch composition (mixed decode / spec-decode rows, ragged or
+    zero accepted drafts) or the state indices through the block table (prefix caching's align/all modes)."""
+    batch = setup.batch or {}
+    if batch.get("mixed") or batch.get("ragged_drafts"):
+        return "mixed_batch", "the crash dump shows " + ("a mixed batch" if batch.get("mixed") else "ragged draft lengths")
+    if setup.mixed_evidence:
+        return "mixed_batch", f"the log speaks of mixed batches ({setup.mixed_evidence})"
+    if setup.prefix_caching or setup.mamba_cache_mode in ("align", "all"):
+        return "state_index", ("the Mamba/GDN state indices that prefix caching routes through the block table "
+                               f"(mode '{setup.mamba_cache_mode or 'align'}') under speculative decoding")
+    return "state_index", ("Mamba/GDN state indices under speculative decoding (no evidence of mixed decode / "
+                           "spec-decode batches: the crash dump or the report would show one)")

@@ -1,0 +1,153 @@
+"""The configuration as the log states it (model kind, speculative decoding, prefix caching, Mamba cache
+mode, async scheduling, the crash-dump batch), whether the log states it whole, and the setting each family needs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import LogException, LogFacts
+
+HYBRID_ARCH = re.compile(r"Qwen3Next|Qwen3_5|Qwen3p5|NemotronH|GraniteMoeHybrid|FalconH1|Jamba|Zamba|Bamba|Plamo2|"
+                         r"Mamba|Lfm2|KimiLinear|MiniMaxText01|MiniMaxM1|OlmoHybrid|Hymba|Kimi(?:K3)|GptOssHybrid", re.I)
+HYBRID_MODEL = re.compile(r"qwen3[-_.]?next|qwen3\.[5-9]|qwen3[-_]coder[-_]next|qwen3\.?[5-9][-_]|nemotron[-_]?h\b|"
+                          r"nemotron[-_ ]?(?:3|nano[-_]?9b|nano[-_]?12b|super|ultra)|granite[-_]4|falcon[-_]?h1|jamba|zamba|"
+                          r"bamba|mamba|lfm2|kimi[-_]linear|kimi[-_]k3|minimax[-_]?(?:m1|text)|plamo|hymba|apriel[-_]?h|"
+                          r"(?:ling|ring)[-_](?:mini|flash|plus)?[-_]?(?:2\.\d[-_])?linear", re.I)
+MLA_ARCH = re.compile(r"DeepseekV[23]|DeepseekV32|DeepseekV4|Deepseek|KimiK2|Glm.*Dsa|GlmMoeDsa|MiniMaxM3|Kimi", re.I)
+MLA_MODEL = re.compile(r"deepseek|kimi[-_]k2|glm[-_]?5|dsv[34]|minimax[-_]m3|longcat", re.I)
+HYBRID_WORDS = re.compile(r"\bGDN\b|gated ?deltanet|\bmamba\d?\b|linear[ -]attention", re.I)
+MLA_WORDS = re.compile(r"\bMLA\b|\bDSA\b|sparse[ -]?MLA|indexer|DeepGEMM", re.I)
+HYBRID_FRAMES = re.compile(r"mamba|gdn|linear_attn|short_conv|/fla/|causal_conv1d|ssd_|qwen3_next|qwen3_5|nemotron_h|"
+                           r"kda|lightning", re.I)
+MLA_FRAMES = re.compile(r"/mla/|mla_attention|flashmla|flash_mla|deep_gemm|indexer|sparse_attn|deepseek|aiter_mla|"
+                        r"triton_mla|cutlass_mla|flashinfer_mla", re.I)
+
+
+@dataclass
+class Setup:
+    hybrid: bool | None
+    mla: bool | None
+    spec_k: int
+    spec_method: str | None
+    prefix_caching: bool | None
+    mamba_cache_mode: str | None
+    async_scheduling: bool | None
+    batch: dict[str, Any] | None
+    why: list[str]
+    mixed_evidence: str | None = None  # the report's own words about mixed decode / spec-decode batches
+
+
+def _truthy(v: Any) -> bool | None:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v.strip().lower() in ("1", "true", "yes", "on")
+    return bool(v)
+
+
+def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
+    a = facts.args
+    why: list[str] = []
+    arch = facts.architecture or a.get("architecture") or facts.startup.get("resolved_architecture") or ""
+    model = str(a.get("model") or facts.model or "")
+    frames_text = " ".join(f"{f.file} {f.function}" for e in facts.exceptions for f in e.frames[-12:])
+    # a model named only in prose (a test id, an error line, a repo id quoted in the text)
+    terms = " ".join(facts.startup.get("prose_terms") or [])
+    prose = " ".join([t for _, t in (facts.startup.get("error_lines") or [])][-20:]
+                     + list(facts.startup.get("repo_mentions") or []) + [terms])
+    if not model and not arch:
+        m = HYBRID_MODEL.search(prose) or MLA_MODEL.search(prose)
+        if m:
+            model = m.group(0)
+    hybrid = None
+    if arch and HYBRID_ARCH.search(arch) or HYBRID_MODEL.search(model):
+        hybrid = True
+        why.append(f"hybrid model ({arch or model})")
+    elif not arch and not a.get("model") and not facts.model and HYBRID_WORDS.search(terms):
+        hybrid = True
+        why.append(f"hybrid model (the text speaks of {HYBRID_WORDS.search(terms).group(0)} layers)")
+    elif any(k in facts.startup for k in ("mamba_cache_mode", "mamba_padding_percent", "attention_block_size")):
+        hybrid = True
+        why.append("hybrid model (Mamba page alignment in the startup lines)")
+    elif HYBRID_FRAMES.search(frames_text):
+        hybrid = True
+        why.append("hybrid model (Mamba/GDN frames)")
+    elif arch or model:
+        hybrid = False
+    mla = None
+    if arch and MLA_ARCH.search(arch) or MLA_MODEL.search(model) or MLA_FRAMES.search(frames_text):
+        mla = True
+        why.append(f"MLA / sparse-indexer model ({arch or model or 'frames'})")
+    elif not arch and not a.get("model") and not facts.model and MLA_WORDS.search(terms) and not hybrid:
+        mla = True
+        why.append(f"MLA / sparse-indexer model (the text speaks of {MLA_WORDS.search(terms).group(0)})")
+    elif arch or model:
+        mla = False
+    k = a.get("num_speculative_tokens")
+    spec = a.get("speculative_config")
+    if k is None and isinstance(spec, dict):
+        k = spec.get("num_speculative_tokens")
+    method = a.get("speculative_method") or (spec.get("method") if isinstance(spec, dict) else None)
+    try:
+        k = int(k or 0)
+    except (TypeError, ValueError):
+        k = 0
+    batch = facts.startup.get("crash_batch")
+    if not k and batch and batch.get("spec_tokens_per_req"):
+        k = max(batch["spec_tokens_per_req"])
+    if not k and batch and batch.get("num_spec_tokens_to_schedule"):
+        k = int(batch["num_spec_tokens_to_schedule"])
+    prose = facts.startup.get("spec_prose") if isinstance(facts.startup.get("spec_prose"), dict) else None
+    if not k and not method and prose:  # the reporter's words: "with MTP", "EAGLE3, 4 speculative tokens"
+        method = f"{prose.get('method')}, from the text"
+        if isinstance(prose.get("k"), int) and prose["k"] > 0:
+            k = prose["k"]
+    if not k and not method and re.search(r"vllm/v1/spec_decode/|/spec_decode/|\bpropose\b|\bproposer\b|draft_model|"
+                                          r"_draft\w*|eagle|mtp", frames_text):
+        method = "seen in the frames"
+    if k:
+        why.append(f"speculative decoding ({method or 'draft'}, k={k})")
+    elif method:
+        why.append(f"speculative decoding ({method})")
+        k = -1  # on, depth unknown
+    pc = _truthy(a.get("enable_prefix_caching"))
+    if pc is None and isinstance(facts.startup.get("prefix_caching_prose"), bool):
+        pc = facts.startup["prefix_caching_prose"]
+    mode = a.get("mamba_cache_mode") or facts.startup.get("mamba_cache_mode")
+    if mode in ("align", "all"):
+        pc = True if pc is None else pc
+    if pc:
+        why.append("prefix caching on" + (f" (Mamba cache mode '{mode}')" if mode else ""))
+    asy = _truthy(a.get("async_scheduling"))
+    mixed = facts.startup.get("mixed_prose") if isinstance(facts.startup.get("mixed_prose"), str) else None
+    return Setup(hybrid=hybrid, mla=mla, spec_k=k, spec_method=method, prefix_caching=pc, mamba_cache_mode=mode,
+                 async_scheduling=asy, batch=batch, why=why, mixed_evidence=mixed)
+
+
+def config_known(facts: LogFacts) -> bool:
+    """The log states the whole configuration: vLLM's own config line, its non-default args, or a command
+    pasted whole (an excerpt that cuts the command proves nothing by what it lacks)."""
+    if facts.lines.get("engine_config") or facts.lines.get("non_default_args"):
+        return True
+    return bool(facts.command) and facts.startup.get("command_complete") is True
+
+
+_SPEC_COMPONENT = re.compile(r"spec_?decod|specdecod|speculat|draft|eagle|\bmtp|_mtp|proposer", re.I)
+
+
+def precondition_fails(cat: str, setup: Setup, facts: LogFacts, site=None) -> str | None:
+    """A family needs its setting: speculative decoding for the kernel-limit and mixed-batch classes (and for
+    any check of the speculative-decoding path), a hybrid model for the Mamba classes. When the log states a
+    configuration without it, say so."""
+    if not config_known(facts):
+        return None
+    if cat in ("spec_kernel_limit", "mixed_batch", "token_budget") and setup.spec_k == 0:
+        return "the log's configuration has no speculative decoding"
+    if cat != "other" and site is not None and setup.spec_k == 0 and \
+            _SPEC_COMPONENT.search(f"{site.function} {site.file.rsplit('/', 1)[-1]}"):
+        return f"the check belongs to the speculative-decoding path ({site.function}) and the log's configuration has none"
+    if cat in ("state_index", "mamba_block_budget", "mixed_batch") and setup.hybrid is False:
+        return "the model is not a hybrid (Mamba/GDN) model"
+    return None

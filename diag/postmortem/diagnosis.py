@@ -1,0 +1,106 @@
+"""A diagnosis (category, confidence, basis, evidence) and the helpers that fill one: the root error and
+facts as evidence, the configuration's numbers, the frame lines, the crash-dump batch, the titles of the categories."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..model import Evidence, Finding, LogException, LogFacts
+
+if TYPE_CHECKING:
+    from .configuration import Setup
+
+
+@dataclass
+class Diagnosis:
+    category: str
+    confidence: str  # high | medium | low
+    basis: str
+    title: str
+    message: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+    evidence: list[Evidence] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    site_id: str | None = None
+    rule: str = "failure_site"
+
+    def finding(self) -> Finding:
+        return Finding(rule=self.rule, category=self.category, title=self.title, severity="error",
+                       message=self.message, numbers=dict(self.numbers), evidence=list(self.evidence),
+                       missing_evidence=list(self.missing), confidence=self.confidence, basis=self.basis)
+
+
+def exc_evidence(exc: LogException, frames: int = 2) -> list[Evidence]:
+    first = exc.message.strip().splitlines()[0] if exc.message.strip() else ""
+    ev = []
+    if exc.exc_type and not exc.exc_type.startswith("("):
+        ev.append(Evidence(text=f"{exc.exc_type}: {first}".rstrip(": ")[:500], line=exc.log_line, source="log"))
+    for fr in exc.frames[-frames:]:
+        ev.append(Evidence(text=f'File "{fr.file}", line {fr.line}, in {fr.function}' + (f": {fr.code}" if fr.code else ""),
+                           line=fr.log_line, source="log"))
+    return ev
+
+
+def fact_evidence(facts: LogFacts, *names: str) -> list[Evidence]:
+    out = []
+    for n in names:
+        if n in facts.lines:
+            line, text = facts.lines[n]
+            out.append(Evidence(text=text[:500], line=line, source="log"))
+    return out
+
+
+def config_numbers(facts: LogFacts, setup: Setup) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k in ("num_speculative_tokens", "max_num_seqs", "max_model_len", "max_num_batched_tokens", "block_size",
+              "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "decode_context_parallel_size",
+              "prefill_context_parallel_size", "gpu_memory_utilization", "max_cudagraph_capture_size",
+              "mamba_block_size"):
+        v = facts.args.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = v
+    if setup.spec_k > 0:
+        out.setdefault("num_speculative_tokens", setup.spec_k)
+    return out
+
+
+def frame_lines(facts: LogFacts) -> dict[str, int]:
+    """file:function -> line of the innermost frames printed (root, or frames without an exception line):
+    the line numbers tell the release apart and point at the failing statement."""
+    out: dict[str, int] = {}
+    excs = ([facts.root] if facts.root is not None else []) + [e for e in facts.exceptions if e.exc_type.startswith("(")]
+    for e in excs:
+        for fr in e.frames[-6:]:
+            if fr.line:
+                out.setdefault(f"{fr.file.rsplit('/', 1)[-1]}:{fr.function}", fr.line)
+    return dict(list(out.items())[-12:])
+
+
+def batch_numbers(batch: dict[str, Any] | None) -> dict[str, Any]:
+    if not batch:
+        return {}
+    keys = ("num_reqs", "num_prefills", "num_decodes", "num_spec_decodes", "tokens_per_req", "spec_tokens_per_req",
+            "total_num_scheduled_tokens", "num_computed_tokens")
+    return {f"crash_batch_{k}": batch[k] for k in keys if batch.get(k) not in (None, [])}
+
+
+def title_of(cat: str) -> str:
+    return {
+        "kv_page_size": "KV-cache page-size unification failed",
+        "state_index": "Mamba/GDN state index or block table mismatch",
+        "spec_kernel_limit": "Attention kernel limit under speculative decoding",
+        "mixed_batch": "Hybrid builder on a mixed decode / spec-decode batch",
+        "cudagraph_shape": "CUDA-graph shape vs the batch",
+        "block_size_alignment": "Block size vs kernel / hash alignment",
+        "mamba_block_budget": "Mamba cache blocks vs max_num_seqs",
+        "prefix_cache_degraded": "Prefix caching unavailable or degraded",
+        "token_budget": "Speculative tokens vs the token budget",
+        "other": "Failure outside the hybrid / spec-decode families",
+    }.get(cat, cat)
+
+
+def describe_batch(batch: dict) -> str:
+    from .dump import describe
+
+    return describe(batch)

@@ -1,0 +1,36 @@
+"""Near misses: root errors whose cause is outside the hybrid / spec-decode families (memory, weights,
+tokenizers, unsupported architectures, NCCL, host syncs during capture, Triton / GPU generation)."""
+
+from __future__ import annotations
+
+import re
+
+# near misses: errors whose cause is outside the hybrid / spec-decode families
+NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
+    ("out of memory", re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|"
+                                 r"No available memory for the cache blocks|KV cache is needed, which is larger than the "
+                                 r"available KV cache memory|Insufficient memory|not enough memory", re.I)),
+    ("missing or mismatched weights", re.compile(r"weights? (?:were |was )?not (?:initialized|found|loaded)|"
+                                                 r"Following weights were not|KeyError: '[\w.]*(?:weight|bias|scale)'|"
+                                                 r"size mismatch for|safetensors|checkpoint|Cannot find any of|"
+                                                 r"does not appear to have a file named", re.I)),
+    ("tokenizer", re.compile(r"tokenizer|chat template", re.I)),
+    ("unsupported architecture", re.compile(r"architectures? .{0,40}(?:not supported|are not supported|has no vLLM implementation)|"
+                                            r"Model architectures? \[|not supported for now|trust_remote_code", re.I)),
+    ("distributed set-up (NCCL)", re.compile(r"NCCL|Watchdog caught|ProcessGroup|ncclInternalError|"
+                                             r"collective operation timeout|Connection refused|RayActorError", re.I)),
+    ("host synchronisation during CUDA-graph capture", re.compile(r"operation not permitted when stream is capturing|"
+                                                                   r"cudaErrorStreamCaptureUnsupported|"
+                                                                   r"stream is capturing", re.I)),
+    ("Triton / GPU generation", re.compile(r"triton\.compiler|CompilationError|fp8e4nv not supported|"
+                                           r"type fp8e4nv not supported|PTXASError|no kernel image is available|"
+                                           r"Unsupported architecture|not supported on (?:this|your) GPU|"
+                                           r"compute capability|sm_?\d{2,3}\b.{0,40}not supported", re.I)),
+]
+
+
+def near_miss(text: str) -> str | None:
+    for name, rx in NEAR_MISS:
+        if rx.search(text):
+            return name
+    return None

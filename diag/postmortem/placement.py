@@ -1,0 +1,157 @@
+"""Faults placed by the kernel that faulted (cuda-gdb, compute-sanitizer, device-side asserts): what the
+kernel computes, from the report's file, vLLM's own kernels (the catalog) or the compiled-kernel table."""
+
+from __future__ import annotations
+
+import re
+
+from ..model import Evidence, LogException, LogFacts
+from .asyncfault import ASYNC, from_async, hybrid_spec_fault_class
+from .configuration import HYBRID_FRAMES, MLA_FRAMES, Setup, config_known
+from .diagnosis import Diagnosis, title_of
+
+_GDB_KERNEL = re.compile(r"(?:triggered at PC \S+\s+|#\d+\s+|in kernel\s+|kernel\s+|0x[0-9a-f]{6,}\s+in\s+)"
+                         r"([A-Za-z_]\w{3,})(?:<<<[^>]*>>>)?\s*(?:\(\))?"
+                         r"(?:\s*\(([\w./-]+\.py):(\d+)\)|\s+at\s+([\w./-]+\.py):(\d+))?")
+# compute-sanitizer (memcheck): "========= Invalid __global__ read of size 2 bytes" then
+# "=========     at kernel+0x1c70" (newer) or "=========     at 0x1c70 in kernel" (older), optionally "in file.py:N"
+_SANITIZER_AT = re.compile(r"=+\s+at\s+(?:0x[0-9a-f]+\s+in\s+)?(?:void\s+)?((?:[A-Za-z_][\w]*::)*[A-Za-z_]\w*(?:<[^>]*>)?)"
+                           r"(?:\+0x[0-9a-f]+)?(?:\s+in\s+([\w./-]+\.(?:py|cu|cuh)):(\d+))?")
+# a device-side assert as CUDA prints it (PyTorch's kernels and Triton's tl.device_assert alike):
+# "<file>:<line>: <function>: block: [x,y,z], thread: [x,y,z] Assertion `<condition>` failed."
+DEVICE_ASSERT = re.compile(r"([\w./\\-]+\.(?:py|cu|cuh|cpp|h)):(\d+): ([^:]+?): block: \[[\d, ]+\],? thread: \[[\d, ]+\],? "
+                           r"Assertion `(.+?)` failed")
+
+
+def faulting_kernel(lines) -> tuple[str, str | None, int | None, str, int] | None:
+    """cuda-gdb / compute-sanitizer / a device-side assert name the kernel that faulted:
+    (kernel, file, line, text, log line)."""
+    if not any(ASYNC.search(t) or "Assertion `" in t for _, t in lines):
+        return None
+    for lineno, t in lines:
+        if "Assertion `" in t:
+            m = DEVICE_ASSERT.search(t)
+            if m:
+                func = m.group(3).strip().rsplit(" ", 1)[-1]
+                return func, m.group(1), int(m.group(2)), t, lineno
+        if "=====" in t and " at " in t:
+            m = _SANITIZER_AT.search(t)
+            if m:
+                return m.group(1), m.group(2), int(m.group(3)) if m.group(3) else None, t, lineno
+        m = _GDB_KERNEL.search(t)
+        if m and (m.group(2) or m.group(4) or "<<<" in t or "triggered at PC" in t):
+            file = m.group(2) or m.group(4)
+            ln = m.group(3) or m.group(5)
+            return m.group(1), file, int(ln) if ln else None, t, lineno
+    return None
+
+
+_KERNEL_PLACES: list[tuple[str, re.Pattern[str]]] = [
+    # the Mamba state copies between blocks (prefix caching's align mode, speculative blocks)
+    ("mamba_copy", re.compile(r"v1/worker/mamba_utils|mamba_hybrid|mamba_copy|copy_mamba|state_copy|batch_memcpy", re.I)),
+    ("mamba", re.compile(HYBRID_FRAMES.pattern + r"|gated_delta|delta_rule|selective_scan|selective_state|ssd_|"
+                         r"chunk_scan|state_passing|conv1d", re.I)),
+    ("mla", MLA_FRAMES),
+    ("sampling", re.compile(r"/sample/|sampler|sampling|rejection|multinomial|top_?k_?top_?p|Distributions\.cu|"
+                            r"TensorCompare\.cu|Multinomial", re.I)),
+    ("gemm", re.compile(r"fused_moe|/moe/|quantization|gemm|w8a8|marlin|cutlass(?!.*mla)|/lora/|punica", re.I)),
+    ("index", re.compile(r"IndexKernel\.cu|Indexing\.cu|ScatterGatherKernel\.cu|IndexSelect|index_elementwise", re.I)),
+    ("attention", re.compile(r"attention|attn|reshape_and_cache|paged_attention|flash_fwd", re.I)),
+]
+
+
+def kernel_place(name: str, file: str | None) -> tuple[str | None, str]:
+    """What a GPU kernel computes (``mamba_copy``, ``mamba``, ``mla``, ``sampling``, ``gemm``, ``comm``, ``index``,
+    ``attention``) and where it is defined: the file the report prints, else vLLM's own kernels of that name (the
+    catalog's ``gpu_kernels``), else the compiled kernels' table (``vllm_diag.catalog.kernels``); (None, place) when
+    unknown."""
+    from ..catalog import load
+    from ..catalog.kernels import cuda_kernel
+    from ..catalog.match import vllm_path
+
+    places: list[str] = []
+    if file:
+        places.append(vllm_path(file))
+    known = load().gpu_kernel(name)
+    if known:
+        places += known[0]
+    for place in places:
+        for what, rx in _KERNEL_PLACES:
+            if rx.search(f"{place} {name}"):
+                return what, place
+    ck = cuda_kernel(name)
+    if ck is not None:
+        return ck[2], f"{ck[0]} {ck[1]}"
+    for what, rx in _KERNEL_PLACES:
+        if rx.search(name):
+            return what, places[0] if places else name
+    return None, places[0] if places else name
+
+
+_WHAT = {"mamba_copy": "the Mamba state copies between blocks", "mamba": "a Mamba/GDN state or conv kernel",
+         "mla": "an MLA / sparse-indexer attention kernel", "sampling": "the sampler",
+         "gemm": "a GEMM / MoE / quantisation kernel", "comm": "a collective (NCCL)", "attention": "a dense attention kernel",
+         "index": "PyTorch's indexing kernel"}
+
+
+def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis:
+    """A fault whose kernel a debugger or a device-side assert names: what that kernel computes decides, with the
+    configuration (a Mamba/GDN kernel under speculative decoding or prefix caching: its state indices or the
+    batch; an MLA / indexer kernel under speculative decoding: the kernel limits; the sampler, GEMMs,
+    collectives, dense attention: outside the families). PyTorch's own indexing kernels and unknown kernels
+    place nothing: the configuration decides, as for any asynchronous fault."""
+    name, file, line, text, lineno = kernel
+    what, place = kernel_place(name, file)
+    ev = [Evidence(text=text[:500], line=lineno, source="log")] + batch_ev
+    where = name + (f" ({place}:{line})" if file and line else f" ({place})" if place != name else "")
+    nums = {**base_numbers, **facts.numbers}
+    assert_text = DEVICE_ASSERT.search(text)
+    told = "a device-side assert names" if assert_text else "the debugger names"
+    known = config_known(facts)
+
+    def out(cat: str, conf: str, why: str) -> Diagnosis:
+        if cat == "spec_kernel_limit" and setup.spec_k > 0:
+            nums.setdefault("next_n", setup.spec_k + 1)
+        return Diagnosis(category=cat, confidence=conf, rule="async_fault",
+                         basis=f"{told} the faulting kernel {where}, {_WHAT.get(what or '', 'a kernel')}; {why}",
+                         title=f"{title_of(cat)} (fault in {name})" if cat != "other" else f"GPU fault in {name}",
+                         message=f"GPU fault in kernel {where}" + (f": {assert_text.group(4)[:200]}" if assert_text else ""),
+                         numbers=nums, evidence=ev)
+
+    if what == "mamba_copy":
+        setup.hybrid = True
+        return out("state_index", "medium", "the state copies follow the block table's state indices (prefix caching's "
+                                            "align mode, the speculative blocks)")
+    if what == "mamba":
+        if setup.hybrid is not True:
+            setup.hybrid = True
+            setup.why.append(f"hybrid model (Mamba/GDN kernel {name})")
+        if setup.spec_k:
+            cat, why = hybrid_spec_fault_class(setup)
+            return out(cat, "medium", f"with {', '.join(setup.why)} -> {why}")
+        if setup.prefix_caching or setup.mamba_cache_mode in ("align", "all"):
+            return out("state_index", "medium", f"with {', '.join(setup.why)} -> the state indices prefix caching routes "
+                                                "through the block table")
+        if known:
+            return out("other", "low", "the log's configuration has neither speculative decoding nor prefix caching, "
+                                       "so the state indices and batches of the families do not apply")
+        return out("state_index", "low", "the configuration is not in the log; a Mamba/GDN kernel reads its states "
+                                         "through the state indices")
+    if what == "attention" and setup.mla:
+        what = "mla"  # an MLA model's attention layers all run the MLA decode / prefill kernels
+    if what == "attention" and setup.hybrid:
+        what = None  # the full-attention layers of a hybrid: the kernel does not tell the class, the setup does
+    if what == "mla":
+        setup.mla = True
+        if setup.spec_k:
+            return out("spec_kernel_limit", "medium", f"with {', '.join(setup.why)} -> the multi-token decode "
+                                                      "(1 + k query tokens per request) this kernel receives")
+        return out("other", "low", "no speculative decoding in the log: the kernel-limit class needs multi-token decodes")
+    if what in ("sampling", "gemm", "comm", "attention"):
+        return out("other", "medium" if what in ("sampling", "comm") else "low",
+                   "outside the hybrid / spec-decode state, batch and kernel-limit paths")
+    # PyTorch's indexing kernels or an unknown kernel: the configuration decides
+    fake = LogException(exc_type="CUDA error", message=text[:300], log_line=lineno)
+    d = from_async(facts, fake, setup, base_numbers, batch_ev)
+    d.basis = f"{told} the faulting kernel {where}, which does not place the fault in vLLM; " + d.basis
+    return d

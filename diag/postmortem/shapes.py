@@ -1,0 +1,127 @@
+"""Plain PyTorch shape / size / negative-index errors placed by where they happened and what the
+configuration makes possible, and a size mismatch whose larger side is a CUDA-graph capture size."""
+
+from __future__ import annotations
+
+import re
+
+from ..model import LogException, LogFacts
+from .configuration import HYBRID_FRAMES, MLA_FRAMES, Setup
+from .diagnosis import Diagnosis, config_numbers, exc_evidence, fact_evidence, title_of
+
+SHAPE = re.compile(r"size of tensor a \(\d+\) must match|expanded size of the tensor|must match the existing size|"
+                   r"shape mismatch|shape '\[[^\]]*\]' is invalid for input of size|split_with_sizes expects|"
+                   r"mat1 and mat2 shapes cannot|view size is not compatible|Sizes of tensors must match|"
+                   r"doesn't match the broadcast shape|output with shape \[[^\]]*\] doesn't match|"
+                   r"Expected size \d+ but got size \d+|inconsistent tensor size", re.I)
+KERNEL_CHECK = re.compile(r"Assertion error \(|Check failed|TORCH_CHECK|FLASHINFER_CHECK|TVM_FFI|Expected .{1,80}"
+                          r"(?:to be|but got|got)\b|must be (?:<=|>=|less|at most|at least|a multiple|divisible)|"
+                          r"exceeds? (?:the )?(?:maximum|limit|max)|only supports? .{0,40}(?:tokens|heads|q_len|seqlen|"
+                          r"next_n|batch)", re.I)
+# a check about how many tokens / requests / rows a step carries (what speculative decoding multiplies), and one
+
+NEG_INDEX = re.compile(r"index -\d+ is out of bounds|negative (?:state )?ind(?:ex|ices)|index -1\b", re.I)
+_SPEC_FRAMES = re.compile(r"/spec_decode/|proposer|eagle|mtp|draft|speculat", re.I)
+
+
+def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts) -> Diagnosis | None:
+    """A plain PyTorch shape / size error (no failure site of vLLM's says it) classified by where it
+    happened and what the configuration makes possible: inside Mamba/GDN code under speculative decoding the
+    rows of spec decodes (1 + k tokens) and plain decodes (1 token) of one batch disagree (mixed batch); inside
+    MLA / sparse-indexer code under speculative decoding the multi-token decode shape meets a per-request
+    buffer (kernel limit). A negative index in Mamba/GDN code under speculative decoding is a row with no
+    accepted draft (``num_accepted - 1``). Without frames the model's kind stands in for the place (low)."""
+    neg = bool(NEG_INDEX.search(message))
+    # a kernel's own check (C++/TVM/Triton text) about sizes, not about the GPU, dtype or device
+    kcheck = bool(KERNEL_CHECK.search(message)) and not re.search(
+        r"arch|dtype|sm_?\d|capability|device|fp8|bf16|fp16|float|int32|int64|contiguous|stride|not supported on", message,
+        re.I)
+    if not (SHAPE.search(message) or neg or kcheck) or setup.spec_k == 0:
+        return None
+    from ..catalog.match import vllm_path
+
+    frames = [f for f in root.frames if "vllm/" in vllm_path(f.file) or vllm_path(f.file).count("/") <= 2]
+    inner = frames[-6:]
+    text = " ".join(f"{vllm_path(f.file)} {f.function}" for f in inner)
+    hybrid_at = next((f for f in reversed(inner) if HYBRID_FRAMES.search(f"{f.file} {f.function}")), None)
+    mla_at = next((f for f in reversed(inner) if MLA_FRAMES.search(f"{f.file} {f.function}")), None)
+    where = None
+    if hybrid_at is not None and (mla_at is None or inner.index(hybrid_at) > inner.index(mla_at)):
+        cat, where = "mixed_batch", hybrid_at
+    elif mla_at is not None:
+        cat, where = "spec_kernel_limit", mla_at
+    elif not inner or _SPEC_FRAMES.search(text) or re.search(r"_build_attention_metadata|_prepare_inputs|build\b", text):
+        if setup.hybrid and not setup.mla:
+            cat = "mixed_batch"
+        elif setup.mla and not setup.hybrid:
+            cat = "spec_kernel_limit"
+        else:
+            return None
+    else:
+        return None
+    if kcheck and not SHAPE.search(message) and not neg and cat != "spec_kernel_limit":
+        return None  # a kernel check speaks for the MLA / attention kernels only
+    batch = setup.batch or {}
+    if cat == "mixed_batch" and not neg and not (batch.get("mixed") or batch.get("ragged_drafts")) and (
+            setup.prefix_caching or setup.mamba_cache_mode in ("align", "all")):
+        cat = "state_index"
+        what = ("a shape mismatch inside Mamba/GDN code under speculative decoding with prefix caching: the state "
+                "indices run through the block table, whose width carries extra columns for the draft tokens "
+                "(num_speculative_blocks) that a buffer sized without them lacks")
+    elif neg and cat == "mixed_batch":
+        what = ("a negative index inside Mamba/GDN code under speculative decoding: a row with no accepted draft "
+                "indexes its state at num_accepted - 1 = -1")
+    elif cat == "mixed_batch":
+        what = ("a shape mismatch inside Mamba/GDN code under speculative decoding: spec-decode rows (1 + k tokens) "
+                "and plain decode rows (1 token) of one batch disagree about their sizes")
+    elif kcheck and not SHAPE.search(message):
+        what = ("a kernel's size check failing in MLA / sparse-attention code under speculative decoding: the "
+                "multi-token decode (1 + k query tokens per request) is outside what the kernel was built for")
+    else:
+        what = ("a shape mismatch inside MLA / sparse-indexer code under speculative decoding: the multi-token decode "
+                "shape (one row per draft token) meets a buffer sized per request or per block")
+    place = (f"at {where.file.rsplit('/', 1)[-1]}:{where.function}" if where is not None
+             else f"no frame places it; the model ({', '.join(setup.why)}) does")
+    conf = "medium" if where is not None else "low"
+    nums = {**config_numbers(facts, setup), **facts.numbers}
+    if cat == "spec_kernel_limit" and setup.spec_k > 0:
+        nums.setdefault("next_n", setup.spec_k + 1)
+    batch_ev = fact_evidence(facts, "crash_batch")
+    d = Diagnosis(category=cat, confidence=conf, rule="failure_class",
+                  basis=f"no catalog site matches this text; {what} ({place}; {', '.join(setup.why)})",
+                  title=f"{title_of(cat)} ({root.exc_type.rsplit('.', 1)[-1]} "
+                        + (f"in {where.function})" if where is not None else "inferred from the configuration)"),
+                  message=(message.strip().splitlines() or [""])[0][:300],
+                  numbers=nums, evidence=exc_evidence(root, 3) + batch_ev + fact_evidence(facts, "spec_prose"))
+    if where is None:
+        d.missing.append("the traceback of this error (which vLLM function raised it)")
+    return d
+
+
+def _capture_sizes(facts: LogFacts) -> set[int]:
+    sizes = facts.args.get("cudagraph_capture_sizes")
+    if isinstance(sizes, list) and all(isinstance(x, int) for x in sizes):
+        return set(sizes)
+    # vLLM's default list (config/vllm.py _set_cudagraph_sizes): 1, 2, 4, then steps of 8 to 256, of 16 above
+    return {1, 2, 4} | set(range(8, 257, 8)) | set(range(272, 1025, 16))
+
+
+def padding_signature(facts: LogFacts) -> tuple[int, int, int, str] | None:
+    """A size mismatch whose larger side is a CUDA-graph capture size above ``max_num_seqs`` and whose
+    smaller side fits the real batch: the batch was padded for a captured graph."""
+    n = facts.numbers
+    mx = facts.args.get("max_num_seqs")
+    if not isinstance(mx, int):
+        return None
+    pairs = []
+    if isinstance(n.get("split_sizes"), list) and isinstance(n.get("split_sizes_expected_sum"), int):
+        pairs.append((sum(n["split_sizes"]), n["split_sizes_expected_sum"], "split sizes vs the tensor"))
+        pairs += [(x, n["split_sizes_expected_sum"], "a split size vs the tensor") for x in n["split_sizes"]]
+    if isinstance(n.get("tensor_a_size"), int) and isinstance(n.get("tensor_b_size"), int):
+        pairs.append((n["tensor_a_size"], n["tensor_b_size"], "tensor sizes"))
+    caps = _capture_sizes(facts)
+    for a, b, what in pairs:
+        big, small = max(a, b), min(a, b)
+        if big in caps and big > mx >= small and big != small:
+            return big, small, mx, what
+    return None

@@ -1,0 +1,135 @@
+"""A log's root error matched to vLLM's own failure sites (the catalog): the diagnosis from a matched site,
+the category of the innermost vLLM frames by the catalog's rules, and the weak hint of a function's sites."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..model import Evidence, LogException, LogFacts
+from .configuration import HYBRID_FRAMES, MLA_FRAMES, Setup, precondition_fails
+from .diagnosis import Diagnosis, exc_evidence, title_of
+
+TOKEN_COUNT_CHECK = re.compile(r"num_decode_tokens|num_decodes|num_tokens|num_reqs|num_requests|num_actual_tokens|"
+                                r"q\.shape\[0\]|query|seq_lens|block_table|batch|rows|topk_lens|next_n|q_len|"
+                                r"token_to_req|decode_lens", re.I)
+MODEL_SHAPE_CHECK = re.compile(r"dtype|device|contiguous|stride|heads|head_dim|ndim|\.dim\(\)|hidden|compress_ratio|"
+                                r"kv_lora|rope|quant|scale", re.I)
+
+
+def site_text(site) -> str:
+    if site.kind == "assert":
+        what = f"assert {site.condition}" + (f", \"{site.message[:120]}\"" if site.message else "")
+    elif site.kind == "kernel":
+        what = f"check {site.condition or site.message}"
+    else:
+        what = f"raise {site.exc}" + (f"(\"{site.message[:120]}\")" if site.message else "")
+    return what
+
+
+def frame_category(exc: LogException, message: str) -> tuple[str, str, Any] | None:
+    """The category of the innermost vLLM frames (the catalog's rules), with the frame that decided."""
+    from ..catalog.categorize import categorize
+    from ..catalog.match import vllm_path
+
+    frames = list(exc.frames)
+    seen = 0
+    for fr in reversed(frames):
+        path = vllm_path(fr.file)
+        if not ("vllm/" in path or path.count("/") <= 2):  # torch / triton / site-packages internals
+            continue
+        seen += 1
+        if seen > 5:
+            break
+        cat, rid = categorize({"file": path, "function": fr.function, "condition": fr.code or "",
+                               "message": message, "exc": exc.exc_type})
+        if cat != "other":
+            return cat, rid, fr
+        if rid.startswith("other_") and rid not in ("other_type_narrowing", "other_duplicate_layer"):
+            return "other", rid, fr
+    return None
+
+
+def function_hint(exc: LogException) -> tuple[str, Any] | None:
+    """Sites in the frames' functions: the category most of them have (weak)."""
+    from ..catalog import load
+    from ..catalog.match import vllm_path
+
+    cat = load()
+    for depth, fr in enumerate(reversed(exc.frames[-6:])):
+        sites = cat.in_function(vllm_path(fr.file), fr.function)
+        cats: dict[str, int] = {}
+        for s in sites:
+            if s.category != "other":
+                cats[s.category] = cats.get(s.category, 0) + 1
+        if cats and sum(cats.values()) * 2 >= len(sites):
+            return max(cats, key=cats.get), fr
+    return None
+
+
+def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, base_numbers: dict,
+               batch_ev: list[Evidence], weak: bool = False) -> Diagnosis:
+    site = best.site
+    nums = dict(base_numbers)
+    nums.update(facts.numbers)
+    nums.update(best.numbers)
+    cat = site.category
+    how = {"message": "its message template", "condition": "the frame's assert condition",
+           "raise": "the frame's raise", "kernel": "the kernel check's text",
+           "line": f"the innermost frame's line ({best.note or 'its statement in a scanned release'})"
+           }.get(best.how, best.how)
+    where = f"{site.file}:{site.function}" if site.function else site.file
+    rel = (f"present in vLLM {site.version_text()}" if site.versions
+           else f"{site.package or 'kernel'} check" + (f" ({site.source})" if site.source else ""))
+    basis = f"matched vLLM failure site {where} ({site_text(site)[:160]}) by {how}; {rel}"
+    if best.version_ok is False and facts.vllm_version:
+        basis += f"; not at this place in {facts.vllm_version} as released (a fork or a patched build)"
+    others = sorted({m.site.category for m in matches if m.score >= 0.75 and m.site.category != cat})
+    if others:
+        basis += f"; the same text also exists as a {', '.join(others)} site"
+    if cat == "other" and site.kind == "kernel" and setup.spec_k != 0 and (setup.mla or MLA_FRAMES.search(site.file)) \
+            and re.search(r"num_tokens|seqlen|q_len|qo_len|next_n|batch|num_heads|topk|shape|size|contiguous",
+                          f"{site.condition or ''} {site.message or ''}") \
+            and not re.search(r"arch|dtype|sm_?\d|capability|device", site.condition or "", re.I):
+        cat = "spec_kernel_limit"
+        basis += ("; a shape check of an MLA / sparse-attention kernel failing under speculative decoding: the "
+                  "multi-token decode shape is outside what the kernel was built for")
+    elif cat == "other" and site.kind != "kernel" and (site.rule or "default") == "default" and setup.spec_k != 0 \
+            and MLA_FRAMES.search(site.file) and not HYBRID_FRAMES.search(site.file) \
+            and TOKEN_COUNT_CHECK.search(f"{site.condition or ''} {site.message or ''}") \
+            and not MODEL_SHAPE_CHECK.search(f"{site.condition or ''} {site.message or ''}"):
+        cat = "spec_kernel_limit"
+        basis += ("; a check of token / request counts in MLA / sparse-indexer code failing under speculative "
+                  "decoding: a decode carries 1 + k query tokens per request, which this path sizes per request")
+    pre = precondition_fails(cat, setup, facts, site)
+    if pre:
+        basis += f"; but {pre}, so the check fired for another reason: not counted as {cat}"
+        cat = "other"
+    has_numbers = bool(best.numbers) or best.how in ("condition", "kernel")
+    conf = "high" if best.score >= 0.9 and has_numbers and not weak else "medium"
+    if best.how == "line" and best.score < 0.75:
+        conf = "low"
+    if weak:
+        conf = "low" if best.score < 0.6 else "medium"
+    if cat == "spec_kernel_limit" and setup.spec_k > 0:
+        nums.setdefault("next_n", setup.spec_k + 1)
+    ev = exc_evidence(root, 2)
+    if best.frame is not None and all(e.line != best.frame.log_line for e in ev):
+        ev.append(Evidence(text=f'File "{best.frame.file}", line {best.frame.line}, in {best.frame.function}'
+                                + (f": {best.frame.code}" if best.frame.code else ""), line=best.frame.log_line, source="log"))
+    ev.append(Evidence(text=f"catalog site {site.id}: {where} -- {site_text(site)[:200]} ({rel})", source="catalog"))
+    ev += batch_ev
+    title = f"{title_of(cat)}: {site.exc.rsplit('.', 1)[-1]} in {site.short_function or site.basename}"
+    msg = (root.message.strip().splitlines() or [""])[0][:300] or f"bare {root.exc_type} at {site_text(site)[:120]}"
+    if site.limit:
+        msg += f" -- kernel limit: {site.limit}"
+    if setup.batch:
+        from .dump import describe
+
+        msg += f" -- batch at the crash: {describe(setup.batch)}"
+    d = Diagnosis(category=cat, confidence=conf, basis=basis, title=title, message=msg, numbers=nums, evidence=ev,
+                  site_id=site.id, rule="failure_site")
+    if site.kind == "assert" and not site.message and not best.numbers:
+        d.missing.append("the assertion carries no values; rerun with the vllm-diag probes on (VLLM_DIAG_DB=run.db) "
+                         "to record the specs, block tables and buffers it compares")
+    return d
