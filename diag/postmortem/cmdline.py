@@ -1,0 +1,247 @@
+"""Commands pasted around a log (``vllm serve`` lines with continuations, ``LLM(...)`` calls, argv lists of
+compose / Kubernetes manifests, YAML sequences, loose ``--flag value`` lines) and the engine arguments
+merged from them, the engine's config dump and its non-default args; the part of the collector that
+reads them."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..redact import redact, redact_args
+from .lines import Line
+
+_CMD_START = re.compile(
+    r"(?:^|[\s$`>#])((?:[A-Z_][A-Z0-9_]*=\S+\s+)*(?:vllm\s+serve\b|python[\d.]*\s+(?:-\w+\s+)*-m\s+vllm\.entrypoints\.\S+))"
+)
+_LLM_CALL = re.compile(r"\bLLM\(")
+_FLAG_LINE = re.compile(r"^\s*(?:-\s+)?([\"']?)(--[a-z][a-z0-9-]*(?:[= ].*)?)\1\s*,?\s*$")  # also YAML `- --x=1`
+_ARGV_LIST = re.compile(r"\[\s*[\"']vllm[\"']\s*,\s*[\"']serve[\"'][^\]]*\]")  # compose/k8s: ["vllm", "serve", ...]
+# an argv written as a list (compose `command: [...]`, Kubernetes `args: [...]`, possibly over several lines):
+# the list opens with a quoted flag, "vllm" or "python"
+_ARGV_OPEN = re.compile(r"""(?:^|[:=\s])\[\s*(?:["'](?:--[a-z]|vllm\b|python|-m\b)|$)""")
+_ARGV_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
+# a YAML block sequence item: "  - --tensor-parallel-size" / '  - "4"'
+_YAML_ITEM = re.compile(r"^\s*-\s+(.*?)\s*$")
+_INLINE_FLAG = re.compile(
+    r"(?<![\w-])(--[a-z][a-z0-9-]+(?:\.[a-z_]+)?)(?:[ =]('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)]+))?"
+)
+_GAP = re.compile(r"^(?:\[\s*)?(?:\.\.\.|…)(?:\s*\]|\s|$|.{0,60}\]\s*$)")
+
+
+def _balance(text: str) -> int:
+    return text.count("(") + text.count("[") + text.count("{") - text.count(")") - text.count("]") - text.count("}")
+
+
+def _paren_delta(text: str) -> int:
+    depth = 0
+    quote = None
+    for c in text:
+        if quote:
+            if c == quote:
+                quote = None
+            continue
+        if c in "'\"":
+            quote = c
+        elif c == "#":
+            break
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+    return depth
+
+
+
+
+class CommandLines:
+    """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: commands and engine arguments."""
+
+    def _argv_lists(self, line: Line) -> None:
+        """argv written as a list: a flow list (``args: ["--model", "x", "--tensor-parallel-size", "4"]``, one or
+        several lines) or a YAML block sequence (``- --max-num-seqs`` / ``- "128"``); read as a command."""
+        text = line.text
+        if line.level is not None or line.process is not None:
+            self._end_argv()
+            self._end_yaml()
+            return
+        if self._argv is not None:
+            start, parts = self._argv
+            parts.append(text)
+            if _balance(" ".join(parts)) <= 0 or len(parts) > 40:
+                self._end_argv()
+        elif "[" in text and _ARGV_OPEN.search(text):
+            i = _ARGV_OPEN.search(text).start()
+            self._argv = (line.lineno, [text[text.index("[", i):]])
+            if _balance(self._argv[1][0]) <= 0:
+                self._end_argv()
+        m = _YAML_ITEM.match(text) if text.lstrip().startswith("-") else None
+        if m:
+            item = m.group(1)
+            if len(item) >= 2 and item[0] == item[-1] and item[0] in "'\"":
+                item = item[1:-1]
+            if self._yaml is None:
+                self._yaml = (line.lineno, [])
+            if len(self._yaml[1]) < 200:
+                self._yaml[1].append(item)
+        elif self._yaml is not None:
+            self._end_yaml()
+
+    def _argv_command(self, lineno: int, argv: list[str]) -> None:
+        if not any(a.startswith("--") for a in argv) or len(self.commands) >= 20:
+            return
+        from ..serve import shell_quote
+
+        if argv[0].startswith("--") or argv[0] == "serve":
+            argv = (["vllm"] if argv[0] == "serve" else ["vllm", "serve"]) + argv
+        # a list that names the model is a whole command line; a list of a few flags (a bullet list in prose)
+        # proves nothing by what it lacks
+        self.cmd_complete[lineno] = any(a == "--model" or a.startswith("--model=") for a in argv) or (
+            argv[:2] == ["vllm", "serve"] and len(argv) > 2 and not argv[2].startswith("-"))
+        self.commands.append((lineno, " ".join(shell_quote(a) for a in argv)))
+
+    def _end_argv(self) -> None:
+        if self._argv is not None:
+            lineno, parts = self._argv
+            items = [a or b for a, b in _ARGV_ITEM.findall(" ".join(parts))]
+            self._argv = None
+            if items and items != ["vllm", "serve"]:
+                self._argv_command(lineno, items)
+
+    def _end_yaml(self) -> None:
+        if self._yaml is not None:
+            lineno, items = self._yaml
+            self._yaml = None
+            if len(items) >= 2:
+                self._argv_command(lineno, items)
+
+    def _commands(self, line: Line) -> None:
+        text = line.text
+        self._argv_lists(line)
+        if (self._cmd_lines is not None or self._llm_lines is not None) and (line.level is not None or line.process is not None):
+            return  # another process's record written into a pasted command: skip it, keep collecting
+        if self._cmd_lines is not None:
+            s = text.strip()
+            prev = self._cmd_lines[-1].rstrip()
+            if _GAP.match(s):  # an excerpt gap inside the command: what follows is not its continuation
+                self._end_cmd()
+                return
+            if prev.endswith("\\") or (s.startswith("-") and line.level is None) or (
+                    s.startswith(("'", '"', "}")) and line.level is None):
+                self._cmd_lines.append(text)
+                if len(self._cmd_lines) > 80:
+                    self._end_cmd()
+                return
+            self._end_cmd()
+        if self._llm_lines is not None:
+            self._llm_lines.append(text)
+            self._llm_depth += _paren_delta(text)
+            if self._llm_depth <= 0 or len(self._llm_lines) > 60:
+                self._end_llm()
+            return
+        m = _CMD_START.search(text) if ("vllm" in text and line.level is None) else None
+        if m and line.level is None:
+            self._cmd_lines = [text[m.start(1):]]
+            self._cmd_line_no = line.lineno
+            if not text.rstrip().endswith("\\"):
+                pass
+            return
+        m = _LLM_CALL.search(text) if "LLM(" in text else None
+        if m and "=" in text[m.end():] + "=":
+            self._llm_lines = [text[m.start():]]
+            self._llm_line_no = line.lineno
+            self._llm_depth = _paren_delta(text[m.start():])
+            if self._llm_depth <= 0:
+                self._end_llm()
+            return
+        if line.level is None and "--" in text:
+            m = _FLAG_LINE.match(text)
+            if m:
+                self.flag_lines.append((line.lineno, m.group(2).strip()))
+                return
+        m = _ARGV_LIST.search(text) if line.level is None and "serve" in text else None
+        if m:
+            try:
+                argv = json.loads(m.group(0).replace("'", '"'))
+            except ValueError:
+                argv = None
+            if isinstance(argv, list) and all(isinstance(a, str) for a in argv) and len(self.commands) < 20:
+                from ..serve import shell_quote
+
+                self.commands.append((line.lineno, " ".join(shell_quote(a) for a in argv)))
+                return
+            return
+        if line.level is None and "--" in text:
+            for m in _INLINE_FLAG.finditer(text):
+                if len(self.inline_flags) < 100:
+                    val = m.group(2)
+                    if val and val[:1] not in "'\"{":
+                        val = val.rstrip(":.,;")
+                    self.inline_flags.append((line.lineno, m.group(1), val))
+
+    def _end_cmd(self) -> None:
+        if self._cmd_lines:
+            # a command whose last line still ends in a backslash was cut (an excerpt gap follows)
+            self.cmd_complete[self._cmd_line_no] = not self._cmd_lines[-1].rstrip().endswith("\\")
+            cmd = "\n".join(self._cmd_lines).rstrip().rstrip("\\").rstrip()
+            if len(self.commands) < 20:
+                self.commands.append((self._cmd_line_no, cmd))
+        self._cmd_lines = None
+
+    def _end_llm(self) -> None:
+        if self._llm_lines:
+            if len(self.llm_calls) < 20:
+                self.llm_calls.append((self._llm_line_no, "\n".join(self._llm_lines)))
+        self._llm_lines = None
+        self._llm_depth = 0
+
+    def _finish_args(self) -> None:
+        from .command import args_from_engine_config, args_from_flags, args_from_llm_call, parse_serve_command
+
+        f = self.facts
+        layers: list[tuple[str, dict[str, Any]]] = []
+        # lowest priority first
+        flags_text = " ".join(t for _, t in self.flag_lines)
+        inline = [(flag, val) for _, flag, val in self.inline_flags]
+        loose = args_from_flags(flags_text, inline, [t for _, t in self.flag_lines])
+        if loose:
+            layers.append(("flags", loose))
+            line = (self.flag_lines or [(self.inline_flags[0][0], "")])[0][0] if (self.flag_lines or self.inline_flags) else None
+            if line:
+                f.lines.setdefault("args", (line, (self.flag_lines[0][1] if self.flag_lines else "inline flags")[:500]))
+        for ln, call in self.llm_calls:
+            a = args_from_llm_call(call)
+            if a:
+                layers.append(("llm", a))
+                f.lines.setdefault("command", (ln, call.splitlines()[0][:500]))
+                if f.command is None:
+                    f.command = redact(call)
+                break
+        best = None
+        for ln, cmd in self.commands:
+            parsed = parse_serve_command(cmd)
+            if parsed is not None and (best is None or len(parsed[1]) > len(best[2])):
+                best = (ln, parsed[0], parsed[1])
+        if best is not None:
+            ln, text, args = best
+            f.startup["command_complete"] = self.cmd_complete.get(ln, True)
+            f.command = redact(text)
+            f.lines["command"] = (ln, redact(text.splitlines()[0])[:500])
+            layers.append(("command", args))
+        if self.engine_config is not None:
+            layers.append(("engine", args_from_engine_config(self.engine_config[1])))
+        if self.non_default is not None:
+            from .command import args_from_dest_dict
+
+            layers.append(("non_default", args_from_dest_dict(self.non_default[1])))
+        merged: dict[str, Any] = {}
+        for _, a in layers:
+            for k, v in a.items():
+                if v is not None:
+                    merged[k] = v
+        f.args = redact_args(merged)
+        # numbers derived from the arguments
+        k = f.args.get("num_speculative_tokens")
+        if isinstance(k, int):
+            f.numbers.setdefault("num_speculative_tokens", k)

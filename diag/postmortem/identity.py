@@ -1,0 +1,169 @@
+"""Who ran what: the vLLM and Python versions, the model and architecture, the GPUs (names, count, compute
+capability) and the tensor-parallel size stated in text; the part of the collector that reads them."""
+
+from __future__ import annotations
+
+import re
+
+from ..redact import redact
+from .lines import Line
+
+_VER = r"v?(\d+\.\d+(?:\.\d+)?(?:(?:rc|\.dev|\.post)\d*)?(?:\+[\w.]+)?)"
+_VERSION_PATTERNS = [  # (priority, regex): lower is better
+    (0, re.compile(r"vLLM (?:API )?server version " + _VER)),
+    (0, re.compile(r"Initializing a V1 LLM engine \(" + _VER + r"\)")),
+    (0, re.compile(r"Dumping input data for V1 LLM engine \(" + _VER + r"\)")),
+    (0, re.compile(r"vLLM batch processing API version " + _VER)),
+    (1, re.compile(r"^\s*vLLM Version\s*:\s*" + _VER)),  # collect-env
+    (2, re.compile(r"\bvLLM[ _-]?(?:version|Version|VERSION)\s*[:=]?\s*" + _VER)),
+    (2, re.compile(r"\bvllm(?:-cpu)?==" + _VER)),
+    (3, re.compile(r"vllm/vllm-openai:" + _VER)),
+    (3, re.compile(r"\bvllm(?:-cpu)? " + r"(\d+\.\d+\.\d+)\b")),
+]
+_LOGO_VERSION = re.compile(r"█\s+version\s+" + _VER)
+_LOGO_MODEL = re.compile(r"█\s+model\s+(\S+)")
+_SERVING = re.compile(r"vLLM server version \S+, serving model (\S+)")
+_ARCH = re.compile(r"\b([A-Z][A-Za-z0-9_]*For(?:CausalLM|ConditionalGeneration|SequenceClassification|MaskedLM|TextEncoding|Embedding))\b")
+_ARCH_LIST = re.compile(r"architectures?\s*[:=]?\s*\[\s*'(\w+)'")
+_MODEL_LINE = re.compile(r"^\W{0,4}(?:Main(?: model)?|Model|Target(?: model)?|model)\s*[:=]\s*`?([\w.\-]+/[\w.\-/]+)`?")
+_DRAFT_LINE = re.compile(r"^\W{0,4}Draft(?: model)?\s*:\s*`?([\w.\-]+/[\w.\-/]+)`?")
+_REPO_ID = re.compile(r"(?<![\w/.~-])([A-Za-z][\w.-]{1,40}/[A-Za-z0-9][\w.-]{1,80})(?![\w/])")
+_NOT_REPOS = ("vllm/", "v1/", "usr/", "home/", "site-packages", "dist-packages", "torch/", "csrc/", "apis/",
+              "jit_kernels", "docs/", "tests/", "src/", "model_executor/", "transformers/", "http", "www.", "tmp/",
+              "lib/", "bin/", "opt/", "models/", "layers/", "core/", "worker/", "attention/", "engine/")
+_PY = re.compile(r"\bPython(?: version)?\s*:?\s*(3\.\d+(?:\.\d+)?)|/python(3\.\d+)/")
+
+_GPU_NAME = (
+    r"(?<![\w-])(?:NVIDIA\s+)?(?:GeForce\s+)?("
+    r"GH200|GB200|GB300|H100|H200|H800|B200|B300|A100|A800|A10G|L40S|L40|V100|"
+    r"RTX\s?PRO\s?6000(?:\s+Blackwell)?|RTX\s?A6000|RTX\s?6000\s?Ada|RTX\s?[2-5]0[6-9]0(?:\s?Ti)?|"
+    r"MI300X|MI325X|MI355X|MI250X?|MI210|Gaudi\s?[23]|"
+    r"(?<=NVIDIA )(?:T4|L4|A10|A30|A40|H20)|(?<=Tesla )(?:T4|V100)"
+    r")\b"
+)
+_GPU_RE = re.compile(_GPU_NAME)
+_GPU_HINT = re.compile(r"NVIDIA|Tesla|GeForce|RTX|GH200|GB[23]00|[HB][123]00|H[28]00|H20|A[18]00|A10|A30|A40|L40|V100|MI[23]\d\d|Gaudi")
+_GPU_ENUM = re.compile(r"^\s*GPU (\d+): (.+?)\s*(?:\(UUID.*)?$")
+_GPU_COUNT = re.compile(r"(\d+)\s*(?:×|x|X|\*)\s*" + _GPU_NAME)
+_SM = re.compile(r"\b(?:sm_?|SM[ _]?)(\d{2,3})a?\b")
+_TP_TEXT = re.compile(r"\b(?:TP|tp)\s*=\s*(\d+)\b")
+_LAUNCH = re.compile(r"vLLM (?:API )?server version|Initializing a V1 LLM engine|█\s+version\s")
+
+
+class IdentityLines:
+    """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: version, model, GPU."""
+
+    def _common_line(self, line: Line) -> None:
+        text = line.text
+        self._cur = line
+        # version
+        has_ver = "ersion" in text or "vllm" in text or "VERSION" in text or "LLM engine (" in text
+        for prio, rx in _VERSION_PATTERNS:
+            if prio >= self._version_prio or not has_ver:
+                break
+            m = rx.search(text)
+            if m:
+                self._version_prio = prio
+                self.facts.vllm_version = m.group(1)
+                self._note("vllm_version", line)
+                break
+        if "█" in text:
+            m = _LOGO_VERSION.search(text)
+            if m and self._version_prio > 0:
+                self._version_prio = 0
+                self.facts.vllm_version = m.group(1)
+                self._note("vllm_version", line)
+            m = _LOGO_MODEL.search(text)
+            if m:
+                self.model_lines.insert(0, (line.lineno, m.group(1)))
+        if ("ersion" in text or "LLM engine" in text) and _LAUNCH.search(text):
+            self.launches.append(line.lineno)
+        m = _SERVING.search(text) if "serving model" in text else None
+        if m:
+            self.model_lines.insert(0, (line.lineno, m.group(1)))
+        # architecture
+        if "For" in text:
+            for m in _ARCH.finditer(text):
+                if len(self.arch_mentions) < 50:
+                    self.arch_mentions.append(m.group(1))
+                if "architecture" in text and "resolved_architecture" not in self.facts.startup:
+                    self._note("architecture", line)
+        # GPU
+        if not _GPU_HINT.search(text):
+            self._misc_line(text)
+            return
+        m = _GPU_ENUM.match(text)
+        if m and _GPU_RE.search(m.group(2)):
+            self.gpu_enum[int(m.group(1))] = m.group(2).strip()
+            self._note("gpu", line)
+        else:
+            for m in _GPU_RE.finditer(text):
+                if len(self.gpu_mentions) < 50:
+                    self.gpu_mentions.append(" ".join(m.group(1).split()))
+                    self.facts.lines.setdefault("gpu", (line.lineno, line.display or text.strip()))
+            m = _GPU_COUNT.search(text)
+            if m and self.gpu_count_text is None:
+                self.gpu_count_text = int(m.group(1))
+        self._misc_line(text)
+
+    def _misc_line(self, text: str) -> None:
+        line = self._cur
+        if "Watchdog caught collective operation timeout" in text and "nccl_watchdog" not in self.facts.lines:
+            self._note("nccl_watchdog", line)
+            m = re.search(r"Timeout\(ms\)=(\d+)", text)
+            if m:
+                self.facts.numbers["nccl_timeout_ms"] = int(m.group(1))
+            m = re.search(r"ran for (\d+) milliseconds", text)
+            if m:
+                self.facts.numbers["nccl_ran_ms"] = int(m.group(1))
+        m = _SM.search(text) if self.sm is None and ("sm" in text or "SM" in text) else None
+        if m and self.sm is None:
+            self.sm = int(m.group(1))
+        m = _TP_TEXT.search(text) if self.tp_text is None and ("TP" in text or "tp" in text) else None
+        if m and self.tp_text is None:
+            self.tp_text = int(m.group(1))
+        if self.facts.python_version is None and ("ython" in text):
+            m = _PY.search(text)
+            if m:
+                self.facts.python_version = m.group(1) or m.group(2)
+
+    def _finish_identity(self) -> None:
+        f = self.facts
+        a = f.args
+        model = a.get("model")
+        if not model and self.model_lines:
+            model = self.model_lines[0][1]
+            f.lines.setdefault("model", (self.model_lines[0][0], model))
+        f.model = redact(str(model)) if model else None
+        if f.model:
+            f.args.setdefault("model", f.model)
+        if self.draft_lines and a.get("speculative_method") in (None, "draft_model"):
+            a["draft_model_name"] = self.draft_lines[0][1]
+        mentions = [r for r in self.repo_mentions if r != f.model and r != a.get("draft_model_name")]
+        if mentions:
+            f.startup["repo_mentions"] = mentions[:10]
+        arch = f.startup.get("resolved_architecture")
+        if not arch and self.arch_mentions:
+            counts: dict[str, int] = {}
+            for name in self.arch_mentions:
+                counts[name] = counts.get(name, 0) + 1
+            arch = max(counts, key=lambda n: (counts[n], -self.arch_mentions.index(n)))
+        f.architecture = arch
+        if arch:
+            f.args.setdefault("architecture", arch)
+        if self.gpu_enum:
+            f.gpu_names = [self.gpu_enum[i] for i in sorted(self.gpu_enum)]
+            f.gpu_count = len(self.gpu_enum)
+        elif self.gpu_mentions:
+            counts = {}
+            for name in self.gpu_mentions:
+                counts[name] = counts.get(name, 0) + 1
+            f.gpu_names = [max(counts, key=lambda n: (counts[n], len(n)))]
+            f.gpu_count = self.gpu_count_text
+        tp = a.get("tensor_parallel_size") or self.tp_text
+        if tp and "tensor_parallel_size" not in a:
+            a["tensor_parallel_size"] = tp
+        if f.gpu_count is None and tp and f.gpu_names:
+            f.gpu_count = int(tp) * int(a.get("pipeline_parallel_size") or 1)
+        if self.sm is not None:
+            f.startup["compute_capability"] = [self.sm // 10, self.sm % 10] if self.sm < 100 else [self.sm // 10, self.sm % 10]

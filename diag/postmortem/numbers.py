@@ -1,0 +1,220 @@
+"""Numbers out of error text: the values a known message carries (:func:`message_numbers`), values given
+in words (:func:`phrase_numbers`), the lines of the failing frames (:func:`frame_line_numbers`), and the
+``name=value`` pairs and kernel-launch details of error lines stated outside a traceback
+(:func:`error_line_numbers`). The names are listed in :mod:`vllm_diag.postmortem`'s docstring."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..model import LogFacts
+from .traceback import ORPHAN_TYPE
+
+_FLOAT = r"(\d+(?:\.\d+)?)"
+_INT = r"(\d[\d,]*)"
+
+# ------------------------------------------------------------------------------------------------
+# numbers inside error messages
+# ------------------------------------------------------------------------------------------------
+
+_NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
+    (re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d+)"),
+     ("tensor_a_size", "tensor_b_size", "mismatch_dim")),
+    (re.compile(r"num_decodes:\s*(\d+),\s*num_spec_decodes:\s*(\d+)"), ("num_decodes", "num_spec_decodes")),
+    (re.compile(r"split_sizes to sum exactly to (\d+).*?split_sizes=\[([\d,\s]*)\]", re.S), ("split_sizes_expected_sum", "split_sizes")),
+    (re.compile(r"batch size \((\d+)\) <= cudagraph capture sizes \((\d+)\), and number of tokens \((\d+)\)"),
+     ("capture_num_reqs", "capture_size", "capture_num_tokens")),
+    (re.compile(r"index (-?\d+) is out of bounds for dimension (\d+) with size (\d+)"), ("index", "index_dim", "index_size")),
+    (re.compile(r"max seq len \((\d+)\), \(" + _FLOAT + r" GiB KV cache is needed, which is larger than the available KV cache memory \(" + _FLOAT + r" GiB\)"),
+     ("max_model_len", "kv_cache_needed_gib", "kv_cache_available_gib")),
+    (re.compile(r"estimated maximum model length is (\d+)"), ("estimated_max_model_len",)),
+    (re.compile(r"Tried to allocate " + _FLOAT + r" ?([GM])iB"), ("oom_tried", "oom_unit")),
+    (re.compile(r"total capacity of " + _FLOAT + r" GiB of which " + _FLOAT + r" ?([GM])iB is free"), ("gpu_total_gib", "gpu_free", "gpu_free_unit")),
+    (re.compile(r"num_speculative_tokens:?\s*(\d+) must be divisible by n_predict=(\d+)"), ("num_speculative_tokens", "n_predict")),
+    (re.compile(r"kernel_block_size (\d+) must divide kv_manager_block_size size (\d+)"), ("kernel_block_size", "kv_manager_block_size")),
+    (re.compile(r"Aligned KV cache block size (\d+) is not supported"), ("aligned_block_size",)),
+    (re.compile(r"Layer ([\w.]+): page size is not divisible"), ("layer_name",)),
+    (re.compile(r"same number of block table entries, got \[([\d,\s]*)\]"), ("block_table_entries",)),
+    (re.compile(r"Unexpected head dim size, (\d+)"), ("head_dim",)),
+    (re.compile(r"Assertion error\s*\(([^)]*?([\w.\-]+\.(?:hpp|cuh|cu|h|cpp|cc))):(\d+)\)\s*:\s*(.+?)\s*$", re.S),
+     ("kernel_assert_path", "kernel_assert_file", "kernel_assert_line", "kernel_assert_condition")),
+    (re.compile(r"(?:Timeout|timeout)\(ms\)=(\d+)"), ("nccl_timeout_ms",)),
+    (re.compile(r"ran for (\d+) milliseconds before timing out"), ("nccl_ran_ms",)),
+]
+# the rest of PyTorch's CUDA out-of-memory message (values in GiB)
+_OOM_FIELDS = [
+    ("process_memory_in_use_gib", re.compile(r"this process has " + _FLOAT + r" ?([GM])iB memory in use")),
+    ("allocated_by_pytorch_gib", re.compile(r"" + _FLOAT + r" ?([GM])iB is allocated by PyTorch")),
+    ("private_pool_gib", re.compile(r"" + _FLOAT + r" ?([GM])iB allocated in private pools")),
+    ("reserved_unallocated_gib", re.compile(r"" + _FLOAT + r" ?([GM])iB is reserved by PyTorch but unallocated")),
+]
+_KV_PAIR = re.compile(r"\b([a-z][a-z0-9]*_[a-z0-9_]+|next_n|bs|k)\s*[=:]\s*(-?\d+(?:\.\d+)?)\b")
+_NEXT_N_ALLOWED = re.compile(r"next_n\s*==\s*(\d+)")
+
+
+def _num(value: str) -> int | float | str:
+    v = value.replace(",", "").strip()
+    try:
+        return int(v)
+    except ValueError:
+        try:
+            return float(v)
+        except ValueError:
+            return value.strip()
+
+
+def message_numbers(message: str) -> dict[str, Any]:
+    """The numbers a known error message carries (see the package docstring for the names)."""
+    out: dict[str, Any] = {}
+    msg = message[:8000]
+    for rx, names in _NUM_PATTERNS:
+        m = rx.search(msg)
+        if not m:
+            continue
+        for name, val in zip(names, m.groups()):
+            if val is None:
+                continue
+            if name in ("split_sizes", "block_table_entries"):
+                out[name] = [int(x) for x in re.findall(r"\d+", val)]
+            elif name in ("layer_name", "kernel_assert_path", "kernel_assert_file", "oom_unit", "gpu_free_unit"):
+                out[name] = val
+            elif name == "kernel_assert_condition":
+                out[name] = " ".join(val.split()).rstrip("'\"")
+            else:
+                out[name] = _num(val)
+    if "oom_tried" in out:
+        tried = out.pop("oom_tried")
+        out["oom_tried_gib"] = round(tried / 1024, 3) if out.pop("oom_unit", "G") == "M" else tried
+    if "gpu_free" in out:
+        free = out.pop("gpu_free")
+        out["gpu_free_gib"] = round(free / 1024, 3) if out.pop("gpu_free_unit", "G") == "M" else free
+    for name, rx in _OOM_FIELDS:
+        m = rx.search(msg)
+        if m and name not in out:
+            v = float(m.group(1))
+            out[name] = round(v / 1024, 3) if m.group(2) == "M" else v
+    allowed = sorted({int(x) for x in _NEXT_N_ALLOWED.findall(msg)})
+    if allowed:
+        out["next_n_allowed"] = allowed
+    for name, val in _KV_PAIR.findall(msg):
+        out.setdefault(name, _num(val))
+    return out
+
+
+_STOP = {"the", "of", "a", "an", "to", "for", "in", "at", "with", "and", "is", "be", "must", "than", "but", "got", "has",
+         "have", "that", "this", "its", "by", "on", "from", "was", "are", "should", "expected", "expects", "match"}
+_PAREN_NUM = re.compile(r"([A-Za-z_][A-Za-z0-9_ .'-]{0,60}?)\s*\((-?\d+(?:\.\d+)?)\)")
+_NAMED_LIST = re.compile(r"([A-Za-z_][A-Za-z0-9_ ]{0,40}?)\s*[:=]\s*[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*[\])]")
+_WORD_NUM = re.compile(r"\b(dimension|dim|index|size|rank|layer|group|step)\s+(-?\d+)\b")
+
+
+def _phrase_name(phrase: str) -> str | None:
+    words = [w for w in re.split(r"[^A-Za-z0-9_]+", phrase.lower()) if w and not w.isdigit()]
+    words = [w for w in words if w not in _STOP][-3:]
+    name = "_".join(words).strip("_")
+    return name if name and len(name) <= 60 and not name[0].isdigit() else None
+
+
+def phrase_numbers(message: str) -> dict[str, Any]:
+    """Numbers a message gives with words instead of ``name=value``: ``the existing size (118)`` ->
+    ``existing_size: 118``; ``Target sizes: [128, 4]`` -> ``target_sizes: [128, 4]``; ``dimension 1`` ->
+    ``dimension: 1``. The name is the last three words before the value (small words dropped)."""
+    out: dict[str, Any] = {}
+    msg = message[:4000]
+    for phrase, val in _PAREN_NUM.findall(msg):
+        if re.search(r"size of tensor [ab]\s*$", phrase):
+            continue  # tensor_a_size / tensor_b_size (message_numbers)
+        name = _phrase_name(phrase)
+        if name:
+            out.setdefault(name, _num(val))
+    for phrase, vals in _NAMED_LIST.findall(msg):
+        name = _phrase_name(phrase)
+        if name:
+            out.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
+    for word, val in _WORD_NUM.findall(msg):
+        out.setdefault(word, int(val))
+    return out
+
+
+_NOT_VLLM_FRAME = re.compile(r"^<|[/\\](?:torch|triton|transformers|ray|uvloop|asyncio|concurrent|multiprocessing|"
+                             r"contextlib|threading|functools)[/\\]|_contextlib\.py$|/lib/python3[\d.]*/[^/]+\.py$")
+
+
+def _known_vllm_file(path: str) -> bool:
+    """A trimmed path (``.../v1/worker/x.py``, ``x.py``) whose file name is one of vLLM's (the catalog's files)."""
+    from ..catalog import load
+
+    return bool(load().in_file(path.rsplit("/", 1)[-1]))
+
+
+def frame_line_numbers(f: LogFacts) -> dict[str, int]:
+    """``<file stem>_line``: the line of the innermost printed frame in each vLLM file of the root traceback
+    (and of traceback pieces without an exception line, the same failure in an excerpt), and of a kernel
+    check's source file -- the line numbers an expert quotes to name the failing statement and the release."""
+    out: dict[str, int] = {}
+    excs = ([f.root] if f.root is not None else []) + [e for e in f.exceptions if e.exc_type == ORPHAN_TYPE]
+    for e in excs:
+        seen = 0
+        for fr in reversed(e.frames):
+            if not fr.line or not fr.file or _NOT_VLLM_FRAME.search(fr.file):
+                continue
+            if seen >= 8:  # the failing end of the stack; the entry frames (engine loop, API) say little
+                break
+            path = fr.file.replace("\\", "/")
+            if "/vllm/" not in path and not path.startswith("vllm/") and not (
+                    not path.startswith("/") and _known_vllm_file(path)):
+                continue  # the user's script, a library outside vLLM
+            base = re.split(r"[/\\]", fr.file)[-1]
+            stem = base.rsplit(".", 1)[0] if "." in base else base
+            if re.fullmatch(r"[A-Za-z_][\w-]*", stem):
+                key = f"{stem.replace('-', '_')}_line"
+                if key not in out:
+                    out[key] = fr.line
+                    seen += 1
+    kf, kl = f.numbers.get("kernel_assert_file"), f.numbers.get("kernel_assert_line")
+    if isinstance(kf, str) and isinstance(kl, int):
+        out.setdefault(f"{kf.rsplit('.', 1)[0].replace('-', '_')}_line", kl)
+    return out
+
+_ARG_PAIR = re.compile(r"(?<![\w.-])([a-z][a-z0-9]*_[a-z0-9_]+)=(-?\d+(?:\.\d+)?)(?![\w.])")
+_TIGHT_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{1,30})[:=](-?\d+(?:\.\d+)?)(?![\w.])")
+_XID = re.compile(r"\bXid\b\D{0,20}?(\d{1,3})\b")
+_LAUNCH_DIMS = re.compile(r"<<<\(\s*([\d,\s]+)\)\s*,\s*\(\s*([\d,\s]+)\)")
+_KERNEL_AT = re.compile(r"\(([\w.\-]+\.py):(\d+)\)|\bat\s+\S+\.py:(\d+)")
+# metrics: Prometheus exposition (vllm:prefix_cache_queries_total 1131) and the spec-decode log line
+_PROM = re.compile(r"\b(vllm:[a-z_]+)(?:\{[^}]*\})?\s+(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\b")
+_SPEC_METRICS = re.compile(r"(Mean acceptance length|Avg Draft acceptance rate|Draft acceptance rate|Accepted|Drafted)"
+                           r"\s*:\s*(-?\d+(?:\.\d+)?)")
+_NUM_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9_-]+)[ =](-?\d+(?:\.\d+)?)(?![\w.:/-])")
+
+
+def error_line_numbers(texts: list[str], numbers: dict[str, Any]) -> None:
+    """``name=value`` pairs, Xid codes, kernel launch dimensions and kernel source lines of error lines
+    stated outside a traceback (kernel checks, debugger and sanitizer reports), set into ``numbers`` where
+    not set yet."""
+    at_line = paren_line = None
+    for text in texts:
+        for name, val in _KV_PAIR.findall(text):
+            numbers.setdefault(name, _num(val))
+        for name, val in _TIGHT_PAIR.findall(text):  # kernel detail lines: "qseqlen:5 gqa:16"
+            if name not in ("pid", "ip", "port", "line"):
+                numbers.setdefault(name, _num(val))
+        m = _XID.search(text)
+        if m:
+            numbers.setdefault("xid", int(m.group(1)))
+        m = _LAUNCH_DIMS.search(text)
+        if m:  # cuda-gdb: kernel<<<(grid),(block)>>>
+            numbers.setdefault("kernel_grid", [int(x) for x in re.findall(r"\d+", m.group(1))])
+            numbers.setdefault("kernel_block", [int(x) for x in re.findall(r"\d+", m.group(2))])
+        for m in _KERNEL_AT.finditer(text):
+            # cuda-gdb's frame "#0 kernel<<<...>>> () at file.py:94" is the faulting statement; the
+            # "(file.py:93)" after "triggered at PC" names the kernel's definition line
+            if m.group(3):
+                at_line = at_line or int(m.group(3))
+            else:
+                paren_line = paren_line or int(m.group(2))
+    if at_line or paren_line:
+        numbers.setdefault("kernel_source_line", at_line or paren_line)
+        if paren_line and at_line and paren_line != at_line:
+            numbers.setdefault("kernel_definition_line", paren_line)

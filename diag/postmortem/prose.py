@@ -1,0 +1,82 @@
+"""The reporter's own words around a log: model names and repo ids, the speculative method and k, mixed
+batches, prefix caching on/off, and startup lines pasted without their prefix; the part of the collector
+that reads them."""
+
+from __future__ import annotations
+
+import re
+
+from .lines import Line
+
+_MODEL_LINE = re.compile(r"^\W{0,4}(?:Main(?: model)?|Model|Target(?: model)?|model)\s*[:=]\s*`?([\w.\-]+/[\w.\-/]+)`?")
+_DRAFT_LINE = re.compile(r"^\W{0,4}Draft(?: model)?\s*:\s*`?([\w.\-]+/[\w.\-/]+)`?")
+_REPO_ID = re.compile(r"(?<![\w/.~-])([A-Za-z][\w.-]{1,40}/[A-Za-z0-9][\w.-]{1,80})(?![\w/])")
+_NOT_REPOS = ("vllm/", "v1/", "usr/", "home/", "site-packages", "dist-packages", "torch/", "csrc/", "apis/",
+              "jit_kernels", "docs/", "tests/", "src/", "model_executor/", "transformers/", "http", "www.", "tmp/",
+              "lib/", "bin/", "opt/", "models/", "layers/", "core/", "worker/", "attention/", "engine/")
+_MODEL_WORDS = re.compile(
+    r"(?<![\w/.-])(?:(?:Qwen|DeepSeek|GLM|Kimi|Nemotron|Granite|Jamba|Falcon|LFM|MiniMax|Zamba|Bamba|Mamba|Llama|"
+    r"Mistral|Gemma|Phi|gpt-oss|Olmo|Hunyuan|Ling|Ring|Apriel|Plamo|Hymba|LongCat)[\w.-]*|GDN|Gated ?DeltaNet|"
+    r"linear[ -]attention|MLA|DSA|sparse[ -]?MLA|(?:lightning )?indexer|DeepGEMM|hybrid)(?![\w-])", re.I)
+_SPEC_HINT = re.compile(r"MTP|mtp|[Ee]agle|EAGLE|gram|peculative|spec[ -]?decod|[Dd]raft|[Mm]edusa|DFlash|DSpark|suffix dec")
+_SPEC_PROSE = re.compile(r"(?<![\w/.-])(MTP|mtp|EAGLE-?3?|[Ee]agle-?3?|ngram|n-gram|[Ss]peculative decoding|"
+                         r"spec(?:ulative)?[ -]decod(?:e|ing)|draft model|[Mm]edusa|DFlash|DSpark|suffix decoding)(?![\w-])")
+_SPEC_K = re.compile(r"(?:num_speculative_tokens|num_spec_tokens)\W{0,3}(\d+)|(?<![\w-])[kK]\s*=\s*(\d+)\b|"
+                     r"(\d+)\s+(?:speculative|draft|spec|MTP) tokens|(?:MTP|mtp)\s*[=-]\s*(\d)\b(?![\w.])")
+_MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?:-| )?decode)|"
+                          r"(?:spec(?:ulative)?|draft)(?:-| )?decodes? (?:and|with|mixed with) (?:plain |non-spec )?decodes?|"
+                          r"decodes? (?:and|with) spec(?:ulative)?(?:-| )?decodes?|non-spec (?:and|with) spec|"
+                          r"spec and non-spec", re.I)
+_PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
+                       r"(?:\s+(?:on|enabled|turned on))?", re.I)
+
+
+class ProseLines:
+    """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: text outside log records."""
+
+    def _prose_line(self, line: Line) -> None:
+        text = line.text
+        m = _MODEL_LINE.match(text)
+        if m:
+            self.model_lines.append((line.lineno, m.group(1).rstrip(".,;)")))
+        m = _DRAFT_LINE.match(text)
+        if m:
+            self.draft_lines.append((line.lineno, m.group(1).rstrip(".,;)")))
+        if "/" in text and len(self.repo_mentions) < 20:
+            for m in _REPO_ID.finditer(text):
+                rid = m.group(1).rstrip(".,;:)")
+                if rid not in self.repo_mentions and not rid.lower().startswith(_NOT_REPOS):
+                    self.repo_mentions.append(rid)
+        # model families and layer kinds the reporter names ("Qwen3.5-27B", "the GDN layers", "DeepSeek-V3.2")
+        if len(text) < 2000 and len(self.prose_terms) < 12:
+            for m in _MODEL_WORDS.finditer(text):
+                term = m.group(0)
+                if term not in self.prose_terms and len(self.prose_terms) < 12:
+                    self.prose_terms.append(term)
+        # the reporter's words about the set-up ("with MTP", "k=3", "prefix caching on")
+        if len(text) < 2000 and _SPEC_HINT.search(text):
+            m = _SPEC_PROSE.search(text)
+            if m and "spec_prose" not in self.facts.startup:
+                method = m.group(1)
+                k = _SPEC_K.search(text)
+                self.facts.startup["spec_prose"] = {"method": method.lower().replace(" ", "_"),
+                                                    "k": int(next(g for g in k.groups() if g)) if k else None}
+                self.facts.lines["spec_prose"] = (line.lineno, text.strip()[:500])
+        if "mixed_prose" not in self.facts.startup and len(text) < 2000 and ("ixed" in text or "decode" in text
+                                                                              or "non-spec" in text):
+            m = _MIXED_PROSE.search(text)
+            if m:
+                self.facts.startup["mixed_prose"] = m.group(0)
+                self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])
+        if "prefix cach" in text.lower() and "prefix_caching_prose" not in self.facts.startup and len(text) < 2000:
+            m = _PC_PROSE.search(text)
+            if m:
+                self.facts.startup["prefix_caching_prose"] = not bool(m.group(1))
+                self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
+        # the same facts also come from pasted INFO lines that lost their prefix
+        if any(k in text for k in ("Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size",
+                                    "Prefix cache hit rate", "Mamba cache mode", "non-default args", "with config:",
+                                    "padding layers", "Resolved architecture")):
+            self._record_line(line)
+
+    # -------------------------------------------------------------- commands

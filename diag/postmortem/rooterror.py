@@ -1,0 +1,139 @@
+"""Error facts: lines that state an error outside a traceback (kernel checks, CUDA reports, excerpts),
+tracebacks flattened into one line, and the choice of the root error among the exceptions of a log (the
+cause before its wrappers, the inner error of ``Worker failed with error '...'``, the frames an excerpt
+printed apart from it) with the numbers its message carries."""
+
+from __future__ import annotations
+
+import re
+
+from ..model import LogException
+from .lines import Line
+from .numbers import message_numbers
+from .traceback import ORPHAN_TYPE, dedupe, inner_error, is_noise
+
+_FLAT_SPLIT = re.compile(r'\s*(?=Traceback \(most recent call last\):)|\s+(?=File ")')
+_FLAT_FRAME = re.compile(r'^(File "[^"]+", line \d+, in [\w<>.]+)\s*(.*)$')
+_FLAT_EXC = re.compile(r"\s+((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))(:\s.*)?$")
+
+
+def unflatten(line: Line) -> list[Line]:
+    """``Traceback (most recent call last): File "a.py", line 3, in f x = g() File … ValueError: boom``
+    (a reporter flattened the traceback into one line) -> the lines Python printed."""
+    out: list[Line] = []
+    for piece in _FLAT_SPLIT.split(line.text):
+        if not piece.strip():
+            continue
+        m = _FLAT_FRAME.match(piece.strip())
+        if not m:
+            out.append(Line(line.lineno, piece.strip(), line.process, line.level, line.display))
+            continue
+        out.append(Line(line.lineno, "  " + m.group(1), line.process, line.level, line.display))
+        rest = m.group(2)
+        exc = _FLAT_EXC.search(" " + rest) if rest else None
+        code = (" " + rest)[: exc.start()].strip() if exc else rest.strip()
+        if code:
+            out.append(Line(line.lineno, "    " + code, line.process, line.level, line.display))
+        if exc:
+            out.append(Line(line.lineno, exc.group(1) + (exc.group(2) or ""), line.process, line.level, line.display))
+    return out
+
+
+# lines that state an error without a Python exception line: kernel checks, excerpts, CUDA reports
+_LOOSE_ERR = re.compile(r"Check failed|Assertion error \(|[Aa]ssertion `|cannot get|[Nn]o kernel|Target sizes|"
+                        r"Invalid __(?:global|shared|local)__|(?:Warp|Lane|Device) [\w-]+ Address|CUDA_EXCEPTION_\d+|"
+                        r"illegal memory access|[Ii]llegal [Aa]ddress|triggered at PC|<<<|CUDA error|Xid\b|device-side assert|"
+                        r"RuntimeError|AssertionError|"
+                        r"ValueError|IndexError|NotImplementedError|out of memory|[Ee]rror:|\bfailed\b")
+
+
+
+class ErrorLines:
+    """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: error lines and the root error."""
+
+    def _error_line(self, line: Line) -> None:
+        """An error stated outside a traceback (a kernel check, a CUDA report, an excerpt's error line), or
+        the next line of one (a kernel's second line of details)."""
+        t = line.text
+        if self._err_open and line.level is None and t.strip() and not t.lstrip().startswith(("File ", "Traceback")) \
+                and line.lineno == self._err_last + 1 and len(self.error_lines[-1][1]) < 600:
+            ln, prev = self.error_lines[-1]
+            self.error_lines[-1] = (ln, (prev + " " + t.strip())[:600])
+            # a debugger's frame "#0  kernel<<<...>>> ()" continues on the next line with "at file.py:N"
+            self._err_open = t.lstrip().startswith("#") and "<<<" in t
+            self._err_last = line.lineno
+            return
+        self._err_open = False
+        if (line.level is None or line.level == "ERROR") and not t.startswith(("  File ", "    ")) and (
+                "rror" in t or "ailed" in t or "ssert" in t or "llegal" in t or "Check" in t or "kernel" in t
+                or "<<<" in t or "PC " in t or "Xid" in t or "sizes:" in t or "memory" in t or "Invalid __" in t
+                or "Address" in t or "CUDA_EXC" in t) and _LOOSE_ERR.search(t):
+            if len(self.error_lines) >= 120:
+                del self.error_lines[:60]
+            self.error_lines.append((line.lineno, t.strip()[:600]))  # the text, without process/record prefixes
+            self._err_open = True
+            self._err_last = line.lineno
+
+    def _finish_exceptions(self) -> None:
+        f = self.facts
+        excs = dedupe(self.tb.exceptions)
+        f.exceptions = excs
+        if not excs:
+            return
+        last_launch = self.launches[-1] if self.launches else 0
+        chain_of = self.tb.chain_of
+        ids = {id(e): e for e in self.tb.exceptions}
+
+        # frames never followed by an exception line are evidence (diagnosis reads them), never the root
+        orphans = [e for e in excs if e.exc_type == ORPHAN_TYPE]
+        excs = [e for e in excs if e.exc_type != ORPHAN_TYPE]
+        if not excs:
+            return
+
+        def rank(e: LogException) -> tuple:
+            after = (e.log_line or 0) >= last_launch
+            # a chained exception: its cause comes first
+            caused = id(e) in chain_of and not is_noise(ids.get(chain_of[id(e)], e))
+            return (not after, e.wrapped, is_noise(e), caused,
+                    not e.frames and not message_numbers(e.message), e.log_line or 0)
+
+        candidates = sorted(excs, key=rank)
+        root = candidates[0]
+        if root.wrapped:
+            inner = inner_error(root)
+            if inner is not None:
+                itype, imsg = inner
+                same = [e for e in excs if not e.wrapped and " ".join(e.message.split())[:200] == " ".join(imsg.split())[:200]]
+                if same:
+                    root = same[0]
+                else:
+                    root = LogException(exc_type=itype, message=imsg, frames=list(root.frames), process=root.process,
+                                        log_line=root.log_line, wrapped=False)
+                    f.exceptions.append(root)
+        if not root.frames and root.exc_type != ORPHAN_TYPE:
+            # an excerpt that lost the lines between the frames and the exception: the frames printed
+            # by the same process (or an unprefixed paste) belong to it
+            near = [o for o in orphans if o.process == root.process or o.process is None or root.process is None]
+            if near:
+                root.frames = list(near[-1].frames)
+        f.root = root
+        f.lines["root"] = (root.log_line or 0, f"{root.exc_type}: {root.message}".strip().rstrip(":")[:500])
+        nums = message_numbers(root.message)
+        for w in excs:  # the wrapper of the same error may carry more of the text
+            if w.wrapped and w is not root:
+                inner = inner_error(w)
+                if inner and inner[1][:80] == root.message[:80]:
+                    for k2, v2 in message_numbers(inner[1]).items():
+                        nums.setdefault(k2, v2)
+        if root.frames and root.exc_type.endswith("AssertionError") and not root.message:
+            code = root.frames[-1].code or ""
+            if code.startswith("assert "):
+                nums["assert_condition"] = code[len("assert "):].split(", ")[0].strip()
+        for k2, v2 in nums.items():
+            f.numbers[k2] = v2
+            f.lines.setdefault(k2, f.lines["root"])
+        k = f.args.get("num_speculative_tokens")
+        if isinstance(k, int) and "next_n" not in f.numbers and ("next_n_allowed" in f.numbers or "next_n" in root.message):
+            f.numbers["next_n"] = k + 1
+            f.lines["next_n"] = (f.lines.get("args", f.lines.get("command", (0, "")))[0],
+                                 f"derived: next_n = num_speculative_tokens ({k}) + 1")

@@ -1,0 +1,98 @@
+"""Startup and metrics lines of vLLM's own log records (block sizes, padding, KV-cache size, concurrency,
+prefix-cache hit rate, the engine's config and non-default args): the part of the collector that reads them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .lines import Line
+from .numbers import _FLOAT, _INT
+from .pylit import LiteralError, parse_kwargs, parse_literal_prefix
+
+# (fact name, regex, converter); first group is the value
+_STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
+    ("attention_block_size", re.compile(r"Setting attention block size to (\d+) tokens"), int),
+    ("mamba_padding_percent", re.compile(r"Padding mamba page size by " + _FLOAT + r"%"), float),
+    ("max_cudagraph_capture_size_truncated", re.compile(r"Truncating max_cudagraph_capture_size to (\d+)"), int),
+    ("kv_cache_block_size_backend", re.compile(r"Setting kv cache block size to (\d+) for"), int),
+    ("kv_padding_layers", re.compile(r"Add (\d+) padding layers, may waste at most"), int),
+    ("kv_padding_waste_percent", re.compile(r"padding layers, may waste at most " + _FLOAT + r"%"), float),
+    ("mamba_cache_mode", re.compile(r"Mamba cache mode is set to '(\w+)'"), str),
+    ("resolved_architecture", re.compile(r"Resolved architecture: (\w+)"), str),
+    ("available_kv_cache_gib", re.compile(r"Available KV cache memory: " + _FLOAT + r" ?GiB"), float),
+    ("model_load_gib", re.compile(r"Model loading took " + _FLOAT + r" ?Gi?B"), float),
+    ("num_gpu_blocks", re.compile(r"# (?:GPU|CUDA|cuda) blocks: (\d+)"), int),
+    ("dsa_use_flattening", re.compile(r"DSA indexer decode path: use_flattening=(\w+)"), lambda s: s == "True"),
+    ("engine_init_seconds", re.compile(r"init engine \(profile, create kv cache, warmup model\) took " + _FLOAT), float),
+]
+# a literal each pattern needs, checked with `in` before the regex runs (most lines match none)
+_STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, conv) for name, rx, conv in _STARTUP_PATTERNS_RAW]
+_KV_SIZE = re.compile(r"\b(GPU|CPU|XPU|TPU|HPU)(?: \+ host)? KV cache size: " + _INT + r" tokens")
+_CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _FLOAT + r"x")
+_HIT_RATE = re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: (?:GPU: )?" + _FLOAT + r"%")
+_MODEL_RUNNER = re.compile(r"using the (V[12]) model runner|Model Runner (V2) (?:is|will be) used", re.I)
+_HYBRID_OFF = re.compile(r"Hybrid KV cache manager is disabled")
+
+
+class StartupLines:
+    """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: vLLM's startup / metrics records."""
+
+    def _note(self, name: str, line: Line) -> None:
+        self.facts.lines[name] = (line.lineno, line.display or line.text.strip())
+
+    def _set_startup(self, name: str, value: Any, line: Line) -> None:
+        self.facts.startup[name] = value
+        self._note(name, line)
+
+    def fast_hit_rate(self, lineno: int, value: float, display: str) -> None:
+        """One prefix-cache metrics value (``Prefix cache hit rate: X%``)."""
+        self.hit_rate_count += 1
+        self.hit_rate_max = max(self.hit_rate_max, value)
+        self.hit_rates.append(value)
+        if len(self.hit_rates) > 64:
+            del self.hit_rates[:32]
+        self.facts.startup["prefix_cache_hit_rate"] = value
+        self.facts.lines["prefix_cache_hit_rate"] = (lineno, display[:500])
+
+    def _record_line(self, line: Line) -> None:
+        text = line.text
+        for kw, name, rx, conv in _STARTUP_PATTERNS:
+            if kw not in text:
+                continue
+            m = rx.search(text)
+            if m:
+                try:
+                    self._set_startup(name, conv(m.group(1)), line)
+                except ValueError:
+                    pass
+        m = _KV_SIZE.search(text) if "KV cache size" in text else None
+        if m:
+            self._set_startup("gpu_kv_cache_tokens", int(m.group(2).replace(",", "")), line)
+            self.facts.startup["kv_cache_device"] = m.group(1)
+        m = _CONCURRENCY.search(text) if "concurrency" in text else None
+        if m:
+            self.facts.startup["max_concurrency_tokens"] = int(m.group(1).replace(",", ""))
+            self._set_startup("max_concurrency", float(m.group(2)), line)
+        m = _HIT_RATE.search(text) if self.count_hit_rates and "hit rate" in text else None
+        if m:
+            self.fast_hit_rate(line.lineno, float(m.group(1)), line.display or text)
+        m = _MODEL_RUNNER.search(text) if ("odel runner" in text or "Model Runner" in text) else None
+        if m:
+            self._set_startup("model_runner", (m.group(1) or m.group(2)).upper(), line)
+        if "Hybrid KV" in text and _HYBRID_OFF.search(text):
+            self._set_startup("hybrid_kv_cache_manager_disabled", True, line)
+        if "non-default args:" in text:
+            i = text.index("non-default args:") + len("non-default args:")
+            try:
+                value, _ = parse_literal_prefix(text, i)
+                if isinstance(value, dict):
+                    self.non_default = (line.lineno, value)
+                    self._note("non_default_args", line)
+            except LiteralError:
+                pass
+        if "with config:" in text and "LLM engine" in text:
+            kw = parse_kwargs(text.split("with config:", 1)[1])
+            if kw:
+                self.engine_config = (line.lineno, kw)
+                self._note("engine_config", line)
