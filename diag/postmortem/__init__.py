@@ -92,6 +92,9 @@ model_runner                           "V1"/"V2" from the model-runner fallback 
 hybrid_kv_cache_manager_disabled       ``Hybrid KV cache manager is disabled …``
 dsa_use_flattening                     ``DSA indexer decode path: use_flattening=…``
 engine_init_seconds                    ``init engine (profile, create kv cache, warmup model) took N``
+kv_connector, kv_role                  the KV connector(s) (comma-separated; a MultiConnector's inner ones
+                                       follow it) and ``kv_producer``/``kv_consumer``/``kv_both``, from
+                                       ``--kv-transfer-config``, JSON, ``KVTransferConfig(...)`` (:mod:`.kvtransfer`)
 compute_capability ([major, minor])    ``sm_90a`` / ``SM_120`` / ``SM 86`` mentioned in the text
 crash_batch (dict)                     vLLM's crash dump (``Dumping scheduler output for model execution``,
                                        :mod:`.dump`): num_reqs, num_prefills / num_decodes /

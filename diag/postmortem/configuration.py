@@ -37,6 +37,8 @@ class Setup:
     batch: dict[str, Any] | None
     why: list[str]
     mixed_evidence: str | None = None  # the report's own words about mixed decode / spec-decode batches
+    kv_connector: str | None = None  # the KV connector(s), comma-separated (P/D transfer, offloading)
+    kv_role: str | None = None  # kv_producer | kv_consumer | kv_both
 
 
 def _truthy(v: Any) -> bool | None:
@@ -122,8 +124,19 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
         why.append("prefix caching on" + (f" (Mamba cache mode '{mode}')" if mode else ""))
     asy = _truthy(a.get("async_scheduling"))
     mixed = facts.startup.get("mixed_prose") if isinstance(facts.startup.get("mixed_prose"), str) else None
+    conn, role = _kv_transfer(facts)
     return Setup(hybrid=hybrid, mla=mla, spec_k=k, spec_method=method, prefix_caching=pc, mamba_cache_mode=mode,
-                 async_scheduling=asy, batch=batch, why=why, mixed_evidence=mixed)
+                 async_scheduling=asy, batch=batch, why=why, mixed_evidence=mixed, kv_connector=conn, kv_role=role)
+
+
+def _kv_transfer(facts: LogFacts) -> tuple[str | None, str | None]:
+    """The KV connector and its role: the collector's reading of the lines, else a parsed config's dict."""
+    conn, role = facts.startup.get("kv_connector"), facts.startup.get("kv_role")
+    cfg = facts.args.get("kv_transfer_config")
+    if isinstance(cfg, dict):
+        conn = conn or (str(cfg["kv_connector"]) if cfg.get("kv_connector") else None)
+        role = role or (str(cfg["kv_role"]) if cfg.get("kv_role") else None)
+    return (conn if isinstance(conn, str) else None), (role if isinstance(role, str) else None)
 
 
 def config_known(facts: LogFacts) -> bool:

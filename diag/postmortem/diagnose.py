@@ -25,7 +25,8 @@ the failing step: a mixed decode + spec-decode batch or the draft length is show
 
 The pieces: :mod:`.configuration` (what the log says was configured), :mod:`.sites` (vLLM's failure sites),
 :mod:`.asyncfault` and :mod:`.placement` (asynchronous faults), :mod:`.shapes` (shape / index errors by place),
-:mod:`.stages` (excerpts without their exception), :mod:`.nearmiss`; this module orders them.
+:mod:`.stages` (excerpts without their exception), :mod:`.connectors` (KV-connector bookkeeping on hybrids),
+:mod:`.nearmiss`; this module orders them.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from .asyncfault import ASYNC, from_async, hybrid_spec_fault_class
 from .configuration import Setup, precondition_fails, read_setup
+from .connectors import connector_class
 from .diagnosis import Diagnosis, batch_numbers, config_numbers, exc_evidence, fact_evidence, frame_lines, title_of
 from .nearmiss import near_miss
 from .placement import faulting_kernel, kernel_fault, kernel_place
@@ -94,6 +96,10 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     # 1. a known site ---------------------------------------------------------------------------
     matches = match_exception(root.exc_type, message, root.frames, version)
     best = matches[0] if matches else None
+    if best is None or best.site.category == "other":  # a KV connector's bookkeeping on a hybrid model
+        conn = connector_class(facts, root, setup, base_numbers, best.site.condition if best is not None else None)
+        if conn is not None:
+            return conn
     if best is not None and best.score >= 0.75 and best.how != "function":
         return from_site(facts, root, best, matches, setup, base_numbers, batch_ev)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ..redact import redact
+from .kvtransfer import kv_transfer_facts
 from .lines import Line
 
 _VER = r"v?(\d+\.\d+(?:\.\d+)?(?:(?:rc|\.dev|\.post)\d*)?(?:\+[\w.]+)?)"
@@ -56,6 +57,10 @@ class IdentityLines:
     def _common_line(self, line: Line) -> None:
         text = line.text
         self._cur = line
+        if "kv_" in text:  # the KV connector and its role (P/D, offloading), in whatever form the line has
+            for name, value in kv_transfer_facts(text).items():
+                if name not in self.facts.startup:
+                    self._set_startup(name, value, line)
         # version
         has_ver = "ersion" in text or "vllm" in text or "VERSION" in text or "LLM engine (" in text
         for prio, rx in _VERSION_PATTERNS:
