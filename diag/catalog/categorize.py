@@ -189,6 +189,16 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: bool(_MAMBA_FILE.search(f)) and bool(re.search(
          r"state_ind\w*|block_idx\w*|block_table\w*|cache_indices", _core(t)))
      and bool(re.search(r"(?:non-singleton )?dimension 1\b|\bdim(?:ension)?\s*=\s*1\b", _core(t)))),
+    # what the check compares decides over why the value is fixed: an attention kernel's wrapper planned (at
+    # capture time or per step) for one query length per request and handed another compares the query
+    # length, which speculative decoding sets (1 + k, shorter near max_tokens, longer when a chunked prefill
+    # tail is classed as a decode) -- a kernel limit, even when its message says the shape is frozen in a CUDA
+    # graph; a check of capture sizes or batch sizes stays with cudagraph_capture
+    ("spec_query_len_planned", "spec_kernel_limit",
+     lambda f, fn, t, e, c: bool(re.search(r"q_len_per_req|qo_len|qseqlen|max_seqlen_q|seqlen_q|query_len\b|"
+                                           r"query length|tokens per request", _core(t)))
+     and bool(re.search(r"\bwrapper\b|\bplann?ed\b|\bplan\b|\bkernel\b|heuristic", _core(t)))
+     and not bool(re.search(r"capture.?sizes?|batch.?size|num_reqs|max_num_seqs", _core(t)))),
     ("cudagraph_capture", "cudagraph_shape",
      lambda f, fn, t, e, c: bool(_CAPTURE_WORDS.search(t)) or bool(re.search(
          r"cudagraph_dispatcher|compilation/cuda_graph|cudagraph_utils|cuda_piecewise", f))

@@ -56,6 +56,12 @@ def stage_family(frames, setup: Setup) -> tuple[str, str, Any] | None:
         return None
     if stage == "state" and hybrid:
         return "state_index", "while copying Mamba/GDN states between blocks", at
+    if stage == "metadata" and spec and not hybrid and at is not None and re.search(
+            r"/spec_decode/|propos|drafter|eagle", f"{at.file} {at.function}", re.I):
+        # the drafter builds metadata for its own layers (MTP / EAGLE / draft heads are attention layers) for
+        # a step of 1 + k query tokens per request: what fails there is an attention backend's limit
+        return ("spec_kernel_limit", "while the drafter built the attention metadata of its layers for a multi-token "
+                "draft step", at)
     if stage in ("metadata", "step") and hybrid and spec:
         if batch.get("mixed") or batch.get("ragged_drafts") or stage == "metadata":
             return "mixed_batch", "while building attention metadata for the step's batch", at
