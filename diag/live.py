@@ -119,7 +119,12 @@ def diagnose(record: SessionRecord, suggestions: bool = True) -> list[Finding]:
     findings = list(run_rules(ctx))
     if ctx.log is not None:
         findings = _with_site_diagnosis(ctx.log, findings)
+    findings, contradicted = _recorded_batches_contradict(record, findings)
     findings = _unexplained_error(record, ctx, findings)
+    if contradicted:
+        lead = next((f for f in findings if f.severity == "error"), None)
+        if lead is not None:
+            lead.evidence += contradicted
     _rejected_values(record, findings)
     if suggestions:
         _attach_suggestions(findings, ctx)
@@ -149,6 +154,60 @@ def _with_site_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Findi
         lead = measured[0]
         merged = [lead] + [f for f in merged if f is not lead]
     return merged
+
+
+# rules whose mixed_batch findings stand on recorded mixed steps themselves
+_MIXED_FROM_STEPS = ("hybrid_mixed_step", "gdn_mixed_batch")
+
+
+def _recorded_batches_contradict(record: SessionRecord, findings: list[Finding]) -> tuple[list[Finding], list]:
+    """A mixed decode / spec-decode batch read from an error's frames alone (the post-mortem's failure class)
+    is left out when the recording shows no such batch: the error was raised outside serving steps
+    (configuration, start-up, profiling, capture: vLLM's own uniform batches), or the recorded failing step
+    mixes nothing in the runner's split nor in any builder's. What the recording shows is kept as evidence
+    of the finding that then leads."""
+    guessed = [f for f in findings if f.category == "mixed_batch" and f.rule not in _MIXED_FROM_STEPS]
+    if not guessed or record.session.kind != "engine":
+        return findings, []
+    why = _no_mixed_batch_recorded(record)
+    if why is None:
+        return findings, []
+    from .model import Evidence
+
+    notes = [Evidence(text=f"not a mixed decode / spec-decode batch: {why} (the error's frames alone suggested "
+                           f"\"{f.title}\")", source="recorded") for f in guessed]
+    return [f for f in findings if not any(f is g for g in guessed)], notes
+
+
+def _no_mixed_batch_recorded(record: SessionRecord) -> str | None:
+    errors = record.state.errors
+    if not errors:
+        return None
+    step_errors = [e for e in errors if e.phase == "step"]
+    if not step_errors:
+        phases = sorted({e.phase for e in errors})
+        if set(phases) <= {"config", "init", "profile", "capture"}:
+            return (f"the error was raised in phase {'/'.join(phases)}, before any served step (no scheduled batch "
+                    "mixed decodes with spec decodes)")
+        return None
+    rows = []
+    for e in step_errors:
+        n = e.numbers or {}
+        runner = n.get("step")
+        if not isinstance(runner, dict) or not isinstance(runner.get("step_index"), int):
+            return None  # the failing step's composition was not recorded: nothing contradicts the frames
+        rows.append(("runner", runner))
+        rows += [(f"{b.get('builder')} (group {b.get('group_index')})", b) for b in n.get("builder_steps") or []
+                 if isinstance(b, dict) and b.get("step_index") == runner["step_index"]]
+        # builder rows of that step the store holds (the error carries one per builder class)
+        rows += [(f"{s.builder} (group {s.group_index})", s.__dict__) for s in record.state.steps
+                 if s.builder and s.step_index == runner["step_index"] and (e.pid is None or s.pid in (None, e.pid))]
+    if any((r.get("num_decodes") or 0) > 0 and (r.get("num_spec_decodes") or 0) > 0 for _, r in rows):
+        return None
+    step = rows[0][1]["step_index"]
+    splits = "; ".join(dict.fromkeys(f"{who} %d/%d/%d" % tuple(r.get(k) or 0 for k in (
+        "num_decodes", "num_spec_decodes", "num_prefills")) for who, r in rows))
+    return f"recorded step {step} mixes none (decodes/spec decodes/prefills: {splits})"
 
 
 def _unexplained_error(record: SessionRecord, ctx: RuleContext, findings: list[Finding]) -> list[Finding]:
@@ -186,6 +245,8 @@ def _unexplained_error(record: SessionRecord, ctx: RuleContext, findings: list[F
         + " -- no vllm-diag rule knows this error; the recorded exception, its numbers and notes are below.",
         numbers=numbers,
         evidence=evidence,
+        confidence="low",
+        basis="a recorded error that no rule, catalog failure site or failure class explains",
     ))
     return findings
 

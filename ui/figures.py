@@ -232,9 +232,11 @@ def timeline_figure(vm, highlight=()) -> go.Figure:
                                  line={"color": "#616161", "dash": dash, "shape": "hv"}), row=2, col=1)
     mixed = [m for m in vm.marks if m.kind == "mixed"]
     disagree = [m for m in vm.marks if m.kind == "disagree"]
+    failed = [m for m in vm.marks if m.kind == "failed"]
     top = max([1] + [max(s.decodes + s.spec_decodes + s.prefills, default=0) for s in vm.series])
     for marks, name, symbol, colour in ((mixed, "decodes + spec decodes mixed", "x", RED),
-                                        (disagree, "builder split differs from the runner", "triangle-down", "#ef6c00")):
+                                        (disagree, "builder split differs from the runner", "triangle-down", "#ef6c00"),
+                                        (failed, "failing step (recorded error)", "star", "#b71c1c")):
         if marks:
             fig.add_trace(go.Scatter(x=[m.step for m in marks], y=[top * 1.08] * len(marks), mode="markers", name=name,
                                      hovertext=[_t(f"step {m.step}: {m.label}: {m.text}") for m in marks], hoverinfo="text",

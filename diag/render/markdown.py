@@ -92,6 +92,8 @@ def _pictures(vm: ReportVM) -> list[str]:
         o.append("")
     t = vm.timeline
     if t.missing is None and t.marks:
-        o.append(f"Batch timeline: {len(t.marks)} marked row(s), first at step {t.marks[0].step}: {t.marks[0].text}.")
+        m = t.marks[0]  # a failing step leads the marks
+        lead = f"failing step {m.step}" if m.kind == "failed" else f"first at step {m.step}"
+        o.append(f"Batch timeline: {len(t.marks)} marked row(s), {lead}: {m.text}.")
         o.append("")
     return o

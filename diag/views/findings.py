@@ -168,14 +168,14 @@ def _anchors(f: Finding, pages, state_index, timeline) -> tuple[Anchor, ...]:
     gi = nums.get("group_index")
     if isinstance(gi, int) and not isinstance(gi, bool):
         out.append(group_anchor(gi))
+    step = nums.get("step") if "step" in nums else nums.get("step_index")
+    if isinstance(step, int) and not isinstance(step, bool):
+        out.append(step_anchor(step))  # the step the finding names (a failing step) first
     if f.category in STEP_CATEGORIES and timeline is not None:
         kinds = ("mixed",) if f.category == "mixed_batch" else ("mixed", "disagree")
         first = next((m for m in timeline.marks if m.kind in kinds), None)
         if first is not None:
             out.append(first.anchor)
-    step = nums.get("step") if "step" in nums else nums.get("step_index")
-    if isinstance(step, int) and not isinstance(step, bool):
-        out.append(step_anchor(step))
     seen, uniq = set(), []
     for a in out:
         if a not in seen:

@@ -239,7 +239,10 @@ def state_index(record: SessionRecord) -> StateIndexVM:
         label = {"recorded": "recorded (block_tables, builder_buffers)", "predicted": "predicted by the pre-flight"}.get(
             st.source, st.source)
         groups = _from_state(record, st, label)
-        if err is not None and not any(g.mismatch for g in groups):
+        # a mismatch a mixed-batch finding explains is not drawn as a state-index column mismatch
+        explained = (any(f.category == "mixed_batch" and f.severity == "error" for f in record.findings)
+                     and not any(f.category == "state_index" for f in record.findings))
+        if err is not None and not any(g.mismatch for g in groups) and not explained:
             groups = _attach_error(record, groups, err, nums)
         return StateIndexVM(tuple(groups), label, None)
     if err is not None and isinstance(nums.get("block_tables"), list) and nums["block_tables"]:

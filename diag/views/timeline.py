@@ -61,7 +61,7 @@ class TimelineSeries:
 @dataclass(frozen=True)
 class StepMarkVM:
     step: int
-    kind: str  # mixed | disagree
+    kind: str  # failed | mixed | disagree
     source: str
     label: str  # "GDNAttentionMetadataBuilder (group 0)"
     text: str  # "2 decodes + 3 spec decodes in one step"
@@ -201,6 +201,7 @@ def timeline(record: SessionRecord) -> TimelineVM:
                     f"the runner {r[0]}/{r[1]}/{r[2]}")
         marks.append(StepMarkVM(step=m.step_index, kind=m.kind, source=m.source, label=label, text=text,
                                 anchor=step_anchor(m.step_index)))
+    marks = _failed_marks(record) + marks  # the step a recorded error happened in leads, whatever the mark limit kept
     recent = _recent(summary)
     others = [p for p in summary.pids if p != summary.pid]
     ranks = {p.pid: p.rank for p in record.processes}
@@ -215,6 +216,26 @@ def timeline(record: SessionRecord) -> TimelineVM:
         pids=tuple(summary.pids), process_note=note, series=tuple(series), marks=tuple(marks),
         mark_counts=tuple(sorted(summary.mark_counts.items())), recent=recent, next_n=next_n, limits=limits, missing=None,
         last_rowid=summary.last_rowid)
+
+
+def _failed_marks(record: SessionRecord) -> list[StepMarkVM]:
+    """A step a recorded error happened in (the probes attach the runner's row of that step to the error,
+    ``numbers["step"]``): marked ``failed`` with the error and the runner's split, so a long session whose
+    mixed/disagree marks were cut at ``MARK_LIMIT`` still marks the step that failed."""
+    out: list[StepMarkVM] = []
+    seen: set[int] = set()
+    for e in record.state.errors:
+        s = (e.numbers or {}).get("step") if e.phase == "step" else None
+        if not isinstance(s, dict) or not isinstance(s.get("step_index"), int) or s["step_index"] in seen:
+            continue
+        i = s["step_index"]
+        seen.add(i)
+        d, sd, p = (int(s.get(k) or 0) for k in ("num_decodes", "num_spec_decodes", "num_prefills"))
+        first = (e.message or "").strip().splitlines()[0][:120] if (e.message or "").strip() else ""
+        text = (f"{e.exc_type.rsplit('.', 1)[-1]}{': ' + first if first else ''} -- the runner's split "
+                f"{d}/{sd}/{p} (decodes/spec/prefills)" + ("; decodes + spec decodes mixed" if d and sd else ""))
+        out.append(StepMarkVM(step=i, kind="failed", source=RUNNER, label=RUNNER, text=text, anchor=step_anchor(i)))
+    return out
 
 
 def _recent(summary: StepSummary) -> tuple[TimelineRow, ...]:

@@ -111,7 +111,8 @@ def _glance(vm: ReportVM) -> list[str]:
                  f"{g.mismatch[1]} columns; extra column {_anchor_link(col)}</p>")
     if vm.timeline.marks:
         m = vm.timeline.marks[0]
-        o.append(f"<p>timeline: {len(vm.timeline.marks)} marked row(s), first {_anchor_link(m.anchor)}: "
+        o.append(f"<p>timeline: {len(vm.timeline.marks)} marked row(s), {'failing step' if m.kind == 'failed' else 'first'} "
+                 f"{_anchor_link(m.anchor)}: "
                  f"{html.escape(m.text)}</p>")
     o.append("</div>")
     return o

@@ -131,7 +131,7 @@ def cursor_text(vm, series_index: int, cursor: int | None) -> Text:
         text.append(f"  ◆ {s.disagree[cursor]} disagree", style=DISAGREE)
     for m in vm.marks:
         if first <= m.step <= last:
-            text.append(f"\n  step {m.step:,}: {m.text}", style=render.MARK if m.kind == "mixed" else DISAGREE)
+            text.append(f"\n  step {m.step:,}: {m.text}", style=render.MARK if m.kind in ("mixed", "failed") else DISAGREE)
             break
     return text
 
