@@ -125,3 +125,101 @@ def test_connector_group_bookkeeping_on_a_hybrid_is_state_index():
 ])
 def test_connector_near_misses_stay_other(code, cmd):
     assert _diag(_connector_assert(code, cmd))["category"] == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# an asynchronous fault that surfaced on the speculative-decoding branch of a hybrid builder
+# ------------------------------------------------------------------------------------------------
+
+WP = "(Worker_PP1_TP0 pid=991) ERROR 11-26 10:02:17 [multiproc_executor.py:744] "
+
+
+def _ima_in_builder(code: str, fn_file: str = "mamba_attn.py") -> str:
+    frames = [
+        (PKG + "v1/worker/gpu_model_runner.py", 2702, "_build_attention_metadata", "attn_metadata_i = builder.build("),
+        (PKG + "v1/attention/backends/" + fn_file, 311, "build", code),
+        (PKG + "utils/torch_utils.py", 604, "async_tensor_h2d", "t = data.pin_memory() if PIN_MEMORY else data"),
+    ]
+    return "\n".join([f"{WP}torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+                      f"{WP}CUDA kernel errors might be asynchronously reported at some other API call, so the "
+                      "stacktrace below might be incorrect."]
+                     + _tb(frames, "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+                           prefix=WP)[1:])
+
+
+def test_spec_branch_of_a_builder_shows_speculative_decoding():
+    from vllm_diag.postmortem.configuration import read_setup
+    from vllm_diag.postmortem.reader import facts_from_text
+
+    facts = facts_from_text(_ima_in_builder("spec_query_start_loc = async_tensor_h2d(spec_qsl_cpu, device)"))
+    setup = read_setup(facts, facts.root)
+    assert setup.spec_k != 0 and any("its branch ran" in w for w in setup.why)
+    # statements every path runs say nothing
+    for code in ("spec_sequence_masks = None", "if spec_sequence_masks is not None:", "num_spec_decodes = 0"):
+        facts = facts_from_text(_ima_in_builder(code))
+        assert read_setup(facts, facts.root).spec_k == 0
+
+
+def test_async_fault_on_the_spec_branch_of_a_hybrid_builder_is_a_family():
+    d = _diag(_ima_in_builder("spec_state_indices_tensor = async_tensor_h2d(spec_idx_cpu, device)"))
+    assert d["category"] == "state_index" and d["confidence"] == "low"
+    assert "asynchronously" in d["basis"] and "branch ran" in d["basis"]
+
+
+def test_async_fault_on_a_path_every_batch_runs_stays_other():
+    assert _diag(_ima_in_builder("query_start_loc_cpu = common_attn_metadata.query_start_loc_cpu"))["category"] == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# D: a negative accepted-token count (a spec-decode row that sampled nothing) reaching the metrics
+# ------------------------------------------------------------------------------------------------
+
+A = "(APIServer pid=2290) ERROR 11-26 10:40:05 [async_llm.py:561] "
+
+
+def _counter(cmd: str, frames: list[tuple[str, int, str, str]] | None) -> str:
+    lines = [cmd]
+    if frames:
+        lines += [f"{A}AsyncLLM output_handler failed.", f"{A}Traceback (most recent call last):"]
+        for path, line, fn, code in frames:
+            lines += [f'{A}  File "{path}", line {line}, in {fn}', f"{A}    {code}"]
+    lines.append(f"{A}ValueError: Counters can only be incremented by non-negative amounts.")
+    return "\n".join(lines)
+
+
+_SPEC_COUNTER = [
+    (PKG + "v1/metrics/loggers.py", 1288, "record", "self.spec_decoding_prom.observe("),
+    (PKG + "v1/spec_decode/metrics.py", 276, "observe", "self.counter_spec_decode_num_accepted_tokens[engine_idx].inc("),
+    ("/opt/venv/lib/python3.11/site-packages/prometheus_client/metrics.py", 313, "inc",
+     "raise ValueError('Counters can only be incremented by non-negative amounts.')"),
+]
+_PROMPT_COUNTER = [
+    (PKG + "v1/metrics/loggers.py", 1266, "record", "self.counter_prompt_tokens_by_source[source][engine_idx].inc("),
+    ("/opt/venv/lib/python3.11/site-packages/prometheus_client/metrics.py", 313, "inc",
+     "raise ValueError('Counters can only be incremented by non-negative amounts.')"),
+]
+_NEMO = "vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B --max-num-seqs 48"
+
+
+def test_negative_accepted_count_on_a_hybrid_with_spec_is_mixed_batch():
+    d = _diag(_counter(_NEMO + " --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'",
+                       _SPEC_COUNTER))
+    assert d["category"] == "mixed_batch" and d["confidence"] == "medium"
+    assert "num_accepted" in d["basis"]
+
+
+def test_negative_accepted_count_without_frames_spec_unstated_is_low():
+    d = _diag(_counter("MODEL=Qwen/Qwen3-Next-80B-A3B-Thinking\n[... excerpt gap ...]", None))
+    assert d["category"] == "mixed_batch" and d["confidence"] == "low"
+
+
+@pytest.mark.parametrize("cmd,frames", [
+    # a dense model with EAGLE: a spec-decode bookkeeping fault, not a hybrid family
+    ("vllm serve meta-llama/Llama-3.3-70B-Instruct --speculative-config "
+     "'{\"method\": \"eagle3\", \"model\": \"yuhuili/EAGLE3-LLaMA3.3-Instruct-70B\", \"num_speculative_tokens\": 3}'",
+     _SPEC_COUNTER),
+    # the prompt-token counters on a hybrid: a cache's accounting
+    (_NEMO + " --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'", _PROMPT_COUNTER),
+])
+def test_negative_counter_near_misses_stay_other(cmd, frames):
+    assert _diag(_counter(cmd, frames))["category"] == "other"

@@ -109,6 +109,10 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     if not k and not method and re.search(r"vllm/v1/spec_decode/|/spec_decode/|\bpropose\b|\bproposer\b|draft_model|"
                                           r"_draft\w*|eagle|mtp", frames_text):
         method = "seen in the frames"
+    if not k and not method:
+        branch = spec_branch_frame(facts)
+        if branch:
+            method = f"its branch ran: {branch}"
     if k:
         why.append(f"speculative decoding ({method or 'draft'}, k={k})")
     elif method:
@@ -127,6 +131,27 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     conn, role = _kv_transfer(facts)
     return Setup(hybrid=hybrid, mla=mla, spec_k=k, spec_method=method, prefix_caching=pc, mamba_cache_mode=mode,
                  async_scheduling=asy, batch=batch, why=why, mixed_evidence=mixed, kv_connector=conn, kv_role=role)
+
+
+# a statement that runs only on the speculative-decoding path of a builder / runner: it computes with the
+# spec-decode rows, their masks, query starts, state indices or accepted counts (vLLM's GDN / Mamba / attention
+# builders, e.g. gdn_attn.py `spec_sequence_masks = async_tensor_h2d(...)` under `num_spec_decodes > 0`); an
+# assignment of None / 0 or a None test runs on every path and says nothing
+_SPEC_NAMES = re.compile(r"\b(?:spec_(?:sequence_masks|query_start_loc|state_indices|token_indx|decode_|num_|"
+                         r"metadata)\w*|num_spec_decode\w*|num_accepted_tokens\w*|num_draft_tokens\w*|"
+                         r"draft_token_ids\w*)\b")
+_EVERY_PATH = re.compile(r"=\s*(?:None|0|False|\[\]|\{\})\s*$|\bis (?:not )?None\b|speculative_config\b|^\s*(?:el)?if\b|"
+                         r"^\s*(?:return|assert)\b")
+
+
+def spec_branch_frame(facts: LogFacts) -> str | None:
+    """``file:function: code`` of a vLLM frame whose statement runs on the speculative-decoding path only."""
+    for e in facts.exceptions:
+        for fr in reversed(e.frames[-12:]):
+            code = (fr.code or "").strip()
+            if code and "vllm/" in fr.file and _SPEC_NAMES.search(code) and not _EVERY_PATH.search(code):
+                return f"{fr.file.rsplit('/', 1)[-1]}:{fr.function}: {code[:80]}"
+    return None
 
 
 def _kv_transfer(facts: LogFacts) -> tuple[str | None, str | None]:

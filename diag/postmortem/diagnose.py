@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 
 from ..model import Evidence, LogException, LogFacts
+from .accepted import negative_accepted
 from .asyncfault import ASYNC, from_async, hybrid_spec_fault_class
 from .configuration import Setup, precondition_fails, read_setup
 from .connectors import connector_class
@@ -109,6 +110,11 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
         if kernel is not None:
             return kernel_fault(facts, kernel, setup, base_numbers, batch_ev)
         return from_async(facts, root, setup, base_numbers, batch_ev)
+
+    # a negative accepted-token count reaching vLLM's metrics (a spec-decode row that sampled nothing)
+    acc = negative_accepted(facts, root, setup, base_numbers)
+    if acc is not None:
+        return acc
 
     # 3. near misses stay other
     pad = padding_signature(facts)
