@@ -88,3 +88,74 @@ def test_drafter_frames_of_a_hybrid_model_are_not_claimed_for_the_kernels():
     lines = [f'  File "{p}", line {n}, in {fn}' for p, n, fn, _ in DRAFT_FRAMES]
     top = _top("\n".join([cmd, "[...]", *lines]))
     assert top is None or top.category != "spec_kernel_limit"
+
+
+# ------------------------------------------------------------------------------------------------
+# numbers an operator quotes from such logs
+# ------------------------------------------------------------------------------------------------
+
+
+def test_both_sides_of_a_planned_vs_got_comparison_under_the_quantity_name():
+    n = facts_from_text(PLANNED.replace("planned for 3 tokens per request, this step has 5",
+                                        "planned with 3, got 5")).numbers
+    assert n["qo_len_expected"] == 3 and n["qo_len_got"] == 5
+    n = facts_from_text("AssertionError: expected 2 kv cache groups, got 3").numbers
+    assert n["kv_cache_groups_expected"] == 2 and n["kv_cache_groups_got"] == 3
+    n = facts_from_text("RuntimeError: head_dim must be 128 but got 96").numbers
+    assert n["head_dim_expected"] == 128 and n["head_dim_got"] == 96
+
+
+def test_a_kernel_check_macro_in_a_cuda_frame_gives_its_threshold_and_the_source_line():
+    p = "(Worker_TP2 pid=88) ERROR 12-01 10:11:12 [multiproc_executor.py:840] "
+    log = "\n".join([
+        f'{p}  File "{SITE}v1/attention/backends/mla/flashmla_sparse.py", line 640, in forward_mqa',
+        f"{p}    out = sparse_decode_fwd(q, kv_cache, indices, topk_length)",
+        f'{p}  File "/root/.cache/flashinfer/csrc/sparse_decode_sm100.cuh", line 87, in void sparse_decode_fwd(...)',
+        f"{p}    TVM_FFI_ICHECK_LE(num_q_tokens, 32)",
+    ])
+    n = facts_from_text(log).numbers
+    assert n["sparse_decode_sm100_line"] == 87 and n["flashmla_sparse_line"] == 640
+    assert n["check_operand"] == "num_q_tokens" and n["check_op"] == "<=" and n["check_threshold"] == 32
+    n = facts_from_text("RuntimeError: Check failed: (next_n <= 2) is false: unsupported draft length").numbers
+    assert n["check_operand"] == "next_n" and n["check_threshold"] == 2
+
+
+def test_kernel_detail_fields_also_under_vllms_name():
+    log = "\n".join(["mla_decode_fwd: no kernel for this configuration",
+                     "  q_type:fp16 kv_type:bf16 gqa:8 ps:1 qseqlen:3 lse:0"])
+    n = facts_from_text(log).numbers
+    assert n["qseqlen"] == 3 and n["max_seqlen_q"] == 3 and n["gqa"] == 8
+
+
+def test_parallel_sizes_implied_by_worker_prefixes_are_lower_bounds():
+    rec = "(Worker_PP1_TP0_EP0 pid=4) ERROR 12-01 10:11:12 [multiproc_executor.py:840] RuntimeError: boom"
+    rec2 = "(Worker_DP2_TP1 pid=5) ERROR 12-01 10:11:12 [multiproc_executor.py:840] RuntimeError: boom"
+    s = facts_from_text("\n".join([rec, rec2])).startup
+    assert s["pipeline_parallel_size_seen"] == 2 and s["data_parallel_size_seen"] == 3
+    assert s["tensor_parallel_size_seen"] == 2
+    # only rank 0 seen proves nothing about the size
+    s = facts_from_text("(Worker_PP0_TP0 pid=4) ERROR 12-01 10:11:12 [x.py:1] RuntimeError: boom").startup
+    assert "pipeline_parallel_size_seen" not in s
+
+
+def test_a_memory_message_cut_by_the_excerpt_keeps_the_sides_it_has():
+    log = "\n".join(["ValueError: To serve at least one request with the models's max seq len (65536),",
+                     "  (12.25 GiB KV cache is needed, which is larger than the available"])
+    n = facts_from_text(log).numbers
+    assert n["max_model_len"] == 65536 and n["kv_cache_needed_gib"] == 12.25
+    assert "kv_cache_available_gib" not in n
+
+
+def test_scheduler_output_fields_quoted_without_the_dump_header():
+    log = "\n".join([
+        "RuntimeError: the step broke",
+        "[...]",
+        "   total_num_scheduled_tokens=9, num_computed_tokens=[4096, 130], num_scheduled_tokens={a: 5, b: 4},",
+        "   num_spec_tokens_to_schedule=4",
+    ])
+    f = facts_from_text(log)
+    b = f.startup["crash_batch"]
+    assert b["num_computed_tokens"] == [4096, 130] and b["tokens_per_req"] == [5, 4]
+    assert b["total_num_scheduled_tokens"] == 9 and b["num_spec_tokens_to_schedule"] == 4
+    doc = encode(analyze_text(log, use_preflight=False).to_record())
+    assert doc["startup"]["crash_batch"]["num_computed_tokens"] == [4096, 130]

@@ -78,6 +78,12 @@ def parse_scheduler_output(text: str) -> dict[str, Any] | None:
     if m:
         for rid, n in _PAIR.findall(m.group(1)):
             scheduled[rid] = int(n)
+    if not computed and not cached_ids and scheduled:
+        # a fragment quoted without CachedRequestData(...): its num_computed_tokens list, in request order
+        m = re.search(r"(?<![\w])num_computed_tokens=\[([^\]]*)\]", t)
+        if m:
+            for rid, n in zip(scheduled, _ints(m.group(1))):
+                computed[rid] = n
     spec: dict[str, int] = {}
     m = _SPEC.search(t)
     if m:

@@ -16,20 +16,25 @@ import re
 from typing import Any
 
 from ..model import LogFacts
-from .cmdline import CommandLines, _balance
+from .cmdline import _GAP, CommandLines, _balance
 from .identity import IdentityLines
 from .lines import Line
-from .numbers import (_ARG_PAIR, _NUM_FLAG, _PROM, _SPEC_METRICS, _num, error_line_numbers, frame_line_numbers,
-                      message_numbers, phrase_numbers)
+from .numbers import (_ARG_PAIR, _NUM_FLAG, _PROM, _SPEC_METRICS, _num, check_numbers, error_line_numbers,
+                      frame_line_numbers, message_numbers, phrase_numbers)
 from .prose import ProseLines
 from .rooterror import ErrorLines, unflatten
 from .startup import StartupLines
-from .traceback import TracebackParser
+from .traceback import ORPHAN_TYPE, TracebackParser
 
 __all__ = ["FactCollector", "message_numbers", "phrase_numbers", "frame_line_numbers", "unflatten", "DUMP_SCHED"]
 
 DUMP_SCHED = "Dumping scheduler output for model execution"
 _TP_RANK = re.compile(r"TP(\d+)")
+# the parallel ranks a worker prefix names (Worker_PP2_TP1_EP1, Worker_DP3_TP0): sizes are at least rank + 1
+_RANKS = re.compile(r"(?<![A-Za-z])(PP|DP|TP)(\d+)")
+_SIZE_SEEN = {"PP": "pipeline_parallel_size", "DP": "data_parallel_size", "TP": "tensor_parallel_size"}
+# fields of vLLM's scheduler output quoted without the dump's header line (a reporter's fragment)
+_SCHED_FIELDS = re.compile(r"\b(?:num_scheduled_tokens|scheduled_spec_decode_tokens|total_num_scheduled_tokens)=")
 
 
 class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ErrorLines):
@@ -75,6 +80,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.numeric_flags: dict[str, Any] = {}  # --flag NUMBER anywhere (bench/eval commands too)
         self.metrics: dict[str, Any] = {}  # Prometheus counters and spec-decode metrics quoted in the log
         self.tp_ranks: set[int] = set()
+        self.ranks: dict[str, set[int]] = {}  # PP / DP / TP ranks of the worker prefixes
         self._argv: tuple[int, list[str]] | None = None  # a flow list of argv items being collected
         self._yaml: tuple[int, list[str]] | None = None  # a YAML block sequence of argv items being collected
 
@@ -88,7 +94,13 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         elif DUMP_SCHED in line.text:
             self._dump = [line.text.split(DUMP_SCHED, 1)[1].lstrip(": ")]
             self._dump_line = line.lineno
-            if _balance(self._dump[0]) <= 0:
+            if _balance(self._dump[0]) <= 0 and not self._dump[0].rstrip().endswith(","):
+                self._end_dump()
+        elif self.dump_text is None and "_tokens=" in line.text and _SCHED_FIELDS.search(line.text):
+            # the scheduler output's fields quoted in the report without the dump's header
+            self._dump = [line.text.strip()]
+            self._dump_line = line.lineno
+            if _balance(self._dump[0]) <= 0 and not self._dump[0].rstrip().endswith(","):
                 self._end_dump()
         self._error_line(line)
         self._feed_rest(line)
@@ -98,6 +110,11 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             m = _TP_RANK.search(line.process)
             if m and len(self.tp_ranks) < 512:
                 self.tp_ranks.add(int(m.group(1)))
+        if line.process and ("PP" in line.process or "DP" in line.process):
+            for kind, rank in _RANKS.findall(line.process):
+                seen = self.ranks.setdefault(kind, set())
+                if len(seen) < 512:
+                    seen.add(int(rank))
         if "vllm:" in line.text and len(self.metrics) < 60:
             for m in _PROM.finditer(line.text):
                 self.metrics[m.group(1)] = _num(m.group(2))
@@ -133,8 +150,11 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         if line.level is not None and DUMP_SCHED not in line.text or len(parts) > 60 or not line.text.strip():
             self._end_dump()
             return
+        if _GAP.match(line.text.strip()):  # an excerpt gap: what follows is not the dump's continuation
+            self._end_dump()
+            return
         parts.append(line.text.strip())
-        if _balance(" ".join(parts)) <= 0:
+        if _balance(" ".join(parts)) <= 0 and not parts[-1].rstrip().endswith(","):
             self._end_dump()
 
     def _end_dump(self) -> None:
@@ -187,9 +207,18 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         for name, val in frame_line_numbers(f).items():
             f.numbers.setdefault(name, val)
         error_line_numbers([t for _, t in self.error_lines[-40:]], f.numbers)
+        for e in ([f.root] if f.root is not None else []) + [e for e in f.exceptions if e.exc_type == ORPHAN_TYPE]:
+            code = e.frames[-1].code if e.frames else None
+            if code:  # the failing statement is a check against a constant (a kernel's TVM/C++ check macro)
+                for name, val in check_numbers(code).items():
+                    f.numbers.setdefault(name, val)
         if self.metrics:
             f.startup["metrics"] = dict(list(self.metrics.items())[:60])
         if self.numeric_flags:
             f.startup["quoted_flags"] = dict(list(self.numeric_flags.items())[:40])
         if self.tp_ranks and "tensor_parallel_size" not in f.args:
             f.startup["tensor_parallel_size_seen"] = max(self.tp_ranks) + 1  # a lower bound: ranks 0..N-1 printed
+        for kind, seen in self.ranks.items():  # a rank above 0 proves that parallelism (a lower bound of its size)
+            name = _SIZE_SEEN[kind]
+            if seen and max(seen) > 0 and name not in f.args:
+                f.startup.setdefault(f"{name}_seen", max(seen) + 1)

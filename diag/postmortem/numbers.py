@@ -26,8 +26,10 @@ _NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     (re.compile(r"batch size \((\d+)\) <= cudagraph capture sizes \((\d+)\), and number of tokens \((\d+)\)"),
      ("capture_num_reqs", "capture_size", "capture_num_tokens")),
     (re.compile(r"index (-?\d+) is out of bounds for dimension (\d+) with size (\d+)"), ("index", "index_dim", "index_size")),
-    (re.compile(r"max seq len \((\d+)\), \(" + _FLOAT + r" GiB KV cache is needed, which is larger than the available KV cache memory \(" + _FLOAT + r" GiB\)"),
-     ("max_model_len", "kv_cache_needed_gib", "kv_cache_available_gib")),
+    # each side on its own: an excerpt may cut the message after either
+    (re.compile(r"max seq len \((\d+)\)"), ("max_model_len",)),
+    (re.compile(r"\(?" + _FLOAT + r" ?GiB KV cache is needed"), ("kv_cache_needed_gib",)),
+    (re.compile(r"available KV cache memory \(" + _FLOAT + r" ?GiB\)"), ("kv_cache_available_gib",)),
     (re.compile(r"estimated maximum model length is (\d+)"), ("estimated_max_model_len",)),
     (re.compile(r"Tried to allocate " + _FLOAT + r" ?([GM])iB"), ("oom_tried", "oom_unit")),
     (re.compile(r"total capacity of " + _FLOAT + r" GiB of which " + _FLOAT + r" ?([GM])iB is free"), ("gpu_total_gib", "gpu_free", "gpu_free_unit")),
@@ -67,7 +69,7 @@ def _num(value: str) -> int | float | str:
 def message_numbers(message: str) -> dict[str, Any]:
     """The numbers a known error message carries (see the package docstring for the names)."""
     out: dict[str, Any] = {}
-    msg = message[:8000]
+    msg = " ".join(message[:8000].split())  # a message hard-wrapped by the reporter reads as one line
     for rx, names in _NUM_PATTERNS:
         m = rx.search(msg)
         if not m:
@@ -134,9 +136,45 @@ def phrase_numbers(message: str) -> dict[str, Any]:
             out.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
     for word, val in _WORD_NUM.findall(msg):
         out.setdefault(word, int(val))
+    m = _PLANNED_GOT.search(msg)
+    if m:  # "<quantity> ... planned with 6, got 8": both sides of the comparison under the quantity's name
+        noun = "_".join(w for w in re.findall(r"[a-z0-9]+", (m.group(2) or "").lower()) if w not in _STOP)
+        subject = _SUBJECT.search(msg)
+        base = noun or (subject.group(1) if subject and subject.start() < m.start() else None)
+        out.setdefault(f"{base}_expected" if base else "expected_value", _num(m.group(1)))
+        out.setdefault(f"{base}_got" if base else "got_value", _num(m.group(3)))
+    out.update({k: v for k, v in check_numbers(msg).items() if k not in out})
     return out
 
 
+# "expected 4, got 7" / "planned with 6, got 8" / "must be 3 but got 5" / "is 12 (expected 11)"
+_PLANNED_GOT = re.compile(r"\b(?:expected|expects|expecting|planned(?: with| for)?|must be|should be|set to|built for)\s+"
+                          r"(-?\d+(?:\.\d+)?)\b\s*([A-Za-z][A-Za-z_ ]{0,30}?)?\s*[,;:]?\s*\(?(?:but )?"
+                          r"(?:got|received|found|saw|is|has)\s+(-?\d+(?:\.\d+)?)\b", re.I)
+# the quantity a message is about: its first snake_case identifier (q_len_per_req, num_decode_tokens)
+_SUBJECT = re.compile(r"(?<![\w./])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
+# a kernel's check macro or failed comparison against a constant: TVM_FFI_ICHECK_GT(num_tokens, 64),
+# CHECK_LE(x, 8), "Check failed: (next_n <= 2)", "Assertion `q_len <= 4' failed", TORCH_CHECK(n % 64 == 0)
+_CHECK_MACRO = re.compile(r"\b(?:TVM_FFI_|PADDLE_|FLASHINFER_)?I?CHECK_(GT|GE|LT|LE|EQ|NE)\(\s*([A-Za-z_][\w.\->\[\]()]*?)\s*,\s*"
+                          r"(-?\d+)\s*\)")
+_CHECK_CMP = re.compile(r"(?:Check failed:?|TORCH_CHECK\(|Assertion [`'\"]|[Aa]ssert(?:ion)?\s*\(?)\s*\(?\s*"
+                        r"([A-Za-z_][\w.\->\[\]()]*?)\s*(<=|>=|<|>|==|!=)\s*(-?\d+)\b")
+_MACRO_OP = {"GT": ">", "GE": ">=", "LT": "<", "LE": "<=", "EQ": "==", "NE": "!="}
+
+
+def check_numbers(text: str) -> dict[str, Any]:
+    """What a failed check compared with a constant: ``check_operand`` (the expression), ``check_op`` and
+    ``check_threshold`` (the constant), from a C++/TVM check macro or a failed comparison's text."""
+    m = _CHECK_MACRO.search(text)
+    if m:
+        return {"check_operand": m.group(2), "check_op": _MACRO_OP[m.group(1)], "check_threshold": int(m.group(3))}
+    m = _CHECK_CMP.search(text)
+    if m:
+        return {"check_operand": m.group(1), "check_op": m.group(2), "check_threshold": int(m.group(3))}
+    return {}
+
+
+_KERNEL_SOURCE = re.compile(r"\.(?:cu|cuh|cpp|cc|hpp|h|cxx)$")
 _NOT_VLLM_FRAME = re.compile(r"^<|[/\\](?:torch|triton|transformers|ray|uvloop|asyncio|concurrent|multiprocessing|"
                              r"contextlib|threading|functools)[/\\]|_contextlib\.py$|/lib/python3[\d.]*/[^/]+\.py$")
 
@@ -162,7 +200,9 @@ def frame_line_numbers(f: LogFacts) -> dict[str, int]:
             if seen >= 8:  # the failing end of the stack; the entry frames (engine loop, API) say little
                 break
             path = fr.file.replace("\\", "/")
-            if "/vllm/" not in path and not path.startswith("vllm/") and not (
+            if _KERNEL_SOURCE.search(path):  # a kernel library's C++/CUDA source (FlashInfer, DeepGEMM, AITER)
+                pass
+            elif "/vllm/" not in path and not path.startswith("vllm/") and not (
                     not path.startswith("/") and _known_vllm_file(path)):
                 continue  # the user's script, a library outside vLLM
             base = re.split(r"[/\\]", fr.file)[-1]
@@ -189,6 +229,10 @@ _SPEC_METRICS = re.compile(r"(Mean acceptance length|Avg Draft acceptance rate|D
 _NUM_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9_-]+)[ =](-?\d+(?:\.\d+)?)(?![\w.:/-])")
 
 
+# AITER's MLA heuristics print the query length per request as ``qseqlen`` (its argument max_seqlen_q)
+_KERNEL_FIELDS = {"qseqlen": "max_seqlen_q", "q_seqlen": "max_seqlen_q", "seqlen_q": "max_seqlen_q"}
+
+
 def error_line_numbers(texts: list[str], numbers: dict[str, Any]) -> None:
     """``name=value`` pairs, Xid codes, kernel launch dimensions and kernel source lines of error lines
     stated outside a traceback (kernel checks, debugger and sanitizer reports), set into ``numbers`` where
@@ -200,6 +244,10 @@ def error_line_numbers(texts: list[str], numbers: dict[str, Any]) -> None:
         for name, val in _TIGHT_PAIR.findall(text):  # kernel detail lines: "qseqlen:5 gqa:16"
             if name not in ("pid", "ip", "port", "line"):
                 numbers.setdefault(name, _num(val))
+                if name in _KERNEL_FIELDS:  # the kernel's short name for a quantity vLLM names
+                    numbers.setdefault(_KERNEL_FIELDS[name], _num(val))
+        for name, val in check_numbers(text).items():
+            numbers.setdefault(name, val)
         m = _XID.search(text)
         if m:
             numbers.setdefault("xid", int(m.group(1)))
