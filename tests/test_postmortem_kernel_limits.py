@@ -159,3 +159,55 @@ def test_scheduler_output_fields_quoted_without_the_dump_header():
     assert b["total_num_scheduled_tokens"] == 9 and b["num_spec_tokens_to_schedule"] == 4
     doc = encode(analyze_text(log, use_preflight=False).to_record())
     assert doc["startup"]["crash_batch"]["num_computed_tokens"] == [4096, 130]
+
+
+# ------------------------------------------------------------------------------------------------
+# block-table widths in the ratio of the context-parallel size
+# ------------------------------------------------------------------------------------------------
+
+DCP_CMD = ("vllm serve zai-org/GLM-5-FP8 --tensor-parallel-size 4 --decode-context-parallel-size 4 "
+           "--max-model-len 262144 --block-size 64 --speculative-config '{\"method\": \"mtp\", "
+           "\"num_speculative_tokens\": 1}'")
+WIDTH = ("RuntimeError: The expanded size of the tensor (1024) must match the existing size (4096) at non-singleton "
+         "dimension 1.  Target sizes: [6, 1024].  Tensor sizes: [6, 4096]")
+
+
+def test_widths_in_the_ratio_of_the_decode_context_parallel_size_are_the_indexer_buffer():
+    frames = [(SITE + "v1/worker/gpu_model_runner.py", 2301, "_build_attention_metadata", "builder.build("),
+              (SITE + "v1/attention/backends/mla/indexer.py", 611, "build",
+               "self.expanded_block_table_buffer[:n] = block_table")]
+    top = _top("\n".join([DCP_CMD, "[...]", *_tb(frames, WIDTH)]))
+    assert top.category == "spec_kernel_limit" and top.confidence == "medium"
+    assert "ratio of 4" in top.basis and "context-parallel" in top.basis
+    assert top.numbers["buffer_width"] == 1024 and top.numbers["block_table_width"] == 4096
+    assert top.numbers["decode_context_parallel_size"] == 4 and top.numbers["max_model_len"] == 262144
+    # the bare message with the command: the ratio still matches, no frame places it
+    top = _top("\n".join([DCP_CMD, "[...]", WIDTH]))
+    assert top.category == "spec_kernel_limit" and top.missing_evidence
+
+
+def test_a_width_ratio_that_is_not_the_cp_size_or_no_cp_claims_no_width_class():
+    other = WIDTH.replace("(1024)", "(2048)").replace("[6, 1024]", "[6, 2048]")
+    top = _top("\n".join([DCP_CMD, "[...]", other]))  # ratio 2, DCP 4
+    assert top is None or "context-parallel" not in top.basis
+    no_cp = DCP_CMD.replace(" --decode-context-parallel-size 4", "")
+    top = _top("\n".join([no_cp.replace("--speculative-config", "--x").split(" --x")[0], "[...]", WIDTH]))
+    assert top is None or top.category == "other"
+
+
+def test_a_width_ratio_on_a_hybrid_model_is_left_to_the_state_index_classes():
+    cmd = DCP_CMD.replace("zai-org/GLM-5-FP8", "Qwen/Qwen3-Next-80B-A3B-Instruct")
+    top = _top("\n".join([cmd, "[...]", WIDTH]))
+    assert top is None or "context-parallel" not in top.basis
+
+
+def test_weight_loading_with_a_width_ratio_stays_a_near_miss():
+    frames = [(SITE + "model_executor/model_loader/default_loader.py", 277, "load_weights", "model.load_weights("),
+              (SITE + "model_executor/layers/linear.py", 1210, "weight_loader", "param_data.copy_(loaded_weight)")]
+    exc = ("RuntimeError: The size of tensor a (1024) must match the size of tensor b (4096) at non-singleton "
+           "dimension 1")
+    top = _top("\n".join([DCP_CMD.replace(" --speculative-config", " --x").split(" --x")[0], "[...]", *_tb(frames, exc)]))
+    assert top is None or top.category == "other"
+    # with speculative decoding on as well, the frames still say weights, not a block table
+    top = _top("\n".join([DCP_CMD, "[...]", *_tb(frames, exc)]))
+    assert top is None or top.category == "other"

@@ -44,6 +44,7 @@ from .placement import faulting_kernel, kernel_fault, kernel_place
 from .shapes import NEG_INDEX, padding_signature, shape_class
 from .sites import frame_category, from_site, function_hint
 from .stages import ends_at_leaf, stage_family
+from .widths import cp_width_class
 
 __all__ = ["ASYNC", "Diagnosis", "Setup", "diagnose", "hybrid_spec_fault_class", "kernel_place", "read_setup"]
 
@@ -138,6 +139,9 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
         return d
 
     # 4. where vLLM failed ---------------------------------------------------------------------------
+    wc = cp_width_class(root, message, setup, facts)  # block-table widths in the ratio of the context-parallel size
+    if wc is not None:
+        return wc
     if NEG_INDEX.search(message):  # a negative index is a row without accepted drafts before it is a bad index
         sc = shape_class(root, message, setup, facts)
         if sc is not None:
