@@ -223,3 +223,48 @@ def test_negative_accepted_count_without_frames_spec_unstated_is_low():
 ])
 def test_negative_counter_near_misses_stay_other(cmd, frames):
     assert _diag(_counter(cmd, frames))["category"] == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# asynchronous faults: a hybrid with prefix caching, device-side asserts of Mamba/GDN kernels
+# ------------------------------------------------------------------------------------------------
+
+_IMA = f"{E}torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+
+
+def test_async_fault_on_a_hybrid_with_prefix_caching_is_state_index():
+    log = "\n".join(["vllm serve ibm-granite/granite-4.0-h-small --enable-prefix-caching --mamba-cache-mode all "
+                     "--max-num-seqs 32", "[... excerpt gap ...]", _IMA])
+    d = _diag(log)
+    assert d["category"] == "state_index" and d["confidence"] == "low" and "prefix caching" in d["basis"]
+
+
+def test_async_fault_on_a_hybrid_without_prefix_caching_or_drafts_stays_other():
+    log = "\n".join([
+        "(EngineCore_DP0 pid=31) INFO 11-26 08:59:00 [core.py:93] Initializing a V1 LLM engine (v0.27.0) with config: "
+        "model='tiiuae/Falcon-H1-7B-Instruct', speculative_config=None, enable_prefix_caching=False",
+        "(APIServer pid=30) INFO 11-26 08:58:58 [utils.py:253] non-default args: {'model': "
+        "'tiiuae/Falcon-H1-7B-Instruct', 'enable_prefix_caching': False}", _IMA])
+    assert _diag(log)["category"] == "other"
+
+
+def _device_assert(cmd: str, where: str, cond: str) -> str:
+    return "\n".join([cmd, f"{where}: block: [5,0,0], thread: [64,0,0] Assertion `{cond}` failed.",
+                      f"{E}RuntimeError: CUDA error: device-side assert triggered"])
+
+
+_SSM = PKG + "model_executor/layers/mamba/ops/mamba_ssm.py:221: _selective_scan_update_kernel"
+_NEMO_MTP = _NEMO + " --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'"
+
+
+def test_device_assert_of_a_non_negative_state_slot_under_spec_is_mixed_batch():
+    d = _diag(_device_assert(_NEMO_MTP, _SSM, "state_batch_idx >= 0"))
+    assert d["category"] == "mixed_batch" and d["confidence"] == "medium" and "num_accepted - 1" in d["basis"]
+
+
+def test_device_assert_upper_bound_or_outside_mamba_is_not_mixed_batch():
+    # an upper bound on the state slot: the state indices themselves (B), not a row without drafts
+    assert _diag(_device_assert(_NEMO_MTP, _SSM, "state_batch_idx < num_state_slots"))["category"] == "state_index"
+    # a non-negativity assert in the sampler: outside the families
+    sampler = "/pytorch/aten/src/ATen/native/cuda/MultinomialKernel.cu:88: sampleMultinomialOnce"
+    assert _diag(_device_assert(_NEMO_MTP, sampler, "sum >= 0"))["category"] == "other"

@@ -48,6 +48,14 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
         title = f"{title_of(cat)} (inferred: {fault} with MLA and speculative decoding)"
         if setup.spec_k > 0:
             nums.setdefault("next_n", setup.spec_k + 1)
+    elif setup.hybrid and setup.spec_k == 0 and (setup.mamba_cache_mode in ("align", "all") or setup.prefix_caching):
+        # prefix caching on a hybrid without drafts: the Mamba/GDN states are read and copied through the block
+        # table (align mode copies the last block's state at every step; 'all' keeps one per block)
+        cat = "state_index"
+        basis = (f"{common}; inferred from the configuration: {', '.join(setup.why)} -> the Mamba/GDN state indices "
+                 f"and block copies that prefix caching routes through the block table "
+                 f"(mode '{setup.mamba_cache_mode or 'as configured'}')")
+        title = f"{title_of(cat)} (inferred: {fault} with a hybrid model and prefix caching)"
     else:
         cat = "other"
         basis = (f"{common}; the configuration ({', '.join(setup.why) or 'nothing known'}) does not point at a "

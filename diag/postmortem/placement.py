@@ -94,6 +94,11 @@ _WHAT = {"mamba_copy": "the Mamba state copies between blocks", "mamba": "a Mamb
          "index": "PyTorch's indexing kernel"}
 
 
+# a device-side assert that an index / coordinate / state slot is not negative
+_NON_NEGATIVE = re.compile(r"\b\w*(?:idx|index|indices|coord|slot|state\w*|block_id\w*|offset)\w*\s*(?:>=\s*0|>\s*-1|"
+                           r"!=\s*-1)(?!\.)\b|\b0\s*<=\s*\w*(?:idx|index|coord|slot|state)", re.I)
+
+
 def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis:
     """A fault whose kernel a debugger or a device-side assert names: what that kernel computes decides, with the
     configuration (a Mamba/GDN kernel under speculative decoding or prefix caching: its state indices or the
@@ -126,6 +131,12 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
         if setup.hybrid is not True:
             setup.hybrid = True
             setup.why.append(f"hybrid model (Mamba/GDN kernel {name})")
+        if setup.spec_k and assert_text and _NON_NEGATIVE.search(assert_text.group(4)):
+            # the kernel asserts an index / coordinate is not negative: under speculative decoding a row with no
+            # accepted draft reads its state at num_accepted - 1 = -1 (the same class as a negative index in Python)
+            return out("mixed_batch", "medium", f"with {', '.join(setup.why)} -> the kernel found a negative state "
+                                                "index / coordinate: a row of the spec-decode batch without an accepted "
+                                                "draft (num_accepted - 1 = -1)")
         if setup.spec_k:
             cat, why = hybrid_spec_fault_class(setup)
             return out(cat, "medium", f"with {', '.join(setup.why)} -> {why}")
