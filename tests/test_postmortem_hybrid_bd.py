@@ -268,3 +268,28 @@ def test_device_assert_upper_bound_or_outside_mamba_is_not_mixed_batch():
     # a non-negativity assert in the sampler: outside the families
     sampler = "/pytorch/aten/src/ATen/native/cuda/MultinomialKernel.cu:88: sampleMultinomialOnce"
     assert _diag(_device_assert(_NEMO_MTP, sampler, "sum >= 0"))["category"] == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# D vs CUDA-graph padding: under speculative decoding a step carries up to max_num_seqs x (1 + k) tokens
+# ------------------------------------------------------------------------------------------------
+
+def _split(total: int, sizes: list[int], seqs: int) -> str:
+    frames = [(PKG + "model_executor/layers/mamba/gdn_linear_attn.py", 577, "_forward_core",
+               "q_spec, q_rest = torch.split(mixed_qkv, [n_spec_tok, n_rest_tok], dim=0)")]
+    return "\n".join([f"vllm serve Qwen/Qwen3.5-35B-A3B --max-num-seqs {seqs} --speculative-config "
+                      "'{\"method\": \"ngram\", \"num_speculative_tokens\": 4, \"prompt_lookup_max\": 5}'"]
+                     + _tb(frames, f"RuntimeError: split_with_sizes expects split_sizes to sum exactly to {total} "
+                                   f"(input tensor's size at dimension 0), but got split_sizes={sizes}"))
+
+
+def test_split_within_the_spec_token_budget_is_a_mixed_batch_not_padding():
+    # 24 is a capture size above max_num_seqs (6) but within 6 x (1 + 4) = 30 tokens a real step carries
+    d = _diag(_split(11, [24, 0], 6))
+    assert d["category"] == "mixed_batch"
+
+
+def test_split_above_the_spec_token_budget_is_padding():
+    # 40 is a capture size above 6 x (1 + 4) = 30: only a padded graph batch has it
+    d = _diag(_split(11, [40, 0], 6))
+    assert d["category"] == "cudagraph_shape" and "1 + 4" in d["basis"]

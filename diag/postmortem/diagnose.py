@@ -118,12 +118,14 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
         return acc
 
     # 3. near misses stay other
-    pad = padding_signature(facts)
+    pad = padding_signature(facts, setup.spec_k)
     if pad is not None:
         big, small, mx, what = pad
         return Diagnosis(
             category="cudagraph_shape", confidence="medium", rule="failure_class",
-            basis=f"{what}: {big} is a CUDA-graph capture size above max_num_seqs ({mx}) while the tensor has {small} "
+            basis=f"{what}: {big} is a CUDA-graph capture size above the most tokens a real step carries ("
+                  + (f"max_num_seqs x (1 + {setup.spec_k}) = {mx}" if setup.spec_k > 0 else f"max_num_seqs = {mx}")
+                  + f") while the tensor has {small} "
                   f"rows -- a batch padded to the capture size meets a buffer sized for the real batch",
             title=f"CUDA-graph padded batch ({big}) vs a buffer of {small} rows",
             message=(message.strip().splitlines() or [""])[0][:300],

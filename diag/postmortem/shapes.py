@@ -106,13 +106,16 @@ def _capture_sizes(facts: LogFacts) -> set[int]:
     return {1, 2, 4} | set(range(8, 257, 8)) | set(range(272, 1025, 16))
 
 
-def padding_signature(facts: LogFacts) -> tuple[int, int, int, str] | None:
-    """A size mismatch whose larger side is a CUDA-graph capture size above ``max_num_seqs`` and whose
-    smaller side fits the real batch: the batch was padded for a captured graph."""
+def padding_signature(facts: LogFacts, spec_k: int = 0) -> tuple[int, int, int, str] | None:
+    """A size mismatch whose larger side is a CUDA-graph capture size above the most tokens a real step can
+    carry and whose smaller side fits the real batch: the batch was padded for a captured graph. A step carries at
+    most ``max_num_seqs`` decode tokens, ``max_num_seqs * (1 + k)`` under speculative decoding (the capture sizes
+    are in tokens); with drafts of unknown depth the limit is unknown and this says nothing."""
     n = facts.numbers
     mx = facts.args.get("max_num_seqs")
-    if not isinstance(mx, int):
+    if not isinstance(mx, int) or spec_k < 0:
         return None
+    mx = mx * (1 + spec_k)
     pairs = []
     if isinstance(n.get("split_sizes"), list) and isinstance(n.get("split_sizes_expected_sum"), int):
         pairs.append((sum(n["split_sizes"]), n["split_sizes_expected_sum"], "split sizes vs the tensor"))
