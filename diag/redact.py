@@ -86,6 +86,8 @@ def redact_args(args: dict[str, Any]) -> dict[str, Any]:
             out[k] = "<redacted>"
         elif isinstance(v, str):
             out[k] = redact(v)
+        elif isinstance(v, dict):  # a JSON config (kv_transfer_config, speculative_config): the same, inside
+            out[k] = redact_args(v)
         else:
             out[k] = v
     return out

@@ -211,3 +211,27 @@ def test_weight_loading_with_a_width_ratio_stays_a_near_miss():
     # with speculative decoding on as well, the frames still say weights, not a block table
     top = _top("\n".join([DCP_CMD, "[...]", *_tb(frames, exc)]))
     assert top is None or top.category == "other"
+
+
+def test_yaml_items_holding_several_flags_and_a_json_connector_config():
+    log = "\n".join([
+        "  - --kv-transfer-config={\"kv_connector\":\"OffloadingConnector\",\"kv_role\":\"kv_both\","
+        "\"kv_connector_extra_config\":{\"num_cpu_blocks\":40000,\"api_key\":\"abc\"}}",
+        "  - --max-num-seqs 48 --enable-prefix-caching",
+        "  - --tensor-parallel-size=4 --gpu-memory-utilization=0.85",
+    ])
+    a = facts_from_text(log).args
+    assert a["max_num_seqs"] == 48 and a["enable_prefix_caching"] is True and a["tensor_parallel_size"] == 4
+    cfg = a["kv_transfer_config"]
+    assert cfg["kv_connector"] == "OffloadingConnector"
+    assert cfg["kv_connector_extra_config"]["num_cpu_blocks"] == 40000
+    assert cfg["kv_connector_extra_config"]["api_key"] == "<redacted>"  # secrets inside a JSON config too
+
+
+def test_counts_named_by_what_they_count():
+    n = facts_from_text("AssertionError: ShortConvAttentionBackend declares 3 states, but provides 1 state copy "
+                        "func").numbers
+    assert n["states"] == 3 and n["state_copy_func"] == 1
+    n = facts_from_text("RuntimeError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 3 has a total capacity "
+                        "of 44.40 GiB").numbers
+    assert not any(k in n for k in ("gib", "has"))

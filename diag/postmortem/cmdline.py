@@ -113,8 +113,16 @@ class CommandLines:
         if self._yaml is not None:
             lineno, items = self._yaml
             self._yaml = None
-            if len(items) >= 2:
-                self._argv_command(lineno, items)
+            argv: list[str] = []
+            for item in items:
+                # one item holding several flags ("- --enable-prefix-caching --max-num-seqs 8"): split it where
+                # nothing quoted or bracketed could hold a space of its own
+                if item.startswith("--") and re.search(r"\s--?[a-z]", item) and not re.search(r"[{}\[\]'\"]", item):
+                    argv.extend(item.split())
+                else:
+                    argv.append(item)
+            if len(argv) >= 2:
+                self._argv_command(lineno, argv)
 
     def _commands(self, line: Line) -> None:
         text = line.text

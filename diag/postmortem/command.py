@@ -44,7 +44,8 @@ def _normalise(dest_args: dict[str, Any]) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - a log value of an unexpected type must not stop the analysis
         out = {}
     for k, v in dest_args.items():  # keep every flag (snake_case), normalised keys win
-        if k not in out and v is not None and not isinstance(v, (dict, list)) or k in ("speculative_config", "compilation_config"):
+        if k not in out and v is not None and not isinstance(v, (dict, list)) or k in ("speculative_config", "compilation_config",
+                                                                                   "kv_transfer_config"):
             out.setdefault(k, v)
     return out
 

@@ -144,7 +144,21 @@ def phrase_numbers(message: str) -> dict[str, Any]:
         out.setdefault(f"{base}_expected" if base else "expected_value", _num(m.group(1)))
         out.setdefault(f"{base}_got" if base else "got_value", _num(m.group(3)))
     out.update({k: v for k, v in check_numbers(msg).items() if k not in out})
+    for val, phrase in _NUM_NOUN.findall(msg):  # "declares 4 states" -> states: 4
+        words = []
+        for w in phrase.split():
+            if w in _STOP or w in _UNITS:
+                break
+            words.append(w)
+        if words:
+            out.setdefault("_".join(words), _num(val))
     return out
+
+
+# a count followed by what it counts ("4 states", "2 state copy funcs", "3 block tables"); units are no names
+_NUM_NOUN = re.compile(r"(?<![\w.\-(\[=:])(\d+)\s+([a-z][a-z_]{2,}(?: [a-z][a-z_]{2,}){0,2})")
+_UNITS = {"gib", "mib", "kib", "gb", "mb", "kb", "bytes", "ms", "sec", "secs", "seconds", "minutes", "times", "percent",
+          "not", "more", "less", "than", "or", "and", "but", "got"}
 
 
 # "expected 4, got 7" / "planned with 6, got 8" / "must be 3 but got 5" / "is 12 (expected 11)"
