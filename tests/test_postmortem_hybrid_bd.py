@@ -293,3 +293,11 @@ def test_split_above_the_spec_token_budget_is_padding():
     # 40 is a capture size above 6 x (1 + 4) = 30: only a padded graph batch has it
     d = _diag(_split(11, [40, 0], 6))
     assert d["category"] == "cudagraph_shape" and "1 + 4" in d["basis"]
+
+
+def test_async_fault_with_the_reporters_words_about_rows_without_drafts_is_mixed_batch():
+    base = ["vllm serve Qwen/Qwen3.6-35B-A3B --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'"]
+    words = ["It dies within minutes under load; adding logging shows the step before the fault had a row with zero "
+             "accepted tokens next to rows that accepted both drafts."]
+    assert _diag("\n".join(base + words + ["", _IMA]))["category"] == "mixed_batch"
+    assert _diag("\n".join(base + ["", _IMA]))["category"] == "state_index"

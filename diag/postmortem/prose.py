@@ -26,7 +26,11 @@ _SPEC_K = re.compile(r"(?:num_speculative_tokens|num_spec_tokens)\W{0,3}(\d+)|(?
 _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?:-| )?decode)|"
                           r"(?:spec(?:ulative)?|draft)(?:-| )?decodes? (?:and|with|mixed with) (?:plain |non-spec )?decodes?|"
                           r"decodes? (?:and|with) spec(?:ulative)?(?:-| )?decodes?|non-spec (?:and|with) spec|"
-                          r"spec and non-spec", re.I)
+                          r"spec and non-spec|"
+                          # rows of one spec batch without drafts: zero accepted tokens, ragged / uneven draft lengths
+                          r"(?:zero|no|0) (?:accepted|draft(?:ed)?) (?:draft )?tokens?|num_accepted(?:_tokens)?\s*(?:=+|of|is)\s*0\b|"
+                          r"ragged drafts?|(?:uneven|variable|different) (?:draft|proposal) lengths?|"
+                          r"(?:requests?|rows?) (?:without|with no) (?:drafts?|draft tokens|proposals?)", re.I)
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
                        r"(?:\s+(?:on|enabled|turned on))?", re.I)
 
@@ -63,7 +67,9 @@ class ProseLines:
                                                     "k": int(next(g for g in k.groups() if g)) if k else None}
                 self.facts.lines["spec_prose"] = (line.lineno, text.strip()[:500])
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and ("ixed" in text or "decode" in text
-                                                                              or "non-spec" in text):
+                                                                              or "non-spec" in text or "ccepted" in text
+                                                                              or "raft" in text or "agged" in text
+                                                                              or "roposal" in text):
             m = _MIXED_PROSE.search(text)
             if m:
                 self.facts.startup["mixed_prose"] = m.group(0)
