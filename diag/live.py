@@ -116,7 +116,7 @@ def diagnose(record: SessionRecord, suggestions: bool = True) -> list[Finding]:
     from .rules import run_rules
 
     ctx = recorded_context(record)
-    findings = list(run_rules(ctx))
+    findings = _fold_known_mixed_batch(list(run_rules(ctx)))
     if ctx.log is not None:
         findings = _with_site_diagnosis(ctx.log, findings)
     findings, contradicted = _recorded_batches_contradict(record, findings)
@@ -154,6 +154,24 @@ def _with_site_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Findi
         lead = measured[0]
         merged = [lead] + [f for f in merged if f is not lead]
     return merged
+
+
+def _fold_known_mixed_batch(findings: list[Finding]) -> list[Finding]:
+    """The failing mixed step (``hybrid_mixed_step``) and the release's known mixed-batch bug
+    (``gdn_mixed_batch``, vLLM 0.17-0.18) are one failure: one finding, with the step's numbers and the
+    release's fix."""
+    step = next((f for f in findings if f.rule == "hybrid_mixed_step"), None)
+    known = [f for f in findings if f.rule == "gdn_mixed_batch" and f.severity == "error"]
+    if step is None or not known:
+        return findings
+    k = known[0]
+    step.versions, step.fixed_in = k.versions or step.versions, k.fixed_in or step.fixed_in
+    step.basis = f"{step.basis}; the known vLLM failure '{k.title}'" + (f" (fixed in {k.fixed_in})" if k.fixed_in else "")
+    texts = {e.text for e in step.evidence}
+    step.evidence += [e for e in k.evidence if e.text not in texts]
+    for key, v in k.numbers.items():
+        step.numbers.setdefault(key, v)
+    return [f for f in findings if not any(f is x for x in known)]
 
 
 # rules whose mixed_batch findings stand on recorded mixed steps themselves

