@@ -235,3 +235,32 @@ def test_counts_named_by_what_they_count():
     n = facts_from_text("RuntimeError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 3 has a total capacity "
                         "of 44.40 GiB").numbers
     assert not any(k in n for k in ("gib", "has"))
+
+
+# ------------------------------------------------------------------------------------------------
+# a kernel library's check macro as the innermost frame (no exception line, not in the catalog)
+# ------------------------------------------------------------------------------------------------
+
+KW = "(Worker_TP6 pid=64) ERROR 12-01 10:11:12 [multiproc_executor.py:1004] "
+SPEC_MLA = ("vllm serve moonshotai/Kimi-K2-Instruct -tp 8 --speculative-config "
+            "'{\"method\": \"eagle3\", \"model\": \"org/k2-eagle3\", \"num_speculative_tokens\": 5}'")
+
+
+def _kernel_frame(check: str, file: str = "mla_xqa_decode.cu") -> str:
+    return "\n".join([f'{KW}  File "/srv/env/lib/python3.12/site-packages/flashinfer/data/csrc/{file}", line 143, in '
+                      f"void flashinfer::mla_xqa(...)", f"{KW}    {check}"])
+
+
+def test_a_kernel_check_on_the_query_length_under_spec_decoding_is_a_kernel_limit():
+    top = _top("\n".join([SPEC_MLA, "[...]", _kernel_frame("TVM_FFI_ICHECK_LE(max_q_len, 4)")]))
+    assert top.category == "spec_kernel_limit" and top.confidence == "medium"
+    assert "max_q_len <= 4" in top.basis and top.numbers["check_threshold"] == 4
+    assert top.numbers["mla_xqa_decode_line"] == 143
+
+
+def test_kernel_checks_of_dtypes_or_without_spec_decoding_stay_out_of_the_families():
+    top = _top("\n".join([SPEC_MLA, "[...]", _kernel_frame("TVM_FFI_ICHECK_EQ(q.dtype(), kv_cache.dtype())")]))
+    assert top is None or top.category == "other"
+    no_spec = "vllm serve moonshotai/Kimi-K2-Instruct -tp 8 --max-num-seqs 32"
+    top = _top("\n".join([no_spec, _kernel_frame("TVM_FFI_ICHECK_LE(max_q_len, 4)")]))
+    assert top is None or top.category == "other"

@@ -36,7 +36,7 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from .accepted import negative_accepted
 from .asyncfault import ASYNC, from_async, hybrid_spec_fault_class
-from .configuration import Setup, precondition_fails, read_setup
+from .configuration import Setup, config_known, precondition_fails, read_setup
 from .connectors import connector_class
 from .diagnosis import Diagnosis, batch_numbers, config_numbers, exc_evidence, fact_evidence, frame_lines, title_of
 from .nearmiss import near_miss
@@ -44,6 +44,7 @@ from .placement import faulting_kernel, kernel_fault, kernel_place
 from .shapes import NEG_INDEX, padding_signature, shape_class
 from .sites import frame_category, from_site, function_hint
 from .stages import ends_at_leaf, stage_family
+from .kernelcheck import kernel_check_frame
 from .widths import cp_width_class
 
 __all__ = ["ASYNC", "Diagnosis", "Setup", "diagnose", "hybrid_spec_fault_class", "kernel_place", "read_setup"]
@@ -234,10 +235,21 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
             d.confidence = "medium" if d.confidence == "high" else d.confidence
             d.basis += "; the excerpt has the frames but not the exception line"
             return d
+    for o in orphans:  # a kernel library's check macro as the innermost frame, not in the catalog
+        kc = kernel_check_frame(o)
+        if kc is not None and kc[0] != "other" and not precondition_fails(kc[0], setup, facts):
+            cat, rid, fr, cond = kc
+            return Diagnosis(category=cat, confidence="medium" if setup.why else "low", rule="failure_class",
+                             basis=f"the innermost frame is a kernel's own check, {fr.file.rsplit('/', 1)[-1]}:{fr.line} "
+                                   f"({cond}), outside the catalog; what it compares and where classify as {cat} "
+                                   f"(rule {rid})" + (f"; setup: {', '.join(setup.why)}" if setup.why else ""),
+                             title=f"{title_of(cat)} (kernel check {cond})", message=cond,
+                             numbers={**base_numbers, **facts.numbers}, evidence=exc_evidence(o, 3) + batch_ev,
+                             missing=["the exception line of this check (the kernel's message)"])
     for o in orphans:
         if not ends_at_leaf(o):
             # the excerpt stops mid-stack: the frame that failed is not shown; only the stage is
-            st = stage_family(o.frames, setup)
+            st = stage_family(o.frames, setup, spec_unstated=not config_known(facts))
             if st is not None:
                 cat, why, fr = st
                 return Diagnosis(category=cat, confidence="low", rule="failure_class",
