@@ -38,8 +38,9 @@ _STAGES: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-def stage_family(frames, setup: Setup) -> tuple[str, str, Any] | None:
-    """The family a failure at this stage of the engine implies for this configuration (low confidence)."""
+def stage_family(frames, setup: Setup, spec_unstated: bool = False) -> tuple[str, str, Any] | None:
+    """The family a failure at this stage of the engine implies for this configuration (low confidence).
+    ``spec_unstated``: the log does not state the configuration whole, so speculative decoding may be on."""
     stage, at = None, None
     for fr in reversed(list(frames)):
         for rx, name in _STAGES:
@@ -66,6 +67,13 @@ def stage_family(frames, setup: Setup) -> tuple[str, str, Any] | None:
         if batch.get("mixed") or batch.get("ragged_drafts") or stage == "metadata":
             return "mixed_batch", "while building attention metadata for the step's batch", at
         return "state_index", "inside a step", at
+    if stage == "metadata" and hybrid and not spec and spec_unstated:
+        # the hybrid builders' checks under speculative decoding (decode vs spec-decode rows, accepted counts) are
+        # the largest group of failure sites in their build() across vLLM's releases; with the drafts unstated
+        # that is a guess the basis says
+        return ("mixed_batch", "while building attention metadata for the step's batch (speculative decoding is "
+                "not stated in the excerpt; the hybrid builders' checks there are mostly about spec-decode rows, so "
+                "it is assumed)", at)
     if stage in ("metadata", "step") and mla and spec:
         return "spec_kernel_limit", "while building the MLA / indexer metadata of a multi-token decode", at
     if stage == "capture" and spec and mla:
