@@ -301,3 +301,45 @@ def test_async_fault_with_the_reporters_words_about_rows_without_drafts_is_mixed
              "accepted tokens next to rows that accepted both drafts."]
     assert _diag("\n".join(base + words + ["", _IMA]))["category"] == "mixed_batch"
     assert _diag("\n".join(base + ["", _IMA]))["category"] == "state_index"
+
+
+# ------------------------------------------------------------------------------------------------
+# an excerpt that stops inside the step's metadata building (no exception line)
+# ------------------------------------------------------------------------------------------------
+
+_MIDSTACK = [
+    (PKG + "v1/worker/gpu_model_runner.py", 3391, "execute_model", "self._build_attention_metadata("),
+    (PKG + "v1/worker/gpu_model_runner.py", 1844, "_build_attention_metadata",
+     "_build_attn_group_metadata(kv_cache_gid, attn_gid, common_attn_metadata)"),
+]
+
+
+def _midstack(head: list[str]) -> str:
+    lines = list(head)
+    for path, line, fn, code in _MIDSTACK:
+        lines += [f'{WP}  File "{path}", line {line}, in {fn}', f"{WP}    {code}"]
+    return "\n".join(lines)
+
+
+def _findings(log: str) -> list:
+    return [f for f in analyze_text(log, "t.log").findings if f.severity == "error"]
+
+
+def test_midstack_metadata_excerpt_of_a_hybrid_with_drafts_unstated_is_a_low_mixed_batch():
+    log = _midstack(["FAILED tests/evals/test_accuracy.py::test_accuracy[granite-4.0-h-tiny-FP8] - AssertionError: "
+                     "accuracy 0.02 below 0.61", "[... excerpt gap ...]"])
+    fs = _findings(log)
+    assert fs and fs[0].category == "mixed_batch" and fs[0].confidence == "low"
+    assert "not stated" in fs[0].basis
+
+
+def test_midstack_metadata_excerpt_without_drafts_or_of_a_dense_model_is_not_mixed_batch():
+    no_spec = _midstack([
+        "(EngineCore_DP0 pid=31) INFO 11-26 08:59:00 [core.py:93] Initializing a V1 LLM engine (v0.27.0) with config: "
+        "model='ibm-granite/granite-4.0-h-tiny', speculative_config=None, enable_prefix_caching=False",
+        "(APIServer pid=30) INFO 11-26 08:58:58 [utils.py:253] non-default args: {'model': "
+        "'ibm-granite/granite-4.0-h-tiny'}"])
+    assert all(f.category != "mixed_batch" for f in _findings(no_spec))
+    dense = _midstack(["FAILED tests/evals/test_accuracy.py::test_accuracy[Llama-3.1-8B-Instruct-FP8]",
+                       "[... excerpt gap ...]"])
+    assert all(f.category != "mixed_batch" for f in _findings(dense))
