@@ -234,11 +234,11 @@ def timeline_figure(vm, highlight=()) -> go.Figure:
     disagree = [m for m in vm.marks if m.kind == "disagree"]
     failed = [m for m in vm.marks if m.kind == "failed"]
     top = max([1] + [max(s.decodes + s.spec_decodes + s.prefills, default=0) for s in vm.series])
-    for marks, name, symbol, colour in ((mixed, "decodes + spec decodes mixed", "x", RED),
-                                        (disagree, "builder split differs from the runner", "triangle-down", "#ef6c00"),
-                                        (failed, "failing step (recorded error)", "star", "#b71c1c")):
+    for marks, name, symbol, colour, y in ((mixed, "decodes + spec decodes mixed", "x", RED, 1.08),
+                                           (disagree, "builder split differs from the runner", "triangle-down", "#ef6c00", 1.08),
+                                           (failed, "failing step (recorded error)", "star", "#b71c1c", 1.2)):
         if marks:
-            fig.add_trace(go.Scatter(x=[m.step for m in marks], y=[top * 1.08] * len(marks), mode="markers", name=name,
+            fig.add_trace(go.Scatter(x=[m.step for m in marks], y=[top * y] * len(marks), mode="markers", name=name,
                                      hovertext=[_t(f"step {m.step}: {m.label}: {m.text}") for m in marks], hoverinfo="text",
                                      marker={"symbol": symbol, "size": 10, "color": colour}), row=1, col=1)
     for m in vm.marks:
@@ -270,6 +270,8 @@ def timeline_figure(vm, highlight=()) -> go.Figure:
                       margin={"l": 10, "r": 10, "t": 56 + 20 * len(lines), "b": 40},
                       legend={"orientation": "h", "y": -0.2, "yanchor": "top"},
                       meta={"highlight": sorted(hl), "marked_steps": list(vm.marked_steps)})
+    if failed:  # room above the other marks for the failing step's star
+        fig.update_yaxes(range=[-0.05 * top, top * 1.32], row=1, col=1)
     fig.update_yaxes(title_text="requests", row=1, col=1)
     fig.update_yaxes(title_text="tokens", row=2, col=1)
     fig.update_xaxes(title_text="step", row=2, col=1)
