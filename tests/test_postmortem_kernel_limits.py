@@ -264,3 +264,21 @@ def test_kernel_checks_of_dtypes_or_without_spec_decoding_stay_out_of_the_famili
     no_spec = "vllm serve moonshotai/Kimi-K2-Instruct -tp 8 --max-num-seqs 32"
     top = _top("\n".join([no_spec, _kernel_frame("TVM_FFI_ICHECK_LE(max_q_len, 4)")]))
     assert top is None or top.category == "other"
+
+
+def test_two_engine_starts_in_one_log_keep_each_starts_value():
+    e = "(EngineCore pid={}) INFO 12-01 10:00:00 [interface.py:900] "
+    log = "\n".join([
+        e.format(10) + "Setting attention block size to 1056 tokens to ensure that attention page size is >= mamba page size.",
+        e.format(10) + "Padding mamba page size by 2.31% to ensure that mamba page size and attention page size are exactly equal.",
+        "--- second run, without the drafter ---",
+        e.format(20) + "Setting attention block size to 528 tokens to ensure that attention page size is >= mamba page size.",
+        e.format(20) + "Padding mamba page size by 0.75% to ensure that mamba page size and attention page size are exactly equal.",
+    ])
+    s = facts_from_text(log).startup
+    assert s["attention_block_size"] == 528 and s["attention_block_size_runs"] == [1056, 528]
+    assert s["mamba_padding_percent_runs"] == [2.31, 0.75]
+    # the same value printed by every worker is one start
+    one = "\n".join([e.format(n) + "Setting attention block size to 528 tokens to ensure that attention page size is "
+                     ">= mamba page size." for n in (1, 2, 3)])
+    assert "attention_block_size_runs" not in facts_from_text(one).startup

@@ -35,6 +35,12 @@ _MODEL_RUNNER = re.compile(r"using the (V[12]) model runner|Model Runner (V2) (?
 _HYBRID_OFF = re.compile(r"Hybrid KV cache manager is disabled")
 
 
+# startup facts that each engine start states once (a change between two of them is a second start)
+_PER_START = {"attention_block_size", "mamba_padding_percent", "max_cudagraph_capture_size_truncated",
+              "kv_cache_block_size_backend", "kv_padding_layers", "kv_padding_waste_percent", "available_kv_cache_gib",
+              "num_gpu_blocks", "gpu_kv_cache_tokens", "max_concurrency"}
+
+
 class StartupLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: vLLM's startup / metrics records."""
 
@@ -42,6 +48,13 @@ class StartupLines:
         self.facts.lines[name] = (line.lineno, line.display or line.text.strip())
 
     def _set_startup(self, name: str, value: Any, line: Line) -> None:
+        old = self.facts.startup.get(name, value)
+        if old != value and name in _PER_START:
+            # a second engine start in the same log (an A/B comparison, a restart with other flags): the last
+            # value is the fact, every start's value is kept in order under <name>_runs
+            runs = self.facts.startup.setdefault(f"{name}_runs", [old])
+            if len(runs) < 8:
+                runs.append(value)
         self.facts.startup[name] = value
         self._note(name, line)
 
