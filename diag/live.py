@@ -181,9 +181,9 @@ _MIXED_FROM_STEPS = ("hybrid_mixed_step", "gdn_mixed_batch")
 def _recorded_batches_contradict(record: SessionRecord, findings: list[Finding]) -> tuple[list[Finding], list]:
     """A mixed decode / spec-decode batch read from an error's frames alone (the post-mortem's failure class)
     is left out when the recording shows no such batch: the error was raised outside serving steps
-    (configuration, start-up, profiling, capture: vLLM's own uniform batches), or the recorded failing step
-    mixes nothing in the runner's split nor in any builder's. What the recording shows is kept as evidence
-    of the finding that then leads."""
+    (a configuration vLLM rejected), or the recorded failing step mixes nothing in the runner's split nor in
+    any builder's recorded split of it. What the recording shows is kept as evidence of the finding that
+    then leads."""
     guessed = [f for f in findings if f.category == "mixed_batch" and f.rule not in _MIXED_FROM_STEPS]
     if not guessed or record.session.kind != "engine":
         return findings, []
@@ -203,10 +203,10 @@ def _no_mixed_batch_recorded(record: SessionRecord) -> str | None:
         return None
     step_errors = [e for e in errors if e.phase == "step"]
     if not step_errors:
-        phases = sorted({e.phase for e in errors})
-        if set(phases) <= {"config", "init", "profile", "capture"}:
-            return (f"the error was raised in phase {'/'.join(phases)}, before any served step (no scheduled batch "
-                    "mixed decodes with spec decodes)")
+        # a configuration vLLM rejected never built a batch; start-up, profiling and capture run vLLM's own dummy
+        # batches, which can mix 1-token and multi-token requests, so they contradict nothing
+        if {e.phase for e in errors} == {"config"}:
+            return "vLLM rejected the configuration: no batch was ever built"
         return None
     rows = []
     for e in step_errors:
@@ -220,6 +220,8 @@ def _no_mixed_batch_recorded(record: SessionRecord) -> str | None:
         # builder rows of that step the store holds (the error carries one per builder class)
         rows += [(f"{s.builder} (group {s.group_index})", s.__dict__) for s in record.state.steps
                  if s.builder and s.step_index == runner["step_index"] and (e.pid is None or s.pid in (None, e.pid))]
+    if not any(who != "runner" for who, _ in rows):
+        return None  # no builder row of that step (a builder that raised records none): its own split is unknown
     if any((r.get("num_decodes") or 0) > 0 and (r.get("num_spec_decodes") or 0) > 0 for _, r in rows):
         return None
     step = rows[0][1]["step_index"]
