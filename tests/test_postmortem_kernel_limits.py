@@ -282,3 +282,19 @@ def test_two_engine_starts_in_one_log_keep_each_starts_value():
     one = "\n".join([e.format(n) + "Setting attention block size to 528 tokens to ensure that attention page size is "
                      ">= mamba page size." for n in (1, 2, 3)])
     assert "attention_block_size_runs" not in facts_from_text(one).startup
+
+
+def test_both_sides_of_a_failed_copy_named_rows_or_width():
+    n = facts_from_text("RuntimeError: The expanded size of the tensor (2048) must match the existing size (6144) at "
+                        "non-singleton dimension 1.  Target sizes: [12, 2048].  Tensor sizes: [12, 6144]").numbers
+    assert n["target_width"] == 2048 and n["source_width"] == 6144 and n["rows"] == 12
+    n = facts_from_text("RuntimeError: The expanded size of the tensor (64) must match the existing size (61) at "
+                        "non-singleton dimension 0").numbers
+    assert n["target_rows"] == 64 and n["source_rows"] == 61
+    # an excerpt with only PyTorch's sizes line (no exception line)
+    n = facts_from_text("Target sizes: [5, 300].  Tensor sizes: [5, 302]").numbers
+    assert n["target_width"] == 300 and n["source_width"] == 302 and n["rows"] == 5
+    # a higher-rank tensor: no table words
+    n = facts_from_text("RuntimeError: The expanded size of the tensor (4) must match the existing size (8) at "
+                        "non-singleton dimension 2.  Target sizes: [3, 5, 4].  Tensor sizes: [3, 5, 8]").numbers
+    assert not any(k in n for k in ("target_width", "target_rows", "rows"))

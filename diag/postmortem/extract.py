@@ -204,6 +204,10 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 f.numbers.setdefault("message_values", vals)
             for name, val in phrase_numbers(f.root.message).items():
                 f.numbers.setdefault(name, val)
+        elif f.root is None and self.error_lines:
+            # no exception line: the last error stated outside a traceback speaks for the failure
+            for name, val in phrase_numbers(self.error_lines[-1][1]).items():
+                f.numbers.setdefault(name, val)
         for name, val in frame_line_numbers(f).items():
             f.numbers.setdefault(name, val)
         error_line_numbers([t for _, t in self.error_lines[-40:]], f.numbers)

@@ -144,6 +144,7 @@ def phrase_numbers(message: str) -> dict[str, Any]:
         out.setdefault(f"{base}_expected" if base else "expected_value", _num(m.group(1)))
         out.setdefault(f"{base}_got" if base else "got_value", _num(m.group(3)))
     out.update({k: v for k, v in check_numbers(msg).items() if k not in out})
+    out.update({k: v for k, v in copy_shape_numbers(msg).items() if k not in out})
     for val, phrase in _NUM_NOUN.findall(msg):  # "declares 4 states" -> states: 4
         words = []
         for w in phrase.split():
@@ -174,6 +175,44 @@ _CHECK_MACRO = re.compile(r"\b(?:TVM_FFI_|PADDLE_|FLASHINFER_)?I?CHECK_(GT|GE|LT
 _CHECK_CMP = re.compile(r"(?:Check failed:?|TORCH_CHECK\(|Assertion [`'\"]|[Aa]ssert(?:ion)?\s*\(?)\s*\(?\s*"
                         r"([A-Za-z_][\w.\->\[\]()]*?)\s*(<=|>=|<|>|==|!=)\s*(-?\d+)\b")
 _MACRO_OP = {"GT": ">", "GE": ">=", "LT": "<", "LE": "<=", "EQ": "==", "NE": "!="}
+
+
+_EXPAND_MSG = re.compile(r"expanded size of the tensor \((\d+)\) must match the existing size \((\d+)\) at non-singleton "
+                         r"dimension (\d+)")
+_TARGET_TENSOR = re.compile(r"Target sizes: \[([\d,\s]+)\]\.?\s+Tensor sizes: \[([\d,\s]+)\]")
+
+
+def copy_shape_numbers(message: str) -> dict[str, Any]:
+    """Both sides of a failed copy into a buffer (PyTorch's expand error, ``buf[:n] = x``): the destination
+    ("target", the expanded size) and the source ("existing", the tensor's size) of the mismatching dimension,
+    named for what a dimension of a 2-D table is -- rows (dimension 0) or width (dimension 1) -- and the rows the
+    two agree on when only the width differs."""
+    out: dict[str, Any] = {}
+    msg = " ".join(message.split())
+    dim = None
+    m = _EXPAND_MSG.search(msg)
+    t = _TARGET_TENSOR.search(msg)
+    target = [int(x) for x in re.findall(r"\d+", t.group(1))] if t else None
+    source = [int(x) for x in re.findall(r"\d+", t.group(2))] if t else None
+    if m:
+        dim = int(m.group(3))
+        pair = (int(m.group(1)), int(m.group(2)))
+    elif target and source and len(target) == len(source):
+        diff = [i for i, (a, b) in enumerate(zip(target, source)) if a != b]
+        if len(diff) != 1:
+            return out
+        dim = diff[0]
+        pair = (target[dim], source[dim])
+    else:
+        return out
+    ndim = len(target) if target else None
+    word = {0: "rows", 1: "width"}.get(dim) if ndim in (None, 1, 2) else None
+    if word is None or (word == "width" and ndim == 1):
+        return out
+    out[f"target_{word}"], out[f"source_{word}"] = pair
+    if word == "width" and target and source and target[0] == source[0]:
+        out["rows"] = target[0]
+    return out
 
 
 def check_numbers(text: str) -> dict[str, Any]:
