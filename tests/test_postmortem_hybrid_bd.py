@@ -343,3 +343,37 @@ def test_midstack_metadata_excerpt_without_drafts_or_of_a_dense_model_is_not_mix
     dense = _midstack(["FAILED tests/evals/test_accuracy.py::test_accuracy[Llama-3.1-8B-Instruct-FP8]",
                        "[... excerpt gap ...]"])
     assert all(f.category != "mixed_batch" for f in _findings(dense))
+
+
+# ------------------------------------------------------------------------------------------------
+# an index past a buffer, re-raised by the engine client (its frames place nothing)
+# ------------------------------------------------------------------------------------------------
+
+def _client_reraise(llm_call: str, msg: str = "index 7 is out of bounds for dimension 1 with size 7") -> str:
+    return "\n".join([llm_call, "Traceback (most recent call last):",
+                      '  File "/home/me/bench/offline.py", line 31, in <module>',
+                      "    results = engine.generate(batch, sp)",
+                      f'  File "{PKG}v1/engine/core_client.py", line 271, in get_output',
+                      "    raise self._format_exception(outputs) from None",
+                      f"RuntimeError: Worker failed with error '{msg}', please check the stack trace above for the "
+                      "root cause"])
+
+
+def test_out_of_bounds_index_of_a_hybrid_with_drafts_is_placed_by_the_configuration():
+    pc = _client_reraise('engine = LLM(model="tiiuae/Falcon-H1-34B-Instruct", enable_prefix_caching=True, '
+                         'speculative_config={"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4})')
+    d = _diag(pc)
+    assert d["category"] == "state_index" and d["confidence"] == "low" and "no frame places it" in d["basis"]
+    no_pc = _client_reraise('engine = LLM(model="tiiuae/Falcon-H1-34B-Instruct", enable_prefix_caching=False, '
+                            'speculative_config={"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4})')
+    assert _diag(no_pc)["category"] == "mixed_batch"
+
+
+@pytest.mark.parametrize("call", [
+    'engine = LLM(model="mistralai/Mistral-Small-3.2-24B-Instruct-2506", '
+    'speculative_config={"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4})',
+    'engine = LLM(model="tiiuae/Falcon-H1-34B-Instruct", enable_prefix_caching=True)',
+])
+def test_out_of_bounds_index_without_a_hybrid_with_drafts_is_not_a_family(call):
+    res = analyze_text(_client_reraise(call), "t.log")
+    assert all(f.category in ("other",) for f in res.findings if f.severity == "error")

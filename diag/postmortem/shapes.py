@@ -18,10 +18,14 @@ KERNEL_CHECK = re.compile(r"Assertion error \(|Check failed|TORCH_CHECK|FLASHINF
                           r"(?:to be|but got|got)\b|must be (?:<=|>=|less|at most|at least|a multiple|divisible)|"
                           r"exceeds? (?:the )?(?:maximum|limit|max)|only supports? .{0,40}(?:tokens|heads|q_len|seqlen|"
                           r"next_n|batch)", re.I)
-# a check about how many tokens / requests / rows a step carries (what speculative decoding multiplies), and one
-
 NEG_INDEX = re.compile(r"index -\d+ is out of bounds|negative (?:state )?ind(?:ex|ices)|index -1\b", re.I)
 _SPEC_FRAMES = re.compile(r"/spec_decode/|proposer|eagle|mtp|draft|speculat", re.I)
+# a tensor index past the end (a row or column computed for a larger batch or width than the buffer has)
+OOB_INDEX = re.compile(r"index \d+ is out of bounds for dimension \d+ with size \d+", re.I)
+# the engine's plumbing: frames that pass a worker's error on (the client's re-raise of "Worker failed with error",
+# the engine core's step, the executors, the API server) -- they do not place where it failed
+_PLUMBING = re.compile(r"v1/engine/(?:core_client|async_llm|llm_engine|core|output_processor|exceptions)\.py|"
+                       r"/entrypoints/|v1/executor/|/executor/|utils/func_utils|v1/worker/worker_base", re.I)
 
 
 def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts) -> Diagnosis | None:
@@ -32,15 +36,20 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
     buffer (kernel limit). A negative index in Mamba/GDN code under speculative decoding is a row with no
     accepted draft (``num_accepted - 1``). Without frames the model's kind stands in for the place (low)."""
     neg = bool(NEG_INDEX.search(message))
+    oob = not neg and bool(OOB_INDEX.search(message))
     # a kernel's own check (C++/TVM/Triton text) about sizes, not about the GPU, dtype or device
     kcheck = bool(KERNEL_CHECK.search(message)) and not re.search(
         r"arch|dtype|sm_?\d|capability|device|fp8|bf16|fp16|float|int32|int64|contiguous|stride|not supported on", message,
         re.I)
-    if not (SHAPE.search(message) or neg or kcheck) or setup.spec_k == 0:
+    if not (SHAPE.search(message) or neg or oob or kcheck) or setup.spec_k == 0:
         return None
     from ..catalog.match import vllm_path
 
-    frames = [f for f in root.frames if "vllm/" in vllm_path(f.file) or vllm_path(f.file).count("/") <= 2]
+    frames = list(root.frames)
+    plumbing = [i for i, f in enumerate(frames) if _PLUMBING.search(vllm_path(f.file))]
+    if plumbing:  # what calls the plumbing (a user's script, the server) places nothing either
+        frames = frames[plumbing[-1] + 1:]
+    frames = [f for f in frames if "vllm/" in vllm_path(f.file) or vllm_path(f.file).count("/") <= 2]
     inner = frames[-6:]
     text = " ".join(f"{vllm_path(f.file)} {f.function}" for f in inner)
     hybrid_at = next((f for f in reversed(inner) if HYBRID_FRAMES.search(f"{f.file} {f.function}")), None)
@@ -61,18 +70,22 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
         return None
     if kcheck and not SHAPE.search(message) and not neg and cat != "spec_kernel_limit":
         return None  # a kernel check speaks for the MLA / attention kernels only
+    if oob and cat == "spec_kernel_limit":
+        return None  # an index past an MLA buffer: the catalog's sites and the frames decide, not this
     batch = setup.batch or {}
+    kind = "an index past the end of a buffer" if oob else "a shape mismatch"
+    inside = "inside Mamba/GDN code" if where is not None else "in a step of a hybrid (Mamba/GDN) model"
     if cat == "mixed_batch" and not neg and not (batch.get("mixed") or batch.get("ragged_drafts")) and (
             setup.prefix_caching or setup.mamba_cache_mode in ("align", "all")):
         cat = "state_index"
-        what = ("a shape mismatch inside Mamba/GDN code under speculative decoding with prefix caching: the state "
+        what = (f"{kind} {inside} under speculative decoding with prefix caching: the state "
                 "indices run through the block table, whose width carries extra columns for the draft tokens "
                 "(num_speculative_blocks) that a buffer sized without them lacks")
     elif neg and cat == "mixed_batch":
-        what = ("a negative index inside Mamba/GDN code under speculative decoding: a row with no accepted draft "
+        what = (f"a negative index {inside} under speculative decoding: a row with no accepted draft "
                 "indexes its state at num_accepted - 1 = -1")
     elif cat == "mixed_batch":
-        what = ("a shape mismatch inside Mamba/GDN code under speculative decoding: spec-decode rows (1 + k tokens) "
+        what = (f"{kind} {inside} under speculative decoding: spec-decode rows (1 + k tokens) "
                 "and plain decode rows (1 token) of one batch disagree about their sizes")
     elif kcheck and not SHAPE.search(message):
         what = ("a kernel's size check failing in MLA / sparse-attention code under speculative decoding: the "
