@@ -155,7 +155,9 @@ def test_spec_branch_of_a_builder_shows_speculative_decoding():
     setup = read_setup(facts, facts.root)
     assert setup.spec_k != 0 and any("its branch ran" in w for w in setup.why)
     # statements every path runs say nothing
-    for code in ("spec_sequence_masks = None", "if spec_sequence_masks is not None:", "num_spec_decodes = 0"):
+    for code in ("spec_sequence_masks = None", "if spec_sequence_masks is not None:", "num_spec_decodes = 0",
+                 "attn_metadata, spec_decode_common_attn_metadata = self._build_attention_metadata(",
+                 "self.num_accepted_tokens = self._make_buffer(self.max_num_reqs, dtype=torch.int64)"):
         facts = facts_from_text(_ima_in_builder(code))
         assert read_setup(facts, facts.root).spec_k == 0
 

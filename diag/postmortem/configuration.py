@@ -137,11 +137,11 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
 # spec-decode rows, their masks, query starts, state indices or accepted counts (vLLM's GDN / Mamba / attention
 # builders, e.g. gdn_attn.py `spec_sequence_masks = async_tensor_h2d(...)` under `num_spec_decodes > 0`); an
 # assignment of None / 0 or a None test runs on every path and says nothing
-_SPEC_NAMES = re.compile(r"\b(?:spec_(?:sequence_masks|query_start_loc|state_indices|token_indx|decode_|num_|"
-                         r"metadata)\w*|num_spec_decode\w*|num_accepted_tokens\w*|num_draft_tokens\w*|"
-                         r"draft_token_ids\w*)\b")
+_SPEC_NAMES = re.compile(r"\b(?:spec_(?:sequence_masks|query_start_loc|state_indices|token_indx|token_masks)\w*|"
+                         r"num_spec_decode\w*|num_accepted_tokens\w*|num_draft_tokens\w*|draft_token_ids\w*)\b")
 _EVERY_PATH = re.compile(r"=\s*(?:None|0|False|\[\]|\{\})\s*$|\bis (?:not )?None\b|speculative_config\b|^\s*(?:el)?if\b|"
-                         r"^\s*(?:return|assert)\b")
+                         r"^\s*(?:return|assert)\b|_make_buffer|torch\.(?:empty|zeros|ones|full)\b|"
+                         r"np\.(?:empty|zeros|ones|full)\b")
 
 
 def spec_branch_frame(facts: LogFacts) -> str | None:
@@ -149,7 +149,8 @@ def spec_branch_frame(facts: LogFacts) -> str | None:
     for e in facts.exceptions:
         for fr in reversed(e.frames[-12:]):
             code = (fr.code or "").strip()
-            if code and "vllm/" in fr.file and _SPEC_NAMES.search(code) and not _EVERY_PATH.search(code):
+            if code and "vllm/" in fr.file and fr.function.rsplit(".", 1)[-1] != "__init__" \
+                    and _SPEC_NAMES.search(code) and not _EVERY_PATH.search(code):
                 return f"{fr.file.rsplit('/', 1)[-1]}:{fr.function}: {code[:80]}"
     return None
 
