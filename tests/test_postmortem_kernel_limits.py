@@ -298,3 +298,23 @@ def test_both_sides_of_a_failed_copy_named_rows_or_width():
     n = facts_from_text("RuntimeError: The expanded size of the tensor (4) must match the existing size (8) at "
                         "non-singleton dimension 2.  Target sizes: [3, 5, 4].  Tensor sizes: [3, 5, 8]").numbers
     assert not any(k in n for k in ("target_width", "target_rows", "rows"))
+
+
+def test_a_command_wrapped_at_a_fixed_width_is_joined_back():
+    cmd = ("vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B --tensor-parallel-size 2 --max-num-batched-tok"
+           "ens 4096 --max-model-len 32768 --port 8011 --speculative-config '{\"method\":\"mtp\",\"num_specula"
+           "tive_tokens\":3}' --enable-prefix-caching")
+    width = 64
+    wrapped = "\n".join(cmd[i:i + width] for i in range(0, len(cmd), width))
+    a = facts_from_text(wrapped + "\n(EngineCore_DP0 pid=3) ERROR 12-01 10:00:00 [core.py:1] RuntimeError: x").args
+    assert a["max_num_batched_tokens"] == 4096 and a["max_model_len"] == 32768 and a["port"] == 8011
+    assert a["num_speculative_tokens"] == 3 and a["enable_prefix_caching"] is True
+
+
+def test_prose_after_a_whole_command_is_not_joined():
+    log = "\n".join(["vllm serve Qwen/Qwen3.5-9B --max-num-seqs 16 --enable-prefix-caching",
+                     "crashes after a few minutes with the error below",
+                     "RuntimeError: boom"])
+    a = facts_from_text(log).args
+    assert a["max_num_seqs"] == 16 and a["enable_prefix_caching"] is True
+    assert not any("crash" in str(v) for v in a.values())

@@ -55,6 +55,37 @@ def _paren_delta(text: str) -> int:
 
 
 
+def _open_quote(text: str) -> bool:
+    return text.count("'") % 2 == 1 or text.count('"') % 2 == 1 or _balance(text) > 0
+
+
+def wrap_join(cmd: str, prev: str, line: str) -> str | None:
+    """How a line continues a command that a fixed-width wrap cut (no backslash): ``""`` when the cut fell inside
+    a token (an open quote or bracket; a flag split, ``--enable-p`` + ``refix-caching``), ``" "`` when it fell
+    between a flag that takes a value and the value; None when the line is not such a continuation (prose, a
+    new command, an indented continuation the caller reads itself)."""
+    if not line.strip() or line[:1].isspace():
+        return None
+    if _open_quote(cmd):
+        return ""
+    last = prev.split()[-1] if prev.split() else ""
+    first = line.split()[0]
+    if not last.startswith("--"):
+        return None
+    try:
+        from ..serve import flag_table
+
+        flags, options = flag_table()
+    except Exception:  # noqa: BLE001 - no flag table: no guess
+        return None
+    if (last + first).split("=", 1)[0] in options and last not in options:
+        return ""
+    dest = options.get(last)
+    if dest and flags.get(dest, {}).get("kind") == "value" and re.match(r"[\d'\"{\[]|[a-z0-9][\w.\-/]*$", first):
+        return " "
+    return None
+
+
 class CommandLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: commands and engine arguments."""
 
@@ -134,6 +165,10 @@ class CommandLines:
             prev = self._cmd_lines[-1].rstrip()
             if _GAP.match(s):  # an excerpt gap inside the command: what follows is not its continuation
                 self._end_cmd()
+                return
+            sep = wrap_join(" ".join(self._cmd_lines), prev, text) if not prev.endswith("\\") else None
+            if sep is not None:  # the reporter's editor wrapped one long command line at a fixed width
+                self._cmd_lines[-1] = prev + sep + s
                 return
             if prev.endswith("\\") or (s.startswith("-") and line.level is None) or (
                     s.startswith(("'", '"', "}")) and line.level is None):
