@@ -49,7 +49,8 @@ reserved_unallocated_gib               unallocated`` (MiB converted to GiB)
                                        ``existing_size``; ``Target sizes: [128, 4]`` -> ``target_sizes``;
                                        ``dimension 1`` -> ``dimension`` (the last three words before the
                                        value, small words dropped)
-<file stem>_line                       the innermost printed frame of each vLLM file in the root traceback
+<file stem>_line                       the innermost printed frame of each vLLM file (and each C++/CUDA
+                                       kernel source file) in the root traceback
                                        and in traceback pieces without an exception line
                                        (``gpu_model_runner_line``), and of a kernel check's source file
                                        (``attention_line`` for ``attention.hpp:200``)
@@ -65,6 +66,17 @@ kernel_definition_line                 (else the kernel's ``(mamba_utils.py:93)`
                                        kept as kernel_definition_line when both are printed)
 (any name)                             ``name=value`` / ``name:value`` pairs of error lines outside a
                                        traceback (kernel detail lines: ``qseqlen:5 gqa:16``)
+max_seqlen_q                           AITER's ``qseqlen`` under vLLM's name (kernel detail lines)
+<quantity>_expected, <quantity>_got    both sides of ``… planned with 6, got 8`` / ``expected 3 block tables,
+                                       got 4`` / ``must be 128 but got 96``: the quantity is the words after
+                                       the first number, else the message's first snake_case name
+target_rows, source_rows,              a failed copy into a buffer (PyTorch's expand error, or the
+target_width, source_width, rows       ``Target sizes`` / ``Tensor sizes`` line alone): destination vs source
+                                       of the mismatching dimension of a 2-D table, and the rows they share
+check_operand, check_op,               a check against a constant: ``TVM_FFI_ICHECK_GT(num_tokens, 64)``
+check_threshold                        (message, error line, or the innermost frame's code),
+                                       ``Check failed: (next_n <= 2)``, ``assert x <= 4``
+<words> (counts)                       ``declares 4 states`` -> ``states: 4`` (a count and what it counts)
 =====================================  ==========================================================
 
 ``LogFacts.startup`` -- INFO/WARNING/metrics lines (the failures that never raise):
@@ -107,6 +119,10 @@ quoted_flags (dict)                    numeric ``--flag value`` pairs of any pas
 metrics (dict)                         Prometheus counters (``vllm:prefix_cache_queries_total 1131``) and
                                        spec-decode metrics (``spec_mean_acceptance_length`` ...)
 tensor_parallel_size_seen              highest ``Worker_TP<n>`` rank + 1 (when no TP size is stated)
+pipeline_parallel_size_seen,           highest ``PP<n>`` / ``DP<n>`` rank of the worker prefixes + 1, when
+data_parallel_size_seen                above rank 0 and the size is not stated (a lower bound)
+<name>_runs (list)                     every engine start's value of a per-start fact (attention block
+                                       size, Mamba padding, KV blocks ...) when a log holds two starts
 command_complete (bool)                the pasted command ended normally (not cut by an excerpt gap)
 =====================================  ==========================================================
 
