@@ -91,6 +91,9 @@ def test_zero_new_tokens_model_unknown_is_low_and_says_so():
     "--kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_consumer\"}'",
     # no connector at all
     "vllm serve tiiuae/Falcon-H1-7B-Instruct --enable-prefix-caching",
+    # prefix caching off: no hit for the truncation to meet
+    "vllm serve tiiuae/Falcon-H1-7B-Instruct --no-enable-prefix-caching "
+    "--kv-transfer-config '{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":\"kv_producer\"}'",
 ])
 def test_zero_new_tokens_near_misses_stay_other(cmd):
     assert _diag(_zero_new(cmd))["category"] == "other"
@@ -120,8 +123,9 @@ def test_connector_group_bookkeeping_on_a_hybrid_is_state_index():
 @pytest.mark.parametrize("code,cmd", [
     # the same check on a dense model: one group, another cause
     ("assert len(group_blocks) >= num_hit_blocks", "vllm serve Qwen/Qwen2.5-32B-Instruct --enable-prefix-caching"),
-    # a connector assert about the transfer set-up, not block bookkeeping, on a hybrid
+    # connector asserts about the transfer set-up, not block bookkeeping, on a hybrid
     ("assert remote_tp_size % self.tp_size == 0", "vllm serve nvidia/NVIDIA-Nemotron-Nano-12B-v2"),
+    ("assert self.block_size == remote_block_size", "vllm serve nvidia/NVIDIA-Nemotron-Nano-12B-v2"),
 ])
 def test_connector_near_misses_stay_other(code, cmd):
     assert _diag(_connector_assert(code, cmd))["category"] == "other"

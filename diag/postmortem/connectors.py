@@ -35,8 +35,9 @@ _CONNECTOR_FILE = re.compile(r"kv_transfer/kv_connector/|/kv_connector/|lmcache|
                              re.I)
 # what a bookkeeping check compares: tokens / blocks / groups (not a socket, a handshake, a dtype or a device)
 _BOOKKEEPING = re.compile(r"computed|num_\w*tokens|num_\w*blocks|block_ids|blocks?\b|group|len\(\w*block|hit", re.I)
-_NOT_BOOKKEEPING = re.compile(r"dtype|device|handshake|socket|port|rank|world|tp_size|layout|engine_id|remote_host|"
-                              r"transfer_id|notif|xfer|agent", re.I)
+_NOT_BOOKKEEPING = re.compile(r"dtype|device|handshake|socket|port|rank|world|tp_size|tp_ratio|layout|engine_id|"
+                              r"remote_host|transfer_id|notif|xfer|agent|block_size|block_len|page_size|"
+                              r"num_layers|head", re.I)
 _ZERO_NEW = re.compile(r"num_new_tokens\s*>\s*0")
 
 
