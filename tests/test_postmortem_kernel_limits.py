@@ -318,3 +318,14 @@ def test_prose_after_a_whole_command_is_not_joined():
     a = facts_from_text(log).args
     assert a["max_num_seqs"] == 16 and a["enable_prefix_caching"] is True
     assert not any("crash" in str(v) for v in a.values())
+
+
+def test_parallel_sizes_in_the_reporters_shorthand():
+    a = facts_from_text("Serving GLM-5 with TP4 + DCP2 and pp 2 on 8x H20, MTP k=1.\nRuntimeError: boom").args
+    assert a["tensor_parallel_size"] == 4 and a["decode_context_parallel_size"] == 2
+    assert a["pipeline_parallel_size"] == 2
+    # ranks in log records and a stated size win over the shorthand
+    log = "\n".join(["I use TP2 normally.", "vllm serve m --tensor-parallel-size 4",
+                     "(Worker_TP0 pid=1) INFO 12-01 10:00:00 [x.py:1] TP0 ready"])
+    assert facts_from_text(log).args["tensor_parallel_size"] == 4
+    assert "data_parallel_size" not in facts_from_text("the DP0 engine died\nRuntimeError: boom").args

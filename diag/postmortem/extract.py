@@ -60,6 +60,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.gpu_count_text: int | None = None
         self.sm: int | None = None
         self.tp_text: int | None = None
+        self.par_text: dict[str, int] = {}  # parallel sizes in the reporter's shorthand (TP8, DCP4)
         self.hit_rates: list[float] = []
         self.hit_rate_count = 0
         self.hit_rate_max = 0.0

@@ -48,6 +48,10 @@ _GPU_ENUM = re.compile(r"^\s*GPU (\d+): (.+?)\s*(?:\(UUID.*)?$")
 _GPU_COUNT = re.compile(r"(\d+)\s*(?:×|x|X|\*)\s*" + _GPU_NAME)
 _SM = re.compile(r"\b(?:sm_?|SM[ _]?)(\d{2,3})a?\b")
 _TP_TEXT = re.compile(r"\b(?:TP|tp)\s*=\s*(\d+)\b")
+# the reporter's shorthand for parallel sizes ("TP8, DCP4 on H200", "tp 4 / pp 2"): prose lines only, sizes >= 2
+_PAR_TEXT = re.compile(r"(?<![\w/.-])(TP|PP|DP|DCP|PCP|tp|pp|dp|dcp|pcp)\s*[=:]?\s*(\d{1,3})(?![\w.%])")
+_PAR_NAME = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
+             "dcp": "decode_context_parallel_size", "pcp": "prefill_context_parallel_size"}
 _LAUNCH = re.compile(r"vLLM (?:API )?server version|Initializing a V1 LLM engine|█\s+version\s")
 
 
@@ -127,6 +131,10 @@ class IdentityLines:
         m = _TP_TEXT.search(text) if self.tp_text is None and ("TP" in text or "tp" in text) else None
         if m and self.tp_text is None:
             self.tp_text = int(m.group(1))
+        if line.level is None and line.process is None and ("P" in text or "p" in text) and len(text) < 2000:
+            for kind, n in _PAR_TEXT.findall(text):
+                if int(n) >= 2:
+                    self.par_text.setdefault(_PAR_NAME[kind.lower()], int(n))
         if self.facts.python_version is None and ("ython" in text):
             m = _PY.search(text)
             if m:
@@ -165,6 +173,9 @@ class IdentityLines:
                 counts[name] = counts.get(name, 0) + 1
             f.gpu_names = [max(counts, key=lambda n: (counts[n], len(n)))]
             f.gpu_count = self.gpu_count_text
+        for name, n in self.par_text.items():  # the reporter's shorthand, where nothing states the size
+            if name not in a and not (name == "tensor_parallel_size" and self.tp_text):
+                a[name] = n
         tp = a.get("tensor_parallel_size") or self.tp_text
         if tp and "tensor_parallel_size" not in a:
             a["tensor_parallel_size"] = tp
