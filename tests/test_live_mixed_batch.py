@@ -430,3 +430,41 @@ def test_recorded_mixed_batch_failure_on_the_testbed(testbed_models, tmp_path, c
         rep = views.build(st.load(sid, steps="summary"))
     assert step in rep.timeline.marked_steps and rep.findings.items[0].anchor_keys[0] == f"step:{step}"
     assert not rep.state_index.mismatches
+
+
+def test_tui_opens_on_the_finding_and_enter_goes_to_the_failing_step(tmp_path):
+    pytest.importorskip("textual")
+    import asyncio
+
+    from textual.widgets import OptionList, Static, TabbedContent
+
+    from tests.test_tui import _loaded, highlighted, plain
+    from vllm_diag.ui.tui.app import DiagApp
+
+    steps = _qwen3next_steps()
+    db, sid = _write(tmp_path, _state(steps=steps, errors=[_step_error(steps)]))
+    with Store.open_append(db) as st:
+        diagnose_and_store(st, sid)
+
+    async def scenario(pilot):
+        screen = await _loaded(pilot)
+        assert pilot.app.screen.query_one(TabbedContent).active == "findings"
+        first = highlighted(screen.query_one("#finding-list", OptionList))
+        detail = plain(screen.query_one("#finding-detail", Static))
+        assert first.startswith(" 1 ✗") and "Step 10 mixed" in first and "rule hybrid_mixed_step" in detail
+        assert "step:10" in detail
+        await pilot.press("4", "home")  # the timeline's cursor away from the newest step (the failing one)
+        assert plain(screen.query_one("#timeline-cursor", Static)).startswith("step 1 ")
+        await pilot.press("1")
+        assert pilot.app.screen.query_one(TabbedContent).active == "findings"
+        await pilot.press("enter")
+        assert pilot.app.screen.query_one(TabbedContent).active == "timeline"
+        cursor = plain(screen.query_one("#timeline-cursor", Static))
+        assert cursor.startswith("step 10 ") and "RuntimeError" in cursor  # the failing step's mark
+
+    async def main():
+        async with DiagApp(db).run_test(size=(110, 34)) as pilot:
+            await pilot.pause(0.1)
+            await scenario(pilot)
+
+    asyncio.run(main())
