@@ -329,3 +329,16 @@ def test_parallel_sizes_in_the_reporters_shorthand():
                      "(Worker_TP0 pid=1) INFO 12-01 10:00:00 [x.py:1] TP0 ready"])
     assert facts_from_text(log).args["tensor_parallel_size"] == 4
     assert "data_parallel_size" not in facts_from_text("the DP0 engine died\nRuntimeError: boom").args
+
+
+def test_cp_width_class_from_the_reporters_words_alone():
+    log = "\n".join(["Our sparse-MLA (DSA) deployment: TP4 with DCP 4 and MTP. The first decode step dies:",
+                     "RuntimeError: The expanded size of the tensor (750) must match the existing size (3000) at "
+                     "non-singleton dimension 1"])
+    top = _top(log)
+    assert top.category == "spec_kernel_limit" and "ratio of 4" in top.basis
+    assert top.numbers["decode_context_parallel_size"] == 4 and top.numbers["width_ratio"] == 4
+    # the same words about a hybrid model leave it to the state-index classes
+    hybrid = log.replace("sparse-MLA (DSA) deployment", "Qwen3-Next deployment")
+    top = _top(hybrid)
+    assert top is None or "context-parallel" not in top.basis
