@@ -7,8 +7,7 @@ that dies in step 10 after steps whose GDN builder split (0/4/0) differs from th
 3/1/0). The variants change one fact each: an out-of-memory error, a configuration vLLM rejected, a
 failing step that mixes nothing, a model without Mamba/GDN layers, no speculative decoding, an error in
 the sampler, an assert in a GDN builder. The views mark the failing step and anchor the finding to it.
-The real engine run is ``test_recorded_mixed_batch_failure_on_the_testbed`` (``engine``; run it under
-``flock /tmp/team/engine.lock``)."""
+The real engine run is ``test_recorded_mixed_batch_failure_on_the_testbed`` (``engine``; where several engines could start, run it under a lock so only one runs at a time)."""
 
 from __future__ import annotations
 
