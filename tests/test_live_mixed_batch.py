@@ -16,11 +16,17 @@ import re
 from pathlib import Path
 
 import pytest
-
 from vllm_diag import api, views
 from vllm_diag.cli import main
-from vllm_diag.live import diagnose, diagnose_and_store
-from vllm_diag.model import BatchStep, BlockTable, EngineState, ErrorRecord, KVCacheGroup, LayerSpec
+from vllm_diag.live import diagnose_and_store
+from vllm_diag.model import (
+    BatchStep,
+    BlockTable,
+    EngineState,
+    ErrorRecord,
+    KVCacheGroup,
+    LayerSpec,
+)
 from vllm_diag.steps import MARK_LIMIT
 from vllm_diag.store import Store
 
@@ -191,7 +197,7 @@ def test_recorded_mixed_step_failure_gets_a_mixed_batch_finding_with_its_numbers
 
 def test_show_and_diagnose_print_the_finding_and_its_numbers(tmp_path, capsys):
     steps = _qwen3next_steps()
-    db, sid = _write(tmp_path, _state(steps=steps, errors=[_step_error(steps)]))
+    db, _ = _write(tmp_path, _state(steps=steps, errors=[_step_error(steps)]))
     assert main(["diagnose", str(db)]) == 0
     out = capsys.readouterr().out
     assert "mixed_batch" in out and "Step 10 mixed 3 decodes with 1 spec decodes" in out
@@ -436,9 +442,9 @@ def test_tui_opens_on_the_finding_and_enter_goes_to_the_failing_step(tmp_path):
     import asyncio
 
     from textual.widgets import OptionList, Static, TabbedContent
+    from vllm_diag.ui.tui.app import DiagApp
 
     from tests.test_tui import _loaded, highlighted, plain
-    from vllm_diag.ui.tui.app import DiagApp
 
     steps = _qwen3next_steps()
     db, sid = _write(tmp_path, _state(steps=steps, errors=[_step_error(steps)]))

@@ -29,7 +29,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..model import BatchStep, Change, Comparison, ErrorRecord, Evidence, Finding, LogException, Suggestion
+from ..model import (
+    BatchStep,
+    Change,
+    Comparison,
+    ErrorRecord,
+    Evidence,
+    Finding,
+    LogException,
+    Suggestion,
+)
 from ._util import cfg, family, in_range, log_evidence, spec_k, version
 from .base import Rule, RuleContext
 
@@ -38,11 +47,11 @@ ID = "hybrid_mixed_step"
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 _LOCATION = re.compile(r"^(.*):(\d+) in (\S+)$")
 # vLLM code of the hybrid state layers and their metadata builders (paths relative to the vllm package)
-_HYBRID_CODE = re.compile(r"mamba|gdn|/fla/|linear_attn|short_conv|lightning|minimax|kda|plamo|linear_attention", re.I)
+_HYBRID_CODE = re.compile(r"mamba|gdn|/fla/|linear_attn|short_conv|lightning|minimax|kda|plamo|linear_attention", re.IGNORECASE)
 # where a step's batch meets the model: the attention-metadata builders and the model's forward
 _BUILDER_CODE = ("v1/attention/backends/", "v1/attention/backend", "attention/backends/", "v1/worker/mamba_utils")
 _FORWARD_CODE = ("model_executor/", "attention/layer", "v1/attention/ops/", "attention/ops/", "_custom_ops")
-_OOM = re.compile(r"out of memory|OutOfMemory|CUBLAS_STATUS_ALLOC_FAILED|cannot allocate memory", re.I)
+_OOM = re.compile(r"out of memory|OutOfMemory|CUBLAS_STATUS_ALLOC_FAILED|cannot allocate memory", re.IGNORECASE)
 _MIXED_FAMILIES = ("gdn", "mamba1", "mamba2")
 
 
