@@ -342,3 +342,14 @@ def test_cp_width_class_from_the_reporters_words_alone():
     hybrid = log.replace("sparse-MLA (DSA) deployment", "Qwen3-Next deployment")
     top = _top(hybrid)
     assert top is None or "context-parallel" not in top.basis
+
+
+def test_an_excerpt_with_only_pytorchs_sizes_line_reads_as_the_copy_error():
+    sizes = "Target sizes: [9, 3001].  Tensor sizes: [9, 3002]"
+    an = analyze_text(sizes, use_preflight=False)
+    assert an.facts.root is not None and an.facts.root.exc_type == "RuntimeError"
+    assert not an.findings or an.findings[0].category == "other"  # nothing known: no family
+    top = _top("DeepSeek-V3.2 with MTP (k=2) on 8x H200, decode dies:\n" + sizes)
+    assert top.category == "spec_kernel_limit" and top.confidence == "low"
+    top = _top("vllm serve meta-llama/Llama-3.1-8B-Instruct -tp 2\n" + sizes)
+    assert top is None or top.category == "other"

@@ -48,8 +48,23 @@ _LOOSE_ERR = re.compile(r"Check failed|Assertion error \(|[Aa]ssertion `|cannot 
 
 
 
+# PyTorch's size-mismatch text quoted without its exception line (an excerpt kept only "Target sizes: [..].
+# Tensor sizes: [..]", the second half of the expand error): it can only be a RuntimeError of a copy or broadcast
+_TORCH_SIZE = re.compile(r"^(?:RuntimeError:\s*)?(?:Target sizes: \[[\d,\s]+\]\.?\s+Tensor sizes: \[[\d,\s]+\]|"
+                         r"(?:The )?expanded size of the tensor \(\d+\) must match|"
+                         r"The size of tensor a \(\d+\) must match the size of tensor b)", re.I)
+
+
 class ErrorLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: error lines and the root error."""
+
+    def _size_error_line(self) -> LogException | None:
+        """The root error of an excerpt with no exception line but PyTorch's size-mismatch text."""
+        for lineno, text in reversed(self.error_lines):
+            if _TORCH_SIZE.search(text.strip()):
+                msg = re.sub(r"^RuntimeError:\s*", "", text.strip())
+                return LogException(exc_type="RuntimeError", message=msg, log_line=lineno)
+        return None
 
     def _error_line(self, line: Line) -> None:
         """An error stated outside a traceback (a kernel check, a CUDA report, an excerpt's error line), or
@@ -78,8 +93,6 @@ class ErrorLines:
         f = self.facts
         excs = dedupe(self.tb.exceptions)
         f.exceptions = excs
-        if not excs:
-            return
         last_launch = self.launches[-1] if self.launches else 0
         chain_of = self.tb.chain_of
         ids = {id(e): e for e in self.tb.exceptions}
@@ -88,7 +101,11 @@ class ErrorLines:
         orphans = [e for e in excs if e.exc_type == ORPHAN_TYPE]
         excs = [e for e in excs if e.exc_type != ORPHAN_TYPE]
         if not excs:
-            return
+            size = self._size_error_line()
+            if size is None:
+                return
+            f.exceptions.append(size)
+            excs = [size]
 
         def rank(e: LogException) -> tuple:
             after = (e.log_line or 0) >= last_launch

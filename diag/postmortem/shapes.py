@@ -13,7 +13,7 @@ SHAPE = re.compile(r"size of tensor a \(\d+\) must match|expanded size of the te
                    r"shape mismatch|shape '\[[^\]]*\]' is invalid for input of size|split_with_sizes expects|"
                    r"mat1 and mat2 shapes cannot|view size is not compatible|Sizes of tensors must match|"
                    r"doesn't match the broadcast shape|output with shape \[[^\]]*\] doesn't match|"
-                   r"Expected size \d+ but got size \d+|inconsistent tensor size", re.I)
+                   r"Expected size \d+ but got size \d+|inconsistent tensor size|Target sizes: \[[\d,\s]+\]", re.I)
 KERNEL_CHECK = re.compile(r"Assertion error \(|Check failed|TORCH_CHECK|FLASHINFER_CHECK|TVM_FFI|Expected .{1,80}"
                           r"(?:to be|but got|got)\b|must be (?:<=|>=|less|at most|at least|a multiple|divisible)|"
                           r"exceeds? (?:the )?(?:maximum|limit|max)|only supports? .{0,40}(?:tokens|heads|q_len|seqlen|"
