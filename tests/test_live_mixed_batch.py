@@ -473,3 +473,18 @@ def test_tui_opens_on_the_finding_and_enter_goes_to_the_failing_step(tmp_path):
             await scenario(pilot)
 
     asyncio.run(main())
+
+
+def test_front_ends_fold_the_known_release_bug_too(tmp_path):
+    """api.diagnose (front ends, no stored findings): the same single mixed_batch finding for vLLM 0.18."""
+    steps = [_step(1, 0, 0, 4, 36), _step(2, 1, 2, 0, 9, drafts=[3, 3])]
+    err = _step_error(steps, traceback=BUILDER_TRACEBACK, exc_type="AssertionError",
+                      message="num_decodes: 1, num_spec_decodes: 2",
+                      location=f"{VLLM}/v1/attention/backends/gdn_attn.py:233 in build", sizes=None, with_builder=False)
+    db, sid = _write(tmp_path, _state(steps=steps, errors=[err], version="0.18.0"))
+    with Store.open(db) as st:
+        summary, full = api.diagnose(st.load(sid, steps="summary")), api.diagnose(st.load(sid))
+    assert [f.rule for f in _mixed(summary.findings)] == ["hybrid_mixed_step"]
+    # with the step rows loaded, gdn_mixed_batch fires on the mixed step too: folded into the one finding
+    assert [f.rule for f in _mixed(full.findings)] == ["hybrid_mixed_step"]
+    assert "0.19.0" in (full.findings[0].fixed_in or "")
