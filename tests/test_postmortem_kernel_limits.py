@@ -353,3 +353,20 @@ def test_an_excerpt_with_only_pytorchs_sizes_line_reads_as_the_copy_error():
     assert top.category == "spec_kernel_limit" and top.confidence == "low"
     top = _top("vllm serve meta-llama/Llama-3.1-8B-Instruct -tp 2\n" + sizes)
     assert top is None or top.category == "other"
+
+
+def test_a_capture_runs_token_count_against_the_token_buffers_is_a_cuda_graph_shape():
+    cmd = ("vllm serve ibm-granite/granite-4.0-h-small --max-num-batched-tokens 512 --max-num-seqs 256 "
+           "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 4, \"prompt_lookup_max\": 2}'")
+    e = "(EngineCore_DP0 pid=12) ERROR 12-01 10:00:00 [core.py:866] "
+    frames = [(SITE + "v1/worker/gpu_model_runner.py", 4311, "capture_model", "self._dummy_run("),
+              (SITE + "v1/worker/gpu_model_runner.py", 4702, "_dummy_run", "assert num_tokens_padded <= self.max_num_tokens")]
+    top = _top("\n".join([cmd, *_tb(frames, "AssertionError", prefix=e)]))
+    assert top.category == "cudagraph_shape" and top.numbers["max_num_batched_tokens"] == 512
+    from vllm_diag.catalog.categorize import categorize
+
+    site = {"file": "vllm/v1/worker/gpu_model_runner.py", "function": "GPUModelRunner._dummy_run",
+            "condition": "num_tokens_after_padding <= self.max_num_tokens", "message": "", "exc": "AssertionError"}
+    assert categorize(site)[0] == "cudagraph_shape"
+    # the same comparison outside a capture / profiling run is not claimed for the capture sizes
+    assert categorize({**site, "function": "GPUModelRunner._prepare_inputs"})[0] != "cudagraph_shape"

@@ -199,6 +199,13 @@ RULES: list[tuple[str, str, Pred]] = [
                                            r"query length|tokens per request", _core(t)))
      and bool(re.search(r"\bwrapper\b|\bplann?ed\b|\bplan\b|\bkernel\b|heuristic", _core(t)))
      and not bool(re.search(r"capture.?sizes?|batch.?size|num_reqs|max_num_seqs", _core(t)))),
+    # the dummy batch of a CUDA-graph capture / profiling run (padded to a capture size; with speculative
+    # decoding a uniform decode of max_num_seqs x (1 + k) tokens) against the runner's token buffers
+    # (max_num_tokens = max_num_batched_tokens): capture sizes vs the token budget
+    ("capture_tokens_vs_token_budget", "cudagraph_shape",
+     lambda f, fn, t, e, c: bool(re.search(r"_dummy_run|capture|profile_cudagraph|profile_run", fn.lower()))
+     and bool(re.search(r"num_tokens\w*\s*(?:<=|<|>=|>)\s*(?:self\.)?max_num_tokens\b|"
+                        r"(?:self\.)?max_num_tokens\s*(?:<=|<|>=|>)\s*num_tokens", _core(t)))),
     ("cudagraph_capture", "cudagraph_shape",
      lambda f, fn, t, e, c: bool(_CAPTURE_WORDS.search(t)) or bool(re.search(
          r"cudagraph_dispatcher|compilation/cuda_graph|cudagraph_utils|cuda_piecewise", f))
