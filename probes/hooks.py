@@ -314,6 +314,22 @@ class Probe:
 
         return method
 
+    def wrap_engine_stopped(self, orig: Callable) -> Callable:
+        """CoreEngineProcManager.shutdown in the API server / LLM process: the EngineCore processes
+        are gone when it returns (terminated, or killed when their grace period ran out). An
+        EngineCore killed before its own diagnosis at stop is diagnosed here, still once per engine."""
+        probe = self
+
+        def method(*args, **kwargs):
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                if probe.diagnose_on == "config":
+                    probe._guard("flush", probe.rec.request_diagnosis, "frontend-exit")
+                    probe._guard("flush", probe.rec.flush, 10.0)
+
+        return method
+
     def wrap_config_build(self, orig: Callable) -> Callable:
         """EngineArgs.create_engine_config: a configuration vLLM rejects is recorded (with what the
         user asked for) in the process that asked, before any EngineCore exists."""

@@ -221,7 +221,8 @@ def _wire_diagnosis(probe) -> None:
         from vllm_diag.live import diagnose_and_store
 
         if reason == "frontend-exit":
-            why = _engine_left_undiagnosed(store, rec.session.id)
+            # asked when vLLM has stopped the engine's processes, and again at this process's exit
+            why = "this process diagnosed the engine already" if runs["n"] else _engine_left_undiagnosed(store, rec.session.id)
             if why is not True:
                 store.set_items("environment", rec.session.id, {"live_diagnosis_skipped": why}, pid=rec.pid)
                 return

@@ -455,3 +455,50 @@ def test_derivations_of_the_11_vs_12_widths():
     assert extract.buffer_derivation(gdn, "spec_state_indices_tensor", [24, 3], vc, mamba, "0.26.0").endswith(
         "columns: num_spec 2 + 1 = 3")
     assert "x (num_spec 2 + 1) = 72" in extract.buffer_derivation(gdn, "spec_token_indx", [72], vc, mamba, "0.26.0")
+
+
+# ------------------------------------------------------------------------------ diagnosis at engine stop
+
+
+def _dead_pid() -> int:
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(proc.stdout)
+
+
+def _live_rows(db, key):
+    with Store.open(db) as st:
+        return dict(st.db.execute("select p.role, e.value from environment e join processes p on p.session_id = "
+                                  "e.session_id and p.pid = e.pid where e.key = ?", [key]).fetchall())
+
+
+@pytest.mark.parametrize("engine_diagnosed", [False, True])
+def test_frontend_diagnoses_an_engine_killed_before_its_own_diagnosis(tmp_path, engine_diagnosed):
+    """vLLM gives a stopping EngineCore a few seconds after SIGTERM before it kills it; on a loaded
+    host its diagnosis at stop may not finish. When CoreEngineProcManager.shutdown returns, the
+    API-server/LLM process diagnoses an EngineCore that is gone without having done so -- and
+    nobody diagnoses twice (not at this process's exit either, nor after an EngineCore that did)."""
+    from vllm_diag.probes import plugin
+
+    db = tmp_path / "stop.db"
+    front = _recorder(db)
+    engine = Recorder(str(db), front.session, ProcessInfo(pid=_dead_pid(), role="engine_core"))
+    if engine_diagnosed:
+        engine.set_items("environment", {"live_diagnosis_last": "stop"})
+    assert engine.flush(20) and front.flush(20)
+    engine.enabled = False  # that process is gone: it writes nothing more
+
+    probe = Probe(front, "0.32.0")
+    probe.diagnose_on = "config"
+    plugin._wire_diagnosis(probe)
+    stopped = probe.wrap_engine_stopped(lambda: "stopped")
+    assert stopped() == "stopped"
+    front.close()
+
+    done = _live_rows(db, "live_diagnoses")
+    skipped = _live_rows(db, "live_diagnosis_skipped")
+    if engine_diagnosed:
+        assert done == {} and "diagnosed the engine (at its stop)" in skipped["main"]
+    else:
+        assert done == {"main": "1"}, (done, skipped)  # once: at the shutdown, not again at exit
+        assert _live_rows(db, "live_diagnosis_last") == {"main": '"frontend-exit"'}
+        assert "already" in skipped["main"]

@@ -66,6 +66,13 @@ def config_points(version: str, probe: Any) -> list[HookPoint]:
     return [
         HookPoint("vllm.engine.arg_utils", "EngineArgs.create_engine_config", probe.wrap_config_build,
                   "configurations vLLM rejects", optional=True),
+        # vLLM gives a stopping EngineCore a few seconds after SIGTERM, then kills it; once its
+        # processes are gone this process diagnoses the engine if the EngineCore could not
+        # (``shutdown`` from 0.14 or so, ``close`` before)
+        HookPoint("vllm.v1.engine.utils", "CoreEngineProcManager.shutdown", probe.wrap_engine_stopped,
+                  "the engine's diagnosis when its EngineCore was killed first", optional=True),
+        HookPoint("vllm.v1.engine.utils", "CoreEngineProcManager.close", probe.wrap_engine_stopped,
+                  "the engine's diagnosis when its EngineCore was killed first (before 0.14)", optional=True),
     ]
 
 
