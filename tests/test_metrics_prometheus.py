@@ -5,7 +5,7 @@ the same ``/metrics``.
 
 The engine is the test bed's hybrid Qwen3-Next (three GDN groups + attention) with ngram
 speculative decoding, started the default multi-process way (API server + EngineCore): the API
-server's collector reads what the EngineCore writes. Run it under ``flock /tmp/team/engine.lock``
+server's collector reads what the EngineCore writes. Run it under ``flock`` on a shared lock file
 where several engines could start at once.
 """
 

@@ -9,7 +9,7 @@ terminal: ``vllm-diag tui --follow`` under tmux while an engine writes the datab
   ``q`` ends the program with exit 0. The pane's terminal has no true colour (tmux's TERM, no
   COLORTERM), so this also shows the UI in 256 colours.
 
-Engines run one at a time (take ``flock /tmp/team/engine.lock`` around pytest on shared machines).
+Engines run one at a time (take ``flock`` on a shared lock file around pytest on shared machines).
 """
 
 from __future__ import annotations
