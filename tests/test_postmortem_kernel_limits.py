@@ -370,3 +370,15 @@ def test_a_capture_runs_token_count_against_the_token_buffers_is_a_cuda_graph_sh
     assert categorize(site)[0] == "cudagraph_shape"
     # the same comparison outside a capture / profiling run is not claimed for the capture sizes
     assert categorize({**site, "function": "GPUModelRunner._prepare_inputs"})[0] != "cudagraph_shape"
+
+
+def test_a_multi_token_verify_refused_under_decode_context_parallelism_is_a_kernel_limit():
+    from vllm_diag.catalog.categorize import categorize
+
+    site = {"file": "vllm/v1/attention/backends/mla/some_mla.py", "function": "SomeMLAImpl.forward_mqa",
+            "condition": "(self.dcp_world_size > 1 and int(decode.max_qo_len) > 1)",
+            "message": "SOME_MLA: DCP multi-token verify needs the segmented kernel.", "exc": "NotImplementedError"}
+    assert categorize(site)[0] == "spec_kernel_limit"
+    # a world-size check of the distributed set-up stays a near miss
+    assert categorize({**site, "condition": "self.world_size == tp * pp",
+                       "message": "world_size does not match the parallel layout"})[0] == "other"

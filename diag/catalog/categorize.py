@@ -99,7 +99,9 @@ RULES: list[tuple[str, str, Pred]] = [
     ("other_file", "other", lambda f, fn, t, e, c: bool(_OTHER_FILE.search(f))),
     ("other_memory_weights_platform", "other",
      lambda f, fn, t, e, c: bool(_OTHER_TEXT.search(t)) and not re.search(
-         r"mamba cache block|page.size|next_n|state_ind|num_speculative|cudagraph|block_size", t)),
+         r"mamba cache block|page.size|next_n|state_ind|num_speculative|cudagraph|block_size|"
+         # a multi-token (speculative) decode's query length checked against a parallel layout (DCP world size)
+         r"max_qo_len|\bqo_len|\bq_len|multi-token (?:verify|decode)", t)),
     ("other_type_narrowing", "other",
      lambda f, fn, t, e, c: e == "AssertionError" and _is_none_check(c) and not re.search(
          r"state_ind|spec_|non_spec|num_accepted|query_start|has_initial|block_idx|cache_indices|prefill_|decode", c)),
