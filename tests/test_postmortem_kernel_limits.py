@@ -382,3 +382,17 @@ def test_a_multi_token_verify_refused_under_decode_context_parallelism_is_a_kern
     # a world-size check of the distributed set-up stays a near miss
     assert categorize({**site, "condition": "self.world_size == tp * pp",
                        "message": "world_size does not match the parallel layout"})[0] == "other"
+
+
+def test_the_configured_value_is_checked_against_the_failed_comparison():
+    cmd = ("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config "
+           "'{\"method\": \"mtp\", \"num_speculative_tokens\": 4}'")
+    exc = ("RuntimeError: Assertion error (/build/dg/csrc/jit_kernels/impls/sm90_mqa_logits_v2.hpp:311): "
+           "next_n <= 3")
+    top = _top("\n".join([cmd, "[...]", exc]))
+    assert top.category == "spec_kernel_limit" and top.confidence == "medium"
+    assert "breaks this check" in top.basis and top.numbers["configured_value"] == 5
+    assert top.numbers["check_threshold"] == 3
+    # k = 1: next_n = 2 satisfies the check -- said, and no confidence is gained from it
+    top = _top("\n".join([cmd.replace('"num_speculative_tokens": 4', '"num_speculative_tokens": 1'), "[...]", exc]))
+    assert "satisfies" in top.basis and top.confidence == "low"

@@ -45,6 +45,7 @@ from .shapes import NEG_INDEX, padding_signature, shape_class
 from .sites import frame_category, from_site, function_hint
 from .stages import ends_at_leaf, stage_family
 from .kernelcheck import kernel_check_frame
+from .verify import confirm_by_numbers
 from .widths import cp_width_class
 
 __all__ = ["ASYNC", "Diagnosis", "Setup", "diagnose", "hybrid_spec_fault_class", "kernel_place", "read_setup"]
@@ -62,6 +63,8 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
     if d is not None and d.category == "spec_kernel_limit" and setup.spec_k > 0:
         # the decode width the kernel saw: 1 + k tokens per request
         d.numbers.setdefault("next_n", setup.spec_k + 1)
+    if d is not None:  # the configured value of what the failed check compares: does it break the check?
+        confirm_by_numbers(d, setup, facts)
     return d
 
 

@@ -83,6 +83,8 @@ def message_numbers(message: str) -> dict[str, Any]:
                 out[name] = val
             elif name == "kernel_assert_condition":
                 out[name] = " ".join(val.split()).rstrip("'\"")
+                for k2, v2 in check_numbers("Check failed: (" + out[name] + ")").items():
+                    out.setdefault(k2, v2)
             else:
                 out[name] = _num(val)
     if "oom_tried" in out:
