@@ -629,9 +629,10 @@ class Store:
             if rolled and width >= 1 << shift:
                 total_rows = self.db.execute("select sum(rows) from step_rollup where session_id = ? and bucket between ? and ?",
                                              [session_id, lo >> shift, hi >> shift]).fetchone()[0] or 0
-            else:
-                total_rows = self.db.execute("select count(*) from batch_steps where session_id = ? and step_index between ? and ?",
-                                             [session_id, lo, hi]).fetchone()[0]
+            else:  # per process: (session_id, pid, step_index) is indexed, a range without pid scans the session
+                total_rows = sum(self.db.execute("select count(*) from batch_steps where session_id = ? and pid is ? "
+                                                 "and step_index between ? and ?", [session_id, p, lo, hi]).fetchone()[0]
+                                 for p in set(pids) | ({0, None} if {0, None} & set(pids) else set()))
         if rolled and width >= 1 << shift:
             factor = width >> shift
             rows = self.db.execute(
