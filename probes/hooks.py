@@ -300,35 +300,32 @@ class Probe:
             self._on_groups(None, groups)
         self.rec.flush_soon()
 
-    def wrap_flush_after(self, orig: Callable) -> Callable:
-        """EngineCore.shutdown: the engine stops -- diagnose it (live rules) and flush."""
+    def _diagnose_after(self, orig: Callable, diagnose_on: str, reason: str, flush_always: bool) -> Callable:
+        """``orig``, then (even when it raises) the live diagnosis for ``reason`` where this process
+        diagnoses ``diagnose_on``, and a flush."""
         probe = self
 
         def method(*args, **kwargs):
             try:
                 return orig(*args, **kwargs)
             finally:
-                if probe.diagnose_on == "engine":
-                    probe._guard("flush", probe.rec.request_diagnosis, "stop")
-                probe._guard("flush", probe.rec.flush, 10.0)
+                mine = probe.diagnose_on == diagnose_on
+                if mine:
+                    probe._guard("flush", probe.rec.request_diagnosis, reason)
+                if mine or flush_always:
+                    probe._guard("flush", probe.rec.flush, 10.0)
 
         return method
+
+    def wrap_flush_after(self, orig: Callable) -> Callable:
+        """EngineCore.shutdown: the engine stops -- diagnose it (live rules) and flush."""
+        return self._diagnose_after(orig, "engine", "stop", flush_always=True)
 
     def wrap_engine_stopped(self, orig: Callable) -> Callable:
         """CoreEngineProcManager.shutdown in the API server / LLM process: the EngineCore processes
         are gone when it returns (terminated, or killed when their grace period ran out). An
         EngineCore killed before its own diagnosis at stop is diagnosed here, still once per engine."""
-        probe = self
-
-        def method(*args, **kwargs):
-            try:
-                return orig(*args, **kwargs)
-            finally:
-                if probe.diagnose_on == "config":
-                    probe._guard("flush", probe.rec.request_diagnosis, "frontend-exit")
-                    probe._guard("flush", probe.rec.flush, 10.0)
-
-        return method
+        return self._diagnose_after(orig, "config", "frontend-exit", flush_always=False)
 
     def wrap_config_build(self, orig: Callable) -> Callable:
         """EngineArgs.create_engine_config: a configuration vLLM rejects is recorded (with what the

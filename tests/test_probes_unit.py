@@ -354,8 +354,10 @@ print("CHILD", pid, os.waitstatus_to_exitcode(status), "PARENT", os.getpid(), fl
         hooks = dict(store.db.execute("select pid, value from environment where key='probe_hooks'").fetchall())
     assert steps == {int(child): 1, int(parent): 7}
     assert '"vllm.v1.engine.core:EngineCore._initialize_kv_caches":"ok"' in hooks[int(child)]
-    # MP mode: the main process hooks nothing in the engine, only where vLLM validates the config
-    assert json.loads(hooks[int(parent)]) == {"vllm.engine.arg_utils:EngineArgs.create_engine_config": "ok"}
+    # MP mode: the main process hooks nothing in the engine, only where vLLM validates the config and
+    # where it stops the engine's processes
+    assert json.loads(hooks[int(parent)]) == {"vllm.engine.arg_utils:EngineArgs.create_engine_config": "ok",
+                                              "vllm.v1.engine.utils:CoreEngineProcManager.shutdown": "ok"}
 
 
 def test_recorder_flushes_when_steps_pause(tmp_path):

@@ -68,11 +68,9 @@ def config_points(version: str, probe: Any) -> list[HookPoint]:
                   "configurations vLLM rejects", optional=True),
         # vLLM gives a stopping EngineCore a few seconds after SIGTERM, then kills it; once its
         # processes are gone this process diagnoses the engine if the EngineCore could not
-        # (``shutdown`` from 0.14 or so, ``close`` before)
-        HookPoint("vllm.v1.engine.utils", "CoreEngineProcManager.shutdown", probe.wrap_engine_stopped,
-                  "the engine's diagnosis when its EngineCore was killed first", optional=True),
-        HookPoint("vllm.v1.engine.utils", "CoreEngineProcManager.close", probe.wrap_engine_stopped,
-                  "the engine's diagnosis when its EngineCore was killed first (before 0.14)", optional=True),
+        HookPoint("vllm.v1.engine.utils",
+                  "CoreEngineProcManager.shutdown" if version_tuple(version) >= (0, 18, 0) else "CoreEngineProcManager.close",
+                  probe.wrap_engine_stopped, "the engine's diagnosis when its EngineCore was killed first", optional=True),
     ]
 
 
