@@ -179,6 +179,12 @@ RULES: list[tuple[str, str, Pred]] = [
          and e in ("AssertionError", "ValueError", "RuntimeError", "NotImplementedError")
          and bool(re.search(r"shape|size|stride|numel|layout|==|%", t)))),
     ("spec_kernel_next_n", "spec_kernel_limit", lambda f, fn, t, e, c: "next_n" in t),
+    # a kernel library's lookup / check that prints its parameter tuple with a query length per request above 1
+    # (AITER's "mtp:4", "q_len_per_req=3", "max_seqlen_q: 2"): the decode query length speculative decoding
+    # sets decides, even where the same tuple also names a block size
+    ("spec_query_len_param", "spec_kernel_limit",
+     lambda f, fn, t, e, c: bool(re.search(r"\b(?:mtp|q_len_per_req\w*|qseqlen|max_seqlen_qo?|seqlen_q|next_n)\s*[:=]\s*"
+                                           r"(?:[2-9]|\d\d)\b", t))),
     ("kernel_block_alignment", "block_size_alignment",
      lambda f, fn, t, e, c: bool(_BLOCK_WORDS.search(t)) and bool(re.search(
          r"divis|multiple|align|support|must divide|% |kernel|backend|not a power|power of", t))

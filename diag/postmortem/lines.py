@@ -49,9 +49,16 @@ class Line:
     display: str = ""  # the line without colour and wrapper prefixes (for evidence)
 
 
+# colour codes whose ESC byte was lost in a copy from a terminal or a web page ("[1;36m(Worker_TP1 pid=5)[0;0m ERROR ...");
+# only SGR codes (digits and ';' then 'm') at the start of the line or after a space / ')' / another code
+_BARE_SGR = re.compile(r"(?:^|(?<=[\s)]|m))\[\d{1,3}(?:;\d{1,3})*m")
+
+
 def strip_ansi(text: str) -> str:
     if "\x1b" in text or "^[" in text:
         text = _ANSI.sub("", text)
+    if "m" in text and "[" in text and _BARE_SGR.search(text):
+        text = _BARE_SGR.sub("", text)
     return text
 
 

@@ -25,7 +25,10 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
     ("Triton / GPU generation", re.compile(r"triton\.compiler|CompilationError|fp8e4nv not supported|"
                                            r"type fp8e4nv not supported|PTXASError|no kernel image is available|"
                                            r"Unsupported architecture|not supported on (?:this|your) GPU|"
-                                           r"compute capability|sm_?\d{2,3}\b.{0,40}not supported", re.I)),
+                                           r"compute capability|sm_?\d{2,3}\b.{0,40}not supported|"
+                                           # a Triton kernel's tile needs more shared memory / registers than
+                                           # this GPU has (the GDN/FLA kernels on T4/V100/consumer cards)
+                                           r"OutOfResources|out of resource: (?:shared memory|registers)", re.I)),
 ]
 
 

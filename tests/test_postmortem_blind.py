@@ -1,0 +1,108 @@
+"""Generalisation gaps found by a blind check (failure reports written without looking at the development
+corpus): each test states the failure class in a log the tests write themselves, in vLLM's format, with models,
+numbers and paths of their own.
+"""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem.analyze import analyze_text
+from vllm_diag.postmortem.lines import strip_ansi
+
+PKG = "/srv/py/lib/python3.12/site-packages/vllm/"
+
+
+def _first(log: str):
+    res = analyze_text(log, "t.log")
+    fs = [f for f in res.findings if f.severity == "error"]
+    return fs[0] if fs else None
+
+
+def _tb(prefix: str, frames: list[tuple[str, int, str, str]], exc: str) -> str:
+    out = [f"{prefix}Traceback (most recent call last):"]
+    for path, line, fn, code in frames:
+        out += [f'{prefix}  File "{path}", line {line}, in {fn}', f"{prefix}    {code}"]
+    return "\n".join(out + [f"{prefix}{exc}"]) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------
+# colour codes that lost their ESC byte in a paste ("[1;36m(Worker_TP1 pid=9)[0;0m ERROR ...")
+# ------------------------------------------------------------------------------------------------
+
+def test_bare_colour_codes_are_stripped_but_brackets_in_code_are_kept():
+    assert strip_ansi("[1;36m(Worker_TP2 pid=31)[0;0m ERROR 01-02 03:04:05 [x.py:9] boom") == \
+        "(Worker_TP2 pid=31) ERROR 01-02 03:04:05 [x.py:9] boom"
+    assert strip_ansi("\x1b[1;36m(EngineCore pid=3)\x1b[0;0m INFO hi") == "(EngineCore pid=3) INFO hi"
+    for keep in ("x = table[0m]", "arr[12m", "    state[idx] = new[3]", "shape [4, 8]"):
+        assert strip_ansi(keep) == keep
+
+
+def _state_index_log(colour: bool) -> str:
+    pre = "[1;36m(Worker_TP3 pid=7140)[0;0m " if colour else "(Worker_TP3 pid=7140) "
+    head = pre + "ERROR 05-06 07:08:09 [multiproc_executor.py:760] "
+    frames = [
+        (PKG + "v1/worker/gpu_model_runner.py", 1702, "_build_attention_metadata", "attn_metadata_i = builder.build("),
+        (PKG + "v1/attention/backends/mamba2_attn.py", 230, "build", "common = self._compute_common_metadata(m)"),
+        (PKG + "v1/attention/backends/mamba_attn.py", 152, "_compute_prefix_caching_block_indices",
+         "state_indices = m.block_table_tensor.gather(1, last_idx.unsqueeze(1))"),
+    ]
+    return ("Zamba2 / Mamba2 hybrid, prefix caching on, TP 4\n"
+            + _tb(head, frames, "RuntimeError: index 130 is out of bounds for dimension 1 with size 130")
+            + "args: --enable-prefix-caching --max-model-len 65536 -tp 4\n")
+
+
+def test_bare_colour_codes_keep_the_traceback_readable():
+    plain, coloured = _first(_state_index_log(False)), _first(_state_index_log(True))
+    assert plain is not None and coloured is not None
+    assert plain.category == "state_index"
+    assert coloured.category == plain.category, coloured.basis
+
+
+# ------------------------------------------------------------------------------------------------
+# a Triton kernel that needs more shared memory than the GPU has: GPU generation, not block sizes
+# ------------------------------------------------------------------------------------------------
+
+def _triton_resources_log(what: str) -> str:
+    return (
+        "Qwen3-Next style hybrid on an RTX 2080 Ti, vllm 0.16.0, --dtype half\n"
+        '  File "' + PKG + 'model_executor/layers/fla/ops/chunk_o.py", line 161, in chunk_fwd_o\n'
+        "    chunk_fwd_kernel_o[grid](\n"
+        '  File "/srv/py/lib/python3.12/site-packages/triton/runtime/jit.py", line 390, in <lambda>\n'
+        "    return lambda *args, **kwargs: self.run(grid=grid, warmup=False, *args, **kwargs)\n"
+        '  File "/srv/py/lib/python3.12/site-packages/triton/compiler/compiler.py", line 455, in _init_handles\n'
+        '    raise OutOfResources(self.metadata.shared, max_shared, "shared memory")\n'
+        f"triton.runtime.errors.OutOfResources: out of resource: {what}, Required: 81920, Hardware limit: 65536. "
+        "Reducing block sizes or `num_stages` may help.\n")
+
+
+def test_triton_out_of_resources_is_a_near_miss():
+    for what in ("shared memory", "registers"):
+        f = _first(_triton_resources_log(what))
+        assert f is not None and f.category == "other", (what, f.category if f else None)
+
+
+# ------------------------------------------------------------------------------------------------
+# a kernel library's parameter tuple with the decode query length above 1 (speculative decoding)
+# ------------------------------------------------------------------------------------------------
+
+def _kernel_tuple_log(mtp: int, spec: bool) -> str:
+    w = "(Worker_TP0 pid=220) ERROR 02-03 04:05:06 [multiproc_executor.py:822] "
+    frames = [
+        (PKG + "v1/attention/backends/mla/rocm_aiter_mla.py", 318, "_forward_decode", "rocm_aiter_ops.mla_decode_fwd("),
+        ("/srv/py/lib/python3.12/site-packages/aiter/mla.py", 201, "mla_decode_fwd", "aiter.mla_decode_stage1_asm_fwd("),
+    ]
+    exc = (f"RuntimeError: get_heuristic_kernel: cannot get heuristic kernel! q_type:fp8 kv_type:fp8 gqa:8 "
+           f"mtp:{mtp} msk:1 hp:0 block_size:1 ps:1")
+    cmd = "vllm serve deepseek-ai/DeepSeek-V3-0324 -tp 8"
+    if spec:
+        cmd += " --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":%d}'" % (mtp - 1)
+    return "MI300X x8\n" + _tb(w, frames, exc) + cmd + "\n"
+
+
+def test_kernel_parameter_tuple_with_multi_token_queries_is_a_spec_kernel_limit():
+    f = _first(_kernel_tuple_log(3, spec=True))
+    assert f is not None and f.category == "spec_kernel_limit", (f.category, f.basis)
+
+
+def test_kernel_parameter_tuple_with_single_token_queries_is_not_a_spec_kernel_limit():
+    f = _first(_kernel_tuple_log(1, spec=False))
+    assert f is None or f.category != "spec_kernel_limit", f.basis
