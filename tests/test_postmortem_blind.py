@@ -94,7 +94,7 @@ def _kernel_tuple_log(mtp: int, spec: bool) -> str:
            f"mtp:{mtp} msk:1 hp:0 block_size:1 ps:1")
     cmd = "vllm serve deepseek-ai/DeepSeek-V3-0324 -tp 8"
     if spec:
-        cmd += " --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":%d}'" % (mtp - 1)
+        cmd += f" --speculative-config '{{\"method\":\"mtp\",\"num_speculative_tokens\":{mtp - 1}}}'"
     return "MI300X x8\n" + _tb(w, frames, exc) + cmd + "\n"
 
 
@@ -106,3 +106,36 @@ def test_kernel_parameter_tuple_with_multi_token_queries_is_a_spec_kernel_limit(
 def test_kernel_parameter_tuple_with_single_token_queries_is_not_a_spec_kernel_limit():
     f = _first(_kernel_tuple_log(1, spec=False))
     assert f is None or f.category != "spec_kernel_limit", f.basis
+
+
+# ------------------------------------------------------------------------------------------------
+# E siblings from what a log states outside an error
+# ------------------------------------------------------------------------------------------------
+
+def _categories(log: str) -> list[str]:
+    return [f.category for f in analyze_text(log, "t.log").findings]
+
+
+def test_mamba_block_budget_from_the_model_name_when_no_architecture_line():
+    log = ("vllm serve ibm-granite/granite-4.0-h-tiny --max-num-seqs 512 --max-model-len 4096\n"
+           "INFO 07-08 09:10:11 [config.py:301] Setting attention block size to 800 tokens to ensure that attention "
+           "page size is >= mamba page size.\n"
+           "INFO 07-08 09:10:40 [kv_cache_utils.py:1001] GPU KV cache size: 12,800 tokens\n")
+    cats = _categories(log)
+    assert "mamba_block_budget" in cats, cats
+    # a dense model of the same numbers has no Mamba states to budget
+    dense = log.replace("ibm-granite/granite-4.0-h-tiny", "meta-llama/Llama-3.1-8B-Instruct")
+    assert "mamba_block_budget" not in _categories(dense)
+
+
+def test_mamba_cache_mode_from_the_prefix_caching_warning():
+    from vllm_diag.postmortem.reader import facts_from_text
+
+    line = ("(APIServer pid=9) INFO 04-05 06:07:08 [config.py:380] Warning: Prefix caching in Mamba cache 'align' mode "
+            "is currently enabled. Its support for Mamba layers is experimental. Please report any issues you may observe.")
+    facts = facts_from_text(line + "\n")
+    assert facts.startup.get("mamba_cache_mode") == "align"
+    log = ("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --enable-prefix-caching -tp 4\n" + line + "\n"
+           "(APIServer pid=9) INFO 04-05 06:07:08 [config.py:212] Setting attention block size to 2112 tokens to "
+           "ensure that attention page size is >= mamba page size.\n")
+    assert "prefix_cache_degraded" in _categories(log)

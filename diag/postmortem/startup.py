@@ -19,6 +19,8 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("kv_padding_layers", re.compile(r"Add (\d+) padding layers, may waste at most"), int),
     ("kv_padding_waste_percent", re.compile(r"padding layers, may waste at most " + _FLOAT + r"%"), float),
     ("mamba_cache_mode", re.compile(r"Mamba cache mode is set to '(\w+)'"), str),
+    # vLLM 0.13+: "Warning: Prefix caching in Mamba cache 'align' mode is currently enabled. ..."
+    ("mamba_cache_mode", re.compile(r"Prefix caching in Mamba cache '(\w+)' mode"), str),
     ("resolved_architecture", re.compile(r"Resolved architecture: (\w+)"), str),
     ("available_kv_cache_gib", re.compile(r"Available KV cache memory: " + _FLOAT + r" ?GiB"), float),
     ("model_load_gib", re.compile(r"Model loading took " + _FLOAT + r" ?Gi?B"), float),
