@@ -139,3 +139,24 @@ def test_mamba_cache_mode_from_the_prefix_caching_warning():
            "(APIServer pid=9) INFO 04-05 06:07:08 [config.py:212] Setting attention block size to 2112 tokens to "
            "ensure that attention page size is >= mamba page size.\n")
     assert "prefix_cache_degraded" in _categories(log)
+
+
+# ------------------------------------------------------------------------------------------------
+# flags quoted in a reporter's sentence, with no `vllm serve` and no line that starts with a flag
+# ------------------------------------------------------------------------------------------------
+
+def test_inline_flags_and_short_parallel_aliases_in_prose():
+    from vllm_diag.postmortem.reader import facts_from_text
+
+    log = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB.\n"
+           "launched with: -tp 2 -pp 2 --speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":5,"
+           "\"prompt_lookup_max\":3}' --max-num-seqs 24\n")
+    a = facts_from_text(log).args
+    assert a.get("tensor_parallel_size") == 2 and a.get("pipeline_parallel_size") == 2, a
+    assert a.get("num_speculative_tokens") == 5 and a.get("max_num_seqs") == 24, a
+    # a hyphenated word is not a flag ("multi-tp 3", "step-pp 4")
+    b = facts_from_text("we tried multi-tp 3 and step-pp 4 setups\n").args
+    assert "tensor_parallel_size" not in b and "pipeline_parallel_size" not in b, b
+    # the OOM stays a near miss with the speculative configuration known
+    f = _first(log)
+    assert f is not None and f.category == "other"

@@ -26,6 +26,8 @@ _ARGV_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
 _YAML_ITEM = re.compile(r"^\s*-\s+(.*?)\s*$")
 _INLINE_FLAG = re.compile(
     r"(?<![\w-])(--[a-z][a-z0-9-]+(?:\.[a-z_]+)?)(?:[ =]('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)]+))?"
+    # vLLM's short parallel-size aliases with a number ("-tp 4", "-pp 2", "-dcp 8")
+    r"|(?<![\w-])(-(?:tp|pp|dp|dcp|pcp|ep))[ =](\d+)\b"
 )
 _GAP = re.compile(r"^(?:\[\s*)?(?:\.\.\.|…)(?:\s*\]|\s|$|.{0,60}\]\s*$)")
 
@@ -215,8 +217,12 @@ class CommandLines:
                 self.commands.append((line.lineno, " ".join(shell_quote(a) for a in argv)))
                 return
             return
-        if line.level is None and "--" in text:
+        if line.level is None and ("--" in text or "-tp" in text or "-pp" in text or "-dp" in text):
             for m in _INLINE_FLAG.finditer(text):
+                if m.group(3):  # a short alias with its number
+                    if len(self.inline_flags) < 100:
+                        self.inline_flags.append((line.lineno, m.group(3), m.group(4)))
+                    continue
                 if len(self.inline_flags) < 100:
                     val = m.group(2)
                     if val and val[:1] not in "'\"{":

@@ -209,12 +209,14 @@ def args_from_flags(text: str, inline: list[tuple[str, str | None]], lines: list
                 pieces.append(f"{flag} {val}")
             else:
                 pieces.append(f"{flag} {_quote(val)}")
-    chunks: list[Any] = [c for c in (text, " ".join(pieces)) if c.strip()]
+    inline_text = " ".join(pieces)
+    chunks: list[Any] = [c for c in (text, inline_text) if c.strip()]
     try:
         parse_command(text).args()
     except Exception:  # noqa: BLE001 - read the lines as separate argv items instead
+        # (the inline flags stay a chunk of their own, also when there are no flag lines at all)
         chunks = [[ln] if ln.startswith("--") and "=" in ln.split(" ", 1)[0] else ln.split(None, 1)
-                  for ln in (lines or [])] + chunks[1:]
+                  for ln in (lines or [])] + ([inline_text] if inline_text.strip() else [])
     for chunk in chunks:
         try:
             cmd = parse_command(chunk)
