@@ -160,3 +160,65 @@ def test_inline_flags_and_short_parallel_aliases_in_prose():
     # the OOM stays a near miss with the speculative configuration known
     f = _first(log)
     assert f is not None and f.category == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# a decode kernel's wrapper unpacking a single-token query shape, handed the multi-token spec-decode shape
+# ------------------------------------------------------------------------------------------------
+
+def _unpack_log(spec: bool, code: str = "B_q, H, D = q_nope.shape") -> str:
+    w = "(Worker_TP1 pid=640) ERROR 06-07 08:09:10 [multiproc_executor.py:800] "
+    frames = [
+        (PKG + "v1/attention/backends/mla/common.py", 1990, "forward", "out = self._forward_decode(q, kv_cache, md, layer)"),
+        (PKG + "v1/attention/backends/mla/flashattn_mla.py", 212, "_forward_decode", code),
+    ]
+    head = "DeepSeek-V3-0324 on 8x H100, FLASH_ATTN_MLA"
+    head += ", eagle draft with num_speculative_tokens 4\n" if spec else "\n"
+    return head + _tb(w, frames, "ValueError: too many values to unpack (expected 3)")
+
+
+def test_shape_unpack_in_an_mla_decode_wrapper_under_spec_is_a_kernel_limit():
+    f = _first(_unpack_log(spec=True))
+    assert f is not None and f.category == "spec_kernel_limit", (f.category, f.basis)
+    # without drafts the decode query has one token per request: not this class
+    g = _first(_unpack_log(spec=False))
+    assert g is None or g.category != "spec_kernel_limit"
+    # unpacking something that is not a shape is not a shape error
+    h = _first(_unpack_log(spec=True, code="name, value = item.split('=')"))
+    assert h is None or h.category != "spec_kernel_limit"
+
+
+# ------------------------------------------------------------------------------------------------
+# vLLM flags written without their dashes in a sentence
+# ------------------------------------------------------------------------------------------------
+
+def test_flags_without_dashes_in_prose():
+    from vllm_diag.postmortem.reader import facts_from_text
+
+    a = facts_from_text("our engine args: max_num_seqs=48, enable_prefix_caching=True, gpu_memory_utilization=0.9\n").args
+    assert a.get("max_num_seqs") == 48 and a.get("enable_prefix_caching") is True and a.get("gpu_memory_utilization") == 0.9
+    b = facts_from_text("Granite 4 hybrid, max-num-seqs 80 and max-model-len 8192, vllm 0.15.0.\n").args
+    assert b.get("max_num_seqs") == 80 and b.get("max_model_len") == 8192, b
+    # names that are not vLLM flags, and indented code, are not read
+    c = facts_from_text("Qwen3-Next-80B gpt-oss 120 batch-size 12\n    max_num_seqs = 7\n").args
+    assert "max_num_seqs" not in c and not c, c
+    # a dashed flag of the same name wins over the bare one
+    d = facts_from_text("max-num-seqs 64 first, then --max-num-seqs 8\n").args
+    assert d.get("max_num_seqs") == 8
+
+
+def test_capture_padding_with_max_num_seqs_from_prose():
+    pre = "(EngineCore_DP0 pid=31) ERROR 04-05 06:07:08 [core.py:1010] "
+    frames = [
+        (PKG + "v1/worker/gpu_model_runner.py", 4300, "_dummy_run", "outputs = self.model("),
+        (PKG + "model_executor/models/qwen3_next.py", 700, "_forward_core",
+         "mixed_qkv_spec = mixed_qkv.index_select(0, spec_token_indx)"),
+    ]
+    log = ("Qwen3-Next + MTP num_speculative_tokens=1, max-num-seqs 40, vllm 0.15.0\n"
+           "(EngineCore_DP0 pid=31) INFO 04-05 06:06:00 [core.py:101] Initializing a V1 LLM engine (v0.15.0) with "
+           "config: model='Qwen/Qwen3-Next-80B-A3B-Instruct', compilation_config={\"cudagraph_capture_sizes\": "
+           "[1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96]}\n"
+           + _tb(pre, frames, "RuntimeError: The size of tensor a (96) must match the size of tensor b (80) at "
+                              "non-singleton dimension 0"))
+    f = _first(log)
+    assert f is not None and f.category == "cudagraph_shape", (f.category, f.basis)

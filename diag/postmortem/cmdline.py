@@ -29,6 +29,11 @@ _INLINE_FLAG = re.compile(
     # vLLM's short parallel-size aliases with a number ("-tp 4", "-pp 2", "-dcp 8")
     r"|(?<![\w-])(-(?:tp|pp|dp|dcp|pcp|ep))[ =](\d+)\b"
 )
+# a flag written without its dashes in a sentence ("max-num-seqs 64", "engine args: max_num_seqs=32,
+# enable_prefix_caching=True"): a name of two or more words with a number (or a boolean after '='); kept only
+# where the name is one of vLLM's flags
+_BARE_FLAG = re.compile(r"(?<![\w.\-/])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)(?:\s*[=:]\s*(\d+(?:\.\d+)?|True|False|true|false)"
+                        r"|[ \t]+(\d+(?:\.\d+)?))(?!\w|\.\d)")
 _GAP = re.compile(r"^(?:\[\s*)?(?:\.\.\.|…)(?:\s*\]|\s|$|.{0,60}\]\s*$)")
 
 
@@ -217,6 +222,10 @@ class CommandLines:
                 self.commands.append((line.lineno, " ".join(shell_quote(a) for a in argv)))
                 return
             return
+        if line.level is None and text[:1] not in (" ", "\t") and ("_" in text or "-" in text):
+            for m in _BARE_FLAG.finditer(text):
+                if len(self.inline_flags) < 100 and not text[max(0, m.start() - 2):m.start()].endswith("-"):
+                    self.inline_flags.append((line.lineno, "--" + m.group(1).replace("_", "-"), m.group(2) or m.group(3)))
         if line.level is None and ("--" in text or "-tp" in text or "-pp" in text or "-dp" in text):
             for m in _INLINE_FLAG.finditer(text):
                 if m.group(3):  # a short alias with its number

@@ -18,6 +18,10 @@ KERNEL_CHECK = re.compile(r"Assertion error \(|Check failed|TORCH_CHECK|FLASHINF
                           r"(?:to be|but got|got)\b|must be (?:<=|>=|less|at most|at least|a multiple|divisible)|"
                           r"exceeds? (?:the )?(?:maximum|limit|max)|only supports? .{0,40}(?:tokens|heads|q_len|seqlen|"
                           r"next_n|batch)", re.I)
+# a statement that unpacks a tensor's shape into a fixed number of names ("B, H, D = q.shape") and got a tensor of
+# another rank: a shape error like the others (the statement decides; other unpacking errors are not)
+UNPACK = re.compile(r"(?:too many|not enough) values to unpack \(expected \d+", re.I)
+_SHAPE_STMT = re.compile(r"\.shape\b|\.size\(\s*\)|\.unbind\(")
 NEG_INDEX = re.compile(r"index -\d+ is out of bounds|negative (?:state )?ind(?:ex|ices)|index -1\b", re.I)
 _SPEC_FRAMES = re.compile(r"/spec_decode/|proposer|eagle|mtp|draft|speculat", re.I)
 # a tensor index past the end (a row or column computed for a larger batch or width than the buffer has)
@@ -41,7 +45,8 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
     kcheck = bool(KERNEL_CHECK.search(message)) and not re.search(
         r"arch|dtype|sm_?\d|capability|device|fp8|bf16|fp16|float|int32|int64|contiguous|stride|not supported on", message,
         re.I)
-    if not (SHAPE.search(message) or neg or oob or kcheck) or setup.spec_k == 0:
+    unpack = bool(UNPACK.search(message)) and bool(root.frames) and bool(_SHAPE_STMT.search(root.frames[-1].code or ""))
+    if not (SHAPE.search(message) or neg or oob or kcheck or unpack) or setup.spec_k == 0:
         return None
     from ..catalog.match import vllm_path
 
