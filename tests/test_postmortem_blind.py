@@ -222,3 +222,26 @@ def test_capture_padding_with_max_num_seqs_from_prose():
                               "non-singleton dimension 0"))
     f = _first(log)
     assert f is not None and f.category == "cudagraph_shape", (f.category, f.basis)
+
+
+# ------------------------------------------------------------------------------------------------
+# numbers: sizes in a sentence-final shorthand, shapes of a failed index-put, the value a check saw
+# ------------------------------------------------------------------------------------------------
+
+def test_parallel_shorthand_at_the_end_of_a_sentence():
+    from vllm_diag.postmortem.reader import facts_from_text
+
+    assert facts_from_text("Falcon-H1 34B, vllm 0.12.0, TP4.\n").args.get("tensor_parallel_size") == 4
+    assert "tensor_parallel_size" not in facts_from_text("we got TP4.5x the throughput\n").args
+
+
+def test_shapes_of_an_index_put_and_the_value_a_check_saw():
+    from vllm_diag.postmortem.numbers import phrase_numbers
+
+    n = phrase_numbers("shape mismatch: value tensor of shape [5, 1024, 8] cannot be broadcast to indexing result "
+                       "of shape [5, 3, 1024, 8]")
+    assert n["value_tensor_shape"] == [5, 1024, 8] and n["indexing_result_shape"] == [5, 3, 1024, 8]
+    m = phrase_numbers("Check failed: (qo_len <= 8) is false: decode kernel takes at most 8 query tokens, got 11")
+    assert m["check_threshold"] == 8 and m["qo_len"] == 11
+    # no "got": only the threshold
+    assert "qo_len" not in phrase_numbers("Check failed: (qo_len <= 8) is false")

@@ -43,7 +43,7 @@ _GPU_COUNT = re.compile(r"(\d+)\s*(?:×|x|X|\*)\s*" + _GPU_NAME)
 _SM = re.compile(r"\b(?:sm_?|SM[ _]?)(\d{2,3})a?\b")
 _TP_TEXT = re.compile(r"\b(?:TP|tp)\s*=\s*(\d+)\b")
 # the reporter's shorthand for parallel sizes ("TP8, DCP4 on H200", "tp 4 / pp 2"): prose lines only, sizes >= 2
-_PAR_TEXT = re.compile(r"(?<![\w/.-])(TP|PP|DP|DCP|PCP|tp|pp|dp|dcp|pcp)\s*[=:]?\s*(\d{1,3})(?![\w.%])")
+_PAR_TEXT = re.compile(r"(?<![\w/.-])(TP|PP|DP|DCP|PCP|tp|pp|dp|dcp|pcp)\s*[=:]?\s*(\d{1,3})(?![\w%]|\.\d)")  # "TP8." ends a sentence
 _PAR_NAME = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
              "dcp": "decode_context_parallel_size", "pcp": "prefill_context_parallel_size"}
 _LAUNCH = re.compile(r"vLLM (?:API )?server version|Initializing a V1 LLM engine|█\s+version\s")

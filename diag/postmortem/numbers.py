@@ -110,6 +110,7 @@ _STOP = {"the", "of", "a", "an", "to", "for", "in", "at", "with", "and", "is", "
          "have", "that", "this", "its", "by", "on", "from", "was", "are", "should", "expected", "expects", "match"}
 _PAREN_NUM = re.compile(r"([A-Za-z_][A-Za-z0-9_ .'-]{0,60}?)\s*\((-?\d+(?:\.\d+)?)\)")
 _NAMED_LIST = re.compile(r"([A-Za-z_][A-Za-z0-9_ ]{0,40}?)\s*[:=]\s*[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*[\])]")
+_OF_SHAPE = re.compile(r"([A-Za-z_][A-Za-z0-9_ ]{0,40}?)\s+of shape\s*[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*[\])]")
 _WORD_NUM = re.compile(r"\b(dimension|dim|index|size|rank|layer|group|step)\s+(-?\d+)\b")
 
 
@@ -136,6 +137,10 @@ def phrase_numbers(message: str) -> dict[str, Any]:
         name = _phrase_name(phrase)
         if name:
             out.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
+    for phrase, vals in _OF_SHAPE.findall(msg):  # "value tensor of shape [3, 64]" -> value_tensor_shape
+        name = _phrase_name(phrase)
+        if name:
+            out.setdefault("_".join(name.split("_")[-2:]) + "_shape", [int(x) for x in re.findall(r"-?\d+", vals)])
     for word, val in _WORD_NUM.findall(msg):
         out.setdefault(word, int(val))
     m = _PLANNED_GOT.search(msg)
@@ -225,7 +230,12 @@ def check_numbers(text: str) -> dict[str, Any]:
         return {"check_operand": m.group(2), "check_op": _MACRO_OP[m.group(1)], "check_threshold": int(m.group(3))}
     m = _CHECK_CMP.search(text)
     if m:
-        return {"check_operand": m.group(1), "check_op": m.group(2), "check_threshold": int(m.group(3))}
+        out = {"check_operand": m.group(1), "check_op": m.group(2), "check_threshold": int(m.group(3))}
+        # the value the check saw, where its text says it ("... is false: ... got 6"): under the operand's name
+        got = re.search(r"\bgot\s+(-?\d+)\b", text[m.end():m.end() + 300])
+        if got and re.fullmatch(r"[A-Za-z_]\w*", m.group(1)):
+            out[m.group(1)] = int(got.group(1))
+        return out
     return {}
 
 
