@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from rich.segment import Segment
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -17,6 +18,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -27,6 +29,7 @@ from vllm_diag.views.timeline import bucket_width, extend, timeline, window
 from . import render
 
 LABEL_W = 13  # 'spec decodes' + a space
+WINDOWS_KEPT = 16  # zoomed windows read from the store, kept for panning and zooming back
 LEVELS = " ▁▂▃▄▅▆▇█"
 DISAGREE = "bright_blue"  # builder rows that disagree with the runner
 CURSOR = "on bright_black"  # the cursor column's background (an ANSI colour: fine without true colour)
@@ -151,6 +154,18 @@ def limits_text(vm) -> Text:
     return text
 
 
+def _update(static: Static, text: Text) -> None:
+    """``Static.update`` without a layout pass when the text keeps its height on screen (a cursor
+    step): a layout pass re-arranges and re-renders the whole screen, a plain refresh only this widget."""
+    before = getattr(static, "_shown", None)
+    if before is not None and before[0].plain == text.plain and before[0].spans == text.spans:
+        return  # unchanged: nothing to draw
+    width = static.content_size.width
+    rows = len(text.wrap(static.app.console, width)) if width > 0 else -1
+    static._shown = (text, rows)
+    static.update(text, layout=before is None or rows < 0 or before[1] != rows)
+
+
 class CursorMoved(Message):
     """The chart's cursor moved (or its data changed): redraw the detail line."""
 
@@ -194,6 +209,8 @@ class TimelineChart(Widget, can_focus=True):
         self.follow_end = True  # keep to the newest steps while the cursor is at the end
         self.windowed = False  # showing a zoomed window (the pane fetches neighbours at its edges)
         self.pending = False  # the step summary is still being read
+        self._strips: list[Strip] = []  # the drawn lines, for the state in ``_strips_key``
+        self._strips_key: tuple | None = None
 
     # ---------------------------------------------------------------- data
 
@@ -242,6 +259,26 @@ class TimelineChart(Widget, can_focus=True):
             return Text(str(self.vm.missing or "no steps"), style="italic")
         lines = chart_lines(self.vm, self.series_index, self.start, self.size.width, self.size.height, self.cursor)
         return Text("\n").join(lines)
+
+    def render_line(self, y: int) -> Strip:
+        """The chart's lines as strips straight from Rich segments (Textual's line API): a cursor step
+        redraws the chart in about a third of the time of ``render()``'s text, which Textual turns into
+        its own content and wraps line by line. The loading and "no steps" texts go through ``render()``."""
+        if self.vm is None or self.pending or not self.vm.series:
+            return super().render_line(y)
+        width, height = self.size
+        base = self.visual_style.rich_style  # the focus tint and the theme are in it
+        key = (self.vm, self.series_index, self.start, self.cursor, width, height, base)
+        if self._strips_key is None or self._strips_key[0] is not self.vm or self._strips_key[1:] != key[1:]:
+            console = self.app.console
+            strips = []
+            for line in chart_lines(self.vm, self.series_index, self.start, width, height, self.cursor):
+                segments = Segment.apply_style(line.render(console), base)
+                strips.append(Strip(segments, line.cell_len).crop_extend(0, width, base))
+            self._strips, self._strips_key = strips, key
+        if y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(width, base)
 
     def watch_cursor(self) -> None:
         self.post_message(CursorMoved())
@@ -347,6 +384,8 @@ class TimelinePane(Vertical):
         self.record = None  # the record with the whole session's step summary (extended by --follow)
         self.vm = None
         self.zoom: tuple[int, int] | None = None  # (first, last) step of a zoomed window; None: the summary
+        self._windows: dict[tuple, StepSummary] = {}  # windows read from the store, newest last (see _zoom_to)
+        self._reading: set[tuple] = set()  # windows being read ahead
 
     def show(self, record, vm, pending: bool = False) -> None:
         """``pending``: the record came without its step summary (it is being read): say so."""
@@ -405,7 +444,7 @@ class TimelinePane(Vertical):
         self.query_one(TimelineChart).set_vm(vm)
         self._title()
         self._detail()
-        self.query_one("#timeline-limits", Static).update(limits_text(vm))
+        _update(self.query_one("#timeline-limits", Static), limits_text(vm))
 
     def _title(self) -> None:
         vm = self.vm
@@ -424,11 +463,11 @@ class TimelinePane(Vertical):
                 text.append(f"  ◆ {counts['disagree']:,} disagree", style=DISAGREE)
             if vm.process_note:
                 text.append(f"  {vm.process_note}", style="dim")
-        self.query_one("#timeline-title", Static).update(text)
+        _update(self.query_one("#timeline-title", Static), text)
 
     def _detail(self) -> None:
         chart = self.query_one(TimelineChart)
-        self.query_one("#timeline-cursor", Static).update(cursor_text(self.vm, chart.series_index, chart.cursor))
+        _update(self.query_one("#timeline-cursor", Static), cursor_text(self.vm, chart.series_index, chart.cursor))
 
     def on_cursor_moved(self, _message) -> None:
         if self.vm is not None:
@@ -483,6 +522,10 @@ class TimelinePane(Vertical):
         keep = chart.cursor_step()
         target = (keep + (1 if message.direction > 0 else -1) * (span // chart.cols or 1)) if keep is not None else None
         self._zoom_to(new_lo, new_lo + span - 1, target)
+        # the window after it, read ahead in the background: holding the key keeps scrolling without a wait
+        ahead = max(summary.first_step, min(new_lo + shift, summary.last_step - span + 1))
+        if ahead != new_lo:
+            self._read_ahead(ahead, ahead + span - 1, chart.cols)
 
     def _zoom_to(self, lo: int, hi: int, keep_step: int | None = None) -> None:
         """Show steps ``lo..hi`` in about one bucket per column: merged from the loaded summary
@@ -496,17 +539,54 @@ class TimelinePane(Vertical):
         if bucket_width(lo, hi, cols) >= summary.width or not self.app.db_path:
             win = window(summary, lo, hi, cols)
             self._show_window(win, keep_step)
+        elif (key := self._window_key(lo, hi, cols)) in self._windows:  # read before (or ahead): no SQL
+            self._show_window(self._windows[key], keep_step)
         else:
-            self._fetch_window(lo, hi, cols, keep_step)
+            self._fetch_window(lo, hi, cols, keep_step, key)
 
-    @work(thread=True, exclusive=True, group="timeline-window")
-    def _fetch_window(self, lo: int, hi: int, cols: int, keep_step: int | None) -> None:
+    def _window_key(self, lo: int, hi: int, cols: int) -> tuple:
+        """A window read from the store is valid as long as the summary it was read for (--follow
+        extends the summary: a new last rowid)."""
+        return lo, hi, cols, self.record.step_summary.last_rowid
+
+    def _remember(self, key: tuple, win: StepSummary) -> None:
+        self._reading.discard(key)
+        if key[3] != self.record.step_summary.last_rowid:
+            self._windows.clear()  # steps came in since: every window read before is stale
+            return
+        self._windows.pop(key, None)
+        self._windows[key] = win
+        while len(self._windows) > WINDOWS_KEPT:
+            del self._windows[next(iter(self._windows))]
+
+    def _read_window(self, lo: int, hi: int, cols: int) -> StepSummary:
         from .data import open_store
 
-        sid = self.record.session.id
         with open_store(self.app.db_path) as store:
-            win = store.step_summary(sid, self.record.processes, max_points=cols, first_step=lo, last_step=hi)
+            return store.step_summary(self.record.session.id, self.record.processes, max_points=cols, first_step=lo,
+                                      last_step=hi)
+
+    @work(thread=True, exclusive=True, group="timeline-window")
+    def _fetch_window(self, lo: int, hi: int, cols: int, keep_step: int | None, key: tuple) -> None:
+        win = self._read_window(lo, hi, cols)
+        self.app.call_from_thread(self._remember, key, win)
         self.app.call_from_thread(self._show_window, win, keep_step)
+
+    def _read_ahead(self, lo: int, hi: int, cols: int) -> None:
+        key = self._window_key(lo, hi, cols)
+        if key in self._windows or key in self._reading or bucket_width(lo, hi, cols) >= self.record.step_summary.width:
+            return
+        self._reading.add(key)
+        self._fetch_ahead(lo, hi, cols, key)
+
+    @work(thread=True, exclusive=True, group="timeline-ahead")
+    def _fetch_ahead(self, lo: int, hi: int, cols: int, key: tuple) -> None:
+        try:
+            win = self._read_window(lo, hi, cols)
+        except Exception:  # noqa: BLE001 - only a read ahead: the window is read again when it is shown
+            self.app.call_from_thread(self._reading.discard, key)
+            return
+        self.app.call_from_thread(self._remember, key, win)
 
     def _show_window(self, win: StepSummary, keep_step: int | None) -> None:
         if self.record is None:
