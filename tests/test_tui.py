@@ -351,6 +351,51 @@ def test_timeline_zoom_and_scroll_on_a_long_session(tmp_path):
     run(DiagApp(db, session=sid), scenario, size=(100, 32))
 
 
+def test_timeline_windows_read_ahead_while_scrolling(tmp_path):
+    """Scrolling a zoomed window past its edge reads the next window from the store and the one
+    after it ahead (in the background): the next edge shows it without reading the store again; the
+    chart stays one widget, and its picture is the one ``render()`` gives (the line API draws the
+    same lines)."""
+    from tests.tui_sessions import long_gpu_db
+
+    db, sid = long_gpu_db(tmp_path, 20_000)
+
+    async def scenario(pilot):
+        screen = await _loaded(pilot)
+        await pilot.press("4")
+        pane = screen.query_one(TimelinePane)
+        chart = screen.query_one(TimelineChart)
+        for _ in range(6):  # down to one step per column (the finer windows come from a worker)
+            width = pane.vm.width
+            await pilot.press("plus")
+            deadline = time.monotonic() + 15
+            while pane.vm.width == width and width > 1 and time.monotonic() < deadline:
+                await pilot.pause(0.05)
+        assert pane.vm.width == 1 and pane.zoom is not None
+        reads = []
+        read = pane._read_window
+        pane._read_window = lambda lo, hi, cols: reads.append((lo, hi)) or read(lo, hi, cols)
+
+        async def past_left_edge():
+            first = pane.vm.first_step
+            await pilot.press("home", "left")
+            deadline = time.monotonic() + 15
+            while (pane.vm.first_step == first or pane._reading) and time.monotonic() < deadline:
+                await pilot.pause(0.05)
+            assert pane.vm.first_step < first and pane.vm.width == 1
+
+        await past_left_edge()
+        assert len(reads) == 2  # the window shown and the one after it (read ahead)
+        await past_left_edge()
+        assert len(reads) == 3 and reads[2][0] < reads[1][0] < reads[0][0]  # shown from memory; the next read ahead
+        assert (pane.vm.first_step, pane.vm.last_step) == reads[1]
+        assert len(screen.query(TimelineChart)) == 1
+        lines = [chart.render_line(y).text.rstrip() for y in range(chart.size.height)]
+        assert "\n".join(lines).rstrip() == "\n".join(x.rstrip() for x in chart.render().plain.splitlines()).rstrip()
+
+    run(DiagApp(db, session=sid), scenario, size=(100, 32))
+
+
 def test_mouse_clicks_tabs_and_rows(seeds):
     sid = session_id(seeds, model="Nemotron-3-Super")
 
