@@ -245,3 +245,42 @@ def test_shapes_of_an_index_put_and_the_value_a_check_saw():
     assert m["check_threshold"] == 8 and m["qo_len"] == 11
     # no "got": only the threshold
     assert "qo_len" not in phrase_numbers("Check failed: (qo_len <= 8) is false")
+
+
+# ------------------------------------------------------------------------------------------------
+# an NCCL call that failed on a CUDA error while another line names an illegal memory access
+# ------------------------------------------------------------------------------------------------
+
+def _nccl_log(fault_line: bool) -> str:
+    w = "(Worker_TP2 pid=410) ERROR 05-06 07:08:09 [multiproc_executor.py:822] "
+    frames = [
+        (PKG + "distributed/device_communicators/pynccl.py", 150, "all_reduce", "self.nccl.ncclAllReduce("),
+        (PKG + "distributed/device_communicators/pynccl_wrapper.py", 305, "NCCL_CHECK",
+         'raise RuntimeError(f"NCCL error: {error_str}")'),
+    ]
+    head = ("Qwen3-Next-80B-A3B-Instruct, -tp 4, --enable-prefix-caching, "
+            "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'\n")
+    if fault_line:
+        head += ("(Worker_TP0 pid=408) [rank0]:[E506 07:08:09.1 ProcessGroupNCCL.cpp:1899] [PG ID 2 PG GUID 3 Rank 0] "
+                 "Process group watchdog thread terminated with exception: CUDA error: an illegal memory access was "
+                 "encountered\n")
+    return head + _tb(w, frames, "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)")
+
+
+def test_nccl_error_on_a_device_fault_is_reasoned_as_an_async_fault():
+    f = _first(_nccl_log(fault_line=True))
+    assert f is not None and f.category == "state_index" and f.confidence == "low", (f.category, f.basis)
+    assert "illegal memory access" in f.basis
+    # without a device fault anywhere, an NCCL failure stays a distributed near miss
+    g = _first(_nccl_log(fault_line=False))
+    assert g is not None and g.category == "other"
+
+
+def test_mask_shapes_and_camel_case_kernel_fields():
+    from vllm_diag.postmortem.numbers import message_numbers, phrase_numbers
+
+    n = phrase_numbers("The shape of the mask [21] at index 0 does not match the shape of the indexed tensor [20] at "
+                       "index 0")
+    assert n["mask_shape"] == [21] and n["indexed_tensor_shape"] == [20]
+    m = message_numbers("Missing kernel (decode): qLenPerReq=3, headDimQk=128, numTokensPerPage=32")
+    assert m["q_len_per_req"] == 3 and m["head_dim_qk"] == 128 and m["num_tokens_per_page"] == 32

@@ -22,6 +22,12 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     m = ASYNC.search(f"{root.exc_type}: {root.message}")
     fault = (root.message.strip().splitlines() or [""])[0][:120] if m else "asynchronous CUDA fault"
     fault = fault.split(" Search for", 1)[0].rstrip(".") or "asynchronous CUDA fault"
+    if not m:  # the root error (an NCCL call, a later sync) does not name the fault; another error line may
+        hit = next((str(t) for _, t in (facts.startup.get("error_lines") or []) if ASYNC.search(str(t))), None)
+        name = re.search(r"illegal memory access|device-side assert|unspecified launch failure|misaligned address|"
+                         r"illegal instruction|illegal address|memory access fault", hit or "", re.I)
+        fault = (f"the {name.group(0)} another error line reports" if name else
+                 "the device fault another error line reports" if hit else "an asynchronous CUDA fault")
     last = root.last_frame
     surfaced = f"{last.file.rsplit('/', 1)[-1]}:{last.function}" if last else "a later synchronisation"
     batch = setup.batch or {}

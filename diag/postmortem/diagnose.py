@@ -110,7 +110,9 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
         return from_site(facts, root, best, matches, setup, base_numbers, batch_ev)
 
     # 2. asynchronous fault ------------------------------------------------------------------------
-    if ASYNC.search(text):
+    #    (also an NCCL call that failed on a CUDA error while the log says the device hit an illegal access:
+    #    the collective is only where the fault surfaced)
+    if ASYNC.search(text) or _nccl_on_cuda_fault(text, facts):
         kernel = faulting_kernel(facts.startup.get("error_lines") or [])
         if kernel is not None:
             return kernel_fault(facts, kernel, setup, base_numbers, batch_ev)
@@ -201,6 +203,18 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
                          message=(message.strip().splitlines() or [""])[0][:300] or root.exc_type,
                          numbers={**base_numbers, **facts.numbers}, evidence=exc_evidence(root, 3) + batch_ev)
     return None
+
+
+_NCCL_CUDA = re.compile(r"NCCL error.{0,40}(?:unhandled cuda error|Cuda failure)|ncclUnhandledCudaError|"
+                        r"Cuda failure '.{0,60}'|NCCL.{0,80}CUDA error", re.I)
+
+
+def _nccl_on_cuda_fault(text: str, facts: LogFacts) -> bool:
+    """An NCCL error caused by a CUDA error, where the log (a watchdog line, NCCL's own text) names an asynchronous
+    device fault -- not a distributed set-up problem."""
+    if not _NCCL_CUDA.search(text):
+        return False
+    return any(ASYNC.search(str(t)) for _, t in (facts.startup.get("error_lines") or [])) or bool(ASYNC.search(text))
 
 
 def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setup, base_numbers: dict,

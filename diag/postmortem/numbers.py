@@ -103,13 +103,19 @@ def message_numbers(message: str) -> dict[str, Any]:
         out["next_n_allowed"] = allowed
     for name, val in _KV_PAIR.findall(msg):
         out.setdefault(name, _num(val))
+    for name, val in _CAMEL_PAIR.findall(msg):  # C++ kernels' camelCase fields: qLenPerReq=5 -> q_len_per_req
+        out.setdefault(re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower(), _num(val))
     return out
+
+
+_CAMEL_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+)\s*[=:]\s*(-?\d+(?:\.\d+)?)\b")
 
 
 _STOP = {"the", "of", "a", "an", "to", "for", "in", "at", "with", "and", "is", "be", "must", "than", "but", "got", "has",
          "have", "that", "this", "its", "by", "on", "from", "was", "are", "should", "expected", "expects", "match"}
 _PAREN_NUM = re.compile(r"([A-Za-z_][A-Za-z0-9_ .'-]{0,60}?)\s*\((-?\d+(?:\.\d+)?)\)")
 _NAMED_LIST = re.compile(r"([A-Za-z_][A-Za-z0-9_ ]{0,40}?)\s*[:=]\s*[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*[\])]")
+_SHAPE_OF = re.compile(r"\bshape of (?:the )?([A-Za-z_][A-Za-z0-9_ ]{0,30}?)\s*\[\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*\]")
 _OF_SHAPE = re.compile(r"([A-Za-z_][A-Za-z0-9_ ]{0,40}?)\s+of shape\s*[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*[\])]")
 _WORD_NUM = re.compile(r"\b(dimension|dim|index|size|rank|layer|group|step)\s+(-?\d+)\b")
 
@@ -137,6 +143,10 @@ def phrase_numbers(message: str) -> dict[str, Any]:
         name = _phrase_name(phrase)
         if name:
             out.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
+    for phrase, vals in _SHAPE_OF.findall(msg):  # "the shape of the mask [37]" -> mask_shape
+        name = _phrase_name(phrase)
+        if name:
+            out.setdefault("_".join(name.split("_")[-2:]) + "_shape", [int(x) for x in re.findall(r"-?\d+", vals)])
     for phrase, vals in _OF_SHAPE.findall(msg):  # "value tensor of shape [3, 64]" -> value_tensor_shape
         name = _phrase_name(phrase)
         if name:
