@@ -284,3 +284,11 @@ def test_mask_shapes_and_camel_case_kernel_fields():
     assert n["mask_shape"] == [21] and n["indexed_tensor_shape"] == [20]
     m = message_numbers("Missing kernel (decode): qLenPerReq=3, headDimQk=128, numTokensPerPage=32")
     assert m["q_len_per_req"] == 3 and m["head_dim_qk"] == 128 and m["num_tokens_per_page"] == 32
+
+
+def test_inline_boolean_flag_does_not_swallow_the_next_flag():
+    from vllm_diag.postmortem.reader import facts_from_text
+
+    a = facts_from_text("options: --no-enable-prefix-caching --max-num-seqs 20 --enforce-eager -tp 2\n").args
+    assert a.get("enable_prefix_caching") is False and a.get("max_num_seqs") == 20, a
+    assert a.get("enforce_eager") is True and a.get("tensor_parallel_size") == 2, a

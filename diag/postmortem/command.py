@@ -217,6 +217,8 @@ def args_from_flags(text: str, inline: list[tuple[str, str | None]], lines: list
         # (the inline flags stay a chunk of their own, also when there are no flag lines at all)
         chunks = [[ln] if ln.startswith("--") and "=" in ln.split(" ", 1)[0] else ln.split(None, 1)
                   for ln in (lines or [])] + ([inline_text] if inline_text.strip() else [])
+    if len(pieces) > 1:  # one inline flag the parser refuses must not lose the others
+        chunks += pieces
     for chunk in chunks:
         try:
             cmd = parse_command(chunk)
