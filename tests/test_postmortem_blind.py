@@ -292,3 +292,32 @@ def test_inline_boolean_flag_does_not_swallow_the_next_flag():
     a = facts_from_text("options: --no-enable-prefix-caching --max-num-seqs 20 --enforce-eager -tp 2\n").args
     assert a.get("enable_prefix_caching") is False and a.get("max_num_seqs") == 20, a
     assert a.get("enforce_eager") is True and a.get("tensor_parallel_size") == 2, a
+
+
+# ------------------------------------------------------------------------------------------------
+# the runner's CPU block-table row too short for a request's blocks (numpy's broadcast error)
+# ------------------------------------------------------------------------------------------------
+
+def _block_row_log(model: str, prefix: bool) -> str:
+    pre = "ERROR 03-04 05:06:07 [core.py:935] "
+    frames = [
+        (PKG + "v1/worker/gpu_model_runner.py", 1050, "_update_states",
+         "self.input_batch.block_table.append_row(new_block_ids, req_index)"),
+        (PKG + "v1/worker/block_table.py", 95, "append_row",
+         "self.block_table.np[row_idx, start : start + num_blocks] = block_ids"),
+    ]
+    cmd = (f"vllm serve {model} --max-model-len 16384 "
+           "--speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":4,\"prompt_lookup_max\":3}'")
+    cmd += " --enable-prefix-caching" if prefix else " --no-enable-prefix-caching"
+    return _tb(pre, frames, "ValueError: could not broadcast input array from shape (4,) into shape (2,)") + cmd + "\n"
+
+
+def test_block_table_row_overflow_of_a_hybrid_with_spec_and_prefix_caching_is_state_index():
+    f = _first(_block_row_log("tiiuae/Falcon-H1-7B-Instruct", prefix=True))
+    assert f is not None and f.category == "state_index" and f.confidence == "medium", (f.category, f.basis)
+    assert "block_table.py:append_row" in f.basis
+    # a dense model, or a hybrid without prefix caching: the width of the Mamba groups is not the cause
+    g = _first(_block_row_log("meta-llama/Llama-3.1-8B-Instruct", prefix=True))
+    assert g is None or g.category != "state_index"
+    h = _first(_block_row_log("tiiuae/Falcon-H1-7B-Instruct", prefix=False))
+    assert h is None or h.category != "state_index"

@@ -13,7 +13,9 @@ SHAPE = re.compile(r"size of tensor a \(\d+\) must match|expanded size of the te
                    r"shape mismatch|shape '\[[^\]]*\]' is invalid for input of size|split_with_sizes expects|"
                    r"mat1 and mat2 shapes cannot|view size is not compatible|Sizes of tensors must match|"
                    r"doesn't match the broadcast shape|output with shape \[[^\]]*\] doesn't match|"
-                   r"Expected size \d+ but got size \d+|inconsistent tensor size|Target sizes: \[[\d,\s]+\]", re.I)
+                   r"Expected size \d+ but got size \d+|inconsistent tensor size|Target sizes: \[[\d,\s]+\]|"
+                   # numpy's form (the runner's CPU-side block tables): a row slice too short for the blocks
+                   r"could not broadcast input array from shape", re.I)
 KERNEL_CHECK = re.compile(r"Assertion error \(|Check failed|TORCH_CHECK|FLASHINFER_CHECK|TVM_FFI|Expected .{1,80}"
                           r"(?:to be|but got|got)\b|must be (?:<=|>=|less|at most|at least|a multiple|divisible)|"
                           r"exceeds? (?:the )?(?:maximum|limit|max)|only supports? .{0,40}(?:tokens|heads|q_len|seqlen|"
@@ -64,6 +66,12 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
         cat, where = "mixed_batch", hybrid_at
     elif mla_at is not None:
         cat, where = "spec_kernel_limit", mla_at
+    elif re.search(r"block_table\.py \w*(?:append_row|add_row|_row)\b", text) and setup.hybrid and not setup.mla and (
+            setup.prefix_caching or setup.mamba_cache_mode in ("align", "all")):
+        # the runner's block-table row of a hybrid model under speculative decoding with prefix caching: the row
+        # is too short for the blocks (the Mamba groups' extra speculative blocks); the width decides
+        cat = "mixed_batch"  # turned into the state-index class below (prefix caching on)
+        where = next((f for f in reversed(inner) if "block_table" in f.file), None)
     elif not inner or _SPEC_FRAMES.search(text) or re.search(r"_build_attention_metadata|_prepare_inputs|build\b", text):
         if setup.hybrid and not setup.mla:
             cat = "mixed_batch"
@@ -79,7 +87,8 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
         return None  # an index past an MLA buffer: the catalog's sites and the frames decide, not this
     batch = setup.batch or {}
     kind = "an index past the end of a buffer" if oob else "a shape mismatch"
-    inside = "inside Mamba/GDN code" if where is not None else "in a step of a hybrid (Mamba/GDN) model"
+    inside = ("in the runner's block table of a hybrid (Mamba/GDN) model" if where is not None and "block_table" in where.file
+              else "inside Mamba/GDN code" if where is not None else "in a step of a hybrid (Mamba/GDN) model")
     if cat == "mixed_batch" and not neg and not (batch.get("mixed") or batch.get("ragged_drafts")) and (
             setup.prefix_caching or setup.mamba_cache_mode in ("align", "all")):
         cat = "state_index"
