@@ -321,3 +321,25 @@ def test_block_table_row_overflow_of_a_hybrid_with_spec_and_prefix_caching_is_st
     assert g is None or g.category != "state_index"
     h = _first(_block_row_log("tiiuae/Falcon-H1-7B-Instruct", prefix=False))
     assert h is None or h.category != "state_index"
+
+
+# ------------------------------------------------------------------------------------------------
+# the dummy run's token-budget assert: from the CUDA-graph capture it is a capture size above the budget
+# ------------------------------------------------------------------------------------------------
+
+def _dummy_budget_log(caller: str) -> str:
+    w = "(Worker_TP0 pid=90) ERROR 07-08 09:10:11 [multiproc_executor.py:750] "
+    frames = [(PKG + "v1/worker/gpu_model_runner.py", 4000, caller, "self._dummy_run("),
+              (PKG + "v1/worker/gpu_model_runner.py", 3600, "_dummy_run",
+               "assert num_tokens <= self.scheduler_config.max_num_batched_tokens")]
+    return ("vllm 0.13.0: vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --max-num-batched-tokens 128 --max-num-seqs 64 "
+            "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'\n"
+            + _tb(w, frames, "AssertionError"))
+
+
+def test_dummy_run_budget_assert_from_the_capture_is_a_cudagraph_shape():
+    f = _first(_dummy_budget_log("_capture_cudagraphs"))
+    assert f is not None and f.category == "cudagraph_shape", (f.category, f.basis)
+    assert "192" in f.basis  # max_num_seqs x (1 + k)
+    g = _first(_dummy_budget_log("profile_run"))
+    assert g is None or g.category != "cudagraph_shape"
