@@ -343,3 +343,31 @@ def test_dummy_run_budget_assert_from_the_capture_is_a_cudagraph_shape():
     assert "192" in f.basis  # max_num_seqs x (1 + k)
     g = _first(_dummy_budget_log("profile_run"))
     assert g is None or g.category != "cudagraph_shape"
+
+
+# ------------------------------------------------------------------------------------------------
+# docker json-file log lines, JSON configs named in a sentence, "MTP 2"
+# ------------------------------------------------------------------------------------------------
+
+def test_docker_json_log_lines_are_unwrapped():
+    import json
+
+    from vllm_diag.postmortem.lines import clean_line
+
+    raw = json.dumps({"log": '(Worker_TP1 pid=7) ERROR 01-02 03:04:05 [x.py:1]   File "/a/vllm/v1/b.py", line 3, in f\n',
+                      "stream": "stderr", "time": "2026-01-02T03:04:05.000Z"})
+    ln = clean_line(raw, 1)
+    assert ln is not None and ln.process == "Worker_TP1" and ln.text == '  File "/a/vllm/v1/b.py", line 3, in f'
+    assert clean_line('{"log": broken', 2).text == '{"log": broken'  # not JSON: kept as it is
+
+
+def test_json_config_in_a_sentence_and_mtp_shorthand():
+    from vllm_diag.postmortem.reader import facts_from_text
+
+    a = facts_from_text('setup -- speculative_config: {"method": "mtp", "num_speculative_tokens": 3}, tp 2\n').args
+    assert a.get("num_speculative_tokens") == 3 and a.get("speculative_method") == "mtp", a
+    f = facts_from_text("GLM-4.5-Air with MTP 2 and prefix caching\nRuntimeError: boom\n")
+    assert f.startup.get("spec_prose") == {"method": "mtp", "k": 2}, f.startup
+    # "MTP 1.5x faster" is not a depth
+    g = facts_from_text("MTP 1.5x faster than without\nRuntimeError: boom\n")
+    assert (g.startup.get("spec_prose") or {}).get("k") is None, g.startup

@@ -32,7 +32,8 @@ _INLINE_FLAG = re.compile(
 # a flag written without its dashes in a sentence ("max-num-seqs 64", "engine args: max_num_seqs=32,
 # enable_prefix_caching=True"): a name of two or more words with a number (or a boolean after '='); kept only
 # where the name is one of vLLM's flags
-_BARE_FLAG = re.compile(r"(?<![\w.\-/])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)(?:\s*[=:]\s*(\d+(?:\.\d+)?|True|False|true|false)"
+_BARE_FLAG = re.compile(r"(?<![\w.\-/])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)(?:\s*[=:]\s*(\d+(?:\.\d+)?|True|False|true|false|"
+                        r"\{[^{}]{1,400}\})"
                         r"|[ \t]+(\d+(?:\.\d+)?))(?!\w|\.\d)")
 _GAP = re.compile(r"^(?:\[\s*)?(?:\.\.\.|…)(?:\s*\]|\s|$|.{0,60}\]\s*$)")
 
@@ -225,7 +226,10 @@ class CommandLines:
         if line.level is None and text[:1] not in (" ", "\t") and ("_" in text or "-" in text):
             for m in _BARE_FLAG.finditer(text):
                 if len(self.inline_flags) < 100 and not text[max(0, m.start() - 2):m.start()].endswith("-"):
-                    self.inline_flags.append((line.lineno, "--" + m.group(1).replace("_", "-"), m.group(2) or m.group(3)))
+                    val = m.group(2) or m.group(3)
+                    if val.startswith("{"):  # a JSON config (speculative_config: {...}) -> one quoted argv item
+                        val = "'" + val.replace("'", '"') + "'"
+                    self.inline_flags.append((line.lineno, "--" + m.group(1).replace("_", "-"), val))
         if line.level is None and ("--" in text or "-tp" in text or "-pp" in text or "-dp" in text):
             for m in _INLINE_FLAG.finditer(text):
                 if m.group(3):  # a short alias with its number

@@ -62,10 +62,28 @@ def strip_ansi(text: str) -> str:
     return text
 
 
+def _json_log(raw: str) -> str:
+    """Docker's json-file driver / Kubernetes log shippers: ``{"log":"<line>\\n","stream":"stdout","time":…}``
+    -> the line it carries (JSON escapes decoded); anything else unchanged."""
+    s = raw.lstrip()
+    if not (s.startswith('{"log":') or s.startswith('{"message":')) or not s.rstrip().endswith("}"):
+        return raw
+    import json
+
+    try:
+        obj = json.loads(s)
+    except ValueError:
+        return raw
+    val = obj.get("log", obj.get("message")) if isinstance(obj, dict) else None
+    return val.rstrip("\r\n") if isinstance(val, str) else raw
+
+
 def clean_line(raw: str, lineno: int) -> Line | None:
     """One decoded line -> :class:`Line`; ``None`` for a line that only carries a wrapper timestamp."""
     if len(raw) > MAX_LINE_CHARS:
         raw = raw[:MAX_LINE_CHARS]
+    if raw[:1] == "{" or raw.lstrip()[:1] == "{":
+        raw = _json_log(raw)
     text = strip_ansi(raw.rstrip("\r\n"))
     if "\r" in text:  # progress bars rewrite the line; keep the last state
         text = text.rsplit("\r", 1)[-1] or text.replace("\r", "")
