@@ -371,3 +371,24 @@ def test_json_config_in_a_sentence_and_mtp_shorthand():
     # "MTP 1.5x faster" is not a depth
     g = facts_from_text("MTP 1.5x faster than without\nRuntimeError: boom\n")
     assert (g.startup.get("spec_prose") or {}).get("k") is None, g.startup
+
+
+# ------------------------------------------------------------------------------------------------
+# a C++ CUDA check naming the source of the failed launch (vLLM's custom all-reduce): the kernel decides
+# ------------------------------------------------------------------------------------------------
+
+def _cudacheck_log(src: str) -> str:
+    return ("Zamba2-7B, -tp 2 --enable-prefix-caching, vllm 0.12.0, two RTX 6000 Ada over PCIe\n"
+            f"(Worker_TP1 pid=51) Failed: Cuda error /build/csrc/{src}:211 'an illegal memory access was encountered'\n"
+            "(EngineCore_DP0 pid=40) ERROR 03-03 03:03:03 [core.py:708] RuntimeError: Worker failed with error "
+            "'CUDA error: an illegal memory access was encountered', please check the stack trace above for the root "
+            "cause\n")
+
+
+def test_cuda_check_in_a_collective_kernel_is_not_a_hybrid_class():
+    f = _first(_cudacheck_log("custom_all_reduce.cuh"))
+    assert f is not None and f.category == "other", (f.category, f.basis)
+    assert "custom_all_reduce" in f.basis
+    # the same check in a Mamba kernel's source is the hybrid's business
+    g = _first(_cudacheck_log("mamba/mamba_ssm/selective_scan_fwd.cu"))
+    assert g is not None and g.category != "other", (g.category, g.basis)

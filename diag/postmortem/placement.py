@@ -38,6 +38,10 @@ def faulting_kernel(lines) -> tuple[str, str | None, int | None, str, int] | Non
             m = _SANITIZER_AT.search(t)
             if m:
                 return m.group(1), m.group(2), int(m.group(3)) if m.group(3) else None, t, lineno
+        m = _CUDACHECK.search(t)
+        if m:  # a C++ CUDA check after a launch: the source file is the kernel's (custom_all_reduce.cuh ...)
+            stem = m.group(1).replace("\\", "/").rsplit("/", 1)[-1].split(".", 1)[0]
+            return stem, m.group(1), int(m.group(2)), t, lineno
         m = _GDB_KERNEL.search(t)
         if m and (m.group(2) or m.group(4) or "<<<" in t or "triggered at PC" in t):
             file = m.group(2) or m.group(4)
@@ -45,6 +49,10 @@ def faulting_kernel(lines) -> tuple[str, str | None, int | None, str, int] | Non
             return m.group(1), file, int(ln) if ln else None, t, lineno
     return None
 
+
+# vLLM's CUDACHECK ("Failed: Cuda error /…/custom_all_reduce.cuh:368 'an illegal memory access …'") and NCCL's
+# "Cuda failure 'an illegal memory access …' at file:line" name the source of the failed launch
+_CUDACHECK = re.compile(r"(?:Failed: Cuda error|Cuda failure)\s+(?:'[^']*'\s+at\s+)?([\w./\\-]+\.(?:cu|cuh|cpp|cc|h|hpp)):(\d+)")
 
 _KERNEL_PLACES: list[tuple[str, re.Pattern[str]]] = [
     # the Mamba state copies between blocks (prefix caching's align mode, speculative blocks)
@@ -57,6 +65,9 @@ _KERNEL_PLACES: list[tuple[str, re.Pattern[str]]] = [
     ("gemm", re.compile(r"fused_moe|/moe/|quantization|gemm|w8a8|marlin|cutlass(?!.*mla)|/lora/|punica", re.I)),
     ("index", re.compile(r"IndexKernel\.cu|Indexing\.cu|ScatterGatherKernel\.cu|IndexSelect|index_elementwise", re.I)),
     ("attention", re.compile(r"attention|attn|reshape_and_cache|paged_attention|flash_fwd", re.I)),
+    # collectives: vLLM's custom all-reduce, quick all-reduce, NCCL / symmetric-memory kernels
+    ("comm", re.compile(r"custom_all_reduce|quick_all_reduce|all_reduce|allreduce|all_gather|reduce_scatter|nccl|"
+                        r"symm_mem|one_shot|two_shot", re.I)),
 ]
 
 
