@@ -392,3 +392,37 @@ def test_cuda_check_in_a_collective_kernel_is_not_a_hybrid_class():
     # the same check in a Mamba kernel's source is the hybrid's business
     g = _first(_cudacheck_log("mamba/mamba_ssm/selective_scan_fwd.cu"))
     assert g is not None and g.category != "other", (g.category, g.basis)
+
+
+# ------------------------------------------------------------------------------------------------
+# CUDA_LAUNCH_BLOCKING=1 run by the reporter: the frame that launched the kernel is where it faulted
+# ------------------------------------------------------------------------------------------------
+
+def _blocking_log(kernel_file: str, kernel: str, blocking: bool) -> str:
+    w = "(Worker_TP0 pid=12) ERROR 08-09 10:11:12 [multiproc_executor.py:671] "
+    frames = [(PKG + kernel_file, 300, "launch", f"{kernel}[grid]("),
+              ("/srv/py/lib/python3.12/site-packages/triton/backends/nvidia/driver.py", 529, "__call__",
+               "self.launch(gridX, gridY, gridZ, stream, function, *args)")]
+    head = ("Qwen3-Next-80B-A3B-Instruct, --enable-prefix-caching, "
+            "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'"
+            + (", reproduced with CUDA_LAUNCH_BLOCKING=1\n" if blocking else "\n"))
+    tail = w + "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+    return head + _tb(w, frames, "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered") + tail
+
+
+def test_launch_blocking_places_the_fault_at_the_launching_frame():
+    from vllm_diag.postmortem.diagnose import diagnose
+    from vllm_diag.postmortem.reader import facts_from_text
+
+    log = _blocking_log("model_executor/layers/fused_moe/fused_moe.py", "fused_moe_kernel", blocking=True)
+    f = _first(log)
+    assert f is not None and f.category == "other", (f.category, f.basis)
+    d = diagnose(facts_from_text(log))
+    assert d is not None and d.category == "other" and "fused_moe_kernel" in d.basis, d.basis
+    # vLLM's own hint line is not the reporter running with it: the configuration decides
+    g = _first(_blocking_log("model_executor/layers/fused_moe/fused_moe.py", "fused_moe_kernel", blocking=False))
+    assert g is not None and g.category == "state_index"
+    # a GDN kernel that faulted with synchronous launches stays with the hybrid classes
+    h = _first(_blocking_log("model_executor/layers/fla/ops/fused_recurrent.py", "fused_recurrent_gated_delta_rule_fwd_kernel",
+                             blocking=True))
+    assert h is not None and h.category in ("state_index", "mixed_batch"), (h.category, h.basis)

@@ -114,6 +114,8 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     #    the collective is only where the fault surfaced)
     if ASYNC.search(text) or _nccl_on_cuda_fault(text, facts):
         kernel = faulting_kernel(facts.startup.get("error_lines") or [])
+        if kernel is None and facts.startup.get("cuda_launch_blocking"):
+            kernel = _launching_frame(root)  # synchronous launches: the frame that launched is the kernel that faulted
         if kernel is not None:
             return kernel_fault(facts, kernel, setup, base_numbers, batch_ev)
         return from_async(facts, root, setup, base_numbers, batch_ev)
@@ -202,6 +204,20 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
                          title=f"{title_of(cat)} (inferred from {fr.function})",
                          message=(message.strip().splitlines() or [""])[0][:300] or root.exc_type,
                          numbers={**base_numbers, **facts.numbers}, evidence=exc_evidence(root, 3) + batch_ev)
+    return None
+
+
+_LAUNCH = re.compile(r"\b(\w+)\[[^\]]{1,40}\]\(|torch\.ops\.\w+\.(\w+)\(|\bops\.(\w+)\(")
+
+
+def _launching_frame(root: LogException):
+    """With CUDA_LAUNCH_BLOCKING=1 the innermost frame that launches a kernel (a Triton ``kernel[grid](``, a
+    ``torch.ops`` / ``ops.`` call) is where the fault happened: (kernel, file, line, text, log line)."""
+    for fr in reversed(root.frames):
+        m = _LAUNCH.search(fr.code or "")
+        if m:
+            return (m.group(1) or m.group(2) or m.group(3), fr.file, fr.line, f"{fr.file}:{fr.line} {fr.code}",
+                    fr.log_line)
     return None
 
 

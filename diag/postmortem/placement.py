@@ -122,7 +122,10 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
     where = name + (f" ({place}:{line})" if file and line else f" ({place})" if place != name else "")
     nums = {**base_numbers, **facts.numbers}
     assert_text = DEVICE_ASSERT.search(text)
-    told = "a device-side assert names" if assert_text else "the debugger names"
+    told = ("a device-side assert names" if assert_text else
+            "a CUDA check names" if _CUDACHECK.search(text) else
+            "with CUDA_LAUNCH_BLOCKING=1 the launching frame names" if facts.startup.get("cuda_launch_blocking")
+            and "File " not in text and ".py:" in text else "the debugger names")
     known = config_known(facts)
 
     def out(cat: str, conf: str, why: str) -> Diagnosis:

@@ -82,7 +82,7 @@ class ProseLines:
         # the same facts also come from pasted INFO lines that lost their prefix
         if any(k in text for k in ("Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size",
                                     "Prefix cache hit rate", "Mamba cache mode", "non-default args", "with config:",
-                                    "padding layers", "Resolved architecture")):
+                                    "padding layers", "Resolved architecture", "Mamba cache '", "CUDA_LAUNCH_BLOCKING")):
             self._record_line(line)
 
     # -------------------------------------------------------------- commands

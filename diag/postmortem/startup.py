@@ -22,6 +22,9 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     # vLLM 0.13+: "Warning: Prefix caching in Mamba cache 'align' mode is currently enabled. ..."
     ("mamba_cache_mode", re.compile(r"Prefix caching in Mamba cache '(\w+)' mode"), str),
     ("resolved_architecture", re.compile(r"Resolved architecture: (\w+)"), str),
+    # the reporter ran with synchronous launches (not vLLM's/PyTorch's hint "consider passing CUDA_LAUNCH_BLOCKING=1")
+    ("cuda_launch_blocking", re.compile(r"CUDA_LAUNCH_BLOCKING\s*=\s*['\"]?(1)(?!\d)(?<!passing CUDA_LAUNCH_BLOCKING=1)"),
+     lambda s: True),
     ("available_kv_cache_gib", re.compile(r"Available KV cache memory: " + _FLOAT + r" ?GiB"), float),
     ("model_load_gib", re.compile(r"Model loading took " + _FLOAT + r" ?Gi?B"), float),
     ("num_gpu_blocks", re.compile(r"# (?:GPU|CUDA|cuda) blocks: (\d+)"), int),
