@@ -426,3 +426,20 @@ def test_launch_blocking_places_the_fault_at_the_launching_frame():
     h = _first(_blocking_log("model_executor/layers/fla/ops/fused_recurrent.py", "fused_recurrent_gated_delta_rule_fwd_kernel",
                              blocking=True))
     assert h is not None and h.category in ("state_index", "mixed_batch"), (h.category, h.basis)
+
+
+def test_frame_line_wrapped_after_the_path():
+    from vllm_diag.postmortem.reader import facts_from_text
+
+    p = "(Worker_TP0 pid=5) ERROR 01-01 01:01:01 [multiproc_executor.py:822] "
+    log = "\n".join([
+        p + "Traceback (most recent call last):",
+        p + '  File "/srv/py/lib/python3.12/site-packages/vllm/v1/attention/backends/gdn_attn.py",',
+        " line 333, in build",
+        p + "    assert not (num_decodes > 0 and num_spec_decodes > 0), (",
+        p + "AssertionError: num_decodes: 4, num_spec_decodes: 9",
+    ]) + "\n"
+    root = facts_from_text(log).root
+    assert root is not None and root.frames, root
+    fr = root.frames[-1]
+    assert fr.file.endswith("gdn_attn.py") and fr.line == 333 and fr.function == "build", fr

@@ -23,6 +23,9 @@ MAX_MESSAGE = 8_000
 _TB_HEAD = re.compile(r"^\s*(?:\|\s*)?(?:\+\s*)?(?:Exception Group )?Traceback \(most recent call last\):?\s*$")
 _FRAME = re.compile(r'^\s*(?:\|\s*)?File "([^"]+)", line (\d+)(?:,\s*in(?:\s+(.+?))?|,)?\s*$')
 # the rest of a frame line hard-wrapped by a reporter: "gdn_attention_core" or "in causal_conv1d_update"
+# a frame line hard-wrapped right after the path: 'File "/x/y.py",' + ' line 320, in build'
+_FRAME_FILE_ONLY = re.compile(r'^\s*(?:\|\s*)?File "([^"]+)",?\s*$')
+_FRAME_WRAPPED_REST = re.compile(r"^\s*line (\d+)(?:,\s*in\s+(\S+))?\s*$")
 _FRAME_TAIL = re.compile(r"^\s*(?:in\s+)?([A-Za-z_<][\w<>.]*)\s*$")
 # reporter edits of a frame line: "vllm/x.py:444", "vllm/x.py, in f", "vllm/x.py, line 3, in f" (no File "...")
 _FRAME_LOOSE = re.compile(r'^\s*((?:\.\.\./|/|~/)?[\w.\-]+(?:/[\w.\-]+)+\.py)(?::(\d+))?(?:,\s*line\s*(\d+))?'
@@ -70,6 +73,7 @@ class _State:
     chained: bool = False
     last_line: int = 0
     last_line_seen: int = 0  # the line before the current one (a hard-wrapped record continues on the next)
+    pending_file: str | None = None  # 'File "<path>",' whose ' line N, in f' was wrapped onto the next line
 
 
 _EXC_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Timeout", "Failure", "Fault", "Warning", "NotFound")
@@ -146,6 +150,16 @@ class TracebackParser:
             t = _FRAME_TAIL.match(text)
             if t and not _EXC_STRICT.match(text.strip()):
                 st.frames[-1].function = t.group(1)
+                return
+        if st.pending_file is not None:  # the rest of a frame line the reporter's wrap cut after the path
+            pending, st.pending_file = st.pending_file, None
+            w = _FRAME_WRAPPED_REST.match(text)
+            if w:
+                text = f'File "{pending}", line {w.group(1)}' + (f", in {w.group(2)}" if w.group(2) else "")
+        elif 'File "' in text and st.in_tb:
+            w = _FRAME_FILE_ONLY.match(text)
+            if w:
+                st.pending_file = w.group(1)
                 return
         m = _FRAME.match(text) if 'File "' in text else None
         if m:
