@@ -443,3 +443,12 @@ def test_frame_line_wrapped_after_the_path():
     assert root is not None and root.frames, root
     fr = root.frames[-1]
     assert fr.file.endswith("gdn_attn.py") and fr.line == 333 and fr.function == "build", fr
+
+
+def test_phrase_names_drop_instruction_words_and_use_num():
+    from vllm_diag.postmortem.numbers import phrase_numbers
+
+    n = phrase_numbers("Make sure batch size (48) <= cudagraph capture sizes (32), and number of tokens (96) <= "
+                       "cudagraph capture sizes (32).")
+    assert n["batch_size"] == 48 and n["num_tokens"] == 96 and n["cudagraph_capture_sizes"] == 32
+    assert phrase_numbers("Provided 6 number of heads.")["num_heads"] == 6

@@ -120,9 +120,16 @@ _OF_SHAPE = re.compile(r"([A-Za-z_][A-Za-z0-9_ ]{0,40}?)\s+of shape\s*[\[(]\s*(-
 _WORD_NUM = re.compile(r"\b(dimension|dim|index|size|rank|layer|group|step)\s+(-?\d+)\b")
 
 
+# words of a message's instructions, not of the quantity ("Make sure batch size (32) ...")
+_FILLER = {"make", "sure", "ensure", "please", "try", "provided", "note", "check"}
+
+
 def _phrase_name(phrase: str) -> str | None:
     words = [w for w in re.split(r"[^A-Za-z0-9_]+", phrase.lower()) if w and not w.isdigit()]
     words = [w for w in words if w not in _STOP][-3:]
+    while words and words[0] in _FILLER:
+        words = words[1:]
+    words = ["num" if w == "number" else w for w in words]  # "number of tokens (128)" -> num_tokens, vLLM's naming
     name = "_".join(words).strip("_")
     return name if name and len(name) <= 60 and not name[0].isdigit() else None
 
@@ -162,6 +169,8 @@ def phrase_numbers(message: str) -> dict[str, Any]:
         out.setdefault(f"{base}_got" if base else "got_value", _num(m.group(3)))
     out.update({k: v for k, v in check_numbers(msg).items() if k not in out})
     out.update({k: v for k, v in copy_shape_numbers(msg).items() if k not in out})
+    for val, noun in re.findall(r"(?<![\w.])(\d+) number of ([a-z][a-z_]{1,30})", msg):  # "Provided 10 number of heads"
+        out.setdefault(f"num_{noun}", int(val))
     for val, phrase in _NUM_NOUN.findall(msg):  # "declares 4 states" -> states: 4
         words = []
         for w in phrase.split():
