@@ -17,7 +17,17 @@ screen is composed and rendered, nothing is written to a terminal):
   to the first frame with the timeline (the store's SQL step summary), and ``process_to_paint_s``
   from interpreter start (imports included);
 * scrolling: latency of each key on the timeline (``right`` x N, ``pagedown``/``pageup``, ``end``,
-  ``home``, zoom ``+``/``-``/``0``): median, p99 and max in ms. "No stalls" = max under 100 ms;
+  ``home``, zoom ``+``/``-``/``0``, ``m``): median, p99 and max in ms. "No stalls" = max under 100 ms.
+  ``key_ms`` is Pilot's ``press``: it returns once the app has handled the key and the whole process
+  (worker threads included) has been idle for a moment, so it has a floor of its own -- ``x`` (a key
+  bound to nothing) measures that floor. ``frame_ms``: from the key to the last frame drawn before
+  ``press`` returned (the key's picture on screen, a zoom's worker read included);
+  ``loop_stall_ms_max``: the longest the event loop did not run while the keys were pressed (how long
+  the UI could not take a key); ``chart_render_ms``: the chart widget's ``render_lines``;
+* ``--compare-rev REV``: the same measurement of the code of another git revision (its ``diag``,
+  ``ui``, ``probes`` exported with ``git archive`` into ``build/bench/rev-REV/``), in the same run,
+  alternating with the working tree's (``--repeat N`` times; each figure the median of the runs), so
+  the two can be compared as ratios; the follow test too;
 * follow: a writer process appends ``--rate`` steps/s (in batches every 0.2 s, one transaction each,
   as the probes' recorder does) to a copy of the session while the TUI follows it for ``--seconds``;
   the TUI's CPU time over that window / wall time (``cpu_fraction``; goal <= 0.05 of one core), the
@@ -125,21 +135,22 @@ async def _wait_loaded(pilot, timeout: float = 120.0, full: bool = True):
 
 
 def child_paint_and_scroll(db: str, sid: str, keys: int) -> dict:
+    import vllm_diag
     from vllm_diag.ui.tui.app import DiagApp
     from vllm_diag.ui.tui.timeline import TimelineChart, TimelinePane
 
-    out: dict = {}
+    out: dict = {"code": str(Path(vllm_diag.__file__).resolve().parent.relative_to(REPO))}
     renders: list[float] = []
-    original = TimelineChart.render
+    original = TimelineChart.render_lines
 
-    def timed_render(self):  # the chart's own drawing time, apart from Pilot's round trips
+    def timed_render(self, crop):  # the chart's own drawing time, apart from Pilot's round trips
         t = time.perf_counter()
         try:
-            return original(self)
+            return original(self, crop)
         finally:
             renders.append((time.perf_counter() - t) * 1000)
 
-    TimelineChart.render = timed_render
+    TimelineChart.render_lines = timed_render
 
     from textual.app import App
 
@@ -169,13 +180,48 @@ def child_paint_and_scroll(db: str, sid: str, keys: int) -> dict:
             out["steps_per_column"] = vm.width
             out["buckets"] = len(vm.series[0].x) if vm.series else 0
             await pilot.press("4")
+            await pilot.pause(0.2)
             lat: dict[str, list[float]] = {}
-            plan = ["home"] + ["right"] * keys + ["pagedown"] * 20 + ["pageup"] * 20 + ["end", "home"] + \
+            shown: dict[str, list[float]] = {}
+            stalls: list[float] = []
+            ticking = True
+
+            async def ticker():  # how late the event loop comes back to a 2 ms sleep: the UI's stalls
+                while ticking:
+                    t = time.monotonic()
+                    await asyncio.sleep(0.002)
+                    stalls.append((time.monotonic() - t - 0.002) * 1000)
+
+            tick = asyncio.create_task(ticker())
+            plan = ["x"] * 10 + ["home"] + ["right"] * keys + ["pagedown"] * 20 + ["pageup"] * 20 + ["end", "home"] + \
                    ["plus"] * 6 + ["right"] * 50 + ["minus"] * 6 + ["0"] + ["m"] * 5
-            for key in plan:
-                t = time.monotonic()
+            stall_by_key: dict[str, float] = {}
+            slow: list[list] = []  # presses over 200 ms: [#, key, key_ms, frame_ms, stall_ms]
+            for i, key in enumerate(plan):
+                t, n0 = time.monotonic(), len(stalls)
                 await pilot.press(key)
                 lat.setdefault(key, []).append((time.monotonic() - t) * 1000)
+                stall_by_key[key] = max([stall_by_key.get(key, 0.0), *stalls[n0:]])
+                drawn = [f for f, _, _ in frames if f >= t]
+                if drawn:
+                    shown.setdefault(key, []).append((drawn[-1] - t) * 1000)
+                if lat[key][-1] > 200:
+                    slow.append([i, key, round(lat[key][-1], 1), round((drawn[-1] - t) * 1000, 1) if drawn else None,
+                                 round(max(stalls[n0:], default=0.0), 1)])
+            out["slow_presses"] = slow
+            ticking = False
+            await tick
+            floor = lat.pop("x")
+            out["noop_key_ms_median"] = round(statistics.median(floor), 2)  # Pilot's own floor
+            out["noop_frame_ms_median"] = round(statistics.median(shown.pop("x")), 2) if shown.get("x") else None
+            every_shown = sorted(x for v in shown.values() for x in v)
+            out["frame_ms_median"] = round(statistics.median(every_shown), 2)
+            out["frame_ms_p99"] = round(every_shown[int(len(every_shown) * 0.99) - 1], 2)
+            out["frame_ms_max"] = round(every_shown[-1], 2)
+            out["frame_ms_by_key"] = {k: {"median": round(statistics.median(v), 2), "max": round(max(v), 2)}
+                                      for k, v in shown.items()}
+            out["loop_stall_ms_max"] = round(max(stalls), 2)
+            out["loop_stall_ms_max_by_key"] = {k: round(v, 2) for k, v in stall_by_key.items()}
             every = [x for v in lat.values() for x in v]
             every.sort()
             out["keys"] = len(every)
@@ -183,6 +229,9 @@ def child_paint_and_scroll(db: str, sid: str, keys: int) -> dict:
             out["key_ms_p99"] = round(every[int(len(every) * 0.99) - 1], 2)
             out["key_ms_max"] = round(every[-1], 2)
             out["key_ms_max_by_key"] = {k: round(max(v), 2) for k, v in lat.items()}
+            out["key_ms_by_key"] = {k: {"median": round(statistics.median(v), 2),
+                                        "p99": round(sorted(v)[max(0, -(-len(v) * 99 // 100) - 1)], 2),
+                                        "max": round(max(v), 2)} for k, v in lat.items()}
             renders.sort()
             out["chart_render_ms_median"] = round(statistics.median(renders), 2) if renders else None
             out["chart_render_ms_max"] = round(renders[-1], 2) if renders else None
@@ -271,11 +320,46 @@ def child_writer(db: str, sid: str, rate: int, seconds: float, progress: str) ->
 # ---------------------------------------------------------------------------------------- main
 
 
-def _child(args: list[str]) -> dict:
-    r = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, cwd=REPO)
+def _child(args: list[str], pythonpath: Path | None = None) -> dict:
+    env = dict(os.environ)
+    if pythonpath is not None:  # another revision's vllm_diag, found before the installed (editable) one
+        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    r = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, cwd=REPO, env=env)
     if r.returncode != 0:
         raise SystemExit(f"child {args[0]} failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _median_of(runs: list[dict]):
+    """Each figure as the median of the runs' (dicts: per key; other values: the first run's)."""
+    first = runs[0]
+    if isinstance(first, dict):
+        return {k: _median_of([r[k] for r in runs if isinstance(r, dict) and k in r]) for k in first}
+    if isinstance(first, (int, float)) and not isinstance(first, bool) and all(isinstance(r, (int, float)) for r in runs):
+        return round(statistics.median(runs), 3)
+    return first
+
+
+def _export(rev: str) -> Path:
+    """``vllm_diag`` as of git revision ``rev`` (diag/ with ui/ and probes/ inside, as the package
+    maps them), exported once into ``build/bench/rev-REV/``; returns the folder to put on PYTHONPATH."""
+    sha = subprocess.run(["git", "rev-parse", "--short", rev], capture_output=True, text=True, cwd=REPO, check=False)
+    if sha.returncode != 0:
+        raise SystemExit(f"--compare-rev: no such git revision: {rev}")
+    root = BUILD / f"rev-{sha.stdout.strip()}"
+    pkg = root / "vllm_diag"
+    if not pkg.is_dir():
+        tmp = root / "src"
+        shutil.rmtree(root, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        archive = subprocess.run(["git", "archive", sha.stdout.strip(), "diag", "ui", "probes"], capture_output=True,
+                                 cwd=REPO, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+        shutil.move(str(tmp / "diag"), str(pkg))
+        shutil.move(str(tmp / "ui"), str(pkg / "ui"))
+        shutil.move(str(tmp / "probes"), str(pkg / "probes"))
+        shutil.rmtree(tmp)
+    return root
 
 
 def main() -> int:
@@ -288,6 +372,11 @@ def main() -> int:
     ap.add_argument("--no-rollup-triggers", action="store_true",
                     help="follow test: drop the store's step-rollup triggers on the copy, so a slow machine's writer "
                          "can reach --rate (the TUI's follow path reads batch_steps rows, not the rollup)")
+    ap.add_argument("--compare-rev", metavar="REV",
+                    help="also measure opening and scrolling with the code of this git revision, in this run, first")
+    ap.add_argument("--no-follow", action="store_true", help="skip the follow test")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="open and scroll this many times (alternating with --compare-rev); figures are medians of the runs")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -305,9 +394,40 @@ def main() -> int:
     result: dict = {"steps": a.steps, "rows": None, "machine": f"{os.cpu_count()} cores"}
     with sqlite3.connect(db) as conn:
         result["rows"] = conn.execute("select count(*) from batch_steps").fetchone()[0]
-    result["open"] = _child(["--child", "paint", str(db), sid, str(a.keys)])
-    print(json.dumps(result["open"], indent=2), file=sys.stderr)
+    runs: dict[str, list[dict]] = {"open_at_rev": [], "open": []}
+    for _ in range(a.repeat):  # alternately, so that a busy spell on a shared machine hits both
+        for name, code in ([("open_at_rev", _export(a.compare_rev))] if a.compare_rev else []) + [("open", None)]:
+            runs[name].append(_child(["--child", "paint", str(db), sid, str(a.keys)], pythonpath=code))
+            print(json.dumps(runs[name][-1]), file=sys.stderr)
+    for name, got in runs.items():
+        if got:
+            result[name] = _median_of(got)
+            if a.repeat > 1:
+                result[name]["runs"] = a.repeat
+    if a.compare_rev:
+        result["compare_rev"] = a.compare_rev
+        before, after = result["open_at_rev"], result["open"]
+        result["ratios_rev_over_now"] = {k: round(before[k] / after[k], 2) for k in (
+            "first_paint_s", "key_ms_median", "key_ms_p99", "key_ms_max", "frame_ms_median", "frame_ms_p99",
+            "frame_ms_max", "loop_stall_ms_max", "chart_render_ms_median") if before.get(k) and after.get(k)}
+    if a.no_follow:
+        print(json.dumps(result, indent=2))
+        if a.json:
+            Path(a.json).write_text(json.dumps(result, indent=2) + "\n")
+        return 0
 
+    for name, code in ([("follow_at_rev", _export(a.compare_rev))] if a.compare_rev else []) + [("follow", None)]:
+        result[name] = _follow(db, sid, a, code)
+        print(json.dumps(result[name], indent=2), file=sys.stderr)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if a.json:
+        Path(a.json).write_text(text + "\n")
+    return 0
+
+
+def _follow(db: Path, sid: str, a, code: Path | None) -> dict:
+    """The follow test on a fresh copy of the session (``code``: another revision's package)."""
     live = BUILD / "tui-follow.db"
     for p in (live, Path(str(live) + "-wal"), Path(str(live) + "-shm")):
         p.unlink(missing_ok=True)
@@ -321,17 +441,12 @@ def main() -> int:
     Path(str(progress) + ".done").unlink(missing_ok=True)
     writer = subprocess.Popen([sys.executable, __file__, "--child", "write", str(live), sid, str(a.rate), str(a.seconds),
                                str(progress)], stdout=subprocess.PIPE, text=True, cwd=REPO)
-    follow = _child(["--child", "follow", str(live), sid, str(a.seconds), str(progress)])
+    follow = _child(["--child", "follow", str(live), sid, str(a.seconds), str(progress)], pythonpath=code)
     wout, _ = writer.communicate(timeout=120)
     follow["writer"] = json.loads(wout.strip().splitlines()[-1])
     follow["kept_up"] = follow["shown_last_step"] == follow["writer"]["last_step"]
     follow["rollup_triggers"] = not a.no_rollup_triggers
-    result["follow"] = follow
-    text = json.dumps(result, indent=2)
-    print(text)
-    if a.json:
-        Path(a.json).write_text(text + "\n")
-    return 0
+    return follow
 
 
 if __name__ == "__main__":
