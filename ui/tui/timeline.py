@@ -162,8 +162,8 @@ def _update(static: Static, text: Text) -> None:
         return  # unchanged: nothing to draw
     width = static.content_size.width
     rows = len(text.wrap(static.app.console, width)) if width > 0 else -1
-    static._shown = (text, rows)
-    static.update(text, layout=before is None or rows < 0 or before[1] != rows)
+    static._shown = (text, rows, width)
+    static.update(text, layout=before is None or rows < 0 or before[1:] != (rows, width))
 
 
 class CursorMoved(Message):
