@@ -299,6 +299,26 @@ def test_timeline_of_a_real_serving_engine(gpu):
     run(DiagApp(db), scenario, size=(100, 32))
 
 
+def test_loaded_session_kept_out_of_full_gc_passes_while_open(gpu):
+    """The loaded record is frozen out of the cyclic collector's full passes while its screen is open
+    (a 1,000,000-step session: 50-70 ms pauses mid-scroll otherwise) and given back when it closes."""
+    import gc
+
+    db = gpu_db(gpu, "qwen3next-serve-ngram3")
+    frozen = []
+
+    async def scenario(pilot):
+        await _loaded(pilot)
+        frozen.append(gc.get_freeze_count())
+        await pilot.press("escape")  # back to the sessions list: the session screen closes
+        await pilot.pause(0.1)
+        frozen.append(gc.get_freeze_count())
+
+    gc.unfreeze()
+    run(DiagApp(db), scenario)
+    assert frozen[0] > 0 and frozen[1] == 0
+
+
 def test_timeline_zoom_and_scroll_on_a_long_session(tmp_path):
     """20,000 steps (a GPU recording's steps repeated): 0 fits the session, + zooms around the
     cursor down to one step per column (the finer windows are read from the store), scrolling past

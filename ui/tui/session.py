@@ -78,6 +78,9 @@ class SessionScreen(Screen):
         self.query_one(HeaderBar).loading_text(self.session_id)
         self.load_quick()
 
+    def on_unmount(self) -> None:
+        gc.unfreeze()  # the session is closed: what was frozen at its load (see _worker_state) is collectable again
+
     # ---------------------------------------------------------------- loading
     # Two steps, so that a long session paints at once: the record without its steps (milliseconds
     # whatever the length: header, findings, page map, state index, suggestions), then the step
@@ -109,7 +112,8 @@ class SessionScreen(Screen):
             self.show(record)
             # the loaded record and its pictures live as long as the screen: out of the cyclic garbage
             # collector's full passes, which otherwise walk them all (50-70 ms on 1,000,000 steps, a stall
-            # in the middle of scrolling); they are still freed by reference counting when dropped
+            # in the middle of scrolling); they are still freed by reference counting when dropped, and
+            # given back to the collector when the screen closes (on_unmount)
             gc.freeze()
             if first:
                 self.marks = marks
