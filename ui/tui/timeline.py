@@ -21,6 +21,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
+from textual.worker import get_current_worker
 
 from vllm_diag.model import BatchStep, StepSummary
 from vllm_diag.views.primitives import Missing, fmt
@@ -487,25 +488,35 @@ class TimelinePane(Vertical):
         if message.direction == 0:
             self._zoom_to(first, last, chart.cursor_step())
             return
+        self._travel = 0  # scrolling starts afresh at the new width
+        target = self._zoom_target(message.direction)
+        if isinstance(target, str):
+            self.app.notify(target, timeout=3)
+        elif target is not None:
+            self._zoom_to(*target)
+
+    def _zoom_target(self, direction: int) -> tuple[int, int, int] | str | None:
+        """(lo, hi, centre) of the window ``+`` (1) or ``-`` (-1) shows next, or why there is none."""
+        summary = self.record.step_summary
+        chart = self.query_one(TimelineChart)
+        first, last = summary.first_step, summary.last_step
         visible = chart.visible_steps()
         if visible is None:
-            return
+            return None
         span = visible[1] - visible[0] + 1
-        if message.direction > 0:
+        if direction > 0:
             if span <= chart.cols:
-                self.app.notify("one step per column: zoomed in all the way", timeout=3)
-                return
+                return "one step per column: zoomed in all the way"
             new_span = max(chart.cols, span // 4)
         else:
             if visible == (first, last) or span >= last - first + 1:
-                self.app.notify("the whole session is on screen", timeout=3)
-                return
+                return "the whole session is on screen"
             new_span = min(last - first + 1, span * 4)
         center = chart.cursor_step() if chart.cursor_step() is not None else (visible[0] + visible[1]) // 2
         lo = max(first, center - new_span // 2)
         hi = min(last, lo + new_span - 1)
         lo = max(first, hi - new_span + 1)
-        self._zoom_to(lo, hi, center)
+        return lo, hi, center
 
     def on_edge_reached(self, message: EdgeReached) -> None:
         """Scrolling past a zoomed window: the next window, half (a step) or all (a page) of a width on."""
@@ -521,11 +532,8 @@ class TimelinePane(Vertical):
         chart = self.query_one(TimelineChart)
         keep = chart.cursor_step()
         target = (keep + (1 if message.direction > 0 else -1) * (span // chart.cols or 1)) if keep is not None else None
+        self._travel = shift
         self._zoom_to(new_lo, new_lo + span - 1, target)
-        # the window after it, read ahead in the background: holding the key keeps scrolling without a wait
-        ahead = max(summary.first_step, min(new_lo + shift, summary.last_step - span + 1))
-        if ahead != new_lo:
-            self._read_ahead(ahead, ahead + span - 1, chart.cols)
 
     def _zoom_to(self, lo: int, hi: int, keep_step: int | None = None) -> None:
         """Show steps ``lo..hi`` in about one bucket per column: merged from the loaded summary
@@ -572,21 +580,43 @@ class TimelinePane(Vertical):
         self.app.call_from_thread(self._remember, key, win)
         self.app.call_from_thread(self._show_window, win, keep_step)
 
-    def _read_ahead(self, lo: int, hi: int, cols: int) -> None:
-        key = self._window_key(lo, hi, cols)
-        if key in self._windows or key in self._reading or bucket_width(lo, hi, cols) >= self.record.step_summary.width:
-            return
-        self._reading.add(key)
-        self._fetch_ahead(lo, hi, cols, key)
+    def _read_ahead(self) -> None:
+        """A zoomed window is on screen: read the windows the next keys most likely show, in the
+        background -- the next one in the direction of scrolling, the one behind, ``+``'s around the
+        cursor -- so that scrolling on and zooming in show them without a wait."""
+        summary = self.record.step_summary
+        lo, hi = self.zoom
+        span = hi - lo + 1
+        shift = getattr(self, "_travel", span // 2) or span // 2
+        wanted = []
+        for step in (shift, -shift):
+            a = max(summary.first_step, min(lo + step, summary.last_step - span + 1))
+            if a != lo:
+                wanted.append((a, a + span - 1))
+        target = self._zoom_target(1)
+        if isinstance(target, tuple):
+            wanted.insert(1, target[:2])
+        cols = self.query_one(TimelineChart).cols
+        todo = [(a, b, key) for a, b in wanted if (key := self._window_key(a, b, cols)) not in self._windows
+                and key not in self._reading and bucket_width(a, b, cols) < summary.width]
+        if todo:
+            self._reading.update(key for _, _, key in todo)
+            self._fetch_ahead(todo, cols)
 
     @work(thread=True, exclusive=True, group="timeline-ahead")
-    def _fetch_ahead(self, lo: int, hi: int, cols: int, key: tuple) -> None:
-        try:
-            win = self._read_window(lo, hi, cols)
-        except Exception:  # noqa: BLE001 - only a read ahead: the window is read again when it is shown
-            self.app.call_from_thread(self._reading.discard, key)
-            return
-        self.app.call_from_thread(self._remember, key, win)
+    def _fetch_ahead(self, todo: list[tuple], cols: int) -> None:
+        worker = get_current_worker()
+        for lo, hi, key in todo:
+            win = None
+            if not worker.is_cancelled:  # a newer window's reads replace these
+                try:
+                    win = self._read_window(lo, hi, cols)
+                except Exception:  # noqa: BLE001 - only a read ahead: the window is read when it is shown
+                    win = None
+            if win is None:
+                self.app.call_from_thread(self._reading.discard, key)
+            else:
+                self.app.call_from_thread(self._remember, key, win)
 
     def _show_window(self, win: StepSummary, keep_step: int | None) -> None:
         if self.record is None:
@@ -599,6 +629,8 @@ class TimelinePane(Vertical):
         self._set(vm)
         if keep_step is not None:
             chart.goto_step(min(max(keep_step, win.first_step or 0), win.last_step or 0))
+        if self.zoom is not None and self.app.db_path:
+            self._read_ahead()
 
     def select(self, anchor) -> bool:
         chart = self.query_one(TimelineChart)
