@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..model import Evidence, Finding, LogException, LogFacts
+from ..rules.other_common import exc_evidence as rule_exc_evidence, fact_evidence as rule_fact_evidence
 
 if TYPE_CHECKING:
     from .configuration import Setup
@@ -32,23 +33,11 @@ class Diagnosis:
 
 
 def exc_evidence(exc: LogException, frames: int = 2) -> list[Evidence]:
-    first = exc.message.strip().splitlines()[0] if exc.message.strip() else ""
-    ev = []
-    if exc.exc_type and not exc.exc_type.startswith("("):
-        ev.append(Evidence(text=f"{exc.exc_type}: {first}".rstrip(": ")[:500], line=exc.log_line, source="log"))
-    for fr in exc.frames[-frames:]:
-        ev.append(Evidence(text=f'File "{fr.file}", line {fr.line}, in {fr.function}' + (f": {fr.code}" if fr.code else ""),
-                           line=fr.log_line, source="log"))
-    return ev
+    return rule_exc_evidence(exc, frames, limit=500)
 
 
 def fact_evidence(facts: LogFacts, *names: str) -> list[Evidence]:
-    out = []
-    for n in names:
-        if n in facts.lines:
-            line, text = facts.lines[n]
-            out.append(Evidence(text=text[:500], line=line, source="log"))
-    return out
+    return rule_fact_evidence(facts, *names, limit=500)
 
 
 def config_numbers(facts: LogFacts, setup: Setup) -> dict[str, Any]:

@@ -32,19 +32,23 @@ def find_exc(ctx: RuleContext, pattern: re.Pattern[str], types: tuple[str, ...] 
     return None
 
 
-def exc_evidence(exc: LogException, frames: int = 2) -> list[Evidence]:
-    first = exc.message.splitlines()[0] if exc.message else ""
-    ev = [Evidence(text=f"{exc.exc_type}: {first}".rstrip(": ")[:400], line=exc.log_line, source="log")]
+def exc_evidence(exc: LogException, frames: int = 2, limit: int = 400) -> list[Evidence]:
+    """The exception line and its innermost ``frames`` frames, as log evidence."""
+    first = exc.message.strip().splitlines()[0] if exc.message.strip() else ""
+    ev = []
+    if exc.exc_type and not exc.exc_type.startswith("("):  # "(truncated)"-style placeholders are no type
+        ev.append(Evidence(text=f"{exc.exc_type}: {first}".rstrip(": ")[:limit], line=exc.log_line, source="log"))
     for fr in exc.frames[-frames:]:
         ev.append(Evidence(text=f'File "{fr.file}", line {fr.line}, in {fr.function}' + (f": {fr.code}" if fr.code else ""),
                            line=fr.log_line, source="log"))
     return ev
 
 
-def fact_evidence(log: LogFacts, *names: str) -> list[Evidence]:
+def fact_evidence(log: LogFacts, *names: str, limit: int = 400) -> list[Evidence]:
+    """The log lines the named facts were read from."""
     out = []
     for n in names:
         if n in log.lines:
             line, text = log.lines[n]
-            out.append(Evidence(text=text[:400], line=line, source="log"))
+            out.append(Evidence(text=text[:limit], line=line, source="log"))
     return out
