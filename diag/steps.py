@@ -201,28 +201,62 @@ def extend(summary: StepSummary, new_steps: list[BatchStep], processes: list[Pro
                        last_rowid=last_rowid if last_rowid is not None else summary.last_rowid)
 
 
-def window(summary: StepSummary, first_step: int, last_step: int, max_points: int = MAX_POINTS) -> StepSummary:
-    """The buckets of ``summary`` between two steps, merged to at most about ``max_points`` per source
-    (for a zoomed-out view of a loaded summary). A window that needs buckets finer than
-    ``summary.width`` asks the store again: ``Store.step_summary(sid, first_step=, last_step=)``."""
-    width = max(summary.width, bucket_width(first_step, last_step, max_points))
+def window(summary: StepSummary, first_step: int, last_step: int, max_points: int = MAX_POINTS) -> StepSummary | None:
+    """Steps ``first_step..last_step`` of a loaded ``summary`` as ``Store.step_summary(sid,
+    first_step=, last_step=, max_points=)`` gives them -- the same width, buckets (widened to whole
+    buckets), step and row counts, first/last step, mark counts and marks -- merged in memory, for a
+    zoomed-out view. ``None`` when the summary cannot say that window exactly, so it must be read
+    from the store:
+
+    * the window needs buckets finer than ``summary.width``;
+    * its distinct steps are not known: ``summary.width`` > 1 and the drawn process's steps are not
+      every step of ``first_step..last_step`` (a gap or a step recorded twice);
+    * other processes recorded steps too (the store's row count counts their rows; the buckets are
+      the drawn process's only);
+    * the summary's marks were cut at ``MARK_LIMIT`` inside or before the window, so it holds fewer of
+      the window's marks than the store's window has (``MARK_LIMIT`` of each kind).
+
+    The last rows (``tail``) are the summary's where the window reaches the session's last step;
+    a window that ends earlier has none (the summary does not hold them)."""
+    if summary.first_step is None or summary.last_step is None:
+        return None
+    width, lo, hi = window_bounds(summary.first_step, summary.last_step, first_step, last_step, max_points)
+    if width < summary.width:
+        return None
+    if any(p != summary.pid for p in summary.pids):
+        return None
+    if lo > summary.last_step or hi < summary.first_step:
+        return StepSummary(width=width, pid=summary.pid, pids=list(summary.pids))
+    contiguous = summary.total_steps == summary.last_step - summary.first_step + 1
+    if summary.width > 1 and not contiguous:
+        return None
     merged: dict[tuple, StepBucket] = {}
+    stepped: set[int] = set()  # summary.width 1: one step per bucket
     for b in summary.buckets:
-        if b.last_step < first_step or b.first_step > last_step:
+        if b.first_step // width * width < lo or b.first_step > hi:  # summary buckets nest in the window's
             continue
+        if not contiguous:
+            stepped.add(b.first_step)
         key = (b.first_step // width, b.source, b.group_index)
         m = merged.get(key)
-        merged[key] = replace(b) if m is None else StepBucket(
-            source=b.source, group_index=b.group_index, pid=b.pid, first_step=min(m.first_step, b.first_step),
-            last_step=max(m.last_step, b.last_step), rows=m.rows + b.rows, max_reqs=max(m.max_reqs, b.max_reqs),
-            max_decodes=max(m.max_decodes, b.max_decodes), max_spec_decodes=max(m.max_spec_decodes, b.max_spec_decodes),
-            max_prefills=max(m.max_prefills, b.max_prefills), max_tokens=max(m.max_tokens, b.max_tokens),
-            sum_tokens=m.sum_tokens + b.sum_tokens, mixed=m.mixed + b.mixed, disagree=m.disagree + b.disagree)
+        merged[key] = replace(b) if m is None else _merge(m, b)
     buckets = sorted(merged.values(), key=lambda b: (b.source != RUNNER, b.source,
                                                      b.group_index if b.group_index is not None else -1, b.first_step))
-    marks = [m for m in summary.marks if first_step <= m.step_index <= last_step]
-    return replace(summary, width=width, buckets=buckets, marks=marks,
-                   first_step=min((b.first_step for b in buckets), default=None),
-                   last_step=max((b.last_step for b in buckets), default=None),
-                   mark_counts={"mixed": sum(b.mixed for b in buckets), "disagree": sum(b.disagree for b in buckets)},
-                   total_rows=sum(b.rows for b in buckets))
+    if not buckets:
+        return StepSummary(width=width, pid=summary.pid, pids=list(summary.pids))
+    counts = {"mixed": sum(b.mixed for b in buckets), "disagree": sum(b.disagree for b in buckets)}
+    marks = []
+    for kind, n in counts.items():
+        held = [m for m in summary.marks if m.kind == kind and lo <= m.step_index <= hi]
+        # the summary holds the session's first MARK_LIMIT marks of a kind (in step order): those of
+        # the window are all of them, or the store's first MARK_LIMIT of it when all of those are held
+        if len(held) < min(n, MARK_LIMIT):
+            return None
+        marks += held[:MARK_LIMIT]
+    marks.sort(key=lambda m: (m.kind, m.step_index, m.source, m.group_index if m.group_index is not None else -1))
+    first = min(b.first_step for b in buckets)
+    last = max(b.last_step for b in buckets)
+    steps = last - first + 1 if contiguous else len(stepped)
+    tail = [s for s in summary.tail if lo <= s.step_index <= hi] if hi >= summary.last_step else []
+    return replace(summary, width=width, buckets=buckets, marks=marks, first_step=first, last_step=last,
+                   mark_counts=counts, total_rows=sum(b.rows for b in buckets), total_steps=steps, tail=tail)

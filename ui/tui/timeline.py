@@ -537,16 +537,20 @@ class TimelinePane(Vertical):
 
     def _zoom_to(self, lo: int, hi: int, keep_step: int | None = None) -> None:
         """Show steps ``lo..hi`` in about one bucket per column: merged from the loaded summary
-        (``views.timeline.window``) when its buckets are fine enough, else read from the store for
+        (``views.timeline.window``) when it holds that window exactly, else read from the store for
         that window (``Store.step_summary(first_step=, last_step=)``) in a thread."""
         summary = self.record.step_summary
         chart = self.query_one(TimelineChart)
         cols = chart.cols
         whole = lo <= summary.first_step and hi >= summary.last_step
         self.zoom = None if whole and bucket_width(lo, hi, cols) <= summary.width else (lo, hi)
-        if bucket_width(lo, hi, cols) >= summary.width or not self.app.db_path:
-            win = window(summary, lo, hi, cols)
+        # window() is None where the loaded summary cannot say the window exactly (finer buckets, its
+        # step count, marks cut at MARK_LIMIT before it ...): then the store is read
+        win = window(summary, lo, hi, cols) if bucket_width(lo, hi, cols) >= summary.width else None
+        if win is not None:
             self._show_window(win, keep_step)
+        elif not self.app.db_path:
+            self.app.notify("this window needs the session's file, which is not open", timeout=3)
         elif (key := self._window_key(lo, hi, cols)) in self._windows:  # read before (or ahead): no SQL
             self._show_window(self._windows[key], keep_step)
         else:
@@ -598,7 +602,7 @@ class TimelinePane(Vertical):
             wanted.insert(1, target[:2])
         cols = self.query_one(TimelineChart).cols
         todo = [(a, b, key) for a, b in wanted if (key := self._window_key(a, b, cols)) not in self._windows
-                and key not in self._reading and bucket_width(a, b, cols) < summary.width]
+                and key not in self._reading and window(summary, a, b, cols) is None]
         if todo:
             self._reading.update(key for _, _, key in todo)
             self._fetch_ahead(todo, cols)
