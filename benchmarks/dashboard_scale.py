@@ -20,6 +20,12 @@ an analysed GPU crash log, the seed #43626 pre-flight). Prints each figure and i
 target; not a test (timings vary with the machine).
 
     .venv/bin/python benchmarks/dashboard_scale.py [--steps 1000000] [--dbs 200] [--clients 20] [--seconds 30]
+        [--big-db DB] [--compare-rev REV] [--session-only]
+
+``--compare-rev REV`` also opens the 1M-step session on a dashboard running the code of git revision
+REV (its ``diag``, ``ui``, ``probes`` exported with ``git archive`` into ``build/bench/rev-REV/``),
+alternating with the current code in the same run, so before/after figures are ratios under the
+same load; ``--session-only`` measures only the 1M-step session.
 """
 
 from __future__ import annotations
@@ -73,11 +79,36 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _export(rev: str) -> Path:
+    """``vllm_diag`` as of git revision ``rev`` (diag/ with ui/ and probes/ inside, as the package
+    maps them), exported once into ``build/bench/rev-REV/``; returns the folder to put on PYTHONPATH."""
+    sha = subprocess.run(["git", "rev-parse", "--short", rev], capture_output=True, text=True, cwd=ROOT, check=False)
+    if sha.returncode != 0:
+        raise SystemExit(f"--compare-rev: no such git revision: {rev}")
+    root = ROOT / "build" / "bench" / f"rev-{sha.stdout.strip()}"
+    pkg = root / "vllm_diag"
+    if not pkg.is_dir():
+        tmp = root / "src"
+        shutil.rmtree(root, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        archive = subprocess.run(["git", "archive", sha.stdout.strip(), "diag", "ui", "probes"], capture_output=True,
+                                 cwd=ROOT, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+        shutil.move(str(tmp / "diag"), str(pkg))
+        shutil.move(str(tmp / "ui"), str(pkg / "ui"))
+        shutil.move(str(tmp / "probes"), str(pkg / "probes"))
+        shutil.rmtree(tmp)
+    return root
+
+
 class Dashboard:
-    def __init__(self, *sources: Path):
+    def __init__(self, *sources: Path, pythonpath: Path | None = None):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([str(BIN), "dashboard", *map(str, sources), "--port", str(self.port)],
+        env = dict(os.environ)
+        if pythonpath is not None:  # another revision's code ahead of the installed one
+            env["PYTHONPATH"] = os.pathsep.join([str(pythonpath)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        self.proc = subprocess.Popen([str(BIN), "dashboard", *map(str, sources), "--port", str(self.port)], env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         line = self.proc.stdout.readline()
         if "open http" not in line:
@@ -274,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--big-db", help="reuse a 1M-step DB (made by --keep-big-db or views_scale.py --keep)")
     ap.add_argument("--keep-big-db", metavar="DB", help="keep the generated 1M-step DB here")
+    ap.add_argument("--compare-rev", metavar="REV", help="also measure the 1M-step session at this git revision")
+    ap.add_argument("--session-only", action="store_true", help="measure only the 1M-step session")
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="vllm-diag-dashboard-scale-"))
     result: dict = {"loadavg_1m_at_start": round(os.getloadavg()[0], 2)}
@@ -294,33 +327,49 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  built in {time.perf_counter() - t0:.0f} s")
             if args.keep_big_db:
                 shutil.copyfile(big, args.keep_big_db)
-        print(f"building a fleet of {args.dbs} DBs ...", flush=True)
-        fleet = build_fleet(tmp, args.dbs)
+        if not args.session_only:
+            print(f"building a fleet of {args.dbs} DBs ...", flush=True)
+            fleet = build_fleet(tmp, args.dbs)
+        codes = ([("at_rev", _export(args.compare_rev))] if args.compare_rev else []) + [("", None)]
+        if args.compare_rev:
+            result["compare_rev"] = args.compare_rev
 
         driver = start_browser(tmp / "downloads", performance_log=True)
         try:
-            # 1M-step session: cold (fresh server) and warm first paint
-            cold, cold_fig, cold_tl, warm, warm_fig = [], [], [], [], []
-            session_url = None
+            # 1M-step session: cold (fresh server) and warm first paint, each code alternating per run
+            series = {name: ([], [], [], [], []) for name, _ in codes}
             all_drawn = SESSION_DRAWN + " && " + TIMELINE_DRAWN[len("return "):]
             for _ in range(args.runs):
-                srv = Dashboard(big_dir)
-                try:
-                    session_url = f"{srv.url}/session/{db_key_for(big)}/{sid}"
-                    a, b, c = first_paint(driver, session_url, CONTENT_DRAWN, SESSION_DRAWN, TIMELINE_DRAWN)
-                    cold.append(a), cold_fig.append(b), cold_tl.append(c)
-                    a, b = first_paint(driver, session_url, CONTENT_DRAWN, all_drawn)
-                    warm.append(a), warm_fig.append(b)
-                finally:
-                    srv.close()
+                for name, code in codes:
+                    cold, cold_fig, cold_tl, warm, warm_fig = series[name]
+                    srv = Dashboard(big_dir, pythonpath=code)
+                    try:
+                        session_url = f"{srv.url}/session/{db_key_for(big)}/{sid}"
+                        a, b, c = first_paint(driver, session_url, CONTENT_DRAWN, SESSION_DRAWN, TIMELINE_DRAWN)
+                        cold.append(a), cold_fig.append(b), cold_tl.append(c)
+                        a, b = first_paint(driver, session_url, CONTENT_DRAWN, all_drawn)
+                        warm.append(a), warm_fig.append(b)
+                    finally:
+                        srv.close()
             med = statistics.median
-            result.update(session_steps=args.steps, session_content_cold_s=round(med(cold), 3),
-                          session_figures_cold_s=round(med(cold_fig), 3), session_timeline_cold_s=round(med(cold_tl), 3),
-                          session_content_warm_s=round(med(warm), 3), session_all_drawn_warm_s=round(med(warm_fig), 3))
-            print(f"1M-step session (navigation -> ...), cold server: header + findings {med(cold) * 1000:.0f} ms "
-                  f"({med(cold):.2f} x the 1 s target), page map + state index drawn {med(cold_fig) * 1000:.0f} ms, "
-                  f"timeline drawn {med(cold_tl) * 1000:.0f} ms; view models cached: header + findings "
-                  f"{med(warm) * 1000:.0f} ms, everything drawn {med(warm_fig) * 1000:.0f} ms")
+            result["session_steps"] = args.steps
+            for name, _code in codes:
+                cold, cold_fig, cold_tl, warm, warm_fig = series[name]
+                sfx = f"_{name}" if name else ""
+                result.update({f"session_content_cold_s{sfx}": round(med(cold), 3),
+                               f"session_figures_cold_s{sfx}": round(med(cold_fig), 3),
+                               f"session_timeline_cold_s{sfx}": round(med(cold_tl), 3),
+                               f"session_content_warm_s{sfx}": round(med(warm), 3),
+                               f"session_all_drawn_warm_s{sfx}": round(med(warm_fig), 3)})
+                label = f" at {args.compare_rev}" if name else (" (this code)" if args.compare_rev else "")
+                print(f"1M-step session{label} (navigation -> ...), cold server: header + findings {med(cold) * 1000:.0f} ms "
+                      f"({med(cold):.2f} x the 1 s target), page map + state index drawn {med(cold_fig) * 1000:.0f} ms, "
+                      f"timeline drawn {med(cold_tl) * 1000:.0f} ms; view models cached: header + findings "
+                      f"{med(warm) * 1000:.0f} ms, everything drawn {med(warm_fig) * 1000:.0f} ms")
+            if args.session_only:
+                result["loadavg_1m_at_end"] = round(os.getloadavg()[0], 2)
+                print(json.dumps(result))
+                return 0
 
             # fleet of 200 DBs
             fcold, fwarm = [], []

@@ -114,7 +114,12 @@ def timeline_ready(sources: Sources, ref: dict | None, selected: int | None, pen
         loaded = sources.load(ref["db"], ref["session"])
     except DiagError as exc:
         return figures.pending_figure("Batch timeline", str(exc)).to_plotly_json()
-    return sources.figures(loaded, selected, session_figures)[2]
+    return sources.figures(loaded, selected, timeline_figure)[0]
+
+
+def timeline_figure(loaded, selected: int | None) -> tuple:
+    """The timeline alone (the second callback of a long session: its page map and state index are drawn)."""
+    return (figures.timeline_figure(loaded.report.timeline, highlight_for(loaded.report.findings, selected)),)
 
 
 def session_figures(loaded, selected: int | None) -> tuple:

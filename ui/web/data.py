@@ -74,7 +74,7 @@ class Sources:
     def figures(self, loaded: Loaded, selected: int | None, build) -> tuple:
         """``build(loaded, selected)``'s figures as plain dicts, cached per session version and
         selected finding: 20 browsers on one session share one build and one conversion."""
-        key = ("fig", loaded.row.db_key, loaded.row.session, loaded.row, selected, loaded.quick)
+        key = (build.__name__, loaded.row.db_key, loaded.row.session, loaded.row, selected, loaded.quick)
         with self._cache_lock:
             hit = self._figures.get(key)
             if hit is not None:
@@ -107,7 +107,16 @@ class Sources:
             self._quick[(db_key, session)] = loaded
             while len(self._quick) > self.cache_size:
                 self._quick.popitem(last=False)
+        # the page's next request is this session's timeline: start its aggregation now (the
+        # timeline callback then waits on the same build instead of starting it ~0.1-0.2 s later)
+        threading.Thread(target=self._load_quietly, args=(db_key, session), daemon=True).start()
         return loaded
+
+    def _load_quietly(self, db_key: str, session: str) -> None:
+        try:
+            self.load(db_key, session)
+        except DiagError:
+            pass  # the timeline callback's own load reports it on the page
 
     def load(self, db_key: str, session: str) -> Loaded:
         """Record + view models of one session (cached until its fleet row changes)."""
