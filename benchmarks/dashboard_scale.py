@@ -61,6 +61,7 @@ from tests.dashboard_sessions import (  # noqa: E402
     gpu_db,
     start_browser,
 )
+from benchmarks.revision import export_revision  # noqa: E402
 from vllm_diag.fleet import db_key_for  # noqa: E402
 
 BIN = Path(sys.executable).parent / "vllm-diag"
@@ -77,28 +78,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _export(rev: str) -> Path:
-    """``vllm_diag`` as of git revision ``rev`` (diag/ with ui/ and probes/ inside, as the package
-    maps them), exported once into ``build/bench/rev-REV/``; returns the folder to put on PYTHONPATH."""
-    sha = subprocess.run(["git", "rev-parse", "--short", rev], capture_output=True, text=True, cwd=ROOT, check=False)
-    if sha.returncode != 0:
-        raise SystemExit(f"--compare-rev: no such git revision: {rev}")
-    root = ROOT / "build" / "bench" / f"rev-{sha.stdout.strip()}"
-    pkg = root / "vllm_diag"
-    if not pkg.is_dir():
-        tmp = root / "src"
-        shutil.rmtree(root, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        archive = subprocess.run(["git", "archive", sha.stdout.strip(), "diag", "ui", "probes"], capture_output=True,
-                                 cwd=ROOT, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
-        shutil.move(str(tmp / "diag"), str(pkg))
-        shutil.move(str(tmp / "ui"), str(pkg / "ui"))
-        shutil.move(str(tmp / "probes"), str(pkg / "probes"))
-        shutil.rmtree(tmp)
-    return root
 
 
 class Dashboard:
@@ -330,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.session_only:
             print(f"building a fleet of {args.dbs} DBs ...", flush=True)
             fleet = build_fleet(tmp, args.dbs)
-        codes = ([("at_rev", _export(args.compare_rev))] if args.compare_rev else []) + [("", None)]
+        codes = ([("at_rev", export_revision(args.compare_rev))] if args.compare_rev else []) + [("", None)]
         if args.compare_rev:
             result["compare_rev"] = args.compare_rev
 

@@ -55,6 +55,8 @@ T0 = time.monotonic()  # interpreter start (close enough: before the heavy impor
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "assets" / "gpu" / "qwen3next-serve-ngram3.db"
 BUILD = REPO / "build" / "bench"
+sys.path.insert(0, str(REPO))
+from benchmarks.revision import export_revision  # noqa: E402
 COLS = ("session_id", "pid", "step_index", "at", "builder", "group_index", "num_reqs", "num_decodes", "num_spec_decodes",
         "num_prefills", "num_decode_tokens", "num_spec_decode_tokens", "num_prefill_tokens", "num_tokens",
         "spec_tokens_per_req")
@@ -340,28 +342,6 @@ def _median_of(runs: list[dict]):
     return first
 
 
-def _export(rev: str) -> Path:
-    """``vllm_diag`` as of git revision ``rev`` (diag/ with ui/ and probes/ inside, as the package
-    maps them), exported once into ``build/bench/rev-REV/``; returns the folder to put on PYTHONPATH."""
-    sha = subprocess.run(["git", "rev-parse", "--short", rev], capture_output=True, text=True, cwd=REPO, check=False)
-    if sha.returncode != 0:
-        raise SystemExit(f"--compare-rev: no such git revision: {rev}")
-    root = BUILD / f"rev-{sha.stdout.strip()}"
-    pkg = root / "vllm_diag"
-    if not pkg.is_dir():
-        tmp = root / "src"
-        shutil.rmtree(root, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        archive = subprocess.run(["git", "archive", sha.stdout.strip(), "diag", "ui", "probes"], capture_output=True,
-                                 cwd=REPO, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
-        shutil.move(str(tmp / "diag"), str(pkg))
-        shutil.move(str(tmp / "ui"), str(pkg / "ui"))
-        shutil.move(str(tmp / "probes"), str(pkg / "probes"))
-        shutil.rmtree(tmp)
-    return root
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=1_000_000)
@@ -396,7 +376,7 @@ def main() -> int:
         result["rows"] = conn.execute("select count(*) from batch_steps").fetchone()[0]
     runs: dict[str, list[dict]] = {"open_at_rev": [], "open": []}
     for _ in range(a.repeat):  # alternately, so that a busy spell on a shared machine hits both
-        for name, code in ([("open_at_rev", _export(a.compare_rev))] if a.compare_rev else []) + [("open", None)]:
+        for name, code in ([("open_at_rev", export_revision(a.compare_rev))] if a.compare_rev else []) + [("open", None)]:
             runs[name].append(_child(["--child", "paint", str(db), sid, str(a.keys)], pythonpath=code))
             print(json.dumps(runs[name][-1]), file=sys.stderr)
     for name, got in runs.items():
@@ -416,7 +396,7 @@ def main() -> int:
             Path(a.json).write_text(json.dumps(result, indent=2) + "\n")
         return 0
 
-    for name, code in ([("follow_at_rev", _export(a.compare_rev))] if a.compare_rev else []) + [("follow", None)]:
+    for name, code in ([("follow_at_rev", export_revision(a.compare_rev))] if a.compare_rev else []) + [("follow", None)]:
         result[name] = _follow(db, sid, a, code)
         print(json.dumps(result[name], indent=2), file=sys.stderr)
     text = json.dumps(result, indent=2)
