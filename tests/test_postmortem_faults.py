@@ -255,6 +255,10 @@ def test_context_parallel_sizes_from_the_engine_config_line():
      "      - --max-num-seqs", "      - '128'", "      - --max-num-batched-tokens=16384", "      - --max-model-len",
      "      - '131072'", "      - --block-size", "      - '32'", "      - --speculative-config",
      """      - '{"method": "mtp", "num_speculative_tokens": 2}'""", "    resources:"],
+    # a flow list whose JSON flag value is one double-quoted YAML string with escaped quotes
+    ['        args: ["--model", "Qwen/Qwen3.5-122B-A10B", "--tensor-parallel-size", "4", "--max-num-seqs", "128",',
+     '               "--max-num-batched-tokens", "16384", "--max-model-len", "131072", "--block-size", "32",',
+     '               "--speculative-config", "{\\"method\\": \\"mtp\\", \\"num_speculative_tokens\\": 2}"]'],
     # compose exec form
     ['    command: ["vllm", "serve", "Qwen/Qwen3.5-122B-A10B", "--tensor-parallel-size", "4", "--max-num-seqs",',
      '              "128", "--max-num-batched-tokens", "16384", "--max-model-len", "131072", "--block-size", "32",',

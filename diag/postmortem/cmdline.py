@@ -22,6 +22,7 @@ _ARGV_LIST = re.compile(r"\[\s*[\"']vllm[\"']\s*,\s*[\"']serve[\"'][^\]]*\]")  #
 # the list opens with a quoted flag, "vllm" or "python"
 _ARGV_OPEN = re.compile(r"""(?:^|[:=\s])\[\s*(?:["'](?:--[a-z]|vllm\b|python|-m\b)|$)""")
 _ARGV_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
+
 # a YAML block sequence item: "  - --tensor-parallel-size" / '  - "4"'
 _YAML_ITEM = re.compile(r"^\s*-\s+(.*?)\s*$")
 _INLINE_FLAG = re.compile(
@@ -36,6 +37,17 @@ _BARE_FLAG = re.compile(r"(?<![\w.\-/])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)(?:\s*[
                         r"\{[^{}]{1,400}\})"
                         r"|[ \t]+(\d+(?:\.\d+)?))(?!\w|\.\d)")
 _GAP = re.compile(r"^(?:\[\s*)?(?:\.\.\.|…)(?:\s*\]|\s|$|.{0,60}\]\s*$)")
+
+
+def _unescape(item: str) -> str:
+    """A double-quoted argv item as YAML/JSON read it: ``"{\\"method\\": \\"mtp\\"}"`` is ``{"method": "mtp"}``
+    (a JSON flag value in a manifest keeps its escapes otherwise, and the configuration in it is lost)."""
+    if "\\" not in item:
+        return item
+    try:
+        return json.loads(f'"{item}"')
+    except ValueError:
+        return item
 
 
 def _balance(text: str) -> int:
@@ -143,7 +155,7 @@ class CommandLines:
     def _end_argv(self) -> None:
         if self._argv is not None:
             lineno, parts = self._argv
-            items = [a or b for a, b in _ARGV_ITEM.findall(" ".join(parts))]
+            items = [_unescape(a) if a else b for a, b in _ARGV_ITEM.findall(" ".join(parts))]
             self._argv = None
             if items and items != ["vllm", "serve"]:
                 self._argv_command(lineno, items)
