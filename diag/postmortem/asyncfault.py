@@ -84,8 +84,12 @@ def hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:
         return "mixed_batch", "the crash dump shows " + ("a mixed batch" if batch.get("mixed") else "ragged draft lengths")
     if setup.mixed_evidence:
         return "mixed_batch", f"the log speaks of mixed batches ({setup.mixed_evidence})"
+    # the other class the same configuration allows: a row of a spec-decode batch with no accepted draft reads
+    # its state at num_accepted - 1 = -1 (vLLM's GDN spec-decode kernels index the state with the accepted count)
+    alt = ("; the mixed-batch class (a row with no accepted draft reading its state at num_accepted - 1 = -1) fits "
+           "the same evidence: the crash dump's batch or a run with CUDA_LAUNCH_BLOCKING=1 tells the two apart")
     if setup.prefix_caching or setup.mamba_cache_mode in ("align", "all"):
         return "state_index", ("the Mamba/GDN state indices that prefix caching routes through the block table "
-                               f"(mode '{setup.mamba_cache_mode or 'align'}') under speculative decoding")
+                               f"(mode '{setup.mamba_cache_mode or 'align'}') under speculative decoding" + alt)
     return "state_index", ("Mamba/GDN state indices under speculative decoding (no evidence of mixed decode / "
-                           "spec-decode batches: the crash dump or the report would show one)")
+                           "spec-decode batches: the crash dump or the report would show one)" + alt)
