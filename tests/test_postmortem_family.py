@@ -48,3 +48,75 @@ def test_async_fault_of_a_dense_model_with_drafts_stays_other():
     f = _first(_ima("vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config '{\"method\": \"eagle3\", "
                     "\"model\": \"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\", \"num_speculative_tokens\": 3}'"))
     assert f.category == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# a platform or backend that is not there is a near miss, whatever hybrid/spec words the check carries
+# ------------------------------------------------------------------------------------------------
+
+import pytest  # noqa: E402
+
+from vllm_diag.catalog import load  # noqa: E402
+from vllm_diag.catalog.categorize import categorize  # noqa: E402
+
+P = "/usr/local/lib/python3.12/dist-packages/vllm/"
+E = "(EngineCore_DP0 pid=2210) ERROR 11-26 10:40:03 [core.py:1021] "
+
+
+@pytest.mark.parametrize("site", [
+    # vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend
+    {"file": "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py", "function": "_resolve_gdn_prefill_backend",
+     "condition": "backend == 'sycl' and not current_platform.is_xpu()", "exc": "ValueError",
+     "message": "GDN prefill backend 'sycl' is only supported on XPU."},
+    {"file": "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py", "function": "_resolve_gdn_prefill_backend",
+     "condition": "", "exc": "RuntimeError",
+     "message": "GDN prefill backend 'tilelang' was requested but its kernels are not importable."},
+    # vllm/v1/attention/ops/merge_attn_states.py: a CPU fallback kernel
+    {"file": "vllm/v1/attention/ops/merge_attn_states.py", "function": "_merge_attn_states_torch",
+     "condition": "output_scale is None", "exc": "AssertionError", "message": "CPU fallback does not support FP8 output"},
+    # the sparse indexer's XPU path
+    {"file": "vllm/model_executor/layers/sparse_attn_indexer.py", "function": "sparse_attn_indexer",
+     "condition": "q_slice.shape[0] == 0", "exc": "RuntimeError",
+     "message": "XPU fp8_mqa_logits does not support FP4 Q"},
+    # a CPU kernel file refusing the spec-decode path
+    {"file": "vllm/model_executor/layers/mamba/ops/cpu/gdn_attention.py", "function": "cpu_gdn_attention_core",
+     "condition": "attn_metadata.spec_sequence_masks is None", "exc": "AssertionError",
+     "message": "speculative decode not supported in CPU GDN attention."},
+    {"file": "vllm/platforms/xpu.py", "function": "XPUPlatform.check_and_update_config",
+     "condition": "compilation_config.cudagraph_mode == CUDAGraphMode.NONE", "exc": "AssertionError",
+     "message": "CUDA graph mode should be NONE on XPU"},
+])
+def test_platform_or_missing_backend_checks_are_other(site):
+    assert categorize(site) == ("other", "other_platform_backend")
+
+
+@pytest.mark.parametrize("site, expected", [
+    # the same vocabulary without a platform: the families keep them
+    ({"file": "vllm/v1/attention/backends/gdn_attn.py", "function": "GDNAttentionMetadataBuilder.build",
+      "condition": "num_decodes == 0 or num_spec_decodes == 0", "exc": "AssertionError",
+      "message": "num_decodes: {num_decodes}, num_spec_decodes: {num_spec_decodes}"}, "mixed_batch"),
+    ({"file": "vllm/v1/core/kv_cache_utils.py", "function": "unify_kv_cache_spec_page_size",
+      "condition": "", "exc": "NotImplementedError",
+      "message": "The page size of the layer is not divisible by the maximum page size. Cannot unify by adjusting "
+                 "block_size."}, "kv_page_size"),
+])
+def test_family_checks_without_a_platform_keep_their_family(site, expected):
+    assert categorize(site)[0] == expected
+
+
+def test_catalog_carries_the_platform_decision():
+    got = [s for s in load().sites if s.function == "_resolve_gdn_prefill_backend"]
+    assert got and all(s.category == "other" for s in got)
+
+
+def test_xpu_indexer_refusal_of_an_mla_model_with_drafts_is_a_near_miss():
+    log = "\n".join([
+        "vllm serve deepseek-ai/DeepSeek-V3.2-Exp --speculative-config '{\"method\": \"mtp\", "
+        "\"num_speculative_tokens\": 1}' -tp 4",
+        f"{E}Traceback (most recent call last):",
+        f'{E}  File "{P}model_executor/layers/sparse_attn_indexer.py", line 318, in sparse_attn_indexer',
+        f"{E}    raise RuntimeError(\"XPU fp8_mqa_logits does not support FP4 Q\")",
+        f"{E}RuntimeError: XPU fp8_mqa_logits does not support FP4 Q",
+    ])
+    f = _first(log)
+    assert f.category == "other", (f.category, f.basis)

@@ -70,6 +70,13 @@ _OTHER_FILE = re.compile(r"config/(load|lora|multimodal|observability|pooler|pro
                          r"model_arch|utils)\.py|/lora|/pooling|/multimodal|tokeniz|/entrypoints/|/distributed/|"
                          r"/benchmarks/|/profiler/|/usage/")
 
+# a non-CUDA platform or a backend missing from the install (see the other_platform_backend rule)
+_PLATFORM = re.compile(r"\b(?:on|for|with|in|by) (?:the )?(?:xpu|tpu|hpu|neuron|cpu)\b|"
+                       r"\b(?:xpu|tpu|hpu|cpu) (?:backend|fallback|model runner|platform|gdn|attention)\b|"
+                       r"\bxpu\b.{0,60}\b(?:not supported|does not support|only supports?)|"
+                       r"\bonly supported on (?:xpu|rocm|cuda|cpu|tpu|hpu|nvidia|amd)\b|\bnot importable\b|"
+                       r"\bcurrent platform is\b|\bwas requested but\b")
+
 Site = dict[str, Any]
 Pred = Callable[[str, str, str, str, str], bool]  # file, function, text (condition+message), exc, condition
 
@@ -150,6 +157,18 @@ RULES: list[tuple[str, str, Pred]] = [
                             r"blocks\b|block size|"
                             r"next_n|\bq_len|seqlen|topk|heads", _core(t).replace("kv_cache_dtype", "")
                             .replace("cache_dtype", "")))),
+    # a platform or backend that is not there: a check that names a non-CUDA platform (XPU, TPU, HPU, the CPU
+    # backend or a CPU fallback kernel), or a backend that was requested but is not importable / not built for
+    # the current platform -- a capability of that install, the same for every batch and draft length
+    # (vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend,
+    # vllm/v1/attention/ops/merge_attn_states.py "CPU fallback does not support FP8 output",
+    # vllm/model_executor/layers/mamba/ops/cpu/gdn_attention.py, platforms/xpu.py)
+    ("other_platform_backend", "other",
+     lambda f, fn, t, e, c: (bool(_PLATFORM.search(_core(t))) or bool(
+         re.search(r"/ops/cpu/|cpu_model_runner|platforms/(?:cpu|xpu|tpu)\.py", f)) and bool(
+         re.search(r"not (?:yet )?supported|does not support|only supports?|not implemented|should be|requires?", _core(t))))
+     and not bool(re.search(
+         r"page.size|cannot unify|cannot be padded|next_n|\bq_len|qo_len|seqlen_q", _core(t)))),
     # --- sibling classes with a clear vocabulary ----------------------------------------------
     # the allocated Mamba/conv state slots ("cache lines") against the batch: a batch (a CUDA-graph capture
     # size, max_num_seqs) larger than the state blocks the memory left -- the Mamba block budget, not an index
