@@ -27,15 +27,25 @@ _ARGV_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
 _YAML_ITEM = re.compile(r"^\s*-\s+(.*?)\s*$")
 _INLINE_FLAG = re.compile(
     r"(?<![\w-])(--[a-z][a-z0-9-]+(?:\.[a-z_]+)?)(?:[ =](?!-{1,2}[a-z])('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)]+))?"
-    # vLLM's short parallel-size aliases with a number ("-tp 4", "-pp 2", "-dcp 8")
-    r"|(?<![\w-])(-(?:tp|pp|dp|dcp|pcp|ep))[ =](\d+)\b"
+    # vLLM's short parallel-size aliases with a number ("-tp 4", "-pp 2", "-dcp 8"; "--tp 2" as reporters write it)
+    r"|(?<![\w-])(--?(?:tp|pp|dp|dcp|pcp|ep))[ =](\d+)\b"
 )
 # a flag written without its dashes in a sentence ("max-num-seqs 64", "engine args: max_num_seqs=32,
 # enable_prefix_caching=True"): a name of two or more words with a number (or a boolean after '='); kept only
 # where the name is one of vLLM's flags
-_BARE_FLAG = re.compile(r"(?<![\w.\-/])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)(?:\s*[=:]\s*(\d+(?:\.\d+)?|True|False|true|false|"
-                        r"\{[^{}]{1,400}\})"
+# where the name is one of vLLM's flags. A JSON / YAML key (`"max_num_seqs": 32,`, `  tensor-parallel-size: "8"`) is
+# the same setting written in a config file, a compose / Helm values file or a request body.
+_BARE_FLAG = re.compile(r"(?<![\w.\-/$])[\"']?([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)[\"']?(?:\s*([=:])\s*[\"']?(\d+(?:\.\d+)?|True|"
+                        r"False|true|false|\{[^{}]{1,400}\})[\"']?"
                         r"|[ \t]+(\d+(?:\.\d+)?))(?!\w|\.\d)")
+# a nested block holding one JSON-valued setting (YAML `speculative_config:` + indented keys, or a JSON object spread
+# over lines `"speculative_config": {` ... `}`): its keys become the flag's JSON value
+_BLOCK_OPEN = re.compile(r"""^(\s*)(?:-\s+)?["']?(speculative[-_]config|compilation[-_]config)["']?\s*:\s*(\{?)\s*(?:#.*)?$""")
+_BLOCK_KEY = re.compile(r"""^\s*["']?([A-Za-z_][\w-]*)["']?\s*:\s*(.*?)\s*,?\s*(?:#.*)?$""")
+# a shell variable set in a pasted script (`TP=4`, `export MAX_LEN="32768"`), used later as `-tp $TP`
+_SHELL_SET = re.compile(r"""^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(?:"([^"]*)"|'([^']*)'|([^\s'"`$;|&]+))\s*(?:#.*)?$""")
+# "$VAR" (one word whatever it holds), $VAR, ${VAR}, ${VAR:-default}
+_SHELL_USE = re.compile(r"\"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?\"|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _GAP = re.compile(r"^(?:\[\s*)?(?:\.\.\.|…)(?:\s*\]|\s|$|.{0,60}\]\s*$)")
 
 
@@ -48,6 +58,30 @@ def _unescape(item: str) -> str:
         return json.loads(f'"{item}"')
     except ValueError:
         return item
+
+
+def _block_value(raw: str) -> Any:
+    """A YAML / JSON scalar or flow list of a nested block (``3``, ``"mtp"``, ``[1, 2, 4]``, ``true``)."""
+    v = raw.strip().rstrip(",").strip()
+    if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
+        return v[1:-1]
+    if v.startswith("["):
+        try:
+            return json.loads(v.replace("'", '"'))
+        except ValueError:
+            return v
+    low = v.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "none", "~"):
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        try:
+            return float(v)
+        except ValueError:
+            return v
 
 
 def _balance(text: str) -> int:
@@ -175,7 +209,62 @@ class CommandLines:
             if len(argv) >= 2:
                 self._argv_command(lineno, argv)
 
+    def _config_block(self, line: Line) -> None:
+        """A JSON-valued setting written as a nested YAML / JSON block (``speculative_config:`` then indented
+        ``method: mtp`` / ``num_speculative_tokens: 3``): its keys, read into one ``--speculative-config`` value."""
+        text = line.text
+        blk = self._block
+        if blk is not None:
+            indent, flag, items, start = blk
+            s = text.strip()
+            ind = len(text) - len(text.lstrip())
+            if line.level is not None or not s or ind <= indent or s.startswith("}") or len(items) > 40:
+                self._end_block(line.lineno)
+                if s.startswith("}") and ind >= indent:
+                    return
+            else:
+                m = _BLOCK_KEY.match(text)
+                if m:
+                    items[m.group(1)] = _block_value(m.group(2))
+                return
+        if line.level is None and "config" in text and ":" in text:
+            m = _BLOCK_OPEN.match(text)
+            if m:
+                self._block = (len(m.group(1)), "--" + m.group(2).replace("_", "-"), {}, line.lineno)
+
+    def _end_block(self, lineno: int) -> None:
+        blk, self._block = self._block, None
+        if blk and blk[2] and len(self.inline_flags) < 100:
+            self.inline_flags.append((blk[3], blk[1], "'" + json.dumps(blk[2]) + "'"))
+
+    def _shell_line(self, line: Line) -> Line:
+        """Shell variables of a pasted script: ``TP=4`` remembered, ``-tp $TP`` read as ``-tp 4``."""
+        text = line.text
+        if line.level is not None:
+            return line
+        if "=" in text and len(self.shell_vars) < 200:
+            m = _SHELL_SET.match(text)
+            if m:
+                self.shell_vars[m.group(1)] = next(g for g in m.group(2, 3, 4) if g is not None)
+                return line
+        if "$" in text:
+            new = _SHELL_USE.sub(self._shell_value, text)
+            if new != text:
+                return Line(line.lineno, new, line.process, line.level, line.display)
+        return line
+
+    def _shell_value(self, m: re.Match) -> str:
+        name = m.group(1) or m.group(2) or m.group(4)
+        val = self.shell_vars.get(name, m.group(3) if m.group(2) else None)
+        if val is None:
+            return m.group(0)
+        if m.group(1) or re.search(r"[\s{}\[\]\"]", val):  # one shell word: quoted so the command still splits right
+            return "'" + val.replace("'", "") + "'"
+        return val
+
     def _commands(self, line: Line) -> None:
+        line = self._shell_line(line)
+        self._config_block(line)
         text = line.text
         self._argv_lists(line)
         if (self._cmd_lines is not None or self._llm_lines is not None) and (line.level is not None or line.process is not None):
@@ -235,10 +324,16 @@ class CommandLines:
                 self.commands.append((line.lineno, " ".join(shell_quote(a) for a in argv)))
                 return
             return
-        if line.level is None and text[:1] not in (" ", "\t") and ("_" in text or "-" in text):
+        if text.lstrip().startswith("#") and line.level is None:
+            return  # a commented-out line of a script (`# --enforce-eager`): not part of the set-up
+        if line.level is None and ("_" in text or "-" in text):
+            indented = text[:1] in (" ", "\t")
             for m in _BARE_FLAG.finditer(text):
+                # an indented line is a key of a YAML / JSON file (`key: value`); indented `name = value` is code
+                if indented and m.group(2) != ":":
+                    continue
                 if len(self.inline_flags) < 100 and not text[max(0, m.start() - 2):m.start()].endswith("-"):
-                    val = m.group(2) or m.group(3)
+                    val = m.group(3) or m.group(4)
                     if val.startswith("{"):  # a JSON config (speculative_config: {...}) -> one quoted argv item
                         val = "'" + val.replace("'", '"') + "'"
                     self.inline_flags.append((line.lineno, "--" + m.group(1).replace("_", "-"), val))
@@ -246,13 +341,16 @@ class CommandLines:
             for m in _INLINE_FLAG.finditer(text):
                 if m.group(3):  # a short alias with its number
                     if len(self.inline_flags) < 100:
-                        self.inline_flags.append((line.lineno, m.group(3), m.group(4)))
+                        self.inline_flags.append((line.lineno, "-" + m.group(3).lstrip("-"), m.group(4)))
                     continue
                 if len(self.inline_flags) < 100:
                     val = m.group(2)
                     if val and val[:1] not in "'\"{":
                         val = val.rstrip(":.,;")
-                    self.inline_flags.append((line.lineno, m.group(1), val))
+                    flag = m.group(1)
+                    if flag in ("--tp", "--pp", "--dp", "--dcp", "--pcp"):  # "--tp 8": vLLM's -tp as reporters write it
+                        flag = flag[1:]
+                    self.inline_flags.append((line.lineno, flag, val))
 
     def _end_cmd(self) -> None:
         if self._cmd_lines:

@@ -34,7 +34,18 @@ _ENGINE_KEYS = {
 }
 
 
+# parallel sizes under the short names reporters give them (``--tp 2`` in a Helm values list; vLLM's own aliases
+# are single-dash ``-tp``): read as the setting they stand for
+_SHORT_SIZES = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
+                "dcp": "decode_context_parallel_size", "pcp": "prefill_context_parallel_size"}
+
+
 def _normalise(dest_args: dict[str, Any]) -> dict[str, Any]:
+    dest_args = dict(dest_args)
+    for short, full in _SHORT_SIZES.items():
+        v = dest_args.pop(short, None)
+        if v is not None and full not in dest_args and re.fullmatch(r"\d{1,4}", str(v).strip()):
+            dest_args[full] = int(str(v).strip())
     try:
         from ..serve import normalise_args
     except ImportError:  # pragma: no cover - vllm_diag.serve is part of the package

@@ -84,6 +84,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.ranks: dict[str, set[int]] = {}  # PP / DP / TP ranks of the worker prefixes
         self._argv: tuple[int, list[str]] | None = None  # a flow list of argv items being collected
         self._yaml: tuple[int, list[str]] | None = None  # a YAML block sequence of argv items being collected
+        self._block: tuple[int, str, dict[str, Any], int] | None = None  # a nested speculative/compilation config block
+        self.shell_vars: dict[str, str] = {}  # variables a pasted shell script sets (TP=4), used as -tp $TP
 
     # -------------------------------------------------------------- helpers
     # -------------------------------------------------------------- feed
@@ -167,6 +169,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
     def finish(self) -> LogFacts:
         self._end_argv()
         self._end_yaml()
+        self._end_block(self.last_line)
         self._end_cmd()
         self._end_llm()
         self._end_dump()
@@ -209,6 +212,12 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             # no exception line: the last error stated outside a traceback speaks for the failure
             for name, val in phrase_numbers(self.error_lines[-1][1]).items():
                 f.numbers.setdefault(name, val)
+        prose = f.startup.get("spec_prose")
+        k = prose.get("k") if isinstance(prose, dict) else None
+        if "num_speculative_tokens" not in f.numbers and isinstance(k, int) and k > 0:
+            f.numbers["num_speculative_tokens"] = k  # the reporter's words ("MTP, k=3"): no argument states it
+            if "spec_prose" in f.lines:
+                f.lines["num_speculative_tokens"] = f.lines["spec_prose"]
         for name, val in frame_line_numbers(f).items():
             f.numbers.setdefault(name, val)
         error_line_numbers([t for _, t in self.error_lines[-40:]], f.numbers)

@@ -40,7 +40,8 @@ class ProseLines:
 
     def _prose_line(self, line: Line) -> None:
         text = line.text
-        m = _MODEL_LINE.match(text)
+        # a `model:` key inside a nested speculative_config block names the draft, not the served model
+        m = _MODEL_LINE.match(text) if getattr(self, "_block", None) is None else None
         if m:
             self.model_lines.append((line.lineno, m.group(1).rstrip(".,;)")))
         m = _DRAFT_LINE.match(text)

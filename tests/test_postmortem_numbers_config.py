@@ -1,0 +1,84 @@
+"""Settings an expert quotes from a failure report, in whatever notation the report gives them: YAML / JSON keys of
+a config or values file, a speculative config spread over a nested block, shell variables of a pasted script,
+reporters' short flags (``--tp 2``) and the reporter's words (``MTP, k=3``). Logs written here, in vLLM's format,
+with models and numbers of their own."""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem import facts_from_text
+
+ERR = "(EngineCore_DP0 pid=41) ERROR 03-02 10:11:12 [core.py:844] RuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+
+def _facts(text: str):
+    return facts_from_text(text + ERR)
+
+
+def test_json_object_with_quoted_keys_and_a_nested_speculative_config():
+    f = _facts('engine.json:\n{"model": "org/Some-Hybrid-30B", "tensor_parallel_size": 8, "max_num_seqs": 48, '
+               '"speculative_config": {"method": "mtp", "num_speculative_tokens": 2}}\n')
+    assert f.args["tensor_parallel_size"] == 8
+    assert f.args["max_num_seqs"] == 48
+    assert f.args["num_speculative_tokens"] == 2
+    assert f.numbers["num_speculative_tokens"] == 2
+
+
+def test_yaml_values_with_an_indented_speculative_block():
+    f = _facts("values.yaml:\n"
+               "engine:\n"
+               "  tensor-parallel-size: 4\n"
+               "  max_model_len: \"65536\"\n"
+               "  speculative_config:\n"
+               "    method: eagle3\n"
+               "    model: someone/eagle3-draft-8b\n"
+               "    num_speculative_tokens: 5\n"
+               "  max_num_batched_tokens: 4096\n")
+    assert f.args["tensor_parallel_size"] == 4
+    assert f.args["max_model_len"] == 65536
+    assert f.args["num_speculative_tokens"] == 5
+    assert f.args["speculative_method"] == "eagle3"
+    assert f.args["max_num_batched_tokens"] == 4096
+    # the block's model is the draft, not the served model
+    assert f.model != "someone/eagle3-draft-8b"
+
+
+def test_json_speculative_block_over_several_lines():
+    f = _facts('{\n  "model": "org/Other-80B",\n  "speculative_config": {\n    "method": "mtp",\n'
+               '    "num_speculative_tokens": 3\n  },\n  "block_size": 64\n}\n')
+    assert f.args["num_speculative_tokens"] == 3
+    assert f.args["block_size"] == 64
+
+
+def test_code_assignments_in_an_indented_line_are_not_settings():
+    f = _facts('Traceback (most recent call last):\n  File "/x/vllm/v1/worker/gpu_model_runner.py", line 10, in f\n'
+               "    max_num_seqs = 7\n")
+    assert "max_num_seqs" not in f.args
+
+
+def test_shell_script_variables_feed_the_command():
+    f = _facts("#!/bin/bash\nMODEL=org/Hybrid-Next-80B\nTP=4\nSPEC='{\"method\":\"mtp\",\"num_speculative_tokens\":3}'\n"
+               "vllm serve $MODEL \\\n  --tensor-parallel-size $TP \\\n  --speculative-config \"$SPEC\" \\\n"
+               "  --max-num-seqs ${MAX_SEQS:-96}\n\n")
+    assert f.args["tensor_parallel_size"] == 4
+    assert f.args["num_speculative_tokens"] == 3
+    assert f.args["max_num_seqs"] == 96
+
+
+def test_bash_array_flags_with_a_variable_and_a_commented_out_flag():
+    f = _facts("TP=2\nCMD+=(\n    $MODEL_DIR\n    -tp $TP\n    # --enforce-eager\n    --max-num-seqs 256\n)\n")
+    assert f.args["tensor_parallel_size"] == 2
+    assert f.args.get("enforce_eager") is not True  # commented out
+
+
+def test_double_dash_short_parallel_sizes():
+    f = _facts('helm values:\n  extraArgs:\n    - "--tp"\n    - "2"\n    - "--max-model-len=32768"\n')
+    assert f.args["tensor_parallel_size"] == 2
+    f = _facts("I launch with --tp 8 --pp 2 and it dies.\n")
+    assert f.args["tensor_parallel_size"] == 8
+    assert f.args["pipeline_parallel_size"] == 2
+
+
+def test_spec_depth_from_the_reporters_words_is_a_number():
+    f = _facts("Setup: Some-Hybrid-122B FP8, TP=2, MTP (k=3), max-model-len 131072\n")
+    assert f.numbers["num_speculative_tokens"] == 3
+    assert f.args["max_model_len"] == 131072
