@@ -15,15 +15,23 @@ What the rules read:
   failure exactly as on its log;
 * the vLLM version and GPU the probes recorded.
 
+This is the one diagnosis of a recorded session: ``vllm-diag diagnose`` and the probes store it
+(:func:`diagnose_and_store`); the front ends (``vllm_diag.api.diagnose``: TUI, dashboard, report)
+and the probes' ``/metrics`` collector show it, through :func:`vllm_diag.recorded.diagnose`, for a
+session that has no stored findings. They differ only in the suggestions: re-checked with the
+pre-flight here (what is stored), listed unverified on open (``recheck=False``) or left out
+(``suggestions=False``).
+
 Imports no vLLM: it runs in the engine's process, but from the probe's writer thread.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
-from .model import CONFIG_KEYS, EngineState, Finding, LogFacts, SessionRecord
+from .model import CONFIG_KEYS, EngineState, Finding, LogFacts, RuleFailure, SessionRecord
 from .rules.base import GpuInfo, RuleContext, parse_version
 
 # The probes record vLLM's platform class; the rules speak of "cuda" / "cpu" / "rocm" / ...
@@ -110,13 +118,21 @@ def recorded_context(record: SessionRecord) -> RuleContext:
     return RuleContext(state=state, log=log_facts_from_errors(record), version=version, gpu=gpu_of(state.environment))
 
 
-def diagnose(record: SessionRecord, suggestions: bool = True) -> list[Finding]:
+def diagnose(record: SessionRecord, suggestions: bool = True, recheck: bool = True) -> list[Finding]:
     """The findings of a recorded session: every rule on the recorded state and errors; a recorded
-    error no rule explains is still named (category ``other``), with its numbers."""
+    error no rule explains is still named (category ``other``), with its numbers. Suggestions are
+    re-checked with the pre-flight unless ``recheck=False`` (then listed, unverified)."""
+    return diagnosis(record, suggestions=suggestions, recheck=recheck).findings
+
+
+def diagnosis(record: SessionRecord, suggestions: bool = True, recheck: bool = True) -> SessionRecord:
+    """The record with :func:`diagnose`'s findings in place of its stored ones, and the rules that
+    raised (a vllm-diag bug, the other rules still ran) added to its ``rule_failures``."""
     from .rules import run_rules
 
     ctx = recorded_context(record)
-    findings = _fold_known_mixed_batch(list(run_rules(ctx)))
+    run = run_rules(ctx)
+    findings = _fold_known_mixed_batch(list(run))
     if ctx.log is not None:
         findings = _with_site_diagnosis(ctx.log, findings)
     findings, contradicted = _recorded_batches_contradict(record, findings)
@@ -127,8 +143,9 @@ def diagnose(record: SessionRecord, suggestions: bool = True) -> list[Finding]:
             lead.evidence += contradicted
     _rejected_values(record, findings)
     if suggestions:
-        _attach_suggestions(findings, ctx)
-    return findings
+        _attach_suggestions(findings, ctx, recheck)
+    return dataclasses.replace(record, findings=findings,
+                               rule_failures=record.rule_failures + [RuleFailure(r, e) for r, e in run.failures])
 
 
 def _with_site_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
@@ -288,7 +305,7 @@ def _rejected_values(record: SessionRecord, findings: list[Finding]) -> None:
             f.numbers = dict(named)
 
 
-def _attach_suggestions(findings: list[Finding], ctx: RuleContext) -> None:
+def _attach_suggestions(findings: list[Finding], ctx: RuleContext, recheck: bool = True) -> None:
     try:
         from .preflight import evaluate
         from .suggest import suggestions_for_finding
@@ -298,7 +315,7 @@ def _attach_suggestions(findings: list[Finding], ctx: RuleContext) -> None:
         if f.suggestions:
             continue
         try:
-            f.suggestions = list(suggestions_for_finding(f, ctx, evaluate=evaluate) or [])
+            f.suggestions = list(suggestions_for_finding(f, ctx, evaluate=evaluate if recheck else None) or [])
         except Exception:  # noqa: BLE001 - a suggestion bug must not lose the finding
             f.suggestions = []
 
@@ -311,4 +328,4 @@ def diagnose_and_store(store, session_id: str | None = None, suggestions: bool =
     return findings
 
 
-__all__ = ["diagnose", "diagnose_and_store", "gpu_of", "log_facts_from_errors", "platform_of", "recorded_context"]
+__all__ = ["diagnose", "diagnose_and_store", "diagnosis", "gpu_of", "log_facts_from_errors", "platform_of", "recorded_context"]

@@ -8,7 +8,9 @@ The plugin registers :class:`SessionCollector` there in the API-server process. 
 opens the session's DB read-only (the EngineCore and workers write it from other processes), loads
 the record without its steps, counts only the step rows written since the previous scrape
 (:func:`vllm_diag.metrics.read_step_tally`) and yields :func:`vllm_diag.metrics.session_families`:
-the same numbers ``vllm-diag exporter`` serves from the DB.
+the same numbers ``vllm-diag exporter`` serves from the DB. The findings are the stored ones, or the
+front ends' diagnosis on open (:func:`vllm_diag.recorded.diagnose`, without suggestions), run again
+only when the recorded state changed.
 
 A scrape never fails because of the probes: any error is logged once and the collector yields
 nothing. With several API servers (``--api-server-count > 1``) vLLM sets ``PROMETHEUS_MULTIPROC_DIR``
@@ -29,6 +31,7 @@ class SessionCollector:
         self.db_path = db_path
         self.session_id = session_id
         self._tally: metrics.StepTally | None = None
+        self._diagnosed: tuple | None = None  # (what the diagnosis read, its findings)
         self._lock = threading.Lock()
         self._warned = False
 
@@ -38,14 +41,18 @@ class SessionCollector:
     def families(self) -> list[metrics.Family]:
         from vllm_diag.store import Store
 
-        from vllm_diag.recorded import diagnose  # the rules on a recorded session (not the api: no views here)
+        from vllm_diag.recorded import diagnose  # what every front end shows (not the api: no views here)
 
         with self._lock, Store.open(self.db_path) as store:
-            # the stored findings, or (none stored yet while the engine serves) the rules on what the probes
-            # recorded so far: the one diagnose-on-open function every front end uses
-            record = diagnose(store.load(self.session_id, steps=False))
+            record = store.load(self.session_id, steps=False)
             self._tally = metrics.read_step_tally(store.db, self.session_id, self._tally)
-            return metrics.session_families(record, self._tally)
+            # the stored findings, or (none stored yet while the engine serves) `vllm-diag diagnose`'s findings of
+            # what the probes recorded so far; diagnosed again only when what it reads changed (the session row,
+            # the recorded state, the stored findings), never for new steps: a scrape stays a few queries
+            key = (record.session, record.state, record.findings)
+            if self._diagnosed is None or self._diagnosed[0] != key:
+                self._diagnosed = (key, diagnose(record, suggestions=False).findings)
+            return metrics.session_families(record, self._tally, findings=self._diagnosed[1])
 
     def collect(self):
         try:

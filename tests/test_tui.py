@@ -550,8 +550,11 @@ def test_follow_shows_new_steps_and_turns_to_a_live_failure(gpu):
                 await pilot.pause(0.05)
             assert app.screen.query_one(TabbedContent).active == "findings"
             await pilot.pause(0.3)
+            # what `vllm-diag diagnose` stores for it: the post-mortem's class of the recorded error (a shape
+            # mismatch of a hybrid model under speculative decoding), the error itself as its evidence
             first = highlighted(screen.query_one("#finding-list", OptionList))
-            assert "RuntimeError" in first and "tensor a (6)" in first
+            assert "mixed decode / spec-decode batch" in first and "RuntimeError" in first
+            assert "tensor a (6)" in plain(screen.query_one("#finding-detail", Static))
             assert "failed" in plain(screen.query_one("#headerbar", Static))
         finally:
             writer.close()
