@@ -120,3 +120,58 @@ def test_xpu_indexer_refusal_of_an_mla_model_with_drafts_is_a_near_miss():
     ])
     f = _first(log)
     assert f.category == "other", (f.category, f.basis)
+
+
+@pytest.mark.parametrize("site", [
+    # vllm/v1/attention/ops/merge_attn_states.py: merging attention outputs is not a KV-cache spec merge
+    {"file": "vllm/v1/attention/ops/merge_attn_states.py", "function": "merge_attn_states",
+     "condition": "prefix_output.stride(1) == suffix_output.stride(1)", "exc": "AssertionError",
+     "message": "merge_attn_states requires prefix_output and suffix_output to have matching head strides, got "
+                "{prefix_output.stride(1)} and {suffix_output.stride(1)}"},
+    {"file": "vllm/model_executor/layers/sparse_attn_indexer.py", "function": "_assert_cutedsl_dcp_merge_supported",
+     "condition": "not has_cutedsl()", "exc": "RuntimeError",
+     "message": "DCP sparse-indexer merge requires CuteDSL; install it or disable DCP."},
+    # two flags that exclude each other (vllm/engine/arg_utils.py create_engine_config)
+    {"file": "vllm/engine/arg_utils.py", "function": "EngineArgs.create_engine_config",
+     "condition": "self.cudagraph_capture_sizes is not None and compilation_config.cudagraph_capture_sizes",
+     "exc": "ValueError",
+     "message": "cudagraph_capture_sizes and compilation_config.cudagraph_capture_sizes are mutually exclusive"},
+    # the multimodal encoder's graphs and a profiler (vllm/config/compilation.py, vllm/config/vllm.py)
+    {"file": "vllm/config/compilation.py", "function": "CompilationConfig.__post_init__",
+     "condition": "self.cudagraph_mm_encoder and self.encoder_cudagraph_max_images_per_batch < 0", "exc": "ValueError",
+     "message": "encoder_cudagraph_max_images_per_batch must be non-negative (0 = auto-infer)"},
+    {"file": "vllm/config/vllm.py", "function": "VllmConfig.__post_init__",
+     "condition": "self.profiler_config.profiler == 'proton'", "exc": "ValueError",
+     "message": "The Proton profiler requires CUDA graphs to be disabled. Use --enforce-eager."},
+])
+def test_output_merges_flag_usage_and_unrelated_features_are_other(site):
+    assert categorize(site)[0] == "other"
+
+
+@pytest.mark.parametrize("site, expected", [
+    # a KV-cache spec's merge stays the page-size / layout class
+    ({"file": "vllm/v1/kv_cache_interface.py", "function": "FullAttentionSpec.merge", "condition": "",
+      "exc": "AssertionError", "message": "All attention layers in the same KV cache group must be FullAttentionSpec."},
+     "kv_page_size"),
+    # capture sizes rounded for the drafts stay the CUDA-graph class
+    ({"file": "vllm/config/compilation.py", "function": "CompilationConfig.adjust_cudagraph_sizes_for_spec_decode",
+      "condition": "len(rounded_sizes) == 0", "exc": "ValueError",
+      "message": "No valid cudagraph sizes after rounding to multiple of {multiple_of} (num_speculative_tokens + 1)"},
+     "cudagraph_shape"),
+])
+def test_spec_merges_and_capture_sizes_keep_their_family(site, expected):
+    assert categorize(site)[0] == expected
+
+
+def test_mutually_exclusive_capture_flags_with_a_hybrid_and_drafts_are_a_near_miss():
+    log = "\n".join([
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --cudagraph-capture-sizes 1 2 4 8 "
+        "-O '{\"cudagraph_capture_sizes\": [1, 2, 4]}' --speculative-config '{\"method\": \"mtp\", "
+        "\"num_speculative_tokens\": 2}'",
+        "Traceback (most recent call last):",
+        f'  File "{P}engine/arg_utils.py", line 1712, in create_engine_config',
+        "    raise ValueError(",
+        "ValueError: cudagraph_capture_sizes and compilation_config.cudagraph_capture_sizes are mutually exclusive",
+    ])
+    f = _first(log)
+    assert f.category == "other", (f.category, f.basis)

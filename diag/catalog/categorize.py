@@ -169,6 +169,17 @@ RULES: list[tuple[str, str, Pred]] = [
          re.search(r"not (?:yet )?supported|does not support|only supports?|not implemented|should be|requires?", _core(t))))
      and not bool(re.search(
          r"page.size|cannot unify|cannot be padded|next_n|\bq_len|qo_len|seqlen_q", _core(t)))),
+    # how flags were given, or a feature outside the families (a profiler, the multimodal encoder's graphs, the
+    # compile backend's name, a wrapper's missing attribute): two settings given together that exclude each other
+    # fail the same way for every model and batch (vllm/engine/arg_utils.py create_engine_config
+    # "cudagraph_capture_sizes and compilation_config.cudagraph_capture_sizes are mutually exclusive",
+    # vllm/config/compilation.py "encoder_cudagraph_max_images_per_batch must be non-negative")
+    ("other_flag_usage", "other",
+     lambda f, fn, t, e, c: bool(re.search(r"mutually exclusive|\bprofil(?:er|ing)\b|\bproton\b|encoder_cudagraph|"
+                                           r"cudagraph_mm_encoder|language-model-only|not exists in the runnable|"
+                                           r"invalid backend for piecewise", _core(t)))
+     and not bool(re.search(r"page.size|cannot unify|next_n|specul|draft|\bdecode\b|\bq_len|max_num_seqs|mamba",
+                            _core(t)))),
     # --- sibling classes with a clear vocabulary ----------------------------------------------
     # the allocated Mamba/conv state slots ("cache lines") against the batch: a batch (a CUDA-graph capture
     # size, max_num_seqs) larger than the state blocks the memory left -- the Mamba block budget, not an index
@@ -188,7 +199,9 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: bool(re.search(r"hash_block_size|tokens_per_hash|tokens_per_block|prefix-match", t))),
     ("kv_page_unification", "kv_page_size",
      lambda f, fn, t, e, c: bool(_PAGE_WORDS.search(t)) or bool(re.search(
-         r"unify_|page_size|get_kv_cache_groups|_get_kv_cache_groups|kv_cache_groups_uniform|merge|"
+         # (a KV-cache spec's merge -- FullAttentionSpec.merge, KVCacheSpec.merge: the layers of one group must
+         # agree -- not other merges: merge_attn_states merges attention outputs, the DCP indexer merges logits)
+         r"unify_|page_size|get_kv_cache_groups|_get_kv_cache_groups|kv_cache_groups_uniform|spec\.merge|"
          r"uniformtypekvcachespecs|_align_hybrid_block_size.*page", fn.lower()))
      # the functions that allocate / reshape / re-stride the KV-cache tensors from the groups' specs:
      # a shape or size check there is a page / layout mismatch (gpu_model_runner _reshape_kv_cache_tensors,
