@@ -52,7 +52,8 @@ from .model import (
     to_jsonable,
 )
 from .steps import MARK_LIMIT, MAX_POINTS, TAIL_ROWS, primary_pid, window_bounds
-from .schema import MIGRATION_SET, ROLLUP_SHIFT, SCHEMA_VERSION, migrations
+from .schema import (LEGACY_STEP_TRIGGERS, MIGRATION_SET, ROLLUP_SHIFT, SCHEMA_VERSION, drop_step_triggers, migrations,
+                     roll_up_steps, step_rowids)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
@@ -60,6 +61,14 @@ BUSY_TIMEOUT_MS = 30_000
 # fresh file race (WAL switch, migrations), and SQLite answers some of those conflicts at once,
 # without waiting out the busy timeout.
 OPEN_RETRY_BUDGET_S = 30.0
+
+# batch_steps columns in the order of the tuples ``Store.add_step_rows`` takes
+STEP_COLUMNS = (
+    "session_id", "pid", "step_index", "at", "builder", "group_index", "num_reqs", "num_decodes",
+    "num_spec_decodes", "num_prefills", "num_decode_tokens", "num_spec_decode_tokens", "num_prefill_tokens",
+    "num_tokens", "spec_tokens_per_req",
+)
+STEP_SQL = f"insert into batch_steps ({', '.join(STEP_COLUMNS)}) values ({', '.join('?' * len(STEP_COLUMNS))})"
 
 
 def is_busy_error(exc: BaseException) -> bool:
@@ -219,7 +228,7 @@ class Store:
             # once (no busy wait), and retries; once one switch lands, the others find WAL.
             conn.execute("PRAGMA journal_mode = wal")
         conn.execute("PRAGMA synchronous = NORMAL")
-        if migrations.pending(self.db):
+        if migrations.pending(self.db) or self._has_step_triggers():
             # BEGIN IMMEDIATE takes the write lock first, so concurrent openers of a fresh
             # file migrate one after another; the loser finds nothing pending.
             conn.execute("BEGIN IMMEDIATE")
@@ -228,11 +237,19 @@ class Store:
                 if migrations.pending(self.db):
                     migrations.apply(self.db)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                drop_step_triggers(self.db)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+
+    def _has_step_triggers(self) -> bool:
+        """Per-row rollup triggers in a file migrated past m007 (a tool that re-ran m004, which creates
+        them): the writers roll up each batch themselves, so a trigger would count every row twice."""
+        names = LEGACY_STEP_TRIGGERS
+        return self.db.execute(f"select 1 from sqlite_master where type = 'trigger' and name in ({', '.join('?' * len(names))}) "
+                               "limit 1", names).fetchone() is not None
 
     def _refuse_foreign_database(self) -> None:
         """A SQLite file with tables but no vllm-diag migrations belongs to someone else."""
@@ -376,8 +393,28 @@ class Store:
             if row.get("pid") is None:  # the writer's pid unless the item names its own process
                 row["pid"] = pid
             rows.append(row)
-        if rows:
+        if not rows:
+            return
+        if table == "batch_steps":
+            unknown = set().union(*rows).difference(STEP_COLUMNS)
+            if unknown:
+                raise DiagError(f"batch_steps has no column {sorted(unknown)[0]!r}")
+            self._insert_step_rows([tuple(row.get(c) for c in STEP_COLUMNS) for row in rows])
+        else:
             self.db[table].insert_all(rows)
+
+    def add_step_rows(self, rows: list[tuple]) -> None:
+        """Append batch_steps rows (tuples in ``STEP_COLUMNS`` order, JSON already dumped) and roll them
+        up, in one transaction (joined when the caller has one open). Every writer of batch_steps goes
+        through here: the rollup (``step_rollup``, ``step_marks``) is kept per batch, not per row."""
+        if rows:
+            self._write(lambda: self._insert_step_rows(rows))
+
+    def _insert_step_rows(self, rows: list[tuple]) -> None:
+        conn = self.db.conn
+        before = step_rowids(conn)
+        conn.executemany(STEP_SQL, rows)
+        roll_up_steps(conn, before)
 
     def add_findings(self, session_id: str, findings: Iterable[Finding], replace: bool = True) -> None:
         """Store findings with their suggestions; ``replace`` drops the session's old ones first."""
@@ -588,8 +625,8 @@ class Store:
         """The batch steps of a session aggregated by SQLite, as ``views.timeline.summarize_steps``
         aggregates them in Python: buckets of ``width`` steps (a power of two) per source and KV group
         of the drawn process, the first ``MARK_LIMIT`` marked steps of each kind, the last rows.
-        Reads the trigger-maintained ``step_rollup``/``step_marks`` (64-step buckets) when the drawn
-        width is 64 or more; shorter sessions, and files of an older schema, are aggregated from
+        Reads ``step_rollup``/``step_marks`` (64-step buckets, kept by ``add_step_rows`` per written
+        batch) when the drawn width is 64 or more; shorter sessions, and files of an older schema, are aggregated from
         ``batch_steps`` directly."""
         rolled = "step_rollup" in self._tables()
         if processes is None:
@@ -668,7 +705,7 @@ class Store:
                            tail=tail, last_rowid=last_rowid[0] if last_rowid else 0)
 
     def _with_disagreements(self, sid: str, pid, rolled: bool, rows: list, lo: int, hi: int, width: int) -> list:
-        """Fill the buckets' disagreement counts: from step_marks (kept by the triggers), or on an older
+        """Fill the buckets' disagreement counts: from step_marks (kept by the writers), or on an older
         schema by pairing each builder row with the runner rows of its step."""
         if rolled:
             counts = self.db.execute(

@@ -418,6 +418,7 @@ class Recorder:
             log_once_line(f"vllm-diag: live diagnosis failed ({exc.__class__.__name__}: {exc}); the recording is complete, "
                           f"run `vllm-diag diagnose {self.db_path}` later")
 
+    # the order of vllm_diag.store.STEP_COLUMNS (the store is imported only when a flush opens it)
     _STEP_COLUMNS = (
         "session_id", "pid", "step_index", "at", "builder", "group_index", "num_reqs", "num_decodes",
         "num_spec_decodes", "num_prefills", "num_decode_tokens", "num_spec_decode_tokens", "num_prefill_tokens",
@@ -426,9 +427,10 @@ class Recorder:
     _STEP_SQL = f"insert into batch_steps ({', '.join(_STEP_COLUMNS)}) values ({', '.join('?' * len(_STEP_COLUMNS))})"
 
     def _write_steps(self, store, sid: str, steps: list) -> None:
-        """The per-step rows, in one ``executemany`` inside the flush's transaction: the generic
-        ``Store.add_rows`` path (dataclass -> dict -> sqlite-utils) costs ~20-60 us a row, this
-        ~2 us, and it runs once a second for every step of a busy engine."""
+        """The per-step rows as tuples, inserted and rolled up by ``Store.add_step_rows`` inside the
+        flush's transaction (one ``executemany`` and a few set-based rollup statements): the generic
+        ``Store.add_rows`` path (dataclass -> dict) costs ~20-60 us a row, this ~2 us plus the rollup,
+        and it runs once a second for every step of a busy engine."""
         dumps = json.dumps
         pid = self.pid
         rows = [
@@ -437,8 +439,7 @@ class Recorder:
              None if s.spec_tokens_per_req is None else dumps(s.spec_tokens_per_req, separators=(",", ":")))
             for s in steps
         ]
-        with store.transaction():
-            store.db.conn.executemany(self._STEP_SQL, rows)
+        store.add_step_rows(rows)
 
     def _finish(self, store) -> None:
         sid = self.session.id
