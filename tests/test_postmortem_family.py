@@ -175,3 +175,50 @@ def test_mutually_exclusive_capture_flags_with_a_hybrid_and_drafts_are_a_near_mi
     ])
     f = _first(log)
     assert f.category == "other", (f.category, f.basis)
+
+
+# ------------------------------------------------------------------------------------------------
+# a GEMM of an MLA model's libraries (DeepGEMM's MoE / linear GEMMs) is not an attention kernel limit
+# ------------------------------------------------------------------------------------------------
+
+_MLA_CMD = ("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config '{\"method\": \"mtp\", "
+            "\"num_speculative_tokens\": 2}'")
+
+
+def _gemm_log(frames: list[tuple[str, int, str, str]], exc: str) -> str:
+    out = [_MLA_CMD, f"{E}Traceback (most recent call last):"]
+    for path, line, fn, code in frames:
+        out += [f'{E}  File "{P}{path}", line {line}, in {fn}', f"{E}    {code}"]
+    return "\n".join(out + [f"{E}{exc}"])
+
+
+def test_deepgemm_moe_gemm_check_of_an_mla_model_with_drafts_is_not_a_kernel_limit():
+    log = _gemm_log([("model_executor/layers/fused_moe/deep_gemm_moe.py", 288, "apply",
+                      "m_grouped_fp8_gemm_nt_contiguous("),
+                     ("utils/deep_gemm.py", 141, "m_grouped_fp8_gemm_nt_contiguous", "return _grouped_impl(*args)")],
+                    "RuntimeError: Assertion error (csrc/apis/gemm.hpp:97): n % 64 == 0 and k % 128 == 0")
+    f = _first(log)
+    assert f.category == "other", (f.category, f.basis)
+
+
+def test_deepgemm_linear_gemm_check_without_moe_frames_is_not_a_kernel_limit():
+    log = _gemm_log([("model_executor/layers/linear.py", 560, "forward", "output = self.quant_method.apply(self, x)"),
+                     ("utils/deep_gemm.py", 120, "fp8_gemm_nt", "return _fp8_gemm_nt_impl(*args)")],
+                    "RuntimeError: Assertion error (csrc/apis/gemm.hpp:60): k % 128 == 0")
+    assert _first(log).category == "other"
+
+
+def test_deepgemm_indexer_logits_check_of_an_mla_model_with_drafts_stays_a_kernel_limit():
+    log = _gemm_log([("model_executor/layers/sparse_attn_indexer.py", 240, "sparse_attn_indexer",
+                      "logits = fp8_paged_mqa_logits("),
+                     ("utils/deep_gemm.py", 330, "fp8_paged_mqa_logits", "return _fp8_paged_mqa_logits_impl(")],
+                    "RuntimeError: Assertion error (csrc/jit_kernels/impls/smxx_fp8_paged_mqa_logits.hpp:233): "
+                    "next_n == 1 or next_n == 2")
+    assert _first(log).category == "spec_kernel_limit"
+
+
+def test_a_gemm_kernel_is_placed_as_a_gemm_not_as_mla():
+    from vllm_diag.postmortem.placement import kernel_place
+
+    assert kernel_place("void deep_gemm::sm90_m_grouped_fp8_gemm_contiguous_kernel", None)[0] == "gemm"
+    assert kernel_place("deep_gemm::sm90_fp8_paged_mqa_logits", None)[0] == "mla"

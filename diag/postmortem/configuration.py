@@ -23,6 +23,18 @@ HYBRID_FRAMES = re.compile(r"mamba|gdn|linear_attn|short_conv|/fla/|causal_conv1
                            r"kda|lightning", re.I)
 MLA_FRAMES = re.compile(r"/mla/|mla_attention|flashmla|flash_mla|deep_gemm|indexer|sparse_attn|deepseek|aiter_mla|"
                         r"triton_mla|cutlass_mla|flashinfer_mla", re.I)
+# the GEMMs of the same libraries and models: DeepGEMM serves the MoE experts' and the linear layers' matmuls
+# (vllm/utils/deep_gemm.py m_grouped_fp8_gemm_nt_contiguous, fp8_gemm_nt; csrc/apis/gemm.hpp) as well as the
+# sparse indexer's attention logits (fp8_paged_mqa_logits, csrc/apis/attention.hpp); a frame of a MoE layer, a
+# quantized linear layer or a GEMM is not attention code, whatever module it is in
+GEMM_FRAMES = re.compile(r"fused_moe|/quantization/|layers/linear\.py|\bgemm|_gemm|gemm_|grouped_|scaled_mm|"
+                         r"marlin|cutlass_moe|\bmoe_|_moe\b|experts\b", re.I)
+
+
+def mla_frame(file: str, function: str) -> bool:
+    """An MLA / sparse-indexer attention frame (not a GEMM of the same library or model)."""
+    text = f"{file} {function}"
+    return bool(MLA_FRAMES.search(text)) and not GEMM_FRAMES.search(text)
 
 
 @dataclass
@@ -55,6 +67,7 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     arch = facts.architecture or a.get("architecture") or facts.startup.get("resolved_architecture") or ""
     model = str(a.get("model") or facts.model or "")
     frames_text = " ".join(f"{f.file} {f.function}" for e in facts.exceptions for f in e.frames[-12:])
+    mla_frames = any(mla_frame(f.file, f.function) for e in facts.exceptions for f in e.frames[-12:])
     # a model named only in prose (a test id, an error line, a repo id quoted in the text)
     terms = " ".join(facts.startup.get("prose_terms") or [])
     prose = " ".join([t for _, t in (facts.startup.get("error_lines") or [])][-20:]
@@ -79,7 +92,7 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     elif arch or model:
         hybrid = False
     mla = None
-    if arch and MLA_ARCH.search(arch) or MLA_MODEL.search(model) or MLA_FRAMES.search(frames_text):
+    if arch and MLA_ARCH.search(arch) or MLA_MODEL.search(model) or mla_frames:
         mla = True
         why.append(f"MLA / sparse-indexer model ({arch or model or 'frames'})")
     elif not arch and not a.get("model") and not facts.model and MLA_WORDS.search(terms) and not hybrid:

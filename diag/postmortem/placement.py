@@ -59,6 +59,8 @@ _KERNEL_PLACES: list[tuple[str, re.Pattern[str]]] = [
     ("mamba_copy", re.compile(r"v1/worker/mamba_utils|mamba_hybrid|mamba_copy|copy_mamba|state_copy|batch_memcpy", re.I)),
     ("mamba", re.compile(HYBRID_FRAMES.pattern + r"|gated_delta|delta_rule|selective_scan|selective_state|ssd_|"
                          r"chunk_scan|state_passing|conv1d", re.I)),
+    # a GEMM of an MLA model's libraries (DeepGEMM's fp8 / grouped MoE GEMMs) is a GEMM, not attention
+    ("gemm", re.compile(r"deep_?gemm\W+\w*(?:gemm_|_gemm|grouped|m_grouped)|fused_moe|cutlass_moe|marlin", re.I)),
     ("mla", MLA_FRAMES),
     ("sampling", re.compile(r"/sample/|sampler|sampling|rejection|multinomial|top_?k_?top_?p|Distributions\.cu|"
                             r"TensorCompare\.cu|Multinomial", re.I)),

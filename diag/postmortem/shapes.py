@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..model import LogException, LogFacts
-from .configuration import HYBRID_FRAMES, MLA_FRAMES, Setup
+from .configuration import GEMM_FRAMES, HYBRID_FRAMES, Setup, mla_frame
 from .diagnosis import Diagnosis, config_numbers, exc_evidence, fact_evidence, title_of
 
 SHAPE = re.compile(r"size of tensor a \(\d+\) must match|expanded size of the tensor|must match the existing size|"
@@ -60,7 +60,11 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
     inner = frames[-6:]
     text = " ".join(f"{vllm_path(f.file)} {f.function}" for f in inner)
     hybrid_at = next((f for f in reversed(inner) if HYBRID_FRAMES.search(f"{f.file} {f.function}")), None)
-    mla_at = next((f for f in reversed(inner) if MLA_FRAMES.search(f"{f.file} {f.function}")), None)
+    mla_at = next((f for f in reversed(inner) if mla_frame(f.file, f.function)), None)
+    gemm_at = next((f for f in reversed(inner) if GEMM_FRAMES.search(f"{vllm_path(f.file)} {f.function}")), None)
+    if gemm_at is not None and all(x is None or inner.index(gemm_at) > inner.index(x) for x in (hybrid_at, mla_at)) \
+            or re.search(r"csrc/apis/gemm\.hpp|/gemm/|_gemm\w*\.(?:hpp|cuh|cu)\b", message):
+        return None  # a GEMM (MoE experts, a quantized linear layer) failed inside: not attention or state code
     where = None
     if hybrid_at is not None and (mla_at is None or inner.index(hybrid_at) > inner.index(mla_at)):
         cat, where = "mixed_batch", hybrid_at

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from ..model import Evidence, LogException, LogFacts
-from .configuration import HYBRID_FRAMES, MLA_FRAMES, Setup, precondition_fails
+from .configuration import GEMM_FRAMES, HYBRID_FRAMES, MLA_FRAMES, Setup, precondition_fails
 from .diagnosis import Diagnosis, exc_evidence, title_of
 
 TOKEN_COUNT_CHECK = re.compile(r"num_decode_tokens|num_decodes|num_tokens|num_reqs|num_requests|num_actual_tokens|"
@@ -88,6 +88,7 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
     if others:
         basis += f"; the same text also exists as a {', '.join(others)} site"
     if cat == "other" and site.kind == "kernel" and setup.spec_k != 0 and (setup.mla or MLA_FRAMES.search(site.file)) \
+            and not GEMM_FRAMES.search(f"{site.file} {site.function or ''}") \
             and re.search(r"num_tokens|seqlen|q_len|qo_len|next_n|batch|num_heads|topk|shape|size|contiguous",
                           f"{site.condition or ''} {site.message or ''}") \
             and not re.search(r"arch|dtype|sm_?\d|capability|device", site.condition or "", re.I):
