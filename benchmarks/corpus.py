@@ -23,7 +23,7 @@ pre-flight runs where the model's config.json is reachable, as in the CLI) and i
 * numbers recovered -- the share of ``key_numbers`` the JSON output carries **under a compatible name with
   an equal value** (:func:`recovered`): the label's name and the JSON key (the last dict key of the leaf;
   ``<file stem>_line`` / ``<function>_line`` for the ``{file, line, function}`` frames of tracebacks; a
-  metrics name without its ``vllm:`` prefix) are the same after :data:`ALIASES`, or share a specific word
+  metrics name without its ``vllm:`` prefix) are the same after :data:`ALIASES` (or with underscores dropped: ``seqnum`` ~ ``seq_num``), or share a specific word
   (``cache_config_block_size`` ~ ``block_size``; ``gpu_model_runner_build_attention_metadata_line`` ~
   ``gpu_model_runner_line``; words in :data:`GENERIC` -- num, size, max, line, py ... -- do not count);
   values are equal (integers exactly, floats within 1 %, lists element-wise; ``_mib``/``_gib``/``_ms``/``_s``
@@ -80,6 +80,15 @@ ALIASES = {
     "gpu_mem_util": "gpu_memory_utilization", "gpu_memory_util": "gpu_memory_utilization",
     "kernel_source_line": "faulting_line", "fault_line": "faulting_line",
     "grid": "kernel_grid", "block": "kernel_block",
+    # PyTorch's OOM message: "total capacity of X GiB"
+    "total_capacity_gib": "gpu_total_gib", "gpu_total_capacity_gib": "gpu_total_gib", "gpu_capacity_gib": "gpu_total_gib",
+    # "index 65 is out of bounds for dimension 0 with size 65": the size of the indexed dimension
+    "dimension_size": "index_size", "dim_size": "index_size",
+    # the constant a failed check compared with
+    "limit": "check_threshold", "threshold": "check_threshold",
+    # vLLM's startup line "GPU KV cache size: N tokens"
+    "kv_cache_tokens": "gpu_kv_cache_tokens", "kv_cache_size_tokens": "gpu_kv_cache_tokens",
+    "num_kv_cache_tokens": "gpu_kv_cache_tokens",
 }
 # words too common to tie two names together on their own
 GENERIC = {"num", "n", "size", "sizes", "max", "min", "total", "count", "value", "values", "line", "lines", "py", "hpp",
@@ -102,7 +111,7 @@ def _words(name: str) -> set[str]:
 
 def compatible(label: str, key: str) -> bool:
     a, b = _canon(label), _canon(key)
-    if a == b:
+    if a == b or a.replace("_", "") == b.replace("_", ""):  # seqnum ~ seq_num (NCCL's SeqNum)
         return True
     wa, wb = _words(a), _words(b)
     return bool((wa & wb) - GENERIC)

@@ -104,7 +104,7 @@ def args_from_engine_config(kw: dict[str, Any]) -> dict[str, Any]:
         sizes = comp.get("cudagraph_capture_sizes")
         if isinstance(sizes, list) and all(isinstance(x, int) for x in sizes):
             out["cudagraph_capture_sizes"] = sorted(sizes)
-        mx = comp.get("max_cudagraph_capture_size")
+        mx = comp.get("max_cudagraph_capture_size", comp.get("max_capture_size"))  # max_capture_size: vLLM <= 0.10
         if isinstance(mx, int):
             out["max_cudagraph_capture_size"] = mx
     if out.get("kv_cache_dtype") == "auto":

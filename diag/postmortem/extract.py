@@ -202,7 +202,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         (benchmark and eval commands included), and the tensor-parallel size the worker names imply."""
         f = self.facts
         if f.root is not None and f.root.message:
-            vals = [_num(x) for x in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])", f.root.message[:4000])]
+            vals = [_num(x) for x in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w|\.\w)", f.root.message[:4000])]
             vals = [v for v in vals if isinstance(v, (int, float))][:40]
             if vals:
                 f.numbers.setdefault("message_values", vals)

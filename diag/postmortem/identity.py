@@ -119,6 +119,11 @@ class IdentityLines:
             m = re.search(r"ran for (\d+) milliseconds", text)
             if m:
                 self.facts.numbers["nccl_ran_ms"] = int(m.group(1))
+            # the collective: WorkNCCL(SeqNum=188342, OpType=ALLREDUCE, NumelIn=14336, NumelOut=14336, ...)
+            from .numbers import label_numbers
+
+            for name, val in label_numbers(text).items():
+                self.facts.numbers.setdefault(name, val)
         m = _SM.search(text) if self.sm is None and ("sm" in text or "SM" in text) else None
         if m and self.sm is None:
             self.sm = int(m.group(1))

@@ -31,7 +31,7 @@ _NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     (re.compile(r"\(?" + _FLOAT + r" ?GiB KV cache is needed"), ("kv_cache_needed_gib",)),
     (re.compile(r"available KV cache memory \(" + _FLOAT + r" ?GiB\)"), ("kv_cache_available_gib",)),
     (re.compile(r"estimated maximum model length is (\d+)"), ("estimated_max_model_len",)),
-    (re.compile(r"Tried to allocate " + _FLOAT + r" ?([GM])iB"), ("oom_tried", "oom_unit")),
+    (re.compile(r"Tried to allocate " + _FLOAT + r" ?([GMK])iB"), ("oom_tried", "oom_unit")),
     (re.compile(r"total capacity of " + _FLOAT + r" GiB of which " + _FLOAT + r" ?([GM])iB is free"), ("gpu_total_gib", "gpu_free", "gpu_free_unit")),
     (re.compile(r"num_speculative_tokens:?\s*(\d+) must be divisible by n_predict=(\d+)"), ("num_speculative_tokens", "n_predict")),
     (re.compile(r"kernel_block_size (\d+) must divide kv_manager_block_size size (\d+)"), ("kernel_block_size", "kv_manager_block_size")),
@@ -46,11 +46,26 @@ _NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
 ]
 # the rest of PyTorch's CUDA out-of-memory message (values in GiB)
 _OOM_FIELDS = [
-    ("process_memory_in_use_gib", re.compile(r"this process has " + _FLOAT + r" ?([GM])iB memory in use")),
-    ("allocated_by_pytorch_gib", re.compile(r"" + _FLOAT + r" ?([GM])iB is allocated by PyTorch")),
-    ("private_pool_gib", re.compile(r"" + _FLOAT + r" ?([GM])iB allocated in private pools")),
-    ("reserved_unallocated_gib", re.compile(r"" + _FLOAT + r" ?([GM])iB is reserved by PyTorch but unallocated")),
+    ("process_memory_in_use_gib", re.compile(r"(?:this process|[Pp]rocess \d+) has " + _FLOAT + r" ?([GMK])iB memory in use")),
+    ("allocated_by_pytorch_gib", re.compile(r"" + _FLOAT + r" ?([GMK])iB is allocated by PyTorch")),
+    ("private_pool_gib", re.compile(r"" + _FLOAT + r" ?([GMK])iB allocated in private pools")),
+    ("reserved_unallocated_gib", re.compile(r"" + _FLOAT + r" ?([GMK])iB is reserved by PyTorch but unallocated")),
+    # PyTorch < 2.1 wrote the same numbers as "(GPU 0; 15.78 GiB total capacity; 14.56 GiB already allocated;
+    # 3.19 MiB free; 14.70 GiB reserved in total by PyTorch)"
+    ("gpu_total_gib", re.compile(r"" + _FLOAT + r" ?([GMK])iB total capacity")),
+    ("allocated_by_pytorch_gib", re.compile(r"" + _FLOAT + r" ?([GMK])iB already allocated")),
+    ("gpu_free_gib", re.compile(r"" + _FLOAT + r" ?([GMK])iB free\b")),
+    ("reserved_by_pytorch_gib", re.compile(r"" + _FLOAT + r" ?([GMK])iB reserved in total by PyTorch")),
 ]
+_TO_GIB = {"G": 1, "M": 1024, "K": 1024 * 1024}
+
+
+def _gib(value: float, unit: str, out: dict[str, Any], name: str) -> None:
+    """``name`` (``…_gib``) in GiB; a value the message gives in MiB / KiB also keeps its printed figure under
+    ``…_mib`` / ``…_kib`` (a GiB rounding of a few MiB loses it)."""
+    out[name] = value if unit == "G" else round(value / _TO_GIB[unit], 3)
+    if unit != "G":
+        out.setdefault(name[:-4] + "_" + unit.lower() + "ib", value)
 _KV_PAIR = re.compile(r"\b([a-z][a-z0-9]*_[a-z0-9_]+|next_n|bs|k)\s*[=:]\s*(-?\d+(?:\.\d+)?)\b")
 _NEXT_N_ALLOWED = re.compile(r"next_n\s*==\s*(\d+)")
 
@@ -88,16 +103,14 @@ def message_numbers(message: str) -> dict[str, Any]:
             else:
                 out[name] = _num(val)
     if "oom_tried" in out:
-        tried = out.pop("oom_tried")
-        out["oom_tried_gib"] = round(tried / 1024, 3) if out.pop("oom_unit", "G") == "M" else tried
+        _gib(float(out.pop("oom_tried")), out.pop("oom_unit", "G"), out, "oom_tried_gib")
     if "gpu_free" in out:
-        free = out.pop("gpu_free")
-        out["gpu_free_gib"] = round(free / 1024, 3) if out.pop("gpu_free_unit", "G") == "M" else free
-    for name, rx in _OOM_FIELDS:
-        m = rx.search(msg)
-        if m and name not in out:
-            v = float(m.group(1))
-            out[name] = round(v / 1024, 3) if m.group(2) == "M" else v
+        _gib(float(out.pop("gpu_free")), out.pop("gpu_free_unit", "G"), out, "gpu_free_gib")
+    if "iB" in msg:
+        for name, rx in _OOM_FIELDS:
+            m = rx.search(msg) if name not in out else None
+            if m:
+                _gib(float(m.group(1)), m.group(2), out, name)
     allowed = sorted({int(x) for x in _NEXT_N_ALLOWED.findall(msg)})
     if allowed:
         out["next_n_allowed"] = allowed
@@ -177,8 +190,39 @@ def phrase_numbers(message: str) -> dict[str, Any]:
             if w in _STOP or w in _UNITS:
                 break
             words.append(w)
-        if words:
+        if words and words[0] != "number":  # "10 number of heads" is num_heads (above)
             out.setdefault("_".join(words), _num(val))
+    for name, val in label_numbers(msg).items():
+        out.setdefault(name, val)
+    for name, val in source_lines(msg).items():
+        out.setdefault(name, val)
+    m = _CAPABILITY.search(msg) if "apability" in msg else None
+    if m:  # "... compute capability of at least 8.0. Your Tesla V100 GPU has compute capability 7.0"
+        for mm in _CAPABILITY.finditer(msg):
+            name = "min_compute_capability" if mm.group(1) else "compute_capability"
+            out.setdefault(name, float(mm.group(2)))
+    return out
+
+
+# "Required: 98304, Hardware limit: 65536" (Triton), "Free memory: 3 GiB": a capitalised label and its number;
+# "SeqNum=188342, NumelIn=14336" (NCCL's work record): PascalCase fields
+_LABEL_NUM = re.compile(r"(?<![\w.])([A-Z][a-z]+(?: [a-z]+){0,2}):\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d|[:/])")
+_PASCAL_PAIR = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)\s*=\s*(-?\d+(?:\.\d+)?)(?![\w.])")
+_CAPABILITY = re.compile(r"[Cc]ompute [Cc]apability (?:of )?(at least |>= ?|below |less than )?(\d+\.\d+)")
+
+
+def label_numbers(text: str) -> dict[str, Any]:
+    """Numbers under a capitalised label (``Required: 98304``) or a PascalCase field (``SeqNum=188342``), named in
+    snake case (``required``, ``seq_num``)."""
+    out: dict[str, Any] = {}
+    if ":" in text:
+        for label, val in _LABEL_NUM.findall(text):
+            name = "_".join(label.lower().split())
+            if name not in ("line", "error", "pid", "port", "rank", "step", "version"):
+                out.setdefault(name, _num(val))
+    if "=" in text:
+        for name, val in _PASCAL_PAIR.findall(text):
+            out.setdefault(re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower(), _num(val))
     return out
 
 
@@ -258,6 +302,23 @@ def check_numbers(text: str) -> dict[str, Any]:
     return {}
 
 
+# a C++/CUDA source position in an error text: "Cuda error /workspace/csrc/custom_all_reduce.cuh:368 '...'",
+# "CUDA error at ../csrc/moe/topk.cu:120"; a glog prefix "[E1208 ... ProcessGroupNCCL.cpp:688]" is where the
+# message was logged, not the failure
+_SRC_POS = re.compile(r"(?<![\w.\-])(?:[\w.\-]*/)*([A-Za-z_][\w\-]*)\.(?:cu|cuh|cpp|cc|hpp|h|cxx|c):(\d+)(?![\d\]])")
+
+
+def source_lines(text: str) -> dict[str, int]:
+    """``<file stem>_line`` for the C++/CUDA source positions an error text names (see ``_SRC_POS``)."""
+    out: dict[str, int] = {}
+    if ".c" not in text and ".h" not in text:
+        return out
+    for m in _SRC_POS.finditer(text[:4000]):
+        if len(out) < 8:
+            out.setdefault(f"{m.group(1).replace('-', '_')}_line", int(m.group(2)))
+    return out
+
+
 _KERNEL_SOURCE = re.compile(r"\.(?:cu|cuh|cpp|cc|hpp|h|cxx)$")
 _NOT_VLLM_FRAME = re.compile(r"^<|[/\\](?:torch|triton|transformers|ray|uvloop|asyncio|concurrent|multiprocessing|"
                              r"contextlib|threading|functools)[/\\]|_contextlib\.py$|/lib/python3[\d.]*/[^/]+\.py$")
@@ -335,6 +396,10 @@ def error_line_numbers(texts: list[str], numbers: dict[str, Any]) -> None:
         m = _XID.search(text)
         if m:
             numbers.setdefault("xid", int(m.group(1)))
+        for name, val in label_numbers(text).items():
+            numbers.setdefault(name, val)
+        for name, val in source_lines(text).items():
+            numbers.setdefault(name, val)
         m = _LAUNCH_DIMS.search(text)
         if m:  # cuda-gdb: kernel<<<(grid),(block)>>>
             numbers.setdefault("kernel_grid", [int(x) for x in re.findall(r"\d+", m.group(1))])

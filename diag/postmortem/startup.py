@@ -30,6 +30,13 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("num_gpu_blocks", re.compile(r"# (?:GPU|CUDA|cuda) blocks: (\d+)"), int),
     ("dsa_use_flattening", re.compile(r"DSA indexer decode path: use_flattening=(\w+)"), lambda s: s == "True"),
     ("engine_init_seconds", re.compile(r"init engine \(profile, create kv cache, warmup model\) took " + _FLOAT), float),
+    # "Graph capturing finished in 9 secs, took 1.24 GiB"
+    ("cudagraph_memory_gib", re.compile(r"Graph capturing finished in \d+ secs?, took " + _FLOAT + r" ?GiB"), float),
+    # the engine's periodic stats line: "Running: 17 reqs, Waiting: 42 reqs, GPU KV cache usage: 87.4%" (vLLM's
+    # Prometheus names: vllm:num_requests_running / num_requests_waiting / kv_cache_usage_perc); the last values
+    ("num_requests_running", re.compile(r"Running: (\d+) reqs"), int),
+    ("num_requests_waiting", re.compile(r"Waiting: (\d+) reqs"), int),
+    ("gpu_kv_cache_usage_percent", re.compile(r"GPU KV cache usage: " + _FLOAT + r"%"), float),
 ]
 # a literal each pattern needs, checked with `in` before the regex runs (most lines match none)
 _STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, conv) for name, rx, conv in _STARTUP_PATTERNS_RAW]
@@ -114,3 +121,8 @@ class StartupLines:
             if kw:
                 self.engine_config = (line.lineno, kw)
                 self._note("engine_config", line)
+                comp = kw.get("compilation_config")
+                sizes = comp.get("cudagraph_capture_sizes") if isinstance(comp, dict) else None
+                if isinstance(sizes, list) and sizes and all(isinstance(x, int) for x in sizes):
+                    # as the engine printed them (the arguments keep them sorted)
+                    self.facts.startup["cudagraph_capture_sizes"] = sizes[:1024]

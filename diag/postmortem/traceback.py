@@ -74,6 +74,7 @@ class _State:
     last_line: int = 0
     last_line_seen: int = 0  # the line before the current one (a hard-wrapped record continues on the next)
     pending_file: str | None = None  # 'File "<path>",' whose ' line N, in f' was wrapped onto the next line
+    exc_src: str | None = None  # the [file.py:N] of the log record that printed the last exception line
 
 
 _EXC_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Timeout", "Failure", "Fault", "Warning", "NotFound")
@@ -82,6 +83,15 @@ _EXC_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Timeout",
 def _maybe_exc(text: str) -> bool:
     head = text[:200]
     return any(w in head for w in _EXC_WORDS)
+
+
+_RECORD_SRC = re.compile(r"\[([\w.\-/]+\.py:\d+)\]")
+
+
+def _record_src(line: Line) -> str | None:
+    """The ``[file.py:N]`` of a vLLM log record's header (one record's lines share it)."""
+    m = _RECORD_SRC.search(line.display[:200]) if "[" in line.display[:200] else None
+    return m.group(1) if m else None
 
 
 def _is_wrapper(exc_type: str, message: str) -> bool:
@@ -230,7 +240,13 @@ class TracebackParser:
                               and exc.message and exc.message.rstrip()[-1:] not in ".!?:]}'\""
                               and not _EXC_STRICT.match(stripped) and not stripped.startswith(("Traceback", "File "))
                               and not any(w in stripped for w in WRAPPER_TEXTS) and not stripped.endswith(":"))
-            if _quote_open(exc.message) or (text[:1] in " \t" and line.level is None) or wrapped_record:
+            # the next line of the same log record (same [file.py:N] header): a message of several lines, such as
+            # vLLM's assert "Aiter MLA supports num_heads of 4, 8, ...\nProvided 10 number of heads."
+            same_record = (not wrapped_record and line.level is not None and line.lineno == st.last_line_seen + 1
+                           and st.exc_src is not None and _record_src(line) == st.exc_src
+                           and not _EXC_STRICT.match(stripped) and not stripped.startswith(("Traceback", "File ", "The above"))
+                           and not any(w in stripped for w in WRAPPER_TEXTS))
+            if _quote_open(exc.message) or (text[:1] in " \t" and line.level is None) or wrapped_record or same_record:
                 if len(exc.message) < MAX_MESSAGE:
                     exc.message = (exc.message + "\n" + stripped)[:MAX_MESSAGE]
                 st.cont_lines += 1
@@ -262,6 +278,7 @@ class TracebackParser:
         st.in_tb = False
         st.last_exc = exc
         st.cont_lines = 1
+        st.exc_src = _record_src(line) if line.level is not None else None
         sig = (exc_type, message[:300])
         self.counts[sig] = self.counts.get(sig, 0) + 1
         if len(self.exceptions) >= MAX_EXCEPTIONS:
