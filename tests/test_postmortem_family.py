@@ -222,3 +222,26 @@ def test_a_gemm_kernel_is_placed_as_a_gemm_not_as_mla():
 
     assert kernel_place("void deep_gemm::sm90_m_grouped_fp8_gemm_contiguous_kernel", None)[0] == "gemm"
     assert kernel_place("deep_gemm::sm90_fp8_paged_mqa_logits", None)[0] == "mla"
+
+
+@pytest.mark.parametrize("site, expected", [
+    # the GDN projection's name (mixed_qkv: q, k and v projected together) is not a mixed batch: its rank, layout
+    # and head split are the model's (vllm/model_executor/layers/fla/ops/fused_recurrent.py packed decode)
+    ({"file": "vllm/model_executor/layers/fla/ops/fused_recurrent.py",
+      "function": "fused_recurrent_gated_delta_rule_packed_decode", "condition": "mixed_qkv.ndim != 2",
+      "exc": "ValueError", "message": "`mixed_qkv` must be a 2D tensor (got ndim={mixed_qkv.ndim})."}, "other"),
+    ({"file": "vllm/model_executor/layers/fla/ops/fused_recurrent.py",
+      "function": "fused_recurrent_gated_delta_rule_packed_decode", "condition": "H <= 0 or HV % H != 0",
+      "exc": "ValueError", "message": "Invalid head config inferred from mixed_qkv: H={H}, HV={HV}."}, "other"),
+    # its rows against the step's token count are the batch's
+    ({"file": "vllm/model_executor/layers/fla/ops/fused_recurrent.py",
+      "function": "fused_recurrent_gated_delta_rule_packed_decode", "condition": "a.shape[0] != B or b.shape[0] != B",
+      "exc": "ValueError",
+      "message": "Mismatched batch sizes: mixed_qkv.shape[0]={B}, a.shape[0]={a.shape[0]}, b.shape[0]={b.shape[0]}."},
+     "mixed_batch"),
+    ({"file": "vllm/model_executor/layers/mamba/gdn_linear_attn.py",
+      "function": "GatedDeltaNetAttention.prepare_gdn_attention_core_inputs",
+      "condition": "num_tokens == mixed_qkvz.shape[0]", "exc": "AssertionError", "message": None}, "mixed_batch"),
+])
+def test_the_gdn_projection_name_is_not_a_mixed_batch(site, expected):
+    assert categorize(site)[0] == expected

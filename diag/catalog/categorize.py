@@ -34,7 +34,7 @@ _SPEC_WORDS = re.compile(r"next_n|num_speculative|speculative|spec_decode|spec d
                          r"num_tokens.*per.*req|tokens per request")
 _BATCH_WORDS = re.compile(r"num_decodes|num_prefills|num_spec_decodes|num_decode_tokens|num_prefill_tokens|spec_sequence_masks|"
                           r"spec_query_start|non_spec|has_initial_state|query_start_loc|num_accepted|split_decodes|"
-                          r"\bdecodes?\b|\bprefills?\b|spec-decode and non-spec|mixed|cu_seqlens|spec_token_indx|"
+                          r"\bdecodes?\b|\bprefills?\b|spec-decode and non-spec|\bmixed\b|mixed_qkvz?\.shape\[0\]|mismatched batch sizes|cu_seqlens|spec_token_indx|"
                           r"num_computed_tokens_p|prep_initial_states")
 _STATE_WORDS = re.compile(r"state_ind|state index|state_idx|state_batch_ind|block_idx|cache_indices|conv_state_indices|"
                           r"ssm_state_indices|\bindices\.shape|"
