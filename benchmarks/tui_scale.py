@@ -6,8 +6,8 @@
 The session: the real vLLM 0.26.0 GPU recording ``assets/gpu/qwen3next-serve-ngram3.db`` (a
 ``vllm serve`` run: a runner row and a GDN-builder row per step), its step rows repeated until
 ``--steps`` steps (2 rows per step), every 997th step made a mixed decode + spec-decode step so the
-marks are exercised. Rows are inserted through SQLite (the store's triggers keep the step rollup
-as they do for the probes). Built once into ``build/bench/`` and reused.
+marks are exercised. Rows are written through the store's step write path (``Store.add_step_rows``:
+the rows and their rollup, as the probes write them). Built once into ``build/bench/`` and reused.
 
 Measured, each in a fresh interpreter (child processes), headless (Textual's headless driver: the
 screen is composed and rendered, nothing is written to a terminal):
@@ -106,15 +106,13 @@ def build_db(steps: int) -> tuple[Path, str]:
     conn.execute("delete from batch_steps where session_id = ?", [sid])
     conn.execute("delete from step_rollup where session_id = ?", [sid])
     conn.execute("delete from step_marks where session_id = ?", [sid])
+    conn.close()
     t = time.time()
     chunk = 50_000
-    sql = f"insert into batch_steps ({', '.join(COLS)}) values ({', '.join('?' * len(COLS))})"
     print(f"building {db.name}: {steps:,} steps ...", file=sys.stderr)
-    for start in range(0, steps, chunk):
-        conn.execute("begin")
-        conn.executemany(sql, _rows_for(pattern, first, last - first + 1, start, min(steps, start + chunk), t))
-        conn.execute("commit")
-    conn.close()
+    with Store.open(db, create=True) as st:  # the store's step write path: the rows and their rollup
+        for start in range(0, steps, chunk):
+            st.add_step_rows(list(_rows_for(pattern, first, last - first + 1, start, min(steps, start + chunk), t)))
     stamp.write_text(sid)
     return db, sid
 
@@ -300,6 +298,13 @@ def child_writer(db: str, sid: str, rate: int, seconds: float, progress: str) ->
     # the pattern of the copy: steps of the last recorded period
     pattern = [r for r in pattern if r[2] < first + 122] or pattern
     sql = f"insert into batch_steps ({', '.join(COLS)}) values ({', '.join('?' * len(COLS))})"
+    # a file of schema 7+ is rolled up by its writers, per batch (the store's write path); a file built
+    # before that (readable by older revisions) by its per-row triggers, or not at all (--no-rollup-triggers)
+    store = None
+    if conn.execute("select count(*) from _sqlite_migrations").fetchone()[0] >= 7:
+        from vllm_diag.store import Store
+
+        store = Store.open_append(db)
     while _written(progress) is None and Path(progress).read_text() != "ready":
         time.sleep(0.05)
     batch = max(1, int(rate * 0.2))
@@ -307,14 +312,20 @@ def child_writer(db: str, sid: str, rate: int, seconds: float, progress: str) ->
     step = start
     n = 0
     while time.monotonic() - t0 < seconds:
-        conn.execute("begin immediate")
-        conn.executemany(sql, _rows_for(pattern, first, 122, step, step + batch, time.time()))
-        conn.execute("commit")
+        rows = list(_rows_for(pattern, first, 122, step, step + batch, time.time()))
+        if store is not None:
+            store.add_step_rows(rows)
+        else:
+            conn.execute("begin immediate")
+            conn.executemany(sql, rows)
+            conn.execute("commit")
         step += batch
         n += batch
         Path(progress).write_text(str(step - 1))
         time.sleep(max(0.0, t0 + n / rate - time.monotonic()))
     conn.close()
+    if store is not None:
+        store.close()
     Path(progress + ".done").write_text(str(step - 1))
     return {"steps_written": n, "rate_achieved": round(n / (time.monotonic() - t0), 1), "last_step": step - 1}
 

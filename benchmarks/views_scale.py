@@ -1,8 +1,8 @@
 """Benchmark: the view layer and `vllm-diag report` on a session of 1,000,000 recorded steps.
 
 Targets (issue 9): building every view model <= 1 s, the HTML report <= 3 s, with the timeline
-aggregated and downsampled by SQLite (a rollup table that triggers keep up to date as the probes
-write; ``Store.load(sid, steps="summary")``), not by Python loops over the rows.
+aggregated and downsampled by SQLite (a rollup table the store's step write path keeps up to date
+per batch as the probes write; ``Store.load(sid, steps="summary")``), not by Python loops over the rows.
 
 The session is a real vLLM 0.26.0 GPU recording (``assets/gpu/qwen3next-serve-ngram3.db``: Qwen3-Next,
 4 KV groups, block tables, GDN builder buffers) with STEPS more steps appended the way the probes
@@ -11,7 +11,8 @@ write them (``Recorder._write_steps``: one executemany per flush): per step the 
 
 Prints each phase's time and its ratio to the target, and, for contrast, the same timeline from
 every step row loaded into Python (``steps=True`` + ``summarize_steps``) and the write cost of the
-rollup triggers (rows per second with and without them). Not a test: timings vary with the machine.
+rollup (rows per second with and without it; benchmarks/step_writes.py compares it with the per-row
+triggers of earlier revisions). Not a test: timings vary with the machine.
 
     .venv/bin/python benchmarks/views_scale.py [--steps 1000000] [--runs 3] [--keep DB]
 """
@@ -78,7 +79,7 @@ def write(st: Store, sid: str, pid: int, first: int, n: int) -> float:
 
 def make_db(path: Path, n: int) -> tuple[str, float]:
     shutil.copy(SOURCE, path)
-    with Store.open(path, create=True) as st:  # migrates: rollup tables + triggers
+    with Store.open(path, create=True) as st:  # migrates: rollup tables
         sid = st.resolve_session(None)
         pid = st.db.execute("select pid from batch_steps where session_id = ? limit 1", [sid]).fetchone()[0]
         start = st.db.execute("select max(step_index) from batch_steps where session_id = ?", [sid]).fetchone()[0] + 1
@@ -86,15 +87,19 @@ def make_db(path: Path, n: int) -> tuple[str, float]:
         return sid, write(st, sid, pid, start, n)
 
 
-def write_rate_without_triggers(path: Path, n: int) -> float:
-    """Rows per second for the same inserts into a copy whose rollup triggers are dropped."""
+def write_rate_without_rollup(path: Path, n: int) -> float:
+    """Rows per second for the same inserts with no rollup (the same executemany per flush, nothing else)."""
     shutil.copy(SOURCE, path)
     with Store.open(path, create=True) as st:
-        for (name,) in st.db.execute("select name from sqlite_master where type = 'trigger'").fetchall():
-            st.db.execute(f"drop trigger {name}")
         sid = st.resolve_session(None)
-        WRITER.pid = 7
-        return 2 * n / write(st, sid, 7, 10_000, n)
+        t0 = time.perf_counter()
+        for start in range(10_000, 10_000 + n, BATCH):
+            rows = [(sid, 7, s.step_index, s.at, s.builder, s.group_index, s.num_reqs, s.num_decodes, s.num_spec_decodes,
+                     s.num_prefills, s.num_decode_tokens, s.num_spec_decode_tokens, s.num_prefill_tokens, s.num_tokens, None)
+                    for s in steps(start, min(BATCH, 10_000 + n - start), 7)]
+            with st.transaction():
+                st.db.conn.executemany(Recorder._STEP_SQL, rows)
+        return 2 * n / (time.perf_counter() - t0)
 
 
 def timed(fn, runs: int) -> tuple[float, object]:
@@ -118,11 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"building a session of {args.steps:,} steps ({2 * args.steps:,} rows) from {SOURCE.name} ...", flush=True)
     sid, write_s = make_db(db, args.steps)
     rows = sqlite3.connect(db).execute("select count(*) from batch_steps where session_id = ?", [sid]).fetchone()[0]
-    print(f"  written in {write_s:.1f} s through the probes' write path with the rollup triggers "
+    print(f"  written in {write_s:.1f} s through the probes' write path, rolled up per flush "
           f"({rows / write_s:,.0f} rows/s)")
     probe = min(args.steps, 100_000)
-    plain = write_rate_without_triggers(tmp / "plain.db", probe)
-    print(f"  the same inserts without the triggers: {plain:,.0f} rows/s -> the triggers cost "
+    plain = write_rate_without_rollup(tmp / "plain.db", probe)
+    print(f"  the same inserts without the rollup: {plain:,.0f} rows/s -> the rollup costs "
           f"{plain / (rows / write_s):.2f}x write time ({1e6 / (rows / write_s) - 1e6 / plain:.1f} us per row, in the "
           f"probes' background writer)")
 
@@ -147,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         "steps": args.steps, "rows": rows,
         "views_s": round(views_s, 3), "views_target_s": 1.0, "views_ratio": round(views_s / 1.0, 3),
         "report_s": round(report_s, 3), "report_target_s": 3.0, "report_ratio": round(report_s / 3.0, 3),
-        "report_bytes": size, "trigger_write_cost_ratio": round(plain / (rows / write_s), 2),
+        "report_bytes": size, "rollup_write_cost_ratio": round(plain / (rows / write_s), 2),
     }
     print(f"load + every view model: {views_s * 1000:.0f} ms = {result['views_ratio']:.2f} x the 1 s target")
     print(f"load + views + HTML report ({size / 1e6:.1f} MB, written): {report_s * 1000:.0f} ms = "

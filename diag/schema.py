@@ -413,14 +413,9 @@ _ROLLUP_BATCH = [
                          # new builder rows against earlier runner rows; new runner rows against earlier builder rows
                          for b, r, n_null, o_null in (("n", "o", "not null", "null"), ("o", "n", "null", "not null")))
     + ") order by later, earlier",
-    f"""update step_rollup set disagree = disagree + (
-    select count(*) from step_marks m where m.rowid > :marks_lo and m.kind = 'disagree'
-       and m.session_id = step_rollup.session_id and m.pid = step_rollup.pid and m.source = step_rollup.source
-       and m.group_index = step_rollup.group_index and (m.step_index >> {ROLLUP_SHIFT}) = step_rollup.bucket)
-  where (session_id, pid, source, group_index, bucket) in (
-    select session_id, pid, source, group_index, step_index >> {ROLLUP_SHIFT} from step_marks
-    where rowid > :marks_lo and kind = 'disagree')""",
 ]
+
+
 def step_rowids(conn) -> tuple[int, int]:
     """The last rowids of ``batch_steps`` and ``step_marks``: read before a batch is inserted, in its
     transaction, and handed to :func:`roll_up_steps` after."""
@@ -428,12 +423,22 @@ def step_rowids(conn) -> tuple[int, int]:
             conn.execute("select coalesce(max(rowid), 0) from step_marks").fetchone()[0])
 
 
+# the new disagreement marks, counted in their builder rows' buckets (which the upsert above has made)
+_NEW_DISAGREEMENTS = f"""select count(*), session_id, pid, source, group_index, step_index >> {ROLLUP_SHIFT} from step_marks
+  where rowid > ? and kind = 'disagree' group by 2, 3, 4, 5, 6"""
+_COUNT_DISAGREEMENTS = """update step_rollup set disagree = disagree + ?
+  where session_id = ? and pid = ? and source = ? and group_index = ? and bucket = ?"""
+
+
 def roll_up_steps(conn, before: tuple[int, int]) -> None:
     """Fold the batch_steps rows inserted since ``before`` (``step_rowids`` of the same transaction)
     into ``step_rollup`` and ``step_marks``."""
     lo, marks_lo = before
-    for sql in _ROLLUP_BATCH:
-        conn.execute(sql, {"lo": lo, "marks_lo": marks_lo})
+    upsert, mixed, disagree = _ROLLUP_BATCH
+    conn.execute(upsert, {"lo": lo})
+    conn.execute(mixed, {"lo": lo})
+    if conn.execute(disagree, {"lo": lo}).rowcount > 0:
+        conn.executemany(_COUNT_DISAGREEMENTS, conn.execute(_NEW_DISAGREEMENTS, [marks_lo]).fetchall())
 
 
 SCHEMA_VERSION = len(migrations._migrations)

@@ -33,15 +33,15 @@ from .model import (
     ErrorRecord,
     Evidence,
     Finding,
+    Frame,
     KVCacheGroup,
     LayerSpec,
-    ProcessInfo,
-    SessionInfo,
-    SessionRecord,
-    Frame,
     LogException,
     LogSummary,
+    ProcessInfo,
     RuleFailure,
+    SessionInfo,
+    SessionRecord,
     StepBucket,
     StepMark,
     StepSummary,
@@ -51,9 +51,17 @@ from .model import (
     new_session_id,
     to_jsonable,
 )
+from .schema import (
+    LEGACY_STEP_TRIGGERS,
+    MIGRATION_SET,
+    ROLLUP_SHIFT,
+    SCHEMA_VERSION,
+    drop_step_triggers,
+    migrations,
+    roll_up_steps,
+    step_rowids,
+)
 from .steps import MARK_LIMIT, MAX_POINTS, TAIL_ROWS, primary_pid, window_bounds
-from .schema import (LEGACY_STEP_TRIGGERS, MIGRATION_SET, ROLLUP_SHIFT, SCHEMA_VERSION, drop_step_triggers, migrations,
-                     roll_up_steps, step_rowids)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000

@@ -14,7 +14,6 @@ import pytest
 import sqlite_utils
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from vllm_diag import schema
 from vllm_diag.model import BatchStep
 from vllm_diag.probes.recorder import Recorder
@@ -35,7 +34,7 @@ def _random_rows(rng: random.Random, n_steps: int) -> list[tuple]:
     rows = []
     for sid in ("s1", "s2"):
         for pid in (None, 0, 11, 12) if sid == "s1" else (21,):
-            for step in rng.sample(range(0, 400), n_steps):
+            for step in rng.sample(range(400), n_steps):
                 def counts():
                     d = rng.choice([None, 0, 1, 3, 4])
                     sd = rng.choice([None, 0, 0, 2])
