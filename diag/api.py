@@ -5,6 +5,7 @@ a suggestion by the number every front end shows. Everything returns model objec
     from vllm_diag import api
     record = api.load("run.db")                 # newest session, steps aggregated by SQLite
     vm = api.views(api.diagnose(record))        # findings for a recorded session without stored ones
+                                                # (pass store= when its step rows were not loaded)
     api.apply_suggestion(record, 1, "out/")     # what `vllm-diag suggest --apply 1` writes
 """
 

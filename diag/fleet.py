@@ -344,7 +344,7 @@ class Fleet:
             if db.computed.get(s["id"], (None,))[0] == key:
                 continue
             try:
-                record = api.diagnose(db.store.load(s["id"], steps=False))
+                record = api.diagnose(db.store.load(s["id"], steps=False), store=db.store)
             except Exception:  # a row this version cannot read: the session page says which
                 db.computed[s["id"]] = (key, {})
                 continue
@@ -402,7 +402,7 @@ class Fleet:
             cached = self._metric_cache.get(ck)
             if cached is None or cached[0] != db.data_version:
                 try:
-                    record = api.diagnose(db.store.load(row.session, steps=False))
+                    record = api.diagnose(db.store.load(row.session, steps=False), store=db.store)
                 except DiagError:  # a row this version cannot read: the fleet page says so; skip here
                     continue
                 tally = metrics.read_step_tally(db.store.db, row.session, cached[2] if cached else None)

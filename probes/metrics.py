@@ -39,19 +39,21 @@ class SessionCollector:
         return metrics.to_prometheus(metrics.declared_families())
 
     def families(self) -> list[metrics.Family]:
+        # what every front end shows (vllm_diag.recorded, not the api: no views here)
+        from vllm_diag.recorded import diagnose
         from vllm_diag.store import Store
-
-        from vllm_diag.recorded import diagnose  # what every front end shows (not the api: no views here)
 
         with self._lock, Store.open(self.db_path) as store:
             record = store.load(self.session_id, steps=False)
             self._tally = metrics.read_step_tally(store.db, self.session_id, self._tally)
             # the stored findings, or (none stored yet while the engine serves) `vllm-diag diagnose`'s findings of
-            # what the probes recorded so far; diagnosed again only when what it reads changed (the session row,
-            # the recorded state, the stored findings), never for new steps: a scrape stays a few queries
-            key = (record.session, record.state, record.findings)
+            # what the probes recorded so far; diagnosed again only when what it reads changed: the session row,
+            # the recorded state, the stored findings, and of the steps only the mixed ones the rules read (the
+            # first one; with a recorded error, how many) -- plain serving steps never re-run it
+            mixed = self._tally.mixed_steps if record.state.errors else min(self._tally.mixed_steps, 1)
+            key = (record.session, record.state, record.findings, mixed)
             if self._diagnosed is None or self._diagnosed[0] != key:
-                self._diagnosed = (key, diagnose(record, suggestions=False).findings)
+                self._diagnosed = (key, diagnose(record, suggestions=False, store=store).findings)
             return metrics.session_families(record, self._tally, findings=self._diagnosed[1])
 
     def collect(self):
@@ -82,7 +84,7 @@ def register_collector(db_path: str, session_id: str, registry=None) -> SessionC
                           "are not added to /metrics; serve them with `vllm-diag exporter DB`")
             return None
         if registry is None:
-            from prometheus_client import REGISTRY as registry  # noqa: N811
+            from prometheus_client import REGISTRY as registry
         key = f"{id(registry)}:{session_id}"
         if key in _REGISTERED:
             return _REGISTERED[key]

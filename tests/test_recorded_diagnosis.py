@@ -82,13 +82,9 @@ BUILT = ["mixed_step", "known_release_bug", "not_mixed", "sampler", "profile_run
          "clean"]
 
 
-# the rules read these sessions' step rows (earlier mixed steps of a failing one, the first mixed step of a
-# release with the known bug): a record loaded without them is diagnosed without them
-STEPS_READ = {"mixed_step", "known_release_bug"}
-
-
 def _recorded(tmp_path: Path, case: str) -> tuple[Path, str]:
     """``(db, session)``: a recorded engine session with no stored findings."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     if case in BUILT:
         return _built(tmp_path, case)
     db = tmp_path / case
@@ -132,14 +128,23 @@ def _counts(findings) -> dict:
 
 @pytest.mark.parametrize("case", BUILT + [p.name for p in GPU_DBS])
 def test_every_face_shows_the_findings_vllm_diag_diagnose_stores(case, tmp_path, capsys):
-    db, sid = _recorded(tmp_path, case)
+    pytest.importorskip("dash")
+    from vllm_diag.fleet import Fleet
+    from vllm_diag.ui.tui.data import load_record, load_snapshot
+    from vllm_diag.ui.web.data import Sources
+
+    db, sid = _recorded(tmp_path / "hosts", case)
     with Store.open(db) as st:
         assert st.load(sid, steps=False).findings == []
-        full = api.diagnose(st.load(sid))  # show --diagnose --json
-        quick = api.diagnose(st.load(sid, steps=False))  # TUI first paint, fleet, dashboard header
-        summary = api.diagnose(st.load(sid, steps="summary"))  # TUI, dashboard, report --diagnose
-    collector = _collected(SessionCollector(str(db), sid))
+        quick = load_record(st, sid)  # the TUI's first paint (no step rows loaded)
+        tui, _marks = load_snapshot(st, sid)  # the TUI's session (the timeline summarised by SQLite)
+    with Fleet([tmp_path / "hosts"]) as fleet:
+        src = Sources(fleet, refresh_s=0)
+        [row] = [r for r in src.snapshot(force=True).rows if r.session == sid]
+        page = src.load(row.db_key, row.session).record  # the dashboard's session page
+    collector = _collected(SessionCollector(str(db), sid))  # vLLM's /metrics
     _, report = _cli(capsys, "report", "--db", db, sid, "--diagnose", "--markdown")
+    _, shown = _cli(capsys, "show", db, sid, "--diagnose", "--json")
 
     rc, out = _cli(capsys, "diagnose", db, sid, "--json")
     assert rc == 0
@@ -147,16 +152,33 @@ def test_every_face_shows_the_findings_vllm_diag_diagnose_stores(case, tmp_path,
     for d in stored:
         d.pop("suggestions")
 
-    assert _shown(full.findings) == stored
-    if case not in STEPS_READ:
-        assert _shown(quick.findings) == stored
-        assert _shown(summary.findings) == stored
+    assert _shown(quick.findings) == stored
+    assert _shown(tui.findings) == stored
+    assert _shown(page.findings) == stored
+    assert [{k: d[k] for k in stored[0]} for d in json.loads(shown)["findings"]] == stored  # (+ the views' anchors)
+    assert row.findings_source == "computed on open" and sum(row.findings) == len(stored)
     assert collector == _counts(stored)
     positions = [report.find(d["title"]) for d in stored]
     assert -1 not in positions and positions == sorted(positions), (positions, [d["title"] for d in stored])
+    assert not quick.state.steps and tui.step_summary is not None  # each face keeps the steps it loaded
     with Store.open(db) as st:  # the stored findings win from now on, in every face
         again = st.load(sid, steps=False)
     assert _shown(again.findings) == stored and (api.diagnose(again) is again or not stored)
+
+
+def test_the_step_rows_the_rules_read_are_read_on_open(tmp_path):
+    """A failing mixed step after three mixed steps that ran: on open (no step rows loaded) the finding
+    still counts them, and the known release bug still folds in, as from all the rows."""
+    db, sid = _recorded(tmp_path, "mixed_step")
+    with Store.open(db) as st:
+        [f] = api.diagnose(st.load(sid, steps=False), store=st).findings
+        assert f.numbers["mixed_steps_before"] == 3 and f.numbers["first_mixed_step"] == 7
+        [g] = api.diagnose(st.load(sid, steps=False)).findings  # without the store: only what was loaded
+        assert g.numbers["mixed_steps_before"] == 0
+    db, sid = _recorded(tmp_path / "b", "known_release_bug")
+    with Store.open(db) as st:
+        [f] = api.diagnose(st.load(sid, steps=False), store=st).findings
+    assert f.rule == "hybrid_mixed_step" and any(e.text.startswith("step 2: 1 decodes + 2 spec decodes") for e in f.evidence)
 
 
 def test_a_recorded_error_reads_the_same_on_open_as_in_vllm_diag_diagnose(tmp_path, capsys):
@@ -190,25 +212,28 @@ def test_checks_and_post_mortems_keep_what_they_found():
     assert record.session.kind == "log" and api.diagnose(record) is record
 
 
-def test_the_collector_diagnoses_again_only_when_the_recorded_state_changes(tmp_path, monkeypatch):
-    """/metrics while the engine serves: new steps alone never re-run the diagnosis; a recorded error does."""
-    import vllm_diag.live as live
+def test_the_collector_diagnoses_again_only_when_what_it_reads_changes(tmp_path, monkeypatch):
+    """/metrics while the engine serves: plain steps never re-run the diagnosis, nor do more mixed steps
+    after the first; a recorded error does."""
+    from vllm_diag import live
 
     steps = _qwen3next_steps()
-    db, sid = _write(tmp_path, _state(steps=steps[:4]), status="running")
+    plain = [s for s in steps if s.step_index < 7]
+    mixed = [s for s in steps if 7 <= s.step_index < 9]
+    db, sid = _write(tmp_path, _state(steps=plain[:4]), status="running")
     calls = []
     real = live.diagnosis
     monkeypatch.setattr(live, "diagnosis", lambda *a, **k: calls.append(1) or real(*a, **k))
     collector = SessionCollector(str(db), sid)
 
-    def findings():
+    def add(table, rows):
+        with Store.open_append(db) as st:
+            st.add_rows(table, sid, PID, rows)
         return _collected(collector)
 
-    assert findings() == {} and len(calls) == 1
-    with Store.open_append(db) as st:
-        st.add_rows("batch_steps", sid, PID, steps[4:])
-    assert findings() == {} and len(calls) == 1
-    with Store.open_append(db) as st:
-        st.add_rows("errors", sid, PID, [_step_error(steps)])
-    assert findings().get(("mixed_batch", "error")) == 1 and len(calls) == 2
+    assert _collected(collector) == {} and len(calls) == 1
+    assert add("batch_steps", plain[4:]) == {} and len(calls) == 1
+    assert add("batch_steps", mixed[:2]) == {} and len(calls) == 2  # the first mixed step (a known bug reads it)
+    assert add("batch_steps", mixed[2:]) == {} and len(calls) == 2
+    assert add("errors", [_step_error(plain + mixed)]) == {("mixed_batch", "error"): 1} and len(calls) == 3
     assert collector.collect()  # and the Prometheus side of it never raises

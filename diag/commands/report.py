@@ -42,10 +42,10 @@ def run(args) -> int:
 
     with Store.open(args.db) as store:
         record = store.load(args.session, steps="summary")  # the timeline aggregated by SQLite
-    if args.diagnose:
-        from ..api import diagnose
+        if args.diagnose:
+            from ..api import diagnose
 
-        record = diagnose(record)
+            record = diagnose(record, store=store)
     vm = build(record)
     if args.markdown:
         from ..render.markdown import render_markdown

@@ -25,10 +25,10 @@ def run(args) -> int:
     with Store.open(args.db) as store:
         # text: the timeline is aggregated by SQLite (a 1,000,000-step session prints in well under a second)
         record = store.load(args.session, steps=True if args.json else "summary")
-    if args.diagnose:
-        from ..api import diagnose
+        if args.diagnose:
+            from ..api import diagnose
 
-        record = diagnose(record)
+            record = diagnose(record, store=store)
     if args.json:
         print(dumps(record))
     else:

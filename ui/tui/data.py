@@ -135,7 +135,7 @@ def _marks(store: Store, sid: str) -> Marks:
 def load_record(store: Store, session_id: str):
     """The session without its steps (``Store.load(steps=False)``: milliseconds however many steps
     it has), diagnosed: what the first paint shows."""
-    return diagnose(store.load(session_id, steps=False))
+    return diagnose(store.load(session_id, steps=False), store=store)
 
 
 def load_snapshot(store: Store, session_id: str):
@@ -151,7 +151,7 @@ def load_snapshot(store: Store, session_id: str):
     finally:
         conn.execute("COMMIT")
     # a recorded engine stores facts, not findings: the rules run on it here, as for `show --diagnose`
-    return diagnose(record), marks
+    return diagnose(record, store=store), marks
 
 
 # ---------------------------------------------------------------------------------------- follow

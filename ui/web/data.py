@@ -101,7 +101,7 @@ class Sources:
                 if hit is not None and hit.row == row:
                     return hit
         with self.fleet.open_store(db_key) as store:
-            record = api.diagnose(store.load(session, steps=False))
+            record = api.diagnose(store.load(session, steps=False), store=store)
         loaded = Loaded(row, record, views.build(record), tuple(views.numbered_suggestions(record)), quick=True)
         with self._cache_lock:
             self._quick[(db_key, session)] = loaded
@@ -137,7 +137,7 @@ class Sources:
                     return hit
             with self.fleet.open_store(db_key) as store:
                 record = store.load(session, steps="summary")
-            record = api.diagnose(record)  # a recorded engine without stored findings: the rules, on open
+                record = api.diagnose(record, store=store)  # a recorded engine without stored findings: the rules, on open
             report = views.build(record)
             loaded = Loaded(row, record, report, tuple(views.numbered_suggestions(record)))
             with self._cache_lock:
