@@ -26,7 +26,7 @@ pre-flight runs where the model's config.json is reachable, as in the CLI) and i
   metrics name without its ``vllm:`` prefix) are the same after :data:`ALIASES` (or with underscores dropped: ``seqnum`` ~ ``seq_num``), or share a specific word
   (``cache_config_block_size`` ~ ``block_size``; ``gpu_model_runner_build_attention_metadata_line`` ~
   ``gpu_model_runner_line``; words in :data:`GENERIC` -- num, size, max, line, py ... -- do not count);
-  values are equal (integers exactly, floats within 1 %, lists element-wise; ``_mib``/``_gib``/``_ms``/``_s``
+  values are equal (integers exactly, floats within 1 %, lists element-wise, a number and a one-element list; ``_mib``/``_gib``/``_ms``/``_s``
   suffixes convert units); a ``"file.ext:N"`` label is ``<file stem>_line == N``; other strings must occur
   in a string of the output. Log-line positions (``log_line``, evidence and file line counts) and the view
   and session blocks are not numbers of the failure and are not searched. ``in log`` counts the label
@@ -180,6 +180,8 @@ def recovered(name: str, value, leaves: list[tuple[str, object]]) -> bool:
         return False
     lu = _unit(name)
     for k, v in leaves:
+        if isinstance(v, list) and len(v) == 1:  # a one-element list holds the one value (prompt_lens: [812])
+            v = v[0]
         if isinstance(v, (list, dict, str)) or not compatible(name, k):
             continue
         m = _num(v)

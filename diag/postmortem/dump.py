@@ -98,6 +98,7 @@ def parse_scheduler_output(text: str) -> dict[str, Any] | None:
     out["num_cached_reqs"] = len(cached_ids)
     if scheduled:
         out["tokens_per_req"] = [scheduled[r] for r in ids if r in scheduled]
+        out["num_scheduled_tokens"] = out["tokens_per_req"]  # the dump's own name for them (a dict by request id there)
     m = _TOTAL.search(t)
     if m:
         out["total_num_scheduled_tokens"] = int(m.group(1))

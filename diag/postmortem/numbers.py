@@ -194,6 +194,8 @@ def phrase_numbers(message: str) -> dict[str, Any]:
             out.setdefault("_".join(words), _num(val))
     for name, val in label_numbers(msg).items():
         out.setdefault(name, val)
+    for name, val in shape_numbers(msg).items():
+        out.setdefault(name, val)
     for name, val in source_lines(msg).items():
         out.setdefault(name, val)
     m = _CAPABILITY.search(msg) if "apability" in msg else None
@@ -209,6 +211,75 @@ def phrase_numbers(message: str) -> dict[str, Any]:
 _LABEL_NUM = re.compile(r"(?<![\w.])([A-Z][a-z]+(?: [a-z]+){0,2}):\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d|[:/])")
 _PASCAL_PAIR = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)\s*=\s*(-?\d+(?:\.\d+)?)(?![\w.])")
 _CAPABILITY = re.compile(r"[Cc]ompute [Cc]apability (?:of )?(at least |>= ?|below |less than )?(\d+\.\d+)")
+
+
+_DIMS = r"(?:torch\.Size\(\s*)?[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*[\])]\)?"
+# "Expected query to have shape [4, 32, 128] but got [4, 32, 96]", "expected x.shape=torch.Size([16, 2048]) to equal
+# (16, 4096)", "... to be: [32, 64] but got: [32, 128]": the two shapes of a failed comparison
+_SHAPE_VS = re.compile(r"(?:[Ee]xpected|[Ee]xpecting|to be|to equal|must be|should be|to have shape)\s*:?\s*(?:shape\s*)?"
+                       + _DIMS + r"[^\[(]{0,40}?\b(?:but )?(?:got|found|actual|received|is)\b\s*:?\s*(?:shape\s*)?" + _DIMS)
+_SHAPE_VS_SUBJECT = re.compile(r"\b([A-Za-z_][\w.]*?)(?:\.shape)?\s+(?:to have|with|of)\s+(?:shape|size)s?\s*$")
+# an expression and its value: "x.shape=torch.Size([16, 2048])", "query.shape[0]=37", "block_table.shape[1] (512)"
+_EXPR_VALUE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.\w+|\[-?\d+\]|\(-?\d*\))+)\s*(?:[=:]\s*|\()(?:" + _DIMS + r"|(-?\d+(?:\.\d+)?)\)?)")
+# PyTorch's view error: "shape '[8, -1, 64]' is invalid for input of size 5000"
+_VIEW = re.compile(r"shape '\[([-\d,\s]+)\]' is invalid for input of size (\d+)")
+# "mat1 and mat2 shapes cannot be multiplied (4x2048 and 4096x1024)"
+_MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+# an identifier and its number in a message's prose: "num_qo_heads 28 must be divisible by num_kv_heads 8"
+_IDENT_NUM = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(-?\d+(?:\.\d+)?)(?![\w.]|\.\d)")
+# "<words> 576, but got 512": the value a message expected and the one it saw, named by the words before
+_BUT_GOT = re.compile(r"([A-Za-z_][\w ]{0,60}?)\s(-?\d+(?:\.\d+)?)\s*[,;]?\s*but (?:got|found|received|is|was)\s*:?\s*"
+                      r"(-?\d+(?:\.\d+)?)(?![\w.]|\.\d)")
+
+
+def _expr_name(expr: str) -> str:
+    """``query.shape[0]`` -> ``query_shape_0``; ``x.size(1)`` -> ``x_size_1``; ``self.kv_cache.shape`` -> ``kv_cache_shape``."""
+    name = re.sub(r"[^A-Za-z0-9]+", "_", expr).strip("_").lower()
+    return re.sub(r"^self_", "", name)
+
+
+def _dims(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"-?\d+", text)]
+
+
+def shape_numbers(message: str) -> dict[str, Any]:
+    """Shapes and expression values of a message: both shapes of a failed shape comparison (``expected_shape``,
+    ``got_shape``, and ``<subject>_shape`` = the one seen), ``x.shape=[...]`` / ``x.shape[0]=37`` /
+    ``t.shape[1] (512)`` under the expression's name, PyTorch's view and matmul errors, ``num_qo_heads 28``, and
+    ``<words> N, but got M`` as ``<words>_expected`` / ``<words>_got``."""
+    out: dict[str, Any] = {}
+    msg = message[:4000]
+    if "[" in msg or "(" in msg:
+        m = _SHAPE_VS.search(msg)
+        if m:
+            out["expected_shape"], out["got_shape"] = _dims(m.group(1)), _dims(m.group(2))
+            subj = _SHAPE_VS_SUBJECT.search(msg[max(0, m.start() - 80):m.start() + 40].split("[")[0].split("(")[0])
+            if subj:
+                out[_expr_name(subj.group(1)) + "_shape"] = out["got_shape"]
+        for m in _EXPR_VALUE.finditer(msg):
+            name = _expr_name(m.group(1))
+            if not name or name[0].isdigit() or name.startswith(("torch_", "np_")):
+                continue
+            out.setdefault(name, _dims(m.group(2)) if m.group(2) is not None else _num(m.group(3)))
+        m = _VIEW.search(msg) if "is invalid for input of size" in msg else None
+        if m:
+            out["view_shape"], out["input_size"] = _dims(m.group(1)), int(m.group(2))
+        m = _MATMUL.search(msg) if "mat1" in msg else None
+        if m:
+            out["mat1_shape"] = [int(m.group(1)), int(m.group(2))]
+            out["mat2_shape"] = [int(m.group(3)), int(m.group(4))]
+    if "_" in msg:
+        for name, val in _IDENT_NUM.findall(msg):
+            out.setdefault(name, _num(val))
+    if "but " in msg:
+        for phrase, want, got in _BUT_GOT.findall(msg):
+            if re.search(r"\b(?:than|to|most|least|be|equal|is|of)\s*$", phrase):
+                continue  # "must be less than or equal to 512, but is 1024": a check (check_numbers)
+            name = _phrase_name(phrase)
+            if name and not re.search(r"(?:^|_)(?:expected|got)$", name):
+                out.setdefault(f"{name}_expected", _num(want))
+                out.setdefault(f"{name}_got", _num(got))
+    return out
 
 
 def label_numbers(text: str) -> dict[str, Any]:
@@ -244,6 +315,11 @@ _CHECK_MACRO = re.compile(r"\b(?:TVM_FFI_|PADDLE_|FLASHINFER_)?I?CHECK_(GT|GE|LT
                           r"(-?\d+)\s*\)")
 _CHECK_CMP = re.compile(r"(?:Check failed:?|TORCH_CHECK\(|Assertion [`'\"]|[Aa]ssert(?:ion)?\s*\(?)\s*\(?\s*"
                         r"([A-Za-z_][\w.\->\[\]()]*?)\s*(<=|>=|<|>|==|!=)\s*(-?\d+)\b")
+_MUST_CMP = re.compile(r"(?<![\w.])([A-Za-z_][\w.\[\]()]*?)\s+(?:must|should|has to|needs to) be\s+(<=|>=|<|>|==|"
+                       r"less than or equal to|greater than or equal to|at most|at least|less than|greater than|smaller than)"
+                       r"\s*(-?\d+)\b(?:\s*[,;(]?\s*(?:but|got|is|was)\s+(?:got\s+|is\s+|was\s+)?(-?\d+))?")
+_WORD_OP = {"less than or equal to": "<=", "at most": "<=", "greater than or equal to": ">=", "at least": ">=",
+            "less than": "<", "smaller than": "<", "greater than": ">"}
 _MACRO_OP = {"GT": ">", "GE": ">=", "LT": "<", "LE": "<=", "EQ": "==", "NE": "!="}
 
 
@@ -291,6 +367,12 @@ def check_numbers(text: str) -> dict[str, Any]:
     m = _CHECK_MACRO.search(text)
     if m:
         return {"check_operand": m.group(2), "check_op": _MACRO_OP[m.group(1)], "check_threshold": int(m.group(3))}
+    m = _MUST_CMP.search(text) if " be " in text else None
+    if m:  # "q_len_per_req must be <= 4, but got 6"
+        out = {"check_operand": m.group(1), "check_op": _WORD_OP.get(m.group(2), m.group(2)), "check_threshold": int(m.group(3))}
+        if m.group(4) is not None and re.fullmatch(r"[A-Za-z_]\w*", m.group(1)):
+            out[m.group(1)] = int(m.group(4))
+        return out
     m = _CHECK_CMP.search(text)
     if m:
         out = {"check_operand": m.group(1), "check_op": m.group(2), "check_threshold": int(m.group(3))}
