@@ -24,6 +24,7 @@ import concurrent.futures
 import hashlib
 import json
 import os
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -330,8 +331,9 @@ class Fleet:
     def _diagnose_on_open(self, db: _Db, conn) -> None:
         """Findings of recorded engine sessions that have none stored (recorded before the probes
         stored their own), from ``vllm_diag.api.diagnose`` -- the one function every front end
-        uses. Re-run only when the session's state changes (status, errors, planning rows), never
-        for new steps."""
+        uses. Re-run only when the session's state changes (status, errors, planning rows) or its
+        first mixed step is recorded (a release's known mixed-batch bug reads it), never for other
+        new steps."""
         todo = [s for s in db.sessions if s.get("kind") == "engine" and s["id"] not in db.findings]
         if not todo:
             return
@@ -340,7 +342,12 @@ class Fleet:
         from . import api
 
         for s in todo:
-            key = (s.get("status"), db.errors.get(s["id"], 0), marks)
+            try:
+                mixed = conn.execute("select exists(select 1 from step_marks where session_id = ? and kind = 'mixed')",
+                                     [s["id"]]).fetchone()[0]
+            except sqlite3.OperationalError:  # a store from before the step rollup
+                mixed = None
+            key = (s.get("status"), db.errors.get(s["id"], 0), marks, mixed)
             if db.computed.get(s["id"], (None,))[0] == key:
                 continue
             try:

@@ -237,3 +237,22 @@ def test_the_collector_diagnoses_again_only_when_what_it_reads_changes(tmp_path,
     assert add("batch_steps", mixed[2:]) == {} and len(calls) == 2
     assert add("errors", [_step_error(plain + mixed)]) == {("mixed_batch", "error"): 1} and len(calls) == 3
     assert collector.collect()  # and the Prometheus side of it never raises
+
+
+def test_the_fleet_diagnoses_again_for_the_first_mixed_step(tmp_path):
+    """vLLM 0.18 (the GDN builder's known mixed-batch bug) still serving, no error yet: the fleet's findings
+    computed on open follow the recording's first mixed step, as the collector's and the stored ones do."""
+    from vllm_diag.fleet import Fleet
+
+    steps = _qwen3next_steps()
+    hosts = tmp_path / "hosts"
+    hosts.mkdir()
+    db, sid = _write(hosts, _state(steps=[s for s in steps if s.step_index < 7], version="0.18.0"), status="running")
+    with Fleet([hosts]) as fleet:
+        [row] = fleet.refresh().rows
+        assert row.findings_source == "computed on open" and row.by_category == ()
+        with Store.open_append(db) as st:
+            st.add_rows("batch_steps", sid, PID, [s for s in steps if s.step_index == 7])
+        [row] = fleet.refresh().rows
+    assert ("mixed_batch", "error", 1) in row.by_category
+    assert _collected(SessionCollector(str(db), sid)) == {("mixed_batch", "error"): 1}
