@@ -245,3 +245,49 @@ def test_a_gemm_kernel_is_placed_as_a_gemm_not_as_mla():
 ])
 def test_the_gdn_projection_name_is_not_a_mixed_batch(site, expected):
     assert categorize(site)[0] == expected
+
+
+# ------------------------------------------------------------------------------------------------
+# a shape error without frames: the configuration places it, the sizes can confirm the mechanism
+# ------------------------------------------------------------------------------------------------
+
+
+def _bare(cmd: str, err: str) -> str:
+    return "\n".join([cmd, f"{W}Traceback (most recent call last):", f"{W}{err}"])
+
+
+def test_bare_shape_error_whose_sizes_differ_by_the_draft_factor_is_confirmed_by_them():
+    f = _first(_bare("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config "
+                     "'{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'",
+                     "RuntimeError: The size of tensor a (24) must match the size of tensor b (8) at non-singleton "
+                     "dimension 0"))
+    assert f.category == "spec_kernel_limit" and f.confidence == "low"  # no frame places it
+    assert "draft factor" in f.basis and "24 = 8 x (1 + k)" in f.basis
+
+
+def test_a_factor_that_is_also_a_parallel_size_or_two_says_nothing():
+    f = _first(_bare("vllm serve deepseek-ai/DeepSeek-V3.2 -dcp 3 --speculative-config "
+                     "'{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'",
+                     "RuntimeError: The size of tensor a (24) must match the size of tensor b (8) at non-singleton "
+                     "dimension 0"))
+    assert "draft factor" not in f.basis
+    f = _first(_bare("vllm serve deepseek-ai/DeepSeek-V3.2 --speculative-config "
+                     "'{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'",
+                     "RuntimeError: The size of tensor a (16) must match the size of tensor b (8) at non-singleton "
+                     "dimension 0"))
+    assert "draft factor" not in f.basis
+
+
+def test_bare_shape_error_with_other_sizes_stays_low():
+    f = _first(_bare("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config "
+                     "'{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'",
+                     "RuntimeError: The size of tensor a (20) must match the size of tensor b (8) at non-singleton "
+                     "dimension 0"))
+    assert f.category == "spec_kernel_limit" and f.confidence == "low" and "draft factor" not in f.basis
+
+
+def test_bare_shape_error_without_drafts_is_not_a_family():
+    f = _first(_bare("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 -dcp 4",
+                     "RuntimeError: The size of tensor a (24) must match the size of tensor b (8) at non-singleton "
+                     "dimension 0"))
+    assert f.category == "other"

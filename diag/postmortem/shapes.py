@@ -114,6 +114,12 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
     place = (f"at {where.file.rsplit('/', 1)[-1]}:{where.function}" if where is not None
              else f"no frame places it; the model ({', '.join(setup.why)}) does")
     conf = "medium" if where is not None else "low"
+    factor = draft_factor(facts, setup.spec_k)
+    if factor is not None and not neg and not oob:
+        # consistent with the mechanism, not proof of the place: the confidence stays what the frames allow
+        big, small = factor
+        what += (f"; the two sizes differ by the draft factor: {big} = {small} x (1 + k) with k = {setup.spec_k}, as "
+                 "when one side counts tokens (1 + k per speculative decode) and the other requests")
     nums = {**config_numbers(facts, setup), **facts.numbers}
     if cat == "spec_kernel_limit" and setup.spec_k > 0:
         nums.setdefault("next_n", setup.spec_k + 1)
@@ -127,6 +133,25 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
     if where is None:
         d.missing.append("the traceback of this error (which vLLM function raised it)")
     return d
+
+
+def draft_factor(facts: LogFacts, spec_k: int) -> tuple[int, int] | None:
+    """(larger, smaller) of a size mismatch whose sides differ by exactly 1 + k (k > 0 drafts): a tensor with one
+    row per token of the speculative decodes met one with a row per request."""
+    if spec_k <= 1:  # a factor of 2 has too many other causes (K and V, two ranks) to say anything
+        return None
+    n = facts.numbers
+    parallel = {facts.args.get(k) for k in ("tensor_parallel_size", "decode_context_parallel_size",
+                                             "prefill_context_parallel_size", "data_parallel_size",
+                                             "pipeline_parallel_size")}
+    if 1 + spec_k in parallel:  # the same factor is a parallel size: ambiguous
+        return None
+    for a_key, b_key in (("tensor_a_size", "tensor_b_size"), ("expanded_size_tensor", "existing_size")):
+        a, b = n.get(a_key), n.get(b_key)
+        if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool) \
+                and min(a, b) > 0 and max(a, b) == min(a, b) * (1 + spec_k):
+            return max(a, b), min(a, b)
+    return None
 
 
 def _capture_sizes(facts: LogFacts) -> set[int]:
