@@ -82,3 +82,9 @@ def test_spec_depth_from_the_reporters_words_is_a_number():
     f = _facts("Setup: Some-Hybrid-122B FP8, TP=2, MTP (k=3), max-model-len 131072\n")
     assert f.numbers["num_speculative_tokens"] == 3
     assert f.args["max_model_len"] == 131072
+
+
+def test_request_parameters_of_the_failing_request():
+    f = _facts("curl localhost:8000/v1/chat/completions -d '{\"model\": \"m\", \"max_tokens\": 1, \"temperature\": 0.7}'\n"
+               "sp = SamplingParams(max_tokens=32, top_k=40)\n")
+    assert f.startup["request_params"] == {"max_tokens": 1, "temperature": 0.7, "top_k": 40}

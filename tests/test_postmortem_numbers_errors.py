@@ -95,3 +95,22 @@ def test_startup_and_stats_lines():
     assert s["cudagraph_memory_gib"] == 0.82
     assert s["num_requests_running"] == 5 and s["num_requests_waiting"] == 311
     assert s["gpu_kv_cache_usage_percent"] == 99.1
+
+
+def test_startup_lines_pasted_without_their_prefix():
+    f = facts_from_text("The server printed:\nGPU KV cache size: 7,104 tokens\n"
+                        "Maximum concurrency for 131,072 tokens per request: 2.71x\n# GPU blocks: 444\n"
+                        "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 12.0 tokens/s, "
+                        "Running: 6 reqs, Waiting: 97 reqs, GPU KV cache usage: 98.0%, Prefix cache hit rate: 0.0%\n")
+    s = f.startup
+    assert s["gpu_kv_cache_tokens"] == 7104 and s["max_concurrency"] == 2.71 and s["num_gpu_blocks"] == 444
+    assert s["num_requests_running"] == 6 and s["num_requests_waiting"] == 97
+
+
+def test_a_value_named_by_the_identifier_before_it():
+    f = facts_from_text(E + "Traceback (most recent call last):\n"
+                        + E + '  File "/opt/py/vllm/config/vllm.py", line 901, in __post_init__\n'
+                        + E + "    raise ValueError(\n"
+                        + E + "ValueError: Block_size(32) should be greater than or equal to and divisible by "
+                        "dcp_kv_cache_interleave_size (48).\n")
+    assert f.numbers["dcp_kv_cache_interleave_size"] == 48 and f.numbers["block_size"] == 32

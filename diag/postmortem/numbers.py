@@ -138,6 +138,9 @@ _FILLER = {"make", "sure", "ensure", "please", "try", "provided", "note", "check
 
 
 def _phrase_name(phrase: str) -> str | None:
+    last = re.search(r"(?<![\w.])([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\s*$", phrase)
+    if last:  # a phrase ending in an identifier names the value by it: "divisible by cp_kv_cache_interleave_size (128)"
+        return last.group(1).lower()
     words = [w for w in re.split(r"[^A-Za-z0-9_]+", phrase.lower()) if w and not w.isdigit()]
     words = [w for w in words if w not in _STOP][-3:]
     while words and words[0] in _FILLER:

@@ -31,6 +31,11 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"(?:zero|no|0) (?:accepted|draft(?:ed)?) (?:draft )?tokens?|num_accepted(?:_tokens)?\s*(?:=+|of|is)\s*0\b|"
                           r"ragged drafts?|(?:uneven|variable|different) (?:draft|proposal) lengths?|"
                           r"(?:requests?|rows?) (?:without|with no) (?:drafts?|draft tokens|proposals?)", re.I)
+# sampling / request parameters of the request that failed, in a curl JSON body, an OpenAI client call or
+# SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
+_REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
+                        r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
+_REQ_HINT = ("max_tokens", "temperature", "top_", "logprobs", "min_tokens", "max_completion", "_penalty")
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
                        r"(?:\s+(?:on|enabled|turned on))?", re.I)
 
@@ -80,10 +85,19 @@ class ProseLines:
             if m:
                 self.facts.startup["prefix_caching_prose"] = not bool(m.group(1))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
+        if len(text) < 4000 and any(h in text for h in _REQ_HINT):
+            params = self.facts.startup.setdefault("request_params", {})
+            for name, val in _REQ_PARAM.findall(text):
+                if len(params) < 20:
+                    params.setdefault(name, float(val) if "." in val else int(val))
+            if not params:
+                del self.facts.startup["request_params"]
         # the same facts also come from pasted INFO lines that lost their prefix
         if any(k in text for k in ("Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size",
                                     "Prefix cache hit rate", "Mamba cache mode", "non-default args", "with config:",
-                                    "padding layers", "Resolved architecture", "Mamba cache '", "CUDA_LAUNCH_BLOCKING")):
+                                    "padding layers", "Resolved architecture", "Mamba cache '", "CUDA_LAUNCH_BLOCKING",
+                                    "Maximum concurrency", "GPU blocks:", "Available KV cache memory", "Model loading took",
+                                    "Graph capturing", "Running: ")):
             self._record_line(line)
 
     # -------------------------------------------------------------- commands
