@@ -291,3 +291,39 @@ def test_bare_shape_error_without_drafts_is_not_a_family():
                      "RuntimeError: The size of tensor a (24) must match the size of tensor b (8) at non-singleton "
                      "dimension 0"))
     assert f.category == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# the spec-as-decode reshape of the MLA kernels: every decode must carry the same 1 + k query tokens
+# ------------------------------------------------------------------------------------------------
+
+_RESHAPE = [("v1/worker/gpu_model_runner.py", 3987, "execute_model", "model_output = self._model_forward("),
+            ("model_executor/layers/attention/mla_attention.py", 790, "forward_impl",
+             "attn_out, lse = self.impl.forward_mqa(mqa_q, kv_cache, attn_metadata, self)"),
+            ("v1/attention/backends/mla/flashmla.py", 266, "forward_mqa",
+             "q = reshape_query_for_spec_decode(q, num_decodes)"),
+            ("v1/attention/backends/utils.py", 711, "reshape_query_for_spec_decode",
+             "assert total_tokens % batch_size == 0, (")]
+
+
+def test_spec_decode_query_reshape_of_an_mla_model_with_drafts_is_a_kernel_limit():
+    log = _gemm_log(_RESHAPE, "AssertionError: total_tokens=33 is not divisible by batch_size=9")
+    f = _first(log)
+    assert f.category == "spec_kernel_limit", (f.category, f.basis)
+    assert "reshape_query_for_spec_decode" in f.basis
+
+
+def test_spec_decode_query_reshape_site_is_a_kernel_limit_in_the_catalog():
+    got = [s for s in load().sites if s.function == "reshape_query_for_spec_decode" and "total_tokens" in (s.condition or "")]
+    assert got and all(s.category == "spec_kernel_limit" for s in got)
+    # its rank check is not: a 2-D query is a caller's bug, whatever the drafts
+    rank = [s for s in load().sites if s.function == "reshape_query_for_spec_decode" and "dim()" in (s.condition or "")]
+    assert rank and all(s.category == "other" for s in rank)
+
+
+def test_spec_decode_query_reshape_without_drafts_in_the_configuration_is_other():
+    log = "\n".join(["(APIServer pid=1) INFO 11-26 10:39:00 [utils.py:300] non-default args: {'model': "
+                     "'deepseek-ai/DeepSeek-V3.2', 'tensor_parallel_size': 8}",
+                     *_gemm_log(_RESHAPE, "AssertionError: total_tokens=33 is not divisible by batch_size=9")
+                     .splitlines()[1:]])
+    assert _first(log).category == "other"

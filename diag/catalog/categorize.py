@@ -210,6 +210,16 @@ RULES: list[tuple[str, str, Pred]] = [
                         r"restride_|_kv_first_|blocks_first", fn.lower()))
          and e in ("AssertionError", "ValueError", "RuntimeError", "NotImplementedError")
          and bool(re.search(r"shape|size|stride|numel|layout|==|%", t)))),
+    # an attention helper of the speculative-decoding path (vllm/v1/attention/backends/utils.py
+    # reshape_query_for_spec_decode, the indexer's update_draft_decode_metadata) comparing the decode tokens with
+    # the decode requests: the spec-as-decode kernels (FlashMLA, sparse MLA, the indexer) need every decode to carry
+    # the same 1 + k query tokens, so a batch with a decode of another length (a padded / empty entry, a request
+    # near its max_tokens) fails there -- a kernel limit under speculative decoding
+    ("spec_decode_token_rows", "spec_kernel_limit",
+     lambda f, fn, t, e, c: bool(re.search(r"/attention/|_mla|/mla/|indexer", f)) and not _mamba_code(f, fn)
+     and bool(re.search(r"spec_decode|spec_as_decode|draft_decode|for_spec\b", fn.rsplit(".", 1)[-1].lower()))
+     and bool(re.search(r"total_tokens|num_decode_tokens|num_tokens|num_decodes|batch_size|num_reqs", _core(t)))
+     and bool(re.search(r"%|==|!=|<=|>=|<|>|divisible", _core(t)))),
     ("spec_kernel_next_n", "spec_kernel_limit", lambda f, fn, t, e, c: "next_n" in t),
     # a kernel library's lookup / check that prints its parameter tuple with a query length per request above 1
     # (AITER's "mtp:4", "q_len_per_req=3", "max_seqlen_q: 2"): the decode query length speculative decoding
