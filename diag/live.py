@@ -31,7 +31,14 @@ import copy
 import dataclasses
 from typing import Any
 
-from .model import CONFIG_KEYS, EngineState, Finding, LogFacts, RuleFailure, SessionRecord
+from .model import (
+    CONFIG_KEYS,
+    EngineState,
+    Finding,
+    LogFacts,
+    RuleFailure,
+    SessionRecord,
+)
 from .rules.base import GpuInfo, RuleContext, parse_version
 
 # The probes record vLLM's platform class; the rules speak of "cuda" / "cpu" / "rocm" / ...
