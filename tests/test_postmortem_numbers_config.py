@@ -88,3 +88,13 @@ def test_request_parameters_of_the_failing_request():
     f = _facts("curl localhost:8000/v1/chat/completions -d '{\"model\": \"m\", \"max_tokens\": 1, \"temperature\": 0.7}'\n"
                "sp = SamplingParams(max_tokens=32, top_k=40)\n")
     assert f.startup["request_params"] == {"max_tokens": 1, "temperature": 0.7, "top_k": 40}
+
+
+def test_compose_command_list_that_opens_with_the_model():
+    f = _facts('  vllm:\n    image: vllm/vllm-openai:v0.30.0\n'
+               '    command: ["org/Hybrid-35B-FP8", "--tensor-parallel-size", "2", "--enable-prefix-caching",\n'
+               '              "--speculative-config", "{\\"method\\":\\"mtp\\",\\"num_speculative_tokens\\":2}",\n'
+               '              "--max-model-len", "32768", "--max-num-seqs", "24"]\n')
+    assert f.args["model"] == "org/Hybrid-35B-FP8"
+    assert f.args["tensor_parallel_size"] == 2 and f.args["max_num_seqs"] == 24
+    assert f.args["num_speculative_tokens"] == 2 and f.args["max_model_len"] == 32768

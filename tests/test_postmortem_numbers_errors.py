@@ -114,3 +114,15 @@ def test_a_value_named_by_the_identifier_before_it():
                         + E + "ValueError: Block_size(32) should be greater than or equal to and divisible by "
                         "dcp_kv_cache_interleave_size (48).\n")
     assert f.numbers["dcp_kv_cache_interleave_size"] == 48 and f.numbers["block_size"] == 32
+
+
+def test_frames_around_a_reporters_elision_stay_with_the_exception():
+    w = "(Worker_TP2 pid=61) ERROR 10-09 22:03:17 [multiproc_executor.py:1007] "
+    f = facts_from_text(
+        w + '  File "/usr/lib/py/vllm/model_executor/layers/mamba/mamba_mixer2.py", line 977, in conv_ssm_forward\n'
+        + w + "    hidden_states_B_C_d = causal_conv1d_update(\n"
+        + w + '  File "/usr/lib/py/vllm/model_executor/layers/mamba/ops/causal_conv1d.py", line 1170, in causal_conv1d_update\n'
+        + w + "    _causal_conv1d_update_kernel[grid](\n"
+        + w + "...   (triton launcher frames)\n"
+        + w + "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered\n")
+    assert f.root.frames and f.numbers["causal_conv1d_line"] == 1170 and f.numbers["mamba_mixer2_line"] == 977

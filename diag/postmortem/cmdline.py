@@ -20,7 +20,8 @@ _FLAG_LINE = re.compile(r"^\s*(?:-\s+)?([\"']?)(--[a-z][a-z0-9-]*(?:[= ].*)?)\1\
 _ARGV_LIST = re.compile(r"\[\s*[\"']vllm[\"']\s*,\s*[\"']serve[\"'][^\]]*\]")  # compose/k8s: ["vllm", "serve", ...]
 # an argv written as a list (compose `command: [...]`, Kubernetes `args: [...]`, possibly over several lines):
 # the list opens with a quoted flag, "vllm" or "python"
-_ARGV_OPEN = re.compile(r"""(?:^|[:=\s])\[\s*(?:["'](?:--[a-z]|vllm\b|python|-m\b)|$)""")
+# (the image's entrypoint is `vllm serve`: a compose `command:` list may open with the model, then flags)
+_ARGV_OPEN = re.compile(r"""(?:^|[:=\s])\[\s*(?:["'](?:--[a-z]|vllm\b|python|-m\b)|["'][\w.\-/:]+["']\s*,\s*["']--?[a-z]|$)""")
 _ARGV_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
 
 # a YAML block sequence item: "  - --tensor-parallel-size" / '  - "4"'
@@ -180,6 +181,8 @@ class CommandLines:
 
         if argv[0].startswith("--") or argv[0] == "serve":
             argv = (["vllm"] if argv[0] == "serve" else ["vllm", "serve"]) + argv
+        elif re.fullmatch(r"[\w.\-]+/[\w.\-]+|/[\w.\-/]+", argv[0]) and len(argv) > 1 and argv[1].startswith("-"):
+            argv = ["vllm", "serve"] + argv  # the model first: arguments of the image's `vllm serve` entrypoint
         # a list that names the model is a whole command line; a list of a few flags (a bullet list in prose)
         # proves nothing by what it lacks
         self.cmd_complete[lineno] = any(a == "--model" or a.startswith("--model=") for a in argv) or (

@@ -31,7 +31,9 @@ _FRAME_TAIL = re.compile(r"^\s*(?:in\s+)?([A-Za-z_<][\w<>.]*)\s*$")
 _FRAME_LOOSE = re.compile(r'^\s*((?:\.\.\./|/|~/)?[\w.\-]+(?:/[\w.\-]+)+\.py)(?::(\d+))?(?:,\s*line\s*(\d+))?'
                           r'(?:,?\s+in\s+([\w<>.]+))?\s*:?\s*$')
 _MARKER = re.compile(r"^\s*[~^\s]+$")
-_ELISION = re.compile(r"^\s*\.\.\.\s*<\d+ lines>\s*\.\.\.\s*$|^\s*\[Previous line repeated \d+ more times?\]\s*$")
+# (also a reporter's own elision inside a traceback: "..." or "...   (torch.compile wrapper frames)" on its own line)
+_ELISION = re.compile(r"^\s*\.\.\.\s*<\d+ lines>\s*\.\.\.\s*$|^\s*\[Previous line repeated \d+ more times?\]\s*$|"
+                      r"^\s*(?:\.\.\.|…)(?:\s+\([^()]{0,80}\))?\s*$")
 _CHAIN = re.compile(
     r"The above exception was the direct cause of the following exception|"
     r"During handling of the above exception, another exception occurred"
