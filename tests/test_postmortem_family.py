@@ -327,3 +327,38 @@ def test_spec_decode_query_reshape_without_drafts_in_the_configuration_is_other(
                      *_gemm_log(_RESHAPE, "AssertionError: total_tokens=33 is not divisible by batch_size=9")
                      .splitlines()[1:]])
     assert _first(log).category == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# ROCm: the HSA runtime reports a GPU page fault itself ("Memory access fault by GPU node-N"), no Python exception
+# ------------------------------------------------------------------------------------------------
+
+_HSA = ("Memory access fault by GPU node-4 (Agent handle: 0x5611aa0b3c40) on address 0x7f31d2a00000. "
+        "Reason: Page not present or supervisor privilege.")
+_DIED = ("(EngineCore_DP0 pid=3301) ERROR 11-26 12:00:07 [multiproc_executor.py:240] Worker proc VllmWorker-0 died "
+         "unexpectedly, shutting down executor.")
+
+
+def test_hsa_memory_fault_of_a_hybrid_with_drafts_is_an_async_fault_of_the_family():
+    log = "\n".join(["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --speculative-config "
+                     "'{\"method\": \"qwen3_next_mtp\", \"num_speculative_tokens\": 2}'", _HSA, _DIED,
+                     "Aborted (core dumped)"])
+    f = _first(log)
+    assert f.category == "state_index" and f.confidence == "low" and f.rule == "async_fault"
+    assert "Memory access fault by GPU node-4" in f.title and "Agent handle" not in f.title
+
+
+def test_hsa_memory_fault_with_an_elided_crash_dump_of_a_mixed_batch_is_mixed_batch():
+    dump = ("(EngineCore_DP0 pid=3301) ERROR 11-26 12:00:07 [dump_input.py:79] Dumping scheduler output for model "
+            "execution: SchedulerOutput(..., num_scheduled_tokens={req-a: 3, req-b: 3, req-c: 1, req-d: 4000}, "
+            "total_num_scheduled_tokens=4007, scheduled_spec_decode_tokens={req-a: [...], req-b: [...]}, ...)")
+    log = "\n".join(["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --speculative-config "
+                     "'{\"method\": \"qwen3_next_mtp\", \"num_speculative_tokens\": 2}'", _HSA, _DIED, dump])
+    f = _first(log)
+    assert f.category == "mixed_batch", (f.category, f.basis)
+    assert "mixed batch" in f.basis
+
+
+def test_hsa_memory_fault_of_a_dense_model_without_drafts_stays_other():
+    log = "\n".join(["vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 4", _HSA, _DIED])
+    assert _first(log).category == "other"

@@ -20,7 +20,11 @@ ASYNC = re.compile(r"illegal memory access|illegal address|device-side assert|un
 def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: dict,
                 batch_ev: list[Evidence]) -> Diagnosis:
     m = ASYNC.search(f"{root.exc_type}: {root.message}")
-    fault = (root.message.strip().splitlines() or [""])[0][:120] if m else "asynchronous CUDA fault"
+    # (ROCm's HSA report: the agent handle and the address say nothing about the class)
+    first = re.sub(r"\s*\(Agent handle: [^)]*\)|\s+on address 0x[0-9a-fA-F]+\.?", "",
+                   (root.message.strip().splitlines() or [""])[0])
+    first = re.sub(r"(Reason: [^.]*)\..*", r"\1", first)  # one report (the next GPU's report joined to it)
+    fault = first[:120] if m else "asynchronous CUDA fault"
     fault = fault.split(" Search for", 1)[0].rstrip(".") or "asynchronous CUDA fault"
     if not m:  # the root error (an NCCL call, a later sync) does not name the fault; another error line may
         hit = next((str(t) for _, t in (facts.startup.get("error_lines") or []) if ASYNC.search(str(t))), None)

@@ -43,6 +43,8 @@ def unflatten(line: Line) -> list[Line]:
 _LOOSE_ERR = re.compile(r"Check failed|Assertion error \(|[Aa]ssertion `|cannot get|[Nn]o kernel|Target sizes|"
                         r"Invalid __(?:global|shared|local)__|(?:Warp|Lane|Device) [\w-]+ Address|CUDA_EXCEPTION_\d+|"
                         r"illegal memory access|[Ii]llegal [Aa]ddress|triggered at PC|<<<|CUDA error|Xid\b|device-side assert|"
+                        # ROCm's HSA runtime reports a GPU page fault itself, with no Python exception line
+                        r"[Mm]emory access fault by GPU|HSA_STATUS_ERROR\w*|hipError\w+|"
                         r"RuntimeError|AssertionError|"
                         r"ValueError|IndexError|NotImplementedError|out of memory|[Ee]rror:|\bfailed\b")
 
@@ -81,7 +83,7 @@ class ErrorLines:
         self._err_open = False
         if (line.level is None or line.level == "ERROR") and not t.startswith(("  File ", "    ")) and (
                 "rror" in t or "ailed" in t or "ssert" in t or "llegal" in t or "Check" in t or "kernel" in t
-                or "<<<" in t or "PC " in t or "Xid" in t or "sizes:" in t or "memory" in t or "Invalid __" in t
+                or "<<<" in t or "PC " in t or "Xid" in t or "sizes:" in t or "emory" in t or "Invalid __" in t
                 or "Address" in t or "CUDA_EXC" in t) and _LOOSE_ERR.search(t):
             if len(self.error_lines) >= 120:
                 del self.error_lines[:60]
