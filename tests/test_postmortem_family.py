@@ -362,3 +362,33 @@ def test_hsa_memory_fault_with_an_elided_crash_dump_of_a_mixed_batch_is_mixed_ba
 def test_hsa_memory_fault_of_a_dense_model_without_drafts_stays_other():
     log = "\n".join(["vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 4", _HSA, _DIED])
     assert _first(log).category == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# what the report shows of the failing step's batch: the builder's counters, a prompt arriving mid-decode
+# ------------------------------------------------------------------------------------------------
+
+_HYB_CMD = ("vllm serve Qwen/Qwen3.5-35B-A3B --no-enable-prefix-caching --speculative-config "
+            "'{\"method\": \"qwen3_5_mtp\", \"num_speculative_tokens\": 2}'")
+
+
+def test_builder_counters_with_spec_decodes_and_a_prefill_make_an_async_fault_a_mixed_batch():
+    log = "\n".join([_HYB_CMD, "printed in the GDN builder for the failing step:",
+                     "num_prefills=1 num_decodes=0 num_spec_decodes=5 num_actual_tokens=913", *_ima("").splitlines()[1:]])
+    f = _first(log)
+    assert f.category == "mixed_batch", (f.category, f.basis)
+    assert "num_spec_decodes=5" in f.basis
+
+
+def test_builder_counters_with_spec_decodes_only_do_not():
+    log = "\n".join([_HYB_CMD, "printed in the GDN builder for the failing step:",
+                     "num_prefills=0 num_decodes=0 num_spec_decodes=5 num_actual_tokens=15", *_ima("").splitlines()[1:]])
+    f = _first(log)
+    assert f.category == "state_index" and "mixed-batch class" in f.basis
+
+
+def test_a_prompt_arriving_while_other_requests_decode_with_drafts_is_a_mixed_batch():
+    log = "\n".join([_HYB_CMD, "It crashes only when a long prompt comes in while the other streams are still "
+                     "generating; a pure decode benchmark passes.", *_ima("").splitlines()[1:]])
+    f = _first(log)
+    assert f.category == "mixed_batch", (f.category, f.basis)

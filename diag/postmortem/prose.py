@@ -30,12 +30,25 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           # rows of one spec batch without drafts: zero accepted tokens, ragged / uneven draft lengths
                           r"(?:zero|no|0) (?:accepted|draft(?:ed)?) (?:draft )?tokens?|num_accepted(?:_tokens)?\s*(?:=+|of|is)\s*0\b|"
                           r"ragged drafts?|(?:uneven|variable|different) (?:draft|proposal) lengths?|"
-                          r"(?:requests?|rows?) (?:without|with no) (?:drafts?|draft tokens|proposals?)", re.I)
+                          r"(?:requests?|rows?) (?:without|with no) (?:drafts?|draft tokens|proposals?)|"
+                          # a new prompt (a prefill chunk) scheduled while other requests decode with drafts
+                          r"(?:prompts?|prefills?|requests?)\b[^.]{0,40}\b(?:arrives?|comes? in|starts?|lands?) while "
+                          r"(?:other |the other )?(?:requests?|streams?|sequences?)\b[^.]{0,15}\b(?:decod|generat)\w*|"
+                          # the hybrid builders' own counters (vllm/v1/attention/backends/gdn_attn.py, mamba_attn.py)
+                          # printed for one step: spec decodes together with prefills or plain decodes
+                          r"num_prefills\s*[=:]\s*[1-9]\d*\W+(?:num_decodes\s*[=:]\s*\d+\W+)?num_spec_decodes\s*[=:]\s*[1-9]|"
+                          r"num_decodes\s*[=:]\s*[1-9]\d*\W+num_spec_decodes\s*[=:]\s*[1-9]|"
+                          r"num_spec_decodes\s*[=:]\s*[1-9]\d*\W+num_(?:prefills|decodes)\s*[=:]\s*[1-9]", re.I)
 # sampling / request parameters of the request that failed, in a curl JSON body, an OpenAI client call or
 # SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
 _REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
                         r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
 _REQ_HINT = ("max_tokens", "temperature", "top_", "logprobs", "min_tokens", "max_completion", "_penalty")
+# values a reporter printed (a debug print, a config.json excerpt): "num_prefills=1 num_decodes=0 batch_size=7",
+# '"num_key_value_heads": 8', "qo_indptr = [0, 4, 8]", "idx[:, 0] = tensor([41, 17, -1], device='cuda:0')"
+_PRINTED_PAIR = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']?\s*[=:]\s*(-?\d+(?:\.\d+)?)(?![\w.]|\.\d)""")
+_PRINTED_LIST = re.compile(r"""(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)(?:\[[^\]]{0,20}\])?\s*=\s*(?:tensor\(\s*)?"""
+                           r"""\[\s*(-?\d+(?:\s*,\s*-?\d+){0,255})\s*\]""")
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
                        r"(?:\s+(?:on|enabled|turned on))?", re.I)
 
@@ -85,6 +98,17 @@ class ProseLines:
             if m:
                 self.facts.startup["prefix_caching_prose"] = not bool(m.group(1))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
+        if ("=" in text or '":' in text or "':" in text) and "_" in text and len(text) < 4000 and "with config:" not in text \
+                and "non-default args" not in text and "SchedulerOutput" not in text:
+            printed = self.facts.startup.setdefault("printed_values", {})
+            for name, vals in _PRINTED_LIST.findall(text):
+                if len(printed) < 60:
+                    printed.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
+            for name, val in _PRINTED_PAIR.findall(text):
+                if len(printed) < 60:
+                    printed.setdefault(name, float(val) if "." in val else int(val))
+            if not printed:
+                del self.facts.startup["printed_values"]
         if len(text) < 4000 and any(h in text for h in _REQ_HINT):
             params = self.facts.startup.setdefault("request_params", {})
             for name, val in _REQ_PARAM.findall(text):
@@ -97,7 +121,7 @@ class ProseLines:
                                     "Prefix cache hit rate", "Mamba cache mode", "non-default args", "with config:",
                                     "padding layers", "Resolved architecture", "Mamba cache '", "CUDA_LAUNCH_BLOCKING",
                                     "Maximum concurrency", "GPU blocks:", "Available KV cache memory", "Model loading took",
-                                    "Graph capturing", "Running: ")):
+                                    "Graph capturing", "Running: ", "Capping cudagraph")):
             self._record_line(line)
 
     # -------------------------------------------------------------- commands
