@@ -22,8 +22,10 @@ pre-flight runs where the model's config.json is reachable, as in the CLI) and i
   ``any`` counts a case when any finding has the family's category;
 * numbers recovered -- the share of ``key_numbers`` the JSON output carries **under a compatible name with
   an equal value** (:func:`recovered`): the label's name and the JSON key (the last dict key of the leaf;
-  ``<file stem>_line`` / ``<function>_line`` for the ``{file, line, function}`` frames of tracebacks; a
-  metrics name without its ``vllm:`` prefix) are the same after :data:`ALIASES` (or with underscores dropped: ``seqnum`` ~ ``seq_num``), or share a specific word
+  ``<file stem>_line`` / ``<folder>_<file stem>_line`` / ``<function>_line`` for the ``{file, line, function}``
+  frames of tracebacks; a
+  metrics name without its ``vllm:`` prefix) are the same after :data:`ALIASES` (or with underscores dropped: ``seqnum`` ~ ``seq_num``; or the same
+  words in another order, :data:`FILLER` words aside: ``vllm_config_raise_line`` ~ ``config_vllm_line``), or share a specific word
   (``cache_config_block_size`` ~ ``block_size``; ``gpu_model_runner_build_attention_metadata_line`` ~
   ``gpu_model_runner_line``; words in :data:`GENERIC` -- num, size, max, line, py ... -- do not count);
   values are equal (integers exactly, floats within 1 %, lists element-wise, a number and a one-element list; ``_mib``/``_gib``/``_ms``/``_s``
@@ -95,6 +97,8 @@ GENERIC = {"num", "n", "size", "sizes", "max", "min", "total", "count", "value",
            "cu", "cuh", "h", "cc", "cpp", "the", "of", "in", "to", "a", "b", "per", "id", "is", "vllm", "config", "cache",
            "kv", "model", "gpu", "args", "arg", "gib", "mib", "kib", "b", "ms", "s", "seconds", "bytes", "tokens",
            "expected", "actual", "got", "dim", "new", "old", "first", "last", "crash", "batch", "req", "reqs"}
+# words that say what kind of statement a line is, not which: "vllm_config_raise_line" is the config/vllm.py line
+FILLER = {"raise", "assert", "call", "check", "site", "statement", "stmt"}
 _UNITS = {"b": 1, "bytes": 1, "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "ms": 1e-3, "s": 1.0}
 _SKIP_KEYS = {"log_line", "views", "session", "files", "evidence", "total_lines", "processes", "first_line", "rank",
               "schema", "exit_code", "started_at", "ended_at", "number", "rule_errors"}
@@ -114,6 +118,8 @@ def compatible(label: str, key: str) -> bool:
     if a == b or a.replace("_", "") == b.replace("_", ""):  # seqnum ~ seq_num (NCCL's SeqNum)
         return True
     wa, wb = _words(a), _words(b)
+    if wa - FILLER and wa - FILLER == wb - FILLER:  # the same words in another order: vllm_config_line ~ config_vllm_line
+        return True
     return bool((wa & wb) - GENERIC)
 
 
@@ -139,8 +145,11 @@ def named_leaves(obj, out: list, key: str = "") -> None:
     """(name, value) for every leaf of the JSON that is a number of the failure (see the module doc)."""
     if isinstance(obj, dict):
         if isinstance(obj.get("line"), int) and isinstance(obj.get("file"), str) and "function" in obj:  # a frame
-            stem = re.split(r"[\\/]", obj["file"])[-1].rsplit(".", 1)[0]
+            parts = re.split(r"[\\/]", obj["file"])
+            stem = parts[-1].rsplit(".", 1)[0]
             out.append((f"{stem}_line", obj["line"]))
+            if len(parts) > 1 and parts[-2] not in ("", ".", ".."):  # vllm/config/vllm.py: config_vllm_line
+                out.append((f"{parts[-2]}_{stem}_line", obj["line"]))
             if isinstance(obj.get("function"), str):
                 out.append((f"{obj['function'].rsplit('.', 1)[-1]}_line", obj["line"]))
         for k, v in obj.items():

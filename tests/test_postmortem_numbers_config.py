@@ -98,3 +98,14 @@ def test_compose_command_list_that_opens_with_the_model():
     assert f.args["model"] == "org/Hybrid-35B-FP8"
     assert f.args["tensor_parallel_size"] == 2 and f.args["max_num_seqs"] == 24
     assert f.args["num_speculative_tokens"] == 2 and f.args["max_model_len"] == 32768
+
+
+def test_values_a_reporter_printed():
+    f = _facts("I added a print in the builder:\n```\nnum_prefills=1 num_decodes=0 num_spec_decodes=5 batch_size=6\n"
+               "state_indices[:, 0] = tensor([12, 40, 7, -1], device='cuda:0', dtype=torch.int32)\n"
+               "  qo_indptr = [0, 3, 6, 9]  max_qo_len=3\n```\n"
+               'draft config.json: "num_key_value_heads": 4, "head_dim": 128\n')
+    p = f.startup["printed_values"]
+    assert (p["num_prefills"], p["num_decodes"], p["num_spec_decodes"], p["batch_size"]) == (1, 0, 5, 6)
+    assert p["state_indices"] == [12, 40, 7, -1] and p["qo_indptr"] == [0, 3, 6, 9] and p["max_qo_len"] == 3
+    assert p["num_key_value_heads"] == 4 and p["head_dim"] == 128

@@ -126,3 +126,52 @@ def test_frames_around_a_reporters_elision_stay_with_the_exception():
         + w + "...   (triton launcher frames)\n"
         + w + "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered\n")
     assert f.root.frames and f.numbers["causal_conv1d_line"] == 1170 and f.numbers["mamba_mixer2_line"] == 977
+
+
+def _tb(message: str, code: str = "    raise ValueError(") -> str:
+    return (E + "Traceback (most recent call last):\n" + E + '  File "/opt/py/vllm/v1/worker/x.py", line 77, in f\n'
+            + E + code + "\n" + E + message + "\n")
+
+
+def test_view_error_dimensions_named_by_the_failing_statement():
+    f = facts_from_text(_tb("RuntimeError: shape '[5, 3, -1]' is invalid for input of size 18432",
+                            "    idx = topk_indices.view(num_decodes, seq_len, -1)"))
+    assert f.numbers["num_decodes"] == 5 and f.numbers["seq_len"] == 3 and f.numbers["input_size"] == 18432
+
+
+def test_identifier_is_set_to_and_multiple_of():
+    n = facts_from_text(_tb("ValueError: max_num_scheduled_tokens is set to 0 based on the speculative decoding settings")).numbers
+    assert n["max_num_scheduled_tokens"] == 0 and "based" not in n
+    n = facts_from_text(_tb("ValueError: No valid cudagraph sizes after rounding to multiple of 6 (num_speculative_tokens + 1)")).numbers
+    assert n["multiple_of"] == 6
+
+
+def test_expected_got_named_by_the_number_of_phrase():
+    n = facts_from_text(_tb("AssertionError: Mismatch in number of requests when updating block table. Expected 5, got 9.")).numbers
+    assert n["requests_expected"] == 5 and n["requests_got"] == 9
+
+
+def test_size_in_parentheses_named_by_the_noun_before_it_and_no_host_pid_pair():
+    f = facts_from_text("ab12cd34ef:311:402 [2] include/alloc.h:253 NCCL WARN Error while creating shared memory segment "
+                        "/dev/shm/nccl-Ab12 (size 4194304), error: No space left on device (28)\n"
+                        + _tb("RuntimeError: NCCL error: unhandled system error"))
+    assert f.numbers["shared_memory_segment_size"] == 4194304
+    assert "ab12cd34ef" not in f.numbers
+
+
+def test_driver_xid_and_the_watchdog_rank():
+    f = facts_from_text(
+        "[rank6]:[E0802 04:13:27.661835394 ProcessGroupNCCL.cpp:685] [Rank 6] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=77, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600100 "
+        "milliseconds before timing out.\n"
+        "[1983342.118027] NVRM: Xid (PCI:0000:9d:00): 48, pid=411822, name=VLLM::Worker_TP, An uncorrectable ECC error\n")
+    assert f.numbers["nccl_timeout_rank"] == 6 and f.numbers["xid"] == 48
+
+
+def test_capture_sizes_capped_to_the_mamba_cache_blocks():
+    f = facts_from_text("(EngineCore pid=908) WARNING 04-13 20:11:52 [compilation.py:1323] Capping cudagraph capture sizes "
+                        "from max 256 to 40 to fit Mamba cache blocks (42 blocks available). This limits the maximum "
+                        "batch size that can use CUDA graphs.\n")
+    s = f.startup
+    assert s["max_cudagraph_capture_size_requested"] == 256 and s["max_cudagraph_capture_size_capped"] == 40
+    assert s["mamba_cache_blocks_available"] == 42

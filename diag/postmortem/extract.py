@@ -221,6 +221,16 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         for name, val in frame_line_numbers(f).items():
             f.numbers.setdefault(name, val)
         error_line_numbers([t for _, t in self.error_lines[-40:]], f.numbers)
+        shape = f.numbers.get("view_shape")
+        code = f.root.frames[-1].code if f.root is not None and f.root.frames else None
+        if isinstance(shape, list) and code and ("view(" in code or "reshape(" in code):
+            # the failing statement names the view's dimensions: x.view(num_decodes, seq_len, -1) with '[7, 2, -1]'
+            m = re.search(r"\.(?:view|reshape)\(([^()]*)\)", code)
+            args = [a.strip() for a in m.group(1).split(",")] if m else []
+            if len(args) == len(shape):
+                for arg, val in zip(args, shape):
+                    if re.fullmatch(r"[A-Za-z_]\w*", arg):
+                        f.numbers.setdefault(arg, val)
         for e in ([f.root] if f.root is not None else []) + [e for e in f.exceptions if e.exc_type == ORPHAN_TYPE]:
             code = e.frames[-1].code if e.frames else None
             if code:  # the failing statement is a check against a constant (a kernel's TVM/C++ check macro)

@@ -124,6 +124,16 @@ class IdentityLines:
 
             for name, val in label_numbers(text).items():
                 self.facts.numbers.setdefault(name, val)
+            m = re.search(r"\[Rank (\d+)\]\s*Watchdog caught", text)
+            if m:  # the rank whose collective timed out
+                self.facts.numbers.setdefault("nccl_timeout_rank", int(m.group(1)))
+        if "Xid" in text and "xid" not in self.facts.numbers:
+            from .numbers import _XID
+
+            m = _XID.search(text)  # the driver's report (NVRM: Xid (PCI:...): 79, pid=...), in or outside error lines
+            if m:
+                self.facts.numbers["xid"] = int(m.group(1))
+                self._note("xid", line)
         m = _SM.search(text) if self.sm is None and ("sm" in text or "SM" in text) else None
         if m and self.sm is None:
             self.sm = int(m.group(1))

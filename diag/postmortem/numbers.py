@@ -181,6 +181,9 @@ def phrase_numbers(message: str) -> dict[str, Any]:
         noun = "_".join(w for w in re.findall(r"[a-z0-9]+", (m.group(2) or "").lower()) if w not in _STOP)
         subject = _SUBJECT.search(msg)
         base = noun or (subject.group(1) if subject and subject.start() < m.start() else None)
+        if not base:  # "Mismatch in number of requests when ... Expected 6, got 8." -> requests_expected / _got
+            of = re.findall(r"\bnumbers? of ([a-z][a-z_]{2,30})", msg[:m.start()])
+            base = of[-1] if of else None
         out.setdefault(f"{base}_expected" if base else "expected_value", _num(m.group(1)))
         out.setdefault(f"{base}_got" if base else "got_value", _num(m.group(3)))
     out.update({k: v for k, v in check_numbers(msg).items() if k not in out})
@@ -193,7 +196,8 @@ def phrase_numbers(message: str) -> dict[str, Any]:
             if w in _STOP or w in _UNITS:
                 break
             words.append(w)
-        if words and words[0] != "number":  # "10 number of heads" is num_heads (above)
+        if words and words[0] != "number" and not words[0].endswith(("ed", "ing")):  # "10 number of heads": num_heads;
+            # "0 based on", "3 remaining": a verb, not what the number counts
             out.setdefault("_".join(words), _num(val))
     for name, val in label_numbers(msg).items():
         out.setdefault(name, val)
@@ -231,6 +235,9 @@ _MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) a
 # an identifier and its number in a message's prose: "num_qo_heads 28 must be divisible by num_kv_heads 8"
 _IDENT_NUM = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(-?\d+(?:\.\d+)?)(?![\w.]|\.\d)")
 # "<words> 576, but got 512": the value a message expected and the one it saw, named by the words before
+_IDENT_IS = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(?:is|was|are|were)\s+(?:set to|now|currently|only|still)?\s*"
+                       r"(-?\d+(?:\.\d+)?)(?![\w.]|\.\d)")
+_MULTIPLE_OF = re.compile(r"\bmultiples? of (\d+)\b(?!\.\d)")
 _BUT_GOT = re.compile(r"([A-Za-z_][\w ]{0,60}?)\s(-?\d+(?:\.\d+)?)\s*[,;]?\s*but (?:got|found|received|is|was)\s*:?\s*"
                       r"(-?\d+(?:\.\d+)?)(?![\w.]|\.\d)")
 
@@ -274,6 +281,11 @@ def shape_numbers(message: str) -> dict[str, Any]:
     if "_" in msg:
         for name, val in _IDENT_NUM.findall(msg):
             out.setdefault(name, _num(val))
+        for name, val in _IDENT_IS.findall(msg):  # "max_num_scheduled_tokens is set to 0"
+            out.setdefault(name, _num(val))
+    m = _MULTIPLE_OF.search(msg) if "multiple of" in msg else None
+    if m:  # "after rounding to multiple of 4", "must be a multiple of 16"
+        out.setdefault("multiple_of", int(m.group(1)))
     if "but " in msg:
         for phrase, want, got in _BUT_GOT.findall(msg):
             if re.search(r"\b(?:than|to|most|least|be|equal|is|of)\s*$", phrase):
@@ -285,10 +297,19 @@ def shape_numbers(message: str) -> dict[str, Any]:
     return out
 
 
+# "shared memory segment /dev/shm/nccl-x (size 9637888)": a size in parentheses, named by the words before it
+_PAREN_SIZE = re.compile(r"([A-Za-z][A-Za-z ]{0,60}?)\s+(?:[^\s()]*[/\\][^\s()]*\s+)?\((size|length|len|count|numel)\s*[=:]?\s*(\d+)\)")
+
+
 def label_numbers(text: str) -> dict[str, Any]:
     """Numbers under a capitalised label (``Required: 98304``) or a PascalCase field (``SeqNum=188342``), named in
-    snake case (``required``, ``seq_num``)."""
+    snake case (``required``, ``seq_num``), and a ``(size N)`` after a noun (``shared_memory_segment_size``)."""
     out: dict[str, Any] = {}
+    if "(size" in text or "(length" in text or "(count" in text or "(numel" in text or "(len" in text:
+        for phrase, kind, val in _PAREN_SIZE.findall(text):
+            name = _phrase_name(phrase)
+            if name:
+                out.setdefault(f"{name}_{kind}", int(val))
     if ":" in text:
         for label, val in _LABEL_NUM.findall(text):
             name = "_".join(label.lower().split())
@@ -448,8 +469,8 @@ def frame_line_numbers(f: LogFacts) -> dict[str, int]:
     return out
 
 _ARG_PAIR = re.compile(r"(?<![\w.-])([a-z][a-z0-9]*_[a-z0-9_]+)=(-?\d+(?:\.\d+)?)(?![\w.])")
-_TIGHT_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{1,30})[:=](-?\d+(?:\.\d+)?)(?![\w.])")
-_XID = re.compile(r"\bXid\b\D{0,20}?(\d{1,3})\b")
+_TIGHT_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{1,30})[:=](-?\d+(?:\.\d+)?)(?![\w.:])")  # not host:pid:tid
+_XID = re.compile(r"\bXid\b(?:\s*\([^)]{0,40}\))?\s*:?\s*(\d{1,3})\b")  # "Xid 13", "Xid (PCI:0000:9d:00): 79"
 _LAUNCH_DIMS = re.compile(r"<<<\(\s*([\d,\s]+)\)\s*,\s*\(\s*([\d,\s]+)\)")
 _KERNEL_AT = re.compile(r"\(([\w.\-]+\.py):(\d+)\)|\bat\s+\S+\.py:(\d+)")
 # metrics: Prometheus exposition (vllm:prefix_cache_queries_total 1131) and the spec-decode log line

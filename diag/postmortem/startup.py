@@ -43,12 +43,13 @@ _STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, co
 _KV_SIZE = re.compile(r"\b(GPU|CPU|XPU|TPU|HPU)(?: \+ host)? KV cache size: " + _INT + r" tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _FLOAT + r"x")
 _HIT_RATE = re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: (?:GPU: )?" + _FLOAT + r"%")
+_CAPPING = re.compile(r"Capping cudagraph capture sizes from max (\d+) to (\d+)(?:[^(]{0,80}\((\d+) blocks available\))?")
 _MODEL_RUNNER = re.compile(r"using the (V[12]) model runner|Model Runner (V2) (?:is|will be) used", re.I)
 _HYBRID_OFF = re.compile(r"Hybrid KV cache manager is disabled")
 
 
 # startup facts that each engine start states once (a change between two of them is a second start)
-_PER_START = {"attention_block_size", "mamba_padding_percent", "max_cudagraph_capture_size_truncated",
+_PER_START = {"max_cudagraph_capture_size_capped", "attention_block_size", "mamba_padding_percent", "max_cudagraph_capture_size_truncated",
               "kv_cache_block_size_backend", "kv_padding_layers", "kv_padding_waste_percent", "available_kv_cache_gib",
               "num_gpu_blocks", "gpu_kv_cache_tokens", "max_concurrency"}
 
@@ -91,6 +92,12 @@ class StartupLines:
                     self._set_startup(name, conv(m.group(1)), line)
                 except ValueError:
                     pass
+        m = _CAPPING.search(text) if "Capping cudagraph" in text else None
+        if m:  # "Capping cudagraph capture sizes from max 512 to 48 to fit Mamba cache blocks (50 blocks available)"
+            self._set_startup("max_cudagraph_capture_size_requested", int(m.group(1)), line)
+            self._set_startup("max_cudagraph_capture_size_capped", int(m.group(2)), line)
+            if m.group(3):
+                self._set_startup("mamba_cache_blocks_available", int(m.group(3)), line)
         m = _KV_SIZE.search(text) if "KV cache size" in text else None
         if m:
             self._set_startup("gpu_kv_cache_tokens", int(m.group(2).replace(",", "")), line)
