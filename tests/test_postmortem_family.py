@@ -392,3 +392,36 @@ def test_a_prompt_arriving_while_other_requests_decode_with_drafts_is_a_mixed_ba
                      "generating; a pure decode benchmark passes.", *_ima("").splitlines()[1:]])
     f = _first(log)
     assert f.category == "mixed_batch", (f.category, f.basis)
+
+
+# ------------------------------------------------------------------------------------------------
+# a hole in the Mamba state-index table (a request without its state index) is a state-index failure
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("site, expected", [
+    # vllm/v1/worker/mamba_utils.py stage_mamba_state_idx_to_gpu: the state index of a scheduled request is missing
+    ({"file": "vllm/v1/worker/mamba_utils.py", "function": "stage_mamba_state_idx_to_gpu",
+      "condition": "state_idx is not None", "exc": "AssertionError",
+      "message": "mamba_state_idx missing entry for {req_id}; preprocess_mamba must run before "
+                 "stage_mamba_state_idx_to_gpu"}, "state_index"),
+    # a None check of another kind in the same module stays a type narrowing
+    ({"file": "vllm/v1/worker/mamba_utils.py", "function": "get_mamba_groups",
+      "condition": "kv_cache_config is not None", "exc": "AssertionError", "message": None}, "other"),
+])
+def test_a_missing_mamba_state_index_is_state_index(site, expected):
+    assert categorize(site)[0] == expected
+
+
+def test_missing_state_index_of_a_hybrid_with_drafts_and_prefix_caching_is_state_index():
+    frames = [("v1/worker/gpu_model_runner.py", 4188, "execute_model", "mamba_utils.stage_postprocess_inputs_to_gpu("),
+              ("v1/worker/mamba_utils.py", 1190, "stage_mamba_state_idx_to_gpu", "assert state_idx is not None, (")]
+    out = ["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --enable-prefix-caching --mamba-cache-mode align "
+           "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'",
+           f"{W}Traceback (most recent call last):"]
+    for path, line, fn, code in frames:
+        out += [f'{W}  File "{P}{path}", line {line}, in {fn}', f"{W}    {code}"]
+    out.append(f"{W}AssertionError: mamba_state_idx missing entry for 'req-77'; preprocess_mamba must run before "
+               "stage_mamba_state_idx_to_gpu")
+    f = _first("\n".join(out))
+    assert f.category == "state_index", (f.category, f.basis)

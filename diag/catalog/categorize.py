@@ -111,7 +111,8 @@ RULES: list[tuple[str, str, Pred]] = [
          r"max_qo_len|\bqo_len|\bq_len|multi-token (?:verify|decode)", t)),
     ("other_type_narrowing", "other",
      lambda f, fn, t, e, c: e == "AssertionError" and _is_none_check(c) and not re.search(
-         r"state_ind|spec_|non_spec|num_accepted|query_start|has_initial|block_idx|cache_indices|prefill_|decode", c)),
+         r"state_ind|state_idx|spec_|non_spec|num_accepted|query_start|has_initial|block_idx|cache_indices|prefill_|"
+         r"decode", c)),
     ("other_duplicate_layer", "other", lambda f, fn, t, e, c: "duplicate layer name" in t),
     # a check whose both sides are the model code's own declarations (the state shapes a Mamba layer declares
     # vs the state-copy functions it provides, a copy function's identity, the rank of a state tensor a copy
