@@ -329,8 +329,9 @@ class CommandLines:
             return
         if text.lstrip().startswith("#") and line.level is None:
             return  # a commented-out line of a script (`# --enforce-eager`): not part of the set-up
-        if line.level is None and ("_" in text or "-" in text):
-            indented = text[:1] in (" ", "\t")
+        indented = text[:1] in (" ", "\t")
+        if line.level is None and ("_" in text or "-" in text) and (
+                not indented or ":" in text and 'File "' not in text):  # indented: a YAML / JSON key, not a frame
             for m in _BARE_FLAG.finditer(text):
                 # an indented line is a key of a YAML / JSON file (`key: value`); indented `name = value` is code
                 if indented and m.group(2) != ":":

@@ -43,7 +43,13 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
 # SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
 _REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
                         r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
-_REQ_HINT = ("max_tokens", "temperature", "top_", "logprobs", "min_tokens", "max_completion", "_penalty")
+_REQ_HINT = re.compile(r"max_tokens|temperature|top_|logprobs|min_tokens|max_completion|_penalty")
+# startup / stats records pasted without their prefix (one search instead of a keyword loop per prose line)
+_PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
+    "Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size", "Prefix cache hit rate",
+    "Mamba cache mode", "non-default args", "with config:", "padding layers", "Resolved architecture", "Mamba cache '",
+    "CUDA_LAUNCH_BLOCKING", "Maximum concurrency", "GPU blocks:", "Available KV cache memory", "Model loading took",
+    "Graph capturing", "Running: ", "Capping cudagraph")))
 # values a reporter printed (a debug print, a config.json excerpt): "num_prefills=1 num_decodes=0 batch_size=7",
 # '"num_key_value_heads": 8', "qo_indptr = [0, 4, 8]", "idx[:, 0] = tensor([41, 17, -1], device='cuda:0')"
 _PRINTED_PAIR = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']?\s*[=:]\s*(-?\d+(?:\.\d+)?)(?![\w.]|\.\d)""")
@@ -109,7 +115,7 @@ class ProseLines:
                     printed.setdefault(name, float(val) if "." in val else int(val))
             if not printed:
                 del self.facts.startup["printed_values"]
-        if len(text) < 4000 and any(h in text for h in _REQ_HINT):
+        if len(text) < 4000 and _REQ_HINT.search(text):
             params = self.facts.startup.setdefault("request_params", {})
             for name, val in _REQ_PARAM.findall(text):
                 if len(params) < 20:
@@ -117,11 +123,7 @@ class ProseLines:
             if not params:
                 del self.facts.startup["request_params"]
         # the same facts also come from pasted INFO lines that lost their prefix
-        if any(k in text for k in ("Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size",
-                                    "Prefix cache hit rate", "Mamba cache mode", "non-default args", "with config:",
-                                    "padding layers", "Resolved architecture", "Mamba cache '", "CUDA_LAUNCH_BLOCKING",
-                                    "Maximum concurrency", "GPU blocks:", "Available KV cache memory", "Model loading took",
-                                    "Graph capturing", "Running: ", "Capping cudagraph")):
+        if _PASTED_RECORD.search(text):
             self._record_line(line)
 
     # -------------------------------------------------------------- commands
