@@ -425,3 +425,40 @@ def test_missing_state_index_of_a_hybrid_with_drafts_and_prefix_caching_is_state
                "stage_mamba_state_idx_to_gpu")
     f = _first("\n".join(out))
     assert f.category == "state_index", (f.category, f.basis)
+
+
+# ------------------------------------------------------------------------------------------------
+# a quantized KV cache that cannot be laid out for a hybrid model is the hybrid KV layout class (A)
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("site, expected", [
+    ({"file": "vllm/model_executor/layers/quantization/turboquant/config.py",
+      "function": "TurboQuantConfig.get_boundary_skip_layers", "condition": "", "exc": "NotImplementedError",
+      "message": "TurboQuant KV cache requires identifiable full-attention layers, but none were found in the hybrid "
+                 "model config."}, "kv_page_size"),
+    ({"file": "vllm/engine/arg_utils.py", "function": "EngineArgs.create_engine_config",
+      "condition": "resolved_cache_dtype.startswith('turboquant_') and model_config.is_hybrid", "exc": "ValueError",
+      "message": "TurboQuant KV cache is not supported for hybrid (attention + Mamba) models."}, "kv_page_size"),
+    # a quantization check without the hybrid layout is not
+    ({"file": "vllm/model_executor/layers/quantization/fp8.py", "function": "Fp8KVCacheMethod.process_weights",
+      "condition": "", "exc": "ValueError", "message": "Only support per-tensor scaling factor for fp8 KV cache"},
+     "other"),
+])
+def test_quantized_kv_on_a_hybrid(site, expected):
+    assert categorize(site)[0] == expected
+
+
+def test_quantized_kv_refusing_a_hybrid_model_at_startup_is_the_page_layout_family():
+    out = ["vllm serve ibm-granite/granite-4.0-h-small --kv-cache-dtype turboquant_k4v4",
+           "(APIServer pid=812) INFO 11-26 10:11:02 [model.py:617] Resolved architecture: GraniteMoeHybridForCausalLM",
+           "(APIServer pid=812) Traceback (most recent call last):"]
+    for path, line, fn, code in [("engine/arg_utils.py", 1702, "create_engine_config",
+                                  "boundary = TurboQuantConfig.get_boundary_skip_layers(model_config)"),
+                                 ("model_executor/layers/quantization/turboquant/config.py", 188,
+                                  "get_boundary_skip_layers", "raise NotImplementedError(")]:
+        out += [f'(APIServer pid=812)   File "{P}{path}", line {line}, in {fn}', f"(APIServer pid=812)     {code}"]
+    out.append("(APIServer pid=812) NotImplementedError: TurboQuant KV cache requires identifiable full-attention "
+               "layers, but none were found in the hybrid model config.")
+    f = _first("\n".join(out))
+    assert f.category == "kv_page_size", (f.category, f.basis)

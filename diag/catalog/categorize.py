@@ -121,6 +121,14 @@ RULES: list[tuple[str, str, Pred]] = [
     ("other_model_declaration", "other",
      lambda f, fn, t, e, c: bool(re.search(r"copy_funcs?\b|copy funcs?\b|state_copy_func|declares .{0,60}states?\b"
                                            r"|provides .{0,60}copy", _core(t)))),
+    # a quantized KV cache that cannot be laid out for a hybrid model: the quantization needs to know which layers
+    # hold an attention KV cache and which a Mamba state (vllm/model_executor/layers/quantization/turboquant/config.py
+    # get_boundary_skip_layers: "TurboQuant KV cache requires identifiable full-attention layers, but none were found
+    # in the hybrid model config") -- the hybrid KV layout, whatever the exception type
+    ("quantized_kv_on_hybrid", "kv_page_size",
+     lambda f, fn, t, e, c: bool(re.search(r"kv[ _-]?cache", _core(t)))
+     and bool(re.search(r"\bhybrid\b|\bmamba\b|linear[ -]attention|full[ -]attention layers", _core(t)))
+     and bool(re.search(r"quant|fp8|fp4|int8|int4|kv_cache_dtype|kv cache dtype|scales?\b", _core(t) + " " + f))),
     # a feature combination the platform or backend does not implement (yet): a capability gap that vLLM
     # states, not a mismatch between components (the page-size NotImplementedError says "cannot unify")
     ("other_not_implemented", "other",
