@@ -17,7 +17,10 @@ no rollup ``--repeat`` times; figures are medians. A child:
   row and a GDN builder row per step, every 997th step mixed (decodes + spec decodes), every
   10,007th builder row disagreeing with the runner's;
 * reports rows per second of wall time and of the writer's CPU time (``thread_time``: on a shared
-  machine the less noisy of the two).
+  machine the less noisy of the two). A reader connection holds the file open meanwhile (as a TUI or
+  dashboard following the session does): otherwise each flush's close, the last connection's,
+  checkpoints the WAL with an fsync, whose wait -- the same work in every mode -- follows the disk's
+  other users and swamped the wall times (``--no-reader`` measures that way).
 
 ``plain``: this tree's file with the rows inserted by the same ``executemany`` and no rollup (what
 writing cost before the rollup existed), the floor the batch rollup is measured against. Ratios
@@ -46,7 +49,7 @@ def _steps(first: int, n: int, pid: int) -> list:
     return steps(first, n, pid)
 
 
-def child(path: str, mode: str, prefill: int, n: int, batch: int) -> dict:
+def child(path: str, mode: str, prefill: int, n: int, batch: int, reader: bool = True) -> dict:
     from vllm_diag.probes.recorder import Recorder
     from vllm_diag.store import Store
 
@@ -75,12 +78,15 @@ def child(path: str, mode: str, prefill: int, n: int, batch: int) -> dict:
         triggers = st.db.execute("select count(*) from sqlite_master where type = 'trigger'").fetchone()[0]
     batches = [_steps(first, min(batch, prefill + n - first), w.pid) for first in range(prefill, prefill + n, batch)]
     rows = sum(len(b) for b in batches)
+    held = Store.open(path) if reader else None
     wall0, cpu0 = time.perf_counter(), time.thread_time()
     for steps in batches:  # as Recorder._flush_once: a connection and a transaction per flush
         with Store.open_append(path) as st:
             with st.transaction():
                 write(st, sid, steps)
     wall, cpu = time.perf_counter() - wall0, time.thread_time() - cpu0
+    if held is not None:
+        held.close()
     with Store.open(path) as st:  # the rollup the writes left behind (the same in every mode but plain)
         rollup = st.db.execute("select count(*), coalesce(sum(rows), 0), coalesce(sum(mixed), 0), "
                                "coalesce(sum(disagree), 0) from step_rollup").fetchone() if mode != "plain" else None
@@ -108,11 +114,13 @@ def main() -> int:
     ap.add_argument("--batch", default="50,500", help="steps per flush, comma-separated (default 50,500)")
     ap.add_argument("--repeat", type=int, default=3, help="alternating runs per mode; figures are medians")
     ap.add_argument("--json", metavar="OUT", help="also write the figures here")
-    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--no-reader", action="store_true",
+                    help="no reader holds the file open: every flush's close checkpoints the WAL (fsync)")
+    ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        path, mode, prefill, n, batch = a.child
-        print(json.dumps(child(path, mode, int(prefill), int(n), int(batch))))
+        path, mode, prefill, n, batch, reader = a.child
+        print(json.dumps(child(path, mode, int(prefill), int(n), int(batch), reader == "reader")))
         return 0
     try:
         batches = [int(b) for b in a.batch.split(",")]
@@ -129,6 +137,7 @@ def main() -> int:
         modes.append(("at_rev", export_revision(a.compare_rev)))
     modes += [("now", None), ("plain", None)]
     result: dict = {"machine": f"{os.cpu_count()} cores", "prefill_steps": a.prefill, "steps": a.steps,
+                    "reader_held": not a.no_reader,
                     "compare_rev": a.compare_rev, "by_batch": {}}
     tmp = Path(tempfile.mkdtemp(prefix="vllm-diag-step-writes-"))
     for batch in batches:
@@ -136,8 +145,8 @@ def main() -> int:
         for i in range(a.repeat):
             for name, code in modes:
                 db = tmp / f"{name}-{batch}-{i}.db"
-                got = _child([str(db), "plain" if name == "plain" else "rollup", str(a.prefill), str(a.steps), str(batch)],
-                             code)
+                got = _child([str(db), "plain" if name == "plain" else "rollup", str(a.prefill), str(a.steps), str(batch),
+                              "none" if a.no_reader else "reader"], code)
                 runs[name].append(got)
                 print(json.dumps({"batch": batch, "run": name, **got}), file=sys.stderr)
                 for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
