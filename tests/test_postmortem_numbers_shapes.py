@@ -69,3 +69,16 @@ def test_crash_dump_tokens_per_request_under_the_dumps_name():
     b = f.startup["crash_batch"]
     assert b["num_scheduled_tokens"] == [1, 4] and b["total_num_scheduled_tokens"] == 5
     assert b["num_decodes"] == 1 and b["num_spec_decodes"] == 1
+
+
+def test_kernel_check_phrasings():
+    n = _numbers("RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: qSeqLen <= 8 (/src/cpp/kernels/xqa_dispatch.cu:301)")
+    assert (n["check_operand"], n["check_op"], n["check_threshold"]) == ("qSeqLen", "<=", 8)
+    assert n["xqa_dispatch_line"] == 301 and "xqa_dispatch_cu" not in n
+    n = _numbers("RuntimeError: TVM_FFI_ICHECK_EQ(num_heads % 64, 0) failed: num_heads=20")
+    assert (n["check_operand"], n["check_threshold"], n["num_heads"]) == ("num_heads % 64", 0, 20)
+    n = _numbers("RuntimeError: Expected num_tokens <= 4096 to be true, but got false.  (Could this error message be improved?")
+    assert (n["check_operand"], n["check_op"], n["check_threshold"]) == ("num_tokens", "<=", 4096)
+    n = _numbers('RuntimeError: q.size(2) == 576 INTERNAL ASSERT FAILED at "/src/csrc/mla_decode.cu":131, please report a bug')
+    assert (n["check_operand"], n["check_threshold"], n["mla_decode_line"]) == ("q.size(2)", 576, 131)
+    assert "q_size" not in n  # the method call's argument is no value

@@ -159,6 +159,8 @@ def phrase_numbers(message: str) -> dict[str, Any]:
     for phrase, val in _PAREN_NUM.findall(msg):
         if re.search(r"size of tensor [ab]\s*$", phrase):
             continue  # tensor_a_size / tensor_b_size (message_numbers)
+        if re.search(r"\.\w+$", phrase):
+            continue  # a method call's argument (q.size(1)), not a value
         name = _phrase_name(phrase)
         if name:
             out.setdefault(name, _num(val))
@@ -227,7 +229,7 @@ _SHAPE_VS = re.compile(r"(?:[Ee]xpected|[Ee]xpecting|to be|to equal|must be|shou
                        + _DIMS + r"[^\[(]{0,40}?\b(?:but )?(?:got|found|actual|received|is)\b\s*:?\s*(?:shape\s*)?" + _DIMS)
 _SHAPE_VS_SUBJECT = re.compile(r"\b([A-Za-z_][\w.]*?)(?:\.shape)?\s+(?:to have|with|of)\s+(?:shape|size)s?\s*$")
 # an expression and its value: "x.shape=torch.Size([16, 2048])", "query.shape[0]=37", "block_table.shape[1] (512)"
-_EXPR_VALUE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.\w+|\[-?\d+\]|\(-?\d*\))+)\s*(?:[=:]\s*|\()(?:" + _DIMS + r"|(-?\d+(?:\.\d+)?)\)?)")
+_EXPR_VALUE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.\w+|\[-?\d+\]|\(-?\d*\))+)(?:\s*[=:]\s*|\s+\()(?:" + _DIMS + r"|(-?\d+(?:\.\d+)?)\)?)")
 # PyTorch's view error: "shape '[8, -1, 64]' is invalid for input of size 5000"
 _VIEW = re.compile(r"shape '\[([-\d,\s]+)\]' is invalid for input of size (\d+)")
 # "mat1 and mat2 shapes cannot be multiplied (4x2048 and 4096x1024)"
@@ -268,7 +270,8 @@ def shape_numbers(message: str) -> dict[str, Any]:
                 out[_expr_name(subj.group(1)) + "_shape"] = out["got_shape"]
         for m in _EXPR_VALUE.finditer(msg):
             name = _expr_name(m.group(1))
-            if not name or name[0].isdigit() or name.startswith(("torch_", "np_")):
+            if not name or name[0].isdigit() or name.startswith(("torch_", "np_")) or re.search(
+                    r"_(?:cu|cuh|cpp|cc|cxx|h|hpp|c|py)$", name):  # a source position (xqa.cu:512), see source_lines
                 continue
             out.setdefault(name, _dims(m.group(2)) if m.group(2) is not None else _num(m.group(3)))
         m = _VIEW.search(msg) if "is invalid for input of size" in msg else None
@@ -335,9 +338,15 @@ _PLANNED_GOT = re.compile(r"\b(?:expected|expects|expecting|planned(?: with| for
 _SUBJECT = re.compile(r"(?<![\w./])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
 # a kernel's check macro or failed comparison against a constant: TVM_FFI_ICHECK_GT(num_tokens, 64),
 # CHECK_LE(x, 8), "Check failed: (next_n <= 2)", "Assertion `q_len <= 4' failed", TORCH_CHECK(n % 64 == 0)
-_CHECK_MACRO = re.compile(r"\b(?:TVM_FFI_|PADDLE_|FLASHINFER_)?I?CHECK_(GT|GE|LT|LE|EQ|NE)\(\s*([A-Za-z_][\w.\->\[\]()]*?)\s*,\s*"
-                          r"(-?\d+)\s*\)")
-_CHECK_CMP = re.compile(r"(?:Check failed:?|TORCH_CHECK\(|Assertion [`'\"]|[Aa]ssert(?:ion)?\s*\(?)\s*\(?\s*"
+# (the first argument may be an expression: TVM_FFI_ICHECK_EQ(num_heads % 16, 0))
+_CHECK_MACRO = re.compile(r"\b(?:TVM_FFI_|PADDLE_|FLASHINFER_)?I?CHECK_(GT|GE|LT|LE|EQ|NE)\(\s*([A-Za-z_](?:[\w.\->\[\]]|\([^(),]*\)|"
+                          r"\s*[%*+/-]\s*(?=[\w(]))*?)\s*,\s*(-?\d+)\s*\)")
+# "Check failed: (x <= 2)", "Assertion `q_len <= 4' failed", "Assertion failed: qSeqLen <= 16" (TensorRT-LLM), and
+# TORCH_CHECK / INTERNAL_ASSERT without a message: "Expected num_tokens <= 8192 to be true, but got false",
+# "q.size(1) == 128 INTERNAL ASSERT FAILED at ..."
+_CHECK_CMP = re.compile(r"(?:Check failed:?|TORCH_CHECK\(|Assertion failed:?|Assertion [`'\"]|[Aa]ssert(?:ion)?\s*\(?|"
+                        r"\bExpected(?= [A-Za-z_][\w.\->\[\]()]*? ?(?:<=|>=|<|>|==|!=) ?-?\d+ to be true)|"
+                        r"(?<![\w.])(?=[A-Za-z_][\w.\->\[\]()]*? ?(?:<=|>=|<|>|==|!=) ?-?\d+ INTERNAL ASSERT))\s*\(?\s*"
                         r"([A-Za-z_][\w.\->\[\]()]*?)\s*(<=|>=|<|>|==|!=)\s*(-?\d+)\b")
 _MUST_CMP = re.compile(r"(?<![\w.])([A-Za-z_][\w.\[\]()]*?)\s+(?:must|should|has to|needs to) be\s+(<=|>=|<|>|==|"
                        r"less than or equal to|greater than or equal to|at most|at least|less than|greater than|smaller than)"
@@ -411,7 +420,7 @@ def check_numbers(text: str) -> dict[str, Any]:
 # a C++/CUDA source position in an error text: "Cuda error /workspace/csrc/custom_all_reduce.cuh:368 '...'",
 # "CUDA error at ../csrc/moe/topk.cu:120"; a glog prefix "[E1208 ... ProcessGroupNCCL.cpp:688]" is where the
 # message was logged, not the failure
-_SRC_POS = re.compile(r"(?<![\w.\-])(?:[\w.\-]*/)*([A-Za-z_][\w\-]*)\.(?:cu|cuh|cpp|cc|hpp|h|cxx|c):(\d+)(?![\d\]])")
+_SRC_POS = re.compile(r"(?<![\w.\-])(?:[\w.\-]*/)*([A-Za-z_][\w\-]*)\.(?:cu|cuh|cpp|cc|hpp|h|cxx|c)\"?:(\d+)(?![\d\]])")
 
 
 def source_lines(text: str) -> dict[str, int]:
