@@ -462,3 +462,31 @@ def test_quantized_kv_refusing_a_hybrid_model_at_startup_is_the_page_layout_fami
                "layers, but none were found in the hybrid model config.")
     f = _first("\n".join(out))
     assert f.category == "kv_page_size", (f.category, f.basis)
+
+
+# ------------------------------------------------------------------------------------------------
+# vLLM's warning that it capped the CUDA-graph capture sizes to the Mamba cache blocks (a throughput cliff)
+# ------------------------------------------------------------------------------------------------
+
+
+def _rule_findings(startup: dict, args: dict) -> list:
+    from vllm_diag.model import LogFacts
+    from vllm_diag.rules.base import RuleContext
+    from vllm_diag.rules import run_rules
+
+    log = LogFacts(vllm_version="0.19.1", root=None, exceptions=[], numbers={}, args=args, startup=startup)
+    return [f for f in run_rules(RuleContext(log=log, version=(0, 19, 1)), strict=True) if f.rule == "mamba_block_budget"]
+
+
+def test_capture_sizes_capped_to_the_mamba_blocks_is_the_mamba_block_budget():
+    fs = _rule_findings({"max_cudagraph_capture_size_requested": 256, "max_cudagraph_capture_size_capped": 24,
+                         "mamba_cache_blocks_available": 30}, {"max_num_seqs": 256})
+    assert len(fs) == 1 and fs[0].category == "mamba_block_budget" and fs[0].severity == "warning"
+    assert fs[0].numbers["max_cudagraph_capture_size_capped"] == 24 and fs[0].numbers["mamba_cache_blocks"] == 30
+    assert "max_num_seqs=256" in fs[0].message
+
+
+def test_no_cap_in_the_log_no_capture_finding():
+    assert not _rule_findings({"max_cudagraph_capture_size_requested": 256, "max_cudagraph_capture_size_capped": 256},
+                              {"max_num_seqs": 256})
+    assert not _rule_findings({}, {"max_num_seqs": 256})

@@ -33,7 +33,38 @@ def _num_blocks(ctx: RuleContext) -> tuple[int | None, list[Evidence]]:
     return None, []
 
 
+def _capture_capped(ctx: RuleContext) -> list[Finding]:
+    """vLLM's own warning (vllm/config/compilation.py adjust_cudagraph_sizes_for_mamba_cache, 0.18-0.19): the
+    CUDA-graph capture sizes were capped to the Mamba cache blocks that fit, so every decode batch above the cap
+    runs without CUDA graphs while max_num_seqs still admits more requests -- a throughput cliff, not a crash."""
+    st = ctx.log.startup if ctx.log is not None else {}
+    capped, requested = st.get("max_cudagraph_capture_size_capped"), st.get("max_cudagraph_capture_size_requested")
+    if not isinstance(capped, int) or not isinstance(requested, int) or capped >= requested:
+        return []
+    blocks = st.get("mamba_cache_blocks_available")
+    seqs = cfg(ctx, "max_num_seqs")
+    nums = {"max_cudagraph_capture_size_requested": requested, "max_cudagraph_capture_size_capped": capped}
+    if isinstance(blocks, int):
+        nums["mamba_cache_blocks"] = blocks
+    if isinstance(seqs, int):
+        nums["max_num_seqs"] = seqs
+    return [Finding(rule=ID, category="mamba_block_budget",
+                    title=f"CUDA graphs capped at batch {capped} (of {requested}) to fit the Mamba cache blocks",
+                    severity="warning",
+                    message=(f"only {blocks if isinstance(blocks, int) else 'a few'} Mamba cache blocks fit, so vLLM "
+                             f"captured CUDA graphs up to batch {capped} instead of {requested}: decode batches above "
+                             f"{capped} run without them"
+                             + (f" while max_num_seqs={seqs} still admits more requests" if isinstance(seqs, int) else "")
+                             + " -- expect a throughput drop past that concurrency"),
+                    evidence=log_evidence(ctx, None, "max_cudagraph_capture_size_capped"),
+                    comparisons=[Comparison("capture sizes <= Mamba cache blocks", expected=requested, actual=capped)],
+                    numbers=nums)]
+
+
 def check(ctx: RuleContext) -> list[Finding]:
+    capped = _capture_capped(ctx)
+    if capped:
+        return capped
     if family(ctx) not in ("gdn", "mamba2", "mamba1"):
         return []
     n, evidence = _num_blocks(ctx)
@@ -54,6 +85,11 @@ def check(ctx: RuleContext) -> list[Finding]:
 
 
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
+    if "max_cudagraph_capture_size_capped" in finding.numbers:
+        cap = int(finding.numbers["max_cudagraph_capture_size_capped"])
+        return [Suggestion(title=f"set max_num_seqs to {cap}", tradeoff="every decode batch runs in a CUDA graph; "
+                           "fewer concurrent requests (or free GPU memory for more Mamba blocks)",
+                           changes=[Change("max_num_seqs", max(1, cap))])]
     fit = int(finding.numbers.get("requests_that_fit") or 1)
     return [Suggestion(title=f"set max_num_seqs to {fit}", tradeoff="same real concurrency, smaller CUDA-graph buffers, no preemption churn",
                        changes=[Change("max_num_seqs", max(1, fit))])]
