@@ -175,3 +175,27 @@ def test_capture_sizes_capped_to_the_mamba_cache_blocks():
     s = f.startup
     assert s["max_cudagraph_capture_size_requested"] == 256 and s["max_cudagraph_capture_size_capped"] == 40
     assert s["mamba_cache_blocks_available"] == 42
+
+
+def test_settings_vllm_records_state():
+    p = "(EngineCore_DP0 pid=9) INFO 01-02 03:04:05 "
+    f = facts_from_text(
+        p + "[scheduler.py:308] Chunked prefill is enabled with max_num_batched_tokens=6144.\n"
+        + p + "[model.py:2152] Using max model len 40960\n"
+        + "(APIServer pid=1) WARNING 01-02 03:04:05 [kv_cache_utils.py:2478] Auto-fit max_model_len: reduced from "
+        "131072 to 57344 to fit in available GPU memory\n"
+        + p + "[arg_utils.py:3155] Raising max_num_batched_tokens from 1024 to 6144 to fit the drafts\n"
+        + p + "[core.py:77] Initializing a V1 LLM engine (v0.12.0) with config: model='org/M', seed=1234\n"
+        + E + "RuntimeError: boom\n")
+    v = f.startup["logged_values"]
+    assert v["max_num_batched_tokens"] == 6144 and v["max_model_len"] == 40960
+    assert (v["max_model_len_from"], v["max_model_len_to"]) == (131072, 57344)
+    assert (v["max_num_batched_tokens_from"], v["max_num_batched_tokens_to"]) == (1024, 6144)
+    assert "seed" not in v  # the engine's config dump is read as the configuration, not as logged values
+
+
+def test_sentence_final_numbers_are_read():
+    f = facts_from_text(_tb("AssertionError: draft head mismatch: the target expects num_kv_heads 4."))
+    assert f.numbers["num_kv_heads"] == 4
+    f = facts_from_text(_tb("ValueError: Draft page size mismatch: page_size_bytes is 1114112."))
+    assert f.numbers["page_size_bytes"] == 1114112

@@ -85,6 +85,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self._argv: tuple[int, list[str]] | None = None  # a flow list of argv items being collected
         self._yaml: tuple[int, list[str]] | None = None  # a YAML block sequence of argv items being collected
         self._block: tuple[int, str, dict[str, Any], int] | None = None  # a nested speculative/compilation config block
+        self.logged: dict[str, Any] = {}  # settings vLLM's INFO/WARNING records state (logged_numbers)
         self.shell_vars: dict[str, str] = {}  # variables a pasted shell script sets (TP=4), used as -tp $TP
 
     # -------------------------------------------------------------- helpers
@@ -238,6 +239,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                     f.numbers.setdefault(name, val)
         if self.metrics:
             f.startup["metrics"] = dict(list(self.metrics.items())[:60])
+        if self.logged:
+            f.startup["logged_values"] = dict(self.logged)
         if self.numeric_flags:
             f.startup["quoted_flags"] = dict(list(self.numeric_flags.items())[:40])
         if self.tp_ranks and "tensor_parallel_size" not in f.args:

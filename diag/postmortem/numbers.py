@@ -218,7 +218,7 @@ def phrase_numbers(message: str) -> dict[str, Any]:
 # "Required: 98304, Hardware limit: 65536" (Triton), "Free memory: 3 GiB": a capitalised label and its number;
 # "SeqNum=188342, NumelIn=14336" (NCCL's work record): PascalCase fields
 _LABEL_NUM = re.compile(r"(?<![\w.])([A-Z][a-z]+(?: [a-z]+){0,2}):\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d|[:/])")
-_PASCAL_PAIR = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)\s*=\s*(-?\d+(?:\.\d+)?)(?![\w.])")
+_PASCAL_PAIR = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)\s*=\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
 _CAPABILITY = re.compile(r"[Cc]ompute [Cc]apability (?:of )?(at least |>= ?|below |less than )?(\d+\.\d+)")
 
 
@@ -235,13 +235,13 @@ _VIEW = re.compile(r"shape '\[([-\d,\s]+)\]' is invalid for input of size (\d+)"
 # "mat1 and mat2 shapes cannot be multiplied (4x2048 and 4096x1024)"
 _MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
 # an identifier and its number in a message's prose: "num_qo_heads 28 must be divisible by num_kv_heads 8"
-_IDENT_NUM = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(-?\d+(?:\.\d+)?)(?![\w.]|\.\d)")
+_IDENT_NUM = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
 # "<words> 576, but got 512": the value a message expected and the one it saw, named by the words before
 _IDENT_IS = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(?:is|was|are|were)\s+(?:set to|now|currently|only|still)?\s*"
-                       r"(-?\d+(?:\.\d+)?)(?![\w.]|\.\d)")
+                       r"(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
 _MULTIPLE_OF = re.compile(r"\bmultiples? of (\d+)\b(?!\.\d)")
 _BUT_GOT = re.compile(r"([A-Za-z_][\w ]{0,60}?)\s(-?\d+(?:\.\d+)?)\s*[,;]?\s*but (?:got|found|received|is|was)\s*:?\s*"
-                      r"(-?\d+(?:\.\d+)?)(?![\w.]|\.\d)")
+                      r"(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
 
 
 def _expr_name(expr: str) -> str:
@@ -302,6 +302,42 @@ def shape_numbers(message: str) -> dict[str, Any]:
 
 # "shared memory segment /dev/shm/nccl-x (size 9637888)": a size in parentheses, named by the words before it
 _PAREN_SIZE = re.compile(r"([A-Za-z][A-Za-z ]{0,60}?)\s+(?:[^\s()]*[/\\][^\s()]*\s+)?\((size|length|len|count|numel)\s*[=:]?\s*(\d+)\)")
+
+
+# vLLM's own INFO/WARNING records that state a setting it used or changed: "Chunked prefill is enabled with
+# max_num_batched_tokens=8192.", "Using max model len 32768", "Auto-fit max_model_len: reduced from 262144 to 98304",
+# "Raising max_num_batched_tokens from 2048 to 8192", "Overriding draft model max model len from 4096 to 2048"
+_LOG_PAIR = re.compile(r"(?<![\w.\-/])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*=\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
+_LOG_USING = re.compile(r"\bUsing (?:a |the )?((?:max |min )?[a-z][a-z_]*(?: [a-z_]+){0,3}?) (\d+)\b(?!\.\d)")
+_LOG_FROM_TO = re.compile(r"\b(?:[Rr]educ|[Rr]ais|[Oo]verrid|[Cc]app|[Ll]ower|[Ii]ncreas|[Dd]ecreas|[Cc]hang|[Aa]djust|[Cc]lamp|"
+                          r"[Rr]ound)\w*\s+(?:the\s+)?([A-Za-z_][\w ]{0,50}?)[:,]?\s+from (?:max )?(\d+) to (\d+)\b")
+
+
+_LOG_NAME_FROM_TO = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*:?\s*(?:was |is |been )?(?:reduced|raised|lowered|"
+                               r"increased|decreased|changed|capped|clamped|rounded|adjusted|overridden) from (\d+) to (\d+)\b")
+
+
+def logged_numbers(text: str) -> dict[str, Any]:
+    """Settings a vLLM INFO/WARNING record states (see ``_LOG_PAIR`` / ``_LOG_USING`` / ``_LOG_FROM_TO``): ``name=N``
+    pairs, ``Using <name> N`` and ``<name> from A to B`` (as ``<name>_from`` / ``<name>_to``)."""
+    out: dict[str, Any] = {}
+    if "=" in text and "_" in text:
+        for name, val in _LOG_PAIR.findall(text):
+            out.setdefault(name, _num(val))
+    if "Using " in text:
+        for phrase, val in _LOG_USING.findall(text):
+            out.setdefault("_".join(phrase.split()), int(val))
+    if " from " in text:
+        for name, a, b in _LOG_NAME_FROM_TO.findall(text):  # "max_model_len: reduced from 262144 to 98304"
+            out.setdefault(f"{name}_from", int(a))
+            out.setdefault(f"{name}_to", int(b))
+        for phrase, a, b in _LOG_FROM_TO.findall(text):
+            words = [w for w in re.split(r"[^a-z0-9_]+", phrase.lower()) if w and w not in _STOP][-4:]
+            if words:
+                name = "_".join(words)
+                out.setdefault(f"{name}_from", int(a))
+                out.setdefault(f"{name}_to", int(b))
+    return out
 
 
 def label_numbers(text: str) -> dict[str, Any]:
@@ -478,7 +514,7 @@ def frame_line_numbers(f: LogFacts) -> dict[str, int]:
     return out
 
 _ARG_PAIR = re.compile(r"(?<![\w.-])([a-z][a-z0-9]*_[a-z0-9_]+)=(-?\d+(?:\.\d+)?)(?![\w.])")
-_TIGHT_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{1,30})[:=](-?\d+(?:\.\d+)?)(?![\w.:])")  # not host:pid:tid
+_TIGHT_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9_]{1,30})[:=](-?\d+(?:\.\d+)?)(?!\w|\.\d|:)")  # not host:pid:tid
 _XID = re.compile(r"\bXid\b(?:\s*\([^)]{0,40}\))?\s*:?\s*(\d{1,3})\b")  # "Xid 13", "Xid (PCI:0000:9d:00): 79"
 _LAUNCH_DIMS = re.compile(r"<<<\(\s*([\d,\s]+)\)\s*,\s*\(\s*([\d,\s]+)\)")
 _KERNEL_AT = re.compile(r"\(([\w.\-]+\.py):(\d+)\)|\bat\s+\S+\.py:(\d+)")

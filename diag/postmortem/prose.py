@@ -38,7 +38,16 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           # printed for one step: spec decodes together with prefills or plain decodes
                           r"num_prefills\s*[=:]\s*[1-9]\d*\W+(?:num_decodes\s*[=:]\s*\d+\W+)?num_spec_decodes\s*[=:]\s*[1-9]|"
                           r"num_decodes\s*[=:]\s*[1-9]\d*\W+num_spec_decodes\s*[=:]\s*[1-9]|"
-                          r"num_spec_decodes\s*[=:]\s*[1-9]\d*\W+num_(?:prefills|decodes)\s*[=:]\s*[1-9]", re.I)
+                          r"num_spec_decodes\s*[=:]\s*[1-9]\d*\W+num_(?:prefills|decodes)\s*[=:]\s*[1-9]|"
+                          # draft lengths that differ inside one batch, in the reporter's words
+                          r"some (?:requests? )?with \d+ drafts?\b[^.]{0,40}\bsome (?:\w+ )?with \d+|"
+                          r"(?:different|varying|mixed) (?:numbers? of )?drafts? (?:lengths? )?(?:in|within) (?:the same|one) "
+                          r"(?:batch|step)", re.I)
+# the reporter's words about wrong output with no error (a silent corruption): garbled / repeated text
+_WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output|text|tokens|generations?|answers?)|"
+                           r"repeated fragments|(?:output|text|answers?|generations?) (?:degrades?|degenerates?|"
+                           r"become(?:s)? (?:garbage|gibberish|nonsense))|nonsense (?:output|text)|garbage (?:output|text)|"
+                           r"wrong (?:outputs?|tokens|answers)|incorrect outputs?)", re.I)
 # sampling / request parameters of the request that failed, in a curl JSON body, an OpenAI client call or
 # SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
 _REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
@@ -52,7 +61,7 @@ _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
     "Graph capturing", "Running: ", "Capping cudagraph")))
 # values a reporter printed (a debug print, a config.json excerpt): "num_prefills=1 num_decodes=0 batch_size=7",
 # '"num_key_value_heads": 8', "qo_indptr = [0, 4, 8]", "idx[:, 0] = tensor([41, 17, -1], device='cuda:0')"
-_PRINTED_PAIR = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']?\s*[=:]\s*(-?\d+(?:\.\d+)?)(?![\w.]|\.\d)""")
+_PRINTED_PAIR = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']?\s*[=:]\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)""")
 _PRINTED_LIST = re.compile(r"""(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)(?:\[[^\]]{0,20}\])?\s*=\s*(?:tensor\(\s*)?"""
                            r"""\[\s*(-?\d+(?:\s*,\s*-?\d+){0,255})\s*\]""")
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
@@ -99,6 +108,11 @@ class ProseLines:
             if m:
                 self.facts.startup["mixed_prose"] = m.group(0)
                 self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])
+        if "wrong_output_prose" not in self.facts.startup and len(text) < 2000:
+            m = _WRONG_OUTPUT.search(text)
+            if m:
+                self.facts.startup["wrong_output_prose"] = m.group(0)
+                self.facts.lines["wrong_output_prose"] = (line.lineno, text.strip()[:500])
         if "prefix cach" in text.lower() and "prefix_caching_prose" not in self.facts.startup and len(text) < 2000:
             m = _PC_PROSE.search(text)
             if m:

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from .lines import Line
-from .numbers import _FLOAT, _INT
+from .numbers import _FLOAT, _INT, logged_numbers
 from .pylit import LiteralError, parse_kwargs, parse_literal_prefix
 
 # (fact name, regex, converter); first group is the value
@@ -43,6 +43,8 @@ _STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, co
 _KV_SIZE = re.compile(r"\b(GPU|CPU|XPU|TPU|HPU)(?: \+ host)? KV cache size: " + _INT + r" tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _FLOAT + r"x")
 _HIT_RATE = re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: (?:GPU: )?" + _FLOAT + r"%")
+# a record that states a setting (logged_numbers reads it); not the engine's config dump or the crash dump
+_LOGGED_HINT = re.compile(r"[a-z]_[a-z]\w*\s*=\s*-?\d|Using (?:a |the )?(?:max |min )?[a-z]|\bfrom (?:max )?\d+ to \d")
 _CAPPING = re.compile(r"Capping cudagraph capture sizes from max (\d+) to (\d+)(?:[^(]{0,80}\((\d+) blocks available\))?")
 _MODEL_RUNNER = re.compile(r"using the (V[12]) model runner|Model Runner (V2) (?:is|will be) used", re.I)
 _HYBRID_OFF = re.compile(r"Hybrid KV cache manager is disabled")
@@ -92,6 +94,12 @@ class StartupLines:
                     self._set_startup(name, conv(m.group(1)), line)
                 except ValueError:
                     pass
+        if line.level in ("INFO", "WARNING", "WARN", None) and ("=" in text or " from " in text or "Using " in text) \
+                and len(self.logged) < 60 and len(text) < 2000 and "with config:" not in text \
+                and "non-default args" not in text and _LOGGED_HINT.search(text):
+            for name, val in logged_numbers(text).items():
+                if len(self.logged) < 60:
+                    self.logged.setdefault(name, val)
         m = _CAPPING.search(text) if "Capping cudagraph" in text else None
         if m:  # "Capping cudagraph capture sizes from max 512 to 48 to fit Mamba cache blocks (50 blocks available)"
             self._set_startup("max_cudagraph_capture_size_requested", int(m.group(1)), line)
