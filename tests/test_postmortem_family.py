@@ -490,3 +490,41 @@ def test_no_cap_in_the_log_no_capture_finding():
     assert not _rule_findings({"max_cudagraph_capture_size_requested": 256, "max_cudagraph_capture_size_capped": 256},
                               {"max_num_seqs": 256})
     assert not _rule_findings({}, {"max_num_seqs": 256})
+
+
+# ------------------------------------------------------------------------------------------------
+# no error, wrong output: a hybrid under speculative decoding whose report shows batches mixing draft lengths
+# ------------------------------------------------------------------------------------------------
+
+_METRICS = ("(APIServer pid=901) INFO 11-26 11:02:10 [loggers.py:248] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+            "Avg generation throughput: 611.0 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache usage: 4.0%, "
+            "Prefix cache hit rate: 0.0%")
+
+
+def _silent(cmd: str, *prose: str):
+    res = analyze_text("\n".join([cmd, *prose, _METRICS]), "t.log")
+    return [f for f in res.findings if f.severity == "error"]
+
+
+_SILENT_HYB = ("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --speculative-config "
+               "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3, \"prompt_lookup_max\": 3}'")
+
+
+def test_wrong_output_with_ragged_drafts_on_a_hybrid_is_a_silent_mixed_batch():
+    fs = _silent(_SILENT_HYB, "Some answers come back as gibberish after a while, no error in the server log.",
+                 "Logging the drafts per step: the bad steps have some requests with 3 drafts and some with 0.")
+    assert fs and fs[0].category == "mixed_batch" and fs[0].confidence == "low"
+    assert "no error" in fs[0].basis
+
+
+def test_wrong_output_without_batch_evidence_or_on_a_dense_model_is_not_a_family():
+    assert not [f for f in _silent(_SILENT_HYB, "Some answers come back as gibberish, no error in the log.")
+                if f.category != "other"]
+    dense = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config "
+             "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3, \"prompt_lookup_max\": 3}'")
+    assert not [f for f in _silent(dense, "Some answers come back as gibberish.",
+                                   "The bad steps have some requests with 3 drafts and some with 0.")
+                if f.category != "other"]
+    nospec = "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct"
+    assert not [f for f in _silent(nospec, "Some answers come back as gibberish under mixed traffic.")
+                if f.category != "other"]

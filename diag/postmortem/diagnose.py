@@ -325,6 +325,9 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                              numbers={**base_numbers, **facts.numbers},
                              evidence=fact_evidence(facts, "engine_config") + batch_ev,
                              missing=["the exception of the failing step (the lines after the dump)"])
+    silent = _silent_corruption(facts, setup, base_numbers, batch_ev) if not lines else None
+    if silent is not None:
+        return silent
     # an error stated in prose / a kernel message outside the catalog: classify its words
     from ..catalog.categorize import categorize
 
@@ -339,3 +342,27 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                              numbers={**base_numbers, **facts.numbers},
                              evidence=[Evidence(text=text[:500], line=lineno, source="log")] + batch_ev)
     return None
+
+
+def _silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
+    """No error at all, but the report says the output is wrong (garbled, repeated fragments) on a hybrid model
+    under speculative decoding, and shows batches that mix draft lengths or spec decodes with other rows: the
+    hybrid builders split a batch into decodes / spec decodes / prefills and give each its own state path, so a
+    row on the wrong path updates its Mamba/GDN state with the wrong tokens and the text degrades instead of the
+    engine failing (``low``: the symptom and the batch, not a failure site)."""
+    symptom = facts.startup.get("wrong_output_prose")
+    batch = setup.batch or {}
+    mixed = setup.mixed_evidence or ("the crash dump's batch" if batch.get("mixed") or batch.get("ragged_drafts") else None)
+    if not symptom or not setup.hybrid or setup.spec_k == 0 or not mixed:
+        return None
+    return Diagnosis(
+        category="mixed_batch", confidence="low", rule="failure_class",
+        basis=(f"no error in the log; the report says the output goes wrong ({symptom}) with {', '.join(setup.why)}, "
+               f"and shows batches that mix draft lengths or spec decodes with other rows ({mixed}): a row of such a "
+               f"batch taking another kind's state path in the Mamba/GDN builders corrupts its state silently"),
+        title=f"{title_of('mixed_batch')} (silent: wrong output, no error)",
+        message=f"wrong output without an error: {symptom}",
+        numbers={**base_numbers, **facts.numbers},
+        evidence=fact_evidence(facts, "wrong_output_prose", "mixed_prose") + batch_ev,
+        missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) records each step's batch and the "
+                 "builders' split, which shows the steps whose output went wrong"])
