@@ -77,6 +77,34 @@ check_operand, check_op,               a check against a constant: ``TVM_FFI_ICH
 check_threshold                        (message, error line, or the innermost frame's code),
                                        ``Check failed: (next_n <= 2)``, ``assert x <= 4``
 <words> (counts)                       ``declares 4 states`` -> ``states: 4`` (a count and what it counts)
+<name>_mib / <name>_kib                an OOM figure the message gives in MiB / KiB, as printed (beside
+                                       its ``_gib``); PyTorch < 2.1's ``(GPU 0; X GiB total capacity; Y
+                                       GiB already allocated; Z MiB free; W GiB reserved in total by
+                                       PyTorch)`` -> gpu_total_gib, allocated_by_pytorch_gib,
+                                       gpu_free_gib, reserved_by_pytorch_gib
+<label> / <pascal_field>               ``Required: 98304, Hardware limit: 65536`` -> required,
+                                       hardware_limit; ``SeqNum=5, NumelIn=8`` -> seq_num, numel_in
+compute_capability,                    ``… compute capability of at least 8.0. Your … GPU has compute
+min_compute_capability                 capability 7.0``
+<file stem>_line (C++/CUDA)            a source position in an error line or message
+                                       (``Cuda error /x/custom_all_reduce.cuh:368``), not a glog prefix
+expected_shape, got_shape,             both shapes of a failed shape comparison (``Expected key to have
+<subject>_shape                        shape [6, 8, 64] but got [6, 8, 80]``)
+<expression>                           ``x.shape=torch.Size([16, 2048])`` -> x_shape; ``query.shape[0]=37``
+                                       -> query_shape_0; ``block_table.shape[1] (512)``
+view_shape, input_size (+ the          PyTorch's ``shape '[7, 2, -1]' is invalid for input of size N``;
+statement's argument names)            ``x.view(num_decodes, seq_len, -1)`` names the dimensions
+mat1_shape, mat2_shape                 ``mat1 and mat2 shapes cannot be multiplied (4x2048 and 4096x1024)``
+<identifier>                           ``num_qo_heads 28``, ``max_num_scheduled_tokens is set to 0``,
+                                       ``divisible by cp_kv_cache_interleave_size (128)``
+<words>_expected, <words>_got          ``… a last dimension of size 576, but got 512``; ``number of
+                                       requests … Expected 6, got 8`` -> requests_expected / _got
+check_* + <operand>                    also ``q_len_per_req must be <= 4, but got 6``, ``Assertion failed:
+                                       qSeqLen <= 16``, ``Expected n <= 8192 to be true``, ``x == 128
+                                       INTERNAL ASSERT FAILED``, macros over an expression
+multiple_of                            ``after rounding to multiple of 4``
+<noun>_size                            ``shared memory segment /dev/shm/x (size 9637888)``
+nccl_timeout_rank, seq_num, …          the NCCL watchdog's ``[Rank 5]`` and its ``WorkNCCL(...)`` fields
 =====================================  ==========================================================
 
 ``LogFacts.startup`` -- INFO/WARNING/metrics lines (the failures that never raise):
@@ -124,10 +152,26 @@ data_parallel_size_seen                above rank 0 and the size is not stated (
 <name>_runs (list)                     every engine start's value of a per-start fact (attention block
                                        size, Mamba padding, KV blocks ...) when a log holds two starts
 command_complete (bool)                the pasted command ended normally (not cut by an excerpt gap)
+cudagraph_capture_sizes (list)         the engine config's capture sizes as printed (args keep them sorted)
+cudagraph_memory_gib                   ``Graph capturing finished in 9 secs, took 1.24 GiB``
+num_requests_running,                  the stats line's ``Running: 17 reqs, Waiting: 42 reqs, GPU KV cache
+num_requests_waiting,                  usage: 87.4%`` (last values)
+gpu_kv_cache_usage_percent
+max_cudagraph_capture_size_requested,  ``Capping cudagraph capture sizes from max 512 to 48 to fit Mamba
+max_cudagraph_capture_size_capped,     cache blocks (50 blocks available)``
+mamba_cache_blocks_available
+logged_values (dict)                   settings vLLM's INFO/WARNING records state: ``name=N``, ``Using
+                                       max model len N``, ``<setting> from A to B`` (``_from`` / ``_to``)
+printed_values (dict)                  values the reporter printed in prose: ``num_decodes=0 batch_size=7``,
+                                       ``qo_indptr = [0, 4, 8]``, ``x = tensor([...])``, ``"head_dim": 128``
+request_params (dict)                  max_tokens / temperature / top_k ... of the failing request (curl
+                                       body, client call, ``SamplingParams(...)``)
 =====================================  ==========================================================
 
 ``LogFacts.args`` -- normalised engine settings (``CONFIG_KEYS`` + other flags in snake_case), merged
-from (lowest to highest priority): loose ``--flag`` lines and known flags quoted in prose, an
+from (lowest to highest priority): loose ``--flag`` lines, known flags quoted in prose or as YAML / JSON keys
+(nested ``speculative_config:`` / ``compilation_config:`` blocks too; shell variables of a pasted script
+substituted; ``--tp 2`` read as ``-tp 2``), an
 ``LLM(...)`` call, the ``vllm serve`` / ``python -m vllm.entrypoints…`` command, the ``Initializing a V1
 LLM engine … with config:`` line, and ``non-default args: {…}``. Secrets are redacted.
 ``LogFacts.lines`` keys besides the number names: ``vllm_version``, ``command``, ``args``,
