@@ -528,3 +528,14 @@ def test_wrong_output_without_batch_evidence_or_on_a_dense_model_is_not_a_family
     nospec = "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct"
     assert not [f for f in _silent(nospec, "Some answers come back as gibberish under mixed traffic.")
                 if f.category != "other"]
+
+
+def test_hsa_queue_abort_on_a_memory_violation_is_an_async_fault():
+    log = "\n".join(["vllm serve Qwen/Qwen3.5-122B-A10B -tp 4 --speculative-config "
+                     "'{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'",
+                     ":0:rocdevice.cpp            :2988: 1043877112 us:  Callback: Queue 0x7fa3b0000000 aborting with "
+                     "error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond "
+                     "the largest legal address. code: 0x29", _DIED])
+    f = _first(log)
+    assert f.category == "state_index" and f.rule == "async_fault"
+    assert "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION" in f.title and "rocdevice" not in f.title

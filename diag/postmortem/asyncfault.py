@@ -14,7 +14,9 @@ ASYNC = re.compile(r"illegal memory access|illegal address|device-side assert|un
                    r"Xid\s*(?:13|31|43)\b|CUBLAS_STATUS_EXECUTION_FAILED|cudaErrorIllegalAddress|"
                    r"CUDA_ERROR_ILLEGAL_ADDRESS|memory access fault|Invalid __(?:global|shared|local)__ (?:read|write)|"
                    r"(?:Warp|Lane|Device) (?:Illegal|Out-of-range|Misaligned) Address|CUDA_EXCEPTION_\d+|"
-                   r"cudaErrorLaunchFailure|hipErrorLaunchFailure", re.I)
+                   r"cudaErrorLaunchFailure|hipErrorLaunchFailure|"
+                   # ROCm's HSA runtime: a queue aborted on a GPU memory violation / exception
+                   r"HSA_STATUS_ERROR_(?:MEMORY_APERTURE_VIOLATION|MEMORY_FAULT|EXCEPTION|ILLEGAL_INSTRUCTION)", re.I)
 
 
 def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: dict,
@@ -24,12 +26,15 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     first = re.sub(r"\s*\(Agent handle: [^)]*\)|\s+on address 0x[0-9a-fA-F]+\.?", "",
                    (root.message.strip().splitlines() or [""])[0])
     first = re.sub(r"(Reason: [^.]*)\..*", r"\1", first)  # one report (the next GPU's report joined to it)
+    hsa = re.search(r"HSA_STATUS_ERROR_\w+(?:: [^.]*)?", first)  # ':0:rocdevice.cpp :N: ... Callback: Queue ... : HSA_...'
+    first = hsa.group(0) if hsa else first
     fault = first[:120] if m else "asynchronous CUDA fault"
     fault = fault.split(" Search for", 1)[0].rstrip(".") or "asynchronous CUDA fault"
     if not m:  # the root error (an NCCL call, a later sync) does not name the fault; another error line may
         hit = next((str(t) for _, t in (facts.startup.get("error_lines") or []) if ASYNC.search(str(t))), None)
         name = re.search(r"illegal memory access|device-side assert|unspecified launch failure|misaligned address|"
-                         r"illegal instruction|illegal address|memory access fault", hit or "", re.I)
+                         r"illegal instruction|illegal address|memory access fault|memory aperture violation|"
+                         r"HSA_STATUS_ERROR_\w+", hit or "", re.I)
         fault = (f"the {name.group(0)} another error line reports" if name else
                  "the device fault another error line reports" if hit else "an asynchronous CUDA fault")
     last = root.last_frame
