@@ -109,3 +109,20 @@ def test_values_a_reporter_printed():
     assert (p["num_prefills"], p["num_decodes"], p["num_spec_decodes"], p["batch_size"]) == (1, 0, 5, 6)
     assert p["state_indices"] == [12, 40, 7, -1] and p["qo_indptr"] == [0, 3, 6, 9] and p["max_qo_len"] == 3
     assert p["num_key_value_heads"] == 4 and p["head_dim"] == 128
+
+
+def test_underscored_flags_camel_case_values_keys_and_inline_code():
+    f = _facts("I pass --max_num_seqs=48 and --max_model_len=12288 to the server.\n")
+    assert f.args["max_num_seqs"] == 48 and f.args["max_model_len"] == 12288
+    f = _facts("vllmConfig:\n  tensorParallelSize: 4\n  maxModelLen: 24576\n  maxNumSeqs: 40\n")
+    assert (f.args["tensor_parallel_size"], f.args["max_model_len"], f.args["max_num_seqs"]) == (4, 24576, 40)
+    f = _facts("Launched with `vllm serve org/M --tp=2 --max-model-len=24k` on two GPUs\n")
+    assert f.args["max_model_len"] == 24000 and f.args["tensor_parallel_size"] == 2
+
+
+def test_parallel_sizes_in_words():
+    f = _facts("We run tensor parallel 8, 2-way pipeline parallelism and a data-parallel size of 2.\n")
+    assert f.args["tensor_parallel_size"] == 8 and f.args["pipeline_parallel_size"] == 2
+    assert f.args["data_parallel_size"] == 2
+    f = _facts("Tensor parallelism helps here, see the docs.\n")  # no number: nothing
+    assert "tensor_parallel_size" not in f.args

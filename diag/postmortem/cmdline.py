@@ -27,7 +27,7 @@ _ARGV_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
 # a YAML block sequence item: "  - --tensor-parallel-size" / '  - "4"'
 _YAML_ITEM = re.compile(r"^\s*-\s+(.*?)\s*$")
 _INLINE_FLAG = re.compile(
-    r"(?<![\w-])(--[a-z][a-z0-9-]+(?:\.[a-z_]+)?)(?:[ =](?!-{1,2}[a-z])('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)]+))?"
+    r"(?<![\w-])(--[a-z][a-z0-9_-]+(?:\.[a-z_]+)?)(?:[ =](?!-{1,2}[a-z])('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)]+))?"
     # vLLM's short parallel-size aliases with a number ("-tp 4", "-pp 2", "-dcp 8"; "--tp 2" as reporters write it)
     r"|(?<![\w-])(--?(?:tp|pp|dp|dcp|pcp|ep))[ =](\d+)\b"
 )
@@ -39,6 +39,8 @@ _INLINE_FLAG = re.compile(
 _BARE_FLAG = re.compile(r"(?<![\w.\-/$])[\"']?([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)[\"']?(?:\s*([=:])\s*[\"']?(\d+(?:\.\d+)?|True|"
                         r"False|true|false|\{[^{}]{1,400}\})[\"']?"
                         r"|[ \t]+(\d+(?:\.\d+)?))(?!\w|\.\d)")
+# a Helm values key in camelCase (`tensorParallelSize: 4`, `maxModelLen: 32768`): kept where its snake_case form is a flag
+_CAMEL_KEY = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+)["']?\s*:\s*["']?(\d+(?:\.\d+)?|true|false)["']?(?!\w|\.\d)""")
 # a nested block holding one JSON-valued setting (YAML `speculative_config:` + indented keys, or a JSON object spread
 # over lines `"speculative_config": {` ... `}`): its keys become the flag's JSON value
 _BLOCK_OPEN = re.compile(r"""^(\s*)(?:-\s+)?["']?(speculative[-_]config|compilation[-_]config)["']?\s*:\s*(\{?)\s*(?:#.*)?$""")
@@ -341,6 +343,11 @@ class CommandLines:
                     if val.startswith("{"):  # a JSON config (speculative_config: {...}) -> one quoted argv item
                         val = "'" + val.replace("'", '"') + "'"
                     self.inline_flags.append((line.lineno, "--" + m.group(1).replace("_", "-"), val))
+        if line.level is None and ":" in text and re.search(r"[a-z][A-Z]", text):
+            for m in _CAMEL_KEY.finditer(text):
+                if len(self.inline_flags) < 100:
+                    flag = "--" + re.sub(r"([A-Z])", lambda c: "-" + c.group(1).lower(), m.group(1))
+                    self.inline_flags.append((line.lineno, flag, m.group(2)))
         if line.level is None and ("--" in text or "-tp" in text or "-pp" in text or "-dp" in text):
             for m in _INLINE_FLAG.finditer(text):
                 if m.group(3):  # a short alias with its number

@@ -164,6 +164,8 @@ def parse_serve_command(text: str) -> tuple[str, dict[str, Any]] | None:
         from ..serve import parse_command
     except ImportError:  # pragma: no cover
         return None
+    if "`" in text:  # a command quoted as inline code in prose ("with `vllm serve m --x 1`")
+        text = text.split("`", 1)[0].rstrip()
     candidates = [text]
     # a command inside a sentence: keep the longest prefix that parses with only flags/values
     words = text.split(" ")

@@ -44,6 +44,10 @@ _SM = re.compile(r"\b(?:sm_?|SM[ _]?)(\d{2,3})a?\b")
 _TP_TEXT = re.compile(r"\b(?:TP|tp)\s*=\s*(\d+)\b")
 # the reporter's shorthand for parallel sizes ("TP8, DCP4 on H200", "tp 4 / pp 2"): prose lines only, sizes >= 2
 _PAR_TEXT = re.compile(r"(?<![\w/.-])(TP|PP|DP|DCP|PCP|tp|pp|dp|dcp|pcp)\s*[=:]?\s*(\d{1,3})(?![\w%]|\.\d)")  # "TP8." ends a sentence
+_PAR_WORDS = re.compile(r"(?:\b(\d{1,3})[- ]way )?\b(tensor|pipeline|data|decode[- ]context|prefill[- ]context)[- ]parallel(?:ism)?"
+                        r"(?:(?:[ _-]size)?(?: of| is| =|:|=)? ?(\d{1,3})\b(?![.%]\d))?", re.I)
+_PAR_WORD_NAME = {"tensor": "tensor_parallel_size", "pipeline": "pipeline_parallel_size", "data": "data_parallel_size",
+                  "decode context": "decode_context_parallel_size", "prefill context": "prefill_context_parallel_size"}
 _PAR_NAME = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
              "dcp": "decode_context_parallel_size", "pcp": "prefill_context_parallel_size"}
 _LAUNCH = re.compile(r"vLLM (?:API )?server version|Initializing a V1 LLM engine|█\s+version\s")
@@ -144,6 +148,11 @@ class IdentityLines:
             for kind, n in _PAR_TEXT.findall(text):
                 if int(n) >= 2:
                     self.par_text.setdefault(_PAR_NAME[kind.lower()], int(n))
+            if "arallel" in text:  # "tensor parallel 8", "pipeline parallel size of 2", "8-way tensor parallelism"
+                for n1, kind, n2 in _PAR_WORDS.findall(text):
+                    n = int(n1 or n2 or 0)
+                    if n >= 2:
+                        self.par_text.setdefault(_PAR_WORD_NAME[kind.lower().replace("-", " ")], n)
         if self.facts.python_version is None and ("ython" in text):
             m = _PY.search(text)
             if m:
