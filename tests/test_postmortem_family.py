@@ -539,3 +539,21 @@ def test_hsa_queue_abort_on_a_memory_violation_is_an_async_fault():
     f = _first(log)
     assert f.category == "state_index" and f.rule == "async_fault"
     assert "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION" in f.title and "rocdevice" not in f.title
+
+
+@pytest.mark.parametrize("site, expected", [
+    # MXFP4's scale block is a weight-quantization block, not the KV block (models/deepseek_v4 fused_indexer_q)
+    ({"file": "vllm/v1/attention/ops/deepseek_v4_ops/fused_indexer_q.py", "function": "fused_indexer_q_rope_quant",
+      "condition": "index_q_head_dim % MXFP4_BLOCK_SIZE == 0", "exc": "AssertionError",
+      "message": "head_dim={index_q_head_dim} must be a multiple of MXFP4 block size {MXFP4_BLOCK_SIZE}"}, "other"),
+    # a KV block size that a kernel's tile must divide stays the block-size class, head_dim or not
+    ({"file": "vllm/models/deepseek_v41/common/ops/indexer_k_store.py", "function": "indexer_k_norm_rope_store",
+      "condition": "block_size % _BLOCK_TILE_SIZE != 0 or head_dim % _HEAD_TILE_SIZE != 0", "exc": "ValueError",
+      "message": "tiled indexer K cache needs block_size ({block_size}) % {_BLOCK_TILE_SIZE} == 0 and head_dim "
+                 "({head_dim}) % {_HEAD_TILE_SIZE} == 0"}, "block_size_alignment"),
+    ({"file": "vllm/v1/attention/backends/triton_attn.py", "function": "TritonAttentionBackend.get_kv_cache_shape",
+      "condition": "block_size % 16 != 0", "exc": "ValueError", "message": "Block size must be a multiple of 16."},
+     "block_size_alignment"),
+])
+def test_quantization_blocks_are_not_kv_blocks(site, expected):
+    assert categorize(site)[0] == expected

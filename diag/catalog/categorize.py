@@ -95,6 +95,16 @@ def _mamba_code(f: str, fn: str) -> bool:
     return bool(_MAMBA_FILE.search(f)) or bool(re.match(r"_?(?:mamba|gdn|ssm|linear_attn)_", fn.rsplit(".", 1)[-1].lower()))
 
 
+def _head_or_quant_block(core: str) -> bool:
+    """A block-size-looking check about something else: the only 'block' is a weight-quantization block, or the
+    check is about the model's head shape and names no KV block size."""
+    t2 = re.sub(r"mxfp4[ _]block[ _]size|fp4 block|quantization block|scale block", "", core)
+    if not _BLOCK_WORDS.search(t2):
+        return True
+    return bool(re.search(r"head_dim|head_size|headdim|num_heads|\bheads? of\b", t2)) and not re.search(
+        r"block_size|block size|kernel_block|tokens_per_block", t2)
+
+
 def _is_none_check(c: str) -> bool:
     return bool(re.fullmatch(r"[\w.\[\]'\"()]+ is not None( and [\w.\[\]'\"()]+ is not None)*|isinstance\(.*\)|"
                              r"not isinstance\(.*\)|hasattr\(.*\)", c.strip()))
@@ -239,7 +249,9 @@ RULES: list[tuple[str, str, Pred]] = [
     ("kernel_block_alignment", "block_size_alignment",
      lambda f, fn, t, e, c: bool(_BLOCK_WORDS.search(t)) and bool(re.search(
          r"divis|multiple|align|support|must divide|% |kernel|backend|not a power|power of", t))
-     and not bool(_STATE_WORDS.search(t.replace("block_size", "")))),
+     and not bool(_STATE_WORDS.search(t.replace("block_size", "")))
+     # a model's head shape or a weight-quantization block (MXFP4's 32-element scale block) is not the KV block
+     and not _head_or_quant_block(t)),
     # a Mamba/GDN state-index tensor whose second dimension (the per-request block columns: one state slot
     # per block with prefix caching, plus the speculative blocks of the drafts) disagrees with what it is copied
     # into: a block-table width mismatch, even when it happens while CUDA graphs are captured (dimension 0,
