@@ -126,3 +126,10 @@ def test_parallel_sizes_in_words():
     assert f.args["data_parallel_size"] == 2
     f = _facts("Tensor parallelism helps here, see the docs.\n")  # no number: nothing
     assert "tensor_parallel_size" not in f.args
+
+
+def test_spec_depth_in_more_of_the_reporters_phrasings():
+    assert _facts("Spec decode with 3 draft tokens crashes.\n").numbers["num_speculative_tokens"] == 3
+    assert _facts("speculative tokens: 5\n").numbers["num_speculative_tokens"] == 5
+    # the method in one sentence, the depth in a later one
+    assert _facts("We enable MTP on this model.\nWith k=4 it crashes, k=1 is fine.\n").numbers["num_speculative_tokens"] == 4

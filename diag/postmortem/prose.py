@@ -18,11 +18,13 @@ _MODEL_WORDS = re.compile(
     r"(?<![\w/.-])(?:(?:Qwen|DeepSeek|GLM|Kimi|Nemotron|Granite|Jamba|Falcon|LFM|MiniMax|Zamba|Bamba|Mamba|Llama|"
     r"Mistral|Gemma|Phi|gpt-oss|Olmo|Hunyuan|Ling|Ring|Apriel|Plamo|Hymba|LongCat)[\w.-]*|GDN|Gated ?DeltaNet|"
     r"linear[ -]attention|MLA|DSA|sparse[ -]?MLA|(?:lightning )?indexer|DeepGEMM|hybrid)(?![\w-])", re.I)
-_SPEC_HINT = re.compile(r"MTP|mtp|[Ee]agle|EAGLE|gram|peculative|spec[ -]?decod|[Dd]raft|[Mm]edusa|DFlash|DSpark|suffix dec")
+_SPEC_HINT = re.compile(r"MTP|mtp|[Ee]agle|EAGLE|gram|peculative|[Ss]pec[ -]?decod|[Dd]raft|[Mm]edusa|DFlash|DSpark|suffix dec")
 _SPEC_PROSE = re.compile(r"(?<![\w/.-])(MTP|mtp|EAGLE-?3?|[Ee]agle-?3?|ngram|n-gram|[Ss]peculative decoding|"
-                         r"spec(?:ulative)?[ -]decod(?:e|ing)|draft model|[Mm]edusa|DFlash|DSpark|suffix decoding)(?![\w-])")
+                         r"[Ss]pec(?:ulative)?[ -]decod(?:e|ing)|draft model|[Mm]edusa|DFlash|DSpark|suffix decoding|"
+                         r"(?:[Ss]peculative|[Dd]raft|[Ss]pec) tokens)(?![\w-])")
 _SPEC_K = re.compile(r"(?:num_speculative_tokens|num_spec_tokens)\W{0,3}(\d+)|(?<![\w-])[kK]\s*=\s*(\d+)\b|"
-                     r"(\d+)\s+(?:speculative|draft|spec|MTP) tokens|(?:MTP|mtp)\s*[=-]?\s*(\d)\b(?![\w.])")
+                     r"(\d+)\s+(?:speculative|draft|spec|MTP) tokens|(?:MTP|mtp)\s*[=-]?\s*(\d)\b(?![\w.])|"
+                     r"(?:[Ss]peculative|[Dd]raft|[Ss]pec) tokens\s*[:=]\s*(\d+)\b")
 _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?:-| )?decode)|"
                           r"(?:spec(?:ulative)?|draft)(?:-| )?decodes? (?:and|with|mixed with) (?:plain |non-spec )?decodes?|"
                           r"decodes? (?:and|with) spec(?:ulative)?(?:-| )?decodes?|non-spec (?:and|with) spec|"
@@ -92,14 +94,22 @@ class ProseLines:
                 if term not in self.prose_terms and len(self.prose_terms) < 12:
                     self.prose_terms.append(term)
         # the reporter's words about the set-up ("with MTP", "k=3", "prefix caching on")
-        if len(text) < 2000 and _SPEC_HINT.search(text):
+        prose = self.facts.startup.get("spec_prose")
+        if len(text) < 2000 and (_SPEC_HINT.search(text) or isinstance(prose, dict) and prose.get("k") is None
+                                 and ("=" in text or "tokens" in text)):
             m = _SPEC_PROSE.search(text)
-            if m and "spec_prose" not in self.facts.startup:
+            if m and prose is None:
                 method = m.group(1)
+                if method.lower().endswith(" tokens"):  # "3 draft tokens": speculative decoding, method not named
+                    method = "speculative_decoding"
                 k = _SPEC_K.search(text)
                 self.facts.startup["spec_prose"] = {"method": method.lower().replace(" ", "_"),
                                                     "k": int(next(g for g in k.groups() if g)) if k else None}
                 self.facts.lines["spec_prose"] = (line.lineno, text.strip()[:500])
+            elif isinstance(prose, dict) and prose.get("k") is None:
+                k = _SPEC_K.search(text)  # the depth in a later sentence ("... with MTP." then "k=3 crashes")
+                if k:
+                    prose["k"] = int(next(g for g in k.groups() if g))
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and ("ixed" in text or "decode" in text
                                                                               or "non-spec" in text or "ccepted" in text
                                                                               or "raft" in text or "agged" in text
