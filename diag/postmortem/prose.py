@@ -70,6 +70,21 @@ _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automa
                        r"(?:\s+(?:on|enabled|turned on))?", re.I)
 
 
+_FAILS = re.compile(r"^\W{0,3}(?:it |that |this |still |also |then |always )?(?:crash|die|dies|died|fail|break|hang|"
+                    r"error|throw|raise|abort|segfault|does not work|doesn't work|is broken)", re.I)
+
+
+def _failing_k(text: str) -> int | None:
+    """The speculative depth a sentence gives; of several ("k=2 works, k=3 dies"), the one said to fail."""
+    ks = list(_SPEC_K.finditer(text))
+    if not ks:
+        return None
+    for m in ks:
+        if _FAILS.search(text[m.end():m.end() + 30]):
+            return int(next(g for g in m.groups() if g))
+    return int(next(g for g in ks[0].groups() if g))
+
+
 class ProseLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: text outside log records."""
 
@@ -102,14 +117,13 @@ class ProseLines:
                 method = m.group(1)
                 if method.lower().endswith(" tokens"):  # "3 draft tokens": speculative decoding, method not named
                     method = "speculative_decoding"
-                k = _SPEC_K.search(text)
-                self.facts.startup["spec_prose"] = {"method": method.lower().replace(" ", "_"),
-                                                    "k": int(next(g for g in k.groups() if g)) if k else None}
+                k = _failing_k(text)
+                self.facts.startup["spec_prose"] = {"method": method.lower().replace(" ", "_"), "k": k}
                 self.facts.lines["spec_prose"] = (line.lineno, text.strip()[:500])
             elif isinstance(prose, dict) and prose.get("k") is None:
-                k = _SPEC_K.search(text)  # the depth in a later sentence ("... with MTP." then "k=3 crashes")
+                k = _failing_k(text)  # the depth in a later sentence ("... with MTP." then "k=3 crashes")
                 if k:
-                    prose["k"] = int(next(g for g in k.groups() if g))
+                    prose["k"] = k
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and ("ixed" in text or "decode" in text
                                                                               or "non-spec" in text or "ccepted" in text
                                                                               or "raft" in text or "agged" in text
@@ -118,7 +132,9 @@ class ProseLines:
             if m:
                 self.facts.startup["mixed_prose"] = m.group(0)
                 self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])
-        if "wrong_output_prose" not in self.facts.startup and len(text) < 2000:
+        if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
+                k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
+                                    "rong ", "ncorrect")):
             m = _WRONG_OUTPUT.search(text)
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)
