@@ -133,3 +133,7 @@ def test_spec_depth_in_more_of_the_reporters_phrasings():
     assert _facts("speculative tokens: 5\n").numbers["num_speculative_tokens"] == 5
     # the method in one sentence, the depth in a later one
     assert _facts("We enable MTP on this model.\nWith k=4 it crashes, k=1 is fine.\n").numbers["num_speculative_tokens"] == 4
+
+
+def test_of_several_depths_the_one_said_to_fail():
+    assert _facts("With MTP k=2 works, k=3 dies after a minute.\n").numbers["num_speculative_tokens"] == 3

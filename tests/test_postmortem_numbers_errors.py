@@ -199,3 +199,13 @@ def test_sentence_final_numbers_are_read():
     assert f.numbers["num_kv_heads"] == 4
     f = facts_from_text(_tb("ValueError: Draft page size mismatch: page_size_bytes is 1114112."))
     assert f.numbers["page_size_bytes"] == 1114112
+
+
+def test_startup_memory_check_and_a_token_id():
+    n = facts_from_text(_tb("ValueError: Free memory on device (20.5/44.99 GiB) on startup is less than desired GPU memory "
+                            "utilization (0.92, 41.39 GiB). Decrease GPU memory utilization")).numbers
+    assert (n["gpu_free_gib"], n["gpu_total_gib"], n["gpu_memory_utilization"], n["requested_memory_gib"]) == \
+        (20.5, 44.99, 0.92, 41.39)
+    n = facts_from_text(_tb("RuntimeError: Check failed: (!IsTerminated()) is false: GrammarMatcher has terminated after "
+                            "accepting the stop token, but is trying to accept another token 128009")).numbers
+    assert n["token_id"] == 128009
