@@ -557,3 +557,19 @@ def test_hsa_queue_abort_on_a_memory_violation_is_an_async_fault():
 ])
 def test_quantization_blocks_are_not_kv_blocks(site, expected):
     assert categorize(site)[0] == expected
+
+
+def test_a_printed_state_index_tensor_with_a_negative_slot_makes_an_async_fault_a_mixed_batch():
+    log = "\n".join([_HYB_CMD, "debug print from the builder of the failing step:",
+                     "spec_state_indices_tensor[:, 0] = tensor([ 12,  40,   7,  -1], device='cuda:0', dtype=torch.int32)",
+                     *_ima("").splitlines()[1:]])
+    f = _first(log)
+    assert f.category == "mixed_batch", (f.category, f.basis)
+    assert "-1" in f.basis
+
+
+def test_printed_state_indices_without_a_negative_slot_do_not():
+    log = "\n".join([_HYB_CMD, "debug print from the builder of the failing step:",
+                     "spec_state_indices_tensor[:, 0] = tensor([ 12,  40,   7,  3], device='cuda:0', dtype=torch.int32)",
+                     *_ima("").splitlines()[1:]])
+    assert _first(log).category == "state_index"

@@ -141,9 +141,29 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
         why.append("prefix caching on" + (f" (Mamba cache mode '{mode}')" if mode else ""))
     asy = _truthy(a.get("async_scheduling"))
     mixed = facts.startup.get("mixed_prose") if isinstance(facts.startup.get("mixed_prose"), str) else None
+    if mixed is None:
+        mixed = _printed_mixed(facts.startup.get("printed_values"))
     conn, role = _kv_transfer(facts)
     return Setup(hybrid=hybrid, mla=mla, spec_k=k, spec_method=method, prefix_caching=pc, mamba_cache_mode=mode,
                  async_scheduling=asy, batch=batch, why=why, mixed_evidence=mixed, kv_connector=conn, kv_role=role)
+
+
+def _printed_mixed(printed: Any) -> str | None:
+    """Values the reporter printed for the failing step (a debug print in a builder) that show a mixed batch: the
+    hybrid builders' counters with spec decodes next to prefills or plain decodes, or a state-index tensor holding
+    a negative slot (PAD_SLOT_ID = -1: a row of the batch with no state of its own on the spec-decode path)."""
+    if not isinstance(printed, dict):
+        return None
+    spec = printed.get("num_spec_decodes")
+    others = [printed.get(k) for k in ("num_prefills", "num_decodes")]
+    if isinstance(spec, int) and spec > 0 and any(isinstance(o, int) and o > 0 for o in others):
+        return (f"printed counters: num_spec_decodes={spec}, "
+                + ", ".join(f"{k}={printed.get(k)}" for k in ("num_prefills", "num_decodes") if printed.get(k) is not None))
+    for name, val in printed.items():
+        if re.search(r"state_ind|state_idx|cache_indices", str(name)) and isinstance(val, list) \
+                and any(isinstance(x, int) and x < 0 for x in val):
+            return f"printed {name} holds {min(val)} (a row without a state slot)"
+    return None
 
 
 # a statement that runs only on the speculative-decoding path of a builder / runner: it computes with the
