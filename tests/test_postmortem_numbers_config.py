@@ -137,3 +137,12 @@ def test_spec_depth_in_more_of_the_reporters_phrasings():
 
 def test_of_several_depths_the_one_said_to_fail():
     assert _facts("With MTP k=2 works, k=3 dies after a minute.\n").numbers["num_speculative_tokens"] == 3
+
+
+def test_model_shape_in_words_and_a_value_printed_again():
+    p = _facts("Draft is our own EAGLE3 head (4 KV heads, head_dim 64, 2 layers).\n").startup["printed_values"]
+    assert p["num_kv_heads"] == 4 and p["head_dim"] == 64 and p["num_layers"] == 2
+    p = _facts("specs before the assert:\n  layers.3.attn  FullAttentionSpec block_size=96 page_size_bytes=98304\n"
+               "  layers.0.mixer MambaSpec page_size_bytes=98304\n"
+               "  layers.40.attn FullAttentionSpec block_size=96 page_size_bytes=196608   <- draft\n").startup["printed_values"]
+    assert p["page_size_bytes"] == 98304 and p["page_size_bytes_2"] == 196608 and "page_size_bytes_3" not in p

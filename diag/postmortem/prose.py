@@ -74,6 +74,28 @@ _FAILS = re.compile(r"^\W{0,3}(?:it |that |this |still |also |then |always )?(?:
                     r"error|throw|raise|abort|segfault|does not work|doesn't work|is broken)", re.I)
 
 
+_COUNT_NOUN = re.compile(r"(?<![\w.\-])(\d{1,4})\s+(KV heads|kv heads|query heads|attention heads|heads|hidden layers|layers|experts)\b")
+_IDENT_VALUE = re.compile(r"(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(\d{1,7})\b(?!\.\d|\s*[%x×*/])")
+_SHAPE_WORDS = re.compile(r"\d\s+(?:KV |kv |query |attention )?(?:heads|layers|experts)\b|[a-z]_[a-z]\w*\s+\d")
+
+
+def _printed(printed: dict, name: str, value) -> None:
+    """A printed value under its name; the same name printed again with another value (per layer, per step) keeps
+    each distinct value as ``<name>_2``, ``<name>_3``."""
+    if len(printed) >= 60:
+        return
+    if name not in printed:
+        printed[name] = value
+        return
+    for i in range(2, 5):
+        key = f"{name}_{i}"
+        if printed[name] == value or printed.get(key) == value:
+            return
+        if key not in printed:
+            printed[key] = value
+            return
+
+
 def _failing_k(text: str) -> int | None:
     """The speculative depth a sentence gives; of several ("k=2 works, k=3 dies"), the one said to fail."""
     ks = list(_SPEC_K.finditer(text))
@@ -151,8 +173,16 @@ class ProseLines:
                 if len(printed) < 60:
                     printed.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
             for name, val in _PRINTED_PAIR.findall(text):
-                if len(printed) < 60:
-                    printed.setdefault(name, float(val) if "." in val else int(val))
+                _printed(printed, name, float(val) if "." in val else int(val))
+            if not printed:
+                del self.facts.startup["printed_values"]
+        if len(text) < 2000 and ("head" in text or "layer" in text or "expert" in text or "_" in text) and _SHAPE_WORDS.search(text):
+            # the model's shape in the reporter's words: "8 KV heads, head_dim 128", "48 layers"
+            printed = self.facts.startup.setdefault("printed_values", {})
+            for n, noun in _COUNT_NOUN.findall(text):
+                _printed(printed, "num_" + "_".join(noun.lower().replace("attention ", "").split()), int(n))
+            for name, val in _IDENT_VALUE.findall(text):
+                _printed(printed, name, int(val))
             if not printed:
                 del self.facts.startup["printed_values"]
         if len(text) < 4000 and _REQ_HINT.search(text):
