@@ -134,8 +134,9 @@ def make_big_db(path: Path, n: int) -> str:
     """``views_scale.py``'s session (the real Qwen3-Next GPU recording plus ``n`` steps of the same
     pattern: runner + GDN builder rows, mixed steps, disagreeing builder rows), bulk-loaded: the rows
     go in without the rollup triggers, then the store's own migration m004 builds the rollup from
-    them as it does for rows recorded before it existed, and re-creates the triggers. Same DB as
-    writing through the probes, minutes faster on 2 cores."""
+    them as it does for rows recorded before it existed (the per-row triggers it re-creates are
+    dropped again by the same opening: writers roll up per batch since schema 7). Same DB as writing
+    through the probes, minutes faster on 2 cores."""
     from vllm_diag.store import Store
 
     vs = _views_scale()
@@ -162,7 +163,7 @@ def make_big_db(path: Path, n: int) -> str:
                  "delete from _sqlite_migrations where name = 'm004_diagnosis_record_and_step_rollup'"):
         conn.execute(stmt)
     conn.close()
-    Store.open(path, create=True).close()  # m004 again: rollup of the existing rows + triggers
+    Store.open(path, create=True).close()  # m004 again: rollup of the existing rows (its triggers dropped)
     return sid
 
 
