@@ -573,3 +573,12 @@ def test_printed_state_indices_without_a_negative_slot_do_not():
                      "spec_state_indices_tensor[:, 0] = tensor([ 12,  40,   7,  3], device='cuda:0', dtype=torch.int32)",
                      *_ima("").splitlines()[1:]])
     assert _first(log).category == "state_index"
+
+
+@pytest.mark.parametrize("words", [
+    "the bad steps contain requests with 3 draft tokens and requests with none in the same batch.",
+    "in the bad steps the draft lengths differ from request to request.",
+])
+def test_other_wordings_of_ragged_drafts_with_wrong_output(words):
+    fs = _silent(_SILENT_HYB, "Outputs for some requests become gibberish under concurrency; no errors.", words)
+    assert fs and fs[0].category == "mixed_batch"

@@ -42,9 +42,11 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"num_decodes\s*[=:]\s*[1-9]\d*\W+num_spec_decodes\s*[=:]\s*[1-9]|"
                           r"num_spec_decodes\s*[=:]\s*[1-9]\d*\W+num_(?:prefills|decodes)\s*[=:]\s*[1-9]|"
                           # draft lengths that differ inside one batch, in the reporter's words
+                          r"(?:requests?|rows?) with (?:\d+|k) draft(?:s| tokens?)?\b[^.]{0,40}\b(?:and|while|next to)\b"
+                          r"[^.]{0,25}\bwith (?:none|no drafts?|no draft tokens|0|\d+)\b|"
                           r"some (?:requests? )?with \d+ drafts?\b[^.]{0,40}\bsome (?:\w+ )?with \d+|"
                           r"(?:different|varying|mixed) (?:numbers? of )?drafts? (?:lengths? )?(?:in|within) (?:the same|one) "
-                          r"(?:batch|step)", re.I)
+                          r"(?:batch|step)|draft (?:lengths?|counts?) (?:differ|vary)", re.I)
 # the reporter's words about wrong output with no error (a silent corruption): garbled / repeated text
 _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output|text|tokens|generations?|answers?)|"
                            r"repeated fragments|(?:output|text|answers?|generations?) (?:degrades?|degenerates?|"
