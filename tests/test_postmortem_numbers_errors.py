@@ -209,3 +209,17 @@ def test_startup_memory_check_and_a_token_id():
     n = facts_from_text(_tb("RuntimeError: Check failed: (!IsTerminated()) is false: GrammarMatcher has terminated after "
                             "accepting the stop token, but is trying to accept another token 128009")).numbers
     assert n["token_id"] == 128009
+
+
+def test_raw_traceback_message_continued_on_the_next_lines():
+    f = facts_from_text(
+        "Traceback (most recent call last):\n"
+        '  File "/opt/py/vllm/v1/attention/backends/mla/some_mla.py", line 301, in __init__\n'
+        "    assert ok, (\n"
+        "AssertionError: This backend supports num_heads of 16 or 32.\n"
+        "Provided 24 number of heads.\n"
+        "Try adjusting tensor_parallel_size value.\n"
+        "\n"
+        "We run it with 3 nodes.\n")
+    assert f.numbers["num_heads"] == 24
+    assert "nodes" not in f.numbers  # the reporter's sentence after the blank line is not the message

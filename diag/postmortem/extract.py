@@ -19,7 +19,7 @@ from ..model import LogFacts
 from .cmdline import _GAP, CommandLines, _balance
 from .identity import IdentityLines
 from .lines import Line
-from .numbers import (_ARG_PAIR, _NUM_FLAG, _PROM, _SPEC_METRICS, _num, check_numbers, error_line_numbers,
+from .numbers import (_ARG_PAIR, _NUM_FLAG, _PROM, _SPEC_METRICS, _num, check_numbers, continued_numbers, error_line_numbers,
                       frame_line_numbers, message_numbers, phrase_numbers)
 from .prose import ProseLines
 from .rooterror import ErrorLines, unflatten
@@ -30,6 +30,7 @@ __all__ = ["FactCollector", "message_numbers", "phrase_numbers", "frame_line_num
 
 DUMP_SCHED = "Dumping scheduler output for model execution"
 _TP_RANK = re.compile(r"TP(\d+)")
+_EXC_LIKE = re.compile(r"^[\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b\s*:")
 # the parallel ranks a worker prefix names (Worker_PP2_TP1_EP1, Worker_DP3_TP0): sizes are at least rank + 1
 _RANKS = re.compile(r"(?<![A-Za-z])(PP|DP|TP)(\d+)")
 _SIZE_SEEN = {"PP": "pipeline_parallel_size", "DP": "data_parallel_size", "TP": "tensor_parallel_size"}
@@ -85,6 +86,9 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self._argv: tuple[int, list[str]] | None = None  # a flow list of argv items being collected
         self._yaml: tuple[int, list[str]] | None = None  # a YAML block sequence of argv items being collected
         self._block: tuple[int, str, dict[str, Any], int] | None = None  # a nested speculative/compilation config block
+        self._last_exc = None
+        self._after: tuple[int, int, list[str]] | None = None
+        self.after_exc: dict[int, list[str]] = {}  # exception line -> the raw lines right after it (_after_exception)
         self.logged: dict[str, Any] = {}  # settings vLLM's INFO/WARNING records state (logged_numbers)
         self.shell_vars: dict[str, str] = {}  # variables a pasted shell script sets (TP=4), used as -tp $TP
 
@@ -136,6 +140,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 self.tb.feed(piece)
         else:
             self.tb.feed(line)
+        self._after_exception(line)
         text = line.text
         if not text.strip():
             self._end_cmd()
@@ -146,6 +151,29 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         else:
             self._prose_line(line)
         self._common_line(line)
+
+    # -------------------------------------------------------------- lines after an exception
+    def _after_exception(self, line: Line) -> None:
+        """Up to three lines right after an exception line of a raw traceback (no log-record prefix), kept by the
+        exception's line: a message printed over several lines ("AssertionError: ... supports 16 or 32 heads." then
+        "Provided 10 number of heads.") whose later lines the traceback parser cannot tell from the text after it."""
+        excs = self.tb.exceptions
+        last = excs[-1] if excs else None
+        if last is not None and last is not self._last_exc:
+            self._last_exc = last
+            self._after = (last.log_line, line.lineno, []) if line.level is None and line.process is None else None
+            return
+        if self._after is None:
+            return
+        exc_line, prev, texts = self._after
+        s = line.text.strip()
+        if line.lineno != prev + 1 or line.level is not None or line.process is not None or not s or len(texts) >= 3 \
+                or s.startswith(("Traceback", "File ", "During handling", "The above", "[")) or _EXC_LIKE.match(s):
+            self._after = None
+            return
+        texts.append(s[:500])
+        self._after = (exc_line, line.lineno, texts)
+        self.after_exc[exc_line] = list(texts)
 
     # -------------------------------------------------------------- crash dump
     def _dump_more(self, line: Line) -> None:
@@ -209,6 +237,10 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 f.numbers.setdefault("message_values", vals)
             for name, val in phrase_numbers(f.root.message).items():
                 f.numbers.setdefault(name, val)
+            more = [t for t in self.after_exc.get(f.root.log_line, []) if t not in f.root.message]
+            if more:  # the rest of a raw traceback's message, printed on the lines after it: named values only
+                for name, val in continued_numbers(" ".join(more)).items():
+                    f.numbers.setdefault(name, val)
         elif f.root is None and self.error_lines:
             # no exception line: the last error stated outside a traceback speaks for the failure
             for name, val in phrase_numbers(self.error_lines[-1][1]).items():

@@ -347,6 +347,22 @@ def logged_numbers(text: str) -> dict[str, Any]:
     return out
 
 
+def continued_numbers(text: str) -> dict[str, Any]:
+    """Values the later lines of a message name outright (``name=N``, ``name N``, ``N number of X``, ``Label: N``):
+    lines that may also be the text after the message, so nothing is named from loose words."""
+    out: dict[str, Any] = {}
+    for name, val in _KV_PAIR.findall(text):
+        out.setdefault(name, _num(val))
+    for val, noun in re.findall(r"(?<![\w.])(\d+) number of ([a-z][a-z_]{1,30})", text):
+        out.setdefault(f"num_{noun}", int(val))
+    for rx in (_IDENT_NUM, _IDENT_IS):
+        for name, val in rx.findall(text):
+            out.setdefault(name, _num(val))
+    for name, val in label_numbers(text).items():
+        out.setdefault(name, val)
+    return out
+
+
 def label_numbers(text: str) -> dict[str, Any]:
     """Numbers under a capitalised label (``Required: 98304``) or a PascalCase field (``SeqNum=188342``), named in
     snake case (``required``, ``seq_num``), and a ``(size N)`` after a noun (``shared_memory_segment_size``)."""
