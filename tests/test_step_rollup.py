@@ -6,6 +6,7 @@ migrate to the same contents and go on with the batch rollup."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import sqlite3
 from pathlib import Path
@@ -15,6 +16,7 @@ import sqlite_utils
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from vllm_diag import schema
+from vllm_diag.errors import DiagError
 from vllm_diag.model import BatchStep
 from vllm_diag.probes.recorder import Recorder
 from vllm_diag.store import STEP_COLUMNS, Store
@@ -68,7 +70,7 @@ def _row(sid, pid, step, builder, group, split) -> tuple:
 def _splits(rng: random.Random, n: int) -> list[tuple[int, int]]:
     cuts = sorted(rng.sample(range(1, n), min(n - 1, rng.randint(0, 12)))) if n > 1 else []
     bounds = [0, *cuts, n]
-    return list(zip(bounds, bounds[1:]))
+    return list(itertools.pairwise(bounds))
 
 
 def _contents(conn) -> tuple[list, list]:
@@ -169,7 +171,7 @@ def test_every_writer_goes_through_the_batch_rollup(tmp_path):
             pid = 8
         with st.transaction():
             Recorder._write_steps(_W(), st, "d", steps)
-        with pytest.raises(Exception, match="no column 'bogus'"):
+        with pytest.raises(DiagError, match="no column 'bogus'"):
             st._insert_rows("batch_steps", "e", 1, [{"step_index": 1, "bogus": 2}])
     conn = sqlite3.connect(path)
     per_session = conn.execute("select session_id, sum(rows), sum(mixed), sum(disagree) from step_rollup "
