@@ -582,3 +582,10 @@ def test_printed_state_indices_without_a_negative_slot_do_not():
 def test_other_wordings_of_ragged_drafts_with_wrong_output(words):
     fs = _silent(_SILENT_HYB, "Outputs for some requests become gibberish under concurrency; no errors.", words)
     assert fs and fs[0].category == "mixed_batch"
+
+
+def test_a_worker_that_died_without_an_error_is_other_and_says_not_modelled():
+    log = "\n".join(["vllm serve Qwen/Qwen3.5-27B -tp 2 --speculative-config "
+                     "'{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'", _DIED])
+    f = _first(log)
+    assert f.category == "other" and f.confidence == "low" and "not modelled" in f.basis

@@ -328,6 +328,17 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     silent = _silent_corruption(facts, setup, base_numbers, batch_ev) if not lines else None
     if silent is not None:
         return silent
+    died = next(((ln, t) for ln, t in reversed(lines) if _DIED.search(t)), None)
+    if died is not None and all(_DIED.search(t) or not _REAL_ERROR.search(t) for _, t in lines):
+        # the process died and printed no error of its own: nothing here names a class
+        return Diagnosis(
+            category="other", confidence="low", rule="failure_class",
+            basis="a process died without printing an error (a native crash, a signal, the kernel's OOM killer or a "
+                  "GPU fault reported only to the kernel log); the log names no failure class -- not modelled",
+            title="Process died without an error message", message=died[1][:300],
+            numbers={**base_numbers, **facts.numbers}, evidence=[Evidence(text=died[1][:500], line=died[0], source="log")],
+            missing=["the lines before the death on every rank, the kernel log (dmesg: Xid / OOM killer) and a run with "
+                     "CUDA_LAUNCH_BLOCKING=1"])
     # an error stated in prose / a kernel message outside the catalog: classify its words
     from ..catalog.categorize import categorize
 
@@ -342,6 +353,10 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                              numbers={**base_numbers, **facts.numbers},
                              evidence=[Evidence(text=text[:500], line=lineno, source="log")] + batch_ev)
     return None
+
+
+_DIED = re.compile(r"died unexpectedly|[Ss]egmentation fault|core dumped|killed by signal", re.I)
+_REAL_ERROR = re.compile(r"Error|error:|Assertion|Check failed|illegal|fault|Xid|failed", re.I)
 
 
 def _silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
