@@ -589,3 +589,12 @@ def test_a_worker_that_died_without_an_error_is_other_and_says_not_modelled():
                      "'{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'", _DIED])
     f = _first(log)
     assert f.category == "other" and f.confidence == "low" and "not modelled" in f.basis
+
+
+def test_findings_of_a_narrower_rule_are_titled_by_it():
+    f = _first(_gemm_log(_RESHAPE, "AssertionError: total_tokens=33 is not divisible by batch_size=9"))
+    assert f.title.startswith("Spec-as-decode kernel needs the same 1 + k query tokens in every decode")
+    from vllm_diag.postmortem.diagnosis import title_of
+
+    assert title_of("kv_page_size", "quantized_kv_on_hybrid").startswith("Quantized KV cache")
+    assert title_of("kv_page_size", "kv_page_unification") == title_of("kv_page_size")

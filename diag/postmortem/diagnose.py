@@ -164,7 +164,7 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
                       basis=f"no catalog site matches this text; the failing frame {fr.file.rsplit('/', 1)[-1]}:"
                             f"{fr.function} and the message classify as {cat} (rule {rid})"
                             + (f"; setup: {', '.join(setup.why)}" if setup.why else ""),
-                      title=f"{title_of(cat)} ({root.exc_type.rsplit('.', 1)[-1]} in {fr.function})",
+                      title=f"{title_of(cat, rid)} ({root.exc_type.rsplit('.', 1)[-1]} in {fr.function})",
                       message=(message.strip().splitlines() or [""])[0][:300] or root.exc_type,
                       numbers={**base_numbers, **facts.numbers}, evidence=exc_evidence(root, 3) + batch_ev)
         d.missing.append("the exact failure site is not in the catalog (vLLM 0.11-0.33): a fork or a newer release")

@@ -74,7 +74,16 @@ def batch_numbers(batch: dict[str, Any] | None) -> dict[str, Any]:
     return {f"crash_batch_{k}": batch[k] for k in keys if batch.get(k) not in (None, [])}
 
 
-def title_of(cat: str) -> str:
+# classes narrower than their category, named by the catalog rule that decided (vllm_diag.catalog.categorize)
+_RULE_TITLES = {
+    "quantized_kv_on_hybrid": "Quantized KV cache cannot be laid out for the hybrid model",
+    "spec_decode_token_rows": "Spec-as-decode kernel needs the same 1 + k query tokens in every decode",
+}
+
+
+def title_of(cat: str, rule: str | None = None) -> str:
+    if rule and rule.split(":")[-1] in _RULE_TITLES:
+        return _RULE_TITLES[rule.split(":")[-1]]
     return {
         "kv_page_size": "KV-cache page-size unification failed",
         "state_index": "Mamba/GDN state index or block table mismatch",

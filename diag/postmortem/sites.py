@@ -133,7 +133,8 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                                 + (f": {best.frame.code}" if best.frame.code else ""), line=best.frame.log_line, source="log"))
     ev.append(Evidence(text=f"catalog site {site.id}: {where} -- {site_text(site)[:200]} ({rel})", source="catalog"))
     ev += batch_ev
-    title = f"{title_of(cat)}: {site.exc.rsplit('.', 1)[-1]} in {site.short_function or site.basename}"
+    title = (f"{title_of(cat, site.rule if cat == site.category else None)}: {site.exc.rsplit('.', 1)[-1]} in "
+             f"{site.short_function or site.basename}")
     msg = (root.message.strip().splitlines() or [""])[0][:300] or f"bare {root.exc_type} at {site_text(site)[:120]}"
     if site.limit:
         msg += f" -- kernel limit: {site.limit}"
