@@ -89,7 +89,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self._last_exc = None
         self._after: tuple[int, int, list[str]] | None = None
         self.after_exc: dict[int, list[str]] = {}  # exception line -> the raw lines right after it (_after_exception)
-        self.logged: dict[str, Any] = {}  # settings vLLM's INFO/WARNING records state (logged_numbers)
+        self.logged: dict[str, Any] = {}
+        self._logged_budget = 400  # records read for logged_values (startup.py)  # settings vLLM's INFO/WARNING records state (logged_numbers)
         self.shell_vars: dict[str, str] = {}  # variables a pasted shell script sets (TP=4), used as -tp $TP
 
     # -------------------------------------------------------------- helpers

@@ -94,12 +94,16 @@ class StartupLines:
                     self._set_startup(name, conv(m.group(1)), line)
                 except ValueError:
                     pass
-        if line.level in ("INFO", "WARNING", "WARN", None) and ("=" in text or " from " in text or "Using " in text) \
-                and len(self.logged) < 60 and len(text) < 2000 and "with config:" not in text \
-                and "non-default args" not in text and _LOGGED_HINT.search(text):
-            for name, val in logged_numbers(text).items():
-                if len(self.logged) < 60:
-                    self.logged.setdefault(name, val)
+        if self._logged_budget > 0 and line.level in ("INFO", "WARNING", "WARN", None) and (
+                "=" in text or " from " in text or "Using " in text) and len(text) < 2000 and "with config:" not in text \
+                and "non-default args" not in text and "SamplingParams(" not in text:
+            # settings are stated while the engine starts: a bounded number of records is read (a serving log's
+            # request lines never run this search again)
+            self._logged_budget -= 1
+            if _LOGGED_HINT.search(text):
+                for name, val in logged_numbers(text).items():
+                    if len(self.logged) < 60:
+                        self.logged.setdefault(name, val)
         m = _CAPPING.search(text) if "Capping cudagraph" in text else None
         if m:  # "Capping cudagraph capture sizes from max 512 to 48 to fit Mamba cache blocks (50 blocks available)"
             self._set_startup("max_cudagraph_capture_size_requested", int(m.group(1)), line)
