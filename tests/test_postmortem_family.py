@@ -598,3 +598,19 @@ def test_findings_of_a_narrower_rule_are_titled_by_it():
 
     assert title_of("kv_page_size", "quantized_kv_on_hybrid").startswith("Quantized KV cache")
     assert title_of("kv_page_size", "kv_page_unification") == title_of("kv_page_size")
+
+
+@pytest.mark.parametrize("site, expected", [
+    ({"file": "vllm/config/cache.py", "function": "CacheConfig._verify_prefix_caching",
+      "condition": "self.prefix_caching_hash_algo not in get_args(PrefixCachingHashAlgo)", "exc": "ValueError",
+      "message": "Unknown prefix caching hash algorithm: {self.prefix_caching_hash_algo}. Must be one of "
+                 "{get_args(PrefixCachingHashAlgo)}"}, "other"),
+    ({"file": "vllm/config/cache.py", "function": "_layout_from_name", "condition": "", "exc": "ValueError",
+      "message": "Unknown KV cache layout {layout_name}. Valid layouts: {[m.name for m in KVCacheLayout]}"}, "other"),
+    # a value outside a limit is not an unknown name
+    ({"file": "vllm/config/vllm.py", "function": "VllmConfig._set_max_num_scheduled_tokens", "condition": "",
+      "exc": "ValueError", "message": "VllmConfig does not have enough slots to schedule a token and support the "
+                                      "speculative decoding settings. Got max_num_batched_tokens={x}"}, "token_budget"),
+])
+def test_an_unknown_setting_name_is_a_near_miss(site, expected):
+    assert categorize(site)[0] == expected

@@ -193,6 +193,13 @@ RULES: list[tuple[str, str, Pred]] = [
     # fail the same way for every model and batch (vllm/engine/arg_utils.py create_engine_config
     # "cudagraph_capture_sizes and compilation_config.cudagraph_capture_sizes are mutually exclusive",
     # vllm/config/compilation.py "encoder_cudagraph_max_images_per_batch must be non-negative")
+    # a setting's value that is not one of the names the code knows (a typo, an option of another release):
+    # "Unknown prefix caching hash algorithm: X. Must be one of ...", "Unknown KV cache layout X. Valid layouts: ..."
+    ("other_unknown_choice", "other",
+     lambda f, fn, t, e, c: bool(re.search(r"\b(?:unknown|unrecognized|unsupported|invalid)\b[^.{]{0,60}(?:\{[^}]*\})?"
+                                           r"[^.]{0,30}[.:;,]?\s*(?:must be one of|valid (?:options|values|choices|"
+                                           r"layouts|kinds|algorithms|backends)(?: are)?|expected one of|choose from|"
+                                           r"supported (?:values|options) are)", _core(t)))),
     ("other_flag_usage", "other",
      lambda f, fn, t, e, c: bool(re.search(r"mutually exclusive|\bprofil(?:er|ing)\b|\bproton\b|encoder_cudagraph|"
                                            r"cudagraph_mm_encoder|language-model-only|not exists in the runnable|"
