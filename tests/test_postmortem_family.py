@@ -614,3 +614,10 @@ def test_findings_of_a_narrower_rule_are_titled_by_it():
 ])
 def test_an_unknown_setting_name_is_a_near_miss(site, expected):
     assert categorize(site)[0] == expected
+
+
+def test_a_capture_check_that_speaks_of_the_profiling_run_keeps_its_family():
+    site = {"file": "vllm/v1/worker/gpu_model_runner.py", "function": "GPUModelRunner._dummy_run",
+            "condition": "num_tokens <= self.max_num_tokens", "exc": "AssertionError",
+            "message": "the capture size exceeds the token budget during the profiling run"}
+    assert categorize(site)[0] == "cudagraph_shape"

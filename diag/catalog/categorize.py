@@ -201,7 +201,7 @@ RULES: list[tuple[str, str, Pred]] = [
                                            r"layouts|kinds|algorithms|backends)(?: are)?|expected one of|choose from|"
                                            r"supported (?:values|options) are)", _core(t)))),
     ("other_flag_usage", "other",
-     lambda f, fn, t, e, c: bool(re.search(r"mutually exclusive|\bprofil(?:er|ing)\b|\bproton\b|encoder_cudagraph|"
+     lambda f, fn, t, e, c: bool(re.search(r"mutually exclusive|\bprofiler\b|\bproton\b|encoder_cudagraph|"
                                            r"cudagraph_mm_encoder|language-model-only|not exists in the runnable|"
                                            r"invalid backend for piecewise", _core(t)))
      and not bool(re.search(r"page.size|cannot unify|next_n|specul|draft|\bdecode\b|\bq_len|max_num_seqs|mamba",
