@@ -41,6 +41,7 @@ _BARE_FLAG = re.compile(r"(?<![\w.\-/$])[\"']?([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)
                         r"|[ \t]+(\d+(?:\.\d+)?))(?!\w|\.\d)")
 # a Helm values key in camelCase (`tensorParallelSize: 4`, `maxModelLen: 32768`): kept where its snake_case form is a flag
 _CAMEL_KEY = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+)["']?\s*:\s*["']?(\d+(?:\.\d+)?|true|false)["']?(?!\w|\.\d)""")
+_LOWER_UPPER = re.compile(r"[a-z][A-Z]")
 # a nested block holding one JSON-valued setting (YAML `speculative_config:` + indented keys, or a JSON object spread
 # over lines `"speculative_config": {` ... `}`): its keys become the flag's JSON value
 _BLOCK_OPEN = re.compile(r"""^(\s*)(?:-\s+)?["']?(speculative[-_]config|compilation[-_]config)["']?\s*:\s*(\{?)\s*(?:#.*)?$""")
@@ -343,7 +344,7 @@ class CommandLines:
                     if val.startswith("{"):  # a JSON config (speculative_config: {...}) -> one quoted argv item
                         val = "'" + val.replace("'", '"') + "'"
                     self.inline_flags.append((line.lineno, "--" + m.group(1).replace("_", "-"), val))
-        if line.level is None and ":" in text and re.search(r"[a-z][A-Z]", text):
+        if line.level is None and ":" in text and 'File "' not in text and _LOWER_UPPER.search(text):
             for m in _CAMEL_KEY.finditer(text):
                 if len(self.inline_flags) < 100:
                     flag = "--" + re.sub(r"([A-Z])", lambda c: "-" + c.group(1).lower(), m.group(1))

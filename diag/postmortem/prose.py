@@ -78,7 +78,7 @@ _FAILS = re.compile(r"^\W{0,3}(?:it |that |this |still |also |then |always )?(?:
 
 _COUNT_NOUN = re.compile(r"(?<![\w.\-])(\d{1,4})\s+(KV heads|kv heads|query heads|attention heads|heads|hidden layers|layers|experts)\b")
 _IDENT_VALUE = re.compile(r"(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(\d{1,7})\b(?!\.\d|\s*[%x×*/])")
-_SHAPE_WORDS = re.compile(r"\d\s+(?:KV |kv |query |attention )?(?:heads|layers|experts)\b|[a-z]_[a-z]\w*\s+\d")
+_SHAPE_WORDS = re.compile(r"\d\s+(?:KV |kv |query |attention )?(?:heads|layers|experts)\b|_(?:dim|size)\w*\s+\d")
 
 
 def _printed(printed: dict, name: str, value) -> None:
@@ -135,7 +135,8 @@ class ProseLines:
         # the reporter's words about the set-up ("with MTP", "k=3", "prefix caching on")
         prose = self.facts.startup.get("spec_prose")
         if len(text) < 2000 and (_SPEC_HINT.search(text) or isinstance(prose, dict) and prose.get("k") is None
-                                 and ("=" in text or "tokens" in text)):
+                                 and ("k=" in text or "k =" in text or " tokens" in text or "TP" in text
+                                      or "tp" in text or "num_spec" in text)):
             m = _SPEC_PROSE.search(text)
             if m and prose is None:
                 method = m.group(1)
@@ -178,7 +179,8 @@ class ProseLines:
                 _printed(printed, name, float(val) if "." in val else int(val))
             if not printed:
                 del self.facts.startup["printed_values"]
-        if len(text) < 2000 and ("head" in text or "layer" in text or "expert" in text or "_" in text) and _SHAPE_WORDS.search(text):
+        if len(text) < 2000 and ("head" in text or "layer" in text or "expert" in text or "_dim" in text or "_size" in text) \
+                and _SHAPE_WORDS.search(text):
             # the model's shape in the reporter's words: "8 KV heads, head_dim 128", "48 layers"
             printed = self.facts.startup.setdefault("printed_values", {})
             for n, noun in _COUNT_NOUN.findall(text):
