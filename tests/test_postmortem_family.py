@@ -621,3 +621,10 @@ def test_a_capture_check_that_speaks_of_the_profiling_run_keeps_its_family():
             "condition": "num_tokens <= self.max_num_tokens", "exc": "AssertionError",
             "message": "the capture size exceeds the token budget during the profiling run"}
     assert categorize(site)[0] == "cudagraph_shape"
+
+
+def test_a_hybrid_check_that_mentions_values_on_the_cpu_keeps_its_family():
+    site = {"file": "vllm/v1/attention/backends/gdn_attn.py", "function": "GDNAttentionMetadataBuilder.build",
+            "condition": "", "exc": "AssertionError",
+            "message": "spec state indices computed on CPU do not match the block table"}
+    assert categorize(site)[0] == "state_index"

@@ -71,7 +71,7 @@ _OTHER_FILE = re.compile(r"config/(load|lora|multimodal|observability|pooler|pro
                          r"/benchmarks/|/profiler/|/usage/")
 
 # a non-CUDA platform or a backend missing from the install (see the other_platform_backend rule)
-_PLATFORM = re.compile(r"\b(?:on|for|with|in|by) (?:the )?(?:xpu|tpu|hpu|neuron|cpu)\b|"
+_PLATFORM = re.compile(r"\b(?:on|for|with|in|by) (?:the )?(?:xpu|tpu|hpu|neuron)\b|"
                        r"\b(?:xpu|tpu|hpu|cpu) (?:backend|fallback|model runner|platform|gdn|attention)\b|"
                        r"\bxpu\b.{0,60}\b(?:not supported|does not support|only supports?)|"
                        r"\bonly supported on (?:xpu|rocm|cuda|cpu|tpu|hpu|nvidia|amd)\b|\bnot importable\b|"
