@@ -23,7 +23,7 @@ pre-flight runs where the model's config.json is reachable, as in the CLI) and i
 * numbers recovered -- the share of ``key_numbers`` the JSON output carries **under a compatible name with
   an equal value** (:func:`recovered`): the label's name and the JSON key (the last dict key of the leaf;
   ``<file stem>_line`` / ``<folder>_<file stem>_line`` / ``<function>_line`` for the ``{file, line, function}``
-  frames of tracebacks; a
+  frames of tracebacks; a leaf of a nested object also as ``<parent>_<key>``, so ``gpu.count`` is ``gpu_count``; a
   metrics name without its ``vllm:`` prefix) are the same after :data:`ALIASES` (or with underscores dropped: ``seqnum`` ~ ``seq_num``; or the same
   words in another order, :data:`FILLER` words aside: ``vllm_config_raise_line`` ~ ``config_vllm_line``), or share a specific word
   (``cache_config_block_size`` ~ ``block_size``; ``gpu_model_runner_build_attention_metadata_line`` ~
@@ -156,6 +156,8 @@ def named_leaves(obj, out: list, key: str = "") -> None:
             if k in _SKIP_KEYS:
                 continue
             named_leaves(v, out, str(k))
+            if key and not isinstance(v, (dict, list)):  # also under its parent's name: gpu.count -> gpu_count
+                out.append((f"{key}_{k}", v))
     elif isinstance(obj, list):
         if obj and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in obj):
             out.append((key, obj))

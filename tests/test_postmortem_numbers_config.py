@@ -146,3 +146,12 @@ def test_model_shape_in_words_and_a_value_printed_again():
                "  layers.0.mixer MambaSpec page_size_bytes=98304\n"
                "  layers.40.attn FullAttentionSpec block_size=96 page_size_bytes=196608   <- draft\n").startup["printed_values"]
     assert p["page_size_bytes"] == 98304 and p["page_size_bytes_2"] == 196608 and "page_size_bytes_3" not in p
+
+
+def test_gpus_requested_by_the_deployment_and_the_load_in_words():
+    s = _facts("    resources:\n      limits:\n        nvidia.com/gpu: 4\n").startup
+    assert s["gpus_requested"] == 4
+    assert _facts("CUDA_VISIBLE_DEVICES=0,1,2 vllm serve org/M -tp 3\n").startup["gpus_requested"] == 3
+    assert _facts("docker run --gpus 2 vllm/vllm-openai:v0.30.0 --model org/M\n").startup["gpus_requested"] == 2
+    assert _facts("It only dies with 64 concurrent requests.\n").startup["concurrent_requests"] == 64
+    assert _facts("fine at concurrency 8, dies at concurrency of 32\n").startup["concurrent_requests"] == 32

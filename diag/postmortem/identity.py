@@ -44,6 +44,8 @@ _SM = re.compile(r"\b(?:sm_?|SM[ _]?)(\d{2,3})a?\b")
 _TP_TEXT = re.compile(r"\b(?:TP|tp)\s*=\s*(\d+)\b")
 # the reporter's shorthand for parallel sizes ("TP8, DCP4 on H200", "tp 4 / pp 2"): prose lines only, sizes >= 2
 _PAR_TEXT = re.compile(r"(?<![\w/.-])(TP|PP|DP|DCP|PCP|tp|pp|dp|dcp|pcp)\s*[=:]?\s*(\d{1,3})(?![\w%]|\.\d)")  # "TP8." ends a sentence
+_GPU_REQUEST = re.compile(r"nvidia\.com/gpu[\"']?\s*[:=]\s*[\"']?(\d+)|count:\s*(\d+)\s*,\s*capabilities:\s*\[\s*gpu|"
+                          r"--gpus[ =][\"']?(\d+)\b|CUDA_VISIBLE_DEVICES=[\"']?(\d+(?:,\d+)*)\b")
 _PAR_WORDS = re.compile(r"(?:\b(\d{1,3})[- ]way )?\b(tensor|pipeline|data|decode[- ]context|prefill[- ]context)[- ]parallel(?:ism)?"
                         r"(?:(?:[ _-]size)?(?: of| is| =|:|=)? ?(\d{1,3})\b(?![.%]\d))?", re.I)
 _PAR_WORD_NAME = {"tensor": "tensor_parallel_size", "pipeline": "pipeline_parallel_size", "data": "data_parallel_size",
@@ -153,6 +155,13 @@ class IdentityLines:
                     n = int(n1 or n2 or 0)
                     if n >= 2:
                         self.par_text.setdefault(_PAR_WORD_NAME[kind.lower().replace("-", " ")], n)
+        if ("gpu" in text or "GPU" in text or "DEVICES" in text) and "gpus_requested" not in self.facts.startup:
+            m = _GPU_REQUEST.search(text)
+            if m:  # the GPUs the deployment asks for (k8s limits, compose devices, docker --gpus, CUDA_VISIBLE_DEVICES)
+                n = int(m.group(1) or m.group(2) or m.group(3)) if not m.group(4) else len(m.group(4).split(","))
+                if 0 < n <= 1024:
+                    self.facts.startup["gpus_requested"] = n
+                    self._note("gpus_requested", line)
         if self.facts.python_version is None and ("ython" in text):
             m = _PY.search(text)
             if m:

@@ -76,6 +76,8 @@ _FAILS = re.compile(r"^\W{0,3}(?:it |that |this |still |also |then |always )?(?:
                     r"error|throw|raise|abort|segfault|does not work|doesn't work|is broken)", re.I)
 
 
+_CONCURRENCY = re.compile(r"(?<![\w.])(\d{1,5})\+?\s+concurrent(?:ly)?\b|\bconcurrency\s*(?:of|=|:|>=|>|at|level)?\s*~?(\d{1,5})\b(?!\.\d)",
+                          re.I)
 _COUNT_NOUN = re.compile(r"(?<![\w.\-])(\d{1,4})\s+(KV heads|kv heads|query heads|attention heads|heads|hidden layers|layers|experts)\b")
 _IDENT_VALUE = re.compile(r"(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(\d{1,7})\b(?!\.\d|\s*[%x×*/])")
 _SHAPE_WORDS = re.compile(r"\d\s+(?:KV |kv |query |attention )?(?:heads|layers|experts)\b|_(?:dim|size)\w*\s+\d")
@@ -96,6 +98,9 @@ def _printed(printed: dict, name: str, value) -> None:
         if key not in printed:
             printed[key] = value
             return
+
+
+_FAILS_BEFORE = re.compile(r"(?:crash\w*|dies|died|fails?|failed|breaks?|hangs?|errors?)\b[^.,;]{0,15}$", re.I)
 
 
 def _failing_k(text: str) -> int | None:
@@ -189,6 +194,14 @@ class ProseLines:
                 _printed(printed, name, int(val))
             if not printed:
                 del self.facts.startup["printed_values"]
+        if "oncurren" in text and len(text) < 2000:  # the load it fails under: "~40 concurrent requests", "concurrency 32"
+            ms = list(_CONCURRENCY.finditer(text))
+            # of several ("fine at concurrency 8, dies at 32"), the load said to fail
+            before = [m for m in ms if _FAILS_BEFORE.search(text[max(0, m.start() - 25):m.start()])]
+            after = [m for m in ms if _FAILS.search(text[m.end():m.end() + 30])]
+            m = (before or after or ms or [None])[0]
+            if m:
+                self.facts.startup.setdefault("concurrent_requests", int(m.group(1) or m.group(2)))
         if len(text) < 4000 and _REQ_HINT.search(text):
             params = self.facts.startup.setdefault("request_params", {})
             for name, val in _REQ_PARAM.findall(text):
