@@ -1,0 +1,46 @@
+"""The corpus benchmark's number matching (benchmarks/corpus.py): an expert's name for a number maps to the analyzer's
+through the documented alias table and naming rules -- never by value alone."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _corpus():
+    spec = importlib.util.spec_from_file_location("corpus_bench_numbers", ROOT / "benchmarks" / "corpus.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["corpus_bench_numbers"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _ok(doc: dict):
+    c = _corpus()
+    leaves: list = []
+    c.named_leaves(doc, leaves)
+    return lambda k, v: c.recovered(k, v, leaves)
+
+
+def test_expert_names_of_the_same_number():
+    ok = _ok({"numbers": {"gpu_total_gib": 79.25, "index_size": 65, "check_threshold": 4, "seq_num": 188342},
+              "startup": {"gpu_kv_cache_tokens": 5472, "printed_values": {"prompt_lens": [812]}},
+              "gpu": {"name": "H100", "count": 8},
+              "root_error": {"frames": [{"file": ".../vllm/config/vllm.py", "line": 1567, "function": "_set_x"}]}})
+    assert ok("total_capacity_gib", 79.25)  # PyTorch's "total capacity" (alias)
+    assert ok("dimension_size", 65) and ok("limit", 4) and ok("kv_cache_tokens", 5472)  # aliases
+    assert ok("seqnum", 188342)  # the same name without underscores
+    assert ok("vllm_config_raise_line", 1567)  # config/vllm.py: the same words in another order, "raise" aside
+    assert ok("gpu_count", 8)  # a nested leaf under <parent>_<key>
+    assert ok("prompt_len", 812)  # a number and a one-element list
+
+
+def test_no_match_by_value_alone():
+    ok = _ok({"numbers": {"gpu_total_gib": 79.25, "seq_num": 5, "index_size": 65}, "gpu": {"count": 8},
+              "startup": {"printed_values": {"qo_indptr": [0, 4]}}})
+    assert not ok("total_capacity_gib", 80.0)  # right name, wrong value
+    assert not ok("num_decodes", 65) and not ok("tensor_parallel_size", 8)  # the value under another name
+    assert not ok("num_heads", 5) and not ok("max_num_seqs", 65)  # no specific word in common
