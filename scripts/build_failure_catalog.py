@@ -61,6 +61,8 @@ MODULES = re.compile(
     r"platforms/(interface|cuda|rocm|cpu|xpu)\.py|"
     r"model_executor/layers/(mamba|fla|attention|kda|lightning_attn)[^\n]*\.py|"
     r"model_executor/layers/(mla|sparse_attn_indexer|deepseek_v4_attention|linear_attn)\.py|"
+    # KV-cache quantization: which layers of a hybrid hold an attention KV cache (family A, quantized KV on hybrids)
+    r"model_executor/layers/quantization/(kv_cache|turboquant/[^/]+)\.py|"
     r"model_executor/models/(config|qwen3_next|qwen3_next_mtp|qwen3_5|qwen3_5_mtp|nemotron_h|nemotron_h_mtp|granitemoehybrid|"
     r"falcon_h1|jamba|zamba2|bamba|plamo2|mamba|mamba2|kimi_linear|lfm2|lfm2_moe|minimax_text_01|deepseek_v2|"
     r"deepseek_mtp|deepseek_v32|deepseek_v4|glm4_moe_mtp|interfaces)\.py|"

@@ -628,3 +628,13 @@ def test_a_hybrid_check_that_mentions_values_on_the_cpu_keeps_its_family():
             "condition": "", "exc": "AssertionError",
             "message": "spec state indices computed on CPU do not match the block table"}
     assert categorize(site)[0] == "state_index"
+
+
+def test_the_kv_cache_quantization_checks_are_in_the_catalog():
+    sites = [s for s in load().sites if "quantization/turboquant/" in s.file or s.file.endswith("quantization/kv_cache.py")]
+    assert sites, "KV-cache quantization modules not scanned"
+    layout = [s for s in sites if s.function.endswith("get_boundary_skip_layers")]
+    assert layout and all(s.category == "kv_page_size" for s in layout)
+    assert any(s.version_text() for s in layout)
+    # a scale check of the same modules is a weights matter, not a layout one
+    assert all(s.category == "other" for s in sites if "scale" in (s.condition or "") + (s.message or ""))
