@@ -82,3 +82,19 @@ def test_kernel_check_phrasings():
     n = _numbers('RuntimeError: q.size(2) == 576 INTERNAL ASSERT FAILED at "/src/csrc/mla_decode.cu":131, please report a bug')
     assert (n["check_operand"], n["check_threshold"], n["mla_decode_line"]) == ("q.size(2)", 576, 131)
     assert "q_size" not in n  # the method call's argument is no value
+
+
+def test_message_value_notations():
+    n = _numbers("ValueError: When PCP is enabled, DCP must be disabled. Got TP=8, PCP=2, DCP=4; valid DCP sizes are 1")
+    assert (n["tp"], n["pcp"], n["dcp"]) == (8, 2, 4)
+    n = _numbers("ValueError: No kernel plan for page size 64, batch size 19.")
+    assert n["page_size"] == 64 and n["batch_size"] == 19
+    n = _numbers("ValueError: Multi-module MTP with prefix caching requires scheduler_block_size (=16) >= "
+                 "num_speculative_tokens (=24).")
+    assert n["scheduler_block_size"] == 16 and n["num_speculative_tokens"] == 24
+    n = _numbers("RuntimeError: conflicting values: existing=3, new=5")
+    assert n["existing"] == 3 and n["new"] == 5
+    n = _numbers("ValueError: conv_kernel_size must be positive, got 0")
+    assert n["conv_kernel_size"] == 0
+    n = _numbers("ValueError: Too many total bad word tokens: 1200. The max is 1024.")
+    assert n["bad_word_tokens"] == 1200

@@ -133,7 +133,7 @@ _CAMEL_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+)\s*[=:]\
 
 _STOP = {"the", "of", "a", "an", "to", "for", "in", "at", "with", "and", "is", "be", "must", "than", "but", "got", "has",
          "have", "that", "this", "its", "by", "on", "from", "was", "are", "should", "expected", "expects", "match"}
-_PAREN_NUM = re.compile(r"([A-Za-z_][A-Za-z0-9_ .'-]{0,60}?)\s*\((-?\d+(?:\.\d+)?)\)")
+_PAREN_NUM = re.compile(r"([A-Za-z_][A-Za-z0-9_ .'-]{0,60}?)\s*\(=?\s*(-?\d+(?:\.\d+)?)\)")  # "(118)", "(=1037)"
 _NAMED_LIST = re.compile(r"([A-Za-z_][A-Za-z0-9_ ]{0,40}?)\s*[:=]\s*[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*[\])]")
 _SHAPE_OF = re.compile(r"\bshape of (?:the )?([A-Za-z_][A-Za-z0-9_ ]{0,30}?)\s*\[\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*\]")
 _OF_SHAPE = re.compile(r"([A-Za-z_][A-Za-z0-9_ ]{0,40}?)\s+of shape\s*[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*[\])]")
@@ -246,6 +246,12 @@ _IDENT_NUM = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(-?\d+(?:\
 # "<words> 576, but got 512": the value a message expected and the one it saw, named by the words before
 _IDENT_IS = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(?:is|was|are|were)\s+(?:set to|now|currently|only|still)?\s*"
                        r"(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
+_UPPER_PAIR = re.compile(r"(?<![\w.\-])([A-Z][A-Z0-9]{0,4}|[A-Z][a-z]?[A-Z]?)\s*=\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
+_NOUN_SIZE = re.compile(r"(?<![\w.\-])((?:block|page|batch|chunk|group|head|hidden|vocab|kernel|tile|window|beam|cache|"
+                        r"state|conv|bucket|segment|step|world) size)\s+(?:of\s+)?(\d+)\b(?!\.\d)", re.I)
+_WORD_PAIR = re.compile(r"(?<![\w.\-/])([a-z][a-z0-9]{1,20})=(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
+_IDENT_GOT = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[^,.;:()\[\]]{0,50}?,\s*(?:but )?got:?\s+(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
+_WORDS_COLON = re.compile(r"(?<![\w.])([a-z][a-z ]{2,40}?):\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d|:)")
 _MULTIPLE_OF = re.compile(r"\bmultiples? of (\d+)\b(?!\.\d)")
 _BUT_GOT = re.compile(r"([A-Za-z_][\w ]{0,60}?)\s(-?\d+(?:\.\d+)?)\s*[,;]?\s*but (?:got|found|received|is|was)\s*:?\s*"
                       r"(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
@@ -293,6 +299,24 @@ def shape_numbers(message: str) -> dict[str, Any]:
             out.setdefault(name, _num(val))
         for name, val in _IDENT_IS.findall(msg):  # "max_num_scheduled_tokens is set to 0"
             out.setdefault(name, _num(val))
+    if "=" in msg:
+        for name, val in _UPPER_PAIR.findall(msg):  # "Got TP=4, PCP=2, DCP=8", "H=32, HV=64"
+            out.setdefault(name.lower(), _num(val))
+        for name, val in _WORD_PAIR.findall(msg):  # "existing=3, new=4", "topk=2048"
+            if name not in ("line", "pid", "port", "rank", "cuda"):
+                out.setdefault(name, _num(val))
+    if "got" in msg and "_" in msg:
+        for name, val in _IDENT_GOT.findall(msg):  # "ple_conv_kernel_size must be positive, got 0"
+            out.setdefault(f"{name}_got", _num(val))
+            out.setdefault(name, _num(val))
+    if ":" in msg:
+        for phrase, val in _WORDS_COLON.findall(msg):  # "Too many total bad word tokens: 1037."
+            name = _phrase_name(phrase)
+            if name and name not in ("error", "line", "got", "found", "value", "values", "code", "rank", "status"):
+                out.setdefault(name, _num(val))
+    if " size " in msg:
+        for phrase, val in _NOUN_SIZE.findall(msg):  # "for page size 64, batch size 17"
+            out.setdefault("_".join(phrase.lower().split()), int(val))
     m = _MULTIPLE_OF.search(msg) if "multiple of" in msg else None
     if m:  # "after rounding to multiple of 4", "must be a multiple of 16"
         out.setdefault("multiple_of", int(m.group(1)))
