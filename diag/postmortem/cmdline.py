@@ -221,7 +221,7 @@ class CommandLines:
         text = line.text
         blk = self._block
         if blk is not None:
-            indent, flag, items, start = blk
+            indent, _, items, _ = blk
             s = text.strip()
             ind = len(text) - len(text.lstrip())
             if line.level is not None or not s or ind <= indent or s.startswith("}") or len(items) > 40:

@@ -19,8 +19,19 @@ from ..model import LogFacts
 from .cmdline import _GAP, CommandLines, _balance
 from .identity import IdentityLines
 from .lines import Line
-from .numbers import (_ARG_PAIR, _NUM_FLAG, _PROM, _SPEC_METRICS, _num, check_numbers, continued_numbers, error_line_numbers,
-                      frame_line_numbers, message_numbers, phrase_numbers)
+from .numbers import (
+    _ARG_PAIR,
+    _NUM_FLAG,
+    _PROM,
+    _SPEC_METRICS,
+    _num,
+    check_numbers,
+    continued_numbers,
+    error_line_numbers,
+    frame_line_numbers,
+    message_numbers,
+    phrase_numbers,
+)
 from .prose import ProseLines
 from .rooterror import ErrorLines, unflatten
 from .startup import StartupLines
