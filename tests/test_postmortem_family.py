@@ -7,6 +7,10 @@ command); models, numbers and paths are the tests' own.
 
 from __future__ import annotations
 
+import pytest
+
+from vllm_diag.catalog import load
+from vllm_diag.catalog.categorize import categorize
 from vllm_diag.postmortem.analyze import analyze_text
 
 W = "(Worker_TP0 pid=5120) ERROR 11-26 10:02:11 [multiproc_executor.py:873] "
@@ -53,11 +57,6 @@ def test_async_fault_of_a_dense_model_with_drafts_stays_other():
 # ------------------------------------------------------------------------------------------------
 # a platform or backend that is not there is a near miss, whatever hybrid/spec words the check carries
 # ------------------------------------------------------------------------------------------------
-
-import pytest  # noqa: E402
-
-from vllm_diag.catalog import load  # noqa: E402
-from vllm_diag.catalog.categorize import categorize  # noqa: E402
 
 P = "/usr/local/lib/python3.12/dist-packages/vllm/"
 E = "(EngineCore_DP0 pid=2210) ERROR 11-26 10:40:03 [core.py:1021] "
