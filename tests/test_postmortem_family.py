@@ -637,3 +637,15 @@ def test_the_kv_cache_quantization_checks_are_in_the_catalog():
     assert any(s.version_text() for s in layout)
     # a scale check of the same modules is a weights matter, not a layout one
     assert all(s.category == "other" for s in sites if "scale" in (s.condition or "") + (s.message or ""))
+
+
+_NO_CAP = ("No valid cudagraph capture sizes remain after capping to Mamba cache blocks (6). The smallest capture size "
+           "was 8. Disabling cudagraph capture. Consider reducing max_num_seqs or increasing available GPU memory.")
+
+
+@pytest.mark.parametrize("prefix", ["(EngineCore pid=77) WARNING 04-02 10:11:12 [compilation.py:1310] ", ""])
+def test_cuda_graphs_disabled_because_no_capture_size_fits_the_mamba_blocks(prefix):
+    res = analyze_text("\n".join(["vllm serve Qwen/Qwen3.5-27B-FP8 --max-num-seqs 256", prefix + _NO_CAP]), "t.log")
+    fs = [f for f in res.findings if f.rule == "mamba_block_budget"]
+    assert fs and fs[0].category == "mamba_block_budget" and fs[0].numbers["mamba_cache_blocks"] == 6
+    assert "disabled" in fs[0].title

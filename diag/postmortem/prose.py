@@ -62,7 +62,7 @@ _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
     "Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size", "Prefix cache hit rate",
     "Mamba cache mode", "non-default args", "with config:", "padding layers", "Resolved architecture", "Mamba cache '",
     "CUDA_LAUNCH_BLOCKING", "Maximum concurrency", "GPU blocks:", "Available KV cache memory", "Model loading took",
-    "Graph capturing", "Running: ", "Capping cudagraph")))
+    "Graph capturing", "Running: ", "Capping cudagraph", "No valid cudagraph capture sizes")))
 # values a reporter printed (a debug print, a config.json excerpt): "num_prefills=1 num_decodes=0 batch_size=7",
 # '"num_key_value_heads": 8', "qo_indptr = [0, 4, 8]", "idx[:, 0] = tensor([41, 17, -1], device='cuda:0')"
 _PRINTED_PAIR = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']?\s*[=:]\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)""")

@@ -46,6 +46,9 @@ _HIT_RATE = re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: (?:GPU: )?
 # a record that states a setting (logged_numbers reads it); not the engine's config dump or the crash dump
 _LOGGED_HINT = re.compile(r"[a-z]_[a-z]\w*\s*=\s*-?\d|Using (?:a |the )?(?:max |min )?[a-z]|\bfrom (?:max )?\d+ to \d")
 _CAPPING = re.compile(r"Capping cudagraph capture sizes from max (\d+) to (\d+)(?:[^(]{0,80}\((\d+) blocks available\))?")
+# the same check when no capture size fits (vllm/config/compilation.py adjust_cudagraph_sizes_for_mamba_cache, 0.18-0.19)
+_NO_CAPTURE = re.compile(r"No valid cudagraph capture sizes remain after capping to Mamba cache blocks \((\d+)\)"
+                         r"(?:\.\s*The smallest capture size was (\d+))?")
 _MODEL_RUNNER = re.compile(r"using the (V[12]) model runner|Model Runner (V2) (?:is|will be) used", re.I)
 _HYBRID_OFF = re.compile(r"Hybrid KV cache manager is disabled")
 
@@ -110,6 +113,12 @@ class StartupLines:
             self._set_startup("max_cudagraph_capture_size_capped", int(m.group(2)), line)
             if m.group(3):
                 self._set_startup("mamba_cache_blocks_available", int(m.group(3)), line)
+        m = _NO_CAPTURE.search(text) if "No valid cudagraph capture sizes" in text else None
+        if m:  # "... after capping to Mamba cache blocks (6). The smallest capture size was 8. Disabling cudagraph capture."
+            self._set_startup("mamba_cache_blocks_available", int(m.group(1)), line)
+            self._set_startup("max_cudagraph_capture_size_capped", 0, line)
+            if m.group(2):
+                self._set_startup("smallest_cudagraph_capture_size", int(m.group(2)), line)
         m = _KV_SIZE.search(text) if "KV cache size" in text else None
         if m:
             self._set_startup("gpu_kv_cache_tokens", int(m.group(2).replace(",", "")), line)

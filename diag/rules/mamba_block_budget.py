@@ -39,10 +39,23 @@ def _capture_capped(ctx: RuleContext) -> list[Finding]:
     runs without CUDA graphs while max_num_seqs still admits more requests -- a throughput cliff, not a crash."""
     st = ctx.log.startup if ctx.log is not None else {}
     capped, requested = st.get("max_cudagraph_capture_size_capped"), st.get("max_cudagraph_capture_size_requested")
-    if not isinstance(capped, int) or not isinstance(requested, int) or capped >= requested:
-        return []
     blocks = st.get("mamba_cache_blocks_available")
     seqs = cfg(ctx, "max_num_seqs")
+    if capped == 0 and isinstance(blocks, int):  # no capture size fits: vLLM turned CUDA graphs off
+        nums = {"max_cudagraph_capture_size_capped": 0, "mamba_cache_blocks": blocks}
+        if isinstance(st.get("smallest_cudagraph_capture_size"), int):
+            nums["smallest_cudagraph_capture_size"] = st["smallest_cudagraph_capture_size"]
+        if isinstance(seqs, int):
+            nums["max_num_seqs"] = seqs
+        return [Finding(rule=ID, category="mamba_block_budget",
+                        title=f"CUDA graphs disabled: no capture size fits the {blocks} Mamba cache blocks",
+                        severity="warning",
+                        message=(f"only {blocks} Mamba cache blocks fit, fewer than the smallest CUDA-graph capture size, "
+                                 "so vLLM runs every step without CUDA graphs -- expect slow decoding"
+                                 + (f" (max_num_seqs={seqs})" if isinstance(seqs, int) else "")),
+                        evidence=log_evidence(ctx, None, "max_cudagraph_capture_size_capped"), numbers=nums)]
+    if not isinstance(capped, int) or not isinstance(requested, int) or capped >= requested:
+        return []
     nums = {"max_cudagraph_capture_size_requested": requested, "max_cudagraph_capture_size_capped": capped}
     if isinstance(blocks, int):
         nums["mamba_cache_blocks"] = blocks
@@ -86,7 +99,7 @@ def check(ctx: RuleContext) -> list[Finding]:
 
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
     if "max_cudagraph_capture_size_capped" in finding.numbers:
-        cap = int(finding.numbers["max_cudagraph_capture_size_capped"])
+        cap = int(finding.numbers["max_cudagraph_capture_size_capped"]) or int(finding.numbers.get("mamba_cache_blocks") or 1)
         return [Suggestion(title=f"set max_num_seqs to {cap}", tradeoff="every decode batch runs in a CUDA graph; "
                            "fewer concurrent requests (or free GPU memory for more Mamba blocks)",
                            changes=[Change("max_num_seqs", max(1, cap))])]
