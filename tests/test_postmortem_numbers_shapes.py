@@ -98,3 +98,9 @@ def test_message_value_notations():
     assert n["conv_kernel_size"] == 0
     n = _numbers("ValueError: Too many total bad word tokens: 1200. The max is 1024.")
     assert n["bad_word_tokens"] == 1200
+
+
+def test_a_dict_of_values_named_by_the_words_before_it():
+    n = _numbers("NotImplementedError: The page size of the layer is not divisible by the maximum page size. layer page "
+                 "sizes: {'model.layers.0.mixer': 1064960, 'model.layers.3.self_attn.attn': 786432}")
+    assert n["layer_page_sizes"] == [1064960, 786432]

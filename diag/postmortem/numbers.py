@@ -249,6 +249,7 @@ _IDENT_IS = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(?:is|was|a
 _UPPER_PAIR = re.compile(r"(?<![\w.\-])([A-Z][A-Z0-9]{0,4}|[A-Z][a-z]?[A-Z]?)\s*=\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
 _NOUN_SIZE = re.compile(r"(?<![\w.\-])((?:block|page|batch|chunk|group|head|hidden|vocab|kernel|tile|window|beam|cache|"
                         r"state|conv|bucket|segment|step|world) size)\s+(?:of\s+)?(\d+)\b(?!\.\d)", re.I)
+_NAMED_DICT = re.compile(r"([A-Za-z][A-Za-z_ ]{2,40}?)\s*[:=]\s*\{((?:\s*['\"][^'\"]{1,120}['\"]\s*:\s*-?\d+(?:\.\d+)?\s*,?)+)\s*\}")
 _WORD_PAIR = re.compile(r"(?<![\w.\-/])([a-z][a-z0-9]{1,20})=(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
 _IDENT_GOT = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[^,.;:()\[\]]{0,50}?,\s*(?:but )?got:?\s+(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
 _WORDS_COLON = re.compile(r"(?<![\w.])([a-z][a-z ]{2,40}?):\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d|:)")
@@ -305,6 +306,12 @@ def shape_numbers(message: str) -> dict[str, Any]:
         for name, val in _WORD_PAIR.findall(msg):  # "existing=3, new=4", "topk=2048"
             if name not in ("line", "pid", "port", "rank", "cuda"):
                 out.setdefault(name, _num(val))
+    if "{" in msg:
+        for phrase, body in _NAMED_DICT.findall(msg):  # "layer page sizes: {'layers.0.mixer': 2129920, ...}"
+            name = _phrase_name(phrase)
+            vals = [_num(v) for v in re.findall(r":\s*(-?\d+(?:\.\d+)?)", body)]
+            if name and vals:
+                out.setdefault(name, vals)
     if "got" in msg and "_" in msg:
         for name, val in _IDENT_GOT.findall(msg):  # "ple_conv_kernel_size must be positive, got 0"
             out.setdefault(f"{name}_got", _num(val))
