@@ -158,8 +158,9 @@ num_requests_running,                  the stats line's ``Running: 17 reqs, Wait
 num_requests_waiting,                  usage: 87.4%`` (last values)
 gpu_kv_cache_usage_percent
 max_cudagraph_capture_size_requested,  ``Capping cudagraph capture sizes from max 512 to 48 to fit Mamba
-max_cudagraph_capture_size_capped,     cache blocks (50 blocks available)``
-mamba_cache_blocks_available
+max_cudagraph_capture_size_capped,     cache blocks (50 blocks available)``; when none fits (``No valid cudagraph
+mamba_cache_blocks_available,          capture sizes remain after capping to Mamba cache blocks (6). The smallest
+smallest_cudagraph_capture_size        capture size was 8``) the cap is 0
 logged_values (dict)                   settings vLLM's INFO/WARNING records state: ``name=N``, ``Using
                                        max model len N``, ``<setting> from A to B`` (``_from`` / ``_to``)
 printed_values (dict)                  values the reporter printed in prose: ``num_decodes=0 batch_size=7``,
