@@ -219,6 +219,17 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: bool(re.search(r"max_num_seqs.{0,80}mamba|mamba.{0,40}(cache )?blocks?.{0,80}max_num_seqs|"
                                            r"mamba cache blocks|num_mamba_blocks|mamba_num_blocks|"
                                            r"max_num_reqs > kv_cache_config.num", t))),
+    # the KV block size against the per-step token budget: a hybrid's attention block is raised until its page
+    # holds a Mamba state (often 500-4000 tokens), and Mamba 'align' mode must schedule a whole block in one step
+    # (vllm/config/vllm.py VllmConfig.validate_block_size, 0.18+: "In Mamba cache align mode, block_size (N) must
+    # be <= max_num_batched_tokens (M)"; long_prefill_token_threshold >= block_size) -- a budget too small for
+    # the block, not a divisibility of the block
+    ("block_size_vs_token_budget", "token_budget",
+     lambda f, fn, t, e, c: bool(re.search(
+         r"block_size\W{0,6}\s*(?:<=|<|>=|>|must be <=|must be >=)\s*\W{0,6}[\w.]*(?:max_num_batched_tokens|"
+         r"max_num_scheduled_tokens|long_prefill_token_threshold|token_budget)|"
+         r"(?:max_num_batched_tokens|max_num_scheduled_tokens|long_prefill_token_threshold|token_budget)\s*"
+         r"(?:<=|<|>=|>)\s*(?:self\.)?[\w.]*block_size\b", _core(t)))),
     ("spec_tokens_vs_token_budget", "token_budget",
      lambda f, fn, t, e, c: bool(_BUDGET_WORDS.search(t)) and bool(re.search(r"spec|draft|lookahead", t))),
     ("hash_block_alignment", "block_size_alignment",

@@ -215,6 +215,10 @@ def precondition_fails(cat: str, setup: Setup, facts: LogFacts, site=None) -> st
     configuration without it, say so."""
     if not config_known(facts):
         return None
+    if cat == "token_budget" and site is not None and getattr(site, "rule", "") == "block_size_vs_token_budget":
+        # the KV block against the step's token budget: the block a hybrid raised to hold a Mamba state (Mamba
+        # 'align' mode), whatever the drafts
+        return "the model is not a hybrid (Mamba/GDN) model" if setup.hybrid is False else None
     if cat in ("spec_kernel_limit", "mixed_batch", "token_budget") and setup.spec_k == 0:
         return "the log's configuration has no speculative decoding"
     if cat != "other" and site is not None and setup.spec_k == 0 and \

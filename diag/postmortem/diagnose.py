@@ -54,7 +54,12 @@ __all__ = ["ASYNC", "Diagnosis", "Setup", "diagnose", "hybrid_spec_fault_class",
 def diagnose(facts: LogFacts) -> Diagnosis | None:
     setup = read_setup(facts, facts.root)
     d = _diagnose(facts, setup)
-    pre = precondition_fails(d.category, setup, facts) if d is not None and d.category != "other" else None
+    site = None
+    if d is not None and d.site_id and d.category == "token_budget":
+        from ..catalog import load
+
+        site = load().get(d.site_id)
+    pre = precondition_fails(d.category, setup, facts, site) if d is not None and d.category != "other" else None
     if pre:  # every path: a family needs its setting (speculative decoding, a hybrid model)
         d.basis += f"; but {pre}, so the error has another cause: not counted as {d.category}"
         d.title = f"Failure outside the hybrid / spec-decode families (not {d.category}: {pre})"

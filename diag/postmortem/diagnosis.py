@@ -78,6 +78,7 @@ def batch_numbers(batch: dict[str, Any] | None) -> dict[str, Any]:
 _RULE_TITLES = {
     "quantized_kv_on_hybrid": "Quantized KV cache cannot be laid out for the hybrid model",
     "spec_decode_token_rows": "Spec-as-decode kernel needs the same 1 + k query tokens in every decode",
+    "block_size_vs_token_budget": "KV block (raised for the Mamba state) larger than the step's token budget",
 }
 
 

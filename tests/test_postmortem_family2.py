@@ -1,0 +1,72 @@
+"""Failure families of the hybrid / spec-decode classes, second part: the KV block against the step's token budget,
+hybrid prefix caching that vLLM turned off, the Mamba kernels' row checks on a mixed batch, builders without a
+speculative-decoding path.
+
+Every log here is written by the tests in vLLM's format (process prefixes, the engine's traceback, the serve
+command); models, numbers and paths are the tests' own.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_diag.catalog import load
+from vllm_diag.catalog.categorize import categorize
+from vllm_diag.postmortem.analyze import analyze_text
+
+E = "(EngineCore_DP0 pid=412) ERROR 05-02 14:20:07 [core.py:1101] "
+A = "(APIServer pid=77) "
+
+
+def _findings(log: str):
+    return analyze_text(log, "t.log").findings
+
+
+def _first(log: str):
+    fs = [f for f in _findings(log) if f.severity == "error"]
+    assert fs, "no finding"
+    assert fs[0].confidence in ("high", "medium", "low") and fs[0].basis
+    return fs[0]
+
+
+# ------------------------------------------------------------------------------------------------
+# the KV block a hybrid raised for its Mamba state against max_num_batched_tokens (Mamba 'align' mode)
+# ------------------------------------------------------------------------------------------------
+
+def _align_budget_log(model: str, block: int, budget: int, startup: bool = True) -> str:
+    return "\n".join([
+        f"vllm serve {model} --enable-prefix-caching --max-num-batched-tokens {budget} --max-model-len 8192",
+        *([f"{A}INFO 05-02 14:19:30 [config.py:212] Setting attention block size to {block} tokens to ensure that "
+           "attention page size is >= mamba page size."] if startup else []),
+        f"{E}EngineCore failed to start.",
+        f"{E}Traceback (most recent call last):",
+        f'{E}  File "/opt/venv/lib/python3.11/site-packages/vllm/v1/engine/core.py", line 281, in _initialize_kv_caches',
+        f"{E}    vllm_config.validate_block_size()",
+        f'{E}  File "/opt/venv/lib/python3.11/site-packages/vllm/config/vllm.py", line 1738, in validate_block_size',
+        f"{E}    assert block_size <= self.scheduler_config.max_num_batched_tokens, (",
+        f"{E}AssertionError: In Mamba cache align mode, block_size ({block}) must be <= max_num_batched_tokens "
+        f"({budget}).",
+    ])
+
+
+def test_the_align_mode_block_vs_token_budget_sites_are_token_budget():
+    site = {"file": "vllm/config/vllm.py", "function": "VllmConfig.validate_block_size", "exc": "AssertionError",
+            "condition": "block_size <= self.scheduler_config.max_num_batched_tokens",
+            "message": "In Mamba cache align mode, block_size ({block_size}) must be <= max_num_batched_tokens "
+                       "({self.scheduler_config.max_num_batched_tokens}).",
+            "guards": ["self.cache_config.mamba_cache_mode == 'align'"]}
+    assert categorize(site) == ("token_budget", "block_size_vs_token_budget")
+    cats = {s.category for s in load().all_sites() if s.rule == "block_size_vs_token_budget"}
+    assert cats == {"token_budget"}
+
+
+def test_a_hybrid_block_larger_than_the_token_budget_is_a_sibling_without_drafts():
+    f = _first(_align_budget_log("tiiuae/Falcon-H1-34B-Instruct", 2128, 1024))
+    assert f.category == "token_budget" and f.confidence == "high"
+    assert "token budget" in f.title and "Speculative" not in f.title
+    assert f.numbers.get("block_size") == 2128 and f.numbers.get("max_num_batched_tokens") == 1024
+
+
+def test_the_same_check_on_a_model_stated_dense_is_not_the_family():
+    f = _first(_align_budget_log("meta-llama/Llama-3.1-8B-Instruct", 2128, 1024, startup=False))
+    assert f.category == "other"
