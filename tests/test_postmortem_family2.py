@@ -70,3 +70,50 @@ def test_a_hybrid_block_larger_than_the_token_budget_is_a_sibling_without_drafts
 def test_the_same_check_on_a_model_stated_dense_is_not_the_family():
     f = _first(_align_budget_log("meta-llama/Llama-3.1-8B-Instruct", 2128, 1024, startup=False))
     assert f.category == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# vLLM turned prefix caching off for a hybrid without support for it (0.11-0.17): a sibling, said by vLLM itself
+# ------------------------------------------------------------------------------------------------
+
+_PC_OFF = {
+    "0.11": "Hybrid or mamba-based model detected: disabling prefix caching since it is not yet supported.",
+    "0.15": "Hybrid or mamba-based model detected without support for prefix caching: disabling.",
+}
+
+
+def _pc_off_log(version: str, tail: list[str]) -> str:
+    return "\n".join([
+        f"vllm serve Zyphra/Zamba2-7B-instruct --enable-prefix-caching --max-model-len 16384  # vLLM {version}.0",
+        f"{A}INFO 03-07 09:11:02 [config.py:301] {_PC_OFF[version]}",
+        *tail,
+    ])
+
+
+_METRICS = [f"{A}INFO 03-07 09:2{i}:10 [loggers.py:248] Engine 000: Avg prompt throughput: 5120.0 tokens/s, Avg "
+            f"generation throughput: 140.2 tokens/s, Running: {i + 3} reqs, Waiting: 0 reqs, GPU KV cache usage: "
+            f"1{i}.0%, Prefix cache hit rate: 0.0%" for i in range(2)]
+
+
+@pytest.mark.parametrize("version", sorted(_PC_OFF))
+def test_prefix_caching_turned_off_for_a_hybrid_is_the_degraded_prefix_cache(version):
+    fs = [f for f in _findings(_pc_off_log(version, _METRICS)) if f.category != "other"]
+    assert fs and fs[0].category == "prefix_cache_degraded" and fs[0].title == "Prefix caching is forced off"
+    assert fs[0].confidence == "high" and "startup line" in fs[0].basis
+    assert any("disabling" in e.text for e in fs[0].evidence)
+
+
+def test_prefix_caching_turned_off_does_not_explain_a_crash():
+    crash = [f"{E}Traceback (most recent call last):",
+             f'{E}  File "/opt/venv/lib/python3.11/site-packages/vllm/v1/worker/gpu_worker.py", line 270, in '
+             "determine_available_memory",
+             f"{E}    self.model_runner.profile_run()",
+             f"{E}torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+             "of 23.64 GiB of which 1.12 GiB is free."]
+    fs = _findings(_pc_off_log("0.15", crash))
+    assert all(f.category == "other" for f in fs)
+
+
+def test_a_hybrid_log_without_that_line_has_no_prefix_finding():
+    log = "\n".join(["vllm serve Zyphra/Zamba2-7B-instruct --enable-prefix-caching --max-model-len 16384", *_METRICS])
+    assert not [f for f in _findings(log) if f.category == "prefix_cache_degraded"]

@@ -83,7 +83,8 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     elif not arch and not a.get("model") and not facts.model and HYBRID_WORDS.search(terms):
         hybrid = True
         why.append(f"hybrid model (the text speaks of {HYBRID_WORDS.search(terms).group(0)} layers)")
-    elif any(k in facts.startup for k in ("mamba_cache_mode", "mamba_padding_percent", "attention_block_size")):
+    elif any(k in facts.startup for k in ("mamba_cache_mode", "mamba_padding_percent", "attention_block_size",
+                                          "prefix_caching_disabled_hybrid")):
         hybrid = True
         why.append("hybrid model (Mamba page alignment in the startup lines)")
     elif HYBRID_FRAMES.search(frames_text):

@@ -22,6 +22,11 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     # vLLM 0.13+: "Warning: Prefix caching in Mamba cache 'align' mode is currently enabled. ..."
     ("mamba_cache_mode", re.compile(r"Prefix caching in Mamba cache '(\w+)' mode"), str),
     ("resolved_architecture", re.compile(r"Resolved architecture: (\w+)"), str),
+    # a hybrid whose layers have no prefix-caching support in that release: vLLM turns --enable-prefix-caching off
+    # (vllm/model_executor/models/config.py HybridAttentionMambaModelConfig, 0.11: "... detected: disabling prefix
+    # caching since it is not yet supported", 0.12-0.17: "... detected without support for prefix caching: disabling")
+    ("prefix_caching_disabled_hybrid", re.compile(r"Hybrid or mamba-based model detected(: disabling prefix caching|"
+                                                  r" without support for prefix caching: disabling)"), lambda s: True),
     # the reporter ran with synchronous launches (not vLLM's/PyTorch's hint "consider passing CUDA_LAUNCH_BLOCKING=1")
     ("cuda_launch_blocking", re.compile(r"CUDA_LAUNCH_BLOCKING\s*=\s*['\"]?(1)(?!\d)(?<!passing CUDA_LAUNCH_BLOCKING=1)"),
      lambda s: True),

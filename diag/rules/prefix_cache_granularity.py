@@ -7,6 +7,8 @@
 * MLA models on a non-GPU platform: vLLM forces prefix caching off ("MLA is enabled on a non-GPU
   platform; forcing chunked prefill and prefix caching to be disabled").
 * Log: ``Prefix cache hit rate: 0.0%`` over several metric lines with prefix caching on.
+* Log: vLLM's startup line that a hybrid model without prefix-caching support runs with it off
+  ("Hybrid or mamba-based model detected without support for prefix caching: disabling", 0.11-0.17).
 
 Versions: all. Severity: warning.
 """
@@ -28,6 +30,20 @@ def check(ctx: RuleContext) -> list[Finding]:
         out.append(Finding(rule=ID, category="prefix_cache_degraded", title="Prefix caching is forced off",
                            severity="warning", message=f"--enable-prefix-caching is ignored: {st.config['prefix_caching_forced_off']}.",
                            evidence=[Evidence("enable_prefix_caching requested, platform disables it", source=state_source(st))]))
+    if ctx.log is not None and ctx.log.startup.get("prefix_caching_disabled_hybrid") and ctx.log.root is None and (
+            cfg(ctx, "enable_prefix_caching") or ctx.log.startup.get("prefix_cache_hit_rate") is not None):
+        # vLLM's own startup line: the hybrid's layers have no prefix-caching support in this release, so the
+        # engine serves with prefix caching off whatever was asked (0.11-0.17; Mamba 'align' mode lifts it); said
+        # when the report is about it -- prefix caching asked for, or its hit rate watched -- and nothing crashed
+        rate = ctx.log.startup.get("prefix_cache_hit_rate_max")
+        out.append(Finding(
+            rule=ID, category="prefix_cache_degraded", title="Prefix caching is forced off", severity="warning",
+            message="vLLM turned prefix caching off at startup: this hybrid (Mamba/GDN) model has no prefix-caching "
+                    "support in this release, so no prefix is ever reused"
+                    + (f" (the metrics report a {float(rate):g}% hit rate)" if rate is not None else "") + ".",
+            evidence=log_evidence(ctx, None, "prefix_caching_disabled_hybrid", "prefix_cache_hit_rate"),
+            numbers={"prefix_cache_hit_rate_max": rate} if rate is not None else {},
+            confidence="high", basis="vLLM's startup line that it disables prefix caching for this hybrid model"))
     mode = cfg(ctx, "mamba_cache_mode")
     block = cfg(ctx, "mamba_block_size") if mode in ("align", "all") else None
     if ctx.log is not None and block is None and ctx.log.startup.get("mamba_cache_mode") in ("align", "all"):
@@ -49,7 +65,8 @@ def check(ctx: RuleContext) -> list[Finding]:
     if ctx.log is not None and cfg(ctx, "enable_prefix_caching") is not False:
         rate = ctx.log.startup.get("prefix_cache_hit_rate_max")
         samples = ctx.log.startup.get("prefix_cache_hit_rate_samples") or 0
-        if rate is not None and float(rate) == 0.0 and samples >= 5:
+        if rate is not None and float(rate) == 0.0 and samples >= 5 and \
+                not ctx.log.startup.get("prefix_caching_disabled_hybrid"):
             out.append(Finding(rule=ID, category="prefix_cache_degraded", title="Prefix cache never hit",
                                severity="warning", message=f"{samples} metrics lines all report a 0.0% prefix cache hit rate.",
                                evidence=log_evidence(ctx, None, "prefix_cache_hit_rate"),
