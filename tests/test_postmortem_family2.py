@@ -117,3 +117,30 @@ def test_prefix_caching_turned_off_does_not_explain_a_crash():
 def test_a_hybrid_log_without_that_line_has_no_prefix_finding():
     log = "\n".join(["vllm serve Zyphra/Zamba2-7B-instruct --enable-prefix-caching --max-model-len 16384", *_METRICS])
     assert not [f for f in _findings(log) if f.category == "prefix_cache_degraded"]
+
+
+# ------------------------------------------------------------------------------------------------
+# a V0-era release (before 0.9) has none of the V1 machinery the families describe
+# ------------------------------------------------------------------------------------------------
+
+def _v0_log(version: str) -> str:
+    p = "ERROR 08-14 16:40:02 engine.py:160] "
+    return "\n".join([
+        f"INFO 08-14 16:39:50 api_server.py:528] vLLM API server version {version}",
+        f"INFO 08-14 16:39:51 llm_engine.py:237] Initializing an LLM engine (v{version}) with config: "
+        "model='ai21labs/AI21-Jamba-1.5-Large', speculative_config=None, tensor_parallel_size=8, "
+        "enable_prefix_caching=True",
+        f"{p}Traceback (most recent call last):",
+        f'{p}  File "/usr/lib/python3.10/site-packages/vllm/model_executor/models/jamba.py", line 402, in __init__',
+        f"{p}    assert not cache_config.enable_prefix_caching, \\",
+        f"{p}AssertionError: Jamba currently does not support prefix caching",
+    ])
+
+
+def test_a_v0_era_release_is_outside_the_families():
+    f = _first(_v0_log("0.7.2"))
+    assert f.category == "other" and f.confidence == "low" and "not modelled" in f.basis
+
+
+def test_the_same_check_on_a_v1_release_keeps_its_family():
+    assert _first(_v0_log("0.11.0")).category != "other"

@@ -65,6 +65,15 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
         d.title = f"Failure outside the hybrid / spec-decode families (not {d.category}: {pre})"
         d.category = "other"
         d.confidence = "low" if d.confidence == "low" else "medium"
+    old = _v0_release(facts.vllm_version)
+    if d is not None and d.category != "other" and old:
+        # the families are failures of the V1 engine's hybrid KV cache manager, Mamba/GDN builders and spec-decode
+        # backends (hybrid models run on V1 from 0.10); a V0-era release has none of them
+        d.basis += (f"; but the log's vLLM {old} predates the V1 engine's hybrid and speculative-decoding "
+                    f"machinery these classes describe: not modelled, not counted as {d.category}")
+        d.title = f"Failure outside the hybrid / spec-decode families (not {d.category}: vLLM {old}, V0 era)"
+        d.category = "other"
+        d.confidence = "low"
     if d is not None and d.category == "spec_kernel_limit" and setup.spec_k > 0:
         # the decode width the kernel saw: 1 + k tokens per request
         d.numbers.setdefault("next_n", setup.spec_k + 1)
@@ -358,6 +367,16 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                              numbers={**base_numbers, **facts.numbers},
                              evidence=[Evidence(text=text[:500], line=lineno, source="log")] + batch_ev)
     return None
+
+
+def _v0_release(version: str | None) -> str | None:
+    """The log's vLLM version when it is a V0-era release (before 0.9; a development build's ``0.1.devN`` is not)."""
+    from ..catalog import vtuple
+
+    if not version or "dev" in version:
+        return None
+    v = vtuple(version)
+    return version if v is not None and (0, 2, 0) <= v < (0, 9, 0) else None
 
 
 _DIED = re.compile(r"died unexpectedly|[Ss]egmentation fault|core dumped|killed by signal", re.I)
