@@ -144,3 +144,34 @@ def test_a_v0_era_release_is_outside_the_families():
 
 def test_the_same_check_on_a_v1_release_keeps_its_family():
     assert _first(_v0_log("0.11.0")).category != "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# a kernel library without a kernel variant for the decode's query length (the parameters it prints)
+# ------------------------------------------------------------------------------------------------
+
+def _missing_kernel_log(spec: str, q: int) -> str:
+    w = "(Worker_TP1 pid=9031) ERROR 04-11 21:03:17 [multiproc_executor.py:871] "
+    return "\n".join([
+        f"vllm serve moonshotai/Kimi-K2-Instruct -tp 8 --kv-cache-dtype fp8 {spec}".rstrip(),
+        f"{w}Traceback (most recent call last):",
+        f'{w}  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/attention/backends/mla/flashinfer_mla.py", '
+        "line 188, in forward_mqa",
+        f"{w}    o = trtllm_batch_decode_with_kv_cache_mla(",
+        f'{w}  File "/usr/local/lib/python3.12/dist-packages/flashinfer/mla.py", line 611, in '
+        "trtllm_batch_decode_with_kv_cache_mla",
+        f"{w}    run_func(",
+        f"{w}RuntimeError: Check failed: (false) is false: Missing TRTLLM-GEN kernel (decode): qkvLayout=PagedKv, "
+        "maskType=Causal, kernelType=Generation, tileScheduler=Static, multiCtasKvMode=0, headDimPerCtaV=512, "
+        f"headDimQk=576, headDimV=512, tileSizeKv=64, numTokensPerPage=32, qSeqLen={q}, dtypeQ=e4m3, dtypeKv=e4m3",
+    ])
+
+
+def test_a_missing_kernel_variant_for_the_draft_query_length_is_a_spec_kernel_limit():
+    f = _first(_missing_kernel_log("--speculative-config '{\"method\": \"eagle3\", \"model\": \"lmsys/k2-eagle3\", "
+                                   "\"num_speculative_tokens\": 2}'", 3))
+    assert f.category == "spec_kernel_limit" and "query length per request" in f.basis
+
+
+def test_a_missing_kernel_variant_without_drafts_is_not_the_family():
+    assert _first(_missing_kernel_log("", 1)).category == "other"

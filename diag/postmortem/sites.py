@@ -67,6 +67,14 @@ def function_hint(exc: LogException) -> tuple[str, Any] | None:
     return None
 
 
+def _prints_spec_query_len(message: str) -> bool:
+    """The message states a per-request query length above 1 by name (the catalog rule spec_query_len_param)."""
+    from ..catalog.categorize import categorize
+
+    return categorize({"file": "", "function": "", "message": (message or "")[:2000], "exc": ""}) == \
+        ("spec_kernel_limit", "spec_query_len_param")
+
+
 def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, base_numbers: dict,
                batch_ev: list[Evidence], weak: bool = False) -> Diagnosis:
     site = best.site
@@ -95,6 +103,13 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         cat = "spec_kernel_limit"
         basis += ("; a shape check of an MLA / sparse-attention kernel failing under speculative decoding: the "
                   "multi-token decode shape is outside what the kernel was built for")
+    elif cat == "other" and site.kind == "kernel" and setup.spec_k != 0 and _prints_spec_query_len(root.message):
+        # a kernel library's lookup / check whose message prints the kernel's parameter tuple with a query length
+        # per request above 1 (FlashInfer's "Missing TRTLLM-GEN kernel (decode): ... qSeqLen=4", AITER's
+        # "max_seqlen_q=4"): the kernel table has no variant for the 1 + k query tokens a speculative decode carries
+        cat = "spec_kernel_limit"
+        basis += ("; the kernel's message prints its parameters with a query length per request above 1, the "
+                  "1 + k tokens of a speculative decode: no kernel variant for that decode width")
     elif cat == "other" and site.kind != "kernel" and (site.rule or "default") == "default" and setup.spec_k != 0 \
             and MLA_FRAMES.search(site.file) and not HYBRID_FRAMES.search(site.file) \
             and TOKEN_COUNT_CHECK.search(f"{site.condition or ''} {site.message or ''}") \
