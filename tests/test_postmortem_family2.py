@@ -175,3 +175,42 @@ def test_a_missing_kernel_variant_for_the_draft_query_length_is_a_spec_kernel_li
 
 def test_a_missing_kernel_variant_without_drafts_is_not_the_family():
     assert _first(_missing_kernel_log("", 1)).category == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# a worker ended by a C++ exception: the engine's "Executor failed." only wraps it; the what() line is the error
+# ------------------------------------------------------------------------------------------------
+
+def _cxx_abort_log(spec: str, what: str) -> str:
+    e = "(EngineCore pid=233) ERROR 09-03 11:40:19 [core.py:1188] "
+    return "\n".join([
+        f"VLLM_ROCM_USE_AITER=1 vllm serve moonshotai/Kimi-K2-Instruct -tp 8 --max-model-len 16384 {spec}".rstrip(),
+        "(Worker_TP2 pid=601) terminate called after throwing an instance of 'std::runtime_error'",
+        f"(Worker_TP2 pid=601)   what():  {what}",
+        "(EngineCore pid=233) ERROR 09-03 11:40:19 [multiproc_executor.py:291] Worker proc VllmWorker-2 died "
+        "unexpectedly, shutting down executor.",
+        f"{e}EngineCore failed to start.",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/executor/multiproc_executor.py", line 361, in '
+        "collective_rpc",
+        f'{e}    raise RuntimeError("Executor failed.")',
+        f"{e}RuntimeError: Executor failed.",
+    ])
+
+
+def test_a_cxx_kernel_lookup_abort_behind_executor_failed_is_read():
+    f = _first(_cxx_abort_log("--speculative-config '{\"method\": \"eagle3\", \"model\": \"lmsys/k2-eagle3\", "
+                              "\"num_speculative_tokens\": 2}'",
+                              "[AITER] /opt/aiter/csrc/py_itfs_cu/asm_mla.cu:198 fail to get kernel for "
+                              "mla_decode_stage1: q_type=bf16 kv_type=bf16 gqa_ratio=8 max_seqlen_q=3, supported "
+                              "max_seqlen_q in {1}"))
+    assert f.category == "spec_kernel_limit" and "C++ exception" in f.basis
+
+
+def test_a_cxx_watchdog_abort_behind_executor_failed_stays_other():
+    f = _first(_cxx_abort_log("--speculative-config '{\"method\": \"eagle3\", \"model\": \"lmsys/k2-eagle3\", "
+                              "\"num_speculative_tokens\": 2}'",
+                              "[PG ID 0 PG GUID 0(default_pg) Rank 2] Process group watchdog thread terminated with "
+                              "exception: [Rank 2] Watchdog caught collective operation timeout: "
+                              "WorkNCCL(SeqNum=41, OpType=ALLREDUCE, NumelIn=7168) ran for 600000 milliseconds"))
+    assert f.category == "other"

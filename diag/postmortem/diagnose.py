@@ -97,6 +97,14 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     if root is None:
         return _diagnose_rootless(facts, orphans, setup, base_numbers, batch_ev)
     message = root.message or ""
+    if _WRAPPER.search(message.strip()) and any(_CXX_WHAT.match(t) for _, t in facts.startup.get("error_lines") or []):
+        # the engine only reports that a worker died ("Executor failed."); the worker was ended by a C++ exception
+        # ("terminate called after throwing ...", "what(): <message>": a kernel library's lookup, a collective) whose
+        # message is the error -- read as an error line without a Python exception
+        d = _diagnose_rootless(facts, orphans, setup, base_numbers, batch_ev)
+        if d is not None and d.category != "other":
+            d.basis += "; the Python exception only wraps a worker's death (a C++ exception ended it)"
+            return d
     text = f"{root.exc_type}: {message}"
 
     # 0. a KV-memory error the log itself ties to the hybrid KV layout (checked before the site: the
@@ -379,6 +387,9 @@ def _v0_release(version: str | None) -> str | None:
     return version if v is not None and (0, 2, 0) <= v < (0, 9, 0) else None
 
 
+_WRAPPER = re.compile(r"^(?:Executor failed|Engine core initialization failed|EngineCore encountered an issue|"
+                      r"Worker proc \S+ died)")
+_CXX_WHAT = re.compile(r"\s*what\(\):")
 _DIED = re.compile(r"died unexpectedly|[Ss]egmentation fault|core dumped|killed by signal", re.I)
 _REAL_ERROR = re.compile(r"Error|error:|Assertion|Check failed|illegal|fault|Xid|failed", re.I)
 
