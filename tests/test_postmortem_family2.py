@@ -214,3 +214,58 @@ def test_a_cxx_watchdog_abort_behind_executor_failed_stays_other():
                               "exception: [Rank 2] Watchdog caught collective operation timeout: "
                               "WorkNCCL(SeqNum=41, OpType=ALLREDUCE, NumelIn=7168) ran for 600000 milliseconds"))
     assert f.category == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# Ray: the executor's own note after a worker's exception, an actor that died of a CUDA fault
+# ------------------------------------------------------------------------------------------------
+
+_RAY_CMD = ("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 -pp 2 --distributed-executor-backend ray "
+            "--enable-prefix-caching --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'")
+
+
+def test_the_ray_executor_note_is_not_the_error():
+    r = "(RayWorkerWrapper pid=7310, ip=10.1.0.8) ERROR 02-14 03:11:40 [ray_utils.py:91] "
+    log = "\n".join([
+        _RAY_CMD,
+        f"{r}Error executing method 'sample_tokens'. This might cause deadlock in distributed execution.",
+        f"{r}Traceback (most recent call last):",
+        f'{r}  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 1502, in '
+        "_update_states_after_model_execute",
+        f"{r}    mamba_utils.postprocess_mamba(",
+        f'{r}  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/mamba_utils.py", line 121, in '
+        "collect_mamba_copy_meta",
+        f"{r}    dest_block_id = block_ids[dest_block_idx]",
+        f"{r}IndexError: list index out of range",
+        f"{r}Error executing method 'sample_tokens'. This might cause deadlock in distributed execution.",
+    ])
+    assert _first(log).category == "state_index"
+
+
+def _actor_died_log(worker_lines: list[str]) -> str:
+    e = "(EngineCore_DP0 pid=880) ERROR 02-14 03:11:41 [core.py:1102] "
+    return "\n".join([
+        _RAY_CMD,
+        f"{e}EngineCore encountered a fatal error.",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/executor/ray_executor.py", line 128, in result',
+        f"{e}    return super().result()",
+        f"{e}ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+        *[f"(RayWorkerWrapper pid=7311) {t}" for t in worker_lines],
+    ])
+
+
+def test_a_ray_actor_that_died_of_a_cuda_fault_is_reasoned_as_the_fault():
+    f = _first(_actor_died_log([
+        "[rank3]:[E214 03:11:40.120391 ProcessGroupNCCL.cpp:2057] [PG ID 2 PG GUID 3 Rank 3] Process group watchdog "
+        "thread terminated with exception: CUDA error: an illegal memory access was encountered",
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might "
+        "be incorrect."]))
+    assert f.category == "state_index" and f.confidence == "low" and "worker's death" in f.basis
+
+
+def test_a_ray_actor_that_died_without_a_fault_stays_other():
+    f = _first(_actor_died_log(["[rank3]:[E214 03:11:40.120391 ProcessGroupNCCL.cpp:1805] [PG ID 2 PG GUID 3 Rank 3] "
+                                "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=881, OpType=ALLREDUCE) "
+                                "ran for 600046 milliseconds before timing out."]))
+    assert f.category == "other"

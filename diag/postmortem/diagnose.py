@@ -96,14 +96,17 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     batch_ev = fact_evidence(facts, "crash_batch")
     if root is None:
         return _diagnose_rootless(facts, orphans, setup, base_numbers, batch_ev)
-    message = root.message or ""
-    if _WRAPPER.search(message.strip()) and any(_CXX_WHAT.match(t) for _, t in facts.startup.get("error_lines") or []):
-        # the engine only reports that a worker died ("Executor failed."); the worker was ended by a C++ exception
-        # ("terminate called after throwing ...", "what(): <message>": a kernel library's lookup, a collective) whose
-        # message is the error -- read as an error line without a Python exception
+    # vLLM's Ray worker logs "Error executing method 'x'. This might cause deadlock in distributed execution." after
+    # the worker's exception (vllm/v1/executor/ray_utils.py execute_method): a note of the executor, not the error
+    message = _RAY_EXEC_NOTE.sub("", root.message or "").strip()
+    if (_WRAPPER.search(message.strip()) or _WRAPPER.search(root.exc_type)) and any(
+            _CXX_WHAT.match(t) or ASYNC.search(t) for _, t in facts.startup.get("error_lines") or []):
+        # the engine (or Ray) only reports that a worker died ("Executor failed.", ActorDiedError); the worker was
+        # ended by a C++ exception ("terminate called after throwing ...", "what(): <message>": a kernel library's
+        # lookup) or by a CUDA fault its NCCL watchdog reported -- read as error lines without a Python exception
         d = _diagnose_rootless(facts, orphans, setup, base_numbers, batch_ev)
         if d is not None and d.category != "other":
-            d.basis += "; the Python exception only wraps a worker's death (a C++ exception ended it)"
+            d.basis += "; the Python exception only wraps a worker's death (a C++ exception or a CUDA fault ended it)"
             return d
     text = f"{root.exc_type}: {message}"
 
@@ -387,8 +390,10 @@ def _v0_release(version: str | None) -> str | None:
     return version if v is not None and (0, 2, 0) <= v < (0, 9, 0) else None
 
 
+# the engine's / Ray's report that a worker process died, which says nothing of why
 _WRAPPER = re.compile(r"^(?:Executor failed|Engine core initialization failed|EngineCore encountered an issue|"
-                      r"Worker proc \S+ died)")
+                      r"Worker proc \S+ died|The actor died unexpectedly)|ActorDiedError$")
+_RAY_EXEC_NOTE = re.compile(r"\s*Error executing method '?\w+'?\. This might cause deadlock in distributed execution\.")
 _CXX_WHAT = re.compile(r"\s*what\(\):")
 _DIED = re.compile(r"died unexpectedly|[Ss]egmentation fault|core dumped|killed by signal", re.I)
 _REAL_ERROR = re.compile(r"Error|error:|Assertion|Check failed|illegal|fault|Xid|failed", re.I)
