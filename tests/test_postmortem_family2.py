@@ -269,3 +269,33 @@ def test_a_ray_actor_that_died_without_a_fault_stays_other():
                                 "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=881, OpType=ALLREDUCE) "
                                 "ran for 600046 milliseconds before timing out."]))
     assert f.category == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# synchronous launches: PyTorch's indexing kernel faults in the statement that launched it
+# ------------------------------------------------------------------------------------------------
+
+def _sync_gather_log(code: str) -> str:
+    e = "(EngineCore_DP0 pid=5302) ERROR 08-21 10:02:44 [core.py:1190] "
+    return "\n".join([
+        "CUDA_LAUNCH_BLOCKING=1 vllm serve tiiuae/Falcon-H1-34B-Instruct --enable-prefix-caching "
+        "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3, \"prompt_lookup_max\": 3}'",
+        "Our traffic is mixed batches: spec decodes and plain decodes in the same step.",
+        "/pytorch/aten/src/ATen/native/cuda/ScatterGatherKernel.cu:144: operator(): block: [0,0,0], thread: [3,0,0] "
+        "Assertion `idx_dim >= 0 && idx_dim < index_size && \"index out of bounds\"` failed.",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/mamba/mamba_mixer2.py", '
+        "line 961, in conv_ssm_forward",
+        f"{e}    {code}",
+        f"{e}torch.AcceleratorError: CUDA error: device-side assert triggered",
+    ])
+
+
+def test_a_synchronous_gather_of_the_state_indices_is_the_state_index_class():
+    f = _first(_sync_gather_log("state_indices_d_in = state_indices_tensor_d.gather(1, offsets)"))
+    assert f.category == "state_index" and "synchronous" in f.basis
+
+
+def test_a_synchronous_gather_of_the_batch_rows_is_the_mixed_batch_class():
+    f = _first(_sync_gather_log("last_tok = query_start_loc_d.gather(0, num_accepted_tokens - 1)"))
+    assert f.category == "mixed_batch" and "synchronous" in f.basis

@@ -112,6 +112,27 @@ _NON_NEGATIVE = re.compile(r"\b\w*(?:idx|index|indices|coord|slot|state\w*|block
                            r"!=\s*-1)(?!\.)\b|\b0\s*<=\s*\w*(?:idx|index|coord|slot|state)", re.I)
 
 
+def _launching_statement(facts: LogFacts):
+    """With CUDA_LAUNCH_BLOCKING=1 a PyTorch kernel (a gather, an index) faults in the statement that launched it: the
+    innermost vLLM frame of the root error. In Mamba/GDN code, a statement over the state indices / block table is
+    the state-index class; one over the step's batch rows (query starts, spec-decode masks, accepted counts) is the
+    mixed-batch class. (category, frame) or None."""
+    from ..catalog.categorize import _BATCH_WORDS, _STATE_WORDS, _mamba_code
+
+    root = facts.root
+    if not facts.startup.get("cuda_launch_blocking") or root is None:
+        return None
+    fr = next((f for f in reversed(root.frames) if "vllm/" in f.file and (f.code or "").strip()), None)
+    if fr is None or not _mamba_code(fr.file.lower(), fr.function):
+        return None
+    code = (fr.code or "").lower()
+    if _STATE_WORDS.search(code):
+        return "state_index", fr
+    if _BATCH_WORDS.search(code):
+        return "mixed_batch", fr
+    return None
+
+
 def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis:
     """A fault whose kernel a debugger or a device-side assert names: what that kernel computes decides, with the
     configuration (a Mamba/GDN kernel under speculative decoding or prefix caching: its state indices or the
@@ -177,6 +198,15 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
     if what in ("sampling", "gemm", "comm", "attention"):
         return out("other", "medium" if what in ("sampling", "comm") else "low",
                    "outside the hybrid / spec-decode state, batch and kernel-limit paths")
+    launched = _launching_statement(facts) if setup.hybrid is not False else None
+    if launched is not None:
+        cat, fr = launched
+        return out(cat, "medium", f"launches are synchronous (CUDA_LAUNCH_BLOCKING=1), so the statement that launched "
+                                  f"it is exact: {fr.file.rsplit('/', 1)[-1]}:{fr.line} {fr.function}: "
+                                  f"{(fr.code or '').strip()[:100]} -- "
+                                  + ("it indexes the Mamba/GDN state indices" if cat == "state_index" else
+                                     "it indexes the step's batch rows (query starts, spec-decode masks, accepted "
+                                     "counts)") + (f"; with {', '.join(setup.why)}" if setup.why else ""))
     # PyTorch's indexing kernels or an unknown kernel: the configuration decides
     fake = LogException(exc_type="CUDA error", message=text[:300], log_line=lineno)
     d = from_async(facts, fake, setup, base_numbers, batch_ev)
