@@ -299,3 +299,31 @@ def test_a_synchronous_gather_of_the_state_indices_is_the_state_index_class():
 def test_a_synchronous_gather_of_the_batch_rows_is_the_mixed_batch_class():
     f = _first(_sync_gather_log("last_tok = query_start_loc_d.gather(0, num_accepted_tokens - 1)"))
     assert f.category == "mixed_batch" and "synchronous" in f.basis
+
+
+# ------------------------------------------------------------------------------------------------
+# a Mamba kernel's row check on 2-D (spec-decode) state indices: the rows of a mixed batch, not the index width
+# ------------------------------------------------------------------------------------------------
+
+def _conv_rows_log(k: int, got: str) -> str:
+    e = "(EngineCore_DP0 pid=2718) ERROR 01-30 18:22:05 [core.py:1077] "
+    return "\n".join([
+        "vllm serve ibm-granite/granite-4.0-h-tiny --max-num-seqs 48 "
+        f"--speculative-config '{{\"method\": \"ngram\", \"num_speculative_tokens\": {k}, \"prompt_lookup_max\": 3}}'",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/mamba/ops/causal_conv1d.py", '
+        "line 1131, in causal_conv1d_update",
+        f"{e}    assert batch == conv_state_indices.shape[0], (",
+        f"{e}AssertionError: ERROR: conv_state_indices should have shape (6,*) but got torch.Size({got})",
+    ])
+
+
+def test_spec_decode_state_index_rows_short_of_the_batch_are_a_mixed_batch():
+    f = _first(_conv_rows_log(2, "[4, 3]"))
+    assert f.category == "mixed_batch" and "rows differ" in f.basis
+    assert f.numbers.get("spec_rows") == 4 and f.numbers.get("state_index_columns") == 3
+
+
+@pytest.mark.parametrize("got", ["[4]", "[4, 5]"])
+def test_other_state_index_shapes_stay_state_index(got):
+    assert _first(_conv_rows_log(2, got)).category == "state_index"

@@ -67,6 +67,26 @@ def function_hint(exc: LogException) -> tuple[str, Any] | None:
     return None
 
 
+_ROW_CHECK = re.compile(r"\bbatch\w*\s*==\s*[\w.]*ind\w*\.(?:shape\[0\]|size\(0\))|"
+                        r"[\w.]*ind\w*\.(?:shape\[0\]|size\(0\))\s*==\s*batch\w*\b")
+_EXPECTED_ROWS = re.compile(r"\((\d+),\s*\*\)")
+_GOT_2D = re.compile(r"(?:torch\.Size\(\[|\[|\()(\d+),\s*(\d+)(?:\]\)|\]|\))")
+
+
+def _spec_rows_vs_batch(site, message: str, setup: Setup) -> tuple[int, int, int] | None:
+    """A Mamba kernel's check that the state indices have one row per batch row (causal_conv1d_update's
+    ``batch == conv_state_indices.shape[0]``) failing with 2-D indices of 1 + k columns -- the spec-decode rows'
+    layout -- and another row count: (batch, rows, columns)."""
+    if setup.spec_k <= 0 or not _ROW_CHECK.search(site.condition or ""):
+        return None
+    exp = _EXPECTED_ROWS.search(message)
+    got = _GOT_2D.search(message[exp.end():] if exp else "")
+    if exp is None or got is None:
+        return None
+    batch, rows, cols = int(exp.group(1)), int(got.group(1)), int(got.group(2))
+    return (batch, rows, cols) if cols == setup.spec_k + 1 and rows != batch else None
+
+
 def _prints_spec_query_len(message: str) -> bool:
     """The message states a per-request query length above 1 by name (the catalog rule spec_query_len_param)."""
     from ..catalog.categorize import categorize
@@ -130,6 +150,14 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                                                 if isinstance(mx, int) else ""))
         if isinstance(mx, int):
             nums.setdefault("decode_tokens_max", mx * (1 + k))
+    rows = _spec_rows_vs_batch(site, root.message or "", setup) if cat == "state_index" else None
+    if rows is not None:
+        batch, spec_rows, width = rows
+        cat = "mixed_batch"
+        basis += (f"; the state indices have 1 + k = {width} columns (the spec-decode rows' layout) but {spec_rows} rows "
+                  f"for a batch of {batch}: the rows differ, not the columns -- the builder's split of the step into "
+                  f"spec decodes and plain decodes disagrees with the rows the kernel runs on (a mixed batch)")
+        nums.update({"batch": batch, "spec_rows": spec_rows, "state_index_columns": width})
     pre = precondition_fails(cat, setup, facts, site)
     if pre:
         basis += f"; but {pre}, so the check fired for another reason: not counted as {cat}"
@@ -140,6 +168,8 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         conf = "low"
     if weak:
         conf = "low" if best.score < 0.6 else "medium"
+    if rows is not None and conf == "high":  # the site is certain, the class is read from its numbers
+        conf = "medium"
     if cat == "spec_kernel_limit" and setup.spec_k > 0:
         nums.setdefault("next_n", setup.spec_k + 1)
     ev = exc_evidence(root, 2)
