@@ -391,6 +391,8 @@ def _v0_release(version: str | None) -> str | None:
 
 
 # the engine's / Ray's report that a worker process died, which says nothing of why
+# hybrids whose linear-attention builder has no speculative-decoding path (MiniMax's lightning attention)
+_NO_SPEC_BUILDER = re.compile(r"MiniMaxText01|MiniMaxM1|minimax[-_]?(?:m1|text)", re.I)
 _WRAPPER = re.compile(r"^(?:Executor failed|Engine core initialization failed|EngineCore encountered an issue|"
                       r"Worker proc \S+ died|The actor died unexpectedly)|ActorDiedError$")
 _RAY_EXEC_NOTE = re.compile(r"\s*Error executing method '?\w+'?\. This might cause deadlock in distributed execution\.")
@@ -400,24 +402,64 @@ _REAL_ERROR = re.compile(r"Error|error:|Assertion|Check failed|illegal|fault|Xid
 
 
 def _silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
-    """No error at all, but the report says the output is wrong (garbled, repeated fragments) on a hybrid model
-    under speculative decoding, and shows batches that mix draft lengths or spec decodes with other rows: the
-    hybrid builders split a batch into decodes / spec decodes / prefills and give each its own state path, so a
-    row on the wrong path updates its Mamba/GDN state with the wrong tokens and the text degrades instead of the
-    engine failing (``low``: the symptom and the batch, not a failure site)."""
+    """No error at all, but the output goes wrong under speculative decoding (``low``/``medium``: the symptom, the
+    configuration and vLLM's own warnings, not a failure site):
+
+    * an MLA model whose decode backend warned that it got a query of uneven length (vLLM's FlashInfer / Tokenspeed
+      MLA: decodes with different 1 + k lengths fall back to one query row per token) -- the kernel limit;
+    * a hybrid whose batches mix draft lengths or spec decodes with other rows: a row on another kind's state path
+      in the Mamba/GDN builders corrupts its state;
+    * a hybrid whose linear-attention builder has no speculative-decoding path (MiniMax-Text-01 / M1's lightning
+      attention, vllm/v1/attention/backends/linear_attn.py LinearAttentionMetadataBuilder: reorder threshold 1, no
+      accepted-token counts): every 1 + k verification row goes down the prefill path and the rejected drafts stay
+      in the recurrent state -- the builder's split of the batch;
+    * a hybrid with prefix caching whose cache hits: the state restored from the cached block is not the slot the
+      spec-decode path reads -- the state index."""
     symptom = facts.startup.get("wrong_output_prose")
+    uneven = facts.startup.get("mla_uneven_query")
+    if setup.spec_k == 0 or not (symptom or uneven):
+        return None
+    nums = {**base_numbers, **facts.numbers}
+    spec = ", ".join(setup.why)
+    missing = ["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) records each step's batch and the builders' "
+               "split, which shows the steps whose output went wrong"]
+
+    def out(cat: str, conf: str, why: str, ev_names: tuple[str, ...]) -> Diagnosis:
+        return Diagnosis(
+            category=cat, confidence=conf, rule="failure_class",
+            basis=f"no error in the log; " + (f"the report says the output goes wrong ({symptom}) " if symptom else "")
+                  + f"with {spec}; {why}",
+            title=f"{title_of(cat)} (silent: wrong output, no error)",
+            message="wrong output without an error" + (f": {symptom}" if symptom else " (vLLM warned of it)"),
+            numbers=nums, evidence=fact_evidence(facts, *ev_names) + batch_ev, missing=list(missing))
+
+    if uneven and (setup.mla or not setup.hybrid):
+        return out("spec_kernel_limit", "medium",
+                   "vLLM's MLA decode warned that it got a query of uneven length: decodes of different 1 + k lengths "
+                   "(drafts of different lengths, a request near its end) fall back to one query row per token, which "
+                   "attends with the wrong causal extent -- the kernel's uniform query-length limit",
+                   ("mla_uneven_query", "wrong_output_prose"))
+    if not symptom or not setup.hybrid:
+        return None
     batch = setup.batch or {}
     mixed = setup.mixed_evidence or ("the crash dump's batch" if batch.get("mixed") or batch.get("ragged_drafts") else None)
-    if not symptom or not setup.hybrid or setup.spec_k == 0 or not mixed:
-        return None
-    return Diagnosis(
-        category="mixed_batch", confidence="low", rule="failure_class",
-        basis=(f"no error in the log; the report says the output goes wrong ({symptom}) with {', '.join(setup.why)}, "
-               f"and shows batches that mix draft lengths or spec decodes with other rows ({mixed}): a row of such a "
-               f"batch taking another kind's state path in the Mamba/GDN builders corrupts its state silently"),
-        title=f"{title_of('mixed_batch')} (silent: wrong output, no error)",
-        message=f"wrong output without an error: {symptom}",
-        numbers={**base_numbers, **facts.numbers},
-        evidence=fact_evidence(facts, "wrong_output_prose", "mixed_prose") + batch_ev,
-        missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) records each step's batch and the "
-                 "builders' split, which shows the steps whose output went wrong"])
+    if mixed:
+        return out("mixed_batch", "low",
+                   f"the report shows batches that mix draft lengths or spec decodes with other rows ({mixed}): a row of "
+                   f"such a batch taking another kind's state path in the Mamba/GDN builders corrupts its state silently",
+                   ("wrong_output_prose", "mixed_prose"))
+    model = f"{facts.architecture or facts.args.get('architecture') or ''} {facts.args.get('model') or facts.model or ''}"
+    if _NO_SPEC_BUILDER.search(model):
+        return out("mixed_batch", "low",
+                   "this model's linear-attention layers are built by vLLM's LinearAttentionMetadataBuilder, which has no "
+                   "speculative-decoding path (decode threshold 1, no accepted-token counts): the 1 + k verification "
+                   "rows are split off as prefills and the rejected drafts stay in the recurrent state",
+                   ("wrong_output_prose",))
+    hit = facts.startup.get("prefix_cache_hit_rate_max")
+    if setup.prefix_caching and isinstance(hit, (int, float)) and hit > 0:
+        return out("state_index", "low",
+                   f"prefix caching hits (up to {hit:g}%): the Mamba/GDN state restored from a cached block is read "
+                   f"through the state indices the spec-decode path uses (the running block plus the accepted-token "
+                   f"offset), so a hit that lands the state in another slot than the one read corrupts it silently",
+                   ("wrong_output_prose", "prefix_cache_hit_rate"))
+    return None

@@ -51,6 +51,8 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
 _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output|text|tokens|generations?|answers?)|"
                            r"repeated fragments|(?:output|text|answers?|generations?) (?:degrades?|degenerates?|"
                            r"become(?:s)? (?:garbage|gibberish|nonsense))|nonsense (?:output|text)|garbage (?:output|text)|"
+                           r"(?:returns?|returning|turns? into|produces?|producing|outputs?|generates?) (?:\w+ )?"
+                           r"(?:garbage|gibberish|nonsense|word salad)\b|word salad|broken (?:outputs?|text|answers?)|"
                            r"wrong (?:outputs?|tokens|answers)|incorrect outputs?)", re.I)
 # sampling / request parameters of the request that failed, in a curl JSON body, an OpenAI client call or
 # SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
@@ -164,7 +166,7 @@ class ProseLines:
                 self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])
         if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
                 k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
-                                    "rong ", "ncorrect")):
+                                    "rong ", "ncorrect", "salad", "roken ")):
             m = _WRONG_OUTPUT.search(text)
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)

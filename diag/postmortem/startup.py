@@ -22,6 +22,9 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     # vLLM 0.13+: "Warning: Prefix caching in Mamba cache 'align' mode is currently enabled. ..."
     ("mamba_cache_mode", re.compile(r"Prefix caching in Mamba cache '(\w+)' mode"), str),
     ("resolved_architecture", re.compile(r"Resolved architecture: (\w+)"), str),
+    # an MLA decode given decodes of different query lengths falls back to one query row per token (vllm/v1/attention/
+    # backends/mla/flashinfer_mla.py, tokenspeed_mla.py: "FlashInferMLAImpl got a query of uneven length.")
+    ("mla_uneven_query", re.compile(r"MLAImpl got a query of uneven length()"), lambda s: True),
     # a hybrid whose layers have no prefix-caching support in that release: vLLM turns --enable-prefix-caching off
     # (vllm/model_executor/models/config.py HybridAttentionMambaModelConfig, 0.11: "... detected: disabling prefix
     # caching since it is not yet supported", 0.12-0.17: "... detected without support for prefix caching: disabling")
