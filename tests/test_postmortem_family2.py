@@ -374,3 +374,37 @@ def test_the_mla_uneven_query_warning_under_drafts_is_the_kernel_limit():
                             "(Worker_TP2 pid=7702)                 This usually indicates an issue in batch reordering"],
                            symptom="accuracy on our eval drops from 0.91 to 0.52, completions are word salad"))
     assert f.category == "spec_kernel_limit" and f.confidence == "medium" and "uneven length" in f.basis
+
+
+# ------------------------------------------------------------------------------------------------
+# FlashMLA's tile-scheduler metadata (rows follow max_query_len x heads) against its CUDA-graph buffer
+# ------------------------------------------------------------------------------------------------
+
+def test_flashmla_tile_scheduler_metadata_vs_its_buffer_is_a_spec_kernel_limit_site():
+    sites = [s for s in load().all_sites() if s.file.endswith("mla/flashmla.py")
+             and "tile_scheduler_metadata" in (s.condition or "") and "<=" in (s.condition or "")]
+    assert sites and {s.category for s in sites} == {"spec_kernel_limit"}
+
+
+def _tile_log(spec: str) -> str:
+    w = "(Worker_TP3 pid=6120) ERROR 05-27 12:09:33 [multiproc_executor.py:998] "
+    return "\n".join([
+        f"vllm serve deepseek-ai/DeepSeek-V3.1 -tp 8 --kv-cache-dtype fp8 {spec}".rstrip(),
+        f"{w}Traceback (most recent call last):",
+        f'{w}  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 6702, in '
+        "_warmup_and_capture",
+        f"{w}    self._dummy_run(",
+        f'{w}  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/attention/backends/mla/flashmla.py", line 199, in '
+        "_build_decode",
+        f"{w}    assert n <= self.cg_buf_tile_scheduler_metadata.size(0)",
+        f"{w}AssertionError",
+    ])
+
+
+def test_the_tile_scheduler_buffer_assert_under_drafts_is_the_kernel_limit():
+    f = _first(_tile_log("--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'"))
+    assert f.category == "spec_kernel_limit"
+
+
+def test_the_tile_scheduler_buffer_assert_without_drafts_is_not_the_family():
+    assert _first(_tile_log("")).category == "other"

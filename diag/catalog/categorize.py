@@ -295,6 +295,14 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: bool(re.search(r"_dummy_run|capture|profile_cudagraph|profile_run", fn.lower()))
      and bool(re.search(r"num_tokens\w*\s*(?:<=|<|>=|>)\s*(?:self\.)?max_num_tokens\b|"
                         r"(?:self\.)?max_num_tokens\s*(?:<=|<|>=|>)\s*num_tokens", _core(t)))),
+    # an MLA decode kernel's scheduler metadata against the persistent CUDA-graph buffer it is copied into: the
+    # metadata's rows follow the query tokens per KV head (max_query_len x heads, vllm/v1/attention/backends/mla/
+    # flashmla.py _build_decode: "assert n <= self.cg_buf_tile_scheduler_metadata.size(0)"), and the query length is
+    # what speculative decoding raises to 1 + k -- the kernel's decode-width limit, not the capture sizes
+    ("mla_scheduler_metadata_vs_buffer", "spec_kernel_limit",
+     lambda f, fn, t, e, c: bool(_MLA_KERNEL_FILE.search(f)) and not _mamba_code(f, fn)
+     and bool(re.search(r"\w*tile_scheduler_metadata\w*", _core(t)))
+     and bool(re.search(r"<=|>=|<|>|==|\bsize\(0\)|\bshape\[0\]", _core(t)))),
     ("cudagraph_capture", "cudagraph_shape",
      lambda f, fn, t, e, c: bool(_CAPTURE_WORDS.search(t)) or bool(re.search(
          r"cudagraph_dispatcher|compilation/cuda_graph|cudagraph_utils|cuda_piecewise", f))
