@@ -408,3 +408,27 @@ def test_the_tile_scheduler_buffer_assert_under_drafts_is_the_kernel_limit():
 
 def test_the_tile_scheduler_buffer_assert_without_drafts_is_not_the_family():
     assert _first(_tile_log("")).category == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# Ray Serve replica prefixes (names with colons): the engine's traceback inside them is read
+# ------------------------------------------------------------------------------------------------
+
+def test_an_engine_error_inside_ray_serve_replica_prefixes_is_the_root():
+    r = "(ServeReplica:chat:LLMServer:zamba2-7b pid=3301) "
+    e = f"{r}(EngineCore_DP0 pid=3388) ERROR 11-02 08:15:40 [core.py:940] "
+    log = "\n".join([
+        f"{r}INFO 11-02 08:15:01 [utils.py:253] non-default args: {{'model': 'Zyphra/Zamba2-7B-instruct', "
+        "'kv_events_config': {'enable_kv_cache_events': True}}",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "/home/ray/anaconda3/lib/python3.12/site-packages/vllm/v1/core/kv_cache_utils.py", line 1198, '
+        "in unify_hybrid_kv_cache_specs",
+        f"{e}    raise ValueError(",
+        f"{e}ValueError: Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified "
+        "type.",
+        f"{r}RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {{}}",
+        "(ServeController pid=3100) ray.serve._private.deployment_state.DeploymentUnavailableError: The deployment "
+        "LLMServer:zamba2-7b failed to start 3 times in a row. Last error: RuntimeError('Engine core initialization "
+        "failed. See root cause above. Failed core proc(s): {}')",
+    ])
+    assert _first(log).category == "kv_page_size"

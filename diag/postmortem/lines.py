@@ -22,9 +22,11 @@ _DOCKER = re.compile(r"^\s*" + _TS + r"(?: (?:stdout|stderr) [FP](?=[ \t]|$))?(?
 _TS_ONLY = re.compile(r"^\s*(?:" + _TS + r"|\d\d:\d\d:\d\d(?:\.\d+)?)\s*$")
 _JOURNALD = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")
 # "(EngineCore_DP0 pid=1)", "(RayWorkerWrapper pid=1, ip=…)", and vLLM 0.8-0.10's "(VllmWorker rank=2 pid=1)"
-_PROC_PAREN = re.compile(r"^\(([A-Za-z][\w.\-]*)(?: rank=(\d+))?(?: pid=([^)\s,]*))?(?:, ip=[^)]*)?\)\s?")
+# (Ray Serve's replica names hold colons: "(ServeReplica:app:LLMServer:model pid=1)" -- only with a pid / rank)
+_PROC_NAME = r"[A-Za-z][\w.\-]*(?::[\w.\-]+)+(?= (?:rank|pid)=)|[A-Za-z][\w.\-]*"
+_PROC_PAREN = re.compile(r"^\((" + _PROC_NAME + r")(?: rank=(\d+))?(?: pid=([^)\s,]*))?(?:, ip=[^)]*)?\)\s?")
 _PROC_NOPAREN = re.compile(r"^([A-Za-z][\w.\-]*)(?: rank=(\d+))? pid=([^)\s,]*)(?:, ip=[^)]*)?\)\s?")
-_MIDLINE_RECORD = re.compile(r"\((?:[A-Za-z][\w.\-]*)(?: rank=\d+)? pid=[^)\s]*(?:, ip=[^)]*)?\) "
+_MIDLINE_RECORD = re.compile(r"\((?:" + _PROC_NAME + r")(?: rank=\d+)? pid=[^)\s]*(?:, ip=[^)]*)?\) "
                              r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 _RANK = re.compile(r"^\[rank(\d+)\]:")
 _LEVEL = re.compile(
