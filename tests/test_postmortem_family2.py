@@ -432,3 +432,36 @@ def test_an_engine_error_inside_ray_serve_replica_prefixes_is_the_root():
         "failed. See root cause above. Failed core proc(s): {}')",
     ])
     assert _first(log).category == "kv_page_size"
+
+
+# ------------------------------------------------------------------------------------------------
+# an asynchronous fault whose crash dump shows a request (re)starting from cached blocks
+# ------------------------------------------------------------------------------------------------
+
+def _dump_ima_log(resumed: str) -> str:
+    e = "(EngineCore_DP0 pid=612) ERROR 03-03 22:14:09 "
+    return "\n".join([
+        "vllm serve Qwen/Qwen3.5-27B -tp 2 --enable-prefix-caching "
+        "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'",
+        f"{e}[dump_input.py:79] Dumping scheduler output for model execution: SchedulerOutput(scheduled_new_reqs=[], "
+        "scheduled_cached_reqs=CachedRequestData(req_ids=['r-11', 'r-12', 'r-13'],"
+        f"resumed_req_ids=[{resumed}],new_token_ids_lens=[],new_block_ids=[None, None, [[90, 91], [92]]],"
+        "num_computed_tokens=[2210, 517, 4224],num_output_tokens=[88, 40, 0]), num_scheduled_tokens={r-11: 4, "
+        "r-12: 4, r-13: 301}, total_num_scheduled_tokens=309, scheduled_spec_decode_tokens={r-11: [11, 12, 13], "
+        "r-12: [21, 22, 23]}, scheduled_encoder_inputs={}, num_common_prefix_blocks=[0, 0])",
+        f"{e}[core.py:1120] EngineCore encountered a fatal error.",
+        f"{e}[core.py:1120] Traceback (most recent call last):",
+        f'{e}[core.py:1120]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", '
+        "line 7011, in _to_list",
+        f"{e}[core.py:1120]     self.transfer_event.synchronize()",
+        f"{e}[core.py:1120] torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+    ])
+
+
+def test_an_async_fault_with_a_resumed_request_from_cached_blocks_is_the_state_index():
+    f = _first(_dump_ima_log("'r-13'"))
+    assert f.category == "state_index" and "cached blocks at 4224" in f.basis
+
+
+def test_the_same_mixed_batch_without_a_cached_start_stays_mixed():
+    assert _first(_dump_ima_log("")).category == "mixed_batch"

@@ -89,6 +89,16 @@ def hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:
     evidence points at (a prior, ``low``): the batch composition (mixed decode / spec-decode rows, ragged or
     zero accepted drafts) or the state indices through the block table (prefix caching's align/all modes)."""
     batch = setup.batch or {}
+    starts = batch.get("cached_start_tokens")
+    if starts and (setup.prefix_caching or setup.mamba_cache_mode in ("align", "all")):
+        # a request of the failing step (re)starts from cached blocks -- a prefix-cache hit of a new request, a request
+        # resumed after preemption: its Mamba/GDN state is restored from the cached block and read through the state
+        # indices / block table (align mode's running block plus the speculative blocks), whatever else the batch mixes
+        return "state_index", (f"the crash dump shows a request starting from cached blocks at {starts[0]} computed "
+                               f"tokens (a prefix-cache hit or a resumed request): its state is restored through the "
+                               f"block table's state indices under speculative decoding"
+                               + ("; the batch also mixes spec decodes with other rows (the mixed-batch class fits "
+                                  "it too)" if batch.get("mixed") else ""))
     if batch.get("mixed") or batch.get("ragged_drafts"):
         return "mixed_batch", "the crash dump shows " + ("a mixed batch" if batch.get("mixed") else "ragged draft lengths")
     if setup.mixed_evidence:

@@ -61,6 +61,7 @@ def parse_scheduler_output(text: str) -> dict[str, Any] | None:
         if cm:
             computed[rid] = int(cm.group(1))
     cached_ids: list[str] = []
+    resumed: list[str] = []
     cm = re.search(r"CachedRequestData\((.*)", t)
     if cm:
         body = cm.group(1)
@@ -73,6 +74,15 @@ def parse_scheduler_output(text: str) -> dict[str, Any] | None:
         if m:
             for rid, n in zip(cached_ids, _ints(m.group(1))):
                 computed[rid] = n
+        # requests resumed after preemption: they restart from their cached blocks (resumed_req_ids, or the older
+        # resumed_from_preemption=[true, false, ...] in req_ids order)
+        m = re.search(_LIST_FIELD.format(name="resumed_req_ids"), body)
+        if m:
+            resumed = [x.strip().strip("'\"") for x in m.group(1).split(",") if x.strip()]
+        else:
+            m = re.search(_LIST_FIELD.format(name="resumed_from_preemption"), body)
+            flags = [x.strip().lower() == "true" for x in m.group(1).split(",")] if m else []
+            resumed = [rid for rid, f in zip(cached_ids, flags) if f]
     scheduled: dict[str, int] = {}
     m = _SCHED.search(t)
     if m:
@@ -111,6 +121,11 @@ def parse_scheduler_output(text: str) -> dict[str, Any] | None:
         out["num_computed_tokens"] = [computed[r] for r in ids if r in computed]
     if prompt_lens:
         out["prompt_lens"] = [prompt_lens[r] for r in ids if r in prompt_lens]
+    # computed tokens of the requests that (re)start in this step from cached blocks: a new request with a prefix-cache
+    # hit, a request resumed after preemption
+    starts = [computed[r] for r in list(dict.fromkeys(new_ids + resumed)) if computed.get(r, 0) > 0]
+    if starts:
+        out["cached_start_tokens"] = starts
     m = _TO_SCHEDULE.search(t)
     if m:
         out["num_spec_tokens_to_schedule"] = int(m.group(1))
