@@ -104,3 +104,13 @@ def test_a_dict_of_values_named_by_the_words_before_it():
     n = _numbers("NotImplementedError: The page size of the layer is not divisible by the maximum page size. layer page "
                  "sizes: {'model.layers.0.mixer': 1064960, 'model.layers.3.self_attn.attn': 786432}")
     assert n["layer_page_sizes"] == [1064960, 786432]
+
+
+def test_long_pathological_messages_stay_linear():
+    # operands of check macros and comparisons are bounded: a long run of identifier characters cannot make the
+    # search backtrack without end (this input took minutes with an unbounded operand)
+    from vllm_diag.postmortem.numbers import check_numbers, phrase_numbers
+
+    for text in ("CHECK_EQ(" + "a-" * 3000, "a.b(" * 3000 + " <= 1 INTERNAL ASSERT", "Expected " + "a" * 5000 + " <= 1"):
+        check_numbers(text)
+        phrase_numbers(text)

@@ -234,7 +234,7 @@ _DIMS = r"(?:torch\.Size\(\s*)?[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*[\])]\)?"
 # (16, 4096)", "... to be: [32, 64] but got: [32, 128]": the two shapes of a failed comparison
 _SHAPE_VS = re.compile(r"(?:[Ee]xpected|[Ee]xpecting|to be|to equal|must be|should be|to have shape)\s*:?\s*(?:shape\s*)?"
                        + _DIMS + r"[^\[(]{0,40}?\b(?:but )?(?:got|found|actual|received|is)\b\s*:?\s*(?:shape\s*)?" + _DIMS)
-_SHAPE_VS_SUBJECT = re.compile(r"\b([A-Za-z_][\w.]*?)(?:\.shape)?\s+(?:to have|with|of)\s+(?:shape|size)s?\s*$")
+_SHAPE_VS_SUBJECT = re.compile(r"\b([A-Za-z_][\w.]{0,80}?)(?:\.shape)?\s+(?:to have|with|of)\s+(?:shape|size)s?\s*$")
 # an expression and its value: "x.shape=torch.Size([16, 2048])", "query.shape[0]=37", "block_table.shape[1] (512)"
 _EXPR_VALUE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.\w+|\[-?\d+\]|\(-?\d*\))+)(?:\s*[=:]\s*|\s+\()(?:" + _DIMS + r"|(-?\d+(?:\.\d+)?)\)?)")
 # PyTorch's view error: "shape '[8, -1, 64]' is invalid for input of size 5000"
@@ -429,15 +429,16 @@ _SUBJECT = re.compile(r"(?<![\w./])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
 # a kernel's check macro or failed comparison against a constant: TVM_FFI_ICHECK_GT(num_tokens, 64),
 # CHECK_LE(x, 8), "Check failed: (next_n <= 2)", "Assertion `q_len <= 4' failed", TORCH_CHECK(n % 64 == 0)
 # (the first argument may be an expression: TVM_FFI_ICHECK_EQ(num_heads % 16, 0))
-_CHECK_MACRO = re.compile(r"\b(?:TVM_FFI_|PADDLE_|FLASHINFER_)?I?CHECK_(GT|GE|LT|LE|EQ|NE)\(\s*([A-Za-z_](?:[\w.\->\[\]]|\([^(),]*\)|"
-                          r"\s*[%*+/-]\s*(?=[\w(]))*?)\s*,\s*(-?\d+)\s*\)")
+_CHECK_MACRO = re.compile(r"\b(?:TVM_FFI_|PADDLE_|FLASHINFER_)?I?CHECK_(GT|GE|LT|LE|EQ|NE)\(\s*([A-Za-z_](?:[^,()]|\([^(),]{0,20}\)){0,80}?)"
+                          r"\s*,\s*(-?\d+)\s*\)")
 # "Check failed: (x <= 2)", "Assertion `q_len <= 4' failed", "Assertion failed: qSeqLen <= 16" (TensorRT-LLM), and
 # TORCH_CHECK / INTERNAL_ASSERT without a message: "Expected num_tokens <= 8192 to be true, but got false",
 # "q.size(1) == 128 INTERNAL ASSERT FAILED at ..."
 _CHECK_CMP = re.compile(r"(?:Check failed:?|TORCH_CHECK\(|Assertion failed:?|Assertion [`'\"]|[Aa]ssert(?:ion)?\s*\(?|"
-                        r"\bExpected(?= [A-Za-z_][\w.\->\[\]()]*? ?(?:<=|>=|<|>|==|!=) ?-?\d+ to be true)|"
-                        r"(?<![\w.])(?=[A-Za-z_][\w.\->\[\]()]*? ?(?:<=|>=|<|>|==|!=) ?-?\d+ INTERNAL ASSERT))\s*\(?\s*"
-                        r"([A-Za-z_][\w.\->\[\]()]*?)\s*(<=|>=|<|>|==|!=)\s*(-?\d+)\b")
+                        r"\bExpected(?= [A-Za-z_][\w.\->\[\]()]{0,80}? ?(?:<=|>=|<|>|==|!=) ?-?\d+ to be true))\s*\(?\s*"
+                        r"([A-Za-z_][\w.\->\[\]()]{0,80}?)\s*(<=|>=|<|>|==|!=)\s*(-?\d+)\b")
+# PyTorch's INTERNAL_ASSERT without a message: "q.size(1) == 128 INTERNAL ASSERT FAILED at ..." (searched only in such text)
+_INTERNAL_ASSERT = re.compile(r"(?<![\w.])([A-Za-z_][\w.\->\[\]()]{0,80}?)\s*(<=|>=|<|>|==|!=)\s*(-?\d+) INTERNAL ASSERT")
 _MUST_CMP = re.compile(r"(?<![\w.])([A-Za-z_][\w.\[\]()]*?)\s+(?:must|should|has to|needs to) be\s+(<=|>=|<|>|==|"
                        r"less than or equal to|greater than or equal to|at most|at least|less than|greater than|smaller than)"
                        r"\s*(-?\d+)\b(?:\s*[,;(]?\s*(?:but|got|is|was)\s+(?:got\s+|is\s+|was\s+)?(-?\d+))?")
@@ -497,6 +498,8 @@ def check_numbers(text: str) -> dict[str, Any]:
             out[m.group(1)] = int(m.group(4))
         return out
     m = _CHECK_CMP.search(text)
+    if m is None and "INTERNAL ASSERT" in text:
+        m = _INTERNAL_ASSERT.search(text)
     if m:
         out = {"check_operand": m.group(1), "check_op": m.group(2), "check_threshold": int(m.group(3))}
         # the value the check saw, where its text says it ("... is false: ... got 6"): under the operand's name
