@@ -465,3 +465,21 @@ def test_an_async_fault_with_a_resumed_request_from_cached_blocks_is_the_state_i
 
 def test_the_same_mixed_batch_without_a_cached_start_stays_mixed():
     assert _first(_dump_ima_log("")).category == "mixed_batch"
+
+
+# ------------------------------------------------------------------------------------------------
+# a mask over the step's spec-decode tokens that does not fit the tokens: the rows of the batch
+# ------------------------------------------------------------------------------------------------
+
+def test_a_spec_token_mask_that_does_not_fit_the_tokens_is_a_mixed_batch():
+    e = "(EngineCore_DP0 pid=300) ERROR 05-05 10:00:00 [core.py:1000] "
+    log = "\n".join([
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --speculative-config '{\"method\": \"mtp\", "
+        "\"num_speculative_tokens\": 2}'",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "/usr/lib/python3.12/site-packages/vllm/model_executor/models/qwen3_next.py", line 612, in '
+        "_forward_core",
+        f"{e}    mixed_qkv_spec = mixed_qkv[spec_token_masks]",
+        f"{e}IndexError: The shape of the mask [8] at index 0 does not match the shape of the indexed tensor [6, 4096]",
+    ])
+    assert _first(log).category == "mixed_batch"

@@ -33,6 +33,7 @@ _SPEC_WORDS = re.compile(r"next_n|num_speculative|speculative|spec_decode|spec d
                          r"decode_threshold|reorder_batch|uniform query|uniform_decode|uniform decode|non-uniform|query rows|"
                          r"num_tokens.*per.*req|tokens per request")
 _BATCH_WORDS = re.compile(r"num_decodes|num_prefills|num_spec_decodes|num_decode_tokens|num_prefill_tokens|spec_sequence_masks|"
+                          r"\w*spec_token_masks?\b|\w*spec_token_ind\w*|"
                           r"spec_query_start|non_spec|has_initial_state|query_start_loc|num_accepted|split_decodes|"
                           r"\bdecodes?\b|\bprefills?\b|spec-decode and non-spec|\bmixed\b|mixed_qkvz?\.shape\[0\]|mismatched batch sizes|cu_seqlens|spec_token_indx|"
                           r"num_computed_tokens_p|prep_initial_states")
