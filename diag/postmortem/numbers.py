@@ -439,7 +439,7 @@ _CHECK_CMP = re.compile(r"(?:Check failed:?|TORCH_CHECK\(|Assertion failed:?|Ass
                         r"([A-Za-z_][\w.\->\[\]()]{0,80}?)\s*(<=|>=|<|>|==|!=)\s*(-?\d+)\b")
 # PyTorch's INTERNAL_ASSERT without a message: "q.size(1) == 128 INTERNAL ASSERT FAILED at ..." (searched only in such text)
 _INTERNAL_ASSERT = re.compile(r"(?<![\w.])([A-Za-z_][\w.\->\[\]()]{0,80}?)\s*(<=|>=|<|>|==|!=)\s*(-?\d+) INTERNAL ASSERT")
-_MUST_CMP = re.compile(r"(?<![\w.])([A-Za-z_][\w.\[\]()]*?)\s+(?:must|should|has to|needs to) be\s+(<=|>=|<|>|==|"
+_MUST_CMP = re.compile(r"(?<![\w.])([A-Za-z_][\w.\[\]()]{0,80}?)\s+(?:must|should|has to|needs to) be\s+(<=|>=|<|>|==|"
                        r"less than or equal to|greater than or equal to|at most|at least|less than|greater than|smaller than)"
                        r"\s*(-?\d+)\b(?:\s*[,;(]?\s*(?:but|got|is|was)\s+(?:got\s+|is\s+|was\s+)?(-?\d+))?")
 _WORD_OP = {"less than or equal to": "<=", "at most": "<=", "greater than or equal to": ">=", "at least": ">=",
