@@ -483,3 +483,19 @@ def test_a_spec_token_mask_that_does_not_fit_the_tokens_is_a_mixed_batch():
         f"{e}IndexError: The shape of the mask [8] at index 0 does not match the shape of the indexed tensor [6, 4096]",
     ])
     assert _first(log).category == "mixed_batch"
+
+
+@pytest.mark.parametrize("prose", [
+    "The output is garbled only when several requests run concurrently; a single request is always fine.",
+    "With 1 concurrent request it's fine, with 16 concurrent requests the answers become gibberish.",
+])
+def test_silent_garbage_only_with_other_requests_in_flight_is_a_mixed_batch(prose):
+    f = _first(_silent_log("Qwen/Qwen3.5-35B-A3B", "--speculative-config '{\"method\": \"mtp\", "
+                           "\"num_speculative_tokens\": 2}'", [], symptom=prose))
+    assert f.category == "mixed_batch" and f.confidence == "low" and "other requests" in f.basis
+
+
+def test_silent_garbage_for_every_request_names_no_class():
+    log = _silent_log("Qwen/Qwen3.5-35B-A3B", "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'",
+                      [], symptom="Answers are gibberish for every request, even a lone one.")
+    assert not [f for f in _findings(log) if f.severity == "error"]

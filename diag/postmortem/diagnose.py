@@ -443,11 +443,16 @@ def _silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_
         return None
     batch = setup.batch or {}
     mixed = setup.mixed_evidence or ("the crash dump's batch" if batch.get("mixed") or batch.get("ragged_drafts") else None)
+    dependent = facts.startup.get("batch_dependent_prose")
+    if not mixed and isinstance(dependent, str) and not setup.prefix_caching:
+        # fine alone, wrong with other requests in flight: only a shared batch mixes one request's spec decodes with
+        # another's prefill or plain decode (a single request's own steps never mix kinds)
+        mixed = f"it goes wrong only with other requests in the batch: {dependent}"
     if mixed:
         return out("mixed_batch", "low",
                    f"the report shows batches that mix draft lengths or spec decodes with other rows ({mixed}): a row of "
                    f"such a batch taking another kind's state path in the Mamba/GDN builders corrupts its state silently",
-                   ("wrong_output_prose", "mixed_prose"))
+                   ("wrong_output_prose", "mixed_prose", "batch_dependent_prose"))
     model = f"{facts.architecture or facts.args.get('architecture') or ''} {facts.args.get('model') or facts.model or ''}"
     if _NO_SPEC_BUILDER.search(model):
         return out("mixed_batch", "low",

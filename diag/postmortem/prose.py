@@ -54,6 +54,14 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output
                            r"(?:returns?|returning|turns? into|produces?|producing|outputs?|generates?) (?:\w+ )?"
                            r"(?:garbage|gibberish|nonsense|word salad)\b|word salad|broken (?:outputs?|text|answers?)|"
                            r"wrong (?:outputs?|tokens|answers)|incorrect outputs?)", re.I)
+# the reporter's words that the failure depends on the batch: fine alone, wrong only with other requests in flight
+_BATCH_DEPENDENT = re.compile(
+    r"\bonly (?:\w+ ){0,4}(?:when|with|under|at) (?:\w+ ){0,3}(?:concurren\w*|parallel requests|(?:high )?load|"
+    r"multiple requests|several requests|many requests|batch(?:es|ing)?)\b|"
+    r"\b(?:a single|one|1) (?:concurrent )?(?:request|user|client|prompt)s? (?:\w+ ){0,3}(?:is|are|works?|runs?|stays?|"
+    r"looks?|gives?|returns?) (?:\w+ )?(?:fine|ok|correct|good)\b|"
+    r"\b(?:with|at) (?:1|one|a single) concurren\w*(?: \w+)?,? (?:it'?s|is|works|runs|stays) (?:\w+ )?(?:fine|ok|correct)\b",
+    re.I)
 # sampling / request parameters of the request that failed, in a curl JSON body, an OpenAI client call or
 # SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
 _REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
@@ -171,6 +179,12 @@ class ProseLines:
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)
                 self.facts.lines["wrong_output_prose"] = (line.lineno, text.strip()[:500])
+        if "batch_dependent_prose" not in self.facts.startup and len(text) < 2000 and (
+                "oncurren" in text or "ingle" in text or " load" in text or "equests" in text):
+            m = _BATCH_DEPENDENT.search(text)
+            if m:
+                self.facts.startup["batch_dependent_prose"] = m.group(0)
+                self.facts.lines["batch_dependent_prose"] = (line.lineno, text.strip()[:500])
         if "prefix cach" in text.lower() and "prefix_caching_prose" not in self.facts.startup and len(text) < 2000:
             m = _PC_PROSE.search(text)
             if m:
