@@ -330,10 +330,12 @@ class CommandLines:
                 self.commands.append((line.lineno, " ".join(shell_quote(a) for a in argv)))
                 return
             return
-        if text.lstrip().startswith("#") and line.level is None:
+        if line.level is not None:
+            return  # a log record: the flags below are read from pasted text only
+        if text.lstrip().startswith("#"):
             return  # a commented-out line of a script (`# --enforce-eager`): not part of the set-up
         indented = text[:1] in (" ", "\t")
-        if line.level is None and ("_" in text or "-" in text) and (
+        if ("_" in text or "-" in text) and (
                 not indented or ":" in text and 'File "' not in text):  # indented: a YAML / JSON key, not a frame
             for m in _BARE_FLAG.finditer(text):
                 # an indented line is a key of a YAML / JSON file (`key: value`); indented `name = value` is code

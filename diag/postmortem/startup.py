@@ -105,7 +105,7 @@ class StartupLines:
                     self._set_startup(name, conv(m.group(1)), line)
                 except ValueError:
                     pass
-        if self._logged_budget > 0 and line.level in ("INFO", "WARNING", "WARN", None) and (
+        if self._logged_budget > 0 and line.level != "ERROR" and line.level != "DEBUG" and (
                 "=" in text or " from " in text or "Using " in text) and len(text) < 2000 and "with config:" not in text \
                 and "non-default args" not in text and "SamplingParams(" not in text:
             # settings are stated while the engine starts: a bounded number of records is read (a serving log's
