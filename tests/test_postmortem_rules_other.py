@@ -70,3 +70,16 @@ def test_secrets_do_not_reach_evidence():
     an = analyze_text(text, use_preflight=False)
     blob = repr([e.text for f in an.findings for e in f.evidence]) + repr(an.facts.args)
     assert "sk-abcdefghij" not in blob and "hf_abcdefghijklmnop" not in blob
+
+
+@pytest.mark.parametrize("blocking", [False, True])
+def test_cuda_async_asks_for_a_blocking_rerun_only_when_the_log_lacks_one(blocking):
+    exc = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    text = TB.format(file="v1/worker/gpu_model_runner.py", fn="execute_model", exc=exc)
+    if blocking:
+        text = "$ CUDA_LAUNCH_BLOCKING=1 vllm serve /models/x --enforce-eager\n" + text
+    found = [f for f in analyze_text(text, use_preflight=False).findings if f.rule == "other_cuda_async"]
+    assert len(found) == 1
+    asks = any("CUDA_LAUNCH_BLOCKING=1" in m for m in found[0].missing_evidence)
+    assert asks is not blocking
+    assert ("is the kernel that faulted" in found[0].message) is blocking

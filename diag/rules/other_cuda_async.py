@@ -24,14 +24,19 @@ def check(ctx: RuleContext) -> list[Finding]:
         if "triton" not in fr.file and "torch" not in fr.file.split("/")[-2:][0]:
             kernel = f"{fr.file.rsplit('/', 1)[-1]}:{fr.line} in {fr.function}"
             break
+    # with CUDA_LAUNCH_BLOCKING=1 every launch synchronises: the frame shown is the launch that faulted
+    blocking = bool(ctx.log is not None and ctx.log.startup.get("cuda_launch_blocking"))
+    where = (f" (last frame: {kernel})" if kernel else "")
+    message = (f"The log ran with CUDA_LAUNCH_BLOCKING=1, so the launching frame{where} is the kernel that faulted."
+               if blocking else "CUDA reports kernel faults at the next synchronisation, so the Python frame shown may "
+               f"not be the kernel that faulted{where}.")
     f = Finding(rule=ID, category="other", severity="error",
-                title=f"Asynchronous CUDA error: {m.group(0) if m else 'kernel fault'}",
-                message="CUDA reports kernel faults at the next synchronisation, so the Python frame shown may not be "
-                        "the kernel that faulted" + (f" (last frame: {kernel})" if kernel else "") + ".",
+                title=f"Asynchronous CUDA error: {m.group(0) if m else 'kernel fault'}", message=message,
                 evidence=exc_evidence(exc, 2))
-    f.missing_evidence.append("rerun with CUDA_LAUNCH_BLOCKING=1 (and --enforce-eager) so the failing kernel is the "
-                              "one in the traceback; with probes on (VLLM_DIAG_DB=run.db) the last batch composition is "
-                              "recorded too")
+    if not blocking:
+        f.missing_evidence.append("rerun with CUDA_LAUNCH_BLOCKING=1 (and --enforce-eager) so the failing kernel is the "
+                                  "one in the traceback; with probes on (VLLM_DIAG_DB=run.db) the last batch composition "
+                                  "is recorded too")
     return [f]
 
 
