@@ -499,3 +499,15 @@ def test_silent_garbage_for_every_request_names_no_class():
     log = _silent_log("Qwen/Qwen3.5-35B-A3B", "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'",
                       [], symptom="Answers are gibberish for every request, even a lone one.")
     assert not [f for f in _findings(log) if f.severity == "error"]
+
+
+def test_a_prompt_arriving_while_others_are_decoding_is_mixed_batch_evidence():
+    e = "(EngineCore_DP0 pid=300) ERROR 05-05 10:00:00 [core.py:1000] "
+    log = "\n".join([
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --speculative-config '{\"method\": \"mtp\", "
+        "\"num_speculative_tokens\": 2}'",
+        "It crashes as soon as a new prompt arrives while the other requests are decoding.",
+        f"{e}torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+    ])
+    f = _first(log)
+    assert f.category == "mixed_batch" and f.confidence == "low"

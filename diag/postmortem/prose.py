@@ -164,7 +164,7 @@ class ProseLines:
                 k = _failing_k(text)  # the depth in a later sentence ("... with MTP." then "k=3 crashes")
                 if k:
                     prose["k"] = k
-        if "mixed_prose" not in self.facts.startup and len(text) < 2000 and ("ixed" in text or "decode" in text
+        if "mixed_prose" not in self.facts.startup and len(text) < 2000 and ("ixed" in text or "decod" in text
                                                                               or "non-spec" in text or "ccepted" in text
                                                                               or "raft" in text or "agged" in text
                                                                               or "roposal" in text):
