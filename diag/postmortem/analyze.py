@@ -8,6 +8,7 @@ suggestions). ``Analysis.to_record()`` is the session record every output render
 from __future__ import annotations
 
 import os
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -163,7 +164,9 @@ def run_preflight(facts: LogFacts, version, gpu: GpuInfo | None,
     try:
         mfacts = load_model_facts(str(model), model_dirs=model_dirs)
     except Exception as exc:  # noqa: BLE001 - ModelConfigError and friends
-        return None, f"config.json not reachable: {str(exc).splitlines()[0][:200]}"
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        # cut at a word, marked, so the note never ends mid-word ("... pass a local model fold")
+        return None, f"config.json not reachable: {textwrap.shorten(first, 300, placeholder=' ...')}"
     draft = None
     dm = facts.args.get("draft_model")
     draft_note = ""
