@@ -29,7 +29,7 @@ pre-flight runs where the model's config.json is reachable, as in the CLI) and i
   (``cache_config_block_size`` ~ ``block_size``; ``gpu_model_runner_build_attention_metadata_line`` ~
   ``gpu_model_runner_line``; words in :data:`GENERIC` -- num, size, max, line, py ... -- do not count);
   values are equal (integers exactly, floats within 1 %, lists element-wise, a number and a one-element list; ``_mib``/``_gib``/``_ms``/``_s``
-  suffixes convert units); a ``"file.ext:N"`` label is ``<file stem>_line == N``; other strings must occur
+  suffixes convert units); a ``"file.ext:N"`` (or ``file.ext", line N``) label is ``<file stem>_line == N``; other strings must occur
   in a string of the output. Log-line positions (``log_line``, evidence and file line counts) and the view
   and session blocks are not numbers of the failure and are not searched. ``in log`` counts the label
   numbers that occur in the log text at all (labels may quote a thread's numbers the excerpt lacks); ``lax``
@@ -174,7 +174,8 @@ def _equal(want: float, got: float) -> bool:
 def recovered(name: str, value, leaves: list[tuple[str, object]]) -> bool:
     """The labelled number ``name = value`` is in the output under a compatible name (module doc)."""
     if isinstance(value, str):
-        m = re.fullmatch(r"\s*([\w.\-]+?)\.(?:py|hpp|cuh|cu|h|cpp|cc):(\d+)\s*", value)
+        # "file.py:N", or a traceback's own spelling of it: 'file.py", line N'
+        m = re.fullmatch(r"\s*([\w.\-]+?)\.(?:py|hpp|cuh|cu|h|cpp|cc)(?::|\"?,? line )(\d+)\s*", value)
         if m:
             return recovered(f"{m.group(1)}_line", int(m.group(2)), leaves) or recovered(name, int(m.group(2)), leaves)
         n = _num(value)

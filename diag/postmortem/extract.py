@@ -265,6 +265,12 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 f.lines["num_speculative_tokens"] = f.lines["spec_prose"]
         for name, val in frame_line_numbers(f).items():
             f.numbers.setdefault(name, val)
+        mult, k = f.numbers.get("multiple_of"), f.numbers.get("num_speculative_tokens")
+        if isinstance(mult, int) and isinstance(k, int) and mult == k + 1 and f.root is not None \
+                and "cudagraph" in f.root.message[:300]:
+            # vllm/config/compilation.py rounds the capture sizes to a multiple of the uniform decode query length
+            # (1 + num_speculative_tokens; tp instead under sequence parallelism, where they differ)
+            f.numbers.setdefault("uniform_decode_query_len", mult)
         error_line_numbers([t for _, t in self.error_lines[-40:]], f.numbers)
         shape = f.numbers.get("view_shape")
         code = f.root.frames[-1].code if f.root is not None and f.root.frames else None

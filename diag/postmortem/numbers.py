@@ -539,12 +539,21 @@ def _known_vllm_file(path: str) -> bool:
     return bool(load().in_file(path.rsplit("/", 1)[-1]))
 
 
+_ASYNC_FAULT = re.compile(r"illegal memory access|misaligned address|illegal instruction|unspecified launch failure|"
+                          r"device-side assert(?:ion)? triggered|[Mm]emory access fault")
+
+
 def frame_line_numbers(f: LogFacts) -> dict[str, int]:
     """``<file stem>_line``: the line of the innermost printed frame in each vLLM file of the root traceback
     (and of traceback pieces without an exception line, the same failure in an excerpt), and of a kernel
     check's source file -- the line numbers an expert quotes to name the failing statement and the release."""
     out: dict[str, int] = {}
     excs = ([f.root] if f.root is not None else []) + [e for e in f.exceptions if e.exc_type == ORPHAN_TYPE]
+    fault = _ASYNC_FAULT.search(f.root.message[:300]) if f.root is not None else None
+    if fault:
+        # an asynchronous CUDA fault is reported at the next sync point (a .tolist(), a copy); the same fault's
+        # traceback from a synchronous rerun (CUDA_LAUNCH_BLOCKING=1) or another rank is the one that places it
+        excs += [e for e in f.exceptions[:64] if e is not f.root and e.frames and fault.group(0) in e.message[:300]][:4]
     for e in excs:
         seen = 0
         for fr in reversed(e.frames):

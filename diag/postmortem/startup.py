@@ -53,6 +53,7 @@ _CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per req
 _HIT_RATE = re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: (?:GPU: )?" + _FLOAT + r"%")
 # a record that states a setting (logged_numbers reads it); not the engine's config dump or the crash dump
 _LOGGED_HINT = re.compile(r"[a-z]_[a-z]\w*\s*=\s*-?\d|Using (?:a |the )?(?:max |min )?[a-z]|\bfrom (?:max )?\d+ to \d")
+_LOGGER_SRC = re.compile(r"\[([A-Za-z_][\w\-]*)\.py:(\d+)\]")
 _CAPPING = re.compile(r"Capping cudagraph capture sizes from max (\d+) to (\d+)(?:[^(]{0,80}\((\d+) blocks available\))?")
 # the same check when no capture size fits (vllm/config/compilation.py adjust_cudagraph_sizes_for_mamba_cache, 0.18-0.19)
 _NO_CAPTURE = re.compile(r"No valid cudagraph capture sizes remain after capping to Mamba cache blocks \((\d+)\)"
@@ -83,6 +84,12 @@ class StartupLines:
                 runs.append(value)
         self.facts.startup[name] = value
         self._note(name, line)
+        if line.level == "WARNING" and "[" in line.display:
+            # a warning is quoted by where vLLM logs it ("[flashinfer_mla.py:197] FlashInferMLAImpl got a query of
+            # uneven length."): the logger's <file stem>_line, first warning of each file
+            m = _LOGGER_SRC.search(line.display[:200])
+            if m and len(self.facts.startup) < 200:
+                self.facts.startup.setdefault(f"{m.group(1).replace('-', '_')}_line", int(m.group(2)))
 
     def fast_hit_rate(self, lineno: int, value: float, display: str) -> None:
         """One prefix-cache metrics value (``Prefix cache hit rate: X%``)."""
