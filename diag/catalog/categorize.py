@@ -323,6 +323,13 @@ RULES: list[tuple[str, str, Pred]] = [
                                            r"(not supported|unsupported|does not support).{0,60}(speculative|spec decod|draft)",
                                            t)) and bool(re.search(r"attention|backend|mla|kernel|flashinfer|"
                                                                   r"flashmla|aiter|triton|metadata", t + f))),
+    # a boolean mask of the wrong length inside Mamba/GDN code ("The shape of the mask [7] at index 0 does not
+    # match the shape of the indexed tensor [9]"): the builders' boolean masks are per-row masks of the step's batch
+    # (gdn_attn.py build: block_table_tensor[non_spec_sequence_masks_cpu, 0], query_lens_cpu[spec_sequence_masks_cpu]),
+    # so rows counted two ways disagree -- the batch split, whatever the masked tensor holds (state indices too)
+    ("hybrid_mask_rows", "mixed_batch",
+     lambda f, fn, t, e, c: _mamba_code(f, fn) and "shape of the mask" in t
+     and not bool(re.search(r"shape of the mask \[[^\]]*\] at index [1-9]", t))),
     # an index out of range inside Mamba/GDN code whose statement indexes the step's batch (query start locations,
     # spec-decode masks, accepted-draft counts) and no state or block: the rows of the batch disagree
     ("hybrid_batch_index", "mixed_batch",

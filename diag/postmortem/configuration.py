@@ -161,7 +161,7 @@ def _printed_mixed(printed: Any) -> str | None:
         return (f"printed counters: num_spec_decodes={spec}, "
                 + ", ".join(f"{k}={printed.get(k)}" for k in ("num_prefills", "num_decodes") if printed.get(k) is not None))
     for name, val in printed.items():
-        if re.search(r"state_ind|state_idx|cache_indices", str(name)) and isinstance(val, list) \
+        if re.search(r"state_\w*ind|state_idx|cache_indices|slot_ids?$", str(name)) and isinstance(val, list) \
                 and any(isinstance(x, int) and x < 0 for x in val):
             return f"printed {name} holds {min(val)} (a row without a state slot)"
     return None

@@ -41,7 +41,7 @@ from .connectors import connector_class
 from .diagnosis import Diagnosis, batch_numbers, config_numbers, exc_evidence, fact_evidence, frame_lines, title_of
 from .nearmiss import near_miss
 from .placement import faulting_kernel, kernel_fault, kernel_place
-from .shapes import NEG_INDEX, padding_signature, shape_class
+from .shapes import NEG_INDEX, padding_signature, rows_assert, shape_class
 from .sites import frame_category, from_site, function_hint
 from .stages import ends_at_leaf, stage_family
 from .kernelcheck import kernel_check_frame
@@ -177,7 +177,9 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     wc = cp_width_class(root, message, setup, facts)  # block-table widths in the ratio of the context-parallel size
     if wc is not None:
         return wc
-    if NEG_INDEX.search(message):  # a negative index is a row without accepted drafts before it is a bad index
+    if NEG_INDEX.search(message) or rows_assert(root):
+        # a negative index is a row without accepted drafts before it is a bad index; an assert on a tensor's rows
+        # compares the batch's rows (tokens vs requests), whatever its callers pass along (state indices too)
         sc = shape_class(root, message, setup, facts)
         if sc is not None:
             return sc

@@ -36,6 +36,13 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           # a new prompt (a prefill chunk) scheduled while other requests decode with drafts
                           r"(?:prompts?|prefills?|requests?)\b[^.]{0,40}\b(?:arrives?|comes? in|starts?|lands?) while "
                           r"(?:other |the other )?(?:requests?|streams?|sequences?)\b[^.]{0,15}\b(?:decod|generat)\w*|"
+                          # a prefill (a chunk of a long prompt) in the same step as decodes, in the reporter's words
+                          r"prefill\w*\b[^.]{0,60}\b(?:together with|alongside|next to|while)\b[^.]{0,30}\bdecod\w*|"
+                          r"prefill\w*\b[^.]{0,60}\band\b[^.]{0,30}\bdecod\w*[^.]{0,40}\b(?:same|one) (?:step|batch|forward)|"
+                          r"\b(?:when|whenever|where|if|once) (?:a |an |one |the )?(?:\w+ )?prefill\w*\s+(?:and|plus|alongside)\s+"
+                          r"(?:\w+ )?decod\w*\b(?! (?:instances?|nodes?|servers?|workers?|pods?|roles?|disagg|engines?|clusters?))|"
+                          r"(?:still|partial(?:ly)?|chunked) prefill\w*\b[^.]{0,40}\band\b[^.]{0,30}\bdecod\w*|"
+                          r"decod\w*\b[^.]{0,40}\b(?:together with|alongside|in the same (?:step|batch) as)\b[^.]{0,30}\bprefill|"
                           # the hybrid builders' own counters (vllm/v1/attention/backends/gdn_attn.py, mamba_attn.py)
                           # printed for one step: spec decodes together with prefills or plain decodes
                           r"num_prefills\s*[=:]\s*[1-9]\d*\W+(?:num_decodes\s*[=:]\s*\d+\W+)?num_spec_decodes\s*[=:]\s*[1-9]|"
@@ -77,7 +84,7 @@ _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
 # '"num_key_value_heads": 8', "qo_indptr = [0, 4, 8]", "idx[:, 0] = tensor([41, 17, -1], device='cuda:0')"
 _PRINTED_PAIR = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']?\s*[=:]\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)""")
 _PRINTED_LIST = re.compile(r"""(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)(?:\[[^\]]{0,20}\])?\s*=\s*(?:tensor\(\s*)?"""
-                           r"""\[\s*(-?\d+(?:\s*,\s*-?\d+){0,255})\s*\]""")
+                           r"""\[\s*(-?\d+(?:\s*,\s*-?\d+){0,255}|\[\s*-?\d+\s*\](?:\s*,\s*\[\s*-?\d+\s*\]){0,255})\s*\]""")
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
                        r"(?:\s+(?:on|enabled|turned on))?", re.I)
 

@@ -24,6 +24,11 @@ KERNEL_CHECK = re.compile(r"Assertion error \(|Check failed|TORCH_CHECK|FLASHINF
 # another rank: a shape error like the others (the statement decides; other unpacking errors are not)
 UNPACK = re.compile(r"(?:too many|not enough) values to unpack \(expected \d+", re.I)
 _SHAPE_STMT = re.compile(r"\.shape\b|\.size\(\s*\)|\.unbind\(")
+# a bare assert of vLLM's comparing a tensor's rows (dimension 0) with a count ("assert kv_caches.shape[0] == B",
+# lightning_attn.py linear_decode_forward_triton): dimension 0 is the step's batch -- tokens on one side, requests
+# or state slots on the other -- so it is a shape mismatch of the batch's rows like PyTorch's own messages
+ROWS_ASSERT = re.compile(r"^\s*assert\b[^\n]{0,120}(?:\.shape\[0\]|\.size\(0\)|\blen\(\w[\w.]*\))\s*(?:==|!=)"
+                         r"|^\s*assert\b[^\n]{0,120}(?:==|!=)\s*[\w.]+(?:\.shape\[0\]|\.size\(0\))")
 NEG_INDEX = re.compile(r"index -\d+ is out of bounds|negative (?:state )?ind(?:ex|ices)|index -1\b", re.I)
 _SPEC_FRAMES = re.compile(r"/spec_decode/|proposer|eagle|mtp|draft|speculat", re.I)
 # a tensor index past the end (a row or column computed for a larger batch or width than the buffer has)
@@ -48,6 +53,7 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
         r"arch|dtype|sm_?\d|capability|device|fp8|bf16|fp16|float|int32|int64|contiguous|stride|not supported on", message,
         re.I)
     unpack = bool(UNPACK.search(message)) and bool(root.frames) and bool(_SHAPE_STMT.search(root.frames[-1].code or ""))
+    unpack = unpack or rows_assert(root)
     if not (SHAPE.search(message) or neg or oob or kcheck or unpack) or setup.spec_k == 0:
         return None
     from ..catalog.match import vllm_path
@@ -133,6 +139,12 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
     if where is None:
         d.missing.append("the traceback of this error (which vLLM function raised it)")
     return d
+
+
+def rows_assert(root: LogException) -> bool:
+    """A bare AssertionError whose statement (the innermost frame) compares a tensor's rows with a count."""
+    return root.exc_type.rsplit(".", 1)[-1] == "AssertionError" and bool(root.frames) \
+        and bool(ROWS_ASSERT.search(root.frames[-1].code or ""))
 
 
 def draft_factor(facts: LogFacts, spec_k: int) -> tuple[int, int] | None:

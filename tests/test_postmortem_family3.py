@@ -1,0 +1,143 @@
+"""Failure families of the hybrid / spec-decode classes, third part: what tells the mixed-batch class (D) from the
+state-index class (B) in general -- a boolean mask of the step's rows, an assert on a tensor's rows, a state index
+holding the builders' pad slot (PAD_SLOT_ID = -1), a prefill sharing a step with decodes in the reporter's words.
+
+Every log here is written by the tests in vLLM's format (process prefixes, the engine's traceback, the serve
+command); models, numbers and paths are the tests' own.
+"""
+
+from __future__ import annotations
+
+from vllm_diag.catalog.categorize import categorize
+from vllm_diag.postmortem.analyze import analyze_text
+
+E = "(EngineCore_DP0 pid=3310) ERROR 07-14 09:12:44 [core.py:1120] "
+W = "(Worker_TP1 pid=3412) ERROR 07-14 09:12:44 [multiproc_executor.py:902] "
+SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
+
+
+def _first(log: str):
+    fs = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"]
+    assert fs, "no finding"
+    assert fs[0].confidence in ("high", "medium", "low") and fs[0].basis
+    return fs[0]
+
+
+# ------------------------------------------------------------------------------------------------
+# a boolean mask of the wrong length inside a hybrid builder: the step's rows counted two ways
+# ------------------------------------------------------------------------------------------------
+
+def _mask_log(statement: str) -> str:
+    return "\n".join([
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2 --speculative-config "
+        "'{\"method\": \"qwen3_next_mtp\", \"num_speculative_tokens\": 2}'",
+        f"{W}WorkerProc hit an exception.",
+        f"{W}Traceback (most recent call last):",
+        f'{W}  File "{SITE}/v1/worker/gpu_model_runner.py", line 1733, in _build_attention_metadata',
+        f"{W}    attn_metadata_i = builder.build(",
+        f'{W}  File "{SITE}/v1/attention/backends/gdn_attn.py", line 402, in build',
+        f"{W}    {statement}",
+        f"{W}IndexError: The shape of the mask [5] at index 0 does not match the shape of the indexed tensor [6] at "
+        "index 0",
+    ])
+
+
+def test_a_mask_row_mismatch_in_a_hybrid_builder_is_the_mixed_batch_even_over_state_indices():
+    # the masked tensor holds state indices (the block table's first column); the mask is per row of the batch
+    f = _first(_mask_log("non_spec_state_indices_tensor = block_table_tensor[non_spec_sequence_masks_cpu, 0]"))
+    assert f.category == "mixed_batch"
+    f = _first(_mask_log("spec_query_lens_cpu = query_lens_cpu[spec_sequence_masks_cpu]"))
+    assert f.category == "mixed_batch"
+
+
+def test_the_mask_rule_keeps_index_errors_of_states_in_the_state_index_class():
+    site = {"file": "vllm/v1/attention/backends/gdn_attn.py", "function": "GDNAttentionMetadataBuilder.build",
+            "exc": "IndexError", "condition": "non_spec_state_indices_tensor = block_table_tensor[:, 0]",
+            "message": "index 9 is out of bounds for dimension 0 with size 8"}
+    assert categorize(site)[0] == "state_index"
+    site["message"] = "The shape of the mask [7] at index 0 does not match the shape of the indexed tensor [9] at index 0"
+    assert categorize(site) == ("mixed_batch", "hybrid_mask_rows")
+    # the same torch message outside Mamba/GDN code is not the family's
+    site["file"] = "vllm/v1/sample/sampler.py"
+    site["function"] = "Sampler.forward"
+    assert categorize(site)[0] != "mixed_batch"
+
+
+# ------------------------------------------------------------------------------------------------
+# an assert on a tensor's rows in a linear-attention decode path under drafts
+# ------------------------------------------------------------------------------------------------
+
+def _rows_assert_log(spec: bool, prefix_caching: bool = False) -> str:
+    cmd = "vllm serve MiniMaxAI/MiniMax-M1-40k -tp 8 --trust-remote-code"
+    if spec:
+        cmd += " --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 2, \"prompt_lookup_max\": 4}'"
+    if prefix_caching:
+        cmd += " --enable-prefix-caching"
+    return "\n".join([
+        cmd,
+        "[rank3]: Traceback (most recent call last):",
+        f'[rank3]:   File "{SITE}/model_executor/models/minimax_text_01.py", line 360, in _forward',
+        "[rank3]:     hidden = self._decode_infer(q, k, v, kv_cache, state_indices_tensor, attn_metadata)",
+        f'[rank3]:   File "{SITE}/model_executor/models/minimax_text_01.py", line 402, in _decode_infer',
+        "[rank3]:     hidden = linear_decode_forward_triton(q, k, v, kv_cache, self.tp_slope, slot_id, 32)",
+        f'[rank3]:   File "{SITE}/model_executor/layers/lightning_attn.py", line 590, in linear_decode_forward_triton',
+        "[rank3]:     assert slot_idx.shape[0] == B",
+        "[rank3]: AssertionError",
+        f"{E}RuntimeError: Worker failed with error '', please check the stack trace above for the root cause",
+    ])
+
+
+def test_a_rows_assert_in_a_linear_attention_decode_under_drafts_is_the_mixed_batch():
+    f = _first(_rows_assert_log(spec=True))
+    assert f.category == "mixed_batch"
+    assert "linear_decode_forward_triton" in f.title
+
+
+def test_a_rows_assert_without_drafts_is_not_the_spec_decode_mixed_batch():
+    f = _first(_rows_assert_log(spec=False))
+    assert f.category != "mixed_batch"
+
+
+# ------------------------------------------------------------------------------------------------
+# an asynchronous fault with the reporter's evidence: a state index holding the pad slot, a prefill next to decodes
+# ------------------------------------------------------------------------------------------------
+
+def _async_log(*prose: str) -> str:
+    return "\n".join([
+        "Running Zyphra/Zamba2-7B-Instruct (Mamba2 hybrid) with an EAGLE draft, num_speculative_tokens 2, vllm 0.27.0.",
+        f"{E}EngineCore encountered a fatal error.",
+        f"{E}Traceback (most recent call last):",
+        f'{E}  File "{SITE}/v1/worker/gpu_model_runner.py", line 3022, in sample_tokens',
+        f"{E}    valid_sampled_token_ids = self._to_list(sampled_token_ids)",
+        f'{E}  File "{SITE}/v1/worker/gpu_model_runner.py", line 5190, in _to_list',
+        f"{E}    self.transfer_event.synchronize()",
+        f"{E}torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        *prose,
+    ])
+
+
+def test_an_async_fault_alone_keeps_the_state_index_prior():
+    assert _first(_async_log()).category == "state_index"
+
+
+def test_a_printed_state_index_holding_the_pad_slot_is_the_mixed_batch():
+    # vLLM's Mamba/GDN builders pad the decode state indices past num_decodes with PAD_SLOT_ID (-1) for the CUDA-graph
+    # batch and the kernels skip those rows: a -1 reaching a kernel is a row of the batch split, not a stale block
+    f = _first(_async_log("Debug print in the decode branch before the crash:",
+                          "    ssm_state_batch_indices = tensor([[ 93], [  7], [ -1], [ 51]], device='cuda:0', "
+                          "dtype=torch.int32)"))
+    assert f.category == "mixed_batch"
+    assert "-1" in f.basis
+
+
+def test_a_prefill_sharing_the_step_with_decodes_is_the_mixed_batch():
+    for words in ("It only dies while a long prompt is prefilling alongside the decoding requests.",
+                  "Seems to happen when a prefill and decodes land together.",
+                  "The crash needs one request still prefilling (chunked) and two others decoding with drafts."):
+        assert _first(_async_log(words)).category == "mixed_batch", words
+
+
+def test_prefill_and_decode_instances_are_not_a_mixed_batch():
+    # disaggregated serving: prefill and decode instances are separate engines, never one batch
+    f = _first(_async_log("Deployed as disaggregated serving, it fails when a prefill and decode instances restart."))
+    assert f.category == "state_index"
