@@ -49,6 +49,33 @@ _SIZE_SEEN = {"PP": "pipeline_parallel_size", "DP": "data_parallel_size", "TP": 
 _SCHED_FIELDS = re.compile(r"\b(?:num_scheduled_tokens|scheduled_spec_decode_tokens|total_num_scheduled_tokens)=")
 
 
+# PyTorch's index_copy_/index_add_ size check (aten/src/ATen/native/TensorAdvancedIndexing.cpp)
+_INDEX_COUNT = re.compile(r"Number of indices \((\d+)\) should be equal to source\.size\(dim\) \((\d+)\)")
+_INDEX_CALL = re.compile(r"\.index_(?:copy|add|reduce)_?\(\s*(?:dim\s*=\s*)?(-?\d+|[A-Za-z_]\w*)\s*,\s*([A-Za-z_][\w.]*)\s*,"
+                         r"\s*([A-Za-z_][\w.]*)\s*[,)]")
+_MASK_INDEX = re.compile(r"([A-Za-z_][\w.]*)\[([A-Za-z_][\w.]*)\]")
+
+
+def _statement_operands(code: str, message: str, numbers: dict[str, Any]) -> None:
+    """The operands of a size mismatch under the names the failing statement gives them: a boolean mask
+    ``x[mask]`` (PyTorch: "The shape of the mask [7] ... the indexed tensor [6]") and ``out.index_copy_(dim,
+    index, source)`` ("Number of indices (27) should be equal to source.size(dim) (30)")."""
+    mask, indexed = numbers.get("mask_shape"), numbers.get("indexed_tensor_shape")
+    if isinstance(mask, list) and isinstance(indexed, list) and "[" in code:
+        subs = _MASK_INDEX.findall(code[:300])
+        if len(subs) == 1:
+            numbers.setdefault(f"{subs[0][0].rsplit('.', 1)[-1]}_shape", indexed)
+            numbers.setdefault(f"{subs[0][1].rsplit('.', 1)[-1]}_shape", mask)
+    if "indices (" in message and ".index_" in code:
+        m, c = _INDEX_COUNT.search(message[:400]), _INDEX_CALL.search(code[:300])
+        if m and c:
+            index, source = c.group(2).rsplit(".", 1)[-1], c.group(3).rsplit(".", 1)[-1]
+            numbers.setdefault(f"{index}_len", int(m.group(1)))
+            # source.size(dim): "_size_dim1" where the statement gives the dimension as a literal
+            dim = f"size_dim{c.group(1)}" if c.group(1).isdigit() else "dim_size"
+            numbers.setdefault(f"{source}_{dim}", int(m.group(2)))
+
+
 class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ErrorLines):
     def __init__(self) -> None:
         self.tb = TracebackParser()
@@ -282,6 +309,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 for arg, val in zip(args, shape):
                     if re.fullmatch(r"[A-Za-z_]\w*", arg):
                         f.numbers.setdefault(arg, val)
+        if code and f.root is not None:
+            _statement_operands(code, f.root.message, f.numbers)
         for e in ([f.root] if f.root is not None else []) + [e for e in f.exceptions if e.exc_type == ORPHAN_TYPE]:
             code = e.frames[-1].code if e.frames else None
             if code:  # the failing statement is a check against a constant (a kernel's TVM/C++ check macro)

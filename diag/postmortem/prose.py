@@ -85,6 +85,11 @@ _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
 _PRINTED_PAIR = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']?\s*[=:]\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)""")
 _PRINTED_LIST = re.compile(r"""(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)(?:\[[^\]]{0,20}\])?\s*=\s*(?:tensor\(\s*)?"""
                            r"""\[\s*(-?\d+(?:\s*,\s*-?\d+){0,255}|\[\s*-?\d+\s*\](?:\s*,\s*\[\s*-?\d+\s*\]){0,255})\s*\]""")
+# a tensor expression printed with its value: "num_accepted_tokens.shape=torch.Size([8])", "idx.max()=2051"
+_PRINTED_EXPR = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)\.(shape|size\(\)|max\(\)|min\(\)|numel\(\)|sum\(\))"
+                           r"(?:\.item\(\))?\s*[=:]\s*(?:torch\.Size\(\s*)?(?:\[\s*(-?\d+(?:\s*,\s*-?\d+){0,7})\s*\]|\(\s*(-?\d+"
+                           r"(?:\s*,\s*-?\d+){0,7})\s*,?\s*\)|(-?\d+))(?![\d.\w])")
+_EXPR_SUFFIX = {"shape": "shape", "size()": "shape", "max()": "max", "min()": "min", "numel()": "numel", "sum()": "sum"}
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
                        r"(?:\s+(?:on|enabled|turned on))?", re.I)
 
@@ -205,6 +210,13 @@ class ProseLines:
                     printed.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
             for name, val in _PRINTED_PAIR.findall(text):
                 _printed(printed, name, float(val) if "." in val else int(val))
+            if "." in text and ("shape" in text or ")=" in text or ") =" in text):
+                for name, what, dims, tup, scalar in _PRINTED_EXPR.findall(text):
+                    key = f"{name}_{_EXPR_SUFFIX[what]}"
+                    if what in ("shape", "size()"):
+                        _printed(printed, key, [int(x) for x in re.findall(r"-?\d+", dims or tup or scalar)])
+                    elif scalar:
+                        _printed(printed, key, int(scalar))
             if not printed:
                 del self.facts.startup["printed_values"]
         if len(text) < 2000 and ("head" in text or "layer" in text or "expert" in text or "_dim" in text or "_size" in text) \
