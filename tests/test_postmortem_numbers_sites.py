@@ -78,3 +78,22 @@ def test_scoring_reads_a_traceback_spelling_of_file_and_line():
     assert c.recovered("kernel_call_line", 'linear_attn_x.py", line 612', leaves)
     assert not c.recovered("kernel_call_line", 'linear_attn_x.py", line 613', leaves)
     assert not c.recovered("kernel_call_line", 'other_file.py", line 612', [("fused_update_line", 612)])
+
+
+def test_nccl_warn_lines_give_the_cause_of_an_nccl_error():
+    log = ("node-a7:3011:3390 [1] transport/net_ib.cc:1702 NCCL WARN NET/IB : Got completion from peer 10.1.2.3<4411> "
+           "with status=5 opcode=0 len=0 vendor err 244 (Recv) localGid ::ffff:10.1.2.4 hca mlx5_1\n"
+           "node-a7:3011:3011 [1] transport/p2p.cc:281 NCCL WARN Cuda failure 801 'operation not supported'\n"
+           + W + "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)\n")
+    n = facts_from_text(log).numbers
+    assert n["ib_completion_status"] == 5 and n["ib_vendor_err"] == 244
+    assert n["nccl_cuda_failure"] == 801 and n["net_ib_line"] == 1702
+
+
+def test_a_metric_that_changed_keeps_its_first_value():
+    rec = "(APIServer pid=77) INFO 03-04 05:06:{s:02d} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: {v}, " \
+          "Accepted: 120 tokens, Drafted: 300 tokens\n"
+    f = facts_from_text(rec.format(s=1, v="2.87") + rec.format(s=11, v="2.87") + rec.format(s=21, v="1.06"))
+    m = f.startup["metrics"]
+    assert m["spec_mean_acceptance_length"] == 1.06 and m["spec_mean_acceptance_length_first"] == 2.87
+    assert "spec_accepted_first" not in m  # unchanged values are stated once

@@ -49,6 +49,11 @@ _SIZE_SEEN = {"PP": "pipeline_parallel_size", "DP": "data_parallel_size", "TP": 
 _SCHED_FIELDS = re.compile(r"\b(?:num_scheduled_tokens|scheduled_spec_decode_tokens|total_num_scheduled_tokens)=")
 
 
+_NCCL_WARN = [("nccl_cuda_failure", re.compile(r"\bCuda failure (\d+)\b")),
+              ("ib_completion_status", re.compile(r"Got completion from peer .{0,120}?\bstatus=(\d+)")),
+              ("ib_vendor_err", re.compile(r"\bvendor err (\d+)\b")),
+              ("nccl_errno", re.compile(r"\berrno (\d+)\b"))]
+_NCCL_SRC = re.compile(r"\s(?:[\w.\-]+/)*([A-Za-z_]\w*)\.(?:cc|cu|cpp|h):(\d+) NCCL WARN")
 # PyTorch's index_copy_/index_add_ size check (aten/src/ATen/native/TensorAdvancedIndexing.cpp)
 _INDEX_COUNT = re.compile(r"Number of indices \((\d+)\) should be equal to source\.size\(dim\) \((\d+)\)")
 _INDEX_CALL = re.compile(r"\.index_(?:copy|add|reduce)_?\(\s*(?:dim\s*=\s*)?(-?\d+|[A-Za-z_]\w*)\s*,\s*([A-Za-z_][\w.]*)\s*,"
@@ -119,6 +124,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text
         self.numeric_flags: dict[str, Any] = {}  # --flag NUMBER anywhere (bench/eval commands too)
         self.metrics: dict[str, Any] = {}  # Prometheus counters and spec-decode metrics quoted in the log
+        self.nccl_warn: dict[str, int] = {}  # numbers of NCCL's own WARN lines (the cause behind "NCCL error")
         self.tp_ranks: set[int] = set()
         self.ranks: dict[str, set[int]] = {}  # PP / DP / TP ranks of the worker prefixes
         self._argv: tuple[int, list[str]] | None = None  # a flow list of argv items being collected
@@ -152,6 +158,13 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self._error_line(line)
         self._feed_rest(line)
 
+    def _metric(self, name: str, value: Any) -> None:
+        """The last value of a metric; the first one too where it changed (an acceptance length collapsing)."""
+        old = self.metrics.get(name)
+        if old is not None and old != value and f"{name}_first" not in self.metrics and len(self.metrics) < 60:
+            self.metrics[f"{name}_first"] = old
+        self.metrics[name] = value
+
     def _feed_rest(self, line: Line) -> None:
         if line.process and "TP" in line.process:
             m = _TP_RANK.search(line.process)
@@ -164,10 +177,21 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                     seen.add(int(rank))
         if "vllm:" in line.text and len(self.metrics) < 60:
             for m in _PROM.finditer(line.text):
-                self.metrics[m.group(1)] = _num(m.group(2))
+                self._metric(m.group(1), _num(m.group(2)))
         if "cceptance" in line.text or "Drafted" in line.text:
             for m in _SPEC_METRICS.finditer(line.text):
-                self.metrics["spec_" + m.group(1).lower().replace(" ", "_")] = _num(m.group(2))
+                self._metric("spec_" + m.group(1).lower().replace(" ", "_"), _num(m.group(2)))
+        if "NCCL WARN" in line.text and len(self.nccl_warn) < 12:
+            # NCCL's own warning says what its "unhandled system/cuda error" was: "NCCL WARN Cuda failure 217 'peer
+            # access is not supported ...'", "NET/IB : Got completion from peer ... with status=12 ... vendor err 129"
+            t = line.text[:1000]
+            for name, rx in _NCCL_WARN:
+                m = rx.search(t)
+                if m:
+                    self.nccl_warn.setdefault(name, int(m.group(1)))
+            m = _NCCL_SRC.search(t)
+            if m:
+                self.nccl_warn.setdefault(f"{m.group(1)}_line", int(m.group(2)))
         if "--" in line.text and len(self.numeric_flags) < 60:
             for m in _NUM_FLAG.finditer(line.text):
                 self.numeric_flags.setdefault(m.group(1).replace("-", "_"), _num(m.group(2)))
@@ -316,6 +340,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             if code:  # the failing statement is a check against a constant (a kernel's TVM/C++ check macro)
                 for name, val in check_numbers(code).items():
                     f.numbers.setdefault(name, val)
+        for name, val in self.nccl_warn.items():
+            f.numbers.setdefault(name, val)
         if self.metrics:
             f.startup["metrics"] = dict(list(self.metrics.items())[:60])
         if self.logged:
