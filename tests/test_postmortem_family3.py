@@ -141,3 +141,84 @@ def test_prefill_and_decode_instances_are_not_a_mixed_batch():
     # disaggregated serving: prefill and decode instances are separate engines, never one batch
     f = _first(_async_log("Deployed as disaggregated serving, it fails when a prefill and decode instances restart."))
     assert f.category == "state_index"
+
+
+# ------------------------------------------------------------------------------------------------
+# a dense model's decode kernel under drafts with decodes of different query lengths (the kernels' uniform limit)
+# ------------------------------------------------------------------------------------------------
+
+def _dense_fault_log(printed: str) -> str:
+    return "\n".join([
+        "vllm serve mistralai/Mistral-Small-24B-Instruct-2501 --max-num-seqs 16 --speculative-config "
+        "'{\"method\": \"eagle\", \"model\": \"some-org/eagle-head\", \"num_speculative_tokens\": 2}'",
+        f"{E}Traceback (most recent call last):",
+        f'{E}  File "{SITE}/v1/attention/backends/flashinfer.py", line 1544, in forward',
+        f"{E}    trtllm_batch_decode_with_kv_cache(",
+        f"{E}torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        printed,
+    ])
+
+
+def test_uneven_decode_counters_under_drafts_are_the_kernel_limit():
+    # vLLM's TRTLLM decode needs num_decode_tokens % num_decodes == 0 (one query length per request)
+    f = _first(_dense_fault_log("print before the call: num_decode_tokens=41 num_decodes=16"))
+    assert f.category == "spec_kernel_limit"
+    assert "41" in f.basis
+
+
+def test_even_decode_counters_say_nothing_about_the_kernel_limit():
+    f = _first(_dense_fault_log("print before the call: num_decode_tokens=48 num_decodes=16"))
+    assert f.category == "other"
+
+
+# ------------------------------------------------------------------------------------------------
+# a buffer of max_num_batched_tokens rows against max_num_seqs decodes of 1 + k tokens
+# ------------------------------------------------------------------------------------------------
+
+def _budget_log(seqs: int, budget: int, k: int, big: int) -> str:
+    return "\n".join([
+        f"vllm serve google/gemma-3-12b-it --max-num-seqs {seqs} --max-num-batched-tokens {budget} --speculative-config "
+        f"'{{\"method\": \"ngram\", \"num_speculative_tokens\": {k}, \"prompt_lookup_max\": 3}}'",
+        f"{E}Traceback (most recent call last):",
+        f'{E}  File "{SITE}/v1/spec_decode/eagle.py", line 402, in propose',
+        f"{E}    self.input_ids[:num_tokens].copy_(target_token_ids)",
+        f"{E}RuntimeError: The expanded size of the tensor ({budget}) must match the existing size ({big}) at "
+        f"non-singleton dimension 0.  Target sizes: [{budget}].  Tensor sizes: [{big}]",
+    ])
+
+
+def test_a_token_buffer_of_the_budget_overrun_by_the_drafts_is_the_token_budget():
+    f = _first(_budget_log(300, 1024, 3, 1100))  # 300 x (1 + 3) = 1200 > 1024
+    assert f.category == "token_budget"
+    assert f.numbers.get("max_num_batched_tokens") == 1024
+
+
+def test_sizes_the_drafts_cannot_reach_are_not_the_token_budget():
+    # 300 x (1 + 3) = 1200 tokens at most: a step of 1300 is not the drafts' doing
+    assert _first(_budget_log(300, 1024, 3, 1300)).category != "token_budget"
+    # max_num_seqs x (1 + k) within the budget (256 x 4 = 1024): decodes never overrun it
+    assert _first(_budget_log(256, 1024, 3, 1100)).category != "token_budget"
+
+
+# ------------------------------------------------------------------------------------------------
+# a zero prefix-cache hit rate with a block of thousands of tokens
+# ------------------------------------------------------------------------------------------------
+
+def _hits_log(block: int) -> str:
+    stats = ("(APIServer pid=51) INFO 07-14 10:02:{s:02d} [loggers.py:259] Engine 000: Avg prompt throughput: 812.0 "
+             "tokens/s, Avg generation throughput: 120.4 tokens/s, Running: 6 reqs, Waiting: 0 reqs, GPU KV cache "
+             "usage: 9.8%, Prefix cache hit rate: 0.0%")
+    return "\n".join([
+        f"vllm serve ibm-granite/granite-4.0-h-small --enable-prefix-caching --block-size {block}",
+        stats.format(s=10), stats.format(s=20),
+    ])
+
+
+def test_a_zero_hit_rate_with_a_large_block_is_the_degraded_prefix_cache():
+    fs = analyze_text(_hits_log(1568), "t.log").findings
+    assert any(f.category == "prefix_cache_degraded" and "1568" in f.title for f in fs)
+
+
+def test_a_zero_hit_rate_over_two_lines_with_a_small_block_is_not_a_finding():
+    fs = analyze_text(_hits_log(16), "t.log").findings
+    assert not any(f.category == "prefix_cache_degraded" for f in fs)

@@ -71,6 +71,18 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
                  f"and block copies that prefix caching routes through the block table "
                  f"(mode '{setup.mamba_cache_mode or 'as configured'}')")
         title = f"{title_of(cat)} (inferred: {fault} with a hybrid model and prefix caching)"
+    elif setup.spec_k and not setup.hybrid and uneven_decode(facts):
+        # vLLM's spec-as-decode attention kernels need one query length per decode request (flashinfer.py: "TRTLLM
+        # decode requires uniform query lengths per request"; where num_decode_tokens % num_decodes != 0 the
+        # TRTLLM call falls back to q_len_per_req = 1 and reads num_decode_tokens requests' block tables): decodes of
+        # different 1 + k lengths (fewer drafts near max_model_len / max_tokens) are past the kernel's limit
+        cat = "spec_kernel_limit"
+        basis = (f"{common}; {uneven_decode(facts)} under speculative decoding ({', '.join(setup.why)}): the decode "
+                 f"kernels that take one query length per request (TRTLLM / FlashInfer decode, the MLA decode "
+                 f"kernels) get a ragged multi-token decode")
+        title = f"{title_of(cat)} (inferred: {fault} with uneven decode query lengths)"
+        if setup.spec_k > 0:
+            nums.setdefault("next_n", setup.spec_k + 1)
     else:
         cat = "other"
         basis = (f"{common}; the configuration ({', '.join(setup.why) or 'nothing known'}) does not point at a "
@@ -82,6 +94,19 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     d.missing.append("rerun with CUDA_LAUNCH_BLOCKING=1 (and --enforce-eager) so the faulting kernel is the frame "
                      "shown; with the vllm-diag probes on (VLLM_DIAG_DB=run.db) each step's batch is recorded")
     return d
+
+
+def uneven_decode(facts: LogFacts) -> str | None:
+    """The decode counters the report printed for the failing step when its decode tokens do not split evenly over
+    its decode requests (num_decode_tokens % num_decodes != 0: decodes of different query lengths)."""
+    printed = facts.startup.get("printed_values")
+    if not isinstance(printed, dict):
+        return None
+    tokens, reqs = printed.get("num_decode_tokens"), printed.get("num_decodes")
+    if isinstance(tokens, int) and isinstance(reqs, int) and not isinstance(tokens, bool) and not isinstance(reqs, bool) \
+            and tokens > 0 and reqs > 0 and tokens % reqs:
+        return f"the printed decode counters num_decode_tokens={tokens}, num_decodes={reqs} do not divide evenly"
+    return None
 
 
 def hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:

@@ -41,7 +41,7 @@ from .connectors import connector_class
 from .diagnosis import Diagnosis, batch_numbers, config_numbers, exc_evidence, fact_evidence, frame_lines, title_of
 from .nearmiss import near_miss
 from .placement import faulting_kernel, kernel_fault, kernel_place
-from .shapes import NEG_INDEX, padding_signature, rows_assert, shape_class
+from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, shape_class
 from .sites import frame_category, from_site, function_hint
 from .stages import ends_at_leaf, stage_family
 from .kernelcheck import kernel_check_frame
@@ -163,6 +163,18 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
             title=f"CUDA-graph padded batch ({big}) vs a buffer of {small} rows",
             message=(message.strip().splitlines() or [""])[0][:300],
             numbers={**base_numbers, **facts.numbers, "padded_batch": big, "rows": small},
+            evidence=exc_evidence(root, 3) + fact_evidence(facts, "args", "command", "non_default_args") + batch_ev)
+    over = budget_signature(facts, setup.spec_k)
+    if over is not None:
+        tokens, budget, most = over
+        return Diagnosis(
+            category="token_budget", confidence="medium", rule="failure_class",
+            basis=f"a buffer of max_num_batched_tokens = {budget} rows met a step of {tokens} tokens: every speculative "
+                  f"decode schedules 1 + {setup.spec_k} tokens, so max_num_seqs x (1 + k) = {most} can exceed the token "
+                  f"budget the runner's and the drafter's buffers are sized by",
+            title=f"Speculative tokens exceed the token budget ({tokens} > {budget})",
+            message=(message.strip().splitlines() or [""])[0][:300],
+            numbers={**base_numbers, **facts.numbers, "required_tokens": tokens, "max_num_batched_tokens": budget},
             evidence=exc_evidence(root, 3) + fact_evidence(facts, "args", "command", "non_default_args") + batch_ev)
     nm = near_miss(text)
     if nm:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..model import Evidence, LogException, LogFacts
-from .asyncfault import ASYNC, from_async, hybrid_spec_fault_class
+from .asyncfault import ASYNC, from_async, hybrid_spec_fault_class, uneven_decode
 from .configuration import HYBRID_FRAMES, MLA_FRAMES, Setup, config_known
 from .diagnosis import Diagnosis, title_of
 
@@ -195,6 +195,10 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
             return out("spec_kernel_limit", "medium", f"with {', '.join(setup.why)} -> the multi-token decode "
                                                       "(1 + k query tokens per request) this kernel receives")
         return out("other", "low", "no speculative decoding in the log: the kernel-limit class needs multi-token decodes")
+    if what == "attention" and setup.spec_k and uneven_decode(facts):
+        return out("spec_kernel_limit", "medium", f"{uneven_decode(facts)} under speculative decoding: the decode "
+                                                  "kernels take one query length per request (vLLM's TRTLLM decode "
+                                                  "requires uniform query lengths) and got decodes of different 1 + k")
     if what in ("sampling", "gemm", "comm", "attention"):
         return out("other", "medium" if what in ("sampling", "comm") else "low",
                    "outside the hybrid / spec-decode state, batch and kernel-limit paths")

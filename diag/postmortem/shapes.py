@@ -196,3 +196,25 @@ def padding_signature(facts: LogFacts, spec_k: int = 0) -> tuple[int, int, int, 
         if big in caps and big > mx >= small and big != small:
             return big, small, mx, what
     return None
+
+
+def budget_signature(facts: LogFacts, spec_k: int = 0) -> tuple[int, int, int] | None:
+    """A size mismatch between a buffer of exactly ``max_num_batched_tokens`` rows and a step of more tokens that
+    ``max_num_seqs`` decodes of 1 + k tokens can carry: vLLM sizes the runner's and the drafter's token buffers by the
+    token budget (max_num_tokens = max_num_batched_tokens), while every speculative decode schedules 1 + k tokens --
+    (tokens, budget, max_num_seqs x (1 + k))."""
+    n = facts.numbers
+    budget, seqs = facts.args.get("max_num_batched_tokens"), facts.args.get("max_num_seqs")
+    if spec_k <= 0 or not isinstance(budget, int) or not isinstance(seqs, int) or isinstance(budget, bool):
+        return None
+    most = seqs * (1 + spec_k)
+    if most <= budget:
+        return None
+    for a_key, b_key in (("tensor_a_size", "tensor_b_size"), ("expanded_size_tensor", "existing_size"),
+                         ("target_rows", "source_rows")):
+        a, b = n.get(a_key), n.get(b_key)
+        if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
+            big, small = max(a, b), min(a, b)
+            if small == budget and budget < big <= most:
+                return big, budget, most
+    return None

@@ -65,7 +65,22 @@ def check(ctx: RuleContext) -> list[Finding]:
     if ctx.log is not None and cfg(ctx, "enable_prefix_caching") is not False:
         rate = ctx.log.startup.get("prefix_cache_hit_rate_max")
         samples = ctx.log.startup.get("prefix_cache_hit_rate_samples") or 0
-        if rate is not None and float(rate) == 0.0 and samples >= 5 and \
+        size = cfg(ctx, "block_size")
+        if rate is not None and float(rate) == 0.0 and samples >= 1 and not block and isinstance(size, int) \
+                and not isinstance(size, bool) and size >= MIN_INTERESTING_BLOCK and cfg(ctx, "enable_prefix_caching") \
+                and not ctx.log.startup.get("prefix_caching_disabled_hybrid"):
+            # prefix caching keys whole blocks only (any model): with a block of N tokens -- a hybrid's attention
+            # block raised to hold a Mamba page, hundreds to thousands of tokens -- a shared prefix shorter than N
+            # never hits, so a 0% hit rate is what the block size predicts before anything is broken
+            out.append(Finding(
+                rule=ID, category="prefix_cache_degraded", title=f"Prefix-cache hits only in {size}-token blocks",
+                severity="warning",
+                message=(f"the metrics report a 0% prefix cache hit rate with a {size}-token block: prefix caching reuses "
+                         f"whole blocks only, so shared prefixes shorter than {size} tokens never hit."),
+                evidence=log_evidence(ctx, None, "prefix_cache_hit_rate"),
+                comparisons=[Comparison("prefix-cache granularity", expected=_plain_block(ctx), actual=size, unit="tokens")],
+                numbers={"granularity_tokens": size, "prefix_cache_hit_rate_max": rate}))
+        elif rate is not None and float(rate) == 0.0 and samples >= 5 and \
                 not ctx.log.startup.get("prefix_caching_disabled_hybrid"):
             out.append(Finding(rule=ID, category="prefix_cache_degraded", title="Prefix cache never hit",
                                severity="warning", message=f"{samples} metrics lines all report a 0.0% prefix cache hit rate.",
@@ -92,7 +107,9 @@ def _plain_block(ctx: RuleContext) -> int:
     """The block size (= hit granularity) the engine would use without the Mamba alignment."""
     st = ctx.state
     requested = st.environment.get("block_size_requested") if st is not None else None
-    return int(requested or cfg(ctx, "user_specified_block_size") or 16)
+    value = requested or cfg(ctx, "user_specified_block_size")
+    # (vLLM's cache config also has a boolean user_specified_block_size: a flag, not a size)
+    return int(value) if isinstance(value, (int, str)) and not isinstance(value, bool) and str(value).isdigit() else 16
 
 
 RULE = Rule(id=ID, title="Prefix caching degraded or off", category="prefix_cache_degraded", check=check, versions="all",
