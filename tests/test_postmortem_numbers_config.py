@@ -155,3 +155,20 @@ def test_gpus_requested_by_the_deployment_and_the_load_in_words():
     assert _facts("docker run --gpus 2 vllm/vllm-openai:v0.30.0 --model org/M\n").startup["gpus_requested"] == 2
     assert _facts("It only dies with 64 concurrent requests.\n").startup["concurrent_requests"] == 64
     assert _facts("fine at concurrency 8, dies at concurrency of 32\n").startup["concurrent_requests"] == 32
+
+
+def test_engine_config_line_with_the_reporters_elisions():
+    # reporters cut vLLM's config line with "..." between items (and inside the compilation config's dict)
+    f = _facts("(EngineCore_DP0 pid=41) INFO 03-02 10:10:01 [core.py:93] Initializing a V1 LLM engine (v0.14.1) with "
+               "config: model='org/Some-Hybrid-12B', speculative_config=SpeculativeConfig(method='ngram', model=None, "
+               "num_spec_tokens=3), ..., tensor_parallel_size=2, \u2026, compilation_config={\"level\":3, ..., "
+               "\"max_cudagraph_capture_size\":384, ...}\n")
+    assert f.args["tensor_parallel_size"] == 2 and f.args["num_speculative_tokens"] == 3
+    assert f.args["max_cudagraph_capture_size"] == 384
+
+
+def test_elisions_alone_are_no_settings():
+    from vllm_diag.postmortem.pylit import parse_kwargs
+
+    assert parse_kwargs("..., ...") == {} and parse_kwargs("a=1, ...") == {"a": 1}
+    assert parse_kwargs("a={'b': 2, ..., 'c': 3}") == {"a": {"b": 2, "c": 3}}

@@ -33,6 +33,18 @@ class _Reader:
     def peek(self) -> str:
         return self.t[self.i] if self.i < self.n else ""
 
+    def elision(self) -> bool:
+        """A reporter's ``...`` (or ``…``) standing for items cut from a pasted repr: skipped with its comma."""
+        self.ws()
+        for tok in ("...", "\u2026"):
+            if self.t.startswith(tok, self.i):
+                self.i += len(tok)
+                self.ws()
+                if self.peek() == ",":
+                    self.i += 1
+                return True
+        return False
+
     def value(self, depth: int = 0) -> Any:
         if depth > MAX_DEPTH:
             raise LiteralError("nested too deeply")
@@ -138,6 +150,8 @@ class _Reader:
             if c != ",":
                 raise LiteralError(f"expected ',' or '}}' at {self.i}")
             self.i += 1
+            while self.elision():  # {"level": 3, ..., "max_cudagraph_capture_size": 512, ...}
+                pass
             self.ws()
             if self.peek() == "}":
                 self.i += 1
@@ -212,7 +226,8 @@ def parse_kwargs(text: str) -> dict[str, Any]:
     r = _Reader(text)
     n = len(text)
     while r.i < n:
-        r.ws()
+        if r.elision():  # "model='x', ..., tensor_parallel_size=4, ..." as reporters paste the config line
+            continue
         start = r.i
         while r.i < n and (text[r.i].isalnum() or text[r.i] == "_"):
             r.i += 1
