@@ -44,3 +44,9 @@ def test_no_match_by_value_alone():
     assert not ok("total_capacity_gib", 80.0)  # right name, wrong value
     assert not ok("num_decodes", 65) and not ok("tensor_parallel_size", 8)  # the value under another name
     assert not ok("num_heads", 5) and not ok("max_num_seqs", 65)  # no specific word in common
+
+
+def test_startup_memory_names():
+    ok = _ok({"startup": {"model_load_gib": 61.4, "available_kv_cache_gib": 3.25}})
+    assert ok("model_weights_gib", 61.4) and ok("kv_cache_gib", 3.25)
+    assert not ok("model_weights_gib", 3.25) and not ok("kv_cache_gib", 61.4)
