@@ -50,3 +50,15 @@ def test_printed_tensor_expressions_in_prose():
     p = facts_from_text(log).startup["printed_values"]
     assert p["accepted_counts_shape"] == [6] and p["state_rows_shape"] == [10, 4]
     assert p["slot_ids_max"] == 4099 and p["num_slots"] == 4096
+
+
+def test_bare_bound_in_a_kernel_message():
+    n = facts_from_text(W + "RuntimeError: paged_decode_fwd: only support bf16 decoding for q_len_per_req <= 2, but got "
+                            "max_seqlen_q=3\n").numbers
+    assert n["q_len_per_req_max"] == 2 and n["max_seqlen_q"] == 3
+
+
+def test_values_that_should_be_shared_printed_as_a_set():
+    n = facts_from_text(_tb("v1/worker/mamba_utils.py", 412, "collect_tables", "assert len(strides) == 1, msg",
+                            "AssertionError: all conv state tables must share stride(0), got {1028, 2056}")).numbers
+    assert n["conv_state_table_strides"] == [1028, 2056]

@@ -61,6 +61,27 @@ _INDEX_CALL = re.compile(r"\.index_(?:copy|add|reduce)_?\(\s*(?:dim\s*=\s*)?(-?\
 _MASK_INDEX = re.compile(r"([A-Za-z_][\w.]*)\[([A-Za-z_][\w.]*)\]")
 
 
+# a bound a message states bare: "only support fp8 mla decoding for qo_len <= 4, but got max_seqlen_q=5"
+_BARE_BOUND = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*(<=|>=)\s*(\d+)(?![\w.])")
+# values that should agree, printed as the set found: "all mamba block tables must share stride(0), got {2052, 4100}"
+_SHARE_SET = re.compile(r"\b((?:[a-z][a-z0-9_]* ){0,3}[a-z][a-z0-9_]*?)s? (?:must|should) (?:all )?(?:share|have the same) "
+                        r"([a-z][a-z0-9_]*)(?:\(\d+\))?,? (?:but )?got \{\s*(-?\d+(?:\s*,\s*-?\d+){1,15})\s*\}")
+
+
+def _bound_numbers(message: str, numbers: dict[str, Any]) -> None:
+    """``<name>_max`` / ``<name>_min`` for a bound a message states as ``name <= N``; ``<subject>_<attr>s`` for the
+    distinct values of an attribute that should be shared (see ``_SHARE_SET``)."""
+    if "<=" in message or ">=" in message:
+        for name, op, val in _BARE_BOUND.findall(message)[:4]:
+            numbers.setdefault(f"{name}_{'max' if op == '<=' else 'min'}", int(val))
+    if "got {" in message:
+        m = _SHARE_SET.search(message)
+        if m:
+            subject = "_".join(w for w in m.group(1).split() if w not in ("all", "the", "every", "each"))
+            if subject:
+                numbers.setdefault(f"{subject}_{m.group(2)}s", [int(x) for x in re.findall(r"-?\d+", m.group(3))])
+
+
 def _statement_operands(code: str, message: str, numbers: dict[str, Any]) -> None:
     """The operands of a size mismatch under the names the failing statement gives them: a boolean mask
     ``x[mask]`` (PyTorch: "The shape of the mask [7] ... the indexed tensor [6]") and ``out.index_copy_(dim,
@@ -335,6 +356,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                         f.numbers.setdefault(arg, val)
         if code and f.root is not None:
             _statement_operands(code, f.root.message, f.numbers)
+        if f.root is not None:
+            _bound_numbers(f.root.message[:400], f.numbers)
         for e in ([f.root] if f.root is not None else []) + [e for e in f.exceptions if e.exc_type == ORPHAN_TYPE]:
             code = e.frames[-1].code if e.frames else None
             if code:  # the failing statement is a check against a constant (a kernel's TVM/C++ check macro)
