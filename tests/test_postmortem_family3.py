@@ -222,3 +222,17 @@ def test_a_zero_hit_rate_with_a_large_block_is_the_degraded_prefix_cache():
 def test_a_zero_hit_rate_over_two_lines_with_a_small_block_is_not_a_finding():
     fs = analyze_text(_hits_log(16), "t.log").findings
     assert not any(f.category == "prefix_cache_degraded" for f in fs)
+
+
+def test_more_words_for_a_prefill_in_a_step_of_decodes():
+    for words in ("Only crashes on mixed prefill/decode steps.",
+                  "It needs steps that contain both prefills and spec decodes.",
+                  "It crashes whenever a prefill chunk is scheduled in the same step as the decode requests."):
+        assert _first(_async_log(words)).category == "mixed_batch", words
+
+
+def test_features_named_together_are_not_a_mixed_batch():
+    # the set-up (chunked prefill on, speculative decoding on) says nothing about what one step holds
+    for words in ("It crashes when chunked prefill and speculative decoding are both enabled.",
+                  "Chunked prefill while spec decoding is on: crash after a few minutes."):
+        assert _first(_async_log(words)).category == "state_index", words

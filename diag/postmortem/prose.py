@@ -37,11 +37,15 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"(?:prompts?|prefills?|requests?)\b[^.]{0,40}\b(?:arrives?|comes? in|starts?|lands?) while "
                           r"(?:other |the other )?(?:requests?|streams?|sequences?)\b[^.]{0,15}\b(?:decod|generat)\w*|"
                           # a prefill (a chunk of a long prompt) in the same step as decodes, in the reporter's words
-                          r"prefill\w*\b[^.]{0,60}\b(?:together with|alongside|next to|while)\b[^.]{0,30}\bdecod\w*|"
+                          r"prefill\w*\b[^.]{0,60}\b(?:together with|alongside|next to|while)\b[^.]{0,30}\b(?<!speculative )(?<!spec )decod\w*|"
                           r"prefill\w*\b[^.]{0,60}\band\b[^.]{0,30}\bdecod\w*[^.]{0,40}\b(?:same|one) (?:step|batch|forward)|"
-                          r"\b(?:when|whenever|where|if|once) (?:a |an |one |the )?(?:\w+ )?prefill\w*\s+(?:and|plus|alongside)\s+"
-                          r"(?:\w+ )?decod\w*\b(?! (?:instances?|nodes?|servers?|workers?|pods?|roles?|disagg|engines?|clusters?))|"
-                          r"(?:still|partial(?:ly)?|chunked) prefill\w*\b[^.]{0,40}\band\b[^.]{0,30}\bdecod\w*|"
+                          # (decode rows, not a feature: "chunked prefill and speculative decoding are enabled" is set-up)
+                          r"\b(?:when|whenever|where|if|once|both) (?:a |an |one |the )?(?:\w+ )?prefill\w*\s+(?:and|plus|alongside)\s+"
+                          r"(?!(?:speculative|spec) decoding\b)(?:\w+ )?decod\w*\b(?! (?:instances?|nodes?|servers?|workers?|pods?|roles?|"
+                          r"disagg|engines?|clusters?|phases?|stages?))|"
+                          r"mixed (?:chunked )?prefill\w*\s*(?:/|-|\+|and)\s*decod\w*|"
+                          r"prefill\w*\b[^.]{0,40}\bin the same (?:step|batch|forward)\b[^.]{0,15}\bas\b[^.]{0,30}\bdecod\w*|"
+                          r"(?:still|partial(?:ly)?|chunked) prefill\w*\b[^.]{0,40}\band\b[^.]{0,30}\b(?<!speculative )(?<!spec )decod\w*|"
                           r"decod\w*\b[^.]{0,40}\b(?:together with|alongside|in the same (?:step|batch) as)\b[^.]{0,30}\bprefill|"
                           # the hybrid builders' own counters (vllm/v1/attention/backends/gdn_attn.py, mamba_attn.py)
                           # printed for one step: spec decodes together with prefills or plain decodes
