@@ -320,3 +320,24 @@ def test_internal_error_is_one_line(monkeypatch, capsys):
     rc = main(["analyze", str(SEED4)])
     err = capsys.readouterr().err
     assert rc == 3 and err.count("\n") == 1 and "internal error" in err and "ZeroDivisionError" in err
+
+
+def test_log_cut_off_inside_a_traceback_says_so_and_exits_non_zero(tmp_path):
+    # frames, then the paste ends: the failure itself is not in the log, so nothing is diagnosed -- say it,
+    # keep the report (and the stored session), and exit non-zero with one line on stderr
+    p = tmp_path / "cut.log"
+    p.write_text("(EngineCore_DP0 pid=7) INFO 01-01 00:00:00 [core.py:1] starting\n"
+                 "Traceback (most recent call last):\n"
+                 '  File "/v/vllm/v1/worker/gpu_model_runner.py", line 3120, in execute_model\n'
+                 "    output = self.model(\n"
+                 '  File "/v/vllm/model_executor/models/qwen3_next.py", line 925, in _forward_core\n')
+    db = tmp_path / "s.db"
+    r = subprocess.run([sys.executable, "-m", "vllm_diag", "analyze", str(p), "--db", str(db)], capture_output=True,
+                       text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 2, r.stderr
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in r.stderr and "qwen3_next.py:925" in err[0]
+    assert "NOT MODELLED" in r.stdout and "ends inside a traceback" in r.stdout
+    from vllm_diag import api
+
+    assert any(n.startswith("not modelled: ") for n in api.load(db).notes)

@@ -48,4 +48,7 @@ def run(args) -> int:
         if an.session_id:
             out += f"\n\nstored as session {an.session_id} in {args.db}"
     sys.stdout.write(out + "\n")
+    if an.cut_off:  # the report (and --db) keep what was read; the exit status says nothing was diagnosed
+        sys.stderr.write(f"vllm-diag: {args.path}: {an.cut_off}\n")
+        return 2
     return 0

@@ -55,6 +55,22 @@ class Analysis:
     def failed(self) -> bool:
         return self.facts.root is not None or any(f.severity == "error" for f in self.findings)
 
+    @property
+    def cut_off(self) -> str | None:
+        """Why this log holds no failure to diagnose although it shows one starting: it ends inside a
+        traceback (frames, no exception line) and nothing else explains it. ``None`` otherwise."""
+        if self.failed:
+            return None
+        from .traceback import ORPHAN_TYPE
+
+        orphans = [e for e in self.facts.exceptions if e.exc_type == ORPHAN_TYPE and e.frames]
+        if not orphans:
+            return None
+        last = orphans[-1].frames[-1]
+        where = f"{last.file.rsplit('/', 1)[-1]}:{last.line} in {last.function or '?'}"
+        return (f"the log ends inside a traceback (last frame {where}, log line {orphans[-1].log_line}) before its "
+                "exception line: the failure is not in this log, so it is not diagnosed -- add the lines after it")
+
     def to_record(self, session_id: str | None = None) -> SessionRecord:
         """The analysis as the one session record every output renders and ``Store.save`` stores."""
         import socket
@@ -77,6 +93,8 @@ class Analysis:
                          architecture=f.architecture, gpu_names=list(f.gpu_names), gpu_count=f.gpu_count,
                          python_version=f.python_version, root=f.root, numbers=dict(f.numbers), startup=dict(f.startup))
         notes = [f"pre-flight: {self.preflight_note}"] if self.preflight_note else []
+        if self.cut_off:
+            notes.insert(0, f"not modelled: {self.cut_off}")
         return SessionRecord(session=info, state=self.state, findings=list(self.findings), target=target, notes=notes,
                              log=log, predicted=self.predicted,
                              rule_failures=[RuleFailure(r, e) for r, e in self.rule_failures])

@@ -226,6 +226,8 @@ def findings(record: SessionRecord, pages=None, state_index=None, timeline=None)
                 f" (root error {root.exc_type})" if root is not None else "")
         else:
             verdict = "no error finding" + (f"; root error {root.exc_type} unexplained" if root is not None else "")
+            if any(n.startswith("not modelled: ") for n in record.notes):  # e.g. a log cut off inside a traceback
+                verdict = "NOT MODELLED: " + verdict + " (see the note)"
     else:
         verdict = (f"{errors} error finding{'s' if errors != 1 else ''}" if errors else "no error finding") + (
             f"; engine {record.session.status}" if record.session.status else "")
