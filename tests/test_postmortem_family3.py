@@ -236,3 +236,15 @@ def test_features_named_together_are_not_a_mixed_batch():
     for words in ("It crashes when chunked prefill and speculative decoding are both enabled.",
                   "Chunked prefill while spec decoding is on: crash after a few minutes."):
         assert _first(_async_log(words)).category == "state_index", words
+
+
+def test_the_token_budget_overrun_in_other_torch_wordings():
+    for msg in ("IndexError: index 1100 is out of bounds for dimension 0 with size 1024",
+                "RuntimeError: shape mismatch: value tensor of shape [1100] cannot be broadcast to indexing result of "
+                "shape [1024]"):
+        log = _budget_log(300, 1024, 3, 1100).rsplit("\n", 1)[0] + f"\n{E}{msg}"
+        assert _first(log).category == "token_budget", msg
+    # an index past a buffer that is not the budget's
+    log = _budget_log(300, 1024, 3, 1100).rsplit("\n", 1)[0] + f"\n{E}IndexError: index 1100 is out of bounds for " \
+        "dimension 0 with size 1000"
+    assert _first(log).category != "token_budget"

@@ -210,9 +210,14 @@ def budget_signature(facts: LogFacts, spec_k: int = 0) -> tuple[int, int, int] |
     most = seqs * (1 + spec_k)
     if most <= budget:
         return None
-    for a_key, b_key in (("tensor_a_size", "tensor_b_size"), ("expanded_size_tensor", "existing_size"),
-                         ("target_rows", "source_rows")):
-        a, b = n.get(a_key), n.get(b_key)
+    pairs = [(n.get(a), n.get(b)) for a, b in (("tensor_a_size", "tensor_b_size"), ("expanded_size_tensor", "existing_size"),
+                                                ("target_rows", "source_rows"))]
+    for a, b in (("value_tensor_shape", "indexing_result_shape"),):  # "value tensor of shape [N] cannot be broadcast"
+        if isinstance(n.get(a), list) and isinstance(n.get(b), list) and n[a] and n[b]:
+            pairs.append((n[a][0], n[b][0]))
+    if n.get("index_dim", n.get("dimension")) == 0 and isinstance(n.get("index"), int) and isinstance(n.get("index_size"), int):
+        pairs.append((n["index"] + 1, n["index_size"]))  # a row index past a buffer of the budget's rows
+    for a, b in pairs:
         if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
             big, small = max(a, b), min(a, b)
             if small == budget and budget < big <= most:
