@@ -97,3 +97,21 @@ def test_a_metric_that_changed_keeps_its_first_value():
     m = f.startup["metrics"]
     assert m["spec_mean_acceptance_length"] == 1.06 and m["spec_mean_acceptance_length_first"] == 2.87
     assert "spec_accepted_first" not in m  # unchanged values are stated once
+
+
+def test_rerun_traceback_with_the_same_message_still_places_the_fault():
+    # the blocking rerun prints the same "CUDA error: an illegal memory access" with fewer frames and no header:
+    # merged with the first report as one exception, its frames still name the faulting statement
+    w1 = "(Worker_TP1 pid=4102) ERROR 03-04 06:16:07 [multiproc_executor.py:811] "
+    log = (
+        W + "Traceback (most recent call last):\n"
+        + W + '  File "/usr/lib/python3.12/threading.py", line 1075, in _bootstrap_inner\n'
+        + W + f'  File "{SP}/v1/executor/multiproc_executor.py", line 901, in enqueue_output\n'
+        + W + f'  File "{SP}/v1/worker/gpu_model_runner.py", line 266, in get_output\n'
+        + W + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+        + "Rerun with CUDA_LAUNCH_BLOCKING=1:\n"
+        + w1 + f'  File "{SP}/v1/attention/backends/mla/some_mla.py", line 204, in forward_mqa\n'
+        + w1 + "    o = decode_kernel(q, kv_cache, meta)\n"
+        + w1 + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
+    n = facts_from_text(log).numbers
+    assert n["gpu_model_runner_line"] == 266 and n["some_mla_line"] == 204

@@ -335,7 +335,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             f.numbers["num_speculative_tokens"] = k  # the reporter's words ("MTP, k=3"): no argument states it
             if "spec_prose" in f.lines:
                 f.lines["num_speculative_tokens"] = f.lines["spec_prose"]
-        for name, val in frame_line_numbers(f).items():
+        for name, val in frame_line_numbers(f, self.tb.exceptions).items():
             f.numbers.setdefault(name, val)
         mult, k = f.numbers.get("multiple_of"), f.numbers.get("num_speculative_tokens")
         if isinstance(mult, int) and isinstance(k, int) and mult == k + 1 and f.root is not None \

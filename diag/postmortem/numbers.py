@@ -543,7 +543,7 @@ _ASYNC_FAULT = re.compile(r"illegal memory access|misaligned address|illegal ins
                           r"device-side assert(?:ion)? triggered|[Mm]emory access fault")
 
 
-def frame_line_numbers(f: LogFacts) -> dict[str, int]:
+def frame_line_numbers(f: LogFacts, raw: list | None = None) -> dict[str, int]:
     """``<file stem>_line``: the line of the innermost printed frame in each vLLM file of the root traceback
     (and of traceback pieces without an exception line, the same failure in an excerpt), and of a kernel
     check's source file -- the line numbers an expert quotes to name the failing statement and the release."""
@@ -553,7 +553,9 @@ def frame_line_numbers(f: LogFacts) -> dict[str, int]:
     if fault:
         # an asynchronous CUDA fault is reported at the next sync point (a .tolist(), a copy); the same fault's
         # traceback from a synchronous rerun (CUDA_LAUNCH_BLOCKING=1) or another rank is the one that places it
-        excs += [e for e in f.exceptions[:64] if e is not f.root and e.frames and fault.group(0) in e.message[:300]][:4]
+        # (``raw``: the exceptions before duplicates are merged -- a rerun's traceback repeats the first message)
+        excs += [e for e in (raw if raw is not None else f.exceptions)[:64]
+                 if e is not f.root and e.frames and fault.group(0) in e.message[:300]][:4]
     for e in excs:
         seen = 0
         for fr in reversed(e.frames):
