@@ -248,3 +248,9 @@ def test_the_token_budget_overrun_in_other_torch_wordings():
     log = _budget_log(300, 1024, 3, 1100).rsplit("\n", 1)[0] + f"\n{E}IndexError: index 1100 is out of bounds for " \
         "dimension 0 with size 1000"
     assert _first(log).category != "token_budget"
+
+
+def test_uneven_decode_counters_in_a_dense_decode_frame_with_the_model_unnamed():
+    log = "\n".join(_dense_fault_log("num_decode_tokens=19 num_decodes=6").splitlines()[1:])
+    log = "Speculative decoding with EAGLE, k=2, crashes under load.\n" + log
+    assert _first(log).category == "spec_kernel_limit"

@@ -44,7 +44,11 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     ev = exc_evidence(root, 2) + batch_ev + fact_evidence(facts, "command", "non_default_args", "engine_config")
     common = (f"{fault} is reported asynchronously: it surfaced at {surfaced}, which is not the kernel that faulted "
               f"(the process may even exit 0)")
-    if setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None:
+    # the model unnamed, but the fault surfaced in a dense attention backend's decode (FlashInfer / TRTLLM / XQA):
+    # the uneven decode counters speak for that kernel, not for a hybrid's state
+    dense_decode = setup.hybrid is None and any(_DENSE_DECODE.search(f.file or "") for f in root.frames)
+    if setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None and not (
+            dense_decode and uneven_decode(facts)):
         cat, why = hybrid_spec_fault_class(setup)
         if setup.hybrid:
             basis = f"{common}; inferred from the configuration: {', '.join(setup.why)} -> {why}"
@@ -94,6 +98,9 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     d.missing.append("rerun with CUDA_LAUNCH_BLOCKING=1 (and --enforce-eager) so the faulting kernel is the frame "
                      "shown; with the vllm-diag probes on (VLLM_DIAG_DB=run.db) each step's batch is recorded")
     return d
+
+
+_DENSE_DECODE = re.compile(r"attention/backends/(?!gdn|mamba|linear|short_conv)\w+\.py|flashinfer/|trtllm|xqa", re.I)
 
 
 def uneven_decode(facts: LogFacts) -> str | None:
