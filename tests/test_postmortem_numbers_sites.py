@@ -115,3 +115,19 @@ def test_rerun_traceback_with_the_same_message_still_places_the_fault():
         + w1 + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
     n = facts_from_text(log).numbers
     assert n["gpu_model_runner_line"] == 266 and n["some_mla_line"] == 204
+
+
+def test_sanitizer_host_backtrace_names_the_launching_statement():
+    log = ("========= Invalid __global__ write of size 4 bytes\n"
+           "=========     at chunk_scan_fwd_kernel+0x2a10\n"
+           "=========     by thread (32,0,0) in block (3,1,0)\n"
+           "=========     Address 0x7f10c0000000 is out of bounds\n"
+           "=========     Saved host backtrace up to driver entry point at kernel launch time\n"
+           "=========     Host Frame: [0x2f1a3d] in libcuda.so.1\n"
+           "=========     Host Frame: chunk_scan_fwd in vllm/model_executor/layers/mamba/ops/ssd_chunk_scan.py:517\n"
+           "=========     Host Frame: _forward in vllm/model_executor/layers/mamba/mamba_mixer2.py:640\n"
+           "=========\n"
+           + W + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
+    n = facts_from_text(log).numbers
+    assert n["ssd_chunk_scan_line"] == 517
+    assert "mamba_mixer2_line" not in n  # the launching frame, not its callers

@@ -53,6 +53,7 @@ _NCCL_WARN = [("nccl_cuda_failure", re.compile(r"\bCuda failure (\d+)\b")),
               ("ib_completion_status", re.compile(r"Got completion from peer .{0,120}?\bstatus=(\d+)")),
               ("ib_vendor_err", re.compile(r"\bvendor err (\d+)\b")),
               ("nccl_errno", re.compile(r"\berrno (\d+)\b"))]
+_HOST_PY_FRAME = re.compile(r"Host Frame:\s*\S+ in (?:\S*/)?([A-Za-z_][\w\-]*)\.py:(\d+)\b")
 _NCCL_SRC = re.compile(r"\s(?:[\w.\-]+/)*([A-Za-z_]\w*)\.(?:cc|cu|cpp|h):(\d+) NCCL WARN")
 # PyTorch's index_copy_/index_add_ size check (aten/src/ATen/native/TensorAdvancedIndexing.cpp)
 _INDEX_COUNT = re.compile(r"Number of indices \((\d+)\) should be equal to source\.size\(dim\) \((\d+)\)")
@@ -146,6 +147,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.numeric_flags: dict[str, Any] = {}  # --flag NUMBER anywhere (bench/eval commands too)
         self.metrics: dict[str, Any] = {}  # Prometheus counters and spec-decode metrics quoted in the log
         self.nccl_warn: dict[str, int] = {}  # numbers of NCCL's own WARN lines (the cause behind "NCCL error")
+        self.host_frame_line: tuple[str, int] | None = None  # compute-sanitizer's launching Python frame
         self.tp_ranks: set[int] = set()
         self.ranks: dict[str, set[int]] = {}  # PP / DP / TP ranks of the worker prefixes
         self._argv: tuple[int, list[str]] | None = None  # a flow list of argv items being collected
@@ -202,6 +204,12 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         if "cceptance" in line.text or "Drafted" in line.text:
             for m in _SPEC_METRICS.finditer(line.text):
                 self._metric("spec_" + m.group(1).lower().replace(" ", "_"), _num(m.group(2)))
+        if "Host Frame" in line.text and self.host_frame_line is None:
+            # compute-sanitizer's host backtrace of the faulting launch: its first Python frame is the statement
+            # that launched the kernel ("Host Frame: fused_fwd in vllm/.../fused_recurrent.py:228")
+            m = _HOST_PY_FRAME.search(line.text[:600])
+            if m:
+                self.host_frame_line = (f"{m.group(1).replace('-', '_')}_line", int(m.group(2)))
         if "NCCL WARN" in line.text and len(self.nccl_warn) < 12:
             # NCCL's own warning says what its "unhandled system/cuda error" was: "NCCL WARN Cuda failure 217 'peer
             # access is not supported ...'", "NET/IB : Got completion from peer ... with status=12 ... vendor err 129"
@@ -365,6 +373,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                     f.numbers.setdefault(name, val)
         for name, val in self.nccl_warn.items():
             f.numbers.setdefault(name, val)
+        if self.host_frame_line:
+            f.numbers.setdefault(*self.host_frame_line)
         if self.metrics:
             f.startup["metrics"] = dict(list(self.metrics.items())[:60])
         if self.logged:
