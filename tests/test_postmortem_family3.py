@@ -254,3 +254,12 @@ def test_uneven_decode_counters_in_a_dense_decode_frame_with_the_model_unnamed()
     log = "\n".join(_dense_fault_log("num_decode_tokens=19 num_decodes=6").splitlines()[1:])
     log = "Speculative decoding with EAGLE, k=2, crashes under load.\n" + log
     assert _first(log).category == "spec_kernel_limit"
+
+
+def test_a_zero_hit_rate_with_the_block_vllm_raised_for_the_mamba_page():
+    log = "\n".join([_hits_log(16).splitlines()[0].replace(" --block-size 16", ""),
+                     "(EngineCore_DP0 pid=60) INFO 07-14 10:01:00 [config.py:212] Setting attention block size to 1056 "
+                     "tokens to ensure that attention page size is >= mamba page size.",
+                     *_hits_log(16).splitlines()[1:]])
+    fs = analyze_text(log, "t.log").findings
+    assert any(f.category == "prefix_cache_degraded" and "1056" in f.title for f in fs)

@@ -65,7 +65,7 @@ def check(ctx: RuleContext) -> list[Finding]:
     if ctx.log is not None and cfg(ctx, "enable_prefix_caching") is not False:
         rate = ctx.log.startup.get("prefix_cache_hit_rate_max")
         samples = ctx.log.startup.get("prefix_cache_hit_rate_samples") or 0
-        size = cfg(ctx, "block_size")
+        size = cfg(ctx, "block_size") or ctx.log.startup.get("attention_block_size")  # (vLLM's raised block too)
         if rate is not None and float(rate) == 0.0 and samples >= 1 and not block and isinstance(size, int) \
                 and not isinstance(size, bool) and size >= MIN_INTERESTING_BLOCK and cfg(ctx, "enable_prefix_caching") \
                 and not ctx.log.startup.get("prefix_caching_disabled_hybrid"):
