@@ -263,3 +263,8 @@ def test_a_zero_hit_rate_with_the_block_vllm_raised_for_the_mamba_page():
                      *_hits_log(16).splitlines()[1:]])
     fs = analyze_text(log, "t.log").findings
     assert any(f.category == "prefix_cache_degraded" and "1056" in f.title for f in fs)
+
+
+def test_a_pad_slot_in_a_state_index_printed_with_a_colon():
+    f = _first(_async_log("conv_state_indices: tensor([ 12, -1, 40, -1], device='cuda:0', dtype=torch.int32)"))
+    assert f.category == "mixed_batch"

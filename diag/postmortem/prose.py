@@ -87,7 +87,7 @@ _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
 # values a reporter printed (a debug print, a config.json excerpt): "num_prefills=1 num_decodes=0 batch_size=7",
 # '"num_key_value_heads": 8', "qo_indptr = [0, 4, 8]", "idx[:, 0] = tensor([41, 17, -1], device='cuda:0')"
 _PRINTED_PAIR = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']?\s*[=:]\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)""")
-_PRINTED_LIST = re.compile(r"""(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)(?:\[[^\]]{0,20}\])?\s*=\s*(?:tensor\(\s*)?"""
+_PRINTED_LIST = re.compile(r"""(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)(?:\[[^\]]{0,20}\])?\s*(?:=\s*(?:tensor\(\s*)?|:\s*tensor\(\s*)"""
                            r"""\[\s*(-?\d+(?:\s*,\s*-?\d+){0,255}|\[\s*-?\d+\s*\](?:\s*,\s*\[\s*-?\d+\s*\]){0,255})\s*\]""")
 # a tensor expression printed with its value: "num_accepted_tokens.shape=torch.Size([8])", "idx.max()=2051"
 _PRINTED_EXPR = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)\.(shape|size\(\)|max\(\)|min\(\)|numel\(\)|sum\(\))"
