@@ -53,7 +53,9 @@ reserved_unallocated_gib               unallocated`` (MiB converted to GiB)
                                        kernel source file) in the root traceback
                                        and in traceback pieces without an exception line
                                        (``gpu_model_runner_line``), and of a kernel check's source file
-                                       (``attention_line`` for ``attention.hpp:200``)
+                                       (``attention_line`` for ``attention.hpp:200``); for an asynchronous
+                                       CUDA fault also the same fault's other tracebacks (a blocking rerun)
+                                       and compute-sanitizer's first Python ``Host Frame`` (the launch)
 num_speculative_tokens, n_predict      ``num_speculative_tokens:3 must be divisible by n_predict=2``
                                        (num_speculative_tokens is also copied from the arguments)
 head_dim                               ``Unexpected head dim size, 32``
@@ -95,6 +97,14 @@ expected_shape, got_shape,             both shapes of a failed shape comparison 
 view_shape, input_size (+ the          PyTorch's ``shape '[7, 2, -1]' is invalid for input of size N``;
 statement's argument names)            ``x.view(num_decodes, seq_len, -1)`` names the dimensions
 mat1_shape, mat2_shape                 ``mat1 and mat2 shapes cannot be multiplied (4x2048 and 4096x1024)``
+<tensor>_shape, <mask>_shape,          a size mismatch's operands named by the failing statement: ``x[mask]``
+<index>_len, <source>_size_dim<d>      (mask / indexed tensor), ``out.index_copy_(d, index, source)``
+<name>_max, <name>_min                 a bound a message states bare: ``… for q_len <= 2, but got …``
+<subject>_<attr>s (list)               ``all mamba block tables must share stride(0), got {1028, 2056}``
+nccl_cuda_failure, nccl_errno,         NCCL's own WARN lines behind an ``NCCL error``: ``Cuda failure 801``,
+ib_completion_status, ib_vendor_err    ``Got completion from peer … with status=5 … vendor err 244``
+uniform_decode_query_len               the multiple vLLM rounds cudagraph sizes to, when it is
+                                       1 + num_speculative_tokens
 <identifier>                           ``num_qo_heads 28``, ``max_num_scheduled_tokens is set to 0``,
                                        ``divisible by cp_kv_cache_interleave_size (128)``
 <words>_expected, <words>_got          ``… a last dimension of size 576, but got 512``; ``number of
@@ -145,7 +155,8 @@ error_lines ([[line, text]])           up to 40 error-like lines outside traceba
                                        CUDA/debugger reports, excerpts without an exception line)
 quoted_flags (dict)                    numeric ``--flag value`` pairs of any pasted command (bench, eval)
 metrics (dict)                         Prometheus counters (``vllm:prefix_cache_queries_total 1131``) and
-                                       spec-decode metrics (``spec_mean_acceptance_length`` ...)
+                                       spec-decode metrics (``spec_mean_acceptance_length`` ...): the last
+                                       value, and ``<name>_first`` where the value changed
 tensor_parallel_size_seen              highest ``Worker_TP<n>`` rank + 1 (when no TP size is stated)
 pipeline_parallel_size_seen,           highest ``PP<n>`` / ``DP<n>`` rank of the worker prefixes + 1, when
 data_parallel_size_seen                above rank 0 and the size is not stated (a lower bound)
@@ -164,7 +175,10 @@ smallest_cudagraph_capture_size        capture size was 8``) the cap is 0
 logged_values (dict)                   settings vLLM's INFO/WARNING records state: ``name=N``, ``Using
                                        max model len N``, ``<setting> from A to B`` (``_from`` / ``_to``)
 printed_values (dict)                  values the reporter printed in prose: ``num_decodes=0 batch_size=7``,
-                                       ``qo_indptr = [0, 4, 8]``, ``x = tensor([...])``, ``"head_dim": 128``
+                                       ``qo_indptr = [0, 4, 8]``, ``x = tensor([...])``, ``"head_dim": 128``,
+                                       ``x.shape=torch.Size([6])`` -> x_shape, ``idx.max()=4099`` -> idx_max
+<file stem>_line                       where vLLM logs a WARNING that sets a fact above
+                                       (``[some_backend.py:233]`` -> some_backend_line)
 request_params (dict)                  max_tokens / temperature / top_k ... of the failing request (curl
                                        body, client call, ``SamplingParams(...)``)
 =====================================  ==========================================================

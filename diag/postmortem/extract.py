@@ -62,9 +62,9 @@ _INDEX_CALL = re.compile(r"\.index_(?:copy|add|reduce)_?\(\s*(?:dim\s*=\s*)?(-?\
 _MASK_INDEX = re.compile(r"([A-Za-z_][\w.]*)\[([A-Za-z_][\w.]*)\]")
 
 
-# a bound a message states bare: "only support fp8 mla decoding for qo_len <= 4, but got max_seqlen_q=5"
+# a bound a message states bare: "only support bf16 decoding for q_len <= 2, but got max_seqlen_q=3"
 _BARE_BOUND = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*(<=|>=)\s*(\d+)(?![\w.])")
-# values that should agree, printed as the set found: "all mamba block tables must share stride(0), got {2052, 4100}"
+# values that should agree, printed as the set found: "all mamba block tables must share stride(0), got {1028, 2056}"
 _SHARE_SET = re.compile(r"\b((?:[a-z][a-z0-9_]* ){0,3}[a-z][a-z0-9_]*?)s? (?:must|should) (?:all )?(?:share|have the same) "
                         r"([a-z][a-z0-9_]*)(?:\(\d+\))?,? (?:but )?got \{\s*(-?\d+(?:\s*,\s*-?\d+){1,15})\s*\}")
 
@@ -206,13 +206,13 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 self._metric("spec_" + m.group(1).lower().replace(" ", "_"), _num(m.group(2)))
         if "Host Frame" in line.text and self.host_frame_line is None:
             # compute-sanitizer's host backtrace of the faulting launch: its first Python frame is the statement
-            # that launched the kernel ("Host Frame: fused_fwd in vllm/.../fused_recurrent.py:228")
+            # that launched the kernel ("Host Frame: chunk_fwd in vllm/.../ssd_chunk_scan.py:517")
             m = _HOST_PY_FRAME.search(line.text[:600])
             if m:
                 self.host_frame_line = (f"{m.group(1).replace('-', '_')}_line", int(m.group(2)))
         if "NCCL WARN" in line.text and len(self.nccl_warn) < 12:
-            # NCCL's own warning says what its "unhandled system/cuda error" was: "NCCL WARN Cuda failure 217 'peer
-            # access is not supported ...'", "NET/IB : Got completion from peer ... with status=12 ... vendor err 129"
+            # NCCL's own warning says what its "unhandled system/cuda error" was: "NCCL WARN Cuda failure 801 'operation
+            # not supported'", "NET/IB : Got completion from peer ... with status=5 ... vendor err 244"
             t = line.text[:1000]
             for name, rx in _NCCL_WARN:
                 m = rx.search(t)

@@ -150,7 +150,7 @@ class _Reader:
             if c != ",":
                 raise LiteralError(f"expected ',' or '}}' at {self.i}")
             self.i += 1
-            while self.elision():  # {"level": 3, ..., "max_cudagraph_capture_size": 512, ...}
+            while self.elision():  # {"mode": 3, ..., "max_cudagraph_capture_size": 384, ...}
                 pass
             self.ws()
             if self.peek() == "}":

@@ -85,7 +85,7 @@ class StartupLines:
         self.facts.startup[name] = value
         self._note(name, line)
         if line.level == "WARNING" and "[" in line.display:
-            # a warning is quoted by where vLLM logs it ("[flashinfer_mla.py:197] FlashInferMLAImpl got a query of
+            # a warning is quoted by where vLLM logs it ("[flashinfer_mla.py:N] FlashInferMLAImpl got a query of
             # uneven length."): the logger's <file stem>_line, first warning of each file
             m = _LOGGER_SRC.search(line.display[:200])
             if m and len(self.facts.startup) < 200:
