@@ -89,7 +89,7 @@ _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
 _PRINTED_PAIR = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']?\s*[=:]\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)""")
 _PRINTED_LIST = re.compile(r"""(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)(?:\[[^\]]{0,20}\])?\s*(?:=\s*(?:tensor\(\s*)?|:\s*tensor\(\s*)"""
                            r"""\[\s*(-?\d+(?:\s*,\s*-?\d+){0,255}|\[\s*-?\d+\s*\](?:\s*,\s*\[\s*-?\d+\s*\]){0,255})\s*\]""")
-# a tensor expression printed with its value: "num_accepted_tokens.shape=torch.Size([8])", "idx.max()=2051"
+# a tensor expression printed with its value: "accepted_counts.shape=torch.Size([6])", "slot_ids.max()=4099"
 _PRINTED_EXPR = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)\.(shape|size\(\)|max\(\)|min\(\)|numel\(\)|sum\(\))"
                            r"(?:\.item\(\))?\s*[=:]\s*(?:torch\.Size\(\s*)?(?:\[\s*(-?\d+(?:\s*,\s*-?\d+){0,7})\s*\]|\(\s*(-?\d+"
                            r"(?:\s*,\s*-?\d+){0,7})\s*,?\s*\)|(-?\d+))(?![\d.\w])")
