@@ -268,3 +268,24 @@ def test_a_zero_hit_rate_with_the_block_vllm_raised_for_the_mamba_page():
 def test_a_pad_slot_in_a_state_index_printed_with_a_colon():
     f = _first(_async_log("conv_state_indices: tensor([ 12, -1, 40, -1], device='cuda:0', dtype=torch.int32)"))
     assert f.category == "mixed_batch"
+
+
+def _drafter_log(method: str, prefix_caching: bool) -> str:
+    return "\n".join([
+        "vllm serve tiiuae/Falcon-H1-7B-Instruct --max-num-seqs 32"
+        + (" --enable-prefix-caching" if prefix_caching else " --no-enable-prefix-caching")
+        + f" --speculative-config '{{\"method\": \"{method}\", \"num_speculative_tokens\": 3}}'",
+        *_async_log().splitlines()[1:],
+    ])
+
+
+def test_a_variable_length_drafter_on_a_hybrid_points_at_the_mixed_batch():
+    # n-gram / suffix drafters propose nothing where nothing matches: the builders split every loaded step into
+    # spec decodes and plain decodes (num_decode_draft_tokens >= 0)
+    assert _first(_drafter_log("ngram", False)).category == "mixed_batch"
+    assert _first(_drafter_log("suffix", False)).category == "mixed_batch"
+
+
+def test_fixed_length_drafters_or_prefix_caching_keep_the_state_index_prior():
+    assert _first(_drafter_log("mtp", False)).category == "state_index"
+    assert _first(_drafter_log("ngram", True)).category == "state_index"

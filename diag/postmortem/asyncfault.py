@@ -142,5 +142,12 @@ def hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:
     if setup.prefix_caching or setup.mamba_cache_mode in ("align", "all"):
         return "state_index", ("the Mamba/GDN state indices that prefix caching routes through the block table "
                                f"(mode '{setup.mamba_cache_mode or 'align'}') under speculative decoding" + alt)
+    if re.search(r"ngram|n-gram|suffix|prompt_lookup", str(setup.spec_method or ""), re.I):
+        # n-gram / suffix drafters propose a variable number of tokens (none where no match is found): the GDN / Mamba
+        # builders then split one batch into spec decodes and plain decodes (gdn_attn.py: spec_sequence_masks =
+        # num_decode_draft_tokens >= 0), so every step under load mixes the two kinds of rows
+        return "mixed_batch", (f"the {setup.spec_method} drafter proposes a variable number of tokens per request (none "
+                               "where nothing matches), so its batches mix spec decodes with plain decodes; no prefix "
+                               "caching routes states through the block table")
     return "state_index", ("Mamba/GDN state indices under speculative decoding (no evidence of mixed decode / "
                            "spec-decode batches: the crash dump or the report would show one)" + alt)
