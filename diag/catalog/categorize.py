@@ -336,6 +336,11 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: _mamba_code(f, fn) and (e == "IndexError" or bool(re.search(
          r"out of bounds|index out of range|shape of the mask", t)))
      and bool(_BATCH_WORDS.search(c.lower())) and not bool(_STATE_WORDS.search(c.lower()))),
+    # a split of the step's rows by its decode / prefill counts inside Mamba/GDN code that does not add up
+    # (mamba_attn.py `torch.split(state_indices_tensor, [num_decodes, num_prefills])`): the batch's composition is
+    # counted two ways, even when the rows split are state indices
+    ("hybrid_batch_split", "mixed_batch",
+     lambda f, fn, t, e, c: _mamba_code(f, fn) and bool(re.search(r"split_with_sizes|split_sizes", t))),
     # an index out of range inside Mamba/GDN code -- or an illegal memory access in one of its kernels --
     # indexes a state, a conv cache line, a block or a chunk table
     ("hybrid_index_error", "state_index",

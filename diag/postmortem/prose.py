@@ -93,6 +93,10 @@ _PRINTED_LIST = re.compile(r"""(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)(?:\
 _PRINTED_EXPR = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)\.(shape|size\(\)|max\(\)|min\(\)|numel\(\)|sum\(\))"
                            r"(?:\.item\(\))?\s*[=:]\s*(?:torch\.Size\(\s*)?(?:\[\s*(-?\d+(?:\s*,\s*-?\d+){0,7})\s*\]|\(\s*(-?\d+"
                            r"(?:\s*,\s*-?\d+){0,7})\s*,?\s*\)|(-?\d+))(?![\d.\w])")
+# a tensor the reporter printed in prose, its name a few words before it and its tail elided: "I dumped
+# conv_state_indices for the step before: tensor([  17,   -1,   22, ...], device='cuda:1')"
+_PRINTED_TENSOR = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[^\n=\[\]]{0,40}?\btensor\(\s*\[\s*"
+                             r"(-?\d+(?:\s*,\s*-?\d+){0,255})(?:\s*,\s*(?:\.\.\.|…))?\s*\]")
 _EXPR_SUFFIX = {"shape": "shape", "size()": "shape", "max()": "max", "min()": "min", "numel()": "numel", "sum()": "sum"}
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
                        r"(?:\s+(?:on|enabled|turned on))?", re.I)
@@ -206,12 +210,16 @@ class ProseLines:
             if m:
                 self.facts.startup["prefix_caching_prose"] = not bool(m.group(1))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
-        if ("=" in text or '":' in text or "':" in text) and "_" in text and len(text) < 4000 and "with config:" not in text \
-                and "non-default args" not in text and "SchedulerOutput" not in text:
+        if ("=" in text or '":' in text or "':" in text or "tensor([" in text) and "_" in text and len(text) < 4000 \
+                and "with config:" not in text and "non-default args" not in text and "SchedulerOutput" not in text:
             printed = self.facts.startup.setdefault("printed_values", {})
             for name, vals in _PRINTED_LIST.findall(text):
                 if len(printed) < 60:
                     printed.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
+            if "tensor([" in text:
+                for name, vals in _PRINTED_TENSOR.findall(text):
+                    if len(printed) < 60:
+                        printed.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
             for name, val in _PRINTED_PAIR.findall(text):
                 _printed(printed, name, float(val) if "." in val else int(val))
             if "." in text and ("shape" in text or ")=" in text or ") =" in text):

@@ -1,0 +1,77 @@
+"""Failure families, fourth part: the step's rows split by its decode / prefill counts inside a hybrid builder
+(mixed batch even where prefix caching runs the state indices through the block table), and a state-index tensor
+the reporter printed in prose with its tail elided (a pad slot, -1, on the spec-decode path).
+
+Every log here is written by the tests in vLLM's format; models, numbers and paths are the tests' own.
+"""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem.analyze import analyze_text
+
+E = "(EngineCore_DP0 pid=4021) ERROR 09-02 11:20:31 [core.py:1133] "
+SITE = "/opt/venv/lib/python3.12/site-packages/vllm"
+
+
+def _first(log: str):
+    fs = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"]
+    assert fs, "no finding"
+    assert fs[0].confidence in ("high", "medium", "low") and fs[0].basis
+    return fs[0]
+
+
+def _split_log(prefix_caching: bool) -> str:
+    return "\n".join([
+        "vllm serve ibm-granite/granite-4.0-h-small --max-num-seqs 24 "
+        + ("--enable-prefix-caching " if prefix_caching else "")
+        + "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3, \"prompt_lookup_max\": 4}'",
+        f"{E}EngineCore encountered a fatal error.",
+        f"{E}Traceback (most recent call last):",
+        f'{E}  File "{SITE}/v1/worker/gpu_model_runner.py", line 2291, in _build_attention_metadata',
+        f"{E}    attn_metadata_i = builder.build(",
+        f'{E}  File "{SITE}/v1/attention/backends/mamba2_attn.py", line 151, in build',
+        f"{E}    common = self._compute_common_metadata(",
+        f'{E}  File "{SITE}/v1/attention/backends/mamba_attn.py", line 455, in _compute_common_metadata',
+        f"{E}    block_idx_d, block_idx_p = torch.split(",
+        f"{E}RuntimeError: split_with_sizes expects split_sizes to sum exactly to 11 (input tensor's size at "
+        "dimension 0), but got split_sizes=[9, 4]",
+    ])
+
+
+def test_a_decode_prefill_split_that_does_not_add_up_is_a_mixed_batch():
+    for pc in (False, True):  # prefix caching does not turn a row-count split into a state-column width
+        f = _first(_split_log(pc))
+        assert f.category == "mixed_batch", (pc, f.category, f.basis)
+        assert f.numbers.get("num_speculative_tokens") == 3
+
+
+def test_a_split_outside_hybrid_code_is_not_claimed():
+    log = _split_log(False).replace("v1/attention/backends/mamba2_attn.py", "model_executor/layers/linear.py") \
+        .replace("v1/attention/backends/mamba_attn.py", "model_executor/layers/linear.py") \
+        .replace("_compute_common_metadata", "weight_loader").replace("in build", "in forward")
+    assert _first(log).category != "mixed_batch"
+
+
+def _printed_log(printed: str) -> str:
+    return "\n".join([
+        "vllm serve Qwen/Qwen3.5-35B-A3B --no-enable-prefix-caching --speculative-config "
+        "'{\"method\": \"qwen3_5_mtp\", \"num_speculative_tokens\": 2}'",
+        "Under load the server dies; before the crash I printed the indices:",
+        printed,
+        f"{E}RuntimeError: CUDA error: an illegal memory access was encountered",
+        f"{E}CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+        "might be incorrect.",
+    ])
+
+
+def test_a_state_index_printed_in_prose_with_a_pad_slot_shows_the_mixed_batch():
+    f = _first(_printed_log("ssm_state_indices right before the kernel: tensor([ 40,  -1,  -1,  12, 13, ...], "
+                            "device='cuda:0')"))
+    assert f.category == "mixed_batch", f.basis
+    assert "-1" in f.basis
+
+
+def test_a_printed_state_index_without_a_pad_slot_is_no_mixed_batch_evidence():
+    f = _first(_printed_log("ssm_state_indices right before the kernel: tensor([ 40,  41,  12, 13, ...], "
+                            "device='cuda:0')"))
+    assert "ssm_state_indices" not in f.basis
