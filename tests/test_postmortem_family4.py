@@ -7,17 +7,10 @@ Every log here is written by the tests in vLLM's format; models, numbers and pat
 
 from __future__ import annotations
 
-from vllm_diag.postmortem.analyze import analyze_text
+from .test_postmortem_family3 import _first  # the top error finding, with its confidence and basis checked
 
 E = "(EngineCore_DP0 pid=4021) ERROR 09-02 11:20:31 [core.py:1133] "
 SITE = "/opt/venv/lib/python3.12/site-packages/vllm"
-
-
-def _first(log: str):
-    fs = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"]
-    assert fs, "no finding"
-    assert fs[0].confidence in ("high", "medium", "low") and fs[0].basis
-    return fs[0]
 
 
 def _split_log(prefix_caching: bool) -> str:
