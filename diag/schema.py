@@ -298,7 +298,7 @@ def m004_diagnosis_record_and_step_rollup(db) -> None:
         select session_id, coalesce(pid, 0), coalesce(builder, 'runner'), coalesce(group_index, -1),
                step_index >> {ROLLUP_SHIFT}, min(step_index), max(step_index), count(*), max(coalesce(num_reqs, 0)),
                max(coalesce(num_decodes, 0)), max(coalesce(num_spec_decodes, 0)), max(coalesce(num_prefills, 0)),
-               max(coalesce(num_tokens, 0)), sum(coalesce(num_tokens, 0)),
+               max(coalesce(num_tokens, 0)), cast(total(coalesce(num_tokens, 0)) as integer),
                sum(coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0), 0
         from batch_steps group by 1, 2, 3, 4, 5""")
     db.execute("""insert into step_marks
@@ -381,17 +381,20 @@ def drop_step_triggers(db) -> bool:
 # made when the later of the two rows arrives -- so a step's runner row and builder rows may come in
 # different batches (or from different writers) and each pair is marked exactly once. Marks go in in
 # the order the triggers wrote them (by the later row's rowid, then the earlier row's).
+# token sums saturate instead of failing: SQLite's sum() raises "integer overflow" past 2**63, which a
+# corrupt or hostile row can reach; total() adds in floating point and the cast clamps to the integer range
+SUM_TOKENS = "cast(total(coalesce(num_tokens, 0)) as integer)"
 _ROLLUP_BATCH = [
     f"""insert into step_rollup
   select session_id, coalesce(pid, 0), coalesce(builder, 'runner'), coalesce(group_index, -1), step_index >> {ROLLUP_SHIFT},
          min(step_index), max(step_index), count(*), max(coalesce(num_reqs, 0)), max(coalesce(num_decodes, 0)),
          max(coalesce(num_spec_decodes, 0)), max(coalesce(num_prefills, 0)), max(coalesce(num_tokens, 0)),
-         sum(coalesce(num_tokens, 0)), sum(coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0), 0
+         {SUM_TOKENS}, sum(coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0), 0
   from batch_steps where rowid > :lo group by 1, 2, 3, 4, 5
   on conflict do update set first_step = min(first_step, excluded.first_step), last_step = max(last_step, excluded.last_step),
      rows = rows + excluded.rows, max_reqs = max(max_reqs, excluded.max_reqs), max_decodes = max(max_decodes, excluded.max_decodes),
      max_spec_decodes = max(max_spec_decodes, excluded.max_spec_decodes), max_prefills = max(max_prefills, excluded.max_prefills),
-     max_tokens = max(max_tokens, excluded.max_tokens), sum_tokens = sum_tokens + excluded.sum_tokens,
+     max_tokens = max(max_tokens, excluded.max_tokens), sum_tokens = min(sum_tokens + excluded.sum_tokens, 9223372036854775807),
      mixed = mixed + excluded.mixed""",
     """insert into step_marks
   select session_id, coalesce(pid, 0), step_index, 'mixed', coalesce(builder, 'runner'), coalesce(group_index, -1),

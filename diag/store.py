@@ -682,7 +682,7 @@ class Store:
             factor = width >> shift
             rows = self.db.execute(
                 f"select source, group_index, min(first_step), max(last_step), sum(rows), max(max_reqs), max(max_decodes), "
-                f"max(max_spec_decodes), max(max_prefills), max(max_tokens), sum(sum_tokens), sum(mixed), sum(disagree) "
+                f"max(max_spec_decodes), max(max_prefills), max(max_tokens), cast(total(sum_tokens) as integer), sum(mixed), sum(disagree) "
                 f"from step_rollup where session_id = ? and pid = ? and bucket between ? and ? "
                 f"group by source, group_index, bucket / ?",
                 [session_id, pid or 0, lo >> shift, hi >> shift, factor]).fetchall()
@@ -690,7 +690,7 @@ class Store:
             rows = self.db.execute(
                 """select coalesce(builder, 'runner'), coalesce(group_index, -1), min(step_index), max(step_index), count(*),
                        max(coalesce(num_reqs, 0)), max(coalesce(num_decodes, 0)), max(coalesce(num_spec_decodes, 0)),
-                       max(coalesce(num_prefills, 0)), max(coalesce(num_tokens, 0)), sum(coalesce(num_tokens, 0)),
+                       max(coalesce(num_prefills, 0)), max(coalesce(num_tokens, 0)), cast(total(coalesce(num_tokens, 0)) as integer),
                        sum(coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0), 0
                 from batch_steps where session_id = ? and pid is ? and step_index between ? and ?
                 group by 1, 2, step_index / ?""", [session_id, pid, lo, hi, width]).fetchall()

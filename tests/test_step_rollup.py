@@ -225,3 +225,19 @@ def test_triggers_recreated_by_a_tool_are_dropped_by_the_next_writer(tmp_path):
         st.add_step_rows(rows)
     conn = sqlite3.connect(path)
     assert _contents(conn) == _from_scratch(conn)
+
+
+def test_token_sums_past_the_integer_range_saturate_instead_of_failing(tmp_path):
+    """A corrupt or hostile row (num_tokens near 2**62) must not make a write or a read raise: SQLite's sum()
+    fails with "integer overflow" past 2**63, so the rollup and the window readers saturate at the maximum."""
+    path = tmp_path / "big.db"
+    big = 1 << 62
+    steps = [BatchStep(step_index=i, num_decodes=1, num_tokens=big) for i in range(4)]
+    with Store.open(path, create=True) as st:
+        sid = st.new_session("engine")
+        st.add_rows("batch_steps", sid, 3, steps[:2])
+        st.add_rows("batch_steps", sid, 3, steps[2:])  # a second flush adds to the saturated bucket
+        rec = st.load(sid, steps="summary")
+    conn = sqlite3.connect(path)
+    assert conn.execute("select sum_tokens, typeof(sum_tokens) from step_rollup").fetchall() == [(2 ** 63 - 1, "integer")]
+    assert rec.session.id == sid
