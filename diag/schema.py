@@ -271,6 +271,13 @@ end""",
 )
 
 
+def saturating_sum(expr: str) -> str:
+    """SQL summing ``expr`` that saturates at the integer maximum instead of failing: SQLite's sum() raises
+    "integer overflow" past 2**63, which a corrupt or hostile row can reach; total() adds in floating point
+    and the cast clamps to the integer range (token sums of the step rollup and its readers)."""
+    return f"cast(total({expr}) as integer)"
+
+
 @migrations()
 def m004_diagnosis_record_and_step_rollup(db) -> None:
     # Everything `check`/`analyze` print beyond the engine state, so `show` prints the same: the target
@@ -298,7 +305,7 @@ def m004_diagnosis_record_and_step_rollup(db) -> None:
         select session_id, coalesce(pid, 0), coalesce(builder, 'runner'), coalesce(group_index, -1),
                step_index >> {ROLLUP_SHIFT}, min(step_index), max(step_index), count(*), max(coalesce(num_reqs, 0)),
                max(coalesce(num_decodes, 0)), max(coalesce(num_spec_decodes, 0)), max(coalesce(num_prefills, 0)),
-               max(coalesce(num_tokens, 0)), cast(total(coalesce(num_tokens, 0)) as integer),
+               max(coalesce(num_tokens, 0)), {saturating_sum('coalesce(num_tokens, 0)')},
                sum(coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0), 0
         from batch_steps group by 1, 2, 3, 4, 5""")
     db.execute("""insert into step_marks
@@ -364,12 +371,19 @@ LEGACY_STEP_TRIGGERS = ("batch_steps_rollup", "batch_steps_builder_disagrees", "
                         "batch_steps_rollup_runner", "batch_steps_rollup_builder")
 
 
-def drop_step_triggers(db) -> bool:
-    """Drop the per-row rollup triggers of m004-m006 where a file has them (True when it had)."""
+def legacy_step_triggers(db) -> list[str]:
+    """The per-row rollup triggers of m004-m006 a file has (a file migrated past m007 has them only when a
+    tool re-ran m004)."""
     conn = getattr(db, "conn", db)
     names = [r[0] for r in conn.execute(
         "select name from sqlite_master where type = 'trigger' and tbl_name = 'batch_steps'").fetchall()]
-    found = [n for n in names if n in LEGACY_STEP_TRIGGERS]
+    return [n for n in names if n in LEGACY_STEP_TRIGGERS]
+
+
+def drop_step_triggers(db) -> bool:
+    """Drop the per-row rollup triggers of m004-m006 where a file has them (True when it had)."""
+    conn = getattr(db, "conn", db)
+    found = legacy_step_triggers(conn)
     for name in found:
         conn.execute(f"drop trigger if exists {name}")
     return bool(found)
@@ -381,15 +395,12 @@ def drop_step_triggers(db) -> bool:
 # made when the later of the two rows arrives -- so a step's runner row and builder rows may come in
 # different batches (or from different writers) and each pair is marked exactly once. Marks go in in
 # the order the triggers wrote them (by the later row's rowid, then the earlier row's).
-# token sums saturate instead of failing: SQLite's sum() raises "integer overflow" past 2**63, which a
-# corrupt or hostile row can reach; total() adds in floating point and the cast clamps to the integer range
-SUM_TOKENS = "cast(total(coalesce(num_tokens, 0)) as integer)"
 _ROLLUP_BATCH = [
     f"""insert into step_rollup
   select session_id, coalesce(pid, 0), coalesce(builder, 'runner'), coalesce(group_index, -1), step_index >> {ROLLUP_SHIFT},
          min(step_index), max(step_index), count(*), max(coalesce(num_reqs, 0)), max(coalesce(num_decodes, 0)),
          max(coalesce(num_spec_decodes, 0)), max(coalesce(num_prefills, 0)), max(coalesce(num_tokens, 0)),
-         {SUM_TOKENS}, sum(coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0), 0
+         {saturating_sum('coalesce(num_tokens, 0)')}, sum(coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0), 0
   from batch_steps where rowid > :lo group by 1, 2, 3, 4, 5
   on conflict do update set first_step = min(first_step, excluded.first_step), last_step = max(last_step, excluded.last_step),
      rows = rows + excluded.rows, max_reqs = max(max_reqs, excluded.max_reqs), max_decodes = max(max_decodes, excluded.max_decodes),

@@ -52,12 +52,13 @@ from .model import (
     to_jsonable,
 )
 from .schema import (
-    LEGACY_STEP_TRIGGERS,
     MIGRATION_SET,
     ROLLUP_SHIFT,
     SCHEMA_VERSION,
     drop_step_triggers,
+    legacy_step_triggers,
     migrations,
+    saturating_sum,
     roll_up_steps,
     step_rowids,
 )
@@ -255,9 +256,7 @@ class Store:
     def _has_step_triggers(self) -> bool:
         """Per-row rollup triggers in a file migrated past m007 (a tool that re-ran m004, which creates
         them): the writers roll up each batch themselves, so a trigger would count every row twice."""
-        names = LEGACY_STEP_TRIGGERS
-        return self.db.execute(f"select 1 from sqlite_master where type = 'trigger' and name in ({', '.join('?' * len(names))}) "
-                               "limit 1", names).fetchone() is not None
+        return bool(legacy_step_triggers(self.db))
 
     def _refuse_foreign_database(self) -> None:
         """A SQLite file with tables but no vllm-diag migrations belongs to someone else."""
@@ -530,6 +529,10 @@ class Store:
                 row[col] = bool(row[col])
         return row
 
+    @classmethod
+    def _step(cls, row: dict[str, Any]) -> BatchStep:
+        return from_dict(BatchStep, cls._decode(row, ("spec_tokens_per_req",)))
+
     def load(self, session_id: str | None = None, *, steps: bool | str = True) -> SessionRecord:
         """Everything one session holds, as model objects. ``steps=False`` leaves ``state.steps``
         empty (a 1,000,000-step session loads in milliseconds; read steps with SQL instead);
@@ -568,7 +571,7 @@ class Store:
         state.block_tables = [from_dict(BlockTable, r) for r in self._rows("block_tables", sid)]
         state.builder_buffers = [from_dict(BuilderBuffer, self._decode(r, ("shape",))) for r in self._rows("builder_buffers", sid)]
         state.steps = [
-            from_dict(BatchStep, self._decode(r, ("spec_tokens_per_req",))) for r in self._rows("batch_steps", sid, "step_index, rowid")
+            self._step(r) for r in self._rows("batch_steps", sid, "step_index, rowid")
         ] if steps else []
         state.errors = [from_dict(ErrorRecord, self._decode(r, ("notes", "numbers"))) for r in self._rows("errors", sid, "at, rowid")]
 
@@ -624,8 +627,47 @@ class Store:
         for r in cur.fetchall():
             row = dict(zip(cols, r))
             last = row.pop("rowid")
-            out.append(from_dict(BatchStep, self._decode(row, ("spec_tokens_per_req",))))
+            out.append(self._step(row))
         return out, last
+
+    def steps_the_rules_read(self, record: SessionRecord) -> list[BatchStep]:
+        """The session's step rows a diagnosis reads (``vllm_diag.recorded.diagnose`` of a record loaded
+        without steps), in the store's order (step, then insertion): every mixed row (decodes and spec
+        decodes in one row: a runner's or a builder's own split) and every row of each recorded error's
+        step -- the step the error carries, else the runner's last step at or before it."""
+        db, sid = self.db, record.session.id
+        rows: dict[int, dict] = {}
+
+        def add(sql: str, params: list) -> None:
+            cur = db.execute(sql, params)
+            cols = [d[0] for d in cur.description]
+            for r in cur.fetchall():
+                row = dict(zip(cols, r))
+                rows[row.pop("rowid_")] = row
+
+        try:
+            # the marks first (CROSS JOIN keeps SQLite from scanning every step row of the session instead)
+            add("select b.rowid as rowid_, b.* from step_marks m cross join batch_steps b on b.session_id = m.session_id "
+                "and b.pid = m.pid and b.step_index = m.step_index where m.session_id = ? and m.kind = 'mixed' "
+                "and coalesce(b.num_decodes, 0) > 0 and coalesce(b.num_spec_decodes, 0) > 0", [sid])
+        except sqlite3.OperationalError:  # a store from before the step rollup (schema < 4): one scan instead
+            add("select rowid as rowid_, * from batch_steps where session_id = ? and coalesce(num_decodes, 0) > 0 "
+                "and coalesce(num_spec_decodes, 0) > 0", [sid])
+        for err in record.state.errors:
+            step = (err.numbers or {}).get("step")
+            index = step.get("step_index") if isinstance(step, dict) else None
+            pid = "" if err.pid is None else " and pid = ?"
+            if not isinstance(index, int):
+                at = "" if err.at is None else " and (at is null or at <= ?)"
+                found = db.execute(f"select step_index from batch_steps where session_id = ? and builder is null{pid}{at} "
+                                   "order by step_index desc limit 1",  # the index backwards, to the first such row
+                                   [sid] + ([err.pid] if err.pid is not None else []) + ([err.at] if err.at is not None else [])
+                                   ).fetchone()
+                index = found[0] if found else None
+            if isinstance(index, int):
+                add(f"select rowid as rowid_, * from batch_steps where session_id = ? and step_index = ?{pid}",
+                    [sid, index] + ([err.pid] if err.pid is not None else []))
+        return [self._step(row) for _, row in sorted(rows.items(), key=lambda kv: (kv[1].get("step_index") or 0, kv[0]))]
 
     def step_summary(self, session_id: str, processes: list[ProcessInfo] | None = None,
                      max_points: int = MAX_POINTS, first_step: int | None = None,
@@ -682,15 +724,15 @@ class Store:
             factor = width >> shift
             rows = self.db.execute(
                 f"select source, group_index, min(first_step), max(last_step), sum(rows), max(max_reqs), max(max_decodes), "
-                f"max(max_spec_decodes), max(max_prefills), max(max_tokens), cast(total(sum_tokens) as integer), sum(mixed), sum(disagree) "
+                f"max(max_spec_decodes), max(max_prefills), max(max_tokens), {saturating_sum('sum_tokens')}, sum(mixed), sum(disagree) "
                 f"from step_rollup where session_id = ? and pid = ? and bucket between ? and ? "
                 f"group by source, group_index, bucket / ?",
                 [session_id, pid or 0, lo >> shift, hi >> shift, factor]).fetchall()
         else:
             rows = self.db.execute(
-                """select coalesce(builder, 'runner'), coalesce(group_index, -1), min(step_index), max(step_index), count(*),
+                f"""select coalesce(builder, 'runner'), coalesce(group_index, -1), min(step_index), max(step_index), count(*),
                        max(coalesce(num_reqs, 0)), max(coalesce(num_decodes, 0)), max(coalesce(num_spec_decodes, 0)),
-                       max(coalesce(num_prefills, 0)), max(coalesce(num_tokens, 0)), cast(total(coalesce(num_tokens, 0)) as integer),
+                       max(coalesce(num_prefills, 0)), max(coalesce(num_tokens, 0)), {saturating_sum('coalesce(num_tokens, 0)')},
                        sum(coalesce(num_decodes, 0) > 0 and coalesce(num_spec_decodes, 0) > 0), 0
                 from batch_steps where session_id = ? and pid is ? and step_index between ? and ?
                 group by 1, 2, step_index / ?""", [session_id, pid, lo, hi, width]).fetchall()
@@ -705,7 +747,7 @@ class Store:
                               "and step_index between ? and ? order by step_index desc, rowid desc limit ?) "
                               "order by step_index, rowid_", [session_id, pid, lo, hi, TAIL_ROWS])
         names = [d[0] for d in cur.description]
-        tail = [from_dict(BatchStep, self._decode(dict(zip(names, r)), ("spec_tokens_per_req",))) for r in cur.fetchall()]
+        tail = [self._step(dict(zip(names, r))) for r in cur.fetchall()]
         last_rowid = self.db.execute("select rowid from batch_steps where session_id = ? order by rowid desc limit 1",
                                      [session_id]).fetchone()
         return StepSummary(total_rows=total_rows, total_steps=nsteps, first_step=first, last_step=last, width=width, pid=pid,
