@@ -404,9 +404,9 @@ def _v0_release(version: str | None) -> str | None:
     return version if v is not None and (0, 2, 0) <= v < (0, 9, 0) else None
 
 
-# the engine's / Ray's report that a worker process died, which says nothing of why
 # hybrids whose linear-attention builder has no speculative-decoding path (MiniMax's lightning attention)
 _NO_SPEC_BUILDER = re.compile(r"MiniMaxText01|MiniMaxM1|minimax[-_]?(?:m1|text)", re.I)
+# the engine's / Ray's report that a worker process died, which says nothing of why
 _WRAPPER = re.compile(r"^(?:Executor failed|Engine core initialization failed|EngineCore encountered an issue|"
                       r"Worker proc \S+ died|The actor died unexpectedly)|ActorDiedError$")
 _RAY_EXEC_NOTE = re.compile(r"\s*Error executing method '?\w+'?\. This might cause deadlock in distributed execution\.")
@@ -441,7 +441,7 @@ def _silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_
     def out(cat: str, conf: str, why: str, ev_names: tuple[str, ...]) -> Diagnosis:
         return Diagnosis(
             category=cat, confidence=conf, rule="failure_class",
-            basis=f"no error in the log; " + (f"the report says the output goes wrong ({symptom}) " if symptom else "")
+            basis="no error in the log; " + (f"the report says the output goes wrong ({symptom}) " if symptom else "")
                   + f"with {spec}; {why}",
             title=f"{title_of(cat)} (silent: wrong output, no error)",
             message="wrong output without an error" + (f": {symptom}" if symptom else " (vLLM warned of it)"),

@@ -213,11 +213,8 @@ class ProseLines:
         if ("=" in text or '":' in text or "':" in text or "tensor([" in text) and "_" in text and len(text) < 4000 \
                 and "with config:" not in text and "non-default args" not in text and "SchedulerOutput" not in text:
             printed = self.facts.startup.setdefault("printed_values", {})
-            for name, vals in _PRINTED_LIST.findall(text):
-                if len(printed) < 60:
-                    printed.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
-            if "tensor([" in text:
-                for name, vals in _PRINTED_TENSOR.findall(text):
+            for rx in (_PRINTED_LIST, _PRINTED_TENSOR) if "tensor([" in text else (_PRINTED_LIST,):
+                for name, vals in rx.findall(text):
                     if len(printed) < 60:
                         printed.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
             for name, val in _PRINTED_PAIR.findall(text):
