@@ -96,16 +96,10 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
     if oob and cat == "spec_kernel_limit":
         return None  # an index past an MLA buffer: the catalog's sites and the frames decide, not this
     batch = setup.batch or {}
-    # the builders split the step's rows by its decode / prefill counts (mamba_attn.py `torch.split(state_indices,
-    # [num_decodes, num_prefills])`, gdn_attn.py's masks): a split that does not add up is the batch's composition
-    # counted two ways, whatever prefix caching does to the state columns
-    split_rows = bool(re.search(r"split_with_sizes expects|split_sizes", message)) or bool(
-        where is not None and re.search(r"num_(?:decodes|prefills|spec_decodes|decode_tokens)",
-                                        where.code or ""))
     kind = "an index past the end of a buffer" if oob else "a shape mismatch"
     inside = ("in the runner's block table of a hybrid (Mamba/GDN) model" if where is not None and "block_table" in where.file
               else "inside Mamba/GDN code" if where is not None else "in a step of a hybrid (Mamba/GDN) model")
-    if cat == "mixed_batch" and not neg and not split_rows and not (batch.get("mixed") or batch.get("ragged_drafts")) and (
+    if cat == "mixed_batch" and not neg and not (batch.get("mixed") or batch.get("ragged_drafts")) and (
             setup.prefix_caching or setup.mamba_cache_mode in ("align", "all")):
         cat = "state_index"
         what = (f"{kind} {inside} under speculative decoding with prefix caching: the state "
@@ -114,9 +108,6 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
     elif neg and cat == "mixed_batch":
         what = (f"a negative index {inside} under speculative decoding: a row with no accepted draft "
                 "indexes its state at num_accepted - 1 = -1")
-    elif cat == "mixed_batch" and split_rows:
-        what = (f"the step's rows split by its decode / prefill counts {inside} under speculative decoding do not add "
-                "up: the batch's composition (spec decodes of 1 + k tokens, plain decodes, prefills) is counted two ways")
     elif cat == "mixed_batch":
         what = (f"{kind} {inside} under speculative decoding: spec-decode rows (1 + k tokens) "
                 "and plain decode rows (1 token) of one batch disagree about their sizes")
