@@ -214,6 +214,17 @@ def test_a_cxx_watchdog_abort_behind_executor_failed_stays_other():
                               "exception: [Rank 2] Watchdog caught collective operation timeout: "
                               "WorkNCCL(SeqNum=41, OpType=ALLREDUCE, NumelIn=7168) ran for 600000 milliseconds"))
     assert f.category == "other"
+    assert f.rule == "near_miss" and f.title.startswith("Distributed set-up (NCCL)")
+
+
+def test_a_cxx_out_of_memory_behind_executor_failed_is_named_with_its_numbers():
+    f = _first(_cxx_abort_log("--speculative-config '{\"method\": \"eagle3\", \"model\": \"lmsys/k2-eagle3\", "
+                              "\"num_speculative_tokens\": 2}'",
+                              "CUDA out of memory. Tried to allocate 3.50 GiB. GPU 2 has a total capacity of 79.19 GiB "
+                              "of which 1.25 GiB is free."))
+    assert (f.category, f.rule) == ("other", "near_miss") and f.title.startswith("Out of memory")
+    assert "an out of memory failure" in f.basis
+    assert (f.numbers["oom_tried_gib"], f.numbers["gpu_free_gib"]) == (3.5, 1.25)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from .configuration import Setup, config_known, precondition_fails, read_setup
 from .connectors import connector_class
 from .diagnosis import Diagnosis, batch_numbers, config_numbers, exc_evidence, fact_evidence, frame_lines, title_of
 from .nearmiss import near_miss
+from .numbers import message_numbers
 from .placement import faulting_kernel, kernel_fault, kernel_place
 from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, shape_class
 from .sites import frame_category, from_site, function_hint
@@ -108,6 +109,17 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
         if d is not None and d.category != "other":
             d.basis += "; the Python exception only wraps a worker's death (a C++ exception or a CUDA fault ended it)"
             return d
+        what = next(((ln, t) for ln, t in reversed(facts.startup.get("error_lines") or [])
+                     if _CXX_WHAT.match(t) and near_miss(t)), None)
+        if what is not None:  # the C++ exception that ended the worker names a cause outside the families
+            nm = near_miss(what[1])
+            return Diagnosis(category="other", confidence="medium", rule="near_miss",
+                             basis=f"the Python exception only wraps a worker's death; the C++ exception that ended "
+                                   f"it is {_a(nm)} failure, outside the hybrid/spec-decode families",
+                             title=f"{nm[0].upper() + nm[1:]}: a worker died on a C++ exception",
+                             message=_CXX_WHAT.sub("", what[1]).strip()[:300],
+                             numbers={**message_numbers(what[1]), **facts.numbers},
+                             evidence=[Evidence(text=what[1][:500], line=what[0], source="log")] + exc_evidence(root, 1))
     text = f"{root.exc_type}: {message}"
 
     # 0. a KV-memory error the log itself ties to the hybrid KV layout (checked before the site: the
@@ -179,7 +191,7 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     nm = near_miss(text)
     if nm:
         d = Diagnosis(category="other", confidence="medium", rule="near_miss",
-                      basis=f"the root error is a {nm} failure, outside the hybrid/spec-decode families",
+                      basis=f"the root error is {_a(nm)} failure, outside the hybrid/spec-decode families",
                       title=f"{nm[0].upper() + nm[1:]}: {root.exc_type.rsplit('.', 1)[-1]}",
                       message=(message.strip().splitlines() or [""])[0][:300],
                       numbers=dict(facts.numbers), evidence=exc_evidence(root))
@@ -392,6 +404,11 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                              numbers={**base_numbers, **facts.numbers},
                              evidence=[Evidence(text=text[:500], line=lineno, source="log")] + batch_ev)
     return None
+
+
+def _a(phrase: str) -> str:
+    """The phrase with its indefinite article ("an out of memory", "a tokenizer")."""
+    return ("an " if phrase[:1].lower() in "aeiou" else "a ") + phrase
 
 
 def _v0_release(version: str | None) -> str | None:
