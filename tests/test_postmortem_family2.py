@@ -214,7 +214,7 @@ def test_a_cxx_watchdog_abort_behind_executor_failed_stays_other():
                               "exception: [Rank 2] Watchdog caught collective operation timeout: "
                               "WorkNCCL(SeqNum=41, OpType=ALLREDUCE, NumelIn=7168) ran for 600000 milliseconds"))
     assert f.category == "other"
-    assert f.rule == "near_miss" and f.title.startswith("Distributed set-up (NCCL)")
+    assert f.rule == "other_nccl_timeout" and "C++ exception" in f.basis
 
 
 def test_a_cxx_out_of_memory_behind_executor_failed_is_named_with_its_numbers():

@@ -327,7 +327,10 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
             new.missing_evidence.append(
                 f"{dropped} finding(s) of the hybrid/spec-decode classes were left out: they do not explain this "
                 f"error (run `vllm-diag check` on the command to see them)")
-        others = [f for f in kept if f.category == "other" and f.severity == "error" and cites_root(f)]
+        # a near miss read off another line than the root (a worker's C++ exception behind "Executor failed."):
+        # an `other` rule that fired names the same cause, from its own line
+        others = [f for f in kept if f.category == "other" and f.severity == "error"
+                  and (cites_root(f) or (d.rule == "near_miss" and f.rule != "other_unrecognised"))]
         if others:  # an `other` rule already names this error: it leads, with the diagnosis' basis
             lead = others[0]
             lead.confidence = lead.confidence or d.confidence
