@@ -51,6 +51,15 @@ def test_kwargs_engine_config_line():
     ("[rank0]:[E822 10:15:32.41 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog", "rank0", None, "[E822 10:15:32.41 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog"),
     ("(Worker pid=1) ERROR 06-23 18:03:05 [m.py:1]   File \"x.py\", line 3, in f", "Worker", "ERROR", '  File "x.py", line 3, in f'),
     ("    assert a == b", None, None, "    assert a == b"),
+    # docker compose (v2 and v1), kubectl logs --prefix, a markdown quote, a web page's HTML entities
+    ("vllm-1  | (EngineCore_DP0 pid=9) ERROR 06-23 18:03:05 [core.py:1] AssertionError", "EngineCore_DP0", "ERROR", "AssertionError"),
+    ("vllm_openai_1     | INFO 06-23 18:03:05 [a.py:1] hi", None, "INFO", "hi"),
+    ("[pod/vllm-0/vllm] (Worker_TP1 pid=3) ERROR 06-23 18:03:05 [m.py:1] x", "Worker_TP1", "ERROR", "x"),
+    ("> > (APIServer pid=1) INFO 06-23 18:03:05 [a.py:1] quoted", "APIServer", "INFO", "quoted"),
+    (">     assert num_decodes &lt;= 1, &quot;x&quot;", None, None, '    assert num_decodes <= 1, "x"'),
+    (">>> llm = LLM('m')", None, None, ">>> llm = LLM('m')"),
+    ("| block_size | 64 |", None, None, "| block_size | 64 |"),
+    ("Total tokens | 123", None, None, "Total tokens | 123"),
 ])
 def test_clean_line(raw, process, level, text):
     line = clean_line(raw, 7)

@@ -1,8 +1,10 @@
 """Turning one raw log line into (process, level, text).
 
-Handles, in this order: ANSI colour (real ESC bytes and the caret form ``^[[0;36m``), wrapper
-prefixes (docker/k8s/CRI timestamps, journald ``Jun 23 18:03:05 host vllm[123]:``, aggregator
-timestamp+tab, timestamp-only aggregator lines), vLLM process prefixes (``(EngineCore pid=2518)``,
+Handles, in this order: ANSI colour (real ESC bytes and the caret form ``^[[0;36m``), HTML entities
+of a log copied from a web page, wrapper prefixes (docker/k8s/CRI timestamps, journald
+``Jun 23 18:03:05 host vllm[123]:``, docker compose's ``vllm-1  | ``, ``kubectl logs --prefix``'s
+``[pod/vllm-0/vllm]``, a reporter's markdown quote ``> ``, aggregator timestamp+tab, timestamp-only
+aggregator lines), vLLM process prefixes (``(EngineCore pid=2518)``,
 ``(Worker_TP0_EP0 pid=…)``, doubled ``(Worker pid=357) (Worker_TP0 pid=357)``, Ray
 ``(RayWorkerWrapper pid=…, ip=…)``, a lost leading ``(``, pids edited to ``XXXXX``), raw
 ``[rank0]:`` prefixes, and vLLM's ``LEVEL MM-DD HH:MM:SS [file.py:NNN]`` record header.
@@ -10,6 +12,7 @@ timestamp+tab, timestamp-only aggregator lines), vLLM process prefixes (``(Engin
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 
@@ -21,6 +24,13 @@ _TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _DOCKER = re.compile(r"^\s*" + _TS + r"(?: (?:stdout|stderr) [FP](?=[ \t]|$))?(?:[ \t]|$)")
 _TS_ONLY = re.compile(r"^\s*(?:" + _TS + r"|\d\d:\d\d:\d\d(?:\.\d+)?)\s*$")
 _JOURNALD = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")
+# docker compose's service prefix ("vllm-1  | ", v1's "vllm_1     | "; the replica number is always there) and
+# `kubectl logs --prefix`'s "[pod/vllm-0/vllm] "
+_COMPOSE = re.compile(r"^[A-Za-z0-9][\w.\-]*[-_]\d+\s+\|(?: |$)|^\[pod/[\w.\-]+/[\w.\-]+\] ")
+# a reporter's markdown quote ("> ", nested "> > "); the REPL's ">>> " is the line itself
+_QUOTE = re.compile(r"^(?:>(?!>) ?)+")
+# a log copied from a web page with its HTML entities left in (&quot; &#39; &gt; ...)
+_ENTITY = re.compile(r"&(?:[a-zA-Z]{2,6}|#\d{2,4}|#x[0-9a-fA-F]{2,4});")
 # "(EngineCore_DP0 pid=1)", "(RayWorkerWrapper pid=1, ip=…)", and vLLM 0.8-0.10's "(VllmWorker rank=2 pid=1)"
 # (Ray Serve's replica names hold colons: "(ServeReplica:app:LLMServer:model pid=1)" -- only with a pid / rank)
 _PROC_NAME = r"[A-Za-z][\w.\-]*(?::[\w.\-]+)+(?= (?:rank|pid)=)|[A-Za-z][\w.\-]*"
@@ -93,9 +103,11 @@ def clean_line(raw: str, lineno: int) -> Line | None:
         text = _CTRL.sub("", text)
     if _TS_ONLY.match(text):
         return None
-    # wrapper prefixes (may stack: journald around docker ...)
-    for _ in range(3):
-        m = _DOCKER.match(text) or _JOURNALD.match(text)
+    if "&" in text and _ENTITY.search(text):
+        text = html.unescape(text)
+    # wrapper prefixes (may stack: journald around docker, a quoted compose log ...)
+    for _ in range(4):
+        m = _DOCKER.match(text) or _JOURNALD.match(text) or _COMPOSE.match(text) or _QUOTE.match(text)
         if not m:
             break
         text = text[m.end():]
