@@ -60,6 +60,7 @@ def test_kwargs_engine_config_line():
     (">>> llm = LLM('m')", None, None, ">>> llm = LLM('m')"),
     ("| block_size | 64 |", None, None, "| block_size | 64 |"),
     ("Total tokens | 123", None, None, "Total tokens | 123"),
+    ("\t\tassert num_decodes <= 1", None, None, "        assert num_decodes <= 1"),
 ])
 def test_clean_line(raw, process, level, text):
     line = clean_line(raw, 7)

@@ -119,6 +119,9 @@ def clean_line(raw: str, lineno: int) -> Line | None:
         if (stripped[:1] == "(" and _PROC_PAREN.match(stripped)) or stripped[:1] == "[" and _RANK.match(stripped) \
                 or _LEVEL.match(stripped):
             text = stripped
+        elif text[:1] == "\t":  # an editor's tabs for a traceback's indentation (Python prints spaces)
+            body = text.lstrip("\t")
+            text = "    " * (len(text) - len(body)) + body
     if " pid=" in text and not text.startswith("("):
         # a progress bar (or other output) without a newline in front of a vLLM record
         m = _MIDLINE_RECORD.search(text)
