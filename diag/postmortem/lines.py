@@ -16,6 +16,8 @@ import html
 import re
 from dataclasses import dataclass
 
+from .paste import normalise_chars
+
 MAX_LINE_CHARS = 16_384  # longer lines are cut: nothing we parse needs more
 
 _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][0-9A-B]")
@@ -96,7 +98,7 @@ def clean_line(raw: str, lineno: int) -> Line | None:
         raw = raw[:MAX_LINE_CHARS]
     if raw[:1] == "{" or raw.lstrip()[:1] == "{":
         raw = _json_log(raw)
-    text = strip_ansi(raw.rstrip("\r\n"))
+    text = normalise_chars(strip_ansi(raw.rstrip("\r\n")))
     if "\r" in text:  # progress bars rewrite the line; keep the last state
         text = text.rsplit("\r", 1)[-1] or text.replace("\r", "")
     if _CTRL.search(text):  # NULs, bells, backspaces ... (tabs are kept)

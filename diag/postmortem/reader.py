@@ -25,6 +25,7 @@ from ..errors import DiagError
 from ..model import LogFacts
 from .extract import FactCollector
 from .lines import clean_line
+from .paste import logical_lines
 
 FULL_PARSE_BYTES = 2 << 20
 HEAD_LINES = 2000  # always parse the first lines of a large file in full
@@ -96,15 +97,13 @@ class Scanner:
 
     # ---------------------------------------------------------------- full parse
     def _feed_bytes_lines(self, data: bytes, first_lineno: int) -> int:
-        n = 0
         feed = self.c.feed
-        for n, raw in enumerate(data.split(b"\n"), start=0):
-            if len(raw) > MAX_LINE_BYTES:
-                raw = raw[:MAX_LINE_BYTES]
-            line = clean_line(raw.decode("utf-8", "replace"), first_lineno + n)
+        texts = [raw[:MAX_LINE_BYTES].decode("utf-8", "replace").rstrip("\r") for raw in data.split(b"\n")]
+        for offset, text in logical_lines(texts):  # hard wraps and double spacing of a copy undone
+            line = clean_line(text, first_lineno + offset)
             if line is not None:
                 feed(line)
-        return n + 1
+        return len(texts)
 
     def _full(self, data: bytes) -> int:
         if data.endswith(b"\n"):

@@ -1,0 +1,75 @@
+"""A log as a copy left it (hard-wrapped by a terminal, double-spaced by a web view, typographic
+quotes and odd spaces from a chat tool) reads like the log vLLM printed."""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem.analyze import analyze_text
+from vllm_diag.postmortem.paste import logical_lines, normalise_chars, wrap_width
+
+P = "(EngineCore_DP0 pid=812) ERROR 10-02 11:02:09 [core.py:1136] "
+LOG = "\n".join([
+    "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --enable-prefix-caching --speculative-config "
+    "'{\"method\": \"qwen3_next_mtp\", \"num_speculative_tokens\": 2}'",
+    f"{P}EngineCore failed to start.",
+    f"{P}Traceback (most recent call last):",
+    f'{P}  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/kv_cache_utils.py", line 1003, in '
+    "unify_kv_cache_spec_page_size",
+    f"{P}    raise NotImplementedError(",
+    f"{P}NotImplementedError: The page size of the layer is not divisible by the maximum page size. Cannot "
+    "unify by adjusting block_size.",
+])
+
+
+def _wrap(text: str, width: int) -> str:
+    return "\n".join("\n".join(line[i:i + width] for i in range(0, max(len(line), 1), width))
+                     for line in text.splitlines())
+
+
+def _top(text: str) -> tuple[str, dict]:
+    f = [f for f in analyze_text(text, "t.log").findings if f.severity == "error"][0]
+    return f.category, f.numbers
+
+
+def test_a_terminal_wrapped_log_is_unwrapped():
+    lines = _wrap(LOG, 80).split("\n")
+    assert wrap_width(lines) == 80
+    assert [t for _, t in logical_lines(lines)] == LOG.split("\n")
+    assert _top(_wrap(LOG, 80))[0] == _top(LOG)[0] == "kv_page_size"
+
+
+def test_joined_lines_keep_their_first_physical_line_number():
+    lines = _wrap(LOG, 80).split("\n")
+    starts = [i for i, _ in logical_lines(lines)]
+    command = len(LOG.split("\n")[0])
+    assert starts[:2] == [0, -(-command // 80)]  # the command took that many physical lines
+
+
+def test_a_log_that_was_not_wrapped_is_left_alone():
+    lines = LOG.split("\n")
+    assert wrap_width(lines) is None
+    assert logical_lines(lines) == list(enumerate(lines))
+
+
+def test_a_new_log_line_is_never_joined_to_a_piece_of_the_wrap_width():
+    # the first line ends exactly at the width, the next one is a record of its own
+    record = "(EngineCore_DP0 pid=1) AssertionError"
+    lines = ["x" * 70, "y" * 70, "z" * 70, record]
+    assert [t for _, t in logical_lines(lines)] == ["x" * 70 + "y" * 70 + "z" * 70, record]
+
+
+def test_a_double_spaced_log_is_read_single_spaced():
+    doubled = LOG.replace("\n", "\n\n")
+    assert [t for _, t in logical_lines(doubled.split("\n"))] == LOG.split("\n")
+    assert _top(doubled)[0] == "kv_page_size"
+
+
+def test_prose_paragraphs_are_not_double_spacing():
+    post = "We run Qwen3-Next.\n\nIt fails at start.\n\n" + LOG
+    assert [t for _, t in logical_lines(post.split("\n"))] == post.split("\n")
+
+
+def test_typographic_quotes_and_odd_spaces_are_ascii_again():
+    assert normalise_chars("\u201cmethod\u201d:\u00a0\u2018mtp\u2019\u200b") == "\"method\": 'mtp'"
+    chat = LOG.replace('"', "\u201c").replace("'", "\u2019").replace("  ", "\u00a0\u00a0")
+    category, numbers = _top(chat)
+    assert category == "kv_page_size" and numbers.get("num_speculative_tokens") == 2
