@@ -73,3 +73,20 @@ def test_typographic_quotes_and_odd_spaces_are_ascii_again():
     chat = LOG.replace('"', "\u201c").replace("'", "\u2019").replace("  ", "\u00a0\u00a0")
     category, numbers = _top(chat)
     assert category == "kv_page_size" and numbers.get("num_speculative_tokens") == 2
+
+
+def test_a_pydantic_error_pasted_without_its_indentation_keeps_its_body():
+    log = "\n".join([
+        "vllm serve meta-llama/Llama-4-Scout-17B-16E-Instruct -tp 8 --no-disable-hybrid-kv-cache-manager",
+        "Traceback (most recent call last):",
+        'File "/venv/lib/python3.12/site-packages/vllm/engine/arg_utils.py", line 2224, in create_engine_config',
+        "config = VllmConfig(",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig",
+        "Value error, Hybrid KV cache manager was explicitly enabled but is not supported in this configuration. "
+        "Consider omitting the --no-disable-hybrid-kv-cache-manager flag to let vLLM decide automatically. "
+        "[type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]",
+        "For further information visit https://errors.pydantic.dev/2.12/v/value_error",
+    ])
+    an = analyze_text(log, "t.log")
+    assert "explicitly enabled" in an.facts.root.message
+    assert an.findings[0].category == "kv_page_size"

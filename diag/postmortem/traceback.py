@@ -40,6 +40,7 @@ _CHAIN = re.compile(
 )
 _EXC_NAME = r"(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*"
 # an exception line anywhere: the type name must say it is one
+_PYDANTIC_HEAD = re.compile(r"\d+ validation errors? for \w+")
 _EXC_STRICT = re.compile(
     r"^\s*(?:\|\s*)?(" + _EXC_NAME + r"(?:Error|Exception|Exit|Interrupt|Iteration|Timeout|Failure|Fault|Warning|NotFound))"
     r"(?::\s?(.*))?\s*$"
@@ -248,7 +249,12 @@ class TracebackParser:
                            and st.exc_src is not None and _record_src(line) == st.exc_src
                            and not _EXC_STRICT.match(stripped) and not stripped.startswith(("Traceback", "File ", "The above"))
                            and not any(w in stripped for w in WRAPPER_TEXTS))
-            if _quote_open(exc.message) or (text[:1] in " \t" and line.level is None) or wrapped_record or same_record:
+            # pydantic's "1 validation error for VllmConfig" holds its error on the next lines, indented by pydantic
+            # but not always in a reporter's paste
+            body = line.level is None and _PYDANTIC_HEAD.match(exc.message) is not None \
+                and not stripped.startswith(("Traceback", "File ", "The above", "During handling"))
+            if _quote_open(exc.message) or (text[:1] in " \t" and line.level is None) or wrapped_record or same_record \
+                    or body:
                 if len(exc.message) < MAX_MESSAGE:
                     exc.message = (exc.message + "\n" + stripped)[:MAX_MESSAGE]
                 st.cont_lines += 1
