@@ -52,6 +52,8 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     "smart-quotes": lambda t: re.sub(r'"([^"\n]*)"', "\u201c\\1\u201d", t).replace("'", "\u2019"),
     "nbsp": lambda t: t.replace("  ", "\u00a0\u00a0"),
     "zero-width": lambda t: t.replace("Error", "Error\u200b"),
+    # markdown outside a code block: GitHub's rendering drops every line's indentation
+    "dedented": _each(lambda i, l: l.lstrip()),
     "issue-template": lambda t: ("### Your current environment\n\n<details>\nPyTorch version: 2.9.0+cu128\n</details>\n\n"
                                  "### \U0001f41b Describe the bug\n\n" + t + "\n\n### Before submitting a new issue...\n"),
 }

@@ -90,3 +90,20 @@ def test_a_pydantic_error_pasted_without_its_indentation_keeps_its_body():
     an = analyze_text(log, "t.log")
     assert "explicitly enabled" in an.facts.root.message
     assert an.findings[0].category == "kv_page_size"
+
+
+def test_a_traceback_without_its_indentation_keeps_its_code_lines_and_message():
+    # markdown outside a code block: GitHub drops each line's leading spaces
+    log = "\n".join([
+        "Traceback (most recent call last):",
+        'File "/opt/vllm/vllm/v1/attention/backends/gdn_attn.py", line 368, in build',
+        "self.spec_state_indices_tensor[:num_spec_decodes].copy_(",
+        'File ".../vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py", line 734, in f',
+        "num_locally_computed_tokens",
+        "ValueError: To serve at least one request with the models's max seq len (128000),",
+        "(38.87 GiB KV cache is needed, which is larger than the available KV cache memory (30.1 GiB).",
+    ])
+    root = analyze_text(log, "t.log").facts.root
+    assert root.exc_type == "ValueError" and "38.87 GiB" in root.message
+    assert [f.code for f in root.frames] == ["self.spec_state_indices_tensor[:num_spec_decodes].copy_(",
+                                             "num_locally_computed_tokens"]

@@ -46,6 +46,7 @@ _EXC_STRICT = re.compile(
     r"(?::\s?(.*))?\s*$"
 )
 # right after frames, any dotted name followed by ': msg' or alone on its line is the exception
+_LOWER_NAME = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*,?$")
 _EXC_AFTER_FRAMES = re.compile(r"^(?:\|\s*)?(" + _EXC_NAME + r")(?::\s?(.*))?\s*$")
 _WORKER_WRAP = re.compile(r"^Worker failed with error (['\"])(.*?)(?:\1, please check the stack trace above for the root cause\.?)?\s*$", re.S)
 
@@ -81,6 +82,16 @@ class _State:
 
 
 _EXC_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Timeout", "Failure", "Fault", "Warning", "NotFound")
+
+
+def _unindented_code(text: str, line: Line) -> bool:
+    """A frame's source line that a paste lost the indentation of (markdown outside a code block): a
+    statement with a call, an index or an assignment, not an exception line or a traceback's own text."""
+    if line.level is not None or text.startswith(("Traceback", "During handling", "The above", "File ")):
+        return False
+    if _LOWER_NAME.match(text):  # a bare lower-case name (a line of a statement of several lines), not an exception
+        return True
+    return ("(" in text or "[" in text or "=" in text) and not _EXC_AFTER_FRAMES.match(text) and not _EXC_STRICT.match(text)
 
 
 def _maybe_exc(text: str) -> bool:
@@ -201,7 +212,7 @@ class TracebackParser:
                 st.cont_lines = 0
                 return
         if st.awaiting_code and st.in_tb and st.frames and st.frames[-1].code is None and \
-                re.match(r"^(assert|raise|return)\b", text.strip()):
+                (re.match(r"^(assert|raise|return)\b", text.strip()) or _unindented_code(text.strip(), line)):
             st.frames[-1].code = text.strip()  # the source line of a pasted frame, not indented
             st.awaiting_code = False
             return
@@ -253,8 +264,12 @@ class TracebackParser:
             # but not always in a reporter's paste
             body = line.level is None and _PYDANTIC_HEAD.match(exc.message) is not None \
                 and not stripped.startswith(("Traceback", "File ", "The above", "During handling"))
+            # a message that stops mid-clause ("max seq len (128000),") goes on, however the paste indented it
+            unfinished = line.level is None and exc.message.rstrip()[-1:] in (",", "(") \
+                and not _EXC_STRICT.match(stripped) \
+                and not stripped.startswith(("Traceback", "File ", "The above", "During handling"))
             if _quote_open(exc.message) or (text[:1] in " \t" and line.level is None) or wrapped_record or same_record \
-                    or body:
+                    or body or unfinished:
                 if len(exc.message) < MAX_MESSAGE:
                     exc.message = (exc.message + "\n" + stripped)[:MAX_MESSAGE]
                 st.cont_lines += 1
