@@ -68,3 +68,43 @@ def test_a_printed_state_index_without_a_pad_slot_is_no_mixed_batch_evidence():
     f = _first(_printed_log("ssm_state_indices right before the kernel: tensor([ 40,  41,  12, 13, ...], "
                             "device='cuda:0')"))
     assert "ssm_state_indices" not in f.basis
+
+
+# ------------------------------------------------------------------------------------------------
+# a size mismatch of the first dimension in a hybrid builder during a step: the batch's rows counted two
+# ways (a mixed batch), even with prefix caching on; the second dimension is the state index's width
+# ------------------------------------------------------------------------------------------------
+
+def _dim_log(dim: int, capture: bool = False) -> str:
+    w = "(Worker_TP0 pid=733) ERROR 11-12 08:03:51 [multiproc_executor.py:1055] "
+    pkg = "/usr/local/lib/python3.12/dist-packages/vllm"
+    outer = ([f'{w}  File "{pkg}/v1/worker/gpu_model_runner.py", line 4102, in capture_model',
+              f"{w}    self._capture_cudagraphs(",
+              f'{w}  File "{pkg}/v1/worker/gpu_model_runner.py", line 3901, in _dummy_run']
+             if capture else [f'{w}  File "{pkg}/v1/worker/gpu_model_runner.py", line 4461, in execute_model'])
+    return "\n".join([
+        "vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B -tp 4 --enable-prefix-caching --speculative-config "
+        "'{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'",
+        f"{w}WorkerProc hit an exception.",
+        f"{w}Traceback (most recent call last):",
+        *outer,
+        f"{w}    attn_metadata, spec_decode_common_attn_metadata = self._build_attention_metadata(",
+        f'{w}  File "{pkg}/v1/attention/backends/mamba2_attn.py", line 140, in build',
+        f"{w}    common = self._compute_common_metadata(",
+        f'{w}  File "{pkg}/v1/attention/backends/mamba_attn.py", line 726, in _update_metadata_for_cudagraph_capture',
+        f"{w}    self.decode_num_accepted_tokens[: metadata.num_decodes].copy_(",
+        f"{w}RuntimeError: The size of tensor a (5) must match the size of tensor b (7) at non-singleton dimension {dim}",
+    ])
+
+
+def test_a_row_mismatch_in_a_hybrid_builder_during_a_step_is_a_mixed_batch():
+    f = _first(_dim_log(0))
+    assert f.category == "mixed_batch" and "first dimension" in f.basis
+
+
+def test_a_row_mismatch_while_capturing_is_not_claimed_as_a_mixed_batch():
+    assert _first(_dim_log(0, capture=True)).category != "mixed_batch"
+
+
+def test_a_second_dimension_mismatch_stays_with_the_state_index_width():
+    assert _first(_dim_log(1)).category != "mixed_batch"

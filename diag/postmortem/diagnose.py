@@ -42,7 +42,7 @@ from .diagnosis import Diagnosis, batch_numbers, config_numbers, exc_evidence, f
 from .nearmiss import near_miss
 from .numbers import message_numbers
 from .placement import faulting_kernel, kernel_fault, kernel_place
-from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, shape_class
+from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, rows_mismatch, shape_class
 from .sites import frame_category, from_site, function_hint
 from .stages import ends_at_leaf, stage_family
 from .kernelcheck import kernel_check_frame
@@ -201,7 +201,7 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     wc = cp_width_class(root, message, setup, facts)  # block-table widths in the ratio of the context-parallel size
     if wc is not None:
         return wc
-    if NEG_INDEX.search(message) or rows_assert(root):
+    if NEG_INDEX.search(message) or rows_assert(root) or rows_mismatch(root, message):
         # a negative index is a row without accepted drafts before it is a bad index; an assert on a tensor's rows
         # compares the batch's rows (tokens vs requests), whatever its callers pass along (state indices too)
         sc = shape_class(root, message, setup, facts)

@@ -99,7 +99,8 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
     kind = "an index past the end of a buffer" if oob else "a shape mismatch"
     inside = ("in the runner's block table of a hybrid (Mamba/GDN) model" if where is not None and "block_table" in where.file
               else "inside Mamba/GDN code" if where is not None else "in a step of a hybrid (Mamba/GDN) model")
-    if cat == "mixed_batch" and not neg and not (batch.get("mixed") or batch.get("ragged_drafts")) and (
+    rows = rows_mismatch(root, message)
+    if cat == "mixed_batch" and not neg and not rows and not (batch.get("mixed") or batch.get("ragged_drafts")) and (
             setup.prefix_caching or setup.mamba_cache_mode in ("align", "all")):
         cat = "state_index"
         what = (f"{kind} {inside} under speculative decoding with prefix caching: the state "
@@ -108,6 +109,10 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
     elif neg and cat == "mixed_batch":
         what = (f"a negative index {inside} under speculative decoding: a row with no accepted draft "
                 "indexes its state at num_accepted - 1 = -1")
+    elif cat == "mixed_batch" and rows:
+        what = (f"{kind} of the first dimension {inside} during a step under speculative decoding: the rows of "
+                "the batch counted two ways (requests, decodes, spec decodes) -- a step mixing plain decodes (or "
+                "prefill chunks classed as decodes) with spec decodes gives a builder two row counts")
     elif cat == "mixed_batch":
         what = (f"{kind} {inside} under speculative decoding: spec-decode rows (1 + k tokens) "
                 "and plain decode rows (1 token) of one batch disagree about their sizes")
@@ -145,6 +150,27 @@ def rows_assert(root: LogException) -> bool:
     """A bare AssertionError whose statement (the innermost frame) compares a tensor's rows with a count."""
     return root.exc_type.rsplit(".", 1)[-1] == "AssertionError" and bool(root.frames) \
         and bool(ROWS_ASSERT.search(root.frames[-1].code or ""))
+
+
+# a size mismatch on the first dimension -- the rows of the batch (requests, decodes, spec decodes, tokens)
+_DIM0 = re.compile(r"at non-singleton dimension 0\b|Target sizes: \[(\d+)[,\]].*?Tensor sizes: \[(\d+)[,\]]")
+# frames of a CUDA-graph capture or a dummy batch: a row mismatch there is the capture sizes' business
+_CAPTURE_FRAMES = re.compile(r"^(?:capture_model|_capture_cudagraphs|_dummy_run|profile_run|_warmup\w*)$")
+
+
+def rows_mismatch(root: LogException, message: str) -> bool:
+    """A size mismatch of the first dimension raised in Mamba/GDN/linear-attention code during a step (not a
+    capture): a builder counted the batch's rows two ways (requests vs decodes vs spec decodes) -- a mixed batch.
+    (The second dimension of a state index is its width, the block table's business.)"""
+    m = _DIM0.search(message)
+    if m is None or (m.group(1) is not None and m.group(1) == m.group(2)) or not root.frames:
+        return False
+    from ..catalog.match import vllm_path
+
+    inner = [f for f in root.frames if "vllm/" in vllm_path(f.file)][-3:]
+    if not inner or not HYBRID_FRAMES.search(f"{vllm_path(inner[-1].file)} {inner[-1].function}"):
+        return False
+    return not any(_CAPTURE_FRAMES.match(f.function) for f in root.frames)
 
 
 def draft_factor(facts: LogFacts, spec_k: int) -> tuple[int, int] | None:
