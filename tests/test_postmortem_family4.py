@@ -108,3 +108,40 @@ def test_a_row_mismatch_while_capturing_is_not_claimed_as_a_mixed_batch():
 
 def test_a_second_dimension_mismatch_stays_with_the_state_index_width():
     assert _first(_dim_log(1)).category != "mixed_batch"
+
+
+# ------------------------------------------------------------------------------------------------
+# PyTorch's boilerplate after any CUDA/HIP error ("Compile with `TORCH_USE_CUDA_DSA` to enable device-side
+# assertions.") is no device-side assert; a build without this GPU's kernels is a near miss
+# ------------------------------------------------------------------------------------------------
+
+def _hip_log(error: str) -> str:
+    e = "(EngineCore pid=18842) ERROR 07-06 20:41:23 [core.py:1165] "
+    return "\n".join([
+        "vllm serve ibm-granite/granite-4.0-h-tiny --speculative-config "
+        "'{\"method\": \"ngram\", \"num_speculative_tokens\": 2, \"prompt_lookup_max\": 3}'",
+        f"{e}EngineCore failed to start.",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 5824, in _dummy_run',
+        f"{e}    outputs = self.model(",
+        f'{e}  File "/venv/lib/python3.12/site-packages/vllm/_custom_ops.py", line 320, in rms_norm',
+        f"{e}    torch.ops._C.rms_norm(out, input, weight, epsilon)",
+        f"{e}RuntimeError: {error}",
+        f"{e}HIP kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+        "might be incorrect.",
+        f"{e}For debugging consider passing AMD_SERIALIZE_KERNEL=3",
+        f"{e}Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions.",
+    ])
+
+
+def test_a_build_without_the_gpus_kernels_is_a_near_miss_not_a_device_side_assert():
+    f = _first(_hip_log("HIP error: invalid device function"))
+    assert (f.category, f.rule) == ("other", "near_miss") and "GPU generation" in f.title
+
+
+def test_the_dsa_boilerplate_does_not_make_an_error_asynchronous():
+    from vllm_diag.postmortem.asyncfault import ASYNC
+
+    assert not ASYNC.search("Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
+    assert ASYNC.search("RuntimeError: CUDA error: device-side assert triggered")
+    assert _first(_hip_log("HIP error: an illegal memory access was encountered")).rule == "async_fault"

@@ -9,7 +9,8 @@ from ..model import Evidence, LogException, LogFacts
 from .configuration import Setup
 from .diagnosis import Diagnosis, describe_batch, exc_evidence, fact_evidence, title_of
 
-ASYNC = re.compile(r"illegal memory access|illegal address|device-side assert|unspecified launch failure|misaligned address|"
+# (not PyTorch's boilerplate after any CUDA/HIP error: "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
+ASYNC = re.compile(r"illegal memory access|illegal address|device-side assert(?!ions)|unspecified launch failure|misaligned address|"
                    r"illegal instruction|an illegal address|CUDA error: (?:an )?illegal|hipErrorIllegalAddress|"
                    r"Xid\s*(?:13|31|43)\b|CUBLAS_STATUS_EXECUTION_FAILED|cudaErrorIllegalAddress|"
                    r"CUDA_ERROR_ILLEGAL_ADDRESS|memory access fault|Invalid __(?:global|shared|local)__ (?:read|write)|"

@@ -24,6 +24,8 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
                                                                    r"stream is capturing", re.I)),
     ("Triton / GPU generation", re.compile(r"triton\.compiler|CompilationError|fp8e4nv not supported|"
                                            r"type fp8e4nv not supported|PTXASError|no kernel image is available|"
+                                           # a build without this GPU's architecture (ROCm's gfx targets)
+                                           r"invalid device function|(?:hip|cuda)ErrorInvalidDeviceFunction|"
                                            r"Unsupported architecture|not supported on (?:this|your) GPU|"
                                            r"compute capability|sm_?\d{2,3}\b.{0,40}not supported|"
                                            # a Triton kernel's tile needs more shared memory / registers than

@@ -42,7 +42,7 @@ def unflatten(line: Line) -> list[Line]:
 # lines that state an error without a Python exception line: kernel checks, excerpts, CUDA reports
 _LOOSE_ERR = re.compile(r"Check failed|Assertion error \(|[Aa]ssertion `|cannot get|[Nn]o kernel|Target sizes|"
                         r"Invalid __(?:global|shared|local)__|(?:Warp|Lane|Device) [\w-]+ Address|CUDA_EXCEPTION_\d+|"
-                        r"illegal memory access|[Ii]llegal [Aa]ddress|triggered at PC|<<<|CUDA error|Xid\b|device-side assert|"
+                        r"illegal memory access|[Ii]llegal [Aa]ddress|triggered at PC|<<<|CUDA error|Xid\b|device-side assert(?!ions)|"
                         # ROCm's HSA runtime reports a GPU page fault itself, with no Python exception line
                         r"[Mm]emory access fault by GPU|HSA_STATUS_ERROR\w*|hipError\w+|"
                         # a process that died without a Python error (a native crash, a signal, the OOM killer)
