@@ -145,3 +145,28 @@ def test_the_dsa_boilerplate_does_not_make_an_error_asynchronous():
     assert not ASYNC.search("Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
     assert ASYNC.search("RuntimeError: CUDA error: device-side assert triggered")
     assert _first(_hip_log("HIP error: an illegal memory access was encountered")).rule == "async_fault"
+
+
+# ------------------------------------------------------------------------------------------------
+# vLLM 0.32+ aligns a hybrid's attention block so one page covers a Mamba/GDN state page; a backend that
+# rejects the aligned size fails on the page layout (A), not on a kernel's block choice (E)
+# ------------------------------------------------------------------------------------------------
+
+def test_an_aligned_hybrid_block_a_backend_rejects_is_the_page_layout():
+    e = "(EngineCore pid=40391) ERROR 12-01 16:20:02 [core.py:1584] "
+    log = "\n".join([
+        "vllm serve Qwen/Qwen3.5-27B --attention-backend B12X --max-model-len 65536",
+        "(EngineCore pid=40391) INFO 12-01 16:20:02 [interface.py:1108] Setting attention block size to 1152 tokens "
+        "to ensure that attention page size is >= mamba page size.",
+        f"{e}EngineCore failed to start.",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "/venv/lib/python3.12/site-packages/vllm/platforms/interface.py", line 794, in '
+        "update_block_size_for_backend",
+        f"{e}    cls._check_aligned_block_size(vllm_config, backend_classes, pre_block_size)",
+        f'{e}  File "/venv/lib/python3.12/site-packages/vllm/platforms/interface.py", line 820, in '
+        "_check_aligned_block_size",
+        f"{e}    raise ValueError(",
+        f"{e}ValueError: Aligned KV cache block size 1152 is not supported by attention backend(s): B12X.",
+    ])
+    f = _first(log)
+    assert f.category == "kv_page_size" and f.numbers.get("block_size") == 1152

@@ -368,7 +368,14 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # .build_for_cudagraph_capture; README family E), not a mixed batch.
     ("gdn_attn.py", "build_for_cudagraph_capture", "decode-only full cudagraph", "cudagraph_shape", "gdn_capture_guard"),
     # "num_decodes: X, num_spec_decodes: Y" (gdn_attn.py build, 0.17.x, vllm#34845): the mixed-batch assert itself.
-    ("gdn_attn.py", "build", "num_decodes", "mixed_batch", "gdn_mixed_assert"),
+    ("gdn_attn.py", "build", "num_decodes", "mixed_batch", "gdn_mixed_assert"),  # (needles: lower case)
+    # vllm/platforms/interface.py (0.32+): the block size that update_block_size_for_backend aligned so one
+    # attention page covers a Mamba/GDN state page (hybrids), or so quantized and unquantized KV pages share the
+    # block pool, is one a backend rejects -- the page layout, not a kernel's block choice (README family A)
+    ("platforms/interface.py", "_check_aligned_block_size", "aligned kv cache block size", "kv_page_size",
+     "aligned_page_block_rejected"),
+    ("platforms/interface.py", "_align_heterogeneous_kv_block_size", "page", "kv_page_size",
+     "heterogeneous_kv_page_alignment"),
 ]
 
 
