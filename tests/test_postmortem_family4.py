@@ -170,3 +170,19 @@ def test_an_aligned_hybrid_block_a_backend_rejects_is_the_page_layout():
     ])
     f = _first(log)
     assert f.category == "kv_page_size" and f.numbers.get("block_size") == 1152
+
+
+def test_a_mamba_group_retargeted_to_another_row_count_is_a_mixed_batch():
+    e = "(EngineCore_DP1 pid=5522) ERROR 07-02 16:48:55 [core.py:1348] "
+    pkg = "/usr/local/lib/python3.12/dist-packages/vllm"
+    log = "\n".join([
+        "vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B -dp 2 --speculative-config "
+        "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3, \"prompt_lookup_max\": 4}'",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "{pkg}/v1/worker/gpu_model_runner.py", line 1960, in _build_attn_group_metadata',
+        f"{e}    attn_metadata_i = builder.update_block_table(",
+        f'{e}  File "{pkg}/v1/attention/backends/mamba_attn.py", line 412, in update_block_table',
+        f"{e}    assert (",
+        f"{e}AssertionError: Mismatch in number of requests when updating block table. Expected 7, got 8.",
+    ])
+    assert _first(log).category == "mixed_batch"
