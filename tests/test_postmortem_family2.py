@@ -449,7 +449,7 @@ def test_an_engine_error_inside_ray_serve_replica_prefixes_is_the_root():
 # an asynchronous fault whose crash dump shows a request (re)starting from cached blocks
 # ------------------------------------------------------------------------------------------------
 
-def _dump_ima_log(resumed: str) -> str:
+def _dump_ima_log(resumed: str, third: int = 301) -> str:
     e = "(EngineCore_DP0 pid=612) ERROR 03-03 22:14:09 "
     return "\n".join([
         "vllm serve Qwen/Qwen3.5-27B -tp 2 --enable-prefix-caching "
@@ -458,7 +458,7 @@ def _dump_ima_log(resumed: str) -> str:
         "scheduled_cached_reqs=CachedRequestData(req_ids=['r-11', 'r-12', 'r-13'],"
         f"resumed_req_ids=[{resumed}],new_token_ids_lens=[],new_block_ids=[None, None, [[90, 91], [92]]],"
         "num_computed_tokens=[2210, 517, 4224],num_output_tokens=[88, 40, 0]), num_scheduled_tokens={r-11: 4, "
-        "r-12: 4, r-13: 301}, total_num_scheduled_tokens=309, scheduled_spec_decode_tokens={r-11: [11, 12, 13], "
+        f"r-12: 4, r-13: {third}}}, total_num_scheduled_tokens={8 + third}, scheduled_spec_decode_tokens={{r-11: [11, 12, 13], "
         "r-12: [21, 22, 23]}, scheduled_encoder_inputs={}, num_common_prefix_blocks=[0, 0])",
         f"{e}[core.py:1120] EngineCore encountered a fatal error.",
         f"{e}[core.py:1120] Traceback (most recent call last):",
@@ -474,8 +474,15 @@ def test_an_async_fault_with_a_resumed_request_from_cached_blocks_is_the_state_i
     assert f.category == "state_index" and "cached blocks at 4224" in f.basis
 
 
-def test_the_same_mixed_batch_without_a_cached_start_stays_mixed():
-    assert _first(_dump_ima_log("")).category == "mixed_batch"
+def test_the_same_step_with_a_plain_decode_beside_the_spec_decodes_is_mixed():
+    # gdn_attn.py (0.23) build: "num_decodes and num_spec_decodes are mutually exclusive" -- a decode without
+    # drafts in a spec-decode step is the mixed batch
+    assert _first(_dump_ima_log("", third=1)).category == "mixed_batch"
+
+
+def test_a_prefill_beside_spec_decodes_is_no_mixed_batch():
+    # prefill chunks always share steps with spec decodes (the builders' normal path): prefix caching's prior stays
+    assert _first(_dump_ima_log("")).category == "state_index"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -146,7 +146,9 @@ def parse_scheduler_output(text: str) -> dict[str, Any] | None:
     out["num_spec_decodes"] = kinds["spec_decode"]
     out["num_decodes"] = kinds["decode"]
     out["num_prefills"] = kinds["prefill"]
-    out["mixed"] = kinds["spec_decode"] > 0 and (kinds["decode"] + kinds["prefill"]) > 0
+    # mixed: plain decodes beside spec decodes, the rows vLLM's GDN/Mamba builders cannot keep apart ("num_decodes and
+    # num_spec_decodes are mutually exclusive", gdn_attn.py); prefill chunks beside spec decodes are their normal path
+    out["mixed"] = kinds["spec_decode"] > 0 and kinds["decode"] > 0
     drafts = sorted({v for v in spec.values() if v > 0})
     out["ragged_drafts"] = len(drafts) > 1
     return out
