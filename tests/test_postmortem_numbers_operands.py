@@ -34,6 +34,22 @@ def test_index_copy_operands_named_by_the_statement():
     assert n["draft_token_idx_len"] == 13 and n["draft_out_size_dim0"] == 16
 
 
+def test_a_copy_into_a_prefix_slice_names_the_destination_rows():
+    n = facts_from_text(_tb("v1/attention/backends/linear_x_attn.py", 377, "build",
+                            "self.accepted_buf[: meta.num_plain_rows].copy_(",
+                            "RuntimeError: The size of tensor a (11) must match the size of tensor b (14) at "
+                            "non-singleton dimension 0")).numbers
+    assert n["num_plain_rows"] == 11 and n["tensor_b_size"] == 14
+
+
+def test_a_prefix_slice_on_another_dimension_names_nothing():
+    n = facts_from_text(_tb("v1/attention/backends/linear_x_attn.py", 377, "build",
+                            "self.accepted_buf[:num_plain_rows].copy_(",
+                            "RuntimeError: The size of tensor a (11) must match the size of tensor b (14) at "
+                            "non-singleton dimension 1")).numbers
+    assert "num_plain_rows" not in n
+
+
 def test_statement_without_those_operands_names_nothing():
     n = facts_from_text(_tb("model_executor/layers/mamba/linear_x.py", 940, "_forward_core",
                             "out_buf = torch.cat([a[i], b[j]])",

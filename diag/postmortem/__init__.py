@@ -98,7 +98,8 @@ view_shape, input_size (+ the          PyTorch's ``shape '[7, 2, -1]' is invalid
 statement's argument names)            ``x.view(num_decodes, seq_len, -1)`` names the dimensions
 mat1_shape, mat2_shape                 ``mat1 and mat2 shapes cannot be multiplied (4x2048 and 4096x1024)``
 <tensor>_shape, <mask>_shape,          a size mismatch's operands named by the failing statement: ``x[mask]``
-<index>_len, <source>_size_dim<d>      (mask / indexed tensor), ``out.index_copy_(d, index, source)``
+<index>_len, <source>_size_dim<d>,     (mask / indexed tensor), ``out.index_copy_(d, index, source)``,
+<slice bound>                          ``x[:num_decodes].copy_(y)`` (tensor a's size on dimension 0)
 <name>_max, <name>_min                 a bound a message states bare: ``… for q_len <= 2, but got …``
 <subject>_<attr>s (list)               ``all mamba block tables must share stride(0), got {1028, 2056}``
 nccl_cuda_failure, nccl_errno,         NCCL's own WARN lines behind an ``NCCL error``: ``Cuda failure 801``,

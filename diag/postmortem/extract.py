@@ -83,16 +83,28 @@ def _bound_numbers(message: str, numbers: dict[str, Any]) -> None:
                 numbers.setdefault(f"{subject}_{m.group(2)}s", [int(x) for x in re.findall(r"-?\d+", m.group(3))])
 
 
+# "dest[:n].copy_(src)" / "dest[: meta.n] = src": the slice bound sizes the destination's first dimension
+_SLICE_DEST = re.compile(r"^\s*[A-Za-z_][\w.]*\[\s*:\s*([A-Za-z_][\w.]*)\s*\]\s*(?:\.copy_\(|=(?!=))")
+
+
 def _statement_operands(code: str, message: str, numbers: dict[str, Any]) -> None:
     """The operands of a size mismatch under the names the failing statement gives them: a boolean mask
-    ``x[mask]`` (PyTorch: "The shape of the mask [7] ... the indexed tensor [6]") and ``out.index_copy_(dim,
-    index, source)`` ("Number of indices (27) should be equal to source.size(dim) (30)")."""
+    ``x[mask]`` (PyTorch: "The shape of the mask [7] ... the indexed tensor [6]"), ``out.index_copy_(dim,
+    index, source)`` ("Number of indices (27) should be equal to source.size(dim) (30)") and a copy into a
+    prefix slice ``x[:num_decodes].copy_(y)`` (tensor a's size on dimension 0 is ``num_decodes``)."""
     mask, indexed = numbers.get("mask_shape"), numbers.get("indexed_tensor_shape")
     if isinstance(mask, list) and isinstance(indexed, list) and "[" in code:
         subs = _MASK_INDEX.findall(code[:300])
         if len(subs) == 1:
             numbers.setdefault(f"{subs[0][0].rsplit('.', 1)[-1]}_shape", indexed)
             numbers.setdefault(f"{subs[0][1].rsplit('.', 1)[-1]}_shape", mask)
+    a, b = numbers.get("tensor_a_size"), numbers.get("tensor_b_size")
+    if numbers.get("mismatch_dim") == 0 and isinstance(a, int) and isinstance(b, int) and "[" in code:
+        # PyTorch's tensor a is the copy's destination (self), b its source: a prefix slice of the destination
+        # gives a's size its name ("The size of tensor a (7) ... dimension 0" for x[:num_spec_decodes].copy_(y))
+        m = _SLICE_DEST.match(code[:300])
+        if m:
+            numbers.setdefault(m.group(1).rsplit(".", 1)[-1], a)
     if "indices (" in message and ".index_" in code:
         m, c = _INDEX_COUNT.search(message[:400]), _INDEX_CALL.search(code[:300])
         if m and c:
