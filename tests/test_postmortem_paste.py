@@ -107,3 +107,12 @@ def test_a_traceback_without_its_indentation_keeps_its_code_lines_and_message():
     assert root.exc_type == "ValueError" and "38.87 GiB" in root.message
     assert [f.code for f in root.frames] == ["self.spec_state_indices_tensor[:num_spec_decodes].copy_(",
                                              "num_locally_computed_tokens"]
+
+
+def test_a_file_of_same_width_lines_joins_into_one_line_cut_at_the_reader_limit():
+    # 5,000 lines of exactly 80 characters: a "wrap" that never ends stays linear and bounded
+    from vllm_diag.postmortem.lines import MAX_LINE_CHARS
+
+    lines = [f"{i:05d}" + "x" * 75 for i in range(5000)]
+    out = logical_lines(lines)
+    assert len(out) == 1 and MAX_LINE_CHARS <= len(out[0][1]) < MAX_LINE_CHARS + 80

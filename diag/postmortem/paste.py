@@ -26,6 +26,7 @@ _LINE_START = re.compile(r"^\s*(?:\(|\[|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d \d
                          r"Traceback \(|File \"|During handling|The above exception)")
 
 MIN_WRAP_WIDTH = 40  # narrower "widths" are short lines that happen to share a length
+MAX_JOINED_CHARS = 16_384  # as lines.MAX_LINE_CHARS: nothing the reader parses needs more
 
 
 def normalise_chars(text: str) -> str:
@@ -84,11 +85,13 @@ def logical_lines(lines: list[str]) -> list[tuple[int, str]]:
     k = 0
     while k < len(kept):
         start, text = kept[k]
-        piece = len(text)
+        pieces, size, piece = [text], len(text), len(text)
         k += 1
         while piece == width and k < len(kept) and kept[k][1] and not _LINE_START.match(kept[k][1]):
             piece = len(kept[k][1])
-            text += kept[k][1]
+            if size < MAX_JOINED_CHARS:  # the reader cuts longer lines anyway; the rest of the pieces still belong
+                pieces.append(kept[k][1])
+                size += piece
             k += 1
-        out.append((start, text))
+        out.append((start, "".join(pieces)))
     return out
