@@ -6,7 +6,8 @@ Every ``*.log`` in the folders is analysed as it is and after each transform bel
 hard wrap, docker compose's prefix, a markdown quote, a web page's HTML entities, a chat tool's
 typographic quotes ...). The figure per transform is the number of logs whose diagnosis (the first
 finding, as ``benchmarks/corpus.py`` reads it) changes category; where a ``NAME.json`` label (the
-corpus format) gives the family, the right-family count after the transform is printed too. A
+corpus format) gives the family, the right-family count and the key numbers recovered after the
+transform are printed too. A
 transform that loses information (a wrap splitting the only error line of a two-line excerpt) may
 legitimately change a few; one that only re-dresses every line should change none. To compare with
 another revision, put ``benchmarks/revision.py``'s export of it first on ``PYTHONPATH``. A missing
@@ -23,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from corpus import FAMILIES  # the label family -> finding categories the corpus benchmark scores by
+from corpus import FAMILIES, named_leaves, recovered  # the corpus benchmark's family map and number scoring
 
 
 def _wrap(width: int) -> Callable[[str], str]:
@@ -59,11 +60,19 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
 }
 
 
-def top_category(text: str, name: str) -> str | None:
+def read(text: str, name: str, key_numbers: dict) -> tuple[str | None, int]:
+    """The diagnosis' category (the first finding, as corpus.py scores it) and how many of the label's key
+    numbers the JSON output carries (corpus.py's name-and-value match)."""
     from vllm_diag.postmortem.analyze import analyze_text
+    from vllm_diag.render.json import encode
 
-    findings = analyze_text(text, name).findings  # the diagnosis is the first finding, as corpus.py scores it
-    return findings[0].category if findings else None
+    an = analyze_text(text, name)
+    category = an.findings[0].category if an.findings else None
+    if not key_numbers:
+        return category, 0
+    leaves: list = []
+    named_leaves(encode(an.to_record()), leaves)
+    return category, sum(recovered(k, v, leaves) for k, v in key_numbers.items())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,30 +91,35 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown transform(s): {', '.join(unknown)}; known: {', '.join(TRANSFORMS)}", file=sys.stderr)
         return 2
     texts = {p: p.read_text(encoding="utf-8", errors="replace") for p in logs}
-    family = {}
+    family, numbers = {}, {}
     for p in logs:
         label = p.with_suffix(".json")
         if label.exists():
-            family[p] = json.loads(label.read_text()).get("family") or "none"
+            data = json.loads(label.read_text())
+            family[p] = data.get("family") or "none"
+            numbers[p] = data.get("key_numbers") or {}
+    total_numbers = sum(len(v) for v in numbers.values())
 
     def right(p: Path, cat: str | None) -> bool:
         fam = family[p]
         return (cat in (None, "other")) if fam == "none" else cat in FAMILIES.get(fam, ())
 
-    base = {p: top_category(texts[p], p.name) for p in logs}
-    print(f"{len(logs)} logs ({len(family)} labelled); right family as they are: "
-          f"{sum(right(p, base[p]) for p in family)}/{len(family)}")
-    print(f"{'transform':16} {'changed':>8} {'right after':>12}")
+    base = {p: read(texts[p], p.name, numbers.get(p, {})) for p in logs}
+    print(f"{len(logs)} logs ({len(family)} labelled); as they are: right family "
+          f"{sum(right(p, base[p][0]) for p in family)}/{len(family)}, numbers "
+          f"{sum(base[p][1] for p in family)}/{total_numbers}")
+    print(f"{'transform':16} {'changed':>8} {'right after':>12} {'numbers after':>14}")
     for name in names:
         changed = []
-        right_after = 0
+        right_after = numbers_after = 0
         for p in logs:
-            cat = top_category(TRANSFORMS[name](texts[p]), p.name)
-            if cat != base[p]:
-                changed.append((p, base[p], cat))
+            cat, got = read(TRANSFORMS[name](texts[p]), p.name, numbers.get(p, {}))
+            if cat != base[p][0]:
+                changed.append((p, base[p][0], cat))
             if p in family:
                 right_after += right(p, cat)
-        print(f"{name:16} {len(changed):>8} {right_after:>8}/{len(family)}")
+                numbers_after += got
+        print(f"{name:16} {len(changed):>8} {right_after:>8}/{len(family)} {numbers_after:>9}/{total_numbers}")
         if args.verbose:
             for p, was, now in changed:
                 print(f"    {p.name}: {was} -> {now}")
