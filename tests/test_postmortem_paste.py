@@ -116,3 +116,27 @@ def test_a_file_of_same_width_lines_joins_into_one_line_cut_at_the_reader_limit(
     lines = [f"{i:05d}" + "x" * 75 for i in range(5000)]
     out = logical_lines(lines)
     assert len(out) == 1 and MAX_LINE_CHARS <= len(out[0][1]) < MAX_LINE_CHARS + 80
+
+
+def test_the_paste_benchmark_reads_a_labelled_folder(tmp_path, capsys):
+    import importlib.util
+    import json
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    sys.path.insert(0, str(bench))  # the benchmark imports corpus.py beside it
+    try:
+        spec = importlib.util.spec_from_file_location("paste_invariance_bench", bench / "paste_invariance.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(bench))
+    (tmp_path / "a.log").write_text(LOG)
+    (tmp_path / "a.json").write_text(json.dumps({"family": "A", "key_numbers": {"num_speculative_tokens": 2}}))
+    assert mod.main([str(tmp_path), "--only", "compose,wrap-80,markdown-quote"]) == 0
+    out = capsys.readouterr().out
+    assert "right family 1/1, numbers 1/1" in out
+    for name in ("compose", "wrap-80", "markdown-quote"):
+        assert any(line.split()[:4] == [name, "0", "1/1", "1/1"] for line in out.splitlines()), out
+    assert mod.main([str(tmp_path), "--only", "nonsense"]) == 2
