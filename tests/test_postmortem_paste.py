@@ -140,3 +140,18 @@ def test_the_paste_benchmark_reads_a_labelled_folder(tmp_path, capsys):
     for name in ("compose", "wrap-80", "markdown-quote"):
         assert any(line.split()[:4] == [name, "0", "1/1", "1/1"] for line in out.splitlines()), out
     assert mod.main([str(tmp_path), "--only", "nonsense"]) == 2
+
+
+def test_a_flag_named_as_the_workaround_is_not_the_failing_set_up():
+    from vllm_diag.postmortem import facts_from_text
+
+    log = "\n".join([
+        "We run Qwen3.5 with MTP and prefix caching on (the default).",
+        "We turned off prefix caching yesterday (--no-enable-prefix-caching) and it has not crashed since.",
+        "Works fine with --enforce-eager too.",
+        "It crashes with --max-num-seqs 64 after an hour.",
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+    ])
+    args = facts_from_text(log).args
+    assert "enable_prefix_caching" not in args and "enforce_eager" not in args
+    assert args.get("max_num_seqs") == 64

@@ -36,6 +36,24 @@ _INLINE_FLAG = re.compile(
 # where the name is one of vLLM's flags
 # where the name is one of vLLM's flags. A JSON / YAML key (`"max_num_seqs": 32,`, `  tensor-parallel-size: "8"`) is
 # the same setting written in a config file, a compose / Helm values file or a request body.
+# a flag the reporter names as what avoids the failure ("works with --enforce-eager", "we turned off prefix caching
+# (--no-enable-prefix-caching) and it has not crashed since"): not the set-up that failed
+_WORKAROUND_BEFORE = re.compile(r"(?:\bturn(?:ed|ing)? (?:it |this |that )?off|\bdisabl(?:e|ed|ing)\b|\bremov(?:e|ed|ing)\b|"
+                                r"\bwithout\b|\bworkaround\b|\bworks?(?: fine| ok| well)? (?:with|when|if|after)\b|"
+                                r"\bworked(?: fine| ok| well)? (?:with|when|if|after)\b|\bno (?:crash|issue|problem)s? "
+                                r"(?:with|when|if)\b|\bfine (?:with|when)\b|\bavoid(?:s|ed)? (?:it|this|the crash)? ?(?:with|by)\b)"
+                                r"[^.;!?]{0,60}$", re.I)
+_WORKAROUND_AFTER = re.compile(r"^[^.;!?]{0,30}?\b(?:(?:it |this |that |everything |the crash |the error )?(?:works|worked|"
+                               r"fixes|fixed|helps|helped|avoids|goes away|went away|disappears|is stable|was stable|"
+                               r"is fine|runs fine)|has not crashed|hasn't crashed|no longer|does not crash|doesn't crash)\b",
+                               re.I)
+
+
+def workaround_flag(text: str, start: int, end: int) -> bool:
+    """The flag at ``text[start:end]`` is named as what avoids the failure, not as the failing set-up."""
+    return bool(_WORKAROUND_BEFORE.search(text[max(0, start - 90):start])) or bool(_WORKAROUND_AFTER.match(text[end:end + 80]))
+
+
 _BARE_FLAG = re.compile(r"(?<![\w.\-/$])[\"']?([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)[\"']?(?:\s*([=:])\s*[\"']?(\d+(?:\.\d+)?|True|"
                         r"False|true|false|\{[^{}]{1,400}\})[\"']?"
                         r"|[ \t]+(\d+(?:\.\d+)?))(?!\w|\.\d)")
@@ -353,6 +371,8 @@ class CommandLines:
                     self.inline_flags.append((line.lineno, flag, m.group(2)))
         if line.level is None and ("--" in text or "-tp" in text or "-pp" in text or "-dp" in text):
             for m in _INLINE_FLAG.finditer(text):
+                if workaround_flag(text, m.start(), m.end()):
+                    continue
                 if m.group(3):  # a short alias with its number
                     if len(self.inline_flags) < 100:
                         self.inline_flags.append((line.lineno, "-" + m.group(3).lstrip("-"), m.group(4)))
