@@ -369,11 +369,6 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     ("gdn_attn.py", "build_for_cudagraph_capture", "decode-only full cudagraph", "cudagraph_shape", "gdn_capture_guard"),
     # "num_decodes: X, num_spec_decodes: Y" (gdn_attn.py build, 0.17.x, vllm#34845): the mixed-batch assert itself.
     ("gdn_attn.py", "build", "num_decodes", "mixed_batch", "gdn_mixed_assert"),  # (needles: lower case)
-    # mamba_attn.py update_block_table: metadata built for one Mamba group re-targeted to another compares the
-    # batch's rows (num_prefills + num_decodes) with the state indices' rows -- the step's requests counted two
-    # ways (padded vs real, draftless decodes beside spec decodes): a mixed batch, like other row mismatches
-    ("mamba_attn.py", "update_block_table", "mismatch in number of requests", "mixed_batch",
-     "mamba_retarget_rows"),
     # vllm/platforms/interface.py (0.32+): the block size that update_block_size_for_backend aligned so one
     # attention page covers a Mamba/GDN state page (hybrids), or so quantized and unquantized KV pages share the
     # block pool, is one a backend rejects -- the page layout, not a kernel's block choice (README family A)
