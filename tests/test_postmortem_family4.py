@@ -188,3 +188,19 @@ def test_a_mamba_group_retargeted_to_another_block_table_is_a_block_table_mismat
         f"{e}AssertionError: Mismatch in number of requests when updating block table. Expected 7, got 8.",
     ])
     assert _first(log).category == "state_index"
+
+
+def test_a_linear_attention_builders_query_length_check_under_drafts_is_a_mixed_batch():
+    # the check sits in build_for_cudagraph_capture but compares the batch's query length with 1 + k
+    e = "(EngineCore_DP0 pid=77) ERROR 08-14 10:11:12 [core.py:1108] "
+    log = "\n".join([
+        "vllm serve inclusionAI/Ring-mini-linear-2.0 --speculative-config "
+        "'{\"method\": \"eagle\", \"model\": \"x/ring-eagle\", \"num_speculative_tokens\": 2}'",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "/venv/lib/python3.12/site-packages/vllm/v1/attention/backends/linear_attn.py", line 88, in '
+        "build_for_cudagraph_capture",
+        f"{e}    assert common_attn_metadata.max_query_len <= 1 + self.num_spec_tokens, (",
+        f"{e}AssertionError: Bailing linear attention only supports speculative decoding with query length <= 1 + "
+        "number of speculative tokens.",
+    ])
+    assert _first(log).category == "mixed_batch"

@@ -304,6 +304,13 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: bool(_MLA_KERNEL_FILE.search(f)) and not _mamba_code(f, fn)
      and bool(re.search(r"\w*tile_scheduler_metadata\w*", _core(t)))
      and bool(re.search(r"<=|>=|<|>|==|\bsize\(0\)|\bshape\[0\]", _core(t)))),
+    # a Mamba/GDN/linear-attention builder's check of the batch's query length against 1 + k (Bailing's "only supports
+    # speculative decoding with query length <= 1 + number of speculative tokens"): a decode row longer than a spec
+    # decode -- ragged drafts or a prefill tail classed as a decode -- even where the check sits in the capture path
+    ("hybrid_query_len_vs_spec", "mixed_batch",
+     lambda f, fn, t, e, c: _mamba_code(f, fn) and bool(re.search(r"query_len|query length", _core(t)))
+     and bool(re.search(r"num_spec|spec(?:ulative)?_tokens|speculative", _core(t)))
+     and not _CAPTURE_WORDS.search(_core(t))),  # a check of the capture sizes stays with cudagraph_capture
     ("cudagraph_capture", "cudagraph_shape",
      lambda f, fn, t, e, c: bool(_CAPTURE_WORDS.search(t)) or bool(re.search(
          r"cudagraph_dispatcher|compilation/cuda_graph|cudagraph_utils|cuda_piecewise", f))
