@@ -41,17 +41,20 @@ _INLINE_FLAG = re.compile(
 _WORKAROUND_BEFORE = re.compile(r"(?:\bturn(?:ed|ing)? (?:it |this |that )?off|\bdisabl(?:e|ed|ing)\b|\bremov(?:e|ed|ing)\b|"
                                 r"\bwithout\b|\bworkaround\b|\bworks?(?: fine| ok| well)? (?:with|when|if|after)\b|"
                                 r"\bworked(?: fine| ok| well)? (?:with|when|if|after)\b|\bno (?:crash|issue|problem)s? "
-                                r"(?:with|when|if)\b|\bfine (?:with|when)\b|\bavoid(?:s|ed)? (?:it|this|the crash)? ?(?:with|by)\b)"
+                                r"(?:with|when|if)\b|\bfine (?:with|when)\b|"
+                                r"\bavoid(?:s|ed)? (?:it|this|the crash)? ?(?:with|by)\b)"
                                 r"[^.;!?]{0,60}$", re.I)
 _WORKAROUND_AFTER = re.compile(r"^[^.;!?]{0,30}?\b(?:(?:it |this |that |everything |the crash |the error )?(?:works|worked|"
                                r"fixes|fixed|helps|helped|avoids|goes away|went away|disappears|is stable|was stable|"
-                               r"is fine|runs fine)|has not crashed|hasn't crashed|no longer|does not crash|doesn't crash)\b",
+                               r"is fine|runs fine)|has not crashed|hasn't crashed|no longer|does not crash|"
+                               r"doesn't crash)\b",
                                re.I)
 
 
 def workaround_flag(text: str, start: int, end: int) -> bool:
     """The flag at ``text[start:end]`` is named as what avoids the failure, not as the failing set-up."""
-    return bool(_WORKAROUND_BEFORE.search(text[max(0, start - 90):start])) or bool(_WORKAROUND_AFTER.match(text[end:end + 80]))
+    before, after = text[max(0, start - 90):start], text[end:end + 80]
+    return bool(_WORKAROUND_BEFORE.search(before)) or bool(_WORKAROUND_AFTER.match(after))
 
 
 _BARE_FLAG = re.compile(r"(?<![\w.\-/$])[\"']?([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)[\"']?(?:\s*([=:])\s*[\"']?(\d+(?:\.\d+)?|True|"

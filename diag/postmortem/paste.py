@@ -22,7 +22,8 @@ _CHARS = str.maketrans({
 })
 
 # where a new line of a log starts for sure: a continuation of a wrapped line is not joined to it
-_LINE_START = re.compile(r"^\s*(?:\(|\[|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b|"
+_LINE_START = re.compile(r"^\s*(?:\(|\[|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:|"
+                         r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b|"
                          r"Traceback \(|File \"|During handling|The above exception)")
 
 MIN_WRAP_WIDTH = 40  # narrower "widths" are short lines that happen to share a length
