@@ -40,6 +40,7 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     "k8s-cri": _each(lambda i, l: f"2026-11-2{i % 10}T10:{i % 60:02d}:00.{i:06d}Z stdout F {l}"),
     "compose": _each(lambda i, l: f"vllm-1  | {l}"),
     "kubectl-prefix": _each(lambda i, l: f"[pod/vllm-0/vllm] {l}"),
+    "skypilot": _each(lambda i, l: f"(head, rank=0, pid=7781) {l}"),
     "journald": _each(lambda i, l: f"Nov 26 10:00:{i % 60:02d} gpu-node-3 vllm[4412]: {l}"),
     "ansi": _each(lambda i, l: f"\x1b[1;31m{l}\x1b[0m" if "rror" in l else l),
     "markdown-fence": lambda t: f"Here is my log:\n\n<details><summary>log</summary>\n\n```text\n{t}\n```\n</details>\n",

@@ -56,6 +56,11 @@ def test_kwargs_engine_config_line():
     ("vllm_openai_1     | INFO 06-23 18:03:05 [a.py:1] hi", None, "INFO", "hi"),
     ("[pod/vllm-0/vllm] (Worker_TP1 pid=3) ERROR 06-23 18:03:05 [m.py:1] x", "Worker_TP1", "ERROR", "x"),
     ("> > (APIServer pid=1) INFO 06-23 18:03:05 [a.py:1] quoted", "APIServer", "INFO", "quoted"),
+    # SkyPilot's node prefix in front of vLLM's own
+    ("(head, rank=0, pid=7781) (Worker_TP2 pid=8120) ERROR 06-02 19:33:07 [m.py:9] IndexError", "Worker_TP2", "ERROR",
+     "IndexError"),
+    ("(worker1, rank=1, pid=912, ip=10.0.0.2) (EngineCore pid=4) INFO 06-02 19:33:07 [c.py:1] up", "EngineCore", "INFO",
+     "up"),
     (">     assert num_decodes &lt;= 1, &quot;x&quot;", None, None, '    assert num_decodes <= 1, "x"'),
     (">>> llm = LLM('m')", None, None, ">>> llm = LLM('m')"),
     ("| block_size | 64 |", None, None, "| block_size | 64 |"),

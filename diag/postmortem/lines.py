@@ -3,8 +3,8 @@
 Handles, in this order: ANSI colour (real ESC bytes and the caret form ``^[[0;36m``), HTML entities
 of a log copied from a web page, wrapper prefixes (docker/k8s/CRI timestamps, journald
 ``Jun 23 18:03:05 host vllm[123]:``, docker compose's ``vllm-1  | ``, ``kubectl logs --prefix``'s
-``[pod/vllm-0/vllm]``, a reporter's markdown quote ``> ``, aggregator timestamp+tab, timestamp-only
-aggregator lines), vLLM process prefixes (``(EngineCore pid=2518)``,
+``[pod/vllm-0/vllm]``, SkyPilot's ``(head, rank=0, pid=…)``, a reporter's markdown quote ``> ``,
+aggregator timestamp+tab, timestamp-only aggregator lines), vLLM process prefixes (``(EngineCore pid=2518)``,
 ``(Worker_TP0_EP0 pid=…)``, doubled ``(Worker pid=357) (Worker_TP0 pid=357)``, Ray
 ``(RayWorkerWrapper pid=…, ip=…)``, a lost leading ``(``, pids edited to ``XXXXX``), raw
 ``[rank0]:`` prefixes, and vLLM's ``LEVEL MM-DD HH:MM:SS [file.py:NNN]`` record header.
@@ -26,9 +26,12 @@ _TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _DOCKER = re.compile(r"^\s*" + _TS + r"(?: (?:stdout|stderr) [FP](?=[ \t]|$))?(?:[ \t]|$)")
 _TS_ONLY = re.compile(r"^\s*(?:" + _TS + r"|\d\d:\d\d:\d\d(?:\.\d+)?)\s*$")
 _JOURNALD = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")
-# docker compose's service prefix ("vllm-1  | ", v1's "vllm_1     | "; the replica number is always there) and
-# `kubectl logs --prefix`'s "[pod/vllm-0/vllm] "
-_COMPOSE = re.compile(r"^[A-Za-z0-9][\w.\-]*[-_]\d+\s+\|(?: |$)|^\[pod/[\w.\-]+/[\w.\-]+\] ")
+# a launcher's prefix: docker compose's service ("vllm-1  | ", v1's "vllm_1     | "; the replica number is always
+# there), `kubectl logs --prefix`'s "[pod/vllm-0/vllm] ", SkyPilot's node in front of vLLM's own prefix ("(head,
+# rank=0, pid=7781) ", "(worker1, rank=1, pid=912, ip=10.0.0.2) ": a name, then comma-separated key=value items;
+# vLLM's and Ray's own prefixes start "(Name pid=")
+_LAUNCHER = re.compile(r"^[A-Za-z0-9][\w.\-]*[-_]\d+\s+\|(?: |$)|^\[pod/[\w.\-]+/[\w.\-]+\] |"
+                      r"^\([\w.\-]+(?:, (?:rank|pid|ip|node|host)=[^,()\s]+)+\) ")
 # a reporter's markdown quote ("> ", nested "> > "); the REPL's ">>> " is the line itself
 _QUOTE = re.compile(r"^(?:>(?!>) ?)+")
 # a log copied from a web page with its HTML entities left in (&quot; &#39; &gt; ...)
@@ -109,7 +112,7 @@ def clean_line(raw: str, lineno: int) -> Line | None:
         text = html.unescape(text)
     # wrapper prefixes (may stack: journald around docker, a quoted compose log ...)
     for _ in range(4):
-        m = _DOCKER.match(text) or _JOURNALD.match(text) or _COMPOSE.match(text) or _QUOTE.match(text)
+        m = _DOCKER.match(text) or _JOURNALD.match(text) or _LAUNCHER.match(text) or _QUOTE.match(text)
         if not m:
             break
         text = text[m.end():]
