@@ -155,3 +155,17 @@ def test_a_flag_named_as_the_workaround_is_not_the_failing_set_up():
     args = facts_from_text(log).args
     assert "enable_prefix_caching" not in args and "enforce_eager" not in args
     assert args.get("max_num_seqs") == 64
+
+
+def test_a_launchers_tag_on_every_line_is_taken_off():
+    from vllm_diag.postmortem.paste import launcher_tag
+
+    for tag in ("(pid=4012) ", "[default0]:", "0: ", "[vllm] ", "[prefill-0] "):
+        relayed = "\n".join(tag + line for line in LOG.split("\n"))
+        assert [t for _, t in logical_lines(relayed.split("\n"))] == LOG.split("\n"), tag
+        assert _top(relayed)[0] == "kv_page_size"
+    # vLLM's own process prefixes and PyTorch's rank prefix are the log's, not a launcher's
+    assert launcher_tag([f"(EngineCore_DP0 pid=7) line {i}" for i in range(5)]) is None
+    assert launcher_tag([f"[rank0]: line {i}" for i in range(5)]) is None
+    # a tag on a minority of lines is the text's own
+    assert launcher_tag(["(a) one", "plain", "plain too", "more", "(b) two"]) is None

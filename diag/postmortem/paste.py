@@ -1,11 +1,13 @@
-"""Undo what copying a log did to it, before its lines are read.
+"""Undo what copying or relaying a log did to it, before its lines are read.
 
 A terminal or a mail client hard-wraps long lines at its width (every piece but the last exactly that
 wide, with no indentation); some web views double-space every line; chat tools and word processors
-turn quotes typographic and spaces non-breaking, and may leave zero-width characters. vLLM's own
-lines have none of this, so each is detected from the text itself and undone only where it is
-unmistakable: a wrap width is the length of the longest line, shared by at least three different
-lines; double spacing is a blank line after nearly every line.
+turn quotes typographic and spaces non-breaking, and may leave zero-width characters. A launcher or
+log shipper may tag every line it relays (Ray's ``(pid=4012)``, torchrun's ``[default0]:``, srun's
+``0:``). vLLM's own lines have none of this, so each is detected from the text itself and undone
+only where it is unmistakable: a tag starts most lines; a wrap width is the length of the longest
+line, shared by at least three different lines; double spacing is a blank line after nearly every
+line.
 """
 
 from __future__ import annotations
@@ -44,11 +46,14 @@ def wrap_width(lines: list[str]) -> int | None:
     if width < MIN_WRAP_WIDTH:
         return None
     at_width = {line for line in lines if len(line) == width}
-    if len(at_width) >= 3:
-        return width
-    # a short excerpt: two pieces of that width, each continued by a line that starts no new log line
     follows = [b for a, b in zip(lines, lines[1:]) if len(a) == width]
-    if len(at_width) == 2 and width >= 60 and all(b and not _LINE_START.match(b) for b in follows):
+    continued = sum(1 for b in follows if b and not _LINE_START.match(b))
+    # most pieces of that width go on in a line that starts no new log line (vLLM's fixed-format metrics lines share
+    # a length too, but each is followed by the next record)
+    if len(at_width) >= 3 and continued * 2 >= len(follows):
+        return width
+    # a short excerpt: two pieces of that width, each continued
+    if len(at_width) == 2 and width >= 60 and follows and continued == len(follows):
         return width
     return None
 
@@ -61,9 +66,43 @@ def _double_spaced(lines: list[str]) -> bool:
     return adjacent * 10 <= len(filled)
 
 
+# a tag a launcher or a log shipper puts in front of every line it relays: "(pid=4012) " (Ray), "[default0]:"
+# (torchrun --tee), "0: " (srun --label), "[vllm] " (a wrapper's tag)
+_TAG = re.compile(r"^(?:\([^()\n]{1,60}\)|\[[^\[\]\n]{1,60}\]:?|\d{1,4}:)")
+# vLLM's own prefixes (they carry the process) and PyTorch's "[rank0]:" -- never a launcher's tag
+_OWN_TAG = re.compile(r"^\((?:[A-Za-z][\w.:\-]*(?: rank=\d+)? pid=|[A-Za-z][\w.\-]* rank=)|^\[rank\d+\]:")
+MIN_TAGGED_SHARE = 0.6
+_TAG_FIRST = frozenset("([0123456789")
+
+
+def launcher_tag(lines: list[str]) -> re.Pattern[str] | None:
+    """The tag (digits may vary: pids, ranks) that most lines of a relayed log start with, or ``None``; with the
+    space after it where the tag is always followed by one (a separator, not the line's own indentation)."""
+    counts: dict[str, list[int]] = {}  # tag -> [lines, lines with a space after it]
+    filled = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        filled += 1
+        m = _TAG.match(line) if line[:1] in _TAG_FIRST else None
+        if m and not _OWN_TAG.match(line):
+            c = counts.setdefault(re.sub(r"\d+", "#", m.group(0)), [0, 0])
+            c[0] += 1
+            c[1] += line[m.end():m.end() + 1] == " "
+    if not counts or filled < 3:
+        return None
+    key, (n, spaced) = max(counts.items(), key=lambda kv: kv[1][0])
+    if n < 3 or n < MIN_TAGGED_SHARE * filled:
+        return None
+    return re.compile("^" + re.escape(key).replace("\\#", "\\d+") + (" ?" if spaced * 10 >= n * 9 else ""))
+
+
 def logical_lines(lines: list[str]) -> list[tuple[int, str]]:
     """``(index of the first physical line, text)`` for each line as vLLM printed it."""
     out: list[tuple[int, str]] = []
+    tag = launcher_tag(lines)
+    if tag is not None:
+        lines = [tag.sub("", line, count=1) for line in lines]
     if _double_spaced(lines):
         kept: list[tuple[int, str]] = []
         i = 0
