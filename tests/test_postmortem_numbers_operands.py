@@ -4,6 +4,8 @@ statement gives them (a boolean mask index, index_copy_), and tensor expressions
 
 from __future__ import annotations
 
+import pytest
+
 from vllm_diag.postmortem import facts_from_text
 
 W = "(Worker_TP0 pid=5101) ERROR 02-03 04:05:06 [multiproc_executor.py:733] "
@@ -34,20 +36,14 @@ def test_index_copy_operands_named_by_the_statement():
     assert n["draft_token_idx_len"] == 13 and n["draft_out_size_dim0"] == 16
 
 
-def test_a_copy_into_a_prefix_slice_names_the_destination_rows():
+@pytest.mark.parametrize("dim,named", [(0, True), (1, False)])
+def test_a_copy_into_a_prefix_slice_names_the_destination_rows(dim, named):
+    # PyTorch's tensor a is the copy's destination: on dimension 0 its size is the slice bound
     n = facts_from_text(_tb("v1/attention/backends/linear_x_attn.py", 377, "build",
                             "self.accepted_buf[: meta.num_plain_rows].copy_(",
                             "RuntimeError: The size of tensor a (11) must match the size of tensor b (14) at "
-                            "non-singleton dimension 0")).numbers
-    assert n["num_plain_rows"] == 11 and n["tensor_b_size"] == 14
-
-
-def test_a_prefix_slice_on_another_dimension_names_nothing():
-    n = facts_from_text(_tb("v1/attention/backends/linear_x_attn.py", 377, "build",
-                            "self.accepted_buf[:num_plain_rows].copy_(",
-                            "RuntimeError: The size of tensor a (11) must match the size of tensor b (14) at "
-                            "non-singleton dimension 1")).numbers
-    assert "num_plain_rows" not in n
+                            f"non-singleton dimension {dim}")).numbers
+    assert n.get("num_plain_rows") == (11 if named else None) and n["tensor_b_size"] == 14
 
 
 def test_statement_without_those_operands_names_nothing():
