@@ -79,11 +79,16 @@ def strip_ansi(text: str) -> str:
     return text
 
 
+# the key that carries the line in a shipper's JSON envelope: docker's json-file and Fluent Bit ("log"), Vector,
+# Datadog and CloudWatch ("message"), Google Cloud Logging ("textPayload"), a Loki export ("line")
+_ENVELOPE_KEYS = ("log", "message", "textPayload", "line")
+
+
 def _json_log(raw: str) -> str:
-    """Docker's json-file driver / Kubernetes log shippers: ``{"log":"<line>\\n","stream":"stdout","time":…}``
-    -> the line it carries (JSON escapes decoded); anything else unchanged."""
+    """A log shipper's JSON envelope: ``{"log":"<line>\\n","stream":"stdout","time":…}`` -> the line it carries
+    (JSON escapes decoded); anything else unchanged."""
     s = raw.lstrip()
-    if not (s.startswith('{"log":') or s.startswith('{"message":')) or not s.rstrip().endswith("}"):
+    if not s.startswith("{") or not s.rstrip().endswith("}") or not any(f'"{k}"' in s for k in _ENVELOPE_KEYS):
         return raw
     import json
 
@@ -91,8 +96,10 @@ def _json_log(raw: str) -> str:
         obj = json.loads(s)
     except ValueError:
         return raw
-    val = obj.get("log", obj.get("message")) if isinstance(obj, dict) else None
-    return val.rstrip("\r\n") if isinstance(val, str) else raw
+    if not isinstance(obj, dict):
+        return raw
+    val = next((obj[k] for k in _ENVELOPE_KEYS if isinstance(obj.get(k), str)), None)
+    return val.rstrip("\r\n") if val is not None else raw
 
 
 def clean_line(raw: str, lineno: int) -> Line | None:
