@@ -45,6 +45,8 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     "torchrun-tee": _each(lambda i, l: f"[default0]:{l}"),
     "srun-label": _each(lambda i, l: f"0: {l}"),
     "bracket-tag": _each(lambda i, l: f"[vllm] {l}"),
+    "bracket-time": _each(lambda i, l: f"[2026-11-26 10:{i % 60:02d}:00] {l}"),
+    "glog": _each(lambda i, l: f"I1126 10:00:{i % 60:02d}.123456 4412 pb_stub.cc:412] {l}"),
     "json-envelope": _each(lambda i, l: json.dumps({"textPayload": l, "severity": "INFO"})),
     "journald": _each(lambda i, l: f"Nov 26 10:00:{i % 60:02d} gpu-node-3 vllm[4412]: {l}"),
     "ansi": _each(lambda i, l: f"\x1b[1;31m{l}\x1b[0m" if "rror" in l else l),

@@ -56,6 +56,9 @@ def test_kwargs_engine_config_line():
     ("vllm_openai_1     | INFO 06-23 18:03:05 [a.py:1] hi", None, "INFO", "hi"),
     ("[pod/vllm-0/vllm] (Worker_TP1 pid=3) ERROR 06-23 18:03:05 [m.py:1] x", "Worker_TP1", "ERROR", "x"),
     ("> > (APIServer pid=1) INFO 06-23 18:03:05 [a.py:1] quoted", "APIServer", "INFO", "quoted"),
+    # glog's header (Triton Inference Server's Python backend)
+    ("I1126 10:00:07.123456 4412 pb_stub.cc:412] (EngineCore_DP0 pid=9) ERROR 11-26 10:00:07 [core.py:1] boom",
+     "EngineCore_DP0", "ERROR", "boom"),
     # SkyPilot's node prefix in front of vLLM's own
     ("(head, rank=0, pid=7781) (Worker_TP2 pid=8120) ERROR 06-02 19:33:07 [m.py:9] IndexError", "Worker_TP2", "ERROR",
      "IndexError"),

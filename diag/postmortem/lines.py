@@ -3,7 +3,8 @@
 Handles, in this order: ANSI colour (real ESC bytes and the caret form ``^[[0;36m``), HTML entities
 of a log copied from a web page, wrapper prefixes (docker/k8s/CRI timestamps, journald
 ``Jun 23 18:03:05 host vllm[123]:``, docker compose's ``vllm-1  | ``, ``kubectl logs --prefix``'s
-``[pod/vllm-0/vllm]``, SkyPilot's ``(head, rank=0, pid=…)``, a reporter's markdown quote ``> ``,
+``[pod/vllm-0/vllm]``, SkyPilot's ``(head, rank=0, pid=…)``, glog's ``I1126 10:00:00.123456 4412
+pb_stub.cc:412]`` (Triton Inference Server), a reporter's markdown quote ``> ``,
 aggregator timestamp+tab, timestamp-only aggregator lines), vLLM process prefixes (``(EngineCore pid=2518)``,
 ``(Worker_TP0_EP0 pid=…)``, doubled ``(Worker pid=357) (Worker_TP0 pid=357)``, Ray
 ``(RayWorkerWrapper pid=…, ip=…)``, a lost leading ``(``, pids edited to ``XXXXX``), raw
@@ -32,6 +33,9 @@ _JOURNALD = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\
 # vLLM's and Ray's own prefixes start "(Name pid=")
 _LAUNCHER = re.compile(r"^[A-Za-z0-9][\w.\-]*[-_]\d+\s+\|(?: |$)|^\[pod/[\w.\-]+/[\w.\-]+\] |"
                       r"^\([\w.\-]+(?:, (?:rank|pid|ip|node|host)=[^,()\s]+)+\) ")
+# glog's header, as Triton Inference Server's Python backend prints what a vLLM model writes:
+# "I1126 10:00:00.123456 4412 pb_stub.cc:412] "
+_GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6}\s+\d+ [\w.\-]+:\d+\] ")
 # a reporter's markdown quote ("> ", nested "> > "); the REPL's ">>> " is the line itself
 _QUOTE = re.compile(r"^(?:>(?!>) ?)+")
 # a log copied from a web page with its HTML entities left in (&quot; &#39; &gt; ...)
@@ -119,7 +123,8 @@ def clean_line(raw: str, lineno: int) -> Line | None:
         text = html.unescape(text)
     # wrapper prefixes (may stack: journald around docker, a quoted compose log ...)
     for _ in range(4):
-        m = _DOCKER.match(text) or _JOURNALD.match(text) or _LAUNCHER.match(text) or _QUOTE.match(text)
+        m = _DOCKER.match(text) or _JOURNALD.match(text) or _LAUNCHER.match(text) or _QUOTE.match(text) \
+            or _GLOG.match(text)
         if not m:
             break
         text = text[m.end():]
