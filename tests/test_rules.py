@@ -96,7 +96,8 @@ def test_quantized_kv_unify_assert_goes_to_kv_quant_hybrid():
                                  version="0.19.0")),
     ("mamba_state_slicing", _log("RuntimeError", "split_with_sizes expects split_sizes to sum exactly to 512 (input tensor's size "
                                  "at dimension 0), but got split_sizes=[256, 0]",
-                                 numbers={"split_sizes": [256, 0], "split_sizes_expected_sum": 512}, version="0.19.0")),
+                                 numbers={"split_sizes": [256, 0], "split_sizes_expected_sum": 512},
+                                 args={"mamba_cache_mode": "all", "num_speculative_tokens": 1}, version="0.19.0")),
     ("dsa_next_n", _log("RuntimeError", "Worker failed with error 'Assertion error (/deepgemm-src/csrc/apis/../jit_kernels/impls/"
                         "smxx_fp8_fp4_paged_mqa_logits.hpp:233): next_n == 1 or next_n == 2'",
                         numbers={"next_n_allowed": [1, 2], "next_n": 3}, args={"num_speculative_tokens": 2})),
@@ -129,6 +130,17 @@ def test_rule_fires_from_log_facts(rule, log):
     assert got, rule
     f = got[0]
     assert f.category in CATEGORIES and f.message and (f.evidence or f.numbers)
+
+
+@pytest.mark.parametrize("args", [{}, {"mamba_cache_mode": "align"}, {"enable_prefix_caching": False}])
+def test_a_split_error_without_mamba_cache_mode_all_is_not_the_slicing_bug(args):
+    # the token-count slicing needs prefix caching in mode "all"; other split errors go to the diagnosis
+    from vllm_diag.rules.base import parse_version
+
+    log = _log("RuntimeError", "split_with_sizes expects split_sizes to sum exactly to 10 (input tensor's size at "
+               "dimension 0), but got split_sizes=[7, 2]", numbers={"split_sizes": [7, 2], "split_sizes_expected_sum": 10},
+               args={**args, "num_speculative_tokens": 2}, version="0.19.0")
+    assert not _fire(RuleContext(log=log, version=parse_version(log.vllm_version)), "mamba_state_slicing")
 
 
 def test_rules_quiet_on_a_clean_log():
