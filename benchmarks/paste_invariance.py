@@ -32,6 +32,20 @@ def _wrap(width: int) -> Callable[[str], str]:
                                for line in t.splitlines())
 
 
+def _word_wrap(width: int) -> Callable[[str], str]:
+    """An editor's or a chat tool's wrap: at the last space before the width, the space left at the line's end."""
+    def wrap(t: str) -> str:
+        out = []
+        for line in t.splitlines():
+            while len(line) > width and " " in line[1:width]:
+                cut = line.rindex(" ", 1, width) + 1
+                out.append(line[:cut])
+                line = line[cut:]
+            out.append(line)
+        return "\n".join(out)
+    return wrap
+
+
 def _each(fmt: Callable[[int, str], str]) -> Callable[[str], str]:
     return lambda t: "\n".join(fmt(i, line) for i, line in enumerate(t.splitlines()))
 
@@ -57,6 +71,7 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     "tabs": lambda t: t.replace("    ", "\t"),
     "wrap-80": _wrap(80),
     "wrap-100": _wrap(100),
+    "word-wrap-100": _word_wrap(100),
     "double-spaced": lambda t: t.replace("\n", "\n\n"),
     "smart-quotes": lambda t: re.sub(r'"([^"\n]*)"', "\u201c\\1\u201d", t).replace("'", "\u2019"),
     "nbsp": lambda t: t.replace("  ", "\u00a0\u00a0"),

@@ -169,3 +169,39 @@ def test_a_launchers_tag_on_every_line_is_taken_off():
     assert launcher_tag([f"[rank0]: line {i}" for i in range(5)]) is None
     # a tag on a minority of lines is the text's own
     assert launcher_tag(["(a) one", "plain", "plain too", "more", "(b) two"]) is None
+
+
+def test_a_word_wrapped_log_is_joined_at_the_spaces_it_was_broken_at():
+    from vllm_diag.postmortem.paste import word_wrapped
+
+    def word_wrap(text: str, width: int) -> list[str]:
+        out = []
+        for line in text.split("\n"):
+            while len(line) > width and " " in line[1:width]:
+                cut = line.rindex(" ", 1, width) + 1
+                out.append(line[:cut])
+                line = line[cut:]
+            out.append(line)
+        return out
+
+    lines = word_wrap(LOG, 70)
+    assert word_wrapped(lines) and wrap_width(lines) is None
+    assert [t for _, t in logical_lines(lines)] == LOG.split("\n")
+    assert _top("\n".join(lines))[0] == "kv_page_size"
+    # a log whose lines merely end with a space now and then is no word wrap
+    assert not word_wrapped(["INFO a ", "(EngineCore pid=1) INFO b", "c", "d ", "(APIServer pid=2) INFO e"])
+
+
+def test_a_message_wrapped_after_its_colon_or_mid_clause_reads_whole():
+    w = "(Worker_TP0 pid=5120) ERROR 07-09 11:05:27 [multiproc_executor.py:1047] "
+    log = "\n".join([
+        f"{w}Traceback (most recent call last):",
+        f'{w}  File "/venv/lib/python3.12/site-packages/vllm/v1/attention/backends/linear_attn.py", line 91, in build',
+        f"{w}    d, p = torch.split(state_indices, [num_decodes, num_prefills])",
+        f"{w}RuntimeError: ",
+        "split_with_sizes expects split_sizes to sum exactly to 10 (input tensor's size at dimension 0), but ",
+        "got split_sizes=[7, 2]",
+    ])
+    root = analyze_text(log, "t.log").facts.root
+    assert root.message.replace("\n", " ").startswith("split_with_sizes expects split_sizes to sum exactly to 10")
+    assert "got split_sizes=[7, 2]" in root.message

@@ -46,16 +46,43 @@ def wrap_width(lines: list[str]) -> int | None:
     if width < MIN_WRAP_WIDTH:
         return None
     at_width = {line for line in lines if len(line) == width}
-    follows = [b for a, b in zip(lines, lines[1:]) if len(a) == width]
-    continued = sum(1 for b in follows if b and not _LINE_START.match(b))
+    pairs = [(a, b) for a, b in zip(lines, lines[1:]) if len(a) == width]
+    continued = sum(1 for _, b in pairs if b and not _LINE_START.match(b))
+    # a terminal cuts mid-word: most pieces end without the space a word wrap breaks at
+    mid_word = sum(1 for a, _ in pairs if not a.endswith(" "))
+    if mid_word * 2 < len(pairs):
+        return None
     # most pieces of that width go on in a line that starts no new log line (vLLM's fixed-format metrics lines share
     # a length too, but each is followed by the next record)
-    if len(at_width) >= 3 and continued * 2 >= len(follows):
+    if len(at_width) >= 3 and continued * 2 >= len(pairs):
         return width
     # a short excerpt: two pieces of that width, each continued
-    if len(at_width) == 2 and width >= 60 and follows and continued == len(follows):
+    if len(at_width) == 2 and width >= 60 and pairs and continued == len(pairs):
         return width
     return None
+
+
+# where a new record or traceback line starts for sure (a word wrap's piece may start with "(" or "[" of prose)
+_RECORD_START = re.compile(r"^\s*(?:\([A-Za-z][\w.:\-]*(?: rank=\d+)? pid=|\[rank\d+\]|\d{4}-\d\d-\d\d[T ]|"
+                           r"[A-Z][a-z]{2} [ \d]\d \d\d:|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d)")
+
+
+def _word_piece(line: str, nxt: str) -> bool:
+    """A piece of a word wrap: it ends with the space(s) it was broken at (a break inside indentation keeps them
+    all), and the next line starts no record."""
+    return line.endswith(" ") and line.strip() != "" and bool(nxt.strip()) and not _RECORD_START.match(nxt)
+
+
+def word_wrapped(lines: list[str]) -> bool:
+    """An editor or a chat tool word-wrapped these lines: each piece but the last ends with the space it was broken
+    at (long paths without spaces stay longer than the width, so no width is read), and most lines that end with
+    a space are such pieces."""
+    pieces = sum(1 for a, b in zip(lines, lines[1:]) if _word_piece(a, b))
+    spaced = sum(1 for line in lines if line.endswith(" ") and line.strip())
+    filled = sum(1 for line in lines if line.strip())
+    # a wrap at a chat window's width breaks most of vLLM's long records; a message of several lines that ends each
+    # with a space (transformers' "from one of: \n(1) ... , \n(2) ...") is a few lines of a long log
+    return pieces >= 3 and pieces * 4 >= spaced * 3 and pieces * 5 >= filled
 
 
 def _double_spaced(lines: list[str]) -> bool:
@@ -119,9 +146,10 @@ def logical_lines(lines: list[str]) -> list[tuple[int, str]]:
             i = j
     else:
         kept = list(enumerate(lines))
-    width = wrap_width([t for _, t in kept])
+    texts = [t for _, t in kept]
+    width = wrap_width(texts)
     if width is None:
-        return kept
+        return _join_word_pieces(kept) if word_wrapped(texts) else kept
     k = 0
     while k < len(kept):
         start, text = kept[k]
@@ -132,6 +160,21 @@ def logical_lines(lines: list[str]) -> list[tuple[int, str]]:
             if size < MAX_JOINED_CHARS:  # the reader cuts longer lines anyway; the rest of the pieces still belong
                 pieces.append(kept[k][1])
                 size += piece
+            k += 1
+        out.append((start, "".join(pieces)))
+    return out
+
+
+def _join_word_pieces(kept: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    k = 0
+    while k < len(kept):
+        start, text = kept[k]
+        pieces, size = [text], len(text)
+        k += 1
+        while k < len(kept) and _word_piece(pieces[-1], kept[k][1]) and size < MAX_JOINED_CHARS:
+            pieces.append(kept[k][1])
+            size += len(kept[k][1])
             k += 1
         out.append((start, "".join(pieces)))
     return out

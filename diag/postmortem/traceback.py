@@ -46,6 +46,8 @@ _EXC_STRICT = re.compile(
     r"(?::\s?(.*))?\s*$"
 )
 # right after frames, any dotted name followed by ': msg' or alone on its line is the exception
+# a message that stops on a word that needs more after it: a reporter's or a terminal's wrap cut it there
+_OPEN_WORD = re.compile(r"\s(?:but|and|or|of|to|than|with|for|in|at|from|by|the|a|an|is|are|got|expected)\s*$")
 _LOWER_NAME = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*,?$")
 _EXC_AFTER_FRAMES = re.compile(r"^(?:\|\s*)?(" + _EXC_NAME + r")(?::\s?(.*))?\s*$")
 _WORKER_WRAP = re.compile(r"^Worker failed with error (['\"])(.*?)(?:\1, please check the stack trace above for the root cause\.?)?\s*$", re.S)
@@ -79,6 +81,7 @@ class _State:
     last_line_seen: int = 0  # the line before the current one (a hard-wrapped record continues on the next)
     pending_file: str | None = None  # 'File "<path>",' whose ' line N, in f' was wrapped onto the next line
     exc_src: str | None = None  # the [file.py:N] of the log record that printed the last exception line
+    exc_colon_only: bool = False  # the last exception line ended at its colon ("RuntimeError: "): a wrap cut it there
 
 
 _EXC_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Timeout", "Failure", "Fault", "Warning", "NotFound")
@@ -265,13 +268,15 @@ class TracebackParser:
             body = line.level is None and _PYDANTIC_HEAD.match(exc.message) is not None \
                 and not stripped.startswith(("Traceback", "File ", "The above", "During handling"))
             # a message that stops mid-clause ("max seq len (128000),") goes on, however the paste indented it
-            unfinished = line.level is None and exc.message.rstrip()[-1:] in (",", "(") \
+            unfinished = (line.level is None or line.lineno == st.last_line_seen + 1) \
+                and (exc.message.rstrip()[-1:] in (",", "(") or (st.exc_colon_only and not exc.message)
+                     or _OPEN_WORD.search(exc.message[-40:]) is not None) \
                 and not _EXC_STRICT.match(stripped) \
                 and not stripped.startswith(("Traceback", "File ", "The above", "During handling"))
             if _quote_open(exc.message) or (text[:1] in " \t" and line.level is None) or wrapped_record or same_record \
                     or body or unfinished:
                 if len(exc.message) < MAX_MESSAGE:
-                    exc.message = (exc.message + "\n" + stripped)[:MAX_MESSAGE]
+                    exc.message = ((exc.message + "\n" + stripped) if exc.message else stripped)[:MAX_MESSAGE]
                 st.cont_lines += 1
                 return
         st.cont_lines = 0
@@ -302,6 +307,7 @@ class TracebackParser:
         st.last_exc = exc
         st.cont_lines = 1
         st.exc_src = _record_src(line) if line.level is not None else None
+        st.exc_colon_only = not message and line.text.rstrip().endswith(":")
         sig = (exc_type, message[:300])
         self.counts[sig] = self.counts.get(sig, 0) + 1
         if len(self.exceptions) >= MAX_EXCEPTIONS:
