@@ -178,7 +178,7 @@ def test_truncated_traceback_gives_a_result():
     ("The size of tensor a (11) must match the size of tensor b (12) at non-singleton dimension 1",
      {"tensor_a_size": 11, "tensor_b_size": 12, "mismatch_dim": 1}),
     ("split_with_sizes expects split_sizes to sum exactly to 512 (input tensor's size at dimension 0), but got split_sizes=[256, 0]",
-     {"split_sizes_expected_sum": 512, "split_sizes": [256, 0]}),
+     {"split_sizes_expected_sum": 512, "split_sizes": [256, 0], "tensor_rows": 512}),
     ("GDN only supports decode-only full CUDAGraph capture. Make sure batch size (9) <= cudagraph capture sizes (8), and number of tokens (27) <= cudagraph capture sizes (8).",
      {"capture_num_reqs": 9, "capture_size": 8, "capture_num_tokens": 27}),
     ("To serve at least one request with the models's max seq len (131072), (16.0 GiB KV cache is needed, which is larger than the available KV cache memory (9.5 GiB). Based on the available memory, the estimated maximum model length is 77824. Try increasing",

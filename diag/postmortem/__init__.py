@@ -18,7 +18,7 @@ tensor_a_size, tensor_b_size,          ``The size of tensor a (6) must match the
 mismatch_dim                           (7) at non-singleton dimension 1``
 num_decodes, num_spec_decodes          ``num_decodes: 1, num_spec_decodes: 1`` (GDN builder)
 split_sizes (list),                    ``split_with_sizes expects split_sizes to sum exactly to 512
-split_sizes_expected_sum               … but got split_sizes=[256, 0]``
+split_sizes_expected_sum, tensor_rows  … but got split_sizes=[256, 0]`` (the sum is the split tensor's rows)
 capture_num_reqs, capture_size,        GDN ``batch size (r) <= cudagraph capture sizes (bs), and
 capture_num_tokens                     number of tokens (t)``
 index, index_dim, index_size           ``index 21 is out of bounds for dimension 0 with size 1``

@@ -109,6 +109,8 @@ def message_numbers(message: str) -> dict[str, Any]:
                     out.setdefault(k2, v2)
             else:
                 out[name] = _num(val)
+    if "split_sizes_expected_sum" in out:  # the sum is the split tensor's rows ("input tensor's size at dimension 0")
+        out.setdefault("tensor_rows", out["split_sizes_expected_sum"])
     if "oom_tried" in out:
         _gib(float(out.pop("oom_tried")), out.pop("oom_unit", "G"), out, "oom_tried_gib")
     if "gpu_free" in out:
