@@ -4,7 +4,8 @@ quotes and odd spaces from a chat tool) reads like the log vLLM printed."""
 from __future__ import annotations
 
 from vllm_diag.postmortem.analyze import analyze_text
-from vllm_diag.postmortem.paste import logical_lines, normalise_chars, wrap_width
+from vllm_diag.postmortem.lines import normalise_chars
+from vllm_diag.postmortem.paste import logical_lines, wrap_width
 
 P = "(EngineCore_DP0 pid=812) ERROR 10-02 11:02:09 [core.py:1136] "
 LOG = "\n".join([

@@ -17,8 +17,6 @@ import html
 import re
 from dataclasses import dataclass
 
-from .paste import normalise_chars
-
 MAX_LINE_CHARS = 16_384  # longer lines are cut: nothing we parse needs more
 
 _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][0-9A-B]")
@@ -40,6 +38,15 @@ _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6}\s+\d+ [\w.\-]+:\d+\] ")
 _QUOTE = re.compile(r"^(?:>(?!>) ?)+")
 # a log copied from a web page with its HTML entities left in (&quot; &#39; &gt; ...)
 _ENTITY = re.compile(r"&(?:[a-zA-Z]{2,6}|#\d{2,4}|#x[0-9a-fA-F]{2,4});")
+# what a copy through a chat tool or a word processor changed, back to what vLLM printed
+_CHARS = str.maketrans({
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u2032": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2033": '"',
+    "\u00a0": " ", "\u2007": " ", "\u2009": " ", "\u202f": " ", "\u3000": " ",
+    "\u2013": "-", "\u2212": "-",
+    "\u200b": None, "\u200c": None, "\u200d": None, "\u2060": None, "\ufeff": None,
+})
+
 # "(EngineCore_DP0 pid=1)", "(RayWorkerWrapper pid=1, ip=…)", and vLLM 0.8-0.10's "(VllmWorker rank=2 pid=1)"
 # (Ray Serve's replica names hold colons: "(ServeReplica:app:LLMServer:model pid=1)" -- only with a pid / rank)
 _PROC_NAME = r"[A-Za-z][\w.\-]*(?::[\w.\-]+)+(?= (?:rank|pid)=)|[A-Za-z][\w.\-]*"
@@ -73,6 +80,11 @@ class Line:
 # colour codes whose ESC byte was lost in a copy from a terminal or a web page ("[1;36m(Worker_TP1 pid=5)[0;0m ERROR ...");
 # only SGR codes (digits and ';' then 'm') at the start of the line or after a space / ')' / another code
 _BARE_SGR = re.compile(r"(?:^|(?<=[\s)]|m))\[\d{1,3}(?:;\d{1,3})*m")
+
+
+def normalise_chars(text: str) -> str:
+    """Typographic quotes and dashes, odd spaces and zero-width characters back to ASCII."""
+    return text if text.isascii() else text.translate(_CHARS)
 
 
 def strip_ansi(text: str) -> str:

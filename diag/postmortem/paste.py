@@ -1,27 +1,21 @@
 """Undo what copying or relaying a log did to it, before its lines are read.
 
 A terminal or a mail client hard-wraps long lines at its width (every piece but the last exactly that
-wide, with no indentation); some web views double-space every line; chat tools and word processors
-turn quotes typographic and spaces non-breaking, and may leave zero-width characters. A launcher or
-log shipper may tag every line it relays (Ray's ``(pid=4012)``, torchrun's ``[default0]:``, srun's
-``0:``). vLLM's own lines have none of this, so each is detected from the text itself and undone
-only where it is unmistakable: a tag starts most lines; a wrap width is the length of the longest
-line, shared by at least three different lines; double spacing is a blank line after nearly every
-line.
+wide, with no indentation), an editor or a chat tool at the last space before it; some web views
+double-space every line; a launcher or log shipper may tag every line it relays (Ray's
+``(pid=4012)``, torchrun's ``[default0]:``, srun's ``0:``). vLLM's own lines have none of this, so
+each is detected from the text itself and undone only where it is unmistakable: a tag starts most
+lines; a wrap width is the length of the longest line, shared by at least three different lines;
+double spacing is a blank line after nearly every line. (Characters a copy changed, one line at a
+time, are :func:`.lines.normalise_chars`'s job.)
 """
 
 from __future__ import annotations
 
 import re
+from typing import Callable
 
-# what a character-level copy changed, back to what vLLM printed
-_CHARS = str.maketrans({
-    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u2032": "'",
-    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2033": '"',
-    "\u00a0": " ", "\u2007": " ", "\u2009": " ", "\u202f": " ", "\u3000": " ",
-    "\u2013": "-", "\u2212": "-",
-    "\u200b": None, "\u200c": None, "\u200d": None, "\u2060": None, "\ufeff": None,
-})
+from .lines import MAX_LINE_CHARS
 
 # where a new line of a log starts for sure: a continuation of a wrapped line is not joined to it
 _LINE_START = re.compile(r"^\s*(?:\(|\[|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:|"
@@ -29,20 +23,11 @@ _LINE_START = re.compile(r"^\s*(?:\(|\[|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d \d
                          r"Traceback \(|File \"|During handling|The above exception)")
 
 MIN_WRAP_WIDTH = 40  # narrower "widths" are short lines that happen to share a length
-MAX_JOINED_CHARS = 16_384  # as lines.MAX_LINE_CHARS: nothing the reader parses needs more
-
-
-def normalise_chars(text: str) -> str:
-    """Typographic quotes and dashes, odd spaces and zero-width characters back to ASCII."""
-    return text if text.isascii() else text.translate(_CHARS)
 
 
 def wrap_width(lines: list[str]) -> int | None:
     """The width a terminal hard-wrapped these lines at, or ``None`` when they were not wrapped."""
-    width = 0
-    for line in lines:
-        if len(line) > width:
-            width = len(line)
+    width = max((len(line) for line in lines), default=0)
     if width < MIN_WRAP_WIDTH:
         return None
     at_width = {line for line in lines if len(line) == width}
@@ -126,7 +111,6 @@ def launcher_tag(lines: list[str]) -> re.Pattern[str] | None:
 
 def logical_lines(lines: list[str]) -> list[tuple[int, str]]:
     """``(index of the first physical line, text)`` for each line as vLLM printed it."""
-    out: list[tuple[int, str]] = []
     tag = launcher_tag(lines)
     if tag is not None:
         lines = [tag.sub("", line, count=1) for line in lines]
@@ -148,33 +132,25 @@ def logical_lines(lines: list[str]) -> list[tuple[int, str]]:
         kept = list(enumerate(lines))
     texts = [t for _, t in kept]
     width = wrap_width(texts)
-    if width is None:
-        return _join_word_pieces(kept) if word_wrapped(texts) else kept
-    k = 0
-    while k < len(kept):
-        start, text = kept[k]
-        pieces, size, piece = [text], len(text), len(text)
-        k += 1
-        while piece == width and k < len(kept) and kept[k][1] and not _LINE_START.match(kept[k][1]):
-            piece = len(kept[k][1])
-            if size < MAX_JOINED_CHARS:  # the reader cuts longer lines anyway; the rest of the pieces still belong
-                pieces.append(kept[k][1])
-                size += piece
-            k += 1
-        out.append((start, "".join(pieces)))
-    return out
+    if width is not None:
+        return _join(kept, lambda last, nxt: len(last) == width and bool(nxt) and not _LINE_START.match(nxt))
+    return _join(kept, _word_piece) if word_wrapped(texts) else kept
 
 
-def _join_word_pieces(kept: list[tuple[int, str]]) -> list[tuple[int, str]]:
+def _join(kept: list[tuple[int, str]], continues: Callable[[str, str], bool]) -> list[tuple[int, str]]:
+    """Each line with the pieces that continue it (``continues(last piece, next line)``); past the reader's line
+    limit the rest of the pieces still belong to the line but are not kept, as the reader cuts any longer line."""
     out: list[tuple[int, str]] = []
     k = 0
     while k < len(kept):
         start, text = kept[k]
-        pieces, size = [text], len(text)
+        pieces, size, last = [text], len(text), text
         k += 1
-        while k < len(kept) and _word_piece(pieces[-1], kept[k][1]) and size < MAX_JOINED_CHARS:
-            pieces.append(kept[k][1])
-            size += len(kept[k][1])
+        while k < len(kept) and continues(last, kept[k][1]):
+            last = kept[k][1]
+            if size < MAX_LINE_CHARS:
+                pieces.append(last)
+                size += len(last)
             k += 1
         out.append((start, "".join(pieces)))
     return out
