@@ -93,8 +93,9 @@ class Analysis:
                          architecture=f.architecture, gpu_names=list(f.gpu_names), gpu_count=f.gpu_count,
                          python_version=f.python_version, root=f.root, numbers=dict(f.numbers), startup=dict(f.startup))
         notes = [f"pre-flight: {self.preflight_note}"] if self.preflight_note else []
-        if self.cut_off:
-            notes.insert(0, f"not modelled: {self.cut_off}")
+        cut_off = self.cut_off
+        if cut_off:
+            notes.insert(0, f"not modelled: {cut_off}")
         return SessionRecord(session=info, state=self.state, findings=list(self.findings), target=target, notes=notes,
                              log=log, predicted=self.predicted,
                              rule_failures=[RuleFailure(r, e) for r, e in self.rule_failures])

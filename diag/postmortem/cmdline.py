@@ -367,12 +367,12 @@ class CommandLines:
                     if val.startswith("{"):  # a JSON config (speculative_config: {...}) -> one quoted argv item
                         val = "'" + val.replace("'", '"') + "'"
                     self.inline_flags.append((line.lineno, "--" + m.group(1).replace("_", "-"), val))
-        if line.level is None and ":" in text and 'File "' not in text and _LOWER_UPPER.search(text):
+        if ":" in text and 'File "' not in text and _LOWER_UPPER.search(text):
             for m in _CAMEL_KEY.finditer(text):
                 if len(self.inline_flags) < 100:
                     flag = "--" + re.sub(r"([A-Z])", lambda c: "-" + c.group(1).lower(), m.group(1))
                     self.inline_flags.append((line.lineno, flag, m.group(2)))
-        if line.level is None and ("--" in text or "-tp" in text or "-pp" in text or "-dp" in text):
+        if "--" in text or "-tp" in text or "-pp" in text or "-dp" in text:
             for m in _INLINE_FLAG.finditer(text):
                 if workaround_flag(text, m.start(), m.end()):
                     continue

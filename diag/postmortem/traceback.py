@@ -40,16 +40,20 @@ _CHAIN = re.compile(
 )
 _EXC_NAME = r"(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*"
 # an exception line anywhere: the type name must say it is one
-_PYDANTIC_HEAD = re.compile(r"\d+ validation errors? for \w+")
 _EXC_STRICT = re.compile(
     r"^\s*(?:\|\s*)?(" + _EXC_NAME + r"(?:Error|Exception|Exit|Interrupt|Iteration|Timeout|Failure|Fault|Warning|NotFound))"
     r"(?::\s?(.*))?\s*$"
 )
 # right after frames, any dotted name followed by ': msg' or alone on its line is the exception
+_EXC_AFTER_FRAMES = re.compile(r"^(?:\|\s*)?(" + _EXC_NAME + r")(?::\s?(.*))?\s*$")
+# pydantic's "1 validation error for VllmConfig": the error itself is on the next lines
+_PYDANTIC_HEAD = re.compile(r"\d+ validation errors? for \w+")
 # a message that stops on a word that needs more after it: a reporter's or a terminal's wrap cut it there
 _OPEN_WORD = re.compile(r"\s(?:but|and|or|of|to|than|with|for|in|at|from|by|the|a|an|is|are|got|expected)\s*$")
+# a bare lower-case name: a line of a statement of several lines (exception names are CamelCase)
 _LOWER_NAME = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*,?$")
-_EXC_AFTER_FRAMES = re.compile(r"^(?:\|\s*)?(" + _EXC_NAME + r")(?::\s?(.*))?\s*$")
+# a traceback's own lines, which never continue a message or stand for a frame's code
+_TB_TEXT = ("Traceback", "File ", "The above", "During handling")
 _WORKER_WRAP = re.compile(r"^Worker failed with error (['\"])(.*?)(?:\1, please check the stack trace above for the root cause\.?)?\s*$", re.S)
 
 WRAPPER_TEXTS = (
@@ -90,9 +94,9 @@ _EXC_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Iteration", "Timeout",
 def _unindented_code(text: str, line: Line) -> bool:
     """A frame's source line that a paste lost the indentation of (markdown outside a code block): a
     statement with a call, an index or an assignment, not an exception line or a traceback's own text."""
-    if line.level is not None or text.startswith(("Traceback", "During handling", "The above", "File ")):
+    if line.level is not None or text.startswith(_TB_TEXT):
         return False
-    if _LOWER_NAME.match(text):  # a bare lower-case name (a line of a statement of several lines), not an exception
+    if _LOWER_NAME.match(text):
         return True
     return ("(" in text or "[" in text or "=" in text) and not _EXC_AFTER_FRAMES.match(text) and not _EXC_STRICT.match(text)
 
@@ -266,13 +270,12 @@ class TracebackParser:
             # pydantic's "1 validation error for VllmConfig" holds its error on the next lines, indented by pydantic
             # but not always in a reporter's paste
             body = line.level is None and _PYDANTIC_HEAD.match(exc.message) is not None \
-                and not stripped.startswith(("Traceback", "File ", "The above", "During handling"))
+                and not stripped.startswith(_TB_TEXT)
             # a message that stops mid-clause ("max seq len (128000),") goes on, however the paste indented it
             unfinished = (line.level is None or line.lineno == st.last_line_seen + 1) \
                 and (exc.message.rstrip()[-1:] in (",", "(") or (st.exc_colon_only and not exc.message)
                      or _OPEN_WORD.search(exc.message[-40:]) is not None) \
-                and not _EXC_STRICT.match(stripped) \
-                and not stripped.startswith(("Traceback", "File ", "The above", "During handling"))
+                and not _EXC_STRICT.match(stripped) and not stripped.startswith(_TB_TEXT)
             if _quote_open(exc.message) or (text[:1] in " \t" and line.level is None) or wrapped_record or same_record \
                     or body or unfinished:
                 if len(exc.message) < MAX_MESSAGE:
