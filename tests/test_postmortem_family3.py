@@ -8,6 +8,8 @@ command); models, numbers and paths are the tests' own.
 
 from __future__ import annotations
 
+import pytest
+
 from vllm_diag.catalog.categorize import categorize
 from vllm_diag.postmortem.analyze import analyze_text
 
@@ -130,11 +132,16 @@ def test_a_printed_state_index_holding_the_pad_slot_is_the_mixed_batch():
     assert "-1" in f.basis
 
 
-def test_a_prefill_sharing_the_step_with_decodes_is_the_mixed_batch():
-    for words in ("It only dies while a long prompt is prefilling alongside the decoding requests.",
-                  "Seems to happen when a prefill and decodes land together.",
-                  "The crash needs one request still prefilling (chunked) and two others decoding with drafts."):
-        assert _first(_async_log(words)).category == "mixed_batch", words
+@pytest.mark.parametrize("words", [
+    "It only dies while a long prompt is prefilling alongside the decoding requests.",
+    "Seems to happen when a prefill and decodes land together.",
+    "The crash needs one request still prefilling (chunked) and two others decoding with drafts.",
+    "Only crashes on mixed prefill/decode steps.",
+    "It needs steps that contain both prefills and spec decodes.",
+    "It crashes whenever a prefill chunk is scheduled in the same step as the decode requests.",
+])
+def test_a_prefill_sharing_the_step_with_decodes_is_the_mixed_batch(words):
+    assert _first(_async_log(words)).category == "mixed_batch"
 
 
 def test_prefill_and_decode_instances_are_not_a_mixed_batch():
@@ -222,13 +229,6 @@ def test_a_zero_hit_rate_with_a_large_block_is_the_degraded_prefix_cache():
 def test_a_zero_hit_rate_over_two_lines_with_a_small_block_is_not_a_finding():
     fs = analyze_text(_hits_log(16), "t.log").findings
     assert not any(f.category == "prefix_cache_degraded" for f in fs)
-
-
-def test_more_words_for_a_prefill_in_a_step_of_decodes():
-    for words in ("Only crashes on mixed prefill/decode steps.",
-                  "It needs steps that contain both prefills and spec decodes.",
-                  "It crashes whenever a prefill chunk is scheduled in the same step as the decode requests."):
-        assert _first(_async_log(words)).category == "mixed_batch", words
 
 
 def test_features_named_together_are_not_a_mixed_batch():
