@@ -219,3 +219,24 @@ def test_api_diagnoses_a_recorded_crash_and_anchors_it():
     assert f.rule == "mamba_state_indices" and f.anchor_keys == ("group:0", "column:0:12")
     assert f.suggestions and not any(s.verified for s in f.suggestions)
     assert api.diagnose(diagnosed) is diagnosed
+
+
+def test_state_index_compares_what_the_builder_copies():
+    """GDN and Mamba builders copy ``block_table[:, :1 + k]`` into their decode buffers; only a Mamba
+    decode buffer in cache mode 'all' takes the whole row. A 1 + k wide buffer beside a 30-column row
+    is the normal layout, not a mismatch; the 6-vs-7 of vllm#39809 (mode 'all') still is one."""
+    from vllm_diag import api
+
+    plain = build(api.check("vllm serve Qwen/Qwen3.5-9B --max-model-len 16000", version="0.26.0", gpu="H100")).state_index
+    assert not plain.mismatches
+    spec = next(b for g in plain.groups for b in g.buffers if b.name == "spec_state_indices_tensor")
+    assert spec.columns == 1 and spec.matches is True and "1 + num_speculative_tokens 0" in spec.derivation
+
+    mtp = ("vllm serve Qwen/Qwen3.5-9B --max-model-len 16000 "
+           "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'")
+    assert not build(api.check(mtp, version="0.26.0", gpu="H100")).state_index.mismatches
+
+    seed = ("vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4 --enable-prefix-caching --kv-cache-dtype fp8 "
+            "--max-model-len 21525 -tp 4 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'")
+    [g] = build(api.check(seed, version="0.19.0", gpu="B200")).state_index.mismatches
+    assert g.mismatch == (7, 6)

@@ -101,6 +101,18 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def spec_tokens(record) -> int | None:
+    """num_speculative_tokens of a session: the engine's (recorded or predicted) config, else the log's
+    arguments; 0 for a known engine config without speculative decoding; None when unknown."""
+    cfg = record.state.config if record.state.config else (record.predicted.config if record.predicted else {})
+    k = cfg.get("num_speculative_tokens")
+    if k is None and record.log is not None:
+        k = record.log.args.get("num_speculative_tokens")
+    if k is None and cfg.get("model") and not cfg.get("speculative_method") and not cfg.get("speculative_config"):
+        k = 0  # a known engine config without speculative decoding
+    return k if isinstance(k, int) and not isinstance(k, bool) else None
+
+
 def pairs(mapping: dict[str, Any] | None) -> tuple[tuple[str, Any], ...]:
     """A dict as (key, value) pairs in insertion order: hashable, for frozen view models. Scalars
     stay as they are; lists and dicts become their compact JSON text (what every renderer prints)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model import BlockTable, BuilderBuffer, EngineState, SessionRecord
-from .primitives import Anchor, Missing, cdiv, column_anchor, group_anchor, known
+from .primitives import Anchor, Missing, cdiv, column_anchor, group_anchor, known, spec_tokens
 
 CELL_LIMIT = 64  # columns drawn per group (the last ones: a mismatch is at the end of the row)
 SLOT_LIMIT = 8  # request slots (block-table rows) drawn per group; the others are alike
@@ -189,14 +189,34 @@ def _buffer(b: BuilderBuffer, table_cols, record: SessionRecord, source: str) ->
     if recorded:
         deriv = str(recorded)
     elif two_d:
-        found = explain_width(cols, mml, block, k)
+        spec = spec_tokens(record)
+        whole_row = b.name == "state_indices_tensor_d" and _cfg(record, "mamba_cache_mode") == "all"
+        if spec is not None and cols == 1 + spec and not whole_row:
+            found = f"1 + num_speculative_tokens {spec} = {cols}"  # the builder's decode slice
+        else:
+            found = explain_width(cols, mml, block, k)
         deriv = f"{found} (arithmetic match, not recorded)" if found else None
     else:
         deriv = "one state slot per request"
+    copied = _copied_width(b.name, table_cols, record) if two_d else True
     return IndexBuffer(builder=b.builder, name=b.name, shape=shape, rows=shape[0] if shape else Missing("no shape"),
                        columns=cols, derivation=deriv or Missing("not recorded; no arithmetic match"),
-                       compared=two_d, matches=(cols == table_cols) if (two_d and known(table_cols)) else
-                       (Missing("block-table width unknown") if two_d else True), source=source)
+                       compared=two_d, matches=(cols == copied) if known(copied) and copied is not True else copied,
+                       source=source)
+
+
+def _copied_width(name: str, table_cols, record: SessionRecord):
+    """How many block-table columns the builder copies into this buffer: the whole row for a Mamba
+    decode buffer in cache mode 'all', else ``block_table[:, :1 + k]`` (vLLM's GDN and Mamba
+    builders slice the row), so a 1 + k wide buffer beside a longer row is no mismatch."""
+    if not known(table_cols):
+        return Missing("block-table width unknown")
+    if name == "state_indices_tensor_d" and _cfg(record, "mamba_cache_mode") == "all":
+        return table_cols
+    k = spec_tokens(record)
+    if k is None:
+        return Missing("num_speculative_tokens unknown")
+    return min(table_cols, 1 + k)
 
 
 def _from_state(record: SessionRecord, st: EngineState, label: str) -> list[StateIndexGroup]:

@@ -30,7 +30,7 @@ from ..steps import (  # noqa: F401 - re-exported: the timeline's summarising is
     summarize_steps,
     window,
 )
-from .primitives import Anchor, Missing, step_anchor
+from .primitives import Anchor, Missing, spec_tokens, step_anchor
 
 RECENT_STEPS = 10  # steps the text view prints
 
@@ -160,16 +160,8 @@ def timeline(record: SessionRecord) -> TimelineVM:
     summary = record.step_summary
     if summary is None:
         summary = summarize_steps(record.state.steps, record.processes)
-    cfg = record.state.config if record.state.config else (record.predicted.config if record.predicted else {})
-    k = cfg.get("num_speculative_tokens")
-    if k is None and record.log is not None:
-        k = record.log.args.get("num_speculative_tokens")
-    if k is None and cfg.get("model") and not cfg.get("speculative_method") and not cfg.get("speculative_config"):
-        k = 0  # a known engine config without speculative decoding
-    next_n: int | Missing = (k + 1) if isinstance(k, int) and not isinstance(k, bool) else Missing(
-        "num_speculative_tokens unknown")
-    if isinstance(k, int) and k == 0:
-        next_n = 1
+    k = spec_tokens(record)
+    next_n: int | Missing = k + 1 if k is not None else Missing("num_speculative_tokens unknown")
     limits = _limits(record, next_n)
     if summary.total_rows == 0:
         kind = record.session.kind
