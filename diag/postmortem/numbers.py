@@ -541,7 +541,9 @@ def _known_vllm_file(path: str) -> bool:
     return bool(load().in_file(path.rsplit("/", 1)[-1]))
 
 
-_ASYNC_FAULT = re.compile(r"illegal memory access|misaligned address|illegal instruction|unspecified launch failure|"
+# the fault's own name (not asyncfault.ASYNC, whose widest match -- "CUDA error: an illegal" -- another
+# rank's or a Triton launch's message of the same fault does not repeat)
+_FAULT_NAME = re.compile(r"illegal memory access|misaligned address|illegal instruction|unspecified launch failure|"
                           r"device-side assert(?:ion)? triggered|[Mm]emory access fault")
 
 
@@ -551,7 +553,7 @@ def frame_line_numbers(f: LogFacts, raw: list | None = None) -> dict[str, int]:
     check's source file -- the line numbers an expert quotes to name the failing statement and the release."""
     out: dict[str, int] = {}
     excs = ([f.root] if f.root is not None else []) + [e for e in f.exceptions if e.exc_type == ORPHAN_TYPE]
-    fault = _ASYNC_FAULT.search(f.root.message[:300]) if f.root is not None else None
+    fault = _FAULT_NAME.search(f.root.message[:300]) if f.root is not None else None
     if fault:
         # an asynchronous CUDA fault is reported at the next sync point (a .tolist(), a copy); the same fault's
         # traceback from a synchronous rerun (CUDA_LAUNCH_BLOCKING=1) or another rank is the one that places it
