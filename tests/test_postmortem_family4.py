@@ -204,3 +204,40 @@ def test_a_linear_attention_builders_query_length_check_under_drafts_is_a_mixed_
         "number of speculative tokens.",
     ])
     assert _first(log).category == "mixed_batch"
+
+
+# ------------------------------------------------------------------------------------------------
+# an excerpt cut after the raise statement of a kernel package's Python wrapper
+# ------------------------------------------------------------------------------------------------
+
+def _cut_at_raise(file: str, function: str, statement: str) -> str:
+    """A worker's traceback pasted without its exception line: the last frame is a FlashInfer wrapper."""
+    w = "(Worker_TP1 pid=733) ERROR 09-02 11:20:31 [multiproc_executor.py:703] "
+    return "\n".join([
+        "vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'",
+        f"{w}Traceback (most recent call last):",
+        f'{w}  File "{SITE}/v1/worker/gpu_model_runner.py", line 3302, in execute_model',
+        f"{w}    model_output = self._model_forward(",
+        f'{w}  File "{SITE}/v1/attention/backends/mla/flashinfer_mla.py", line 188, in forward_mqa',
+        f"{w}    o = trtllm_batch_decode_with_kv_cache_mla(",
+        f'{w}  File "/opt/venv/lib/python3.12/site-packages/flashinfer/{file}", line 911, in {function}',
+        f"{w}    {statement}",
+    ])
+
+
+def test_the_raise_statement_of_a_kernel_wrapper_names_its_site_without_the_exception_line():
+    f = _first(_cut_at_raise("decode.py", "plan", 'raise ValueError("The size of indices should be less than or '
+                                                  'equal to the allocated buffer")'))
+    assert f.category == "cudagraph_shape" and "flashinfer/decode.py" in f.basis
+    assert "excerpt ends before its exception line" in f.message
+
+
+def test_the_raise_statements_message_tells_the_raises_of_one_function_apart():
+    """One FlashInfer function raises ValueError for a block size and for a query length: the printed
+    statement's template decides which."""
+    block = _first(_cut_at_raise("mla/_core.py", "trtllm_batch_decode_with_kv_cache_mla",
+                                 'raise ValueError(f"trtllm-gen requires block_size in (32, 64), got {block_size}")'))
+    qlen = _first(_cut_at_raise("mla/_core.py", "trtllm_batch_decode_with_kv_cache_mla",
+                                'raise ValueError(f"XQA MLA only supports q_len_per_request == 1, got {query.size(1)}")'))
+    assert (block.category, qlen.category) == ("block_size_alignment", "spec_kernel_limit")
+    assert "trtllm-gen requires block_size" in block.message and "q_len_per_request == 1" in qlen.message

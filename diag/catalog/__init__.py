@@ -201,7 +201,8 @@ class Catalog:
         self._by_func: dict[tuple[str, str], list[Site]] = {}
         self._by_file: dict[str, list[Site]] = {}
         self._kernels: dict[str, tuple[list[str], list[list[str]]]] | None = None
-        for s in self.sites:
+        # a kernel package's Python wrappers (FlashInfer's plan(), AITER's mla.py) are frames like vLLM's own
+        for s in self.sites + [k for k in self.kernel_sites if k.file.endswith(".py") and k.function]:
             self._by_func.setdefault((s.basename, s.short_function), []).append(s)
             self._by_file.setdefault(s.basename, []).append(s)
 

@@ -229,6 +229,9 @@ def vllm_path(file: str) -> str:
         return f[i + 1:]
     if f.startswith("vllm/"):
         return f
+    i = max(f.rfind("site-packages/"), f.rfind("dist-packages/"))
+    if i >= 0:  # an installed kernel package (flashinfer/decode.py, aiter/mla.py)
+        return f[i + len("site-packages/"):]
     f = re.sub(r"^(?:\.\.\.|…)/*", "", f)
     return f
 
@@ -321,6 +324,15 @@ def _release_of(version: str, cat: Catalog) -> str | None:
     return next((r for r in cat.versions if vtuple(r) == v[:3]), None)
 
 
+_RAISE_LITERAL = re.compile(r"""raise\s+[\w.]+\(\s*[rf]{0,2}(["'])(.{12,}?)(?:\1|$)""")
+
+
+def _raise_literal(code: str) -> str:
+    """The message template a ``raise X(f"...")`` source line prints (whitespace dropped; '' if none)."""
+    m = _RAISE_LITERAL.match(code.strip())
+    return _nows(m.group(2)) if m else ""
+
+
 def match_frames(frames: Sequence[Any], exc_type: str = "", message: str = "", cat: Catalog | None = None,
                  version: str | None = None) -> list[SiteMatch]:
     """Sites at the frames of a traceback (innermost first)."""
@@ -374,9 +386,13 @@ def match_frames(frames: Sequence[Any], exc_type: str = "", message: str = "", c
         if m:
             name = m.group(1).rsplit(".", 1)[-1]
             hits = [s for s in sites if s.kind == "raise" and s.exc.rsplit(".", 1)[-1] == name]
+            said = _raise_literal(code)
+            if said and len(hits) > 1:  # the source line's message template tells the raises of one function apart
+                hits = [s for s in hits if s.message and _nows(s.message).startswith(said)] or hits
             if hits:
+                one = len({(s.message, s.category) for s in hits}) == 1  # one statement, or its copies in sibling classes
                 for s in hits:
-                    sc = 0.8 if len(hits) == 1 else 0.6
+                    sc = 0.8 if one else 0.6
                     out.append(SiteMatch(site=s, how="raise", score=round(sc * weight, 3), frame=fr))
                 continue
         # the function is known: a weaker hint (its sites' categories)

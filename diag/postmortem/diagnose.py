@@ -43,7 +43,7 @@ from .nearmiss import near_miss
 from .numbers import message_numbers
 from .placement import faulting_kernel, kernel_fault, kernel_place
 from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, rows_mismatch, shape_class
-from .sites import frame_category, from_site, function_hint
+from .sites import frame_category, from_site, function_hint, site_text
 from .stages import ends_at_leaf, stage_family
 from .kernelcheck import kernel_check_frame
 from .verify import confirm_by_numbers
@@ -318,6 +318,7 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
             d = from_site(facts, fake, ms[0], ms, setup, base_numbers, batch_ev)
             d.confidence = "medium" if d.confidence == "high" else d.confidence
             d.basis += "; the excerpt has the frames but not the exception line"
+            d.message = f"{fake.exc_type} at {site_text(ms[0].site)[:120]} (the excerpt ends before its exception line)"
             return d
     for o in orphans:  # a kernel library's check macro as the innermost frame, not in the catalog
         kc = kernel_check_frame(o)
