@@ -12,7 +12,9 @@ without a model). The diagnosis (the first finding) is compared with the site's 
 * ``message``  -- the exception line alone (``ExcType: message``), as in a one-line excerpt;
 * ``frames``   -- the traceback without its exception line (an excerpt cut before it), trimmed paths
   (``.../vllm/...``); the code line under the failing frame is the assert, or the raise with its template;
-* ``wrapped``  -- the engine core's ``RuntimeError: Worker failed with error '...'`` around the message.
+* ``wrapped``  -- the engine core's ``RuntimeError: Worker failed with error '...'`` around the message;
+* ``lines``    -- a bare ``AssertionError`` whose frames lost their source lines: only the release's line
+  numbers and the engine's version banner place it.
 
 A hybrid/spec site (category A-E) counts when the diagnosis has its category; an ``other`` site (OOM, missing
 files, argument checks...) counts when the diagnosis is ``other`` (no hybrid/spec category: a false positive
@@ -33,7 +35,7 @@ from collections import defaultdict
 PREFIX = "(Worker_TP0 pid=41) ERROR 11-02 10:00:00 [multiproc_executor.py:666] "
 CORE = "(EngineCore_DP0 pid=7) ERROR 11-02 10:00:01 [core.py:1062] "
 _HOLE = re.compile(r"(?<!\{)\{([^{}]*)\}(?!\})")
-SHAPES = ("full", "message", "frames", "wrapped")
+SHAPES = ("full", "message", "frames", "wrapped", "lines")
 
 
 def fill(message: str) -> str:
@@ -61,6 +63,13 @@ def shapes(site, releases: list[str]) -> dict[str, str]:
     out = {"full": "".join(PREFIX + x + "\n" for x in ["Traceback (most recent call last):", *frame, exc_line])}
     out["frames"] = "".join(PREFIX + x.replace("/usr/local/lib/python3.12/dist-packages/", ".../") + "\n"
                             for x in ["Traceback (most recent call last):", *frame])
+    if site.kind == "assert" and not site.message and lines:
+        # a bare assert whose frames lost their source lines (a container without vLLM's .py files):
+        # only the release's line numbers and the version banner place it
+        newest = max(lines, key=releases.index)
+        head = f"(APIServer pid=1) INFO 11-02 09:57:00 [api_server.py:1839] vLLM API server version {newest}\n"
+        out["lines"] = head + "".join(PREFIX + x + "\n" for x in ["Traceback (most recent call last):",
+                                                                   *[f for f in frame if f.startswith("  File")], exc])
     if text:
         out["message"] = f"{exc_line}\n"
         out["wrapped"] = f"{CORE}RuntimeError: Worker failed with error '{text}', please check the stack trace above for the root cause\n"
