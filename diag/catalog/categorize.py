@@ -348,6 +348,11 @@ RULES: list[tuple[str, str, Pred]] = [
     # counted two ways, even when the rows split are state indices
     ("hybrid_batch_split", "mixed_batch",
      lambda f, fn, t, e, c: _mamba_code(f, fn) and bool(re.search(r"split_with_sizes|split_sizes", t))),
+    # a None where Mamba/GDN code expects one side of the builder's spec / non-spec split (kda.py
+    # `non_spec_state_indices_tensor[...]`: "'NoneType' object is not subscriptable"): the builder gives a step with
+    # only spec decodes (or none) no tensor for the other side, and the layer assumed the batch held both
+    ("hybrid_spec_split_none", "mixed_batch",
+     lambda f, fn, t, e, c: _mamba_code(f, fn) and "nonetype" in t and bool(re.search(r"\b(?:non_)?spec_\w+", c.lower()))),
     # an index out of range inside Mamba/GDN code -- or an illegal memory access in one of its kernels --
     # indexes a state, a conv cache line, a block or a chunk table
     ("hybrid_index_error", "state_index",
@@ -383,6 +388,12 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
      "aligned_page_block_rejected"),
     ("platforms/interface.py", "_align_heterogeneous_kv_block_size", "page", "kv_page_size",
      "heterogeneous_kv_page_alignment"),
+    # gpu_model_runner.py calculate_reorder_batch_threshold (0.11.0): one backend takes decodes of 1 + k tokens
+    # (spec decodes as decodes), another only single-token ones -- an attention kernel's query-length limit under
+    # drafts (README family C), as the MLA builders' "reorder_batch_threshold must be 1" already is; later
+    # releases take the smaller threshold instead of raising
+    ("gpu_model_runner.py", "calculate_reorder_batch_threshold", "reorders decodes with threshold", "spec_kernel_limit",
+     "reorder_threshold_conflict"),
 ]
 
 

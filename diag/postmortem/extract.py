@@ -254,6 +254,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             self._record_line(line)
         else:
             self._prose_line(line)
+        if "vocab" in text or "okenizer" in text:
+            self.vocab_line(line)
         self._common_line(line)
 
     # -------------------------------------------------------------- lines after an exception

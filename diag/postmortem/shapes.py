@@ -15,7 +15,8 @@ SHAPE = re.compile(r"size of tensor a \(\d+\) must match|expanded size of the te
                    r"doesn't match the broadcast shape|output with shape \[[^\]]*\] doesn't match|"
                    r"Expected size \d+ but got size \d+|inconsistent tensor size|Target sizes: \[[\d,\s]+\]|"
                    # numpy's form (the runner's CPU-side block tables): a row slice too short for the blocks
-                   r"could not broadcast input array from shape", re.I)
+                   r"could not broadcast input array from shape|operands could not be broadcast together with shapes",
+                   re.I)
 KERNEL_CHECK = re.compile(r"Assertion error \(|Check failed|TORCH_CHECK|FLASHINFER_CHECK|TVM_FFI|Expected .{1,80}"
                           r"(?:to be|but got|got)\b|must be (?:<=|>=|less|at most|at least|a multiple|divisible)|"
                           r"exceeds? (?:the )?(?:maximum|limit|max)|only supports? .{0,40}(?:tokens|heads|q_len|seqlen|"
@@ -153,7 +154,9 @@ def rows_assert(root: LogException) -> bool:
 
 
 # a size mismatch on the first dimension -- the rows of the batch (requests, decodes, spec decodes, tokens)
-_DIM0 = re.compile(r"at non-singleton dimension 0\b|Target sizes: \[(\d+)[,\]].*?Tensor sizes: \[(\d+)[,\]]")
+_DIM0 = re.compile(r"at non-singleton dimension 0\b|Target sizes: \[(\d+)[,\]].*?Tensor sizes: \[(\d+)[,\]]|"
+                   # numpy's np.where / arithmetic over per-request arrays of two lengths
+                   r"operands could not be broadcast together with shapes \((\d+),[^)]*\)\s*\((\d+),")
 # frames of a CUDA-graph capture or a dummy batch: a row mismatch there is the capture sizes' business
 _CAPTURE_FRAMES = re.compile(r"^(?:capture_model|_capture_cudagraphs|_dummy_run|profile_run|_warmup\w*)$")
 
@@ -163,7 +166,8 @@ def rows_mismatch(root: LogException, message: str) -> bool:
     capture): a builder counted the batch's rows two ways (requests vs decodes vs spec decodes) -- a mixed batch.
     (The second dimension of a state index is its width, the block table's business.)"""
     m = _DIM0.search(message)
-    if m is None or (m.group(1) is not None and m.group(1) == m.group(2)) or not root.frames:
+    sides = [g for g in m.groups() if g is not None] if m is not None else []
+    if m is None or (sides and sides[0] == sides[1]) or not root.frames:
         return False
     from ..catalog.match import vllm_path
 

@@ -33,6 +33,14 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     # the reporter ran with synchronous launches (not vLLM's/PyTorch's hint "consider passing CUDA_LAUNCH_BLOCKING=1")
     ("cuda_launch_blocking", re.compile(r"CUDA_LAUNCH_BLOCKING\s*=\s*['\"]?(1)(?!\d)(?<!passing CUDA_LAUNCH_BLOCKING=1)"),
      lambda s: True),
+    # a backend whose full CUDA graphs take single-token decodes only: under drafts (1 + k tokens a decode) vLLM
+    # drops full graphs (vllm/config/compilation.py, gpu_model_runner.py before 0.15: "CUDAGraphMode.FULL_AND_PIECEWISE
+    # is not supported with spec-decode for attention backend X (support: AttentionCGSupport.Y); setting cudagraph_mode=Z")
+    ("cudagraph_spec_downgrade_backend", re.compile(r"is not supported with spec-decode for attention backend (\w+)"), str),
+    ("cudagraph_spec_downgrade_support", re.compile(r"is not supported with spec-decode for attention backend \w+ "
+                                                    r"\(support: (?:AttentionCGSupport\.)?(\w+)"), str),
+    ("cudagraph_spec_downgrade_mode", re.compile(r"is not supported with spec-decode for attention backend .{0,120}?"
+                                                 r"setting cudagraph_mode=(\w+)"), str),
     ("available_kv_cache_gib", re.compile(r"Available KV cache memory: " + _FLOAT + r" ?GiB"), float),
     ("model_load_gib", re.compile(r"Model loading took " + _FLOAT + r" ?Gi?B"), float),
     ("num_gpu_blocks", re.compile(r"# (?:GPU|CUDA|cuda) blocks: (\d+)"), int),
@@ -53,6 +61,8 @@ _CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per req
 _HIT_RATE = re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: (?:GPU: )?" + _FLOAT + r"%")
 # a record that states a setting (logged_numbers reads it); not the engine's config dump or the crash dump
 _LOGGED_HINT = re.compile(r"[a-z]_[a-z]\w*\s*=\s*-?\d|Using (?:a |the )?(?:max |min )?[a-z]|\bfrom (?:max )?\d+ to \d")
+_VOCAB = re.compile(r"\b(?:draft_)?vocab_size\b[\"']?\s*[:=]\s*(\d{4,7})\b|"
+                    r"\btokenizer\b[^.\n]{0,40}?\b(?:has|with|of|size|length|len)\b\D{0,12}(\d{4,7})\b", re.I)
 _LOGGER_SRC = re.compile(r"\[([A-Za-z_][\w\-]*)\.py:(\d+)\]")
 _CAPPING = re.compile(r"Capping cudagraph capture sizes from max (\d+) to (\d+)(?:[^(]{0,80}\((\d+) blocks available\))?")
 # the same check when no capture size fits (vllm/config/compilation.py adjust_cudagraph_sizes_for_mamba_cache, 0.18-0.19)
@@ -90,6 +100,17 @@ class StartupLines:
             m = _LOGGER_SRC.search(line.display[:200])
             if m and len(self.facts.startup) < 200:
                 self.facts.startup.setdefault(f"{m.group(1).replace('-', '_')}_line", int(m.group(2)))
+
+    def vocab_line(self, line: Line) -> None:
+        """Vocabulary sizes a report states, in a record or in prose (config.json's vocab_size / draft_vocab_size,
+        the tokenizer's length): two that differ are a token id past an embedding table waiting to happen."""
+        sizes = self.facts.startup.get("vocab_sizes") or []
+        for m in _VOCAB.finditer(line.text[:4000]):
+            value = int(next(g for g in m.groups() if g))
+            if value not in sizes and len(sizes) < 8:
+                sizes.append(value)
+                self.facts.startup["vocab_sizes"] = sizes
+                self._note("vocab_sizes", line)
 
     def fast_hit_rate(self, lineno: int, value: float, display: str) -> None:
         """One prefix-cache metrics value (``Prefix cache hit rate: X%``)."""

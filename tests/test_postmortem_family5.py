@@ -1,0 +1,139 @@
+"""Failure families, fifth part: numpy's broadcast error over per-request arrays in a hybrid model state (mixed
+batch), a None where a layer expects one side of the builder's spec / non-spec split (mixed batch), two backends'
+decode thresholds in conflict under drafts (kernel limit), and the warning that full CUDA graphs were dropped
+under speculative decoding (kernel limit, as performance).
+
+Every log here is written by the tests in vLLM's format; models, numbers and paths are the tests' own.
+"""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem.analyze import analyze_text
+
+from .test_postmortem_family3 import _first
+
+SITE = "/usr/lib/python3.12/site-packages/vllm"
+
+
+def _worker(n: int = 0) -> str:
+    return f"(Worker_TP{n} pid={5100 + n}) ERROR 03-02 08:11:40 [multiproc_executor.py:790] "
+
+
+def _traceback(frames: list[tuple[str, int, str, str]], error: str) -> list[str]:
+    w = _worker()
+    out = [f"{w}WorkerProc hit an exception.", f"{w}Traceback (most recent call last):"]
+    for file, line, func, code in frames:
+        out += [f'{w}  File "{SITE}/{file}", line {line}, in {func}', f"{w}    {code}"]
+    return out + [f"{w}{error}"]
+
+
+def _broadcast_log(error: str, spec: bool = True) -> str:
+    cmd = "vllm serve Qwen/Qwen3.5-35B-A3B -tp 2"
+    if spec:
+        cmd += " --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'"
+    return "\n".join([cmd] + _traceback([
+        ("v1/worker/gpu/model_runner.py", 1880, "execute_model", "attn_metadata = self.model_state.prepare_attn("),
+        ("v1/worker/gpu/model_states/mamba_hybrid.py", 291, "prepare_attn",
+         "num_decode_draft_tokens_np[: input_batch.num_reqs] = np.where("),
+    ], error))
+
+
+def test_numpys_broadcast_error_over_the_steps_rows_in_a_hybrid_model_state_is_a_mixed_batch():
+    f = _first(_broadcast_log("ValueError: operands could not be broadcast together with shapes (9,) (5,) () "))
+    assert f.category == "mixed_batch" and "first dimension" in f.basis and "mamba_hybrid.py" in f.basis
+
+
+def test_a_broadcast_error_without_drafts_is_not_claimed():
+    no_spec = _first(_broadcast_log("ValueError: operands could not be broadcast together with shapes (9,) (5,) ",
+                                    spec=False))
+    assert no_spec.category == "other"
+
+
+def _split_none_log(statement: str, error: str = "TypeError: 'NoneType' object is not subscriptable") -> str:
+    return "\n".join(["vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct --trust-remote-code -tp 4 "
+                      "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 2, "
+                      "\"prompt_lookup_max\": 3}'"] + _traceback([
+                          ("model_executor/models/kimi_linear.py", 360, "forward", "self.self_attn("),
+                          ("model_executor/layers/kda.py", 355, "_forward", statement),
+                      ], error))
+
+
+def test_a_none_for_one_side_of_the_spec_split_in_a_hybrid_layer_is_a_mixed_batch():
+    f = _first(_split_none_log("conv_indices = non_spec_state_indices_tensor[: attn_metadata.num_decodes]"))
+    assert f.category == "mixed_batch" and "hybrid_spec_split_none" in f.basis
+
+
+def test_a_none_elsewhere_in_a_hybrid_layer_is_not_a_mixed_batch():
+    f = _first(_split_none_log("weight = self.conv1d.weight.view(self.conv_size, -1)",
+                               "AttributeError: 'NoneType' object has no attribute 'view'"))
+    assert f.category != "mixed_batch"
+
+
+def _threshold_log(error: str) -> str:
+    return "\n".join(["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --speculative-config "
+                      "'{\"method\": \"qwen3_next_mtp\", \"num_speculative_tokens\": 3}'",
+                      "(APIServer pid=301) INFO 03-02 08:10:01 [api_server.py:1839] vLLM API server version 0.11.0"]
+                     + _traceback([
+                         ("v1/worker/gpu_model_runner.py", 3609, "initialize_attn_backend",
+                          "self.calculate_reorder_batch_threshold()"),
+                         ("v1/worker/gpu_model_runner.py", 3715, "calculate_reorder_batch_threshold", "raise ValueError("),
+                     ], error))
+
+
+def test_two_backends_decode_thresholds_in_conflict_under_drafts_are_a_kernel_limit():
+    f = _first(_threshold_log("ValueError: Attention backend reorders decodes with threshold 1 but other backend uses "
+                              "threshold 4"))
+    assert f.category == "spec_kernel_limit" and f.rule == "failure_site" and f.confidence == "high"
+
+
+_DOWNGRADE = ("(Worker_TP0 pid=812) WARNING 05-11 10:02:17 [compilation.py:1447] CUDAGraphMode.FULL_AND_PIECEWISE is "
+              "not supported with spec-decode for attention backend FlashMLAMetadataBuilder (support: "
+              "AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE); setting cudagraph_mode=PIECEWISE")
+
+
+def test_full_cuda_graphs_dropped_under_drafts_are_named_when_nothing_failed():
+    log = "\n".join([
+        "Why is MTP slower than no MTP on DeepSeek-R1? Same load, TPOT 31 ms with MTP vs 24 ms without.",
+        "vllm serve deepseek-ai/DeepSeek-R1 -tp 8 --speculative-config '{\"method\": \"deepseek_mtp\", "
+        "\"num_speculative_tokens\": 2}'",
+        _DOWNGRADE,
+    ])
+    [f] = analyze_text(log, "t.log").findings
+    assert (f.category, f.severity, f.rule) == ("spec_kernel_limit", "warning", "spec_cudagraph_downgrade")
+    assert "FlashMLAMetadataBuilder" in f.title and "cudagraph_mode=PIECEWISE" in f.message
+    assert f.numbers["uniform_decode_query_len"] == 3 and f.numbers["cudagraph_mode"] == "PIECEWISE"
+    assert f.comparisons[0].expected == 1 and f.comparisons[0].actual == 3
+
+
+def test_the_downgrade_warning_never_outranks_a_crash():
+    log = "\n".join([_DOWNGRADE] + _threshold_log("ValueError: Attention backend reorders decodes with threshold 1 but "
+                                                  "other backend uses threshold 4").splitlines())
+    fs = analyze_text(log, "t.log").findings
+    assert fs[0].severity == "error" and any(f.rule == "spec_cudagraph_downgrade" for f in fs[1:])
+
+
+def _embedding_assert_log(prose: str) -> str:
+    core = "(EngineCore_DP0 pid=91) ERROR 06-30 12:00:09 [core.py:1101] "
+    asserts = [f"/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1422: indexSelectLargeIndex: block: [{b},0,0], thread: "
+               f"[{t},0,0] Assertion `srcIndex < srcSelectDimSize` failed." for b in (88, 89) for t in (0, 1)]
+    return "\n".join([
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --speculative-config '{\"method\": \"eagle3\", \"model\": "
+        "\"my-org/next-eagle3\", \"num_speculative_tokens\": 2}'", prose, *asserts,
+        f"{core}EngineCore encountered a fatal error.", f"{core}Traceback (most recent call last):",
+        f'{core}  File "{SITE}/v1/worker/gpu_model_runner.py", line 301, in get_output',
+        f"{core}    self.async_copy_ready_event.synchronize()",
+        f"{core}torch.AcceleratorError: CUDA error: device-side assert triggered",
+    ])
+
+
+def test_an_embedding_lookup_past_a_smaller_vocabulary_is_a_near_miss():
+    """indexSelect's device assert with two vocabulary sizes in the report: token ids of the larger one looked up in
+    the smaller embedding (added tokens, a foreign draft head) -- not the hybrid's state indices."""
+    f = _first(_embedding_assert_log('We added tool tokens: the tokenizer now has 151680 entries, config.json still '
+                                     'says "vocab_size": 151646.'))
+    assert f.category == "other" and "151646, 151680" in f.basis
+
+
+def test_the_same_assert_without_a_vocabulary_mismatch_keeps_the_configurations_prior():
+    f = _first(_embedding_assert_log("It crashes after a few minutes of traffic."))
+    assert f.category != "other"
