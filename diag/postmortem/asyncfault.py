@@ -43,12 +43,26 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     batch = setup.batch or {}
     nums = {**base_numbers, **facts.numbers}
     ev = exc_evidence(root, 2) + batch_ev + fact_evidence(facts, "command", "non_default_args", "engine_config")
-    common = (f"{fault} is reported asynchronously: it surfaced at {surfaced}, which is not the kernel that faulted "
+    blocking = bool(facts.startup.get("cuda_launch_blocking"))
+    common = (f"{fault} with synchronous launches (CUDA_LAUNCH_BLOCKING=1): {surfaced} launched the kernel that faulted"
+              if blocking else
+              f"{fault} is reported asynchronously: it surfaced at {surfaced}, which is not the kernel that faulted "
               f"(the process may even exit 0)")
     # the model unnamed, but the fault surfaced in a dense attention backend's decode (FlashInfer / TRTLLM / XQA):
     # the uneven decode counters speak for that kernel, not for a hybrid's state
     dense_decode = setup.hybrid is None and any(_DENSE_DECODE.search(f.file or "") for f in root.frames)
-    if setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None and not (
+    drafter = drafter_frame(root, setup)
+    if drafter is not None:
+        # a separate (dense) draft model on a hybrid target: the drafter's attention reads KV-cache metadata built
+        # for the target's groups (vLLM 0.26 hands a draft_model proposer the first group's -- on NemotronH the Mamba
+        # group's 1 + k-block table -- and its slot mapping indexes past it): the draft vs hybrid KV layout
+        cat = "kv_page_size"
+        basis = (f"{common}; it {'was launched' if blocking else 'surfaced'} in the "
+                 f"drafter ({drafter.file.rsplit('/', 1)[-1]}:{drafter.function}) of a separate draft model on a hybrid "
+                 f"target ({', '.join(setup.why)}): the draft's attention runs on the hybrid's KV-cache groups, block "
+                 "tables and pages, laid out for the target's Mamba/GDN and attention layers")
+        title = f"Draft model vs the hybrid's KV-cache layout (inferred: {fault} in the draft model's proposer)"
+    elif setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None and not (
             dense_decode and uneven_decode(facts)):
         cat, why = hybrid_spec_fault_class(setup)
         if setup.hybrid:
@@ -93,11 +107,14 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
         basis = (f"{common}; the configuration ({', '.join(setup.why) or 'nothing known'}) does not point at a "
                  f"hybrid/spec-decode failure class")
         title = f"Asynchronous CUDA fault: {fault}"
-    d = Diagnosis(category=cat, confidence="low", basis=basis, title=title,
+    # the drafter launched it (synchronous launches): the place is known, the mechanism still inferred
+    conf = "medium" if drafter is not None and blocking else "low"
+    d = Diagnosis(category=cat, confidence=conf, basis=basis, title=title,
                   message=f"{common}." + (f" Batch at the crash: {describe_batch(batch)}." if batch else ""),
                   numbers=nums, evidence=ev, rule="async_fault")
-    d.missing.append("rerun with CUDA_LAUNCH_BLOCKING=1 (and --enforce-eager) so the faulting kernel is the frame "
-                     "shown; with the vllm-diag probes on (VLLM_DIAG_DB=run.db) each step's batch is recorded")
+    if not blocking:
+        d.missing.append("rerun with CUDA_LAUNCH_BLOCKING=1 (and --enforce-eager) so the faulting kernel is the frame "
+                         "shown; with the vllm-diag probes on (VLLM_DIAG_DB=run.db) each step's batch is recorded")
     return d
 
 
@@ -115,6 +132,18 @@ def uneven_decode(facts: LogFacts) -> str | None:
             and tokens > 0 and reqs > 0 and tokens % reqs:
         return f"the printed decode counters num_decode_tokens={tokens}, num_decodes={reqs} do not divide evenly"
     return None
+
+
+_DRAFTER = re.compile(r"v1/spec_decode/(?:\w*proposer|draft_model|utils)\.py$")
+
+
+def drafter_frame(root: LogException, setup: Setup):
+    """The innermost frame of vLLM's spec-decode proposer in the fault's traceback, when a separate draft model
+    (``draft_model``) runs on a hybrid target; None otherwise."""
+    if not (setup.hybrid and re.search(r"draft_model", str(setup.spec_method or ""))):
+        return None
+    vllm = [f for f in root.frames if "vllm/" in (f.file or "")][-8:]
+    return next((f for f in reversed(vllm) if _DRAFTER.search(f.file.replace("\\", "/"))), None)
 
 
 def hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:

@@ -222,7 +222,9 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
                                      "it indexes the step's batch rows (query starts, spec-decode masks, accepted "
                                      "counts)") + (f"; with {', '.join(setup.why)}" if setup.why else ""))
     # PyTorch's indexing kernels or an unknown kernel: the configuration decides
-    fake = LogException(exc_type="CUDA error", message=text[:300], log_line=lineno)
+    # (the root error's frames: where the fault surfaced, or with CUDA_LAUNCH_BLOCKING=1 the launching statement)
+    fake = LogException(exc_type="CUDA error", message=text[:300], log_line=lineno,
+                        frames=list(facts.root.frames) if facts.root is not None else [])
     d = from_async(facts, fake, setup, base_numbers, batch_ev)
     d.basis = f"{told} the faulting kernel {where}, which does not place the fault in vLLM; " + d.basis
     return d

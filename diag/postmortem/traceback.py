@@ -54,6 +54,7 @@ _OPEN_WORD = re.compile(r"\s(?:but|and|or|of|to|than|with|for|in|at|from|by|the|
 _LOWER_NAME = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*,?$")
 # a traceback's own lines, which never continue a message or stand for a frame's code
 _TB_TEXT = ("Traceback", "File ", "The above", "During handling")
+_PROBE_NOTE = "vllm-diag: "
 _WORKER_WRAP = re.compile(r"^Worker failed with error (['\"])(.*?)(?:\1, please check the stack trace above for the root cause\.?)?\s*$", re.S)
 
 WRAPPER_TEXTS = (
@@ -256,7 +257,9 @@ class TracebackParser:
             return
         # continuation of the last exception's message
         exc = st.last_exc
-        if exc is not None and st.cont_lines and stripped and st.cont_lines < 30:
+        # (the vllm-diag probes' note on the exception -- "vllm-diag: recorded in run.db ..." -- that Python prints
+        # after its message is not part of it)
+        if exc is not None and st.cont_lines and stripped and st.cont_lines < 30 and not stripped.startswith(_PROBE_NOTE):
             wrapped_record = (line.level is not None and line.lineno == st.last_line_seen + 1
                               and exc.message and exc.message.rstrip()[-1:] not in ".!?:]}'\""
                               and not _EXC_STRICT.match(stripped) and not stripped.startswith(("Traceback", "File "))
