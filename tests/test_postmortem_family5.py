@@ -137,3 +137,62 @@ def test_an_embedding_lookup_past_a_smaller_vocabulary_is_a_near_miss():
 def test_the_same_assert_without_a_vocabulary_mismatch_keeps_the_configurations_prior():
     f = _first(_embedding_assert_log("It crashes after a few minutes of traffic."))
     assert f.category != "other"
+
+
+def _short_prompt_dump_log(prompt_tokens: int) -> str:
+    """A new request's whole prompt scheduled in a step of spec decodes (no prefix caching)."""
+    e = "(EngineCore_DP0 pid=77) ERROR 04-09 02:10:55 "
+    return "\n".join([
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2 --no-enable-prefix-caching "
+        "--speculative-config '{\"method\": \"qwen3_next_mtp\", \"num_speculative_tokens\": 3}'",
+        f"{e}[dump_input.py:79] Dumping scheduler output for model execution: SchedulerOutput(scheduled_new_reqs=["
+        f"NewRequestData(req_id=n-1,prompt_token_ids_len={prompt_tokens},mm_features=[],block_ids=([7],),"
+        "num_computed_tokens=0)], scheduled_cached_reqs=CachedRequestData(req_ids=['c-1', 'c-2'],resumed_req_ids=[],"
+        "new_token_ids_lens=[],new_block_ids=[None, None],num_computed_tokens=[5120, 811],num_output_tokens=[40, 12]), "
+        f"num_scheduled_tokens={{n-1: {prompt_tokens}, c-1: 4, c-2: 4}}, total_num_scheduled_tokens={prompt_tokens + 8}, "
+        "scheduled_spec_decode_tokens={c-1: [5, 6, 7], c-2: [8, 9, 10]}, scheduled_encoder_inputs={}, "
+        "num_common_prefix_blocks=[0])",
+        f"{e}[core.py:1120] EngineCore encountered a fatal error.",
+        f"{e}[core.py:1120] Traceback (most recent call last):",
+        f'{e}[core.py:1120]   File "{SITE}/v1/worker/gpu_model_runner.py", line 7011, in _to_list',
+        f"{e}[core.py:1120]     self.transfer_event.synchronize()",
+        f"{e}[core.py:1120] torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+    ])
+
+
+def test_a_prompt_no_longer_than_one_plus_k_beside_spec_decodes_is_a_mixed_batch():
+    """The builders split decodes from prefills by query length (threshold 1 + k): a 4-token prompt among
+    verify rows of 4 is run as a spec decode."""
+    f = _first(_short_prompt_dump_log(4))
+    assert f.category == "mixed_batch" and "at most 1 + k tokens" in f.basis
+
+
+def test_a_long_prompt_beside_spec_decodes_is_their_normal_path():
+    f = _first(_short_prompt_dump_log(900))
+    assert "at most 1 + k tokens" not in f.basis and "mixed batch" not in f.basis
+
+
+def test_a_last_prefill_chunk_counted_as_a_decode_with_wrong_output_is_a_silent_mixed_batch():
+    log = "\n".join([
+        "Granite-4.0-H + MTP: a few long prompts come back as garbage, no error in the log.",
+        'llm = LLM(model="ibm-granite/granite-4.0-h-small", max_num_batched_tokens=4096, '
+        'speculative_config={"method": "mtp", "num_speculative_tokens": 3})',
+        "It only happens when the prompt's last prefill chunk is 1-4 tokens: that chunk is counted as a decode.",
+    ])
+    f = _first(log)
+    assert f.category == "mixed_batch" and "wrong output" in f.message
+
+
+def test_adaptive_verification_on_a_backend_without_varying_query_lengths_is_a_kernel_limit():
+    log = "\n".join(["VLLM_USE_V2_MODEL_RUNNER=1 vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config "
+                     "'{\"method\": \"mtp\", \"num_speculative_tokens\": 2, \"enable_adaptive_verification\": true}'"]
+                    + _traceback([
+                        ("v1/worker/gpu/model_runner.py", 679, "initialize_kv_cache",
+                         "self.adaptive_verification = maybe_create_adaptive_verification_manager("),
+                        ("v1/worker/gpu/spec_decode/adaptive_verification.py", 497,
+                         "maybe_create_adaptive_verification_manager", "raise ValueError("),
+                    ], "ValueError: Adaptive verification replays decode cudagraphs whose per-request query lengths vary "
+                       "up to 3, but FlashMLASparseBackend allows none. Pass enable_adaptive_verification=false in the "
+                       "speculative config, or use a backend that does."))
+    f = _first(log)
+    assert f.category == "spec_kernel_limit" and f.rule == "failure_site"

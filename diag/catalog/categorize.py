@@ -394,6 +394,11 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # releases take the smaller threshold instead of raising
     ("gpu_model_runner.py", "calculate_reorder_batch_threshold", "reorders decodes with threshold", "spec_kernel_limit",
      "reorder_threshold_conflict"),
+    # V2 runner's adaptive verification (0.31+): its decode graphs replay verify rows of 1..1 + k query tokens, and the
+    # attention backend named must take query lengths that vary within a graph -- the backend's query-length limit
+    # under drafts (family C), not the capture sizes
+    ("spec_decode/adaptive_verification.py", "maybe_create_adaptive_verification_manager", "query lengths vary",
+     "spec_kernel_limit", "adaptive_verification_varlen"),
 ]
 
 

@@ -162,6 +162,9 @@ def hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:
                                + ("; the batch also mixes spec decodes with other rows (the mixed-batch class fits "
                                   "it too)" if batch.get("mixed") else ""))
     if batch.get("mixed") or batch.get("ragged_drafts"):
+        if batch.get("mixed") and batch.get("short_prefills") and not batch.get("num_decodes"):
+            return "mixed_batch", ("the crash dump shows a prefill of at most 1 + k tokens beside spec decodes: the "
+                                   "builders split decodes from prefills by query length, so it is run as a spec decode")
         return "mixed_batch", "the crash dump shows " + ("a mixed batch" if batch.get("mixed") else "ragged draft lengths")
     if setup.mixed_evidence:
         return "mixed_batch", f"the log speaks of mixed batches ({setup.mixed_evidence})"

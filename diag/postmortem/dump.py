@@ -62,6 +62,7 @@ def parse_scheduler_output(text: str) -> dict[str, Any] | None:
             computed[rid] = int(cm.group(1))
     cached_ids: list[str] = []
     resumed: list[str] = []
+    outputs: dict[str, int] = {}  # a cached request's output tokens so far (0: its prompt is still being prefilled)
     cm = re.search(r"CachedRequestData\((.*)", t)
     if cm:
         body = cm.group(1)
@@ -74,6 +75,10 @@ def parse_scheduler_output(text: str) -> dict[str, Any] | None:
         if m:
             for rid, n in zip(cached_ids, _ints(m.group(1))):
                 computed[rid] = n
+        m = re.search(_LIST_FIELD.format(name="num_output_tokens"), body)
+        if m:
+            for rid, n in zip(cached_ids, _ints(m.group(1))):
+                outputs[rid] = n
         # requests resumed after preemption: they restart from their cached blocks (resumed_req_ids, or the older
         # resumed_from_preemption=[true, false, ...] in req_ids order)
         m = re.search(_LIST_FIELD.format(name="resumed_req_ids"), body)
@@ -132,6 +137,8 @@ def parse_scheduler_output(text: str) -> dict[str, Any] | None:
     # what kind of step: a request with drafts is a spec decode (it schedules 1 + drafts tokens); a
     # request without drafts that schedules one token is a plain decode; more tokens is a prefill chunk
     kinds = {"spec_decode": 0, "decode": 0, "prefill": 0}
+    threshold = 1 + max(spec.values(), default=0)  # the builders' decode threshold, 1 + k, under drafts
+    short = 0
     for r in ids:
         n = scheduled.get(r)
         k = spec.get(r, 0)
@@ -143,12 +150,21 @@ def parse_scheduler_output(text: str) -> dict[str, Any] | None:
             kinds["decode"] += 1
         else:
             kinds["prefill"] += 1
+            # (a new request's prompt, or a cached one still without output: its prompt's last chunk; not a decoding
+            # request whose drafts an elided dump lost)
+            if threshold > 1 and n <= threshold and (r in new_ids or outputs.get(r) == 0):
+                short += 1
     out["num_spec_decodes"] = kinds["spec_decode"]
     out["num_decodes"] = kinds["decode"]
     out["num_prefills"] = kinds["prefill"]
     # mixed: plain decodes beside spec decodes, the rows vLLM's GDN/Mamba builders cannot keep apart ("num_decodes and
     # num_spec_decodes are mutually exclusive", gdn_attn.py); prefill chunks beside spec decodes are their normal path
-    out["mixed"] = kinds["spec_decode"] > 0 and kinds["decode"] > 0
+    # -- except a prefill chunk of at most 1 + k tokens (a short prompt, a prompt's last chunk): the builders split
+    # decodes from prefills by query length (split_decodes_and_prefills, decode_threshold = 1 + k), so it is counted
+    # as a decode and run with the spec decodes' state handling
+    if kinds["spec_decode"] and short:
+        out["short_prefills"] = short
+    out["mixed"] = kinds["spec_decode"] > 0 and (kinds["decode"] > 0 or short > 0)
     drafts = sorted({v for v in spec.values() if v > 0})
     out["ragged_drafts"] = len(drafts) > 1
     return out

@@ -36,6 +36,9 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           # a new prompt (a prefill chunk) scheduled while other requests decode with drafts
                           r"(?:prompts?|prefills?|requests?)\b[^.]{0,40}\b(?:arrives?|comes? in|starts?|lands?) while "
                           r"(?:other |the other )?(?:requests?|streams?|sequences?)\b[^.]{0,15}\b(?:decod|generat)\w*|"
+                          # a prefill chunk of at most 1 + k tokens that the builders' split counts as a decode
+                          r"(?:prefill|prompt)\w*(?: chunk)?\b[^.]{0,40}\b(?:counted|classified|classed|treated|run) as "
+                          r"(?:an? )?(?:spec(?:ulative)?[- ]?)?decodes?\b|"
                           # a prefill (a chunk of a long prompt) in the same step as decodes, in the reporter's words
                           r"prefill\w*\b[^.]{0,60}\b(?:together with|alongside|next to|while)\b[^.]{0,30}\b(?<!speculative )(?<!spec )decod\w*|"
                           r"prefill\w*\b[^.]{0,60}\band\b[^.]{0,30}\bdecod\w*[^.]{0,40}\b(?:same|one) (?:step|batch|forward)|"
@@ -64,6 +67,8 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output
                            r"become(?:s)? (?:garbage|gibberish|nonsense))|nonsense (?:output|text)|garbage (?:output|text)|"
                            r"(?:returns?|returning|turns? into|produces?|producing|outputs?|generates?) (?:\w+ )?"
                            r"(?:garbage|gibberish|nonsense|word salad)\b|word salad|broken (?:outputs?|text|answers?)|"
+                           r"(?:comes?|came|coming) back as (?:garbage|gibberish|nonsense|junk)|"
+                           r"(?:repeated|random) junk|junk (?:output|text|tokens)|"
                            r"wrong (?:outputs?|tokens|answers)|incorrect outputs?)", re.I)
 # the reporter's words that the failure depends on the batch: fine alone, wrong only with other requests in flight
 _BATCH_DEPENDENT = re.compile(
@@ -187,14 +192,14 @@ class ProseLines:
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and ("ixed" in text or "decod" in text
                                                                               or "non-spec" in text or "ccepted" in text
                                                                               or "raft" in text or "agged" in text
-                                                                              or "roposal" in text):
+                                                                              or "roposal" in text or " as a" in text):
             m = _MIXED_PROSE.search(text)
             if m:
                 self.facts.startup["mixed_prose"] = m.group(0)
                 self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])
         if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
                 k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
-                                    "rong ", "ncorrect", "salad", "roken ")):
+                                    "rong ", "ncorrect", "salad", "roken ", "junk")):
             m = _WRONG_OUTPUT.search(text)
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)
