@@ -1,8 +1,10 @@
 """mamba_block_budget -- max_num_seqs above the number of requests whose Mamba states fit.
 
 Every running request of a hybrid model holds ``1 + k`` Mamba blocks (cache mode 'none') or
-``2 + k`` ('align'; ``k`` = speculative tokens) in each Mamba group, whatever its length. With
-``num_blocks`` KV blocks, at most ``num_blocks // blocks_per_request`` requests can run; a larger
+``2 + k`` ('align'; ``k`` = speculative tokens) in each Mamba group, whatever its length, and at least one
+block in each attention group; the groups share one pool of ``num_blocks`` KV blocks. At most
+``num_blocks // blocks_per_request`` requests can run (a pool size read from the log's token count is
+already per group); a larger
 ``max_num_seqs`` only preempts/queues requests and over-sizes the CUDA-graph buffers
 (``decode_cudagraph_max_bs = min(max_num_seqs, max capture size)``).
 
@@ -85,16 +87,36 @@ def check(ctx: RuleContext) -> list[Finding]:
     if not n or not seqs:
         return []
     k = spec_k(ctx)
-    per_req = (2 + k) if cfg(ctx, "mamba_cache_mode") in ("align", "all") else (1 + k)
+    per_group = (2 + k) if cfg(ctx, "mamba_cache_mode") in ("align", "all") else (1 + k)
+    mamba_groups, attn_groups = _pool_groups(ctx)
+    if mamba_groups:
+        # the groups share one block pool (the hybrid allocator): a request holds per_group blocks in each Mamba
+        # group and at least one in each attention group
+        per_req = mamba_groups * per_group + attn_groups
+        how = (f"{mamba_groups} Mamba group(s) x {per_group} blocks" + (f" + {attn_groups} attention block(s)"
+                                                                        if attn_groups else ""))
+    else:  # a pool size from the log's token count is already per group
+        per_req, how = per_group, f"{per_group} Mamba blocks"
     fit = n // per_req
     if int(seqs) <= fit:
         return []
+    numbers = {"num_blocks": n, "blocks_per_request": per_req, "requests_that_fit": fit, "max_num_seqs": int(seqs)}
+    if mamba_groups:
+        numbers.update(mamba_groups=mamba_groups, attention_groups=attn_groups)
     return [Finding(rule=ID, category="mamba_block_budget", title=f"max_num_seqs {seqs} but only {fit} requests' Mamba states fit",
                     severity="warning",
-                    message=(f"{n} KV blocks / {per_req} Mamba blocks per request = {fit} concurrent requests; "
+                    message=(f"{n} KV blocks / ({how}) per request = {fit} concurrent requests at most; "
                              f"max_num_seqs={seqs} only queues or preempts the rest and over-sizes the decode buffers."),
                     evidence=evidence, comparisons=[Comparison("max_num_seqs <= requests that fit", expected=fit, actual=int(seqs))],
-                    numbers={"num_blocks": n, "blocks_per_request": per_req, "requests_that_fit": fit, "max_num_seqs": int(seqs)})]
+                    numbers=numbers)]
+
+
+def _pool_groups(ctx: RuleContext) -> tuple[int, int]:
+    """(Mamba groups, attention groups) of the recorded or predicted KV-cache plan; (0, 0) when unknown."""
+    groups = ctx.state.kv_cache_groups if ctx.state is not None else []
+    kinds = {g.group_index: g.spec_type for g in groups if not g.is_draft}
+    mamba = sum(1 for t in kinds.values() if "Mamba" in (t or ""))
+    return mamba, len(kinds) - mamba
 
 
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
