@@ -63,7 +63,8 @@ def check(ctx: RuleContext) -> list[Finding]:
         numbers.update(mamba_cache_mode="all", num_speculative_tokens=spec_k(ctx))
         comps.append(Comparison("Mamba cache mode with speculative decoding", expected="align or none", actual="all"))
         evidence.append(Evidence(f"mamba_cache_mode all (prefix caching) + {spec_k(ctx)} speculative tokens on vLLM "
-                                 f"{'.'.join(map(str, v))}; on 0.26.0 this dies at the first decode step", source=state_source(st)))
+                                 f"{'.'.join(map(str, v))}; on 0.26.0 this dies in CUDA-graph capture (a state-index width "
+                                 "mismatch), and with CUDA graphs off at the first decode step", source=state_source(st)))
     prev = log_match(ctx, "AssertionError", code="block_idx_last_scheduled_token_prev_step")
     if prev is not None:
         evidence += log_evidence(ctx, prev)
@@ -80,8 +81,10 @@ def check(ctx: RuleContext) -> list[Finding]:
         return []
     if comps and comps[0].name.startswith("Mamba cache mode") or (prev is not None and exc is None):
         msg = ("Prefix caching in Mamba cache mode 'all' with speculative decoding: after the state-index width fix (0.22) "
-               "this combination still fails (vLLM 0.26.0: the first decode step asserts on the previous-step block "
-               "indices in mamba_mixer2).")
+               "this combination still fails (vLLM 0.26.0, H200: CUDA-graph capture fails on a state-index width "
+               "mismatch such as 19 vs 20; with --enforce-eager or PIECEWISE graphs the first decode step asserts on the "
+               "previous-step block indices in mamba_mixer2, so turning CUDA graphs off is no workaround; mamba cache "
+               "mode 'align' is).")
     elif "state_indices_derivation" in numbers or "block_table_derivation" in numbers:
         msg = (f"The Mamba builder's decode state-index buffer has {numbers['state_indices_columns']} columns "
                f"({numbers.get('state_indices_derivation') or 'derivation not recorded'}) but the Mamba group's block-table "
