@@ -591,6 +591,8 @@ class Probe:
                 except Exception as exc:  # noqa: BLE001
                     probe.disabled.add("steps")
                     log_once_line(f"vllm-diag: probe 'steps' failed ({exc.__class__.__name__}: {exc}); it steps aside")
+            if step is not None:
+                probe.last_step = step
             try:
                 return orig(self_, scheduler_output, *args, **kwargs)
             except BaseException as exc:
@@ -598,6 +600,22 @@ class Probe:
                 raise
 
         return execute_model
+
+    def wrap_sample_tokens(self, orig: Callable) -> Callable:
+        """The second half of a step since vLLM split it (``sample_tokens``: sampling, and the drafter's proposals
+        for the next step): an error there -- an asynchronous fault surfacing at its sync, a drafter's own -- is the
+        step's error, recorded with the batch ``execute_model`` saw."""
+        probe = self
+
+        def sample_tokens(*args, **kwargs):
+            try:
+                return orig(*args, **kwargs)
+            except BaseException as exc:
+                if not getattr(probe.tls, "warmup", False):
+                    probe._on_step_error(exc, probe.last_step)
+                raise
+
+        return sample_tokens
 
     def _on_step_error(self, exc: BaseException, step: Any) -> None:
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):

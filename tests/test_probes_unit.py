@@ -180,7 +180,8 @@ def test_version_gates():
     assert adapters.planning_module("0.32.0") == adapters.planning_module("0.20.2") == "vllm.v1.core.kv_cache_utils"
     probe = types.SimpleNamespace(**{n: (lambda f: f) for n in (
         "wrap_get_kv_cache_groups", "wrap_unify", "wrap_initialize_kv_caches", "wrap_executor_specs", "wrap_flush_after",
-        "wrap_runner_kv_spec", "wrap_runner_initialize_kv_cache", "wrap_execute_model", "wrap_idle_flush", "wrap_warmup")}, wrap_phase=lambda p: (lambda f: f),
+        "wrap_runner_kv_spec", "wrap_runner_initialize_kv_cache", "wrap_execute_model", "wrap_sample_tokens",
+        "wrap_idle_flush", "wrap_warmup")}, wrap_phase=lambda p: (lambda f: f),
         wrap_runner_phase=lambda p: (lambda f: f))
     names = lambda pts: {f"{p.module}:{p.qualname}" for p in pts}
     assert "vllm.v1.core.kv_cache_planning:get_kv_cache_groups_from_builder" in names(adapters.planning_points("0.33.0", probe))
@@ -425,6 +426,35 @@ def test_v2_warmup_steps_are_not_recorded(tmp_path):
     assert warmup(None, execute, None) == "out" and probe.step_index == 0
     assert execute(None, so) == "out" and probe.step_index == 1
     rec.close()
+
+
+def test_an_error_in_sample_tokens_is_the_steps_error(tmp_path):
+    """Since vLLM split a step into execute_model and sample_tokens (sampling, and the drafter's proposals), a fault
+    surfacing in the second half -- a dense draft's index fault on a hybrid (vLLM 0.26, H200) -- is recorded as the
+    step's error with the batch execute_model saw, not lost."""
+    from types import SimpleNamespace as NS
+
+    from vllm_diag.store import Store
+
+    db = tmp_path / "r.db"
+    rec = _recorder(db)
+    probe = Probe(rec, "0.26.0")
+    so = NS(scheduled_new_reqs=[NS(req_id="p", prompt_token_ids=list(range(40)), num_computed_tokens=0)],
+            scheduled_cached_reqs=NS(req_ids=["d"], num_computed_tokens=[30], num_output_tokens=[5]),
+            num_scheduled_tokens={"p": 40, "d": 4}, total_num_scheduled_tokens=44,
+            scheduled_spec_decode_tokens={"d": [1, 2, 3]}, finished_req_ids=set())
+    probe.wrap_execute_model(lambda self_, so_, *a, **k: None)(None, so)
+
+    def sample_tokens(*_a, **_k):
+        raise RuntimeError("CUDA error: device-side assert triggered")
+
+    with pytest.raises(RuntimeError):
+        probe.wrap_sample_tokens(sample_tokens)(None, None)
+    rec.close()
+    with Store.open(db) as st:
+        [err] = st.load().state.errors
+    assert err.phase == "step" and err.numbers["step"]["num_spec_decodes"] == 1
+    assert any("1 spec decodes" in n for n in err.notes)
 
 
 def test_derivations_of_the_11_vs_12_widths():
