@@ -168,6 +168,8 @@ def test_real_gpu_failures_get_their_family(name):
     top = an.findings[0]
     assert an.facts.vllm_version in (None, meta["vllm_version"]) and top.severity == "error"  # (a config error: no banner)
     assert top.category == meta["expected_category"], (name, top.category, top.title)
+    if "dense_draft" in name:  # the draft's architecture, resolved second, is not the model's
+        assert an.facts.architecture == "NemotronHForCausalLM"
     if "blocking" in name:  # synchronous launches: the drafter's statement launched it, no rerun asked for
         assert "launched" in top.basis and not any("CUDA_LAUNCH_BLOCKING=1" in m for m in top.missing_evidence)
 

@@ -85,6 +85,13 @@ class StartupLines:
         self.facts.lines[name] = (line.lineno, line.display or line.text.strip())
 
     def _set_startup(self, name: str, value: Any, line: Line) -> None:
+        if name == "resolved_architecture" and self.facts.startup.get(name, value) != value:
+            # a second architecture in one start is the draft model's (vLLM resolves the target's first, then the
+            # speculative config's draft model): the model stays the first; every one is listed
+            seen = self.facts.startup.setdefault("resolved_architectures", [self.facts.startup[name]])
+            if value not in seen and len(seen) < 8:
+                seen.append(value)
+            return
         old = self.facts.startup.get(name, value)
         if old != value and name in _PER_START:
             # a second engine start in the same log (an A/B comparison, a restart with other flags): the last
