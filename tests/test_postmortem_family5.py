@@ -196,3 +196,35 @@ def test_adaptive_verification_on_a_backend_without_varying_query_lengths_is_a_k
                        "speculative config, or use a backend that does."))
     f = _first(log)
     assert f.category == "spec_kernel_limit" and f.rule == "failure_site"
+
+
+def test_an_index_fault_surfacing_deep_in_a_draft_models_compiled_forward_is_the_draft_kv_layout():
+    """vLLM 0.26 on an H200 (vllm serve, NemotronH + a dense Llama draft): the fault surfaces at a cuBLAS call
+    nine vLLM frames below the proposer, the last one in the compile cache; the drafter still places it."""
+    core = "(EngineCore pid=1528) ERROR 11-26 22:32:40 [core.py:1332] "
+    frames = [("v1/worker/gpu_model_runner.py", 4602, "sample_tokens", "propose_draft_token_ids(sampled_token_ids)"),
+              ("v1/worker/gpu_model_runner.py", 5212, "propose_draft_token_ids", "draft_token_ids = self.drafter.propose("),
+              ("v1/spec_decode/llm_base_proposer.py", 590, "propose", "ret_hidden_states = self.model(**model_kwargs)"),
+              ("model_executor/models/llama.py", 640, "forward", "model_output = self.model("),
+              ("compilation/decorators.py", 507, "__call__", "output = self.compiled_callable(*args, **kwargs)"),
+              ("compilation/wrapper.py", 220, "__call__", "return self._call_with_optional_nvtx_range("),
+              ("compilation/caching.py", 210, "__call__", "return self.optimized_call(*args, **kwargs)"),
+              ("compilation/cuda_graph.py", 244, "__call__", "return self.runnable(*args, **kwargs)"),
+              ("compilation/piecewise_backend.py", 380, "__call__", "return range_entry.runnable(*args)"),
+              ("compilation/compiler_interface.py", 437, "compiled_graph_wrapper", "graph_output = inductor_compiled_graph("),
+              ]
+    lines = ["vllm serve /models/nemotron_h14 --max-model-len 1024 --speculative-config "
+             "'{\"method\": \"draft_model\", \"model\": \"/models/llama_draft_big\", \"num_speculative_tokens\": 3}'",
+             "INFO 11-26 22:30:01 [model.py:623] Resolved architecture: NemotronHForCausalLM",
+             "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:111: operator(): block: [4,0,0], thread: [120,0,0] "
+             "Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.",
+             f"{core}EngineCore encountered a fatal error.", f"{core}Traceback (most recent call last):"]
+    for file, line, func, code in frames:
+        lines += [f'{core}  File "{SITE}/{file}", line {line}, in {func}', f"{core}    {code}"]
+    lines += [f'{core}  File "/root/.cache/vllm/torch_compile_cache/torch_aot_compile/ab/ca533dtyzj.py", line 559, in call',
+              f"{core}    extern_kernels.mm(buf1, reinterpret_tensor(arg3_1, (128, 384), (1, 128), 0), out=buf2)",
+              f"{core}RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, "
+              "opb, m, n, k, &falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, CUDA_R_16BF, ldc, "
+              "compute_type, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`"]
+    f = _first("\n".join(lines))
+    assert f.category == "kv_page_size" and "llm_base_proposer.py:propose" in f.basis

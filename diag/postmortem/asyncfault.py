@@ -142,7 +142,8 @@ def drafter_frame(root: LogException, setup: Setup):
     (``draft_model``) runs on a hybrid target; None otherwise."""
     if not (setup.hybrid and re.search(r"draft_model", str(setup.spec_method or ""))):
         return None
-    vllm = [f for f in root.frames if "vllm/" in (f.file or "")][-8:]
+    # vLLM's own source (not the compile cache under ~/.cache/vllm, whose generated files add frames of their own)
+    vllm = [f for f in root.frames if "vllm/" in (f.file or "") and "/.cache/" not in f.file][-12:]
     return next((f for f in reversed(vllm) if _DRAFTER.search(f.file.replace("\\", "/"))), None)
 
 
