@@ -376,7 +376,9 @@ def _hook_excepthook(probe) -> None:
     def excepthook(exc_type, exc, tb):
         try:
             if exc is not None and not isinstance(exc, KeyboardInterrupt):
-                probe._record_error(exc, "init" if probe.step_index == 0 else "step", [], {})
+                # (the steps run in the EngineCore: an EngineDeadError here is an engine that died while serving)
+                serving = probe.step_index > 0 or type(exc).__name__ == "EngineDeadError"
+                probe._record_error(exc, "step" if serving else "init", [], {})
         except Exception:
             pass
         previous(exc_type, exc, tb)

@@ -534,3 +534,20 @@ def test_frontend_diagnoses_an_engine_killed_before_its_own_diagnosis(tmp_path, 
         assert done == {"main": "1"}, (done, skipped)  # once: at the shutdown, not again at exit
         assert _live_rows(db, "live_diagnosis_last") == {"main": '"frontend-exit"'}
         assert "already" in skipped["main"]
+
+
+def test_an_engine_dead_error_ending_the_main_process_is_a_serving_failure(monkeypatch):
+    """The main process of an LLM() / vllm serve runs no steps (the EngineCore does): its EngineDeadError is
+    the engine dying while serving, not at init (vLLM 0.26, H200: a dense draft's fault two steps in)."""
+    from vllm_diag.probes import plugin
+
+    class EngineDeadError(RuntimeError):
+        pass
+
+    seen = []
+    probe = types.SimpleNamespace(step_index=0, _record_error=lambda exc, phase, notes, nums: seen.append(phase))
+    monkeypatch.setattr(sys, "excepthook", lambda *a: None)
+    plugin._hook_excepthook(probe)
+    sys.excepthook(EngineDeadError, EngineDeadError("EngineCore encountered an issue."), None)
+    sys.excepthook(ValueError, ValueError("bad flag"), None)
+    assert seen == ["step", "init"]
