@@ -228,3 +228,25 @@ def test_an_index_fault_surfacing_deep_in_a_draft_models_compiled_forward_is_the
               "compute_type, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`"]
     f = _first("\n".join(lines))
     assert f.category == "kv_page_size" and "llm_base_proposer.py:propose" in f.basis
+
+
+def _rows_assert_log(spec: bool) -> str:
+    cmd = "vllm serve ibm-ai-platform/Bamba-9B --max-model-len 4096"
+    if spec:
+        cmd += " --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 2, \"prompt_lookup_max\": 3}'"
+    return "\n".join([cmd] + _traceback([
+        ("model_executor/layers/mamba/mamba_mixer2.py", 870, "conv_ssm_forward", "selective_state_update("),
+        ("model_executor/layers/mamba/ops/mamba_ssm.py", 592, "selective_state_update",
+         "assert state_batch_indices.shape[0] >= N"),
+    ], "AssertionError"))
+
+
+def test_a_bare_assert_of_state_rows_against_the_batch_under_drafts_is_a_mixed_batch():
+    """selective_state_update's ``state_batch_indices.shape[0] >= N``: under drafts N counts 1 + k tokens a spec
+    decode where the builder gave a state row per request -- the rows counted two ways, not an index width."""
+    f = _first(_rows_assert_log(spec=True))
+    assert f.category == "mixed_batch" and "rows counted two ways" in f.basis
+
+
+def test_the_same_assert_without_drafts_stays_with_the_state_indices():
+    assert _first(_rows_assert_log(spec=False)).category != "mixed_batch"

@@ -69,6 +69,9 @@ def function_hint(exc: LogException) -> tuple[str, Any] | None:
 
 _ROW_CHECK = re.compile(r"\bbatch\w*\s*==\s*[\w.]*ind\w*\.(?:shape\[0\]|size\(0\))|"
                         r"[\w.]*ind\w*\.(?:shape\[0\]|size\(0\))\s*==\s*batch\w*\b")
+# the state indices' rows checked against the batch's rows (N, batch, padded_batch), either way round
+_BARE_ROWS_CHECK = re.compile(r"\w*ind\w*\.(?:shape\[0\]|size\(0\))\s*(?:>=|==)\s*(?:N|\w*batch\w*)\b|"
+                              r"\b(?:N|\w*batch\w*)\s*(?:<=|==)\s*\w*ind\w*\.(?:shape\[0\]|size\(0\))")
 _EXPECTED_ROWS = re.compile(r"\((\d+),\s*\*\)")
 _GOT_2D = re.compile(r"(?:torch\.Size\(\[|\[|\()(\d+),\s*(\d+)(?:\]\)|\]|\))")
 
@@ -158,6 +161,15 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                   f"for a batch of {batch}: the rows differ, not the columns -- the builder's split of the step into "
                   f"spec decodes and plain decodes disagrees with the rows the kernel runs on (a mixed batch)")
         nums.update({"batch": batch, "spec_rows": spec_rows, "state_index_columns": width})
+    elif cat == "state_index" and setup.spec_k > 0 and not root.message.strip() and _BARE_ROWS_CHECK.search(
+            site.condition or ""):
+        # a bare assert that the state indices have a row for every row of the batch (selective_state_update's
+        # ``state_batch_indices.shape[0] >= N``): under drafts the kernel's N counts tokens (1 + k a spec decode)
+        # where the builder gave one state row per request -- the step's rows counted two ways, not an index width
+        cat = "mixed_batch"
+        basis += ("; the assert compares the state indices' rows with the batch's rows under speculative decoding "
+                  f"(k = {setup.spec_k}): a kernel counting 1 + k tokens per spec decode meets one state row per "
+                  "request -- the batch's rows counted two ways (a mixed batch), not the indices' width")
     pre = precondition_fails(cat, setup, facts, site)
     if pre:
         basis += f"; but {pre}, so the check fired for another reason: not counted as {cat}"
