@@ -27,15 +27,19 @@ def _traceback(frames: list[tuple[str, int, str, str]], error: str) -> list[str]
     return out + [f"{w}{error}"]
 
 
+def _serve_log(cmd: str, spec: str | None, frames: list[tuple[str, int, str, str]], error: str) -> str:
+    """``vllm serve`` (with ``--speculative-config spec`` when given) and a worker's traceback."""
+    return "\n".join([cmd + (f" --speculative-config '{spec}'" if spec else "")] + _traceback(frames, error))
+
+
 def _broadcast_log(error: str, spec: bool = True) -> str:
-    cmd = "vllm serve Qwen/Qwen3.5-35B-A3B -tp 2"
-    if spec:
-        cmd += " --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'"
-    return "\n".join([cmd] + _traceback([
-        ("v1/worker/gpu/model_runner.py", 1880, "execute_model", "attn_metadata = self.model_state.prepare_attn("),
-        ("v1/worker/gpu/model_states/mamba_hybrid.py", 291, "prepare_attn",
-         "num_decode_draft_tokens_np[: input_batch.num_reqs] = np.where("),
-    ], error))
+    return _serve_log("vllm serve Qwen/Qwen3.5-35B-A3B -tp 2",
+                      '{"method": "mtp", "num_speculative_tokens": 2}' if spec else None, [
+                          ("v1/worker/gpu/model_runner.py", 1880, "execute_model",
+                           "attn_metadata = self.model_state.prepare_attn("),
+                          ("v1/worker/gpu/model_states/mamba_hybrid.py", 291, "prepare_attn",
+                           "num_decode_draft_tokens_np[: input_batch.num_reqs] = np.where("),
+                      ], error)
 
 
 def test_numpys_broadcast_error_over_the_steps_rows_in_a_hybrid_model_state_is_a_mixed_batch():
@@ -231,14 +235,13 @@ def test_an_index_fault_surfacing_deep_in_a_draft_models_compiled_forward_is_the
 
 
 def _rows_assert_log(spec: bool) -> str:
-    cmd = "vllm serve ibm-ai-platform/Bamba-9B --max-model-len 4096"
-    if spec:
-        cmd += " --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 2, \"prompt_lookup_max\": 3}'"
-    return "\n".join([cmd] + _traceback([
-        ("model_executor/layers/mamba/mamba_mixer2.py", 870, "conv_ssm_forward", "selective_state_update("),
-        ("model_executor/layers/mamba/ops/mamba_ssm.py", 592, "selective_state_update",
-         "assert state_batch_indices.shape[0] >= N"),
-    ], "AssertionError"))
+    return _serve_log("vllm serve ibm-ai-platform/Bamba-9B --max-model-len 4096",
+                      '{"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 3}' if spec else None, [
+                          ("model_executor/layers/mamba/mamba_mixer2.py", 870, "conv_ssm_forward",
+                           "selective_state_update("),
+                          ("model_executor/layers/mamba/ops/mamba_ssm.py", 592, "selective_state_update",
+                           "assert state_batch_indices.shape[0] >= N"),
+                      ], "AssertionError")
 
 
 def test_a_bare_assert_of_state_rows_against_the_batch_under_drafts_is_a_mixed_batch():
