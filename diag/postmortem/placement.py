@@ -204,9 +204,9 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
                    "outside the hybrid / spec-decode state, batch and kernel-limit paths")
     vocab = sorted(set(facts.startup.get("vocab_sizes") or []))
     if what == "index" and "indexselect" in name.lower() and len(vocab) >= 2:
-        # an index-select (an embedding lookup is one) past the rows of a table, with the report stating vocabularies of different sizes: a token
-        # id from the larger one (a tokenizer's added tokens, a draft model's vocabulary) looked up in the smaller
-        # embedding -- a model / tokenizer mismatch, whatever the setup around it
+        # an index-select (an embedding lookup is one) past the rows of a table, with the report stating vocabularies
+        # of different sizes: a token id from the larger one (a tokenizer's added tokens, a draft model's vocabulary)
+        # looked up in the smaller embedding -- a model / tokenizer mismatch, whatever the setup around it
         nums["vocab_sizes"] = vocab
         return out("other", "medium", f"the report states vocabulary sizes that differ ({', '.join(map(str, vocab))}): "
                                       "a token id of the larger vocabulary looked up in the smaller embedding table "

@@ -11,6 +11,7 @@ from .numbers import _FLOAT, _INT, logged_numbers
 from .pylit import LiteralError, parse_kwargs, parse_literal_prefix
 
 # (fact name, regex, converter); first group is the value
+_SPEC_DOWNGRADE = "is not supported with spec-decode for attention backend "
 _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("attention_block_size", re.compile(r"Setting attention block size to (\d+) tokens"), int),
     ("mamba_padding_percent", re.compile(r"Padding mamba page size by " + _FLOAT + r"%"), float),
@@ -36,11 +37,9 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     # a backend whose full CUDA graphs take single-token decodes only: under drafts (1 + k tokens a decode) vLLM
     # drops full graphs (vllm/config/compilation.py, gpu_model_runner.py before 0.15: "CUDAGraphMode.FULL_AND_PIECEWISE
     # is not supported with spec-decode for attention backend X (support: AttentionCGSupport.Y); setting cudagraph_mode=Z")
-    ("cudagraph_spec_downgrade_backend", re.compile(r"is not supported with spec-decode for attention backend (\w+)"), str),
-    ("cudagraph_spec_downgrade_support", re.compile(r"is not supported with spec-decode for attention backend \w+ "
-                                                    r"\(support: (?:AttentionCGSupport\.)?(\w+)"), str),
-    ("cudagraph_spec_downgrade_mode", re.compile(r"is not supported with spec-decode for attention backend .{0,120}?"
-                                                 r"setting cudagraph_mode=(\w+)"), str),
+    ("cudagraph_spec_downgrade_backend", re.compile(_SPEC_DOWNGRADE + r"(\w+)"), str),
+    ("cudagraph_spec_downgrade_support", re.compile(_SPEC_DOWNGRADE + r"\w+ \(support: (?:AttentionCGSupport\.)?(\w+)"), str),
+    ("cudagraph_spec_downgrade_mode", re.compile(_SPEC_DOWNGRADE + r".{0,120}?setting cudagraph_mode=(\w+)"), str),
     ("available_kv_cache_gib", re.compile(r"Available KV cache memory: " + _FLOAT + r" ?GiB"), float),
     ("model_load_gib", re.compile(r"Model loading took " + _FLOAT + r" ?Gi?B"), float),
     ("num_gpu_blocks", re.compile(r"# (?:GPU|CUDA|cuda) blocks: (\d+)"), int),

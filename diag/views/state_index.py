@@ -190,19 +190,26 @@ def _buffer(b: BuilderBuffer, table_cols, record: SessionRecord, source: str) ->
         deriv = str(recorded)
     elif two_d:
         spec = spec_tokens(record)
-        whole_row = b.name == "state_indices_tensor_d" and _cfg(record, "mamba_cache_mode") == "all"
-        if spec is not None and cols == 1 + spec and not whole_row:
+        if spec is not None and cols == 1 + spec and not _copies_whole_row(b.name, record):
             found = f"1 + num_speculative_tokens {spec} = {cols}"  # the builder's decode slice
         else:
             found = explain_width(cols, mml, block, k)
         deriv = f"{found} (arithmetic match, not recorded)" if found else None
     else:
         deriv = "one state slot per request"
-    copied = _copied_width(b.name, table_cols, record) if two_d else True
+    matches: bool | Missing = True  # a one-state-per-request buffer is not compared
+    if two_d:
+        copied = _copied_width(b.name, table_cols, record)
+        matches = cols == copied if known(copied) else copied
     return IndexBuffer(builder=b.builder, name=b.name, shape=shape, rows=shape[0] if shape else Missing("no shape"),
                        columns=cols, derivation=deriv or Missing("not recorded; no arithmetic match"),
-                       compared=two_d, matches=(cols == copied) if known(copied) and copied is not True else copied,
-                       source=source)
+                       compared=two_d, matches=matches, source=source)
+
+
+def _copies_whole_row(name: str, record: SessionRecord) -> bool:
+    """A Mamba decode buffer in cache mode 'all' takes the whole block-table row; every other decode buffer
+    takes ``block_table[:, :1 + k]``."""
+    return name == "state_indices_tensor_d" and _cfg(record, "mamba_cache_mode") == "all"
 
 
 def _copied_width(name: str, table_cols, record: SessionRecord):
@@ -211,7 +218,7 @@ def _copied_width(name: str, table_cols, record: SessionRecord):
     builders slice the row), so a 1 + k wide buffer beside a longer row is no mismatch."""
     if not known(table_cols):
         return Missing("block-table width unknown")
-    if name == "state_indices_tensor_d" and _cfg(record, "mamba_cache_mode") == "all":
+    if _copies_whole_row(name, record):
         return table_cols
     k = spec_tokens(record)
     if k is None:
