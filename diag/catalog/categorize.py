@@ -112,6 +112,12 @@ def _is_none_check(c: str) -> bool:
 
 
 # (rule id, category, predicate). Evaluated in order; the first that holds decides.
+def _attention_refuses_spec_decode(file: str, text: str) -> bool:
+    """An attention backend's check that names speculative / multi-token decode among what it cannot run."""
+    return bool(re.search(r"/attention/|_mla\b|/mla/|flashinfer|aiter", file)) and bool(
+        re.search(r"speculative decod|spec(?:ulative)?[ -]decode|multi-token decode|\bmtp\b", text))
+
+
 RULES: list[tuple[str, str, Pred]] = [
     # --- near misses first --------------------------------------------------------------------
     ("other_file", "other", lambda f, fn, t, e, c: bool(_OTHER_FILE.search(f))),
@@ -147,11 +153,13 @@ RULES: list[tuple[str, str, Pred]] = [
          r"(does|do|is|are)? ?not (yet )?(supported|support|implemented)|unsupported|only supports?", t))
      and not bool(re.search(r"page.size|cannot unify|cannot be padded", t))),
     # the same statement in any exception type: a fixed text saying a feature combination is not supported (no
-    # values, no limit): "Shuffle KV cache layout is not supported with speculative decoding" is a capability gap
-    # of that backend, not a page-size, index or kernel-limit mismatch ("only supports query length <= 1 + k"
-    # states a limit and stays with the families)
+    # values, no limit) is a capability gap, not a page-size, index or kernel-limit mismatch ("only supports query
+    # length <= 1 + k" states a limit and stays with the families) -- except where an attention backend refuses the
+    # multi-token decode of speculative decoding itself (ROCm AITER FA: "Shuffle KV cache layout is not supported
+    # with ... speculative decoding (multi-token decode)"): that is the backend's decode limit under drafts
     ("other_capability_gap", "other",
-     lambda f, fn, t, e, c: e in ("AssertionError", "ValueError", "RuntimeError") and bool(re.search(
+     lambda f, fn, t, e, c: not _attention_refuses_spec_decode(f, t)
+     and e in ("AssertionError", "ValueError", "RuntimeError") and bool(re.search(
          r"\bis not (?:yet )?supported (?:with|for|on|when|in)\b|\bare not (?:yet )?supported (?:with|for|on)\b|"
          r"\bdoes not (?:yet )?support\b|\bnot (?:yet )?implemented\b", _core(t)))
      and "{" not in _core(t).replace("{{", "") and not bool(re.search(
@@ -159,6 +167,10 @@ RULES: list[tuple[str, str, Pred]] = [
      # prefix caching a model does not support is its own class (prefix_cache_degraded); so are the hybrid KV
      # cache manager and the CUDA-graph modes
      and not bool(_PREFIX_WORDS.search(t) or _CAPTURE_WORDS.search(t) or "hybrid kv cache manager" in t)),
+    ("attention_refuses_spec_decode", "spec_kernel_limit",
+     lambda f, fn, t, e, c: _attention_refuses_spec_decode(f, t) and bool(re.search(
+         r"not (?:yet )?supported|does not support|unsupported|cannot", _core(t)))
+     and not bool(re.search(r"page.size|cannot unify|cannot be padded|state_ind|block_table", _core(t)))),
     # the runner's own bookkeeping counted twice: one block table per KV-cache group (the number of tables the
     # runner passes vs the number of groups the same code registered) -- a structural disagreement between two
     # parts of vLLM (a runner variant, pipeline stages), independent of any index, width or batch
