@@ -96,6 +96,14 @@ def test_kernel_checks_outside_python():
       "message": "next_n {next_n} is not supported", "exc": "ValueError"}, "spec_kernel_limit"),
     ({"file": "vllm/model_executor/model_loader/default_loader.py", "function": "load_weights", "exc": "ValueError",
       "message": "Following weights were not initialized from checkpoint: {x}"}, "other"),
+    # Mamba align mode's checkpoint block is a block of the Mamba group, not a weights checkpoint
+    ({"file": "vllm/v1/core/single_type_kv_cache_manager.py", "function": "MambaManager.allocate_new_blocks",
+      "exc": "AssertionError", "condition": "num_new_blocks <= max_new_blocks",
+      "guards": ["not (self.mamba_cache_mode != 'align')",
+                 "not (num_required_blocks <= len(req_blocks) and (not has_partial_hit) and (not checkpoint_block))"]},
+     "state_index"),
+    ({"file": "vllm/model_executor/model_loader/weight_utils.py", "function": "load", "exc": "ValueError",
+      "message": "Failed to load the checkpoint: {path}"}, "other"),
     # a context-parallel prefill's sequence lengths are no query length ("seq_len" holds the letters of "q_len")
     ({"file": "vllm/v1/attention/backends/mla/common.py", "function": "reorg_kvcache", "exc": "AssertionError",
       "condition": "max_seq_len_check == max_seq_len"}, "other"),

@@ -61,7 +61,7 @@ _PREFIX_WORDS = re.compile(r"prefix caching|prefix_caching|prefix cache|prefix-c
 _OTHER_TEXT = re.compile(
     r"out of memory|\boom\b|gpu_memory_utilization|no available memory|insufficient memory|not enough memory|"
     r"memory profil|available kv cache memory|kv cache is needed|free memory|"
-    r"weights? (were )?not (initialized|found|loaded)|checkpoint|safetensors|tokenizer|chat template|"
+    r"weights? (were )?not (initialized|found|loaded)|\bcheckpoints?\b|safetensors|tokenizer|chat template|"
     r"architecture|not supported (for|by|on) (this )?(model|platform|device|gpu|cpu|rocm|xpu|tpu)|"
     r"nccl|all_reduce|allreduce|world_size|rank \d|distributed|ray |ray\.|placement group|"
     r"\blora\b|multimodal|\bmm_|\bimages?\b|\baudio\b|\bvideo\b|\bpooling\b|\bpooler\b|\bembedding|tool_call|"
