@@ -253,3 +253,22 @@ def test_a_bare_assert_of_state_rows_against_the_batch_under_drafts_is_a_mixed_b
 
 def test_the_same_assert_without_drafts_stays_with_the_state_indices():
     assert _first(_rows_assert_log(spec=False)).category != "mixed_batch"
+
+
+def test_what_the_process_around_vllm_reports_is_kept_as_numbers():
+    """The OS error number, the HTTP status clients got, the exit status of the container or unit and a port in use:
+    what an operator quotes beside the error, as startup facts."""
+    text = "\n".join([
+        "$ kubectl describe pod vllm-0 | grep -A3 'Last State'",
+        "    Last State:     Terminated",
+        "      Reason:       Error",
+        "      Exit Code:    1",
+        'INFO:     10.2.0.7:51234 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+        "(APIServer pid=1) ERROR 06-18 14:41:37 [launcher.py:120] OSError: [Errno 98] error while attempting to bind "
+        "on address ('0.0.0.0', 8000): address already in use (port 8000)",
+    ])
+    startup = analyze_text(text, "t.log").facts.startup
+    assert (startup["exit_code"], startup["http_status"], startup["errno"], startup["port"]) == (1, 500, 98, 8000)
+    # a 200 OK is no failure status, and "support" holds no port
+    quiet = analyze_text('INFO: 10.0.0.1:1 - "GET /health HTTP/1.1" 200 OK\nspecial support 4096 tokens', "t.log")
+    assert "http_status" not in quiet.facts.startup and "port" not in quiet.facts.startup

@@ -53,6 +53,17 @@ _NCCL_WARN = [("nccl_cuda_failure", re.compile(r"\bCuda failure (\d+)\b")),
               ("ib_completion_status", re.compile(r"Got completion from peer .{0,120}?\bstatus=(\d+)")),
               ("ib_vendor_err", re.compile(r"\bvendor err (\d+)\b")),
               ("nccl_errno", re.compile(r"\berrno (\d+)\b"))]
+# what the process around vLLM reports, quoted by operators beside the error: the OS error number, the HTTP status a
+# client got (an access log's '"POST /v1/chat/completions HTTP/1.1" 500', "HTTP 500", "status_code=503"), a
+# process's exit status (docker, kubectl describe, systemd's "status=1/FAILURE", a shell) and a port in use
+_PROCESS_FACTS = [
+    ("errno", "Errno", re.compile(r"\[Errno (\d+)\]")),
+    ("http_status", "HTTP", re.compile(r"\bHTTP/\d(?:\.\d)?\"? ([45]\d\d)\b|\bHTTP ([45]\d\d)\b")),
+    ("http_status", "tatus", re.compile(r"\b(?:status_code|status code|HTTP status)[=: ]+([45]\d\d)\b")),
+    ("exit_code", "xit", re.compile(r"\b[Ee]xit(?:ed)?(?: with)? (?:[Cc]ode|status)[=: ]*(\d{1,3})\b|\bExit Code:\s*(\d{1,3})\b")),
+    ("exit_code", "status=", re.compile(r"\bcode=exited, status=(\d{1,3})/")),
+    ("port", "port", re.compile(r"\b[Pp]ort[= :]+(\d{2,5})\b")),
+]
 _HOST_PY_FRAME = re.compile(r"Host Frame:\s*\S+ in (?:\S*/)?([A-Za-z_][\w\-]*)\.py:(\d+)\b")
 _NCCL_SRC = re.compile(r"\s(?:[\w.\-]+/)*([A-Za-z_]\w*)\.(?:cc|cu|cpp|h):(\d+) NCCL WARN")
 # PyTorch's index_copy_/index_add_ size check (aten/src/ATen/native/TensorAdvancedIndexing.cpp)
@@ -233,6 +244,11 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             m = _NCCL_SRC.search(t)
             if m:
                 self.nccl_warn.setdefault(f"{m.group(1)}_line", int(m.group(2)))
+        for name, needle, rx in _PROCESS_FACTS:
+            if needle in line.text and name not in self.facts.startup:
+                m = rx.search(line.text[:2000])
+                if m:
+                    self._set_startup(name, int(next(g for g in m.groups() if g is not None)), line)
         if "--" in line.text and len(self.numeric_flags) < 60:
             for m in _NUM_FLAG.finditer(line.text):
                 self.numeric_flags.setdefault(m.group(1).replace("-", "_"), _num(m.group(2)))
