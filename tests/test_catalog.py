@@ -96,6 +96,10 @@ def test_kernel_checks_outside_python():
       "message": "next_n {next_n} is not supported", "exc": "ValueError"}, "spec_kernel_limit"),
     ({"file": "vllm/model_executor/model_loader/default_loader.py", "function": "load_weights", "exc": "ValueError",
       "message": "Following weights were not initialized from checkpoint: {x}"}, "other"),
+    # a file the install lacks is the image's problem, whatever the function that asked for it
+    ({"file": "vllm/utils/deep_gemm.py", "function": "get_paged_mqa_logits_metadata", "exc": "RuntimeError",
+      "message": "Assertion error (csrc/jit/include_parser.hpp:69): Failed to open: "
+                 "deep_gemm/include/deep_gemm/scheduler/paged_mqa_logits.cuh"}, "other"),
     # Mamba align mode's checkpoint block is a block of the Mamba group, not a weights checkpoint
     ({"file": "vllm/v1/core/single_type_kv_cache_manager.py", "function": "MambaManager.allocate_new_blocks",
       "exc": "AssertionError", "condition": "num_new_blocks <= max_new_blocks",

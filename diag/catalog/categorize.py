@@ -122,6 +122,11 @@ RULES: list[tuple[str, str, Pred]] = [
          r"mamba cache block|page.size|next_n|state_ind|num_speculative|cudagraph|block_size|"
          # a multi-token (speculative) decode's query length checked against a parallel layout (DCP world size)
          r"max_qo_len|\bqo_len|\bq_len|multi-token (?:verify|decode)", t)),
+    # a file the install lacks (a JIT kernel's headers -- DeepGEMM's "Failed to open: .../paged_mqa_logits.cuh" --, a
+    # shared object, a config): the image, not the batch, the block or the drafts
+    ("other_missing_file", "other",
+     lambda f, fn, t, e, c: bool(re.search(r"failed to open\b|no such file or directory|cannot open (?:shared object )?file|"
+                                           r"could not open file", _core(t)))),
     ("other_type_narrowing", "other",
      lambda f, fn, t, e, c: e == "AssertionError" and _is_none_check(c) and not re.search(
          r"state_ind|state_idx|spec_|non_spec|num_accepted|query_start|has_initial|block_idx|cache_indices|prefill_|"

@@ -176,6 +176,12 @@ def hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:
     if setup.prefix_caching or setup.mamba_cache_mode in ("align", "all"):
         return "state_index", ("the Mamba/GDN state indices that prefix caching routes through the block table "
                                f"(mode '{setup.mamba_cache_mode or 'align'}') under speculative decoding" + alt)
+    if batch.get("num_reqs") and batch.get("num_spec_decodes"):
+        # the crash dump's batch is of one kind (spec decodes with the same drafts, nothing mixed in): the drafter's
+        # variable proposals did not make this step mixed
+        return "state_index", ("the crash dump shows spec decodes only, every one with its drafts (no plain decode, "
+                               "prefill or ragged draft beside them): the states they read through the state indices "
+                               "under speculative decoding" + alt)
     if re.search(r"ngram|n-gram|suffix|prompt_lookup", str(setup.spec_method or ""), re.I):
         # n-gram / suffix drafters propose a variable number of tokens (none where no match is found): the GDN / Mamba
         # builders then split one batch into spec decodes and plain decodes (gdn_attn.py: spec_sequence_masks =

@@ -449,6 +449,12 @@ class CommandLines:
             for k, v in a.items():
                 if v is not None:
                     merged[k] = v
+        stated = f.startup.get("mamba_cache_mode")
+        if isinstance(stated, str) and merged.get("mamba_cache_mode") not in (None, stated):
+            # the mode vLLM says it runs wins over the one asked for: a model without 'all' support falls back to
+            # 'align' ("... without support for prefix caching with Mamba cache 'all' mode: falling back to 'align'")
+            f.startup["requested_mamba_cache_mode"] = merged["mamba_cache_mode"]
+            merged["mamba_cache_mode"] = stated
         f.args = redact_args(merged)
         # numbers derived from the arguments
         k = f.args.get("num_speculative_tokens")

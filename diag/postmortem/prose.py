@@ -189,10 +189,9 @@ class ProseLines:
                 k = _failing_k(text)  # the depth in a later sentence ("... with MTP." then "k=3 crashes")
                 if k:
                     prose["k"] = k
-        if "mixed_prose" not in self.facts.startup and len(text) < 2000 and ("ixed" in text or "decod" in text
-                                                                              or "non-spec" in text or "ccepted" in text
-                                                                              or "raft" in text or "agged" in text
-                                                                              or "roposal" in text or " as a" in text):
+        # (vLLM's capture progress bar names its graphs "mixed prefill-decode": no batch of the failure)
+        if "mixed_prose" not in self.facts.startup and len(text) < 2000 and "Capturing CUDA graphs" not in text and any(
+                k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a")):
             m = _MIXED_PROSE.search(text)
             if m:
                 self.facts.startup["mixed_prose"] = m.group(0)

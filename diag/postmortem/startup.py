@@ -22,6 +22,7 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("mamba_cache_mode", re.compile(r"Mamba cache mode is set to '(\w+)'"), str),
     # vLLM 0.13+: "Warning: Prefix caching in Mamba cache 'align' mode is currently enabled. ..."
     ("mamba_cache_mode", re.compile(r"Prefix caching in Mamba cache '(\w+)' mode"), str),
+    ("mamba_cache_mode", re.compile(r"Mamba cache 'all' mode: falling back to '(\w+)' mode"), str),
     ("resolved_architecture", re.compile(r"Resolved architecture: (\w+)"), str),
     # an MLA decode given decodes of different query lengths falls back to one query row per token (vllm/v1/attention/
     # backends/mla/flashinfer_mla.py, tokenspeed_mla.py: "FlashInferMLAImpl got a query of uneven length.")
