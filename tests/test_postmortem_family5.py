@@ -272,3 +272,19 @@ def test_what_the_process_around_vllm_reports_is_kept_as_numbers():
     # a 200 OK is no failure status, and "support" holds no port
     quiet = analyze_text('INFO: 10.0.0.1:1 - "GET /health HTTP/1.1" 200 OK\nspecial support 4096 tokens', "t.log")
     assert "http_status" not in quiet.facts.startup and "port" not in quiet.facts.startup
+
+
+def test_a_preemption_storm_is_a_full_kv_cache_not_a_cold_prefix_cache():
+    """Stats lines with preemptions at a full KV cache: a capacity note (other, info) with the peaks; the 0% prefix
+    hit rate of the same lines is what a full pool evicting every block gives, so it is no prefix-cache finding."""
+    stats = [(212, 0, None, 96.3), (197, 41, 38, 100.0), (171, 88, 112, 100.0), (164, 97, 140, 99.8), (170, 80, 127, 100.0)]
+    lines = [f"(APIServer pid=1) INFO 06-24 10:20:{i}4 [loggers.py:283] Engine 000: Avg prompt throughput: 8123.0 tokens/s, "
+             f"Avg generation throughput: 2710.9 tokens/s, Running: {r} reqs, Waiting: {w} reqs, "
+             + (f"Preemptions: {p}, " if p is not None else "") + f"GPU KV cache usage: {u}%, Prefix cache hit rate: 0.0%"
+             for i, (r, w, p, u) in enumerate(stats)]
+    an = analyze_text("\n".join(lines), "t.log")
+    assert [(f.category, f.rule, f.severity) for f in an.findings] == [("other", "kv_cache_pressure", "info")]
+    assert an.findings[0].numbers["num_preemptions_max"] == 140 and an.findings[0].numbers["num_requests_waiting_max"] == 97
+    # the same hit rate without preemptions is still a cold prefix cache
+    calm = [line.replace("Preemptions: ", "Preempted: ") for line in lines]
+    assert [f.title for f in analyze_text("\n".join(calm), "t.log").findings] == ["Prefix cache never hit"]

@@ -169,6 +169,9 @@ cudagraph_memory_gib                   ``Graph capturing finished in 9 secs, too
 num_requests_running,                  the stats line's ``Running: 17 reqs, Waiting: 42 reqs, GPU KV cache
 num_requests_waiting,                  usage: 87.4%`` (last values)
 gpu_kv_cache_usage_percent
+num_preemptions_max,                   the highest ``Preemptions: N``, ``Waiting: N reqs`` and ``GPU KV cache
+num_requests_waiting_max,              usage: N%`` of the stats lines (a preemption storm's peak)
+gpu_kv_cache_usage_percent_max
 max_cudagraph_capture_size_requested,  ``Capping cudagraph capture sizes from max 512 to 48 to fit Mamba
 max_cudagraph_capture_size_capped,     cache blocks (50 blocks available)``; when none fits (``No valid cudagraph
 mamba_cache_blocks_available,          capture sizes remain after capping to Mamba cache blocks (6). The smallest

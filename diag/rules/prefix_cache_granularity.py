@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..model import Comparison, Evidence, Finding
 from ._util import cfg, log_evidence, state_source
 from .base import Rule, RuleContext
+from .kv_cache_pressure import kv_cache_full
 
 ID = "prefix_cache_granularity"
 MIN_INTERESTING_BLOCK = 256
@@ -81,7 +82,8 @@ def check(ctx: RuleContext) -> list[Finding]:
                 comparisons=[Comparison("prefix-cache granularity", expected=_plain_block(ctx), actual=size, unit="tokens")],
                 numbers={"granularity_tokens": size, "prefix_cache_hit_rate_max": rate}))
         elif rate is not None and float(rate) == 0.0 and samples >= 5 and \
-                not ctx.log.startup.get("prefix_caching_disabled_hybrid"):
+                not ctx.log.startup.get("prefix_caching_disabled_hybrid") and not kv_cache_full(ctx):
+            # (a full pool preempting requests evicts every cached block: kv_cache_pressure says so)
             out.append(Finding(rule=ID, category="prefix_cache_degraded", title="Prefix cache never hit",
                                severity="warning", message=f"{samples} metrics lines all report a 0.0% prefix cache hit rate.",
                                evidence=log_evidence(ctx, None, "prefix_cache_hit_rate"),
