@@ -288,3 +288,28 @@ def test_a_preemption_storm_is_a_full_kv_cache_not_a_cold_prefix_cache():
     # the same hit rate without preemptions is still a cold prefix cache
     calm = [line.replace("Preemptions: ", "Preempted: ") for line in lines]
     assert [f.title for f in analyze_text("\n".join(calm), "t.log").findings] == ["Prefix cache never hit"]
+
+
+def _update_block_table_failure(setting: str) -> str:
+    p = "(Worker_TP0 pid=517) ERROR 06-12 15:27:44 [multiproc_executor.py:962] "
+    site = "/usr/local/lib/python3.12/dist-packages/vllm/"
+    return "\n".join([
+        f"vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 -tp 8 {setting} --speculative-config "
+        "'{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'",
+        f"{p}Traceback (most recent call last):",
+        f'{p}  File "{site}v1/worker/gpu_model_runner.py", line 2053, in _build_attention_metadata',
+        f"{p}    attn_metadata_i = builder.update_block_table(cached_attn_metadata[kv_cache_group_id], blk_table_tensor)",
+        f'{p}  File "{site}v1/attention/backends/mamba_attn.py", line 410, in update_block_table',
+        f"{p}    assert (",
+        f"{p}AssertionError: Mismatch in number of requests when updating block table. Expected 24, got 25."])
+
+
+def test_a_request_count_mismatch_of_the_mamba_builder_is_the_batch_split_without_prefix_caching():
+    """update_block_table counts the step's requests against the state indices' rows: without prefix caching (one
+    state row per request) the batch's requests were counted two ways -- a mixed batch; with prefix caching the rows
+    come through the block table -- a state-index mismatch. Prose saying prefix caching is off counts as off."""
+    assert _first(_update_block_table_failure("")).category == "mixed_batch"
+    assert _first(_update_block_table_failure("--enable-prefix-caching")).category == "state_index"
+    said_off = _update_block_table_failure("") + "\nPrefix caching is OFF (the default for this model)."
+    assert analyze_text(said_off, "t.log").facts.startup["prefix_caching_prose"] is False
+    assert _first(said_off).category == "mixed_batch"

@@ -104,7 +104,7 @@ _PRINTED_TENSOR = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[^\n=\
                              r"(-?\d+(?:\s*,\s*-?\d+){0,255})(?:\s*,\s*(?:\.\.\.|…))?\s*\]")
 _EXPR_SUFFIX = {"shape": "shape", "size()": "shape", "max()": "max", "min()": "min", "numel()": "numel", "sum()": "sum"}
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
-                       r"(?:\s+(?:on|enabled|turned on))?", re.I)
+                       r"(?:\s+(?:is\s+|was\s+)?(off|disabled|not enabled|on|enabled|turned on)\b)?", re.I)
 
 
 _FAILS = re.compile(r"^\W{0,3}(?:it |that |this |still |also |then |always )?(?:crash|die|dies|died|fail|break|hang|"
@@ -212,7 +212,9 @@ class ProseLines:
         if "prefix cach" in text.lower() and "prefix_caching_prose" not in self.facts.startup and len(text) < 2000:
             m = _PC_PROSE.search(text)
             if m:
-                self.facts.startup["prefix_caching_prose"] = not bool(m.group(1))
+                # "without prefix caching", "prefix caching is OFF": a negation before or after
+                self.facts.startup["prefix_caching_prose"] = not (m.group(1) or (m.group(2) or "").lower() in (
+                    "off", "disabled", "not enabled"))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
         if ("=" in text or '":' in text or "':" in text or "tensor([" in text) and "_" in text and len(text) < 4000 \
                 and "with config:" not in text and "non-default args" not in text and "SchedulerOutput" not in text:

@@ -72,6 +72,9 @@ _ROW_CHECK = re.compile(r"\bbatch\w*\s*==\s*[\w.]*ind\w*\.(?:shape\[0\]|size\(0\
 # the state indices' rows checked against the batch's rows (N, batch, padded_batch), either way round
 _BARE_ROWS_CHECK = re.compile(r"\w*ind\w*\.(?:shape\[0\]|size\(0\))\s*(?:>=|==)\s*(?:N|\w*batch\w*)\b|"
                               r"\b(?:N|\w*batch\w*)\s*(?:<=|==)\s*\w*ind\w*\.(?:shape\[0\]|size\(0\))")
+# a Mamba builder counting the step's requests against the state indices' rows (mamba_attn.py update_block_table:
+# "Mismatch in number of requests when updating block table. Expected X, got Y")
+_REQUEST_COUNT_CHECK = re.compile(r"num_prefills\s*\+\s*[\w.]*num_decodes\s*==\s*[\w.]*state_ind\w*\.shape\[0\]")
 _EXPECTED_ROWS = re.compile(r"\((\d+),\s*\*\)")
 _GOT_2D = re.compile(r"(?:torch\.Size\(\[|\[|\()(\d+),\s*(\d+)(?:\]\)|\]|\))")
 
@@ -170,6 +173,16 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         basis += ("; the assert compares the state indices' rows with the batch's rows under speculative decoding "
                   f"(k = {setup.spec_k}): a kernel counting 1 + k tokens per spec decode meets one state row per "
                   "request -- the batch's rows counted two ways (a mixed batch), not the indices' width")
+    elif cat == "state_index" and setup.spec_k != 0 and _REQUEST_COUNT_CHECK.search(site.condition or "") and (
+            (setup.batch or {}).get("mixed") or not (setup.prefix_caching or setup.mamba_cache_mode in ("align", "all"))):
+        # the requests of the step counted two ways (the metadata built for one group vs the rows handed to another):
+        # without prefix caching the state indices hold one row per request, so the split of the batch differs, not
+        # an index -- the mixed-batch class; with prefix caching the rows come through the block table (state_index)
+        cat = "mixed_batch"
+        basis += ("; the check counts the step's requests (prefills + decodes) against the state indices' rows"
+                  + (" and the crash dump shows a mixed batch" if (setup.batch or {}).get("mixed") else
+                     " with no prefix caching (one state row per request)")
+                  + ": the batch's requests counted two ways under speculative decoding, not an index width")
     pre = precondition_fails(cat, setup, facts, site)
     if pre:
         basis += f"; but {pre}, so the check fired for another reason: not counted as {cat}"
