@@ -299,3 +299,5 @@ def test_a_crash_dump_of_spec_decodes_only_outweighs_the_drafters_prior_and_the_
     top = an.findings[0]
     assert "mixed_prose" not in an.facts.startup
     assert top.category == "state_index" and top.confidence == "low" and "spec decodes only" in top.basis
+    # LFM2's short-convolution layers are no GDN or Mamba2 layers: their spec-decode path is said to be not modelled
+    assert any(m.startswith("not modelled: the speculative-decoding path of LFM2") for m in top.missing_evidence)

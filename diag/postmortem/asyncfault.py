@@ -112,11 +112,26 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     d = Diagnosis(category=cat, confidence=conf, basis=basis, title=title,
                   message=f"{common}." + (f" Batch at the crash: {describe_batch(batch)}." if batch else ""),
                   numbers=nums, evidence=ev, rule="async_fault")
+    layers = _SPEC_LAYERS_NOT_MODELLED.get(facts.architecture or "")
+    if layers and setup.spec_k and cat != "other":
+        # (seen on vLLM 0.26.0: Jamba and LFM2 fault only inside the full decode graph, Kimi-Linear's KDA layer reads
+        # no spec-decode state indices) -- the class above is the configuration's prior, not a mechanism
+        d.basis += f"; not modelled: how {layers} run speculative decoding (vllm-diag models the GDN and Mamba2 paths)"
+        d.missing.append(f"not modelled: the speculative-decoding path of {layers}; a run without drafts (or with "
+                         "--enforce-eager) tells whether the drafts are the trigger")
     if not blocking:
         d.missing.append("rerun with CUDA_LAUNCH_BLOCKING=1 (and --enforce-eager) so the faulting kernel is the frame "
                          "shown; with the vllm-diag probes on (VLLM_DIAG_DB=run.db) each step's batch is recorded")
     return d
 
+
+# hybrids whose recurrent layers are not GDN or Mamba2: their spec-decode path is not modelled
+_SPEC_LAYERS_NOT_MODELLED = {
+    "JambaForCausalLM": "Jamba's Mamba1 layers", "Lfm2ForCausalLM": "LFM2's short-convolution layers",
+    "Lfm2MoeForCausalLM": "LFM2's short-convolution layers", "KimiLinearForCausalLM": "Kimi-Linear's KDA layers",
+    "MiniMaxText01ForCausalLM": "MiniMax's lightning-attention layers",
+    "MiniMaxM1ForCausalLM": "MiniMax's lightning-attention layers",
+}
 
 _DENSE_DECODE = re.compile(r"attention/backends/(?!gdn|mamba|linear|short_conv)\w+\.py|flashinfer/|trtllm|xqa", re.I)
 
