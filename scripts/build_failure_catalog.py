@@ -426,37 +426,13 @@ def _statement(text: str) -> str:
     return text
 
 
-def _stream_parts(stream: str) -> list[str]:
-    """``<< "a" << x << "b"`` -> ['"a"', 'x', '"b"'], splitting only on ``<<`` outside string literals."""
-    parts, cur, quote, i = [], "", False, 0
-    while i < len(stream):
-        ch = stream[i]
+def _split_top(text: str, sep: str) -> list[str]:
+    """``text`` split on ``sep`` outside string literals and brackets."""
+    parts, cur, quote, depth, i = [], "", False, 0, 0
+    while i < len(text):
+        ch = text[i]
         if ch == "\\" and quote:
-            cur += stream[i:i + 2]
-            i += 2
-            continue
-        if ch == '"':
-            quote = not quote
-        if not quote and stream.startswith("<<", i):
-            parts.append(cur)
-            cur = ""
-            i += 2
-            continue
-        cur += ch
-        i += 1
-    parts.append(cur)
-    return [p for p in parts[1:]]
-
-
-def _plus_parts(expr: str) -> list[str]:
-    """'"a " + x + "b"' -> ['"a "', 'x', '"b"'] when a string literal is concatenated; else [expr]."""
-    if '"' not in expr or "+" not in expr:
-        return [expr]
-    pieces, cur, quote, depth, i = [], "", False, 0, 0
-    while i < len(expr):
-        ch = expr[i]
-        if ch == "\\" and quote:
-            cur += expr[i:i + 2]
+            cur += text[i:i + 2]
             i += 2
             continue
         if ch == '"':
@@ -465,14 +441,25 @@ def _plus_parts(expr: str) -> list[str]:
             depth += 1
         elif not quote and ch in ")]}":
             depth -= 1
-        if ch == "+" and not quote and depth == 0:
-            pieces.append(cur)
+        if not quote and depth == 0 and text.startswith(sep, i):
+            parts.append(cur)
             cur = ""
-        else:
-            cur += ch
+            i += len(sep)
+            continue
+        cur += ch
         i += 1
-    pieces.append(cur)
-    return pieces
+    parts.append(cur)
+    return parts
+
+
+def _stream_parts(stream: str) -> list[str]:
+    """``<< "a" << x << "b"`` -> ['"a"', 'x', '"b"'], splitting only on ``<<`` outside string literals."""
+    return _split_top(stream, "<<")[1:]
+
+
+def _plus_parts(expr: str) -> list[str]:
+    """'"a " + x + "b"' -> ['"a "', 'x', '"b"'] when a string literal is concatenated; else [expr]."""
+    return _split_top(expr, "+") if '"' in expr and "+" in expr else [expr]
 
 
 def _cxx_message(parts: list[str]) -> str:
