@@ -254,3 +254,14 @@ def test_spec_capture_sizes_ignores_resolved_sizes_in_a_log():
     facts.lines["non_default_args"] = (1, "non-default args: {'compilation_config': {'cudagraph_capture_sizes': [1, 2]}}")
     facts.args["cudagraph_capture_sizes"] = [1, 2]
     assert _fire(RuleContext(log=facts), "spec_capture_sizes")
+
+
+def test_mode_all_under_drafts_is_an_error_predicted_and_a_risk_where_the_engine_served():
+    """The pre-flight predicts the failure (error); a recording of an engine that served without an error (Jamba's
+    Mamba1 layers with --enforce-eager on vLLM 0.26.0) and a log without a failure get the same finding as a risk."""
+    config = {"mamba_cache_mode": "all", "num_speculative_tokens": 3, "speculative_method": "ngram"}
+    predicted = EngineState(source="predicted", vllm_version="0.26.0", config=config)
+    assert _fire(RuleContext(state=predicted, version=(0, 26, 0)), "mamba_state_indices")[0].severity == "error"
+    served = EngineState(source="recorded", vllm_version="0.26.0", config=config)
+    f = _fire(RuleContext(state=served, version=(0, 26, 0)), "mamba_state_indices")[0]
+    assert f.severity == "warning" and "recording shows no failure" in f.message

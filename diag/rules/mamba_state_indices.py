@@ -102,12 +102,14 @@ def check(ctx: RuleContext) -> list[Finding]:
     title = ("Mamba cache mode 'all' cannot run speculative decoding" if msg.startswith("Prefix caching in Mamba cache mode 'all' "
              "with speculative decoding: after") else "Mamba state-index buffer narrower than the block-table row")
     severity = "error"
-    if ctx.log is not None and ctx.log.root is None and comps and comps[0].name.startswith("Mamba cache mode"):
-        # a prediction from the configuration alone, on a log that shows no failure (an engine that served, maybe
-        # with the drafts silently wrong -- Jamba's Mamba1 layers under --enforce-eager on 0.26): a risk, not the
-        # cause of an error
+    no_log_failure = ctx.log is not None and ctx.log.root is None
+    no_recorded_failure = ctx.log is None and st is not None and state_source(st) == "recorded" and not st.errors
+    if (no_log_failure or no_recorded_failure) and comps and comps[0].name.startswith("Mamba cache mode"):
+        # a prediction from the configuration alone, for an engine whose log or recording shows no failure (it served,
+        # maybe with the drafts silently wrong -- Jamba's Mamba1 layers under --enforce-eager on 0.26): a risk, not
+        # the cause of an error
         severity = "warning"
-        msg += " This log shows no failure of the engine."
+        msg += f" This {'log' if no_log_failure else 'recording'} shows no failure of the engine."
     return [Finding(rule=ID, category="state_index", title=title,
                     severity=severity, message=msg, numbers=numbers, comparisons=comps, evidence=evidence,
                     missing_evidence=[] if v else ["vLLM version (rule applies to 0.17-0.30)"])]
