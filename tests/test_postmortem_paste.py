@@ -229,3 +229,14 @@ def test_a_shippers_newest_first_export_with_tracebacks_in_one_record_reads_in_t
     plain = [json.dumps({"time": f"2026-07-22T08:13:0{i}Z", "log": line}) for i, line in enumerate(LOG.split("\n"))]
     assert shipped_records(plain) is None
     assert _top("\n".join(plain))[0] == "kv_page_size"
+
+
+def test_json_records_behind_a_relays_tag_or_in_colour_are_read_as_records():
+    """`kubectl logs --prefix` in front of docker's json-file records, or a terminal's colour around them: the records
+    are still unwrapped, in time order."""
+    records = [json.dumps({"log": line + "\n", "stream": "stderr", "time": f"2026-07-22T08:13:0{i}.0Z"})
+               for i, line in enumerate(LOG.split("\n"))]
+    tagged = [f"[pod/vllm-0/vllm] {r}" for r in records]
+    assert [t for _, t in logical_lines(tagged)] == LOG.split("\n")
+    coloured = [f"\x1b[31m{r}\x1b[0m" for r in records]
+    assert _top("\n".join(coloured))[0] == _top("\n".join(tagged))[0] == "kv_page_size"

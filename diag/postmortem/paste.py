@@ -18,7 +18,7 @@ import json
 import re
 from typing import Callable
 
-from .lines import ENVELOPE_KEYS, MAX_LINE_CHARS
+from .lines import ENVELOPE_KEYS, MAX_LINE_CHARS, strip_ansi
 
 # where a new line of a log starts for sure: a continuation of a wrapped line is not joined to it
 _LINE_START = re.compile(r"^\s*(?:\(|\[|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:|"
@@ -121,14 +121,26 @@ def shipped_records(lines: list[str]) -> list[tuple[int, str]] | None:
     """A shipper's JSON export whose records carry several lines each, or list the newest first: ``(index of the
     record's line, carried line)`` in time order, the lines around the records where they were; ``None`` for any
     other text (a one-line-per-record envelope is :func:`.lines.clean_line`'s job)."""
-    slots = [i for i, line in enumerate(lines) if line[:1] == "{" or line.lstrip()[:1] == "{"]
+    # a record may come behind a relay's tag ("[pod/vllm-0/vllm] {...}") or in colour
+    starts = {}
+    relayed = False  # a tag or colour in front of the records: the line cleaner's envelope reading misses them
+    for i, line in enumerate(lines):
+        if "{" not in line[:100]:
+            continue
+        if "\x1b" in line or "^[" in line:
+            line = strip_ansi(line)
+        at = line.find("{")
+        if at <= 80 and line.rstrip().endswith("}") and (at == 0 or line[at:at + 2] == '{"'):
+            starts[i] = line[at:]
+            relayed = relayed or at > len(line) - len(line.lstrip()) or line is not lines[i]
+    slots = list(starts)
     filled = sum(1 for line in lines if line.strip())
     if len(slots) < 3 or len(slots) * 2 < filled:
         return None
     records = []  # (slot, time, carried text)
     for i in slots:
         try:
-            obj = json.loads(lines[i])
+            obj = json.loads(starts[i])
         except ValueError:
             obj = None
         carried = next((obj[k] for k in ENVELOPE_KEYS if isinstance(obj.get(k), str)), None) \
@@ -140,7 +152,7 @@ def shipped_records(lines: list[str]) -> list[tuple[int, str]] | None:
     same_kind = times and len(times) == len(records) and len({isinstance(t, str) for t in times}) == 1
     newest_first = bool(same_kind) and sum(a > b for a, b in zip(times, times[1:])) > \
         2 * sum(a < b for a, b in zip(times, times[1:]))
-    if not newest_first and not any("\n" in text.rstrip("\r\n") for _, _, text in records):
+    if not newest_first and not relayed and not any("\n" in text.rstrip("\r\n") for _, _, text in records):
         return None
     ordered = records
     if newest_first:  # back to time order; records of one timestamp keep their order of printing
