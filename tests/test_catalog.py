@@ -96,6 +96,9 @@ def test_kernel_checks_outside_python():
       "message": "next_n {next_n} is not supported", "exc": "ValueError"}, "spec_kernel_limit"),
     ({"file": "vllm/model_executor/model_loader/default_loader.py", "function": "load_weights", "exc": "ValueError",
       "message": "Following weights were not initialized from checkpoint: {x}"}, "other"),
+    # no kernel block size divides the manager's block (a hybrid's raised or a user's block): an alignment
+    ({"file": "vllm/v1/worker/utils.py", "function": "select_common_block_size", "exc": "ValueError",
+      "message": "No common block size for {kv_manager_block_size}. "}, "block_size_alignment"),
     # a file the install lacks is the image's problem, whatever the function that asked for it
     ({"file": "vllm/utils/deep_gemm.py", "function": "get_paged_mqa_logits_metadata", "exc": "RuntimeError",
       "message": "Assertion error (csrc/jit/include_parser.hpp:69): Failed to open: "

@@ -347,5 +347,8 @@ def test_flashinfer_finding_no_trtllm_kernel_is_the_decode_kernels_limit_under_d
              "tileSizeQ=8, tileSizeKv=128, numTokensPerPage=64")
     drafts = _engine("0.25.0", "moonshotai/Kimi-K2-Instruct", ("eagle3", 3))
     assert _top("\n".join([drafts, *_tb(frames, error)])).category == "spec_kernel_limit"
+    # FlashInfer's other spelling of the same lookup failure
+    missing = error.replace("991: Trtllm-gen kernels not found:", "214: Missing TRTLLM-GEN kernel (decode):")
+    assert _top("\n".join([drafts, *_tb(frames, missing)])).category == "spec_kernel_limit"
     no_drafts = _engine("0.25.0", "moonshotai/Kimi-K2-Instruct", None)
     assert _top("\n".join([no_drafts, *_tb(frames, error)])).category == "other"

@@ -250,7 +250,8 @@ RULES: list[tuple[str, str, Pred]] = [
     # the query tokens per request (tileSizeQ; 1 + k under drafts) and heads per KV head, so with drafts it is the
     # decode kernel's limit (without drafts the precondition check makes it another failure)
     ("trtllm_kernel_selection", "spec_kernel_limit",
-     lambda f, fn, t, e, c: "trtllm" in f and "kernels not found" in _core(t)),
+     lambda f, fn, t, e, c: ("trtllm" in f or "trtllm/fmha" in _core(t)) and bool(re.search(
+         r"kernels? not found|missing trtllm-gen kernel", _core(t)))),
     ("kv_page_unification", "kv_page_size",
      lambda f, fn, t, e, c: bool(_PAGE_WORDS.search(t)) or bool(re.search(
          # (a KV-cache spec's merge -- FullAttentionSpec.merge, KVCacheSpec.merge: the layers of one group must
@@ -283,7 +284,7 @@ RULES: list[tuple[str, str, Pred]] = [
                                            r"(?:[2-9]|\d\d)\b", t))),
     ("kernel_block_alignment", "block_size_alignment",
      lambda f, fn, t, e, c: bool(_BLOCK_WORDS.search(t)) and bool(re.search(
-         r"divis|multiple|align|support|must divide|% |kernel|backend|not a power|power of", t))
+         r"divis|multiple|align|support|must divide|% |kernel|backend|not a power|power of|common block size", t))
      and not bool(_STATE_WORDS.search(t.replace("block_size", "")))
      # a model's head shape or a weight-quantization block (MXFP4's 32-element scale block) is not the KV block
      and not _head_or_quant_block(t)),
