@@ -291,17 +291,13 @@ def test_a_preemption_storm_is_a_full_kv_cache_not_a_cold_prefix_cache():
 
 
 def _update_block_table_failure(setting: str) -> str:
-    p = "(Worker_TP0 pid=517) ERROR 06-12 15:27:44 [multiproc_executor.py:962] "
-    site = "/usr/local/lib/python3.12/dist-packages/vllm/"
-    return "\n".join([
-        f"vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 -tp 8 {setting} --speculative-config "
-        "'{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'",
-        f"{p}Traceback (most recent call last):",
-        f'{p}  File "{site}v1/worker/gpu_model_runner.py", line 2053, in _build_attention_metadata',
-        f"{p}    attn_metadata_i = builder.update_block_table(cached_attn_metadata[kv_cache_group_id], blk_table_tensor)",
-        f'{p}  File "{site}v1/attention/backends/mamba_attn.py", line 410, in update_block_table',
-        f"{p}    assert (",
-        f"{p}AssertionError: Mismatch in number of requests when updating block table. Expected 24, got 25."])
+    return _serve_log(f"vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 -tp 8 {setting}",
+                      '{"method": "mtp", "num_speculative_tokens": 3}', [
+                          ("v1/worker/gpu_model_runner.py", 2053, "_build_attention_metadata",
+                           "attn_metadata_i = builder.update_block_table(cached_attn_metadata[kv_cache_group_id], "
+                           "blk_table_tensor)"),
+                          ("v1/attention/backends/mamba_attn.py", 410, "update_block_table", "assert ("),
+                      ], "AssertionError: Mismatch in number of requests when updating block table. Expected 24, got 25.")
 
 
 def test_a_request_count_mismatch_of_the_mamba_builder_is_the_batch_split_without_prefix_caching():

@@ -82,7 +82,7 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
         title = f"{title_of(cat)} (inferred: {fault} with MLA and speculative decoding)"
         if setup.spec_k > 0:
             nums.setdefault("next_n", setup.spec_k + 1)
-    elif setup.hybrid and setup.spec_k == 0 and (setup.mamba_cache_mode in ("align", "all") or setup.prefix_caching):
+    elif setup.hybrid and setup.spec_k == 0 and setup.prefix_cached_states:
         # prefix caching on a hybrid without drafts: the Mamba/GDN states are read and copied through the block
         # table (align mode copies the last block's state at every step; 'all' keeps one per block)
         cat = "state_index"
@@ -168,7 +168,7 @@ def hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:
     zero accepted drafts) or the state indices through the block table (prefix caching's align/all modes)."""
     batch = setup.batch or {}
     starts = batch.get("cached_start_tokens")
-    if starts and (setup.prefix_caching or setup.mamba_cache_mode in ("align", "all")):
+    if starts and setup.prefix_cached_states:
         # a request of the failing step (re)starts from cached blocks -- a prefix-cache hit of a new request, a request
         # resumed after preemption: its Mamba/GDN state is restored from the cached block and read through the state
         # indices / block table (align mode's running block plus the speculative blocks), whatever else the batch mixes
@@ -188,7 +188,7 @@ def hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:
     # its state at num_accepted - 1 = -1 (vLLM's GDN spec-decode kernels index the state with the accepted count)
     alt = ("; the mixed-batch class (a row with no accepted draft reading its state at num_accepted - 1 = -1) fits "
            "the same evidence: the crash dump's batch or a run with CUDA_LAUNCH_BLOCKING=1 tells the two apart")
-    if setup.prefix_caching or setup.mamba_cache_mode in ("align", "all"):
+    if setup.prefix_cached_states:
         return "state_index", ("the Mamba/GDN state indices that prefix caching routes through the block table "
                                f"(mode '{setup.mamba_cache_mode or 'align'}') under speculative decoding" + alt)
     if batch.get("num_reqs") and batch.get("num_spec_decodes"):

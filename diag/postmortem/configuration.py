@@ -52,6 +52,11 @@ class Setup:
     kv_connector: str | None = None  # the KV connector(s), comma-separated (P/D transfer, offloading)
     kv_role: str | None = None  # kv_producer | kv_consumer | kv_both
 
+    @property
+    def prefix_cached_states(self) -> bool:
+        """Prefix caching routes the Mamba/GDN states through the block table (the 'align' or 'all' cache mode)."""
+        return bool(self.prefix_caching or self.mamba_cache_mode in ("align", "all"))
+
 
 def _truthy(v: Any) -> bool | None:
     if v is None:

@@ -97,14 +97,21 @@ def strip_ansi(text: str) -> str:
 
 # the key that carries the line in a shipper's JSON envelope: docker's json-file and Fluent Bit ("log"), Vector,
 # Datadog and CloudWatch ("message"), Google Cloud Logging ("textPayload"), a Loki export ("line")
-ENVELOPE_KEYS = ("log", "message", "textPayload", "line")
+_ENVELOPE_KEYS = ("log", "message", "textPayload", "line")
+
+
+def envelope_text(obj: object) -> str | None:
+    """The text a shipper's decoded JSON record carries, or ``None`` when it is no such record."""
+    if not isinstance(obj, dict):
+        return None
+    return next((obj[k] for k in _ENVELOPE_KEYS if isinstance(obj.get(k), str)), None)
 
 
 def _json_log(raw: str) -> str:
     """A log shipper's JSON envelope: ``{"log":"<line>\\n","stream":"stdout","time":…}`` -> the line it carries
     (JSON escapes decoded); anything else unchanged."""
     s = raw.lstrip()
-    if not s.startswith("{") or not s.rstrip().endswith("}") or not any(f'"{k}"' in s for k in ENVELOPE_KEYS):
+    if not s.startswith("{") or not s.rstrip().endswith("}") or not any(f'"{k}"' in s for k in _ENVELOPE_KEYS):
         return raw
     import json
 
@@ -112,9 +119,7 @@ def _json_log(raw: str) -> str:
         obj = json.loads(s)
     except ValueError:
         return raw
-    if not isinstance(obj, dict):
-        return raw
-    val = next((obj[k] for k in ENVELOPE_KEYS if isinstance(obj.get(k), str)), None)
+    val = envelope_text(obj)
     return val.rstrip("\r\n") if val is not None else raw
 
 

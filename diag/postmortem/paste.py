@@ -18,7 +18,7 @@ import json
 import re
 from typing import Callable
 
-from .lines import ENVELOPE_KEYS, MAX_LINE_CHARS, strip_ansi
+from .lines import MAX_LINE_CHARS, envelope_text, strip_ansi
 
 # where a new line of a log starts for sure: a continuation of a wrapped line is not joined to it
 _LINE_START = re.compile(r"^\s*(?:\(|\[|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:|"
@@ -133,18 +133,16 @@ def shipped_records(lines: list[str]) -> list[tuple[int, str]] | None:
         if at <= 80 and line.rstrip().endswith("}") and (at == 0 or line[at:at + 2] == '{"'):
             starts[i] = line[at:]
             relayed = relayed or at > len(line) - len(line.lstrip()) or line is not lines[i]
-    slots = list(starts)
     filled = sum(1 for line in lines if line.strip())
-    if len(slots) < 3 or len(slots) * 2 < filled:
+    if len(starts) < 3 or len(starts) * 2 < filled:
         return None
     records = []  # (slot, time, carried text)
-    for i in slots:
+    for i, record in starts.items():
         try:
-            obj = json.loads(starts[i])
+            obj = json.loads(record)
         except ValueError:
             obj = None
-        carried = next((obj[k] for k in ENVELOPE_KEYS if isinstance(obj.get(k), str)), None) \
-            if isinstance(obj, dict) else None
+        carried = envelope_text(obj)
         when = next((obj[k] for k in _TIME_KEYS if isinstance(obj.get(k), (str, int, float))), None) \
             if isinstance(obj, dict) else None
         records.append((i, when, carried if carried is not None else lines[i]))
@@ -158,10 +156,9 @@ def shipped_records(lines: list[str]) -> list[tuple[int, str]] | None:
     if newest_first:  # back to time order; records of one timestamp keep their order of printing
         ordered = sorted(reversed(records), key=lambda r: r[1])
     texts = iter(text for _, _, text in ordered)
-    at_slot = set(slots)
     out: list[tuple[int, str]] = []
     for i, line in enumerate(lines):
-        if i not in at_slot:
+        if i not in starts:
             out.append((i, line))
             continue
         out += [(i, piece.rstrip("\r")) for piece in next(texts).rstrip("\r\n").split("\n")]

@@ -177,7 +177,7 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
         if setup.spec_k:
             cat, why = hybrid_spec_fault_class(setup)
             return out(cat, "medium", f"with {', '.join(setup.why)} -> {why}")
-        if setup.prefix_caching or setup.mamba_cache_mode in ("align", "all"):
+        if setup.prefix_cached_states:
             return out("state_index", "medium", f"with {', '.join(setup.why)} -> the state indices prefix caching routes "
                                                 "through the block table")
         if known:

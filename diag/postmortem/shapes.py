@@ -77,8 +77,8 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
         cat, where = "mixed_batch", hybrid_at
     elif mla_at is not None:
         cat, where = "spec_kernel_limit", mla_at
-    elif re.search(r"block_table\.py \w*(?:append_row|add_row|_row)\b", text) and setup.hybrid and not setup.mla and (
-            setup.prefix_caching or setup.mamba_cache_mode in ("align", "all")):
+    elif re.search(r"block_table\.py \w*(?:append_row|add_row|_row)\b", text) and setup.hybrid and not setup.mla \
+            and setup.prefix_cached_states:
         # the runner's block-table row of a hybrid model under speculative decoding with prefix caching: the row
         # is too short for the blocks (the Mamba groups' extra speculative blocks); the width decides
         cat = "mixed_batch"  # turned into the state-index class below (prefix caching on)
@@ -101,8 +101,8 @@ def shape_class(root: LogException, message: str, setup: Setup, facts: LogFacts)
     inside = ("in the runner's block table of a hybrid (Mamba/GDN) model" if where is not None and "block_table" in where.file
               else "inside Mamba/GDN code" if where is not None else "in a step of a hybrid (Mamba/GDN) model")
     rows = rows_mismatch(root, message)
-    if cat == "mixed_batch" and not neg and not rows and not (batch.get("mixed") or batch.get("ragged_drafts")) and (
-            setup.prefix_caching or setup.mamba_cache_mode in ("align", "all")):
+    if cat == "mixed_batch" and not neg and not rows and not (batch.get("mixed") or batch.get("ragged_drafts")) \
+            and setup.prefix_cached_states:
         cat = "state_index"
         what = (f"{kind} {inside} under speculative decoding with prefix caching: the state "
                 "indices run through the block table, whose width carries extra columns for the draft tokens "

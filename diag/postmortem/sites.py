@@ -156,6 +156,7 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                                                 if isinstance(mx, int) else ""))
         if isinstance(mx, int):
             nums.setdefault("decode_tokens_max", mx * (1 + k))
+    dumped_mixed = bool((setup.batch or {}).get("mixed"))  # the crash dump's batch mixes kinds of rows
     rows = _spec_rows_vs_batch(site, root.message or "", setup) if cat == "state_index" else None
     if rows is not None:
         batch, spec_rows, width = rows
@@ -174,13 +175,13 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                   f"(k = {setup.spec_k}): a kernel counting 1 + k tokens per spec decode meets one state row per "
                   "request -- the batch's rows counted two ways (a mixed batch), not the indices' width")
     elif cat == "state_index" and setup.spec_k != 0 and _REQUEST_COUNT_CHECK.search(site.condition or "") and (
-            (setup.batch or {}).get("mixed") or not (setup.prefix_caching or setup.mamba_cache_mode in ("align", "all"))):
+            dumped_mixed or not setup.prefix_cached_states):
         # the requests of the step counted two ways (the metadata built for one group vs the rows handed to another):
         # without prefix caching the state indices hold one row per request, so the split of the batch differs, not
         # an index -- the mixed-batch class; with prefix caching the rows come through the block table (state_index)
         cat = "mixed_batch"
         basis += ("; the check counts the step's requests (prefills + decodes) against the state indices' rows"
-                  + (" and the crash dump shows a mixed batch" if (setup.batch or {}).get("mixed") else
+                  + (" and the crash dump shows a mixed batch" if dumped_mixed else
                      " with no prefix caching (one state row per request)")
                   + ": the batch's requests counted two ways under speculative decoding, not an index width")
     pre = precondition_fails(cat, setup, facts, site)

@@ -57,10 +57,10 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
 # a literal each pattern needs, checked with `in` before the regex runs (most lines match none)
 _STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, conv) for name, rx, conv in _STARTUP_PATTERNS_RAW]
 # the engine's stats line (vLLM 0.8+ loggers.py): "Running: 170 reqs, Waiting: 80 reqs, Preemptions: 127, GPU KV cache
-# usage: 100.0%" -- a preemption counter appears once requests were preempted (recomputed) for want of KV blocks
-_STATS_PEAKS = [("num_preemptions", re.compile(r"Preemptions: (\d+)")),
-                ("num_requests_waiting", re.compile(r"Waiting: (\d+) reqs")),
-                ("gpu_kv_cache_usage_percent", re.compile(r"GPU KV cache usage: (\d+(?:\.\d+)?)%"))]
+# usage: 100.0%" -- a preemption counter appears once requests were preempted (recomputed) for want of KV blocks; a
+# preemption storm shows in the highest values over the log (<name>_max), not the last
+_PREEMPTIONS = re.compile(r"Preemptions: (\d+)")
+_PEAKED = ("num_requests_waiting", "gpu_kv_cache_usage_percent")
 _KV_SIZE = re.compile(r"\b(GPU|CPU|XPU|TPU|HPU)(?: \+ host)? KV cache size: " + _INT + r" tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _FLOAT + r"x")
 _HIT_RATE = re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: (?:GPU: )?" + _FLOAT + r"%")
@@ -113,6 +113,10 @@ class StartupLines:
             if m and len(self.facts.startup) < 200:
                 self.facts.startup.setdefault(f"{m.group(1).replace('-', '_')}_line", int(m.group(2)))
 
+    def _peak(self, name: str, value: float, line: Line) -> None:
+        if value > self.facts.startup.get(f"{name}_max", -1):
+            self._set_startup(f"{name}_max", value, line)
+
     def vocab_line(self, line: Line) -> None:
         """Vocabulary sizes a report states, in a record or in prose (config.json's vocab_size / draft_vocab_size,
         the tokenizer's length): two that differ are a token id past an embedding table waiting to happen."""
@@ -142,9 +146,12 @@ class StartupLines:
             m = rx.search(text)
             if m:
                 try:
-                    self._set_startup(name, conv(m.group(1)), line)
+                    value = conv(m.group(1))
                 except ValueError:
-                    pass
+                    continue
+                self._set_startup(name, value, line)
+                if name in _PEAKED:
+                    self._peak(name, value, line)
         if self._logged_budget > 0 and line.level != "ERROR" and line.level != "DEBUG" and (
                 "=" in text or " from " in text or "Using " in text) and len(text) < 2000 and "with config:" not in text \
                 and "non-default args" not in text and "SamplingParams(" not in text:
@@ -155,14 +162,9 @@ class StartupLines:
                 for name, val in logged_numbers(text).items():
                     if len(self.logged) < 60:
                         self.logged.setdefault(name, val)
-        if "Preemptions: " in text or "Waiting: " in text or "KV cache usage: " in text:
-            # the stats line's peaks over the log: a preemption storm shows in the highest values, not the last
-            for name, rx in _STATS_PEAKS:
-                m = rx.search(text)
-                if m:
-                    value = float(m.group(1)) if "." in m.group(1) else int(m.group(1))
-                    if value > self.facts.startup.get(f"{name}_max", -1):
-                        self._set_startup(f"{name}_max", value, line)
+        m = _PREEMPTIONS.search(text) if "Preemptions: " in text else None
+        if m:
+            self._peak("num_preemptions", int(m.group(1)), line)
         m = _CAPPING.search(text) if "Capping cudagraph" in text else None
         if m:  # "Capping cudagraph capture sizes from max 512 to 48 to fit Mamba cache blocks (50 blocks available)"
             self._set_startup("max_cudagraph_capture_size_requested", int(m.group(1)), line)
