@@ -104,7 +104,7 @@ GENERIC = {"num", "n", "size", "sizes", "max", "min", "total", "count", "value",
 FILLER = {"raise", "assert", "call", "check", "site", "statement", "stmt"}
 _UNITS = {"b": 1, "bytes": 1, "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "ms": 1e-3, "s": 1.0}
 _SKIP_KEYS = {"log_line", "views", "session", "files", "evidence", "total_lines", "processes", "first_line", "rank",
-              "schema", "exit_code", "started_at", "ended_at", "number", "rule_errors"}
+              "schema", "started_at", "ended_at", "number", "rule_errors"}
 
 
 def _canon(name: str) -> str:
@@ -156,7 +156,7 @@ def named_leaves(obj, out: list, key: str = "") -> None:
             if isinstance(obj.get("function"), str):
                 out.append((f"{obj['function'].rsplit('.', 1)[-1]}_line", obj["line"]))
         for k, v in obj.items():
-            if k in _SKIP_KEYS:
+            if k in _SKIP_KEYS or (k == "exit_code" and not key):  # the record's own exit status, not the log's
                 continue
             named_leaves(v, out, str(k))
             if key and not isinstance(v, (dict, list)):  # also under its parent's name: gpu.count -> gpu_count

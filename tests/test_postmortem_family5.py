@@ -272,6 +272,33 @@ def test_what_the_process_around_vllm_reports_is_kept_as_numbers():
     # a 200 OK is no failure status, and "support" holds no port
     quiet = analyze_text('INFO: 10.0.0.1:1 - "GET /health HTTP/1.1" 200 OK\nspecial support 4096 tokens', "t.log")
     assert "http_status" not in quiet.facts.startup and "port" not in quiet.facts.startup
+    # requests' raise_for_status ("401 Client Error: Unauthorized"), a worker killed by a signal (negative code)
+    gated = analyze_text("requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/"
+                         "m/resolve/main/config.json\n(EngineCore pid=9) ERROR 12-03 04:52:18 [multiproc_executor.py:295] "
+                         "Worker proc VllmWorker-5 died unexpectedly (exit code: -6), shutting down executor.", "t.log")
+    assert (gated.facts.startup["http_status"], gated.facts.startup["exit_code"]) == (401, -6)
+
+
+def test_the_other_errors_of_a_log_are_kept_with_their_numbers():
+    """Two attempts in one report: the root stays the first error, the second attempt's error is listed with the
+    numbers its message gives; a wrapper that repeats the root is not another error."""
+    tb = ("(EngineCore pid={pid}) ERROR 10-19 19:0{m}:13 [core.py:1366] EngineCore failed to start.\n"
+          "(EngineCore pid={pid}) ERROR 10-19 19:0{m}:13 [core.py:1366] Traceback (most recent call last):\n"
+          '(EngineCore pid={pid}) ERROR 10-19 19:0{m}:13 [core.py:1366]   File "/x/vllm/v1/engine/core.py", line 145, in __init__\n'
+          "(EngineCore pid={pid}) ERROR 10-19 19:0{m}:13 [core.py:1366]     kv_cache_config = self._initialize_kv_caches(c)\n"
+          "(EngineCore pid={pid}) ERROR 10-19 19:0{m}:13 [core.py:1366] {err}\n")
+    text = (tb.format(pid=2871, m=2, err="ValueError: Bfloat16 is only supported on GPUs with compute capability of at "
+                                          "least 8.0. Your Tesla T4 GPU has compute capability 7.5.")
+            + "ok so added dtype=half. Now:\n"
+            + tb.format(pid=3312, m=9, err="triton.runtime.errors.OutOfResources: out of resource: shared memory, "
+                                           "Required: 98304, Hardware limit: 65536. Reducing block sizes may help.")
+            + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n")
+    an = analyze_text(text, "t.log")
+    assert an.facts.root.exc_type == "ValueError"
+    others = an.to_record().log.other_errors
+    assert [e["type"] for e in others] == ["triton.runtime.errors.OutOfResources", "RuntimeError"]
+    oor = next(e for e in others if e["type"].endswith("OutOfResources"))
+    assert (oor["numbers"]["required"], oor["numbers"]["hardware_limit"], oor["process"]) == (98304, 65536, "EngineCore")
 
 
 def test_a_preemption_storm_is_a_full_kv_cache_not_a_cold_prefix_cache():
@@ -309,3 +336,11 @@ def test_a_request_count_mismatch_of_the_mamba_builder_is_the_batch_split_withou
     said_off = _update_block_table_failure("") + "\nPrefix caching is OFF (the default for this model)."
     assert analyze_text(said_off, "t.log").facts.startup["prefix_caching_prose"] is False
     assert _first(said_off).category == "mixed_batch"
+
+
+def test_the_capture_estimate_and_a_stalled_broadcast_are_startup_facts():
+    text = ("(Worker_TP1 pid=1873) INFO 05-26 09:18:44 [gpu_model_runner.py:6142] Estimated CUDA graph memory: 2.61 GiB total\n"
+            "(EngineCore pid=88) INFO 05-06 03:02:44 [shm_broadcast.py:681] No available shared memory broadcast block "
+            "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work")
+    startup = analyze_text(text, "t.log").facts.startup
+    assert (startup["cudagraph_memory_estimate_gib"], startup["shm_broadcast_wait_seconds"]) == (2.61, 60)

@@ -166,6 +166,10 @@ data_parallel_size_seen                above rank 0 and the size is not stated (
 command_complete (bool)                the pasted command ended normally (not cut by an excerpt gap)
 cudagraph_capture_sizes (list)         the engine config's capture sizes as printed (args keep them sorted)
 cudagraph_memory_gib                   ``Graph capturing finished in 9 secs, took 1.24 GiB``
+cudagraph_memory_estimate_gib          ``Estimated CUDA graph memory: 2.61 GiB total`` (before capture)
+shm_broadcast_wait_seconds             ``No available shared memory broadcast block found in 60 seconds``
+crash_scheduler_stats (dict)           the crash dump's ``Dumping scheduler stats: SchedulerStats(...)``:
+                                       its top-level counters (num_running_reqs, kv_cache_usage ...)
 num_requests_running,                  the stats line's ``Running: 17 reqs, Waiting: 42 reqs, GPU KV cache
 num_requests_waiting,                  usage: 87.4%`` (last values)
 gpu_kv_cache_usage_percent
@@ -195,6 +199,10 @@ substituted; ``--tp 2`` read as ``-tp 2``), an
 LLM engine … with config:`` line, and ``non-default args: {…}``. Secrets are redacted.
 ``LogFacts.lines`` keys besides the number names: ``vllm_version``, ``command``, ``args``,
 ``non_default_args``, ``engine_config``, ``model``, ``architecture``, ``gpu``, ``root``.
+
+``LogFacts.other_errors`` -- the log's other distinct errors, the root left out (a report's second
+attempt, a sibling rank's own error): type, message, log line, process and the numbers the message
+gives, newest last; wrappers that repeat the root and library noise are left out.
 """
 
 from __future__ import annotations

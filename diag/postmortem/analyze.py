@@ -91,7 +91,8 @@ class Analysis:
         log = LogSummary(source=self.source, files=[dict(x) for x in self.files], skipped_files=list(self.skipped),
                          total_lines=f.total_lines, command=f.command, args=dict(f.args), model=f.model,
                          architecture=f.architecture, gpu_names=list(f.gpu_names), gpu_count=f.gpu_count,
-                         python_version=f.python_version, root=f.root, numbers=dict(f.numbers), startup=dict(f.startup))
+                         python_version=f.python_version, root=f.root, numbers=dict(f.numbers), startup=dict(f.startup),
+                         other_errors=[dict(e) for e in f.other_errors])
         notes = [f"pre-flight: {self.preflight_note}"] if self.preflight_note else []
         cut_off = self.cut_off
         if cut_off:

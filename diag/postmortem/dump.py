@@ -20,6 +20,7 @@ from typing import Any
 
 DUMP_CONFIG = "Dumping input data for V1 LLM engine"
 DUMP_SCHED = "Dumping scheduler output for model execution"
+DUMP_STATS = "Dumping scheduler stats"
 
 _NEW = re.compile(r"NewRequestData\(\s*req_id=([^,\s)]+)")
 _PROMPT_LEN = re.compile(r"prompt_token_ids_len=(\d+)")
@@ -32,6 +33,30 @@ _SPEC = re.compile(r"scheduled_spec_decode_tokens=\{(.*?)\}(?=,\s*(?:[a-z_]+=|\.
 _SPEC_ITEM = re.compile(r"['\"]?([^:'\"\s,{}]+)['\"]?\s*:\s*\[([^\]]*)\]")
 _PAIR = re.compile(r"['\"]?([^:'\"\s,{}]+)['\"]?\s*:\s*(\d+)")
 _TO_SCHEDULE = re.compile(r"num_spec_tokens_to_schedule=(\d+)")
+
+
+_STATS_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9_]*)=(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
+
+
+def parse_scheduler_stats(text: str) -> dict[str, Any]:
+    """The scheduler's counters at the crash, from the dump's second line (``Dumping scheduler stats:
+    SchedulerStats(num_running_reqs=92, num_waiting_reqs=0, kv_cache_usage=0.87, prefix_cache_stats=…)``):
+    the top-level ``name=number`` fields only, as the nested stats objects reuse names (``requests=``)."""
+    body = text[text.find("(") + 1:] if "(" in text[:40] else text
+    depth, flat = 0, []
+    for ch in body[:4000]:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth < 0:
+                break
+        elif depth == 0:
+            flat.append(ch)
+    out: dict[str, Any] = {}
+    for name, val in _STATS_PAIR.findall("".join(flat)):
+        out.setdefault(name, float(val) if "." in val else int(val))
+    return out
 
 
 def _ints(text: str) -> list[int]:

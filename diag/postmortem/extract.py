@@ -17,6 +17,7 @@ from typing import Any
 
 from ..model import LogFacts
 from .cmdline import _GAP, CommandLines, _balance
+from .dump import DUMP_SCHED, DUMP_STATS, parse_scheduler_stats
 from .identity import IdentityLines
 from .lines import Line
 from .numbers import (
@@ -39,7 +40,6 @@ from .traceback import ORPHAN_TYPE, TracebackParser
 
 __all__ = ["FactCollector", "message_numbers", "phrase_numbers", "frame_line_numbers", "unflatten", "DUMP_SCHED"]
 
-DUMP_SCHED = "Dumping scheduler output for model execution"
 _TP_RANK = re.compile(r"TP(\d+)")
 _EXC_LIKE = re.compile(r"^[\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b\s*:")
 # the parallel ranks a worker prefix names (Worker_PP2_TP1_EP1, Worker_DP3_TP0): sizes are at least rank + 1
@@ -60,7 +60,9 @@ _PROCESS_FACTS = [
     ("errno", "Errno", re.compile(r"\[Errno (\d+)\]")),
     ("http_status", "HTTP", re.compile(r"\bHTTP/\d(?:\.\d)?\"? ([45]\d\d)\b|\bHTTP ([45]\d\d)\b")),
     ("http_status", "tatus", re.compile(r"\b(?:status_code|status code|HTTP status)[=: ]+([45]\d\d)\b")),
-    ("exit_code", "xit", re.compile(r"\b[Ee]xit(?:ed)?(?: with)? (?:[Cc]ode|status)[=: ]*(\d{1,3})\b|\bExit Code:\s*(\d{1,3})\b")),
+    ("http_status", " Error", re.compile(r"(?<![\w.])([45]\d\d) (?:Client|Server) Error\b")),  # requests' raise_for_status
+    # a signal is a negative code: multiprocessing's "exit code: -6" (SIGABRT), "exitcode=-9"
+    ("exit_code", "xit", re.compile(r"\b[Ee]xit(?:ed)?(?: with)? ?(?:[Cc]ode|status)[=: ]*(-?\d{1,3})\b|\bExit Code:\s*(\d{1,3})\b")),
     ("exit_code", "status=", re.compile(r"\bcode=exited, status=(\d{1,3})/")),
     ("port", "port", re.compile(r"\b[Pp]ort[= :]+(\d{2,5})\b")),
 ]
@@ -201,6 +203,10 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             self._dump_line = line.lineno
             if _balance(self._dump[0]) <= 0 and not self._dump[0].rstrip().endswith(","):
                 self._end_dump()
+        if DUMP_STATS in line.text and "crash_scheduler_stats" not in self.facts.startup:
+            stats = parse_scheduler_stats(line.text.split(DUMP_STATS, 1)[1])
+            if stats:
+                self._set_startup("crash_scheduler_stats", stats, line)
         self._error_line(line)
         self._feed_rest(line)
 

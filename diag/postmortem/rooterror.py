@@ -9,7 +9,7 @@ import re
 
 from ..model import LogException
 from .lines import Line
-from .numbers import message_numbers
+from .numbers import message_numbers, phrase_numbers
 from .traceback import ORPHAN_TYPE, dedupe, inner_error, is_noise
 
 _FLAT_SPLIT = re.compile(r'\s*(?=Traceback \(most recent call last\):)|\s+(?=File ")')
@@ -143,6 +143,7 @@ class ErrorLines:
             if near:
                 root.frames = list(near[-1].frames)
         f.root = root
+        f.other_errors = other_errors(excs, root)
         f.lines["root"] = (root.log_line or 0, f"{root.exc_type}: {root.message}".strip().rstrip(":")[:500])
         nums = message_numbers(root.message)
         for w in excs:  # the wrapper of the same error may carry more of the text
@@ -163,3 +164,27 @@ class ErrorLines:
             f.numbers["next_n"] = k + 1
             f.lines["next_n"] = (f.lines.get("args", f.lines.get("command", (0, "")))[0],
                                  f"derived: next_n = num_speculative_tokens ({k}) + 1")
+
+
+_OTHER_ERRORS_MAX = 6
+
+
+def other_errors(excs: list[LogException], root: LogException) -> list[dict]:
+    """The log's other distinct errors, with the numbers their messages give: a report's second attempt, a
+    sibling rank's own error. Wrappers that repeat the root (``Worker failed with error '...'``) and library
+    noise are left out; the newest are kept."""
+    key = " ".join(root.message.split())[:80]
+    out = []
+    for e in excs:
+        if e is root or is_noise(e):
+            continue
+        msg = " ".join(e.message.split())
+        inner = inner_error(e) if e.wrapped else None
+        if msg[:80] == key or (inner and " ".join(inner[1].split())[:80] == key):
+            continue
+        nums = message_numbers(e.message)
+        for k, v in phrase_numbers(e.message).items():
+            nums.setdefault(k, v)
+        out.append({"type": e.exc_type, "message": msg[:300], "log_line": e.log_line, "process": e.process,
+                    "numbers": nums})
+    return out[-_OTHER_ERRORS_MAX:]

@@ -48,6 +48,10 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("engine_init_seconds", re.compile(r"init engine \(profile, create kv cache, warmup model\) took " + _FLOAT), float),
     # "Graph capturing finished in 9 secs, took 1.24 GiB"
     ("cudagraph_memory_gib", re.compile(r"Graph capturing finished in \d+ secs?, took " + _FLOAT + r" ?GiB"), float),
+    # vLLM 0.2x's profiling estimate before capture: "Estimated CUDA graph memory: 2.61 GiB total"
+    ("cudagraph_memory_estimate_gib", re.compile(r"Estimated CUDA graph memory: " + _FLOAT + r" ?GiB"), float),
+    # a rank that stopped reading the engine's broadcast queue (a hung or dead worker): shm_broadcast.py
+    ("shm_broadcast_wait_seconds", re.compile(r"No available shared memory broadcast block found in (\d+) seconds"), int),
     # the engine's periodic stats line: "Running: 17 reqs, Waiting: 42 reqs, GPU KV cache usage: 87.4%" (vLLM's
     # Prometheus names: vllm:num_requests_running / num_requests_waiting / kv_cache_usage_perc); the last values
     ("num_requests_running", re.compile(r"Running: (\d+) reqs"), int),
