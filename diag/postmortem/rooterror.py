@@ -171,16 +171,15 @@ _OTHER_ERRORS_MAX = 6
 
 def other_errors(excs: list[LogException], root: LogException) -> list[dict]:
     """The log's other distinct errors, with the numbers their messages give: a report's second attempt, a
-    sibling rank's own error. Wrappers that repeat the root (``Worker failed with error '...'``) and library
-    noise are left out; the newest are kept."""
+    sibling rank's own error. Wrappers (``Worker failed with error '...'``, ``Engine core initialization
+    failed``), copies of the root and library noise are left out; the newest are kept."""
     key = " ".join(root.message.split())[:80]
     out = []
     for e in excs:
-        if e is root or is_noise(e):
+        if e is root or e.wrapped or is_noise(e):
             continue
         msg = " ".join(e.message.split())
-        inner = inner_error(e) if e.wrapped else None
-        if msg[:80] == key or (inner and " ".join(inner[1].split())[:80] == key):
+        if msg[:80] == key:
             continue
         nums = message_numbers(e.message)
         for k, v in phrase_numbers(e.message).items():
