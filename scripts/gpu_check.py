@@ -544,9 +544,10 @@ def _check_capture_failure(ok, conn, res, procs, errors, log_text: str) -> None:
     ok("error recorded", any("must match the size of tensor b" in e[3] for e in errors), str(errors)[:300])
     f = _q(conn, "select rule, category, numbers from findings where category = 'state_index'")
     nums = json.loads(f[0][2]) if f else {}
-    ok("state_index finding with the widths", bool(f) and nums.get("state_indices_columns") == a
-       and nums.get("block_table_columns") == b, f"{f[0][:2] if f else None} {nums.get('state_indices_columns')} vs "
-       f"{nums.get('block_table_columns')}")
+    # recordings made before the numbers took their "width" names call them "columns"
+    sw = nums.get("state_indices_width", nums.get("state_indices_columns"))
+    bw = nums.get("block_table_width", nums.get("block_table_columns"))
+    ok("state_index finding with the widths", bool(f) and sw == a and bw == b, f"{f[0][:2] if f else None} {sw} vs {bw}")
 
 
 # ------------------------------------------------------------------------------------------------ main

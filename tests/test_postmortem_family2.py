@@ -332,7 +332,7 @@ def _conv_rows_log(k: int, got: str) -> str:
 def test_spec_decode_state_index_rows_short_of_the_batch_are_a_mixed_batch():
     f = _first(_conv_rows_log(2, "[4, 3]"))
     assert f.category == "mixed_batch" and "rows differ" in f.basis
-    assert f.numbers.get("spec_rows") == 4 and f.numbers.get("state_index_columns") == 3
+    assert f.numbers.get("spec_rows") == 4 and f.numbers.get("state_index_width") == 3
 
 
 @pytest.mark.parametrize("got", ["[4]", "[4, 5]"])

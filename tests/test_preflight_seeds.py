@@ -61,7 +61,7 @@ SEEDS = {
   --tensor-parallel-size 4 \\
   --speculative-config '{"method": "mtp", "num_speculative_tokens": 1}'""",
         rule="mamba_state_indices", category="state_index",
-        numbers={"state_indices_columns": 6, "block_table_columns": 7}),
+        numbers={"state_indices_width": 6, "block_table_width": 7}),
 }
 
 

@@ -172,12 +172,14 @@ def test_gpu_capture_11_vs_12_recorded_and_diagnosed(tmp_path):
     assert "= 11" in mamba[0].derivation and "128 // block_size 64 = 2" in mamba[0].derivation and "-> 12" in mamba[0].derivation
     [f] = [f for f in rec.findings if f.category == "state_index"]
     assert f.rule == "mamba_state_indices"
-    assert f.numbers["state_indices_columns"] == 11 and f.numbers["block_table_columns"] == 12
+    # the recording's own finding predates the numbers' "width" names ("columns"); diagnosing again gives today's
+    width = lambda name: f.numbers.get(f"{name}_width", f.numbers.get(f"{name}_columns"))  # noqa: E731
+    assert (width("state_indices"), width("block_table")) == (11, 12)
     assert f.numbers["state_indices_derivation"] == bufs[0].derivation
     assert f.numbers["block_table_derivation"] == mamba[0].derivation
     # diagnosing the recording again gives the same finding (what `vllm-diag diagnose` does)
     again = diagnose(rec, suggestions=False)
-    assert (again[0].rule, again[0].numbers["state_indices_columns"], again[0].numbers["block_table_columns"]) == (
+    assert (again[0].rule, again[0].numbers["state_indices_width"], again[0].numbers["block_table_width"]) == (
         "mamba_state_indices", 11, 12)
     # the EngineCore diagnosed it at the failure; the LLM process saw that and did not diagnose again
     with Store.open(db) as st:
@@ -193,7 +195,7 @@ def test_diagnose_command_on_a_gpu_recording(tmp_path):
     out = subprocess.run([sys.executable, "-m", "vllm_diag", "diagnose", str(db), "--no-suggestions"], capture_output=True,
                          text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[0].startswith("error   state_index") and "state_indices_columns=11" in out.stdout
+    assert out.stdout.splitlines()[0].startswith("error   state_index") and "state_indices_width=11" in out.stdout
     with Store.open(db) as st:
         assert st.load().findings[0].rule == "mamba_state_indices"
     bad = subprocess.run([sys.executable, "-m", "vllm_diag", "diagnose", str(tmp_path / "nope.db")], capture_output=True, text=True)

@@ -164,7 +164,7 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         basis += (f"; the state indices have 1 + k = {width} columns (the spec-decode rows' layout) but {spec_rows} rows "
                   f"for a batch of {batch}: the rows differ, not the columns -- the builder's split of the step into "
                   f"spec decodes and plain decodes disagrees with the rows the kernel runs on (a mixed batch)")
-        nums.update({"batch": batch, "spec_rows": spec_rows, "state_index_columns": width})
+        nums.update({"batch": batch, "spec_rows": spec_rows, "state_index_width": width})
     elif cat == "state_index" and setup.spec_k > 0 and not root.message.strip() and _BARE_ROWS_CHECK.search(
             site.condition or ""):
         # a bare assert that the state indices have a row for every row of the batch (selective_state_update's

@@ -46,7 +46,7 @@ def check(ctx: RuleContext) -> list[Finding]:
     # buffer: Mamba cache mode 'all', or an error that names exactly these two widths.
     if pair is not None and (cfg(ctx, "mamba_cache_mode") == "all" or _error_names(ctx, pair)):
         buf, bt = pair
-        numbers.update(state_indices_columns=buf.shape[1], block_table_columns=bt.columns,
+        numbers.update(state_indices_width=buf.shape[1], block_table_width=bt.columns,
                        num_speculative_blocks=_spec_blocks(st, bt.group_index, spec_k(ctx)), mamba_block_size=bt.block_size,
                        max_model_len=cfg(ctx, "max_model_len"), decode_cudagraph_max_bs=buf.shape[0],
                        block_table_rows=bt.rows)
@@ -80,7 +80,7 @@ def check(ctx: RuleContext) -> list[Finding]:
             evidence += log_evidence(ctx, exc)
             if not comps and a is not None:
                 comps.append(Comparison("state_indices_tensor_d columns", expected=b, actual=a))
-                numbers.update(state_indices_columns=a, block_table_columns=b)
+                numbers.update(state_indices_width=a, block_table_width=b)
     if not evidence:
         return []
     if comps and comps[0].name.startswith("Mamba cache mode") or (prev is not None and exc is None):
@@ -90,11 +90,11 @@ def check(ctx: RuleContext) -> list[Finding]:
                "--enforce-eager or PIECEWISE graphs the first decode step asserts on the previous-step block indices in "
                "mamba_mixer2, so turning CUDA graphs off is no workaround; mamba cache mode 'align' is).")
     elif "state_indices_derivation" in numbers or "block_table_derivation" in numbers:
-        msg = (f"The Mamba builder's decode state-index buffer has {numbers['state_indices_columns']} columns "
+        msg = (f"The Mamba builder's decode state-index buffer has {numbers['state_indices_width']} columns "
                f"({numbers.get('state_indices_derivation') or 'derivation not recorded'}) but the Mamba group's block-table "
-               f"row has {numbers['block_table_columns']} ({numbers.get('block_table_derivation') or 'derivation not recorded'}); "
+               f"row has {numbers['block_table_width']} ({numbers.get('block_table_derivation') or 'derivation not recorded'}); "
                "CUDA-graph capture copies the block-table rows into the buffer and fails on the width "
-               f"({numbers['state_indices_columns']} vs {numbers['block_table_columns']}).")
+               f"({numbers['state_indices_width']} vs {numbers['block_table_width']}).")
     else:
         msg = ("Prefix caching in Mamba cache mode 'all' with speculative decoding: the decode state-index buffer is sized "
                "cdiv(max_model_len, block) columns while the block-table row adds num_speculative_blocks, so CUDA-graph "
