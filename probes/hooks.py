@@ -317,6 +317,23 @@ class Probe:
 
         return method
 
+    def wrap_step_failure(self, orig: Callable) -> Callable:
+        """vLLM's crash dump (``dump_engine_exception``), called in the EngineCore inside the ``except`` of a
+        failed step: the step's error as the EngineCore sees it (``Worker failed with error ...`` when the
+        model runs in worker processes) is recorded there, which diagnoses the engine at once -- vLLM may
+        kill this process while it waits for its workers, before the diagnosis at its stop."""
+        probe = self
+
+        def dump_engine_exception(*args, **kwargs):
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                exc = sys.exc_info()[1]
+                if isinstance(exc, Exception):
+                    probe._guard("step_failure", probe._record_error, exc, "step", [], {})
+
+        return dump_engine_exception
+
     def wrap_flush_after(self, orig: Callable) -> Callable:
         """EngineCore.shutdown: the engine stops -- diagnose it (live rules) and flush."""
         return self._diagnose_after(orig, "engine", "stop", flush_always=True)

