@@ -174,6 +174,14 @@ def test_real_gpu_failures_get_their_family(name):
         assert "launched" in top.basis and not any("CUDA_LAUNCH_BLOCKING=1" in m for m in top.missing_evidence)
 
 
+def test_the_probes_note_gives_a_bare_page_assert_its_numbers():
+    """A real padded-Mamba-page assert with the probes' note in the log ("failed with self.page_size_padded=24576,
+    page_size=25088"): the finding states both pages and asks for no values it already has."""
+    top = analyze_path(str(LOGS / "gpu" / "gpu_falconh1_ngram5_padded_mamba_page.log")).findings[0]
+    assert top.rule == "mamba_padded_smaller" and "25,088 B" in top.message and "24,576 B" in top.message
+    assert not any("carries no values" in m for m in top.missing_evidence)
+
+
 GPU_SERVED = sorted(p.stem for p in LOGS.glob("gpu/*.json") if json.loads(p.read_text()).get("served"))
 
 

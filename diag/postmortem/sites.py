@@ -215,7 +215,14 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         msg += f" -- batch at the crash: {describe(setup.batch)}"
     d = Diagnosis(category=cat, confidence=conf, basis=basis, title=title, message=msg, numbers=nums, evidence=ev,
                   site_id=site.id, rule="failure_site")
-    if site.kind == "assert" and not site.message and not best.numbers:
+    if site.kind == "assert" and not site.message and not best.numbers and not _operands_known(site.condition, nums):
         d.missing.append("the assertion carries no values; rerun with the vllm-diag probes on (VLLM_DIAG_DB=run.db) "
                          "to record the specs, block tables and buffers it compares")
     return d
+
+
+def _operands_known(condition: str | None, numbers: dict) -> bool:
+    """A bare assert's operands have values in the numbers (the probes' note "`assert x >= y` failed with
+    x=..., y=..." in the log, or a recording): ``self.page_size_padded`` counts as ``page_size_padded``."""
+    names = {n.rsplit(".", 1)[-1] for n in re.findall(r"[A-Za-z_][\w.]*", condition or "")}
+    return any(isinstance(numbers.get(n), (int, float)) and not isinstance(numbers.get(n), bool) for n in names)

@@ -32,7 +32,9 @@ def check(ctx: RuleContext) -> list[Finding]:
         evidence += log_evidence(ctx, exc, "mamba_padding_percent")
     if not evidence:
         return []
-    real, padded = numbers.get("mamba_page_size"), numbers.get("mamba_page_size_padded")
+    # a prediction names them mamba_*; the assert's own operands (the probes' note in a log) page_size / page_size_padded
+    real = numbers.get("mamba_page_size", numbers.get("page_size"))
+    padded = numbers.get("mamba_page_size_padded", numbers.get("page_size_padded"))
     comps = [Comparison("MambaSpec page_size_padded >= layer page", expected=real, actual=padded, unit="B")] if real else []
     msg = (f"The Mamba layers' state page ({fmt_bytes(real)}, including {spec_k(ctx)} speculative conv rows) is larger than "
            f"the page vLLM padded to from the model config ({fmt_bytes(padded)}), which left the speculative rows out.")
@@ -43,7 +45,7 @@ def check(ctx: RuleContext) -> list[Finding]:
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
     out = []
     env = ctx.state.environment if ctx.state else {}
-    real = finding.numbers.get("mamba_page_size")
+    real = finding.numbers.get("mamba_page_size", finding.numbers.get("page_size"))
     per_tok = env.get("attn_page_per_token_alignment")
     a = env.get("alignment_kernel_block") or 16
     if real and per_tok:
