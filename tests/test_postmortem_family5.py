@@ -277,6 +277,12 @@ def test_what_the_process_around_vllm_reports_is_kept_as_numbers():
                          "m/resolve/main/config.json\n(EngineCore pid=9) ERROR 12-03 04:52:18 [multiproc_executor.py:295] "
                          "Worker proc VllmWorker-5 died unexpectedly (exit code: -6), shutting down executor.", "t.log")
     assert (gated.facts.startup["http_status"], gated.facts.startup["exit_code"]) == (401, -6)
+    # vLLM's warning that a low ulimit "can cause fd limit errors like `OSError: [Errno 24] ...`" is no OS error
+    ulimit = analyze_text("(APIServer pid=1) WARNING 11-27 04:10:02 [system_utils.py:187] Found ulimit of 20000 and failed "
+                          "to automatically increase with error current limit exceeds maximum limit. This can cause fd "
+                          "limit errors like `OSError: [Errno 24] Too many open files`. Consider increasing with ulimit -n",
+                          "t.log")
+    assert "errno" not in ulimit.facts.startup
 
 
 def test_the_other_errors_of_a_log_are_kept_with_their_numbers():

@@ -66,6 +66,8 @@ _PROCESS_FACTS = [
     ("exit_code", "status=", re.compile(r"\bcode=exited, status=(\d{1,3})/")),
     ("port", "port", re.compile(r"\b[Pp]ort[= :]+(\d{2,5})\b")),
 ]
+# an INFO/WARNING record quoting an error ("... can cause fd limit errors like `OSError: [Errno 24] ...`") is no failure
+_CALM_LEVELS = frozenset({"INFO", "WARNING", "DEBUG"})
 _HOST_PY_FRAME = re.compile(r"Host Frame:\s*\S+ in (?:\S*/)?([A-Za-z_][\w\-]*)\.py:(\d+)\b")
 _NCCL_SRC = re.compile(r"\s(?:[\w.\-]+/)*([A-Za-z_]\w*)\.(?:cc|cu|cpp|h):(\d+) NCCL WARN")
 # PyTorch's index_copy_/index_add_ size check (aten/src/ATen/native/TensorAdvancedIndexing.cpp)
@@ -251,7 +253,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             if m:
                 self.nccl_warn.setdefault(f"{m.group(1)}_line", int(m.group(2)))
         for name, needle, rx in _PROCESS_FACTS:
-            if needle in line.text and name not in self.facts.startup:
+            if needle in line.text and name not in self.facts.startup and (name != "errno" or line.level not in _CALM_LEVELS):
                 m = rx.search(line.text[:2000])
                 if m:
                     self._set_startup(name, int(next(g for g in m.groups() if g is not None)), line)
