@@ -149,10 +149,11 @@ def test_the_dsa_boilerplate_does_not_make_an_error_asynchronous():
 
 # ------------------------------------------------------------------------------------------------
 # vLLM 0.32+ aligns a hybrid's attention block so one page covers a Mamba/GDN state page; a backend that
-# rejects the aligned size fails on the page layout (A), not on a kernel's block choice (E)
+# rejects the aligned size is the block-size alignment sibling (E), as "No common block size" is (labelled
+# sets split 2:2 between A and E on it; E is the family the README names block-size alignment in)
 # ------------------------------------------------------------------------------------------------
 
-def test_an_aligned_hybrid_block_a_backend_rejects_is_the_page_layout():
+def test_an_aligned_hybrid_block_a_backend_rejects_is_a_block_size_alignment():
     e = "(EngineCore pid=40391) ERROR 12-01 16:20:02 [core.py:1584] "
     log = "\n".join([
         "vllm serve Qwen/Qwen3.5-27B --attention-backend B12X --max-model-len 65536",
@@ -169,7 +170,7 @@ def test_an_aligned_hybrid_block_a_backend_rejects_is_the_page_layout():
         f"{e}ValueError: Aligned KV cache block size 1152 is not supported by attention backend(s): B12X.",
     ])
     f = _first(log)
-    assert f.category == "kv_page_size" and f.numbers.get("block_size") == 1152
+    assert f.category == "block_size_alignment" and f.numbers.get("block_size") == 1152
 
 
 def test_a_mamba_group_retargeted_to_another_block_table_is_a_block_table_mismatch_only_with_prefix_caching():

@@ -404,9 +404,10 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
      "fast_plan_decode_graph_buffer"),
     # vllm/platforms/interface.py (0.32+): the block size that update_block_size_for_backend aligned so one
     # attention page covers a Mamba/GDN state page (hybrids), or so quantized and unquantized KV pages share the
-    # block pool, is one a backend rejects -- the page layout, not a kernel's block choice (README family A)
-    ("platforms/interface.py", "_check_aligned_block_size", "aligned kv cache block size", "kv_page_size",
-     "aligned_page_block_rejected"),
+    # block pool, is one the attention backend does not support -- the block-size alignment sibling (README family
+    # E), as "No common block size" already is: the fix is a block size both the alignment and the backend accept
+    ("platforms/interface.py", "_check_aligned_block_size", "aligned kv cache block size", "block_size_alignment",
+     "aligned_block_rejected"),
     ("platforms/interface.py", "_align_heterogeneous_kv_block_size", "page", "kv_page_size",
      "heterogeneous_kv_page_alignment"),
     # gpu_model_runner.py calculate_reorder_batch_threshold (0.11.0): one backend takes decodes of 1 + k tokens

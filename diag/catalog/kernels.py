@@ -34,6 +34,16 @@ HAND: list[dict] = [
      "cond": "next_n == 1 or next_n == 2 or next_n == 4", "cat": "spec_kernel_limit",
      "limit": "next_n in (1, 2, 4) on sm_90",
      "source": "vllm/utils/deep_gemm.py native_next_n_supported (0.28.0+)"},
+    # The same kernel's check that the schedule metadata has one row per scheduler slot (+1): vLLM sizes it in
+    # get_paged_mqa_logits_metadata, and on SM90 with next_n = 4 the kernel runs one task per 2-CTA multicast
+    # cluster, so the slots halve (vllm/utils/deep_gemm.py _paged_mqa_logits_schedule_slots, 0.33.0: "and
+    # `fp8_fp4_paged_mqa_logits` asserts its metadata is sized to match"): a DeepGEMM build and a vLLM that count
+    # the slots of a multi-token decode differently fail here -- the next_n path of the kernel.
+    {"package": "deep_gemm", "file": "csrc/jit_kernels/impls/smxx_fp8_fp4_paged_mqa_logits.hpp",
+     "func": "fp8_fp4_paged_mqa_logits", "kind": "kernel", "exc": "RuntimeError",
+     "cond": "schedule_meta.size(0) == num_sms + 1", "cat": "spec_kernel_limit",
+     "limit": "schedule metadata of (scheduler slots + 1) rows; SM90 next_n = 4 halves the slots (2-CTA multicast)",
+     "source": "vllm/utils/deep_gemm.py _paged_mqa_logits_schedule_slots (0.33.0)"},
     # DeepGEMM csrc/apis/attention.hpp, get_paged_mqa_logits_metadata: context_lens must be a contiguous
     # int32 tensor, [batch] or [batch, next_n]. With speculative decoding vLLM passes a slice of a
     # [batch, next_n] buffer of the indexer builder (vllm/v1/attention/backends/mla/indexer.py

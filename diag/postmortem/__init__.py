@@ -39,6 +39,8 @@ aligned_block_size                     ``Aligned KV cache block size B is not su
 max_model_len, kv_cache_needed_gib,    ``To serve at least one request with the models's max seq
 kv_cache_available_gib,                len (L), (x GiB KV cache is needed … (y GiB)`` /
 estimated_max_model_len                ``estimated maximum model length is N``
+max_model_len, prompt_tokens          the API server's ``maximum context length is N tokens. However, your
+                                       prompt contains at least M input tokens`` (a request refused, HTTP 400)
 oom_tried_gib, gpu_total_gib,          ``CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a
 gpu_free_gib                           total capacity of 79.10 GiB of which 1.2 GiB is free``
 process_memory_in_use_gib,             the rest of PyTorch's OOM message: ``this process has X GiB memory

@@ -8,6 +8,7 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from .configuration import Setup
 from .diagnosis import Diagnosis, describe_batch, exc_evidence, fact_evidence, title_of
+from .specpath import model_names, no_spec_path
 
 # (not PyTorch's boilerplate after any CUDA/HIP error: "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
 ASYNC = re.compile(r"illegal memory access|illegal address|device-side assert(?!ions)|unspecified launch failure|misaligned address|"
@@ -16,6 +17,8 @@ ASYNC = re.compile(r"illegal memory access|illegal address|device-side assert(?!
                    r"CUDA_ERROR_ILLEGAL_ADDRESS|memory access fault|Invalid __(?:global|shared|local)__ (?:read|write)|"
                    r"(?:Warp|Lane|Device) (?:Illegal|Out-of-range|Misaligned) Address|CUDA_EXCEPTION_\d+|"
                    r"cudaErrorLaunchFailure|hipErrorLaunchFailure|"
+                   # cudaErrorInvalidAddressSpace: a load/store on the wrong address space, also reported later
+                   r"operation not supported on global/shared address space|cudaErrorInvalidAddressSpace|"
                    # ROCm's HSA runtime: a queue aborted on a GPU memory violation / exception
                    r"HSA_STATUS_ERROR_(?:MEMORY_APERTURE_VIOLATION|MEMORY_FAULT|EXCEPTION|ILLEGAL_INSTRUCTION)", re.I)
 
@@ -52,6 +55,7 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     # the uneven decode counters speak for that kernel, not for a hybrid's state
     dense_decode = setup.hybrid is None and any(_DENSE_DECODE.search(f.file or "") for f in root.frames)
     drafter = drafter_frame(root, setup)
+    nsp = no_spec_path(model_names(facts), facts.vllm_version) if setup.spec_k else None
     if drafter is not None:
         # a separate (dense) draft model on a hybrid target: the drafter's attention reads KV-cache metadata built
         # for the target's groups (vLLM 0.26 hands a draft_model proposer the first group's -- on NemotronH the Mamba
@@ -62,6 +66,13 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
                  f"target ({', '.join(setup.why)}): the draft's attention runs on the hybrid's KV-cache groups, block "
                  "tables and pages, laid out for the target's Mamba/GDN and attention layers")
         title = f"Draft model vs the hybrid's KV-cache layout (inferred: {fault} in the draft model's proposer)"
+    elif nsp is not None:
+        # a recurrent layer with no spec-decode path in this release: its decode kernels take one token a request
+        cat = "spec_kernel_limit"
+        basis = (f"{common}; inferred from the configuration: {', '.join(setup.why) or 'speculative decoding'} -> the "
+                 f"model's {nsp.layers} have no speculative-decoding path {nsp.since_text()}: their decode kernels take "
+                 f"one token a request where the drafts give 1 + k")
+        title = f"{title_of(cat)} (inferred: {fault} in {nsp.layers}, which have no spec-decode path)"
     elif setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None and not (
             dense_decode and uneven_decode(facts)):
         cat, why = hybrid_spec_fault_class(setup)
@@ -114,8 +125,7 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
                   numbers=nums, evidence=ev, rule="async_fault")
     layers = _SPEC_LAYERS_NOT_MODELLED.get(facts.architecture or "")
     if layers and setup.spec_k and cat != "other":
-        # (seen on vLLM 0.26.0: Jamba and LFM2 fault only inside the full decode graph, Kimi-Linear's KDA layer reads
-        # no spec-decode state indices) -- the class above is the configuration's prior, not a mechanism
+        # the class above is the configuration's prior, not a mechanism
         d.basis += f"; not modelled: how {layers} run speculative decoding (vllm-diag models the GDN and Mamba2 paths)"
         d.missing.append(f"not modelled: the speculative-decoding path of {layers}; a run without drafts (or with "
                          "--enforce-eager) tells whether the drafts are the trigger")
@@ -125,10 +135,8 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     return d
 
 
-# hybrids whose recurrent layers are not GDN or Mamba2: their spec-decode path is not modelled
+# hybrids whose recurrent layers are neither GDN/Mamba2 nor in specpath's table: their spec-decode path is not modelled
 _SPEC_LAYERS_NOT_MODELLED = {
-    "JambaForCausalLM": "Jamba's Mamba1 layers", "Lfm2ForCausalLM": "LFM2's short-convolution layers",
-    "Lfm2MoeForCausalLM": "LFM2's short-convolution layers", "KimiLinearForCausalLM": "Kimi-Linear's KDA layers",
     "MiniMaxText01ForCausalLM": "MiniMax's lightning-attention layers",
     "MiniMaxM1ForCausalLM": "MiniMax's lightning-attention layers",
 }

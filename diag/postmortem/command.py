@@ -166,6 +166,8 @@ def parse_serve_command(text: str) -> tuple[str, dict[str, Any]] | None:
         return None
     if "`" in text:  # a command quoted as inline code in prose ("with `vllm serve m --x 1`")
         text = text.split("`", 1)[0].rstrip()
+    if "{" in text or "[" in text:
+        text = quote_json_groups(text)
     candidates = [text]
     # a command inside a sentence: keep the longest prefix that parses with only flags/values
     words = text.split(" ")
@@ -266,6 +268,36 @@ def args_from_flags(text: str, inline: list[tuple[str, str | None]], lines: list
             for k, v in _normalise(args).items():
                 out.setdefault(k, v)
     return out
+
+
+def quote_json_groups(line: str) -> str:
+    """A JSON value printed unquoted in a command (a CI script's echo, a printed argv, a YAML ``args:`` list):
+    ``--speculative-config {"method":"mtp","num_speculative_tokens":2}`` as the shell would have needed it,
+    in single quotes, so the command parses as its author meant it."""
+    out: list[str] = []
+    i, n, quote = 0, len(line), None
+    while i < n:
+        ch = line[i]
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "{[" and (i == 0 or line[i - 1] in " =\t"):
+            depth, j = 0, i
+            while j < n:
+                depth += line[j] in "{["
+                depth -= line[j] in "}]"
+                if depth == 0:
+                    break
+                j += 1
+            group = line[i:j + 1]
+            if depth == 0 and '"' in group and "'" not in group:
+                out.append(f"'{group}'")
+                i = j + 1
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def _split_keep_braces(line: str) -> list[str]:

@@ -40,8 +40,9 @@ from .configuration import Setup, config_known, precondition_fails, read_setup
 from .connectors import connector_class
 from .diagnosis import Diagnosis, batch_numbers, config_numbers, exc_evidence, fact_evidence, frame_lines, title_of
 from .nearmiss import near_miss
-from .numbers import message_numbers
+from .numbers import message_numbers, phrase_numbers
 from .placement import faulting_kernel, kernel_fault, kernel_place
+from .specpath import in_layer, model_names, no_spec_path
 from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, rows_mismatch, shape_class
 from .sites import frame_category, from_site, function_hint, site_text
 from .stages import ends_at_leaf, stage_family
@@ -66,6 +67,8 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
         d.title = f"Failure outside the hybrid / spec-decode families (not {d.category}: {pre})"
         d.category = "other"
         d.confidence = "low" if d.confidence == "low" else "medium"
+    if d is not None and d.category in ("state_index", "mixed_batch") and setup.spec_k and facts.root is not None:
+        _no_spec_path(d, facts, setup)
     old = _v0_release(facts.vllm_version)
     if d is not None and d.category != "other" and old:
         # the families are failures of the V1 engine's hybrid KV cache manager, Mamba/GDN builders and spec-decode
@@ -81,6 +84,24 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
     if d is not None:  # the configured value of what the failed check compares: does it break the check?
         confirm_by_numbers(d, setup, facts)
     return d
+
+
+def _no_spec_path(d: Diagnosis, facts: LogFacts, setup: Setup) -> None:
+    """An assert in the forward of a recurrent layer that has no spec-decode path in this release (specpath:
+    Kimi-Linear's KDA before 0.27 asserts its non-spec state indices exist): the layer states that its decode
+    takes one token a request -- its limit under drafts, the kernel-limit class. (The same layer indexing the
+    builder's empty non-spec indices without an assert -- a TypeError -- stays the builder-vs-batch class.)"""
+    if not facts.root.exc_type.endswith("AssertionError"):
+        return
+    nsp = no_spec_path(model_names(facts), facts.vllm_version)
+    if nsp is None or not in_layer(nsp, [f.file for f in facts.root.frames[-3:]]):
+        return
+    d.basis += (f"; asserted in the forward of the model's {nsp.layers}, which have no speculative-decoding path "
+                f"{nsp.since_text()} (their decode takes one token a request; drafts give 1 + k): the layer's "
+                f"limit under drafts, not counted as {d.category}")
+    d.title = f"{title_of('spec_kernel_limit')} ({nsp.layers} without a spec-decode path)"
+    d.category = "spec_kernel_limit"
+    d.confidence = "medium" if d.confidence == "high" else d.confidence
 
 
 def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
@@ -391,6 +412,9 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
             numbers={**base_numbers, **facts.numbers}, evidence=[Evidence(text=died[1][:500], line=died[0], source="log")],
             missing=["the lines before the death on every rank, the kernel log (dmesg: Xid / OOM killer) and a run with "
                      "CUDA_LAUNCH_BLOCKING=1"])
+    rejected = _request_rejected(lines)
+    if rejected is not None:
+        return rejected
     # an error stated in prose / a kernel message outside the catalog: classify its words
     from ..catalog.categorize import categorize
 
@@ -404,6 +428,30 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                              title=f"{title_of(cat)} (from an error line)", message=text[:300],
                              numbers={**base_numbers, **facts.numbers},
                              evidence=[Evidence(text=text[:500], line=lineno, source="log")] + batch_ev)
+    return None
+
+
+_API_ERROR = re.compile(r'"message"\s*:\s*"((?:[^"\\]|\\.){1,600})"')
+_API_TYPE = re.compile(r'"type"\s*:\s*"(\w*(?:Error|Exception))"')
+_API_CODE = re.compile(r'"code"\s*:\s*"?([45]\d\d)\b')
+
+
+def _request_rejected(lines: list) -> Diagnosis | None:
+    """The API server's error body a client got for a request it refused (HTTP 4xx: a prompt over max_model_len,
+    a bad sampling parameter, an unknown model name): a request failing validation, not the engine -- outside the
+    hybrid/spec-decode families. (A 5xx body only relays an engine failure the log may not show.)"""
+    for lineno, text in reversed(lines):
+        typ, msg, code = _API_TYPE.search(text), _API_ERROR.search(text), _API_CODE.search(text)
+        if not (typ and msg) or (code and code.group(1).startswith("5")) or "Internal" in typ.group(1):
+            continue
+        status = f"HTTP {code.group(1)} " if code else ""
+        return Diagnosis(category="other", confidence="medium", rule="near_miss",
+                         basis=f"the API server refused a request ({status}{typ.group(1)}): request validation, outside "
+                               f"the hybrid/spec-decode families; the engine itself did not fail here",
+                         title=f"Request rejected by the API server: {typ.group(1)}", message=msg.group(1)[:300],
+                         numbers={**phrase_numbers(msg.group(1)), **message_numbers(msg.group(1)),
+                                  **({"http_status": int(code.group(1))} if code else {})},
+                         evidence=[Evidence(text=text[:500], line=lineno, source="log")])
     return None
 
 

@@ -19,6 +19,12 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
                                             r"Model architectures? \[|not supported for now|trust_remote_code", re.I)),
     ("distributed set-up (NCCL)", re.compile(r"NCCL|Watchdog caught|ProcessGroup|ncclInternalError|"
                                              r"collective operation timeout|Connection refused|RayActorError", re.I)),
+    # the GPU's own memory or link failing (the error is sticky and asynchronous like an illegal access, so it
+    # surfaces in whatever vLLM frame synchronises next): double-bit ECC (Xid 48/94/95), a lost GPU (Xid 79)
+    ("GPU hardware fault (ECC, lost device)", re.compile(r"uncorrectable ECC error|cudaErrorECCUncorrectable|"
+                                                        r"hipErrorECCNotCorrectable|fallen off the bus|"
+                                                        r"cudaErrorDevicesUnavailable|cudaErrorHardwareStackError|"
+                                                        r"hardware stack error", re.I)),
     ("host synchronisation during CUDA-graph capture", re.compile(r"operation not permitted when stream is capturing|"
                                                                    r"cudaErrorStreamCaptureUnsupported|"
                                                                    r"stream is capturing", re.I)),

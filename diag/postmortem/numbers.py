@@ -31,6 +31,10 @@ _NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     (re.compile(r"\(?" + _FLOAT + r" ?GiB KV cache is needed"), ("kv_cache_needed_gib",)),
     (re.compile(r"available KV cache memory \(" + _FLOAT + r" ?GiB\)"), ("kv_cache_available_gib",)),
     (re.compile(r"estimated maximum model length is (\d+)"), ("estimated_max_model_len",)),
+    # the API server's request validation: "This model's maximum context length is 65536 tokens. However, your
+    # prompt contains at least 65537 input tokens" (older: "However, you requested 70000 tokens")
+    (re.compile(r"maximum context length is (\d+) tokens\. However, (?:your prompt contains (?:at least )?|you requested )"
+                r"(\d+)"), ("max_model_len", "prompt_tokens")),
     (re.compile(r"Tried to allocate " + _FLOAT + r" ?([GMK])iB"), ("oom_tried", "oom_unit")),
     (re.compile(r"total capacity of " + _FLOAT + r" GiB of which " + _FLOAT + r" ?([GM])iB is free"), ("gpu_total_gib", "gpu_free", "gpu_free_unit")),
     (re.compile(r"num_speculative_tokens:?\s*(\d+) must be divisible by n_predict=(\d+)"), ("num_speculative_tokens", "n_predict")),
@@ -544,7 +548,8 @@ def _known_vllm_file(path: str) -> bool:
 # the fault's own name (not asyncfault.ASYNC, whose widest match -- "CUDA error: an illegal" -- another
 # rank's or a Triton launch's message of the same fault does not repeat)
 _FAULT_NAME = re.compile(r"illegal memory access|misaligned address|illegal instruction|unspecified launch failure|"
-                          r"device-side assert(?:ion)? triggered|[Mm]emory access fault")
+                          r"device-side assert(?:ion)? triggered|[Mm]emory access fault|"
+                          r"operation not supported on global/shared address space")
 
 
 def frame_line_numbers(f: LogFacts, raw: list | None = None) -> dict[str, int]:

