@@ -180,3 +180,17 @@ def test_deepgemm_schedule_metadata_check_under_drafts_is_the_kernels_next_n_pat
         ".hpp:219): schedule_meta.size(0) == num_sms + 1",
     ])
     assert _first(log).category == "spec_kernel_limit"
+
+
+def test_a_kernel_lookup_listing_a_page_size_is_the_kernels_limit_not_the_kv_layout():
+    """A kernel library that finds no kernel for a decode of 1 + k query rows lists the shapes it looked up, a page
+    size among them: the query length under drafts is what it has no kernel for."""
+    log = "\n".join([
+        "vllm serve deepseek-ai/DeepSeek-R1-0528 -tp 8 --block-size 1 --speculative-config "
+        "'{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'",
+        f'{W}  File "{PKG}/v1/attention/backends/mla/rocm_aiter_mla.py", line 249, in _build_decode',
+        f"{W}    aiter.get_mla_metadata_v1(",
+        f"{W}RuntimeError: get_heuristic_kernel_mla: no kernel found for q_dtype=bf16, kv_dtype=bf16, num_heads=16, "
+        "max_seqlen_qo=2, page_size=1",
+    ])
+    assert _first(log).category == "spec_kernel_limit"

@@ -49,6 +49,8 @@ _PAGE_WORDS = re.compile(r"page_size|page size|unify|uniform type|unified type|s
                          r"hybrid_kv_cache|kv_cache_spec|kvcachespec|kv cache spec|attention spec|same attention spec|"
                          r"same window size|same quantization|kv_sharing|kv cache layout|kv_cache_layout|drafting layers|"
                          r"kv_cache_tensor|shared_by|layer_stride|block_stride")
+_KERNEL_LOOKUP = re.compile(r"no (?:\w+ )?kernels? (?:found|available|for)|kernels? not found|no suitable kernel|"
+                            r"missing [\w-]+ kernel")
 _BLOCK_WORDS = re.compile(r"block_size|block size|kernel_block|hash_block|tokens_per_block|tokens_per_hash|"
                           r"block_sizes|prefix-match unit|alignment")
 _CAPTURE_WORDS = re.compile(r"cudagraph|cuda graph|cuda_graph|capture_size|capture size|capturing|full_cuda_graph|"
@@ -252,8 +254,10 @@ RULES: list[tuple[str, str, Pred]] = [
     ("trtllm_kernel_selection", "spec_kernel_limit",
      lambda f, fn, t, e, c: ("trtllm" in f or "trtllm/fmha" in _core(t)) and bool(re.search(
          r"kernels? not found|missing trtllm-gen kernel", _core(t)))),
+    # (a kernel lookup that lists its parameters -- "no kernel found for ..., max_seqlen_qo=2, page_size=1" -- names
+    # a page size as one of the shapes it has no kernel for: the kernel's limit, not the KV layout)
     ("kv_page_unification", "kv_page_size",
-     lambda f, fn, t, e, c: bool(_PAGE_WORDS.search(t)) or bool(re.search(
+     lambda f, fn, t, e, c: bool(_PAGE_WORDS.search(t)) and not _KERNEL_LOOKUP.search(_core(t)) or bool(re.search(
          # (a KV-cache spec's merge -- FullAttentionSpec.merge, KVCacheSpec.merge: the layers of one group must
          # agree -- not other merges: merge_attn_states merges attention outputs, the DCP indexer merges logits)
          r"unify_|page_size|get_kv_cache_groups|_get_kv_cache_groups|kv_cache_groups_uniform|spec\.merge|"
