@@ -194,3 +194,23 @@ def test_a_kernel_lookup_listing_a_page_size_is_the_kernels_limit_not_the_kv_lay
         "max_seqlen_qo=2, page_size=1",
     ])
     assert _first(log).category == "spec_kernel_limit"
+
+
+def test_capture_counts_and_defaults_vllm_states_while_starting_are_numbers():
+    """The capture's progress bars (a worker's record and a bare terminal line), the profiling line's graph groups,
+    the MLA backend's forced block size and suffix decoding's default depth."""
+    log = "\n".join([
+        "(Worker_TP0 pid=2211) Capturing CUDA graphs (decode, FULL):   0%|          | 0/66 [00:00<?, ?it/s]",
+        "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|##########| 19/19 [00:02<00:00,  7.41it/s]",
+        "(Worker_TP0 pid=320) INFO 06-18 21:33:03 [gpu_model_runner.py:6816] Profiling CUDA graph memory: PIECEWISE=49 "
+        "(largest=512), FULL=33 (largest=256)",
+        "(APIServer pid=1) INFO 12-29 10:05:40 [cuda.py:215] Forcing kv cache block size to 128 for CUTLASS_MLA backend.",
+        "(APIServer pid=1) WARNING 04-02 01:12:11 [speculative.py:604] Defaulted num_speculative_tokens to 24 for suffix "
+        "decoding.",
+    ])
+    f = analyze_text(log, "t.log").facts
+    s = f.startup
+    assert (s["decode_full_capture_sizes"], s["mixed_piecewise_capture_sizes"]) == (66, 19)
+    assert (s["piecewise_cudagraph_count"], s["piecewise_cudagraph_largest"], s["full_cudagraph_count"],
+            s["full_cudagraph_largest"]) == (49, 512, 33, 256)
+    assert s["kv_cache_block_size_backend"] == 128 and f.numbers["num_speculative_tokens"] == 24

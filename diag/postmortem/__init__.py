@@ -170,6 +170,11 @@ cudagraph_capture_sizes (list)         the engine config's capture sizes as prin
 cudagraph_memory_gib                   ``Graph capturing finished in 9 secs, took 1.24 GiB``
 cudagraph_memory_estimate_gib          ``Estimated CUDA graph memory: 2.61 GiB total`` (before capture)
 shm_broadcast_wait_seconds             ``No available shared memory broadcast block found in 60 seconds``
+num_speculative_tokens_default         ``Defaulted num_speculative_tokens to 24 for suffix decoding.``
+decode_full_capture_sizes, ...         the capture's progress bar ``Capturing CUDA graphs (decode, FULL): 0/66``
+                                       (``<decode|mixed>_<full|piecewise>_capture_sizes``: the bar's total)
+full_cudagraph_count, ..._largest      ``Profiling CUDA graph memory: PIECEWISE=49 (largest=512), FULL=33
+                                       (largest=256)`` (``piecewise_`` / ``full_`` / ``encoder_``)
 crash_scheduler_stats (dict)           the crash dump's ``Dumping scheduler stats: SchedulerStats(...)``:
                                        its top-level counters (num_running_reqs, kv_cache_usage ...)
 num_requests_running,                  the stats line's ``Running: 17 reqs, Waiting: 42 reqs, GPU KV cache

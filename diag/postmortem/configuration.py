@@ -115,6 +115,9 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
         k = int(k or 0)
     except (TypeError, ValueError):
         k = 0
+    if not k and isinstance(facts.startup.get("num_speculative_tokens_default"), int):
+        k = facts.startup["num_speculative_tokens_default"]  # vLLM's default for the method (suffix decoding)
+        method = method or "suffix"
     batch = facts.startup.get("crash_batch")
     if not k and batch and batch.get("spec_tokens_per_req"):
         k = max(batch["spec_tokens_per_req"])

@@ -205,6 +205,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             self._dump_line = line.lineno
             if _balance(self._dump[0]) <= 0 and not self._dump[0].rstrip().endswith(","):
                 self._end_dump()
+        if "Capturing CUDA graphs (" in line.text:
+            self.capture_bar(line)
         if DUMP_STATS in line.text and "crash_scheduler_stats" not in self.facts.startup:
             stats = parse_scheduler_stats(line.text.split(DUMP_STATS, 1)[1])
             if stats:
@@ -375,6 +377,10 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             # no exception line: the last error stated outside a traceback speaks for the failure
             for name, val in phrase_numbers(self.error_lines[-1][1]).items():
                 f.numbers.setdefault(name, val)
+        default = f.startup.get("num_speculative_tokens_default")
+        if "num_speculative_tokens" not in f.numbers and "num_speculative_tokens" not in f.args and isinstance(default, int):
+            f.numbers["num_speculative_tokens"] = default  # vLLM's default for the method, as it logged it
+            f.lines["num_speculative_tokens"] = f.lines.get("num_speculative_tokens_default", f.lines.get("root", (0, "")))
         prose = f.startup.get("spec_prose")
         k = prose.get("k") if isinstance(prose, dict) else None
         if "num_speculative_tokens" not in f.numbers and isinstance(k, int) and k > 0:

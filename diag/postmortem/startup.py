@@ -17,6 +17,10 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("mamba_padding_percent", re.compile(r"Padding mamba page size by " + _FLOAT + r"%"), float),
     ("max_cudagraph_capture_size_truncated", re.compile(r"Truncating max_cudagraph_capture_size to (\d+)"), int),
     ("kv_cache_block_size_backend", re.compile(r"Setting kv cache block size to (\d+) for"), int),
+    # vllm/platforms/cuda.py before the backends chose their own: "Forcing kv cache block size to 128 for CUTLASS_MLA"
+    ("kv_cache_block_size_backend", re.compile(r"Forcing kv cache block size to (\d+) for"), int),
+    # suffix decoding's default when the config names none (vllm/config/speculative.py)
+    ("num_speculative_tokens_default", re.compile(r"Defaulted num_speculative_tokens to (\d+)"), int),
     ("kv_padding_layers", re.compile(r"Add (\d+) padding layers, may waste at most"), int),
     ("kv_padding_waste_percent", re.compile(r"padding layers, may waste at most " + _FLOAT + r"%"), float),
     ("mamba_cache_mode", re.compile(r"Mamba cache mode is set to '(\w+)'"), str),
@@ -59,6 +63,10 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("gpu_kv_cache_usage_percent", re.compile(r"GPU KV cache usage: " + _FLOAT + r"%"), float),
 ]
 # a literal each pattern needs, checked with `in` before the regex runs (most lines match none)
+_GRAPH_GROUP = re.compile(r"\b(PIECEWISE|FULL|ENCODER)=(\d+) \(largest=(\d+)\)")
+# the capture's progress bar (gpu_model_runner.py, "Capturing CUDA graphs ({kind}, {mode})", 0.11+): how many graphs
+# of each kind -- "decode, FULL: 0/66", "mixed prefill-decode, PIECEWISE: 67/67"
+_CAPTURE_BAR = re.compile(r"Capturing CUDA graphs \((?:(decode)|(mixed)[\w -]*), (FULL|PIECEWISE)\):.{0,80}?\|\s*\d+/(\d+)\b")
 _STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, conv) for name, rx, conv in _STARTUP_PATTERNS_RAW]
 # the engine's stats line (vLLM 0.8+ loggers.py): "Running: 170 reqs, Waiting: 80 reqs, Preemptions: 127, GPU KV cache
 # usage: 100.0%" -- a preemption counter appears once requests were preempted (recomputed) for want of KV blocks; a
@@ -132,6 +140,15 @@ class StartupLines:
                 self.facts.startup["vocab_sizes"] = sizes
                 self._note("vocab_sizes", line)
 
+    def capture_bar(self, line: Line) -> None:
+        """The number of CUDA graphs of each kind the capture's progress bar counts (``decode_full_capture_sizes``,
+        ``mixed_piecewise_capture_sizes``), a prefixed record or a bare terminal line alike."""
+        m = _CAPTURE_BAR.search(line.text)
+        if m:
+            name = f"{m.group(1) or m.group(2)}_{m.group(3).lower()}_capture_sizes"
+            if name not in self.facts.startup:
+                self._set_startup(name, int(m.group(4)), line)
+
     def fast_hit_rate(self, lineno: int, value: float, display: str) -> None:
         """One prefix-cache metrics value (``Prefix cache hit rate: X%``)."""
         self.hit_rate_count += 1
@@ -166,6 +183,10 @@ class StartupLines:
                 for name, val in logged_numbers(text).items():
                     if len(self.logged) < 60:
                         self.logged.setdefault(name, val)
+        if "Profiling CUDA graph memory" in text:  # "PIECEWISE=49 (largest=512), FULL=33 (largest=256)" (0.20+)
+            for mode, count, largest in _GRAPH_GROUP.findall(text):
+                self._set_startup(f"{mode.lower()}_cudagraph_count", int(count), line)
+                self._set_startup(f"{mode.lower()}_cudagraph_largest", int(largest), line)
         m = _PREEMPTIONS.search(text) if "Preemptions: " in text else None
         if m:
             self._peak("num_preemptions", int(m.group(1)), line)
