@@ -153,6 +153,14 @@ def test_gpu_success_log_has_no_error_findings():
     assert an.facts.startup["gpu_kv_cache_tokens"] == 624736
 
 
+def test_a_kv_cache_too_small_for_one_request_compares_tokens_where_vllm_rounds_the_gib():
+    """A real TP=2 engine with 128 KiB of KV memory per rank: vLLM prints "0.0 GiB ... (0.0 GiB)", so the finding
+    compares the request's tokens with the tokens the pool holds (1024 vs 512) and keeps the byte budget."""
+    top = analyze_path(str(LOGS / "gpu" / "gpu_llama_kv_cache_too_small_tp2.log")).findings[0]
+    assert top.rule == "other_oom" and top.numbers["kv_cache_memory_bytes"] == 131072
+    assert [(c.expected, c.actual, c.unit) for c in top.comparisons] == [(1024, 512, "tokens")]
+
+
 # ---------------------------------------------------------------- variants
 GPU_FAILURES = sorted(p.stem for p in LOGS.glob("gpu/*.json") if "expected_category" in json.loads(p.read_text()))
 

@@ -31,9 +31,15 @@ def check(ctx: RuleContext) -> list[Finding]:
         for k in ("max_model_len", "kv_cache_needed_gib", "kv_cache_available_gib", "estimated_max_model_len"):
             if k in n:
                 f.numbers[k] = n[k]
-        if "kv_cache_needed_gib" in n and "kv_cache_available_gib" in n:
-            f.comparisons.append(Comparison("KV cache memory for one max-length request", n["kv_cache_needed_gib"],
-                                            n["kv_cache_available_gib"], "GiB"))
+        if isinstance(args.get("kv_cache_memory_bytes"), int):  # a budget set in bytes, not a share of the GPU
+            f.numbers["kv_cache_memory_bytes"] = args["kv_cache_memory_bytes"]
+        need, have = n.get("kv_cache_needed_gib"), n.get("kv_cache_available_gib")
+        if need is not None and have is not None and need != have:
+            f.comparisons.append(Comparison("KV cache memory for one max-length request", need, have, "GiB"))
+        if isinstance(n.get("max_model_len"), int) and isinstance(n.get("estimated_max_model_len"), int):
+            # exact where vLLM's GiB are rounded (small pools print "0.0 GiB ... (0.0 GiB)")
+            f.comparisons.append(Comparison("tokens of one request the KV cache holds", n["max_model_len"],
+                                            n["estimated_max_model_len"], "tokens"))
         return [f]
     exc = find_exc(ctx, _OOM)
     if exc is None:
