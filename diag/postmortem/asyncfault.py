@@ -72,7 +72,8 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
         basis = (f"{common}; inferred from the configuration: {', '.join(setup.why) or 'speculative decoding'} -> the "
                  f"model's {nsp.layers} have no speculative-decoding path {nsp.since_text()}: their decode kernels take "
                  f"one token a request where the drafts give 1 + k")
-        title = f"{title_of(cat)} (inferred: {fault} in {nsp.layers}, which have no spec-decode path)"
+        # (not "attention": the recurrent layer's own kernels are the ones without the path)
+        title = f"Kernel limit under speculative decoding: {nsp.layers} have no spec-decode path (inferred: {fault})"
     elif setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None and not (
             dense_decode and uneven_decode(facts)):
         cat, why = hybrid_spec_fault_class(setup)

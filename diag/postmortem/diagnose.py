@@ -99,7 +99,7 @@ def _no_spec_path(d: Diagnosis, facts: LogFacts, setup: Setup) -> None:
     d.basis += (f"; asserted in the forward of the model's {nsp.layers}, which have no speculative-decoding path "
                 f"{nsp.since_text()} (their decode takes one token a request; drafts give 1 + k): the layer's "
                 f"limit under drafts, not counted as {d.category}")
-    d.title = f"{title_of('spec_kernel_limit')} ({nsp.layers} without a spec-decode path)"
+    d.title = f"Kernel limit under speculative decoding: {nsp.layers} have no spec-decode path"
     d.category = "spec_kernel_limit"
     d.confidence = "medium" if d.confidence == "high" else d.confidence
 
