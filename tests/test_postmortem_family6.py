@@ -214,3 +214,12 @@ def test_capture_counts_and_defaults_vllm_states_while_starting_are_numbers():
     assert (s["piecewise_cudagraph_count"], s["piecewise_cudagraph_largest"], s["full_cudagraph_count"],
             s["full_cudagraph_largest"]) == (49, 512, 33, 256)
     assert s["kv_cache_block_size_backend"] == 128 and f.numbers["num_speculative_tokens"] == 24
+
+
+def test_a_release_outside_the_catalog_is_said_to_be_not_modelled():
+    log = ("INFO 11-27 04:12:40 [__init__.py:239] vLLM version {v}\n"
+           "(EngineCore pid=1) ERROR 11-27 04:14:53 [core.py:1] AssertionError: num_decodes: 1, num_spec_decodes: 1")
+    notes = analyze_text(log.format(v="0.35.1"), "t.log").to_record().notes
+    assert any(n.startswith("not modelled: vLLM 0.35.1 is newer than the releases") for n in notes)
+    for v in ("0.26.0", "0.1.dev8702+gabc1234"):  # a catalogued release; a source build without its tag
+        assert not any("not modelled: vLLM" in n for n in analyze_text(log.format(v=v), "t.log").to_record().notes)

@@ -71,6 +71,26 @@ class Analysis:
         return (f"the log ends inside a traceback (last frame {where}, log line {orphans[-1].log_line}) before its "
                 "exception line: the failure is not in this log, so it is not diagnosed -- add the lines after it")
 
+    @property
+    def version_not_modelled(self) -> str | None:
+        """The log's vLLM release when it lies outside the releases the failure-site catalog was read from."""
+        from ..catalog import load, vtuple
+
+        v = vtuple(self.facts.vllm_version) if self.facts.vllm_version else None
+        try:
+            known = load().versions
+        except Exception:  # noqa: BLE001 - no catalog: nothing to compare with
+            return None
+        if v is None or not known:
+            return None
+        first, last = vtuple(known[0]), vtuple(known[-1])
+        if first is None or last is None or first <= v <= last or ("dev" in self.facts.vllm_version and v < (0, 9, 0)):
+            return None  # (a source build without its tag reports "0.1.devN": no release to compare)
+        side = "newer" if v > last else "older"
+        return (f"vLLM {self.facts.vllm_version} is {side} than the releases the failure-site catalog was read from "
+                f"({known[0]} to {known[-1]}): its sites are matched by the text of the nearest release and may have "
+                f"moved or changed")
+
     def to_record(self, session_id: str | None = None) -> SessionRecord:
         """The analysis as the one session record every output renders and ``Store.save`` stores."""
         import socket
@@ -97,6 +117,9 @@ class Analysis:
         cut_off = self.cut_off
         if cut_off:
             notes.insert(0, f"not modelled: {cut_off}")
+        outside = self.version_not_modelled
+        if outside:
+            notes.insert(0, f"not modelled: {outside}")
         return SessionRecord(session=info, state=self.state, findings=list(self.findings), target=target, notes=notes,
                              log=log, predicted=self.predicted,
                              rule_failures=[RuleFailure(r, e) for r, e in self.rule_failures])
