@@ -223,3 +223,21 @@ def test_a_release_outside_the_catalog_is_said_to_be_not_modelled():
     assert any(n.startswith("not modelled: vLLM 0.35.1 is newer than the releases") for n in notes)
     for v in ("0.26.0", "0.1.dev8702+gabc1234"):  # a catalogued release; a source build without its tag
         assert not any("not modelled: vLLM" in n for n in analyze_text(log.format(v=v), "t.log").to_record().notes)
+
+
+def test_a_launch_failure_on_a_gpu_the_driver_reports_lost_is_the_hardware():
+    """'unspecified launch failure' on an MLA + MTP engine would be inferred as a kernel limit under drafts -- but the
+    kernel log has the driver's Xid 79 (the GPU fell off the bus): the device failed, not a kernel."""
+    log = "\n".join([
+        "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'",
+        f"{W}Traceback (most recent call last):",
+        f'{W}  File "{PKG}/v1/worker/gpu_model_runner.py", line 2926, in _bookkeeping_sync',
+        f"{W}    valid_sampled_token_ids = self._to_list(sampled_token_ids)",
+        f"{W}torch.AcceleratorError: CUDA error: unspecified launch failure",
+        "[Tue Nov 24 03:12:09 2026] NVRM: Xid (PCI:0000:9d:00): 79, pid=1888, name=VLLM::Worker_TP5, GPU has fallen off "
+        "the bus.",
+    ])
+    an = analyze_text(log, "t.log")
+    top = [f for f in an.findings if f.severity == "error"][0]
+    assert top.category == "other" and "Xid 79: fallen off the bus" in top.basis
+    assert an.facts.startup["xids"] == [79]

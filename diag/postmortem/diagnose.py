@@ -171,6 +171,14 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     #    (also an NCCL call that failed on a CUDA error while the log says the device hit an illegal access:
     #    the collective is only where the fault surfaced)
     if ASYNC.search(text) or _nccl_on_cuda_fault(text, facts):
+        hardware = _hardware_fault(facts)
+        if hardware is not None:
+            return Diagnosis(category="other", confidence="medium", rule="near_miss",
+                             basis=f"the driver reports a failure of the GPU itself ({hardware}); the CUDA error is "
+                                   f"that device failing under the process, outside the hybrid/spec-decode families",
+                             title=f"GPU hardware fault ({hardware})", message=(message.strip().splitlines() or [""])[0][:300],
+                             numbers={**base_numbers, **facts.numbers}, evidence=exc_evidence(root, 1)
+                             + fact_evidence(facts, "xid"))
         kernel = faulting_kernel(facts.startup.get("error_lines") or [])
         if kernel is None and facts.startup.get("cuda_launch_blocking"):
             kernel = _launching_frame(root)  # synchronous launches: the frame that launched is the kernel that faulted
@@ -453,6 +461,24 @@ def _request_rejected(lines: list) -> Diagnosis | None:
                                   **({"http_status": int(code.group(1))} if code else {})},
                          evidence=[Evidence(text=text[:500], line=lineno, source="log")])
     return None
+
+
+# NVIDIA's Xid codes of the device itself failing, not of a kernel's bad access (13/31/43): double-bit ECC (48), page
+# retirement / row remapping (63, 64), NVLink (74), fallen off the bus (79), ECC rates and containment (92, 94, 95),
+# GSP firmware (119, 120), a reset required (154)
+_HARDWARE_XIDS = {48: "double-bit ECC error", 63: "row remapping", 64: "row remapping failure", 74: "NVLink error",
+                  79: "fallen off the bus", 92: "high single-bit ECC rate", 94: "contained ECC error",
+                  95: "uncontained ECC error", 119: "GSP timeout", 120: "GSP error", 154: "GPU reset required"}
+_LOST_GPU = re.compile(r"fallen off the bus|uncorrectable ECC error", re.I)
+
+
+def _hardware_fault(facts: LogFacts) -> str | None:
+    """What the driver says of the GPU itself failing, when the log has it (its Xid reports, dmesg lines)."""
+    for xid in facts.startup.get("xids") or []:
+        if xid in _HARDWARE_XIDS:
+            return f"Xid {xid}: {_HARDWARE_XIDS[xid]}"
+    hit = next((t for _, t in facts.startup.get("error_lines") or [] if _LOST_GPU.search(t)), None)
+    return _LOST_GPU.search(hit).group(0) if hit else None
 
 
 def _a(phrase: str) -> str:

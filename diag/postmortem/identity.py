@@ -133,13 +133,18 @@ class IdentityLines:
             m = re.search(r"\[Rank (\d+)\]\s*Watchdog caught", text)
             if m:  # the rank whose collective timed out
                 self.facts.numbers.setdefault("nccl_timeout_rank", int(m.group(1)))
-        if "Xid" in text and "xid" not in self.facts.numbers:
+        if "Xid" in text:
             from .numbers import _XID
 
             m = _XID.search(text)  # the driver's report (NVRM: Xid (PCI:...): 79, pid=...), in or outside error lines
             if m:
-                self.facts.numbers["xid"] = int(m.group(1))
-                self._note("xid", line)
+                xid = int(m.group(1))
+                if "xid" not in self.facts.numbers:
+                    self.facts.numbers["xid"] = xid
+                    self._note("xid", line)
+                seen = self.facts.startup.setdefault("xids", [])  # every code the driver reported, in order
+                if xid not in seen and len(seen) < 8:
+                    seen.append(xid)
         m = _SM.search(text) if self.sm is None and ("sm" in text or "SM" in text) else None
         if m and self.sm is None:
             self.sm = int(m.group(1))
