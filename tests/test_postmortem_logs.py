@@ -303,13 +303,13 @@ def test_failure_without_traceback_from_startup_and_metrics_lines():
     assert any(e.line and e.line > len(startup) for x in degraded for e in x.evidence)
 
 
-def test_an_lfm2_fault_under_drafts_is_its_layers_missing_spec_path_not_a_mixed_batch():
-    """LFM2 + ngram on vLLM 0.26.0: an illegal memory access in the decode graph's replay. The n-gram drafter makes
-    mixed batches likely, and vLLM's capture progress bar says "mixed prefill-decode" -- but LFM2's short convolution
-    has no spec-decode path before 0.29 (its decode takes one token a request), so the fault is that layer's limit
-    under drafts (spec_kernel_limit), inferred from the model and the release."""
+def test_an_lfm2_fault_under_drafts_is_a_spec_decode_batch_on_a_layer_without_the_path():
+    """LFM2 + ngram on vLLM 0.26.0: an illegal memory access in the decode graph's replay, and vLLM's crash dump shows
+    eight spec decodes with three drafts each (not a mixed batch; the capture progress bar's "mixed prefill-decode" is
+    no prose about one). LFM2's short convolution has no spec-decode path before 0.29: the builder's spec-decode rows
+    reach a layer that never reads them -- the builder-vs-batch class, inferred from the model and the release."""
     an = analyze_path(str(LOGS / "gpu" / "gpu_lfm2_ngram_async_fault.log"))
     top = an.findings[0]
     assert "mixed_prose" not in an.facts.startup
-    assert top.category == "spec_kernel_limit" and top.confidence == "low"
+    assert top.category == "mixed_batch" and top.confidence == "low"
     assert "short-convolution layers have no speculative-decoding path before vLLM 0.29.0" in top.basis

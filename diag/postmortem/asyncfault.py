@@ -55,7 +55,7 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     # the uneven decode counters speak for that kernel, not for a hybrid's state
     dense_decode = setup.hybrid is None and any(_DENSE_DECODE.search(f.file or "") for f in root.frames)
     drafter = drafter_frame(root, setup)
-    nsp = no_spec_path(model_names(facts), facts.vllm_version) if setup.spec_k else None
+    nsp = no_spec_path(model_names(facts), facts.vllm_version, [f.file for f in root.frames[-3:]]) if setup.spec_k else None
     if drafter is not None:
         # a separate (dense) draft model on a hybrid target: the drafter's attention reads KV-cache metadata built
         # for the target's groups (vLLM 0.26 hands a draft_model proposer the first group's -- on NemotronH the Mamba
@@ -67,13 +67,13 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
                  "tables and pages, laid out for the target's Mamba/GDN and attention layers")
         title = f"Draft model vs the hybrid's KV-cache layout (inferred: {fault} in the draft model's proposer)"
     elif nsp is not None:
-        # a recurrent layer with no spec-decode path in this release: its decode kernels take one token a request
-        cat = "spec_kernel_limit"
+        # a recurrent layer with no spec-decode path in this release: the builder's spec-decode rows reach a layer
+        # whose decode takes one token a request
+        cat = "mixed_batch"
         basis = (f"{common}; inferred from the configuration: {', '.join(setup.why) or 'speculative decoding'} -> the "
-                 f"model's {nsp.layers} have no speculative-decoding path {nsp.since_text()}: their decode kernels take "
-                 f"one token a request where the drafts give 1 + k")
-        # (not "attention": the recurrent layer's own kernels are the ones without the path)
-        title = f"Kernel limit under speculative decoding: {nsp.layers} have no spec-decode path (inferred: {fault})"
+                 f"model's {nsp.layers} have no speculative-decoding path {nsp.since_text()}: the metadata builder "
+                 f"hands them the spec-decode rows of the batch (1 + k tokens a request) that their decode never reads")
+        title = f"Spec-decode batch on {nsp.layers}, which have no spec-decode path (inferred: {fault})"
     elif setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None and not (
             dense_decode and uneven_decode(facts)):
         cat, why = hybrid_spec_fault_class(setup)

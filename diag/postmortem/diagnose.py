@@ -67,7 +67,7 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
         d.title = f"Failure outside the hybrid / spec-decode families (not {d.category}: {pre})"
         d.category = "other"
         d.confidence = "low" if d.confidence == "low" else "medium"
-    if d is not None and d.category in ("state_index", "mixed_batch") and setup.spec_k and facts.root is not None:
+    if d is not None and d.category in ("state_index", "spec_kernel_limit") and setup.spec_k and facts.root is not None:
         _no_spec_path(d, facts, setup)
     old = _v0_release(facts.vllm_version)
     if d is not None and d.category != "other" and old:
@@ -87,20 +87,18 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
 
 
 def _no_spec_path(d: Diagnosis, facts: LogFacts, setup: Setup) -> None:
-    """An assert in the forward of a recurrent layer that has no spec-decode path in this release (specpath:
-    Kimi-Linear's KDA before 0.27 asserts its non-spec state indices exist): the layer states that its decode
-    takes one token a request -- its limit under drafts, the kernel-limit class. (The same layer indexing the
-    builder's empty non-spec indices without an assert -- a TypeError -- stays the builder-vs-batch class.)"""
-    if not facts.root.exc_type.endswith("AssertionError"):
+    """A state-index failure raised in the forward of a recurrent layer that has no spec-decode path in this
+    release (specpath: Kimi-Linear's KDA before 0.27 asserts its non-spec state indices exist, or indexes them
+    empty): the builder gave the layer a batch of spec decodes it has no path for -- the builder-vs-batch class."""
+    files = [f.file for f in facts.root.frames[-3:]]
+    nsp = no_spec_path(model_names(facts), facts.vllm_version, files)
+    if nsp is None or not in_layer(nsp, files) or d.category == "mixed_batch":
         return
-    nsp = no_spec_path(model_names(facts), facts.vllm_version)
-    if nsp is None or not in_layer(nsp, [f.file for f in facts.root.frames[-3:]]):
-        return
-    d.basis += (f"; asserted in the forward of the model's {nsp.layers}, which have no speculative-decoding path "
-                f"{nsp.since_text()} (their decode takes one token a request; drafts give 1 + k): the layer's "
-                f"limit under drafts, not counted as {d.category}")
-    d.title = f"Kernel limit under speculative decoding: {nsp.layers} have no spec-decode path"
-    d.category = "spec_kernel_limit"
+    d.basis += (f"; raised in the forward of the model's {nsp.layers}, which have no speculative-decoding path "
+                f"{nsp.since_text()}: the builder's spec-decode rows (1 + k tokens a request, no non-spec indices "
+                f"for a batch of spec decodes) reach a layer that never reads them, not counted as {d.category}")
+    d.title = f"Spec-decode batch on {nsp.layers}, which have no spec-decode path"
+    d.category = "mixed_batch"
     d.confidence = "medium" if d.confidence == "high" else d.confidence
 
 

@@ -10,10 +10,10 @@ and vllm 0.33 wheels):
 * Kimi-Linear's KDA (``kda.py``, then ``gdn/kimi_gdn_linear_attn.py``): from 0.27.0 (before, its decode
   branch reads only the non-spec state indices, which a batch of spec decodes leaves empty).
 
-Under drafts such a layer's decode kernel meets 1 + k tokens a request -- a kernel limit under
-speculative decoding, whatever the frame the failure surfaced at (on vLLM 0.26.0 LFM2 and Jamba fault
-inside the decode graph, KDA asserts in its forward). The metadata builders' own asserts (a builder
-asked for the accepted counts it never kept) are the mixed-batch class and are not read here.
+Under drafts the metadata builder hands such a layer the spec-decode rows of a batch (1 + k tokens a
+request, a spec partition the layer never reads) -- the builder-vs-batch class (README family D, as the
+labelled reports file it), whatever the frame the failure surfaced at: on vLLM 0.26.0 LFM2 and Jamba fault
+inside the decode graph, KDA asserts in its forward.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ..catalog import vtuple
 class NoSpecPath:
     layers: str  # how the finding names them
     models: re.Pattern[str]  # architectures and model names
-    files: re.Pattern[str]  # the layer's forward and kernels (not its metadata builder)
+    files: re.Pattern[str]  # the layer's own forward (not its builder, not kernels shared with Mamba2/GDN)
     since: tuple[int, int, int] | None  # first release with a spec path; None: none up to 0.33
 
     def since_text(self) -> str:
@@ -37,21 +37,23 @@ class NoSpecPath:
 
 _TABLE = (
     NoSpecPath("Mamba1 layers", re.compile(r"Jamba|FalconMamba|falcon-mamba|^MambaForCausalLM$", re.I),
-               re.compile(r"layers/mamba/mamba_mixer\.py$|ops/mamba_ssm\.py$"), None),
+               re.compile(r"layers/mamba/mamba_mixer\.py$"), None),
     NoSpecPath("LFM2 short-convolution layers", re.compile(r"Lfm2|LFM2", re.I),
-               re.compile(r"layers/mamba/short_conv\.py$|ops/causal_conv1d\.py$"), (0, 29, 0)),
+               re.compile(r"layers/mamba/short_conv\.py$"), (0, 29, 0)),
     NoSpecPath("Kimi-Linear KDA layers", re.compile(r"KimiLinear|Kimi-Linear", re.I),
                re.compile(r"layers/kda\.py$|gdn/kimi_gdn_linear_attn\.py$|fla/ops/kda/"), (0, 27, 0)),
 )
 
 
-def no_spec_path(names: list[str | None], version: str | None) -> NoSpecPath | None:
-    """The entry for a model (its architecture and model names) when its recurrent layers have no
-    spec-decode path in ``version`` (an unknown version counts as one without it)."""
+def no_spec_path(names: list[str | None], version: str | None, files: list[str] = ()) -> NoSpecPath | None:
+    """The entry for a model (its architecture and model names, or failing frames in one of the layers' own
+    files) when its recurrent layers have no spec-decode path in ``version`` (an unknown version counts as one
+    without it)."""
     names = [str(n) for n in names if n]
     v = vtuple(version) if version else None
     for entry in _TABLE:
-        if any(entry.models.search(n) for n in names) and (entry.since is None or v is None or v < entry.since):
+        if (any(entry.models.search(n) for n in names) or in_layer(entry, list(files))) and (
+                entry.since is None or v is None or v < entry.since):
             return entry
     return None
 
