@@ -242,3 +242,28 @@ def test_a_launch_failure_on_a_gpu_the_driver_reports_lost_is_the_hardware():
     top = [f for f in an.findings if f.severity == "error"][0]
     assert top.category == "other" and "Xid 79: fallen off the bus" in top.basis
     assert an.facts.startup["xids"] == [79]
+
+
+def test_a_crash_dump_with_elided_drafts_still_shows_a_short_prefill_among_spec_decodes():
+    """The dump's draft lists cut to "[...]": each spec decode's drafts are its scheduled tokens less one, so a
+    prompt's last chunk of 3 tokens beside 1 + 3-token spec decodes is within the builders' decode threshold -- a
+    row counted as a decode without drafts: a mixed batch."""
+    from vllm_diag.postmortem.dump import parse_scheduler_output
+
+    b = parse_scheduler_output(
+        "SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(req_ids=['c-31', 'c-33', "
+        "'c-29'],resumed_req_ids=set(),num_computed_tokens=[1204, 877, 45056],num_output_tokens=[311, 95, 0]), "
+        "num_scheduled_tokens={c-31: 4, c-33: 4, c-29: 3}, total_num_scheduled_tokens=11, scheduled_spec_decode_tokens="
+        "{c-31: [...], c-33: [...]}, scheduled_encoder_inputs={})")
+    assert b["spec_tokens_per_req"] == [3, 3, 0] and b["short_prefills"] == 1 and b["mixed"] is True
+
+
+def test_wrong_output_on_a_layer_without_a_spec_path_is_the_spec_decode_batch_reaching_it():
+    log = "\n".join([
+        "LFM2-8B-A1B with ngram speculation on vllm 0.28.0: after a few hundred tokens the output turns into garbage.",
+        "vllm serve LiquidAI/LFM2-8B-A1B --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 4, "
+        "\"prompt_lookup_max\": 3}'",
+        "INFO 11-27 04:12:40 [__init__.py:239] vLLM version 0.28.0",
+    ])
+    top = _first(log)
+    assert top.category == "mixed_batch" and "short-convolution layers have no speculative-decoding path" in top.basis

@@ -513,6 +513,8 @@ def _silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_
       MLA: decodes with different 1 + k lengths fall back to one query row per token) -- the kernel limit;
     * a hybrid whose batches mix draft lengths or spec decodes with other rows: a row on another kind's state path
       in the Mamba/GDN builders corrupts its state;
+    * a hybrid whose recurrent layers have no speculative-decoding path in the release (specpath: Mamba1, LFM2's
+      short convolution before 0.29, Kimi-Linear's KDA before 0.27) -- the spec-decode rows reach them anyway;
     * a hybrid whose linear-attention builder has no speculative-decoding path (MiniMax-Text-01 / M1's lightning
       attention, vllm/v1/attention/backends/linear_attn.py LinearAttentionMetadataBuilder: reorder threshold 1, no
       accepted-token counts): every 1 + k verification row goes down the prefill path and the rejected drafts stay
@@ -564,6 +566,12 @@ def _silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_
                    "speculative-decoding path (decode threshold 1, no accepted-token counts): the 1 + k verification "
                    "rows are split off as prefills and the rejected drafts stay in the recurrent state",
                    ("wrong_output_prose",))
+    nsp = no_spec_path(model_names(facts), facts.vllm_version)
+    if nsp is not None:
+        return out("mixed_batch", "low",
+                   f"the model's {nsp.layers} have no speculative-decoding path {nsp.since_text()}: the builder's "
+                   f"spec-decode rows (1 + k tokens a request) reach layers that advance their recurrent state over "
+                   f"every draft token, rejected ones included", ("wrong_output_prose",))
     hit = facts.startup.get("prefix_cache_hit_rate_max")
     if setup.prefix_caching and isinstance(hit, (int, float)) and hit > 0:
         return out("state_index", "low",

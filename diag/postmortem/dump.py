@@ -129,6 +129,8 @@ def parse_scheduler_output(text: str) -> dict[str, Any] | None:
     if m:
         for rid, toks in _SPEC_ITEM.findall(m.group(1)):
             spec[rid] = len([x for x in toks.split(",") if x.strip()])
+            if toks.strip() in ("...", "\u2026") and scheduled.get(rid, 0) > 1:
+                spec[rid] = scheduled[rid] - 1  # drafts elided ("[...]"): a spec decode schedules 1 + its drafts
     out: dict[str, Any] = {}
     ids = list(dict.fromkeys(new_ids + cached_ids + list(scheduled)))
     if not ids and not spec:
