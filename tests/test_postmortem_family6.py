@@ -267,3 +267,49 @@ def test_wrong_output_on_a_layer_without_a_spec_path_is_the_spec_decode_batch_re
     ])
     top = _first(log)
     assert top.category == "mixed_batch" and "short-convolution layers have no speculative-decoding path" in top.basis
+
+
+def test_ray_data_actor_prefixes_and_a_notebook_traceback_are_read():
+    """Ray Data prefixes an actor's lines with its nested name ("(MapWorker(MapBatches(vLLMEngineStageUDF)) pid=4417,
+    ip=...)"), and IPython prints a traceback as "<file> in <function>(...)" with an arrow at the line that ran."""
+    ray = "(MapWorker(MapBatches(vLLMEngineStageUDF)) pid=4417, ip=10.0.3.17) (EngineCore pid=4630) ERROR 08-04 16:24:19 " \
+          "[core.py:1346] "
+    an = analyze_text("\n".join([
+        f"{ray}Traceback (most recent call last):",
+        f'{ray}  File "{PKG}/v1/kv_cache_interface.py", line 536, in page_size_bytes',
+        f"{ray}    assert self.page_size_padded >= page_size",
+        f"{ray}AssertionError",
+        "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task, "
+        "ray::MapWorker(MapBatches(vLLMEngineStageUDF)).__init__() (pid=4417, ip=10.0.3.17)",
+    ]), "t.log")
+    assert (an.facts.root.exc_type, an.facts.root.process) == ("AssertionError", "EngineCore")
+    nb = analyze_text("\n".join([
+        "---------------------------------------------------------------------------",
+        "AssertionError                            Traceback (most recent call last)",
+        "/tmp/ipython-input-2-1842306475.py in <cell line: 0>()",
+        "----> 4 llm = LLM(",
+        "",
+        f"{PKG}/v1/kv_cache_interface.py in page_size_bytes(self)",
+        "   1126         if self.page_size_padded is not None:",
+        "-> 1127             assert self.page_size_padded >= page_size",
+        "   1128             return self.page_size_padded",
+        "",
+        "AssertionError: ",
+        "```",
+        "- `num_speculative_tokens: 2` works",
+    ]), "t.log")
+    root = nb.facts.root
+    assert root.message == "" and [(f.function, f.line) for f in root.frames] == [("<cell line: 0>", 4), ("page_size_bytes", 1127)]
+    assert root.frames[-1].code == "assert self.page_size_padded >= page_size"
+
+
+def test_a_split_that_fails_in_the_mamba_mixer_under_mode_all_and_drafts_is_the_state_indices():
+    log = "\n".join([
+        "vllm serve nvidia/NVIDIA-Nemotron-Nano-12B-v2 --enable-prefix-caching --mamba-cache-mode all --speculative-config "
+        "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3, \"prompt_lookup_max\": 4}'",
+        f'{W}  File "{PKG}/model_executor/layers/mamba/mamba_mixer2.py", line 626, in conv_ssm_forward',
+        f"{W}    torch.split(",
+        f"{W}RuntimeError: split_with_sizes expects split_sizes to sum exactly to 256 (input tensor's size at dimension "
+        "0), but got split_sizes=[128, 0]",
+    ])
+    assert _first(log).category == "state_index"

@@ -69,6 +69,18 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
         d.confidence = "low" if d.confidence == "low" else "medium"
     if d is not None and d.category in ("state_index", "spec_kernel_limit") and setup.spec_k and facts.root is not None:
         _no_spec_path(d, facts, setup)
+    if d is not None and d.category == "mixed_batch" and d.rule == "failure_class" and setup.spec_k \
+            and setup.mamba_cache_mode == "all" and facts.root is not None and _MAMBA_MIXER.search(
+                " ".join(f.file for f in facts.root.frames[-2:])):
+        # Mamba cache mode 'all' keeps a state per block and hands the Mamba mixer per-request block indices; under
+        # drafts (1 + k tokens a request) those buffers are sliced by tokens where requests are meant: a split of the
+        # batch that fails in the mixer itself is the state indices' shape, not a batch mixing kinds of rows (a row
+        # count the builder gets wrong stays the batch's class)
+        d.basis += ("; but Mamba cache mode 'all' with speculative decoding routes the mixer's per-request block "
+                    "indices (block_idx_last_scheduled_token, block_idx_last_computed_token), which a token-counted "
+                    "slice misaligns: the state-index class, not counted as mixed_batch")
+        d.title = "Mamba/GDN state index or block table mismatch (mode 'all' under speculative decoding)"
+        d.category = "state_index"
     old = _v0_release(facts.vllm_version)
     if d is not None and d.category != "other" and old:
         # the families are failures of the V1 engine's hybrid KV cache manager, Mamba/GDN builders and spec-decode
@@ -461,6 +473,7 @@ def _request_rejected(lines: list) -> Diagnosis | None:
     return None
 
 
+_MAMBA_MIXER = re.compile(r"layers/mamba/mamba_mixer2?\.py")
 # NVIDIA's Xid codes of the device itself failing, not of a kernel's bad access (13/31/43): double-bit ECC (48), page
 # retirement / row remapping (63, 64), NVLink (74), fallen off the bus (79), ECC rates and containment (92, 94, 95),
 # GSP firmware (119, 120), a reset required (154)

@@ -48,8 +48,10 @@ _CHARS = str.maketrans({
 })
 
 # "(EngineCore_DP0 pid=1)", "(RayWorkerWrapper pid=1, ip=…)", and vLLM 0.8-0.10's "(VllmWorker rank=2 pid=1)"
-# (Ray Serve's replica names hold colons: "(ServeReplica:app:LLMServer:model pid=1)" -- only with a pid / rank)
-_PROC_NAME = r"[A-Za-z][\w.\-]*(?::[\w.\-]+)+(?= (?:rank|pid)=)|[A-Za-z][\w.\-]*"
+# (Ray Serve's replica names hold colons: "(ServeReplica:app:LLMServer:model pid=1)", Ray Data's actors parentheses:
+# "(MapWorker(MapBatches(vLLMEngineStageUDF)) pid=4417, ip=10.0.3.17)" -- only with a pid / rank)
+_PROC_NAME = (r"[A-Za-z][\w.\-]*(?::[\w.\-]+)+(?= (?:rank|pid)=)|"
+              r"[A-Za-z][\w.\-]*\([\w.\-]+(?:\([\w.\-]+\))?\)(?= (?:rank|pid)=)|[A-Za-z][\w.\-]*")
 _PROC_PAREN = re.compile(r"^\((" + _PROC_NAME + r")(?: rank=(\d+))?(?: pid=([^)\s,]*))?(?:, ip=[^)]*)?\)\s?")
 _PROC_NOPAREN = re.compile(r"^([A-Za-z][\w.\-]*)(?: rank=(\d+))? pid=([^)\s,]*)(?:, ip=[^)]*)?\)\s?")
 _MIDLINE_RECORD = re.compile(r"\((?:" + _PROC_NAME + r")(?: rank=\d+)? pid=[^)\s]*(?:, ip=[^)]*)?\) "

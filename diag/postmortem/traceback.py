@@ -22,6 +22,11 @@ MAX_MESSAGE = 8_000
 
 _TB_HEAD = re.compile(r"^\s*(?:\|\s*)?(?:\+\s*)?(?:Exception Group )?Traceback \(most recent call last\):?\s*$")
 _FRAME = re.compile(r'^\s*(?:\|\s*)?File "([^"]+)", line (\d+)(?:,\s*in(?:\s+(.+?))?|,)?\s*$')
+# IPython's / Jupyter's verbose traceback (notebooks, Colab): "AssertionError      Traceback (most recent call last)",
+# then per frame "/path/file.py in func(args)" and its source with an arrow at the line that ran: "--> 1127   code"
+_IPY_HEAD = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\s{2,}Traceback \(most recent call last\)\s*$")
+_IPY_FRAME = re.compile(r"^((?:/|~/|\.\.\./)?[\w.\-]+(?:/[\w.\-]+)*\.py) in ([\w<>.]+(?: line: \d+>)?)\(")
+_IPY_ARROW = re.compile(r"^-*-> ?(\d+)\s+(.*)$")
 # the rest of a frame line hard-wrapped by a reporter: "gdn_attention_core" or "in causal_conv1d_update"
 # a frame line hard-wrapped right after the path: 'File "/x/y.py",' + ' line 320, in build'
 _FRAME_FILE_ONLY = re.compile(r'^\s*(?:\|\s*)?File "([^"]+)",?\s*$')
@@ -85,6 +90,7 @@ class _State:
     last_line: int = 0
     last_line_seen: int = 0  # the line before the current one (a hard-wrapped record continues on the next)
     pending_file: str | None = None  # 'File "<path>",' whose ' line N, in f' was wrapped onto the next line
+    ipy_frame: tuple[str, str] | None = None  # IPython's "<file> in <function>(" awaiting its "--> N code" line
     exc_src: str | None = None  # the [file.py:N] of the log record that printed the last exception line
     exc_colon_only: bool = False  # the last exception line ended at its colon ("RuntimeError: "): a wrap cut it there
 
@@ -175,9 +181,21 @@ class TracebackParser:
         st.last_line = line.lineno
         self._last_proc = key
 
-        if "Traceback" in text and _TB_HEAD.match(text):
-            st.in_tb, st.frames, st.awaiting_code, st.cont_lines = True, [], False, 0
+        if "Traceback" in text and (_TB_HEAD.match(text) or _IPY_HEAD.match(text)):
+            st.in_tb, st.frames, st.awaiting_code, st.cont_lines, st.ipy_frame = True, [], False, 0, None
             return
+        if st.in_tb and ".py in " in text:
+            m = _IPY_FRAME.match(text)
+            if m:
+                st.ipy_frame = (m.group(1), m.group(2))
+                return
+        if st.ipy_frame is not None and text[:1] == "-":
+            m = _IPY_ARROW.match(text)
+            if m:
+                (path, func), st.ipy_frame = st.ipy_frame, None
+                if len(st.frames) < MAX_FRAMES:
+                    st.frames.append(Frame(path, int(m.group(1)), func, m.group(2).strip() or None, line.lineno))
+                return
         if st.in_tb and st.frames and st.frames[-1].function == "?" and st.frames[-1].code is None and st.awaiting_code:
             t = _FRAME_TAIL.match(text)
             if t and not _EXC_STRICT.match(text.strip()):
@@ -259,6 +277,9 @@ class TracebackParser:
         exc = st.last_exc
         # (the vllm-diag probes' note on the exception -- "vllm-diag: recorded in run.db ..." -- that Python prints
         # after its message is not part of it)
+        if stripped.startswith("```"):  # a Markdown fence closes the pasted block: no message goes on past it
+            st.cont_lines = 0
+            return
         if exc is not None and st.cont_lines and stripped and st.cont_lines < 30 and not stripped.startswith(_PROBE_NOTE):
             wrapped_record = (line.level is not None and line.lineno == st.last_line_seen + 1
                               and exc.message and exc.message.rstrip()[-1:] not in ".!?:]}'\""
