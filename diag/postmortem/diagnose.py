@@ -71,7 +71,7 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
         _no_spec_path(d, facts, setup)
     if d is not None and d.category == "mixed_batch" and d.rule == "failure_class" and setup.spec_k \
             and setup.mamba_cache_mode == "all" and facts.root is not None and _MAMBA_MIXER.search(
-                " ".join(f.file for f in facts.root.frames[-2:])):
+                next((f.file for f in reversed(facts.root.frames) if _VLLM_CODE.search(f.file)), "")):
         # Mamba cache mode 'all' keeps a state per block and hands the Mamba mixer per-request block indices; under
         # drafts (1 + k tokens a request) those buffers are sliced by tokens where requests are meant: a split of the
         # batch that fails in the mixer itself is the state indices' shape, not a batch mixing kinds of rows (a row
@@ -474,6 +474,7 @@ def _request_rejected(lines: list) -> Diagnosis | None:
 
 
 _MAMBA_MIXER = re.compile(r"layers/mamba/mamba_mixer2?\.py")
+_VLLM_CODE = re.compile(r"(?:^|/)vllm/(?:v1|model_executor)/")  # (not a venv named vllm: /opt/vllm/lib/.../torch)
 # NVIDIA's Xid codes of the device itself failing, not of a kernel's bad access (13/31/43): double-bit ECC (48), page
 # retirement / row remapping (63, 64), NVLink (74), fallen off the bus (79), ECC rates and containment (92, 94, 95),
 # GSP firmware (119, 120), a reset required (154)
