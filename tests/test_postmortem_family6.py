@@ -313,3 +313,16 @@ def test_a_split_that_fails_in_the_mamba_mixer_under_mode_all_and_drafts_is_the_
         "0), but got split_sizes=[128, 0]",
     ])
     assert _first(log).category == "state_index"
+
+
+def test_a_trtllm_launcher_without_a_kernel_for_the_draft_width_is_a_kernel_limit():
+    log = "\n".join([
+        "vllm serve moonshotai/Kimi-K2-Instruct -tp 8 --speculative-config '{\"method\": \"eagle3\", \"model\": "
+        "\"lightseekorg/kimi-k2-eagle3\", \"num_speculative_tokens\": 3}'",
+        f'{W}  File "{PKG}/v1/attention/backends/mla/flashinfer_mla.py", line 212, in forward_mqa',
+        f"{W}    o = trtllm_batch_decode_with_kv_cache_mla(",
+        f"{W}RuntimeError: Error in function 'trtllm_paged_attention_launcher' at /workspace/flashinfer/csrc/"
+        "trtllm_fmha_kernel_launcher.cu:272: Missing TRTLLM-GEN kernel (decode): qkvLayout=2, maskType=1, kernelType=2, "
+        "headDimQk=576, headDimV=512, tileSizeQ=32, tileSizeKv=128, numTokensPerPage=64",
+    ])
+    assert _first(log).category == "spec_kernel_limit"

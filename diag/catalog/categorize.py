@@ -252,7 +252,9 @@ RULES: list[tuple[str, str, Pred]] = [
     # the query tokens per request (tileSizeQ; 1 + k under drafts) and heads per KV head, so with drafts it is the
     # decode kernel's limit (without drafts the precondition check makes it another failure)
     ("trtllm_kernel_selection", "spec_kernel_limit",
-     lambda f, fn, t, e, c: ("trtllm" in f or "trtllm/fmha" in _core(t)) and bool(re.search(
+     # (the runner's file, or the launcher a message names: "Error in function 'trtllm_paged_attention_launcher' at
+     # .../trtllm_fmha_kernel_launcher.cu:272: Missing TRTLLM-GEN kernel (decode): ...")
+     lambda f, fn, t, e, c: ("trtllm" in f or "trtllm" in _core(t)) and bool(re.search(
          r"kernels? not found|missing trtllm-gen kernel", _core(t)))),
     # (a kernel lookup that lists its parameters -- "no kernel found for ..., max_seqlen_qo=2, page_size=1" -- names
     # a page size as one of the shapes it has no kernel for: the kernel's limit, not the KV layout)

@@ -94,11 +94,12 @@ def _spec_rows_vs_batch(site, message: str, setup: Setup) -> tuple[int, int, int
 
 
 def _prints_spec_query_len(message: str) -> bool:
-    """The message states a per-request query length above 1 by name (the catalog rule spec_query_len_param)."""
+    """The message states a per-request query length above 1 by name (the catalog rule spec_query_len_param), or is
+    the TRTLLM-gen runner finding no kernel for the call's query tile (trtllm_kernel_selection)."""
     from ..catalog.categorize import categorize
 
-    return categorize({"file": "", "function": "", "message": (message or "")[:2000], "exc": ""}) == \
-        ("spec_kernel_limit", "spec_query_len_param")
+    return categorize({"file": "", "function": "", "message": (message or "")[:2000], "exc": ""}) in (
+        ("spec_kernel_limit", "spec_query_len_param"), ("spec_kernel_limit", "trtllm_kernel_selection"))
 
 
 def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, base_numbers: dict,
