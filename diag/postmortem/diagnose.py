@@ -39,8 +39,8 @@ from .asyncfault import ASYNC, from_async, hybrid_spec_fault_class
 from .configuration import Setup, config_known, precondition_fails, read_setup
 from .connectors import connector_class
 from .diagnosis import Diagnosis, batch_numbers, config_numbers, exc_evidence, fact_evidence, frame_lines, title_of
-from .nearmiss import near_miss
-from .numbers import message_numbers, phrase_numbers
+from .nearmiss import LOST_GPU, near_miss
+from .numbers import message_numbers, named_numbers
 from .placement import faulting_kernel, kernel_fault, kernel_place
 from .specpath import in_layer, model_names, no_spec_path
 from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, rows_mismatch, shape_class
@@ -104,7 +104,7 @@ def _no_spec_path(d: Diagnosis, facts: LogFacts, setup: Setup) -> None:
     empty): the builder gave the layer a batch of spec decodes it has no path for -- the builder-vs-batch class."""
     files = [f.file for f in facts.root.frames[-3:]]
     nsp = no_spec_path(model_names(facts), facts.vllm_version, files)
-    if nsp is None or not in_layer(nsp, files) or d.category == "mixed_batch":
+    if nsp is None or not in_layer(nsp, files):
         return
     d.basis += (f"; raised in the forward of the model's {nsp.layers}, which have no speculative-decoding path "
                 f"{nsp.since_text()}: the builder's spec-decode rows (1 + k tokens a request, no non-spec indices "
@@ -467,7 +467,7 @@ def _request_rejected(lines: list) -> Diagnosis | None:
                          basis=f"the API server refused a request ({status}{typ.group(1)}): request validation, outside "
                                f"the hybrid/spec-decode families; the engine itself did not fail here",
                          title=f"Request rejected by the API server: {typ.group(1)}", message=msg.group(1)[:300],
-                         numbers={**phrase_numbers(msg.group(1)), **message_numbers(msg.group(1)),
+                         numbers={**named_numbers(msg.group(1)),
                                   **({"http_status": int(code.group(1))} if code else {})},
                          evidence=[Evidence(text=text[:500], line=lineno, source="log")])
     return None
@@ -481,7 +481,6 @@ _VLLM_CODE = re.compile(r"(?:^|/)vllm/(?:v1|model_executor)/")  # (not a venv na
 _HARDWARE_XIDS = {48: "double-bit ECC error", 63: "row remapping", 64: "row remapping failure", 74: "NVLink error",
                   79: "fallen off the bus", 92: "high single-bit ECC rate", 94: "contained ECC error",
                   95: "uncontained ECC error", 119: "GSP timeout", 120: "GSP error", 154: "GPU reset required"}
-_LOST_GPU = re.compile(r"fallen off the bus|uncorrectable ECC error", re.I)
 
 
 def _hardware_fault(facts: LogFacts) -> str | None:
@@ -489,8 +488,8 @@ def _hardware_fault(facts: LogFacts) -> str | None:
     for xid in facts.startup.get("xids") or []:
         if xid in _HARDWARE_XIDS:
             return f"Xid {xid}: {_HARDWARE_XIDS[xid]}"
-    hit = next((t for _, t in facts.startup.get("error_lines") or [] if _LOST_GPU.search(t)), None)
-    return _LOST_GPU.search(hit).group(0) if hit else None
+    hit = next((t for _, t in facts.startup.get("error_lines") or [] if LOST_GPU.search(t)), None)
+    return LOST_GPU.search(hit).group(0) if hit else None
 
 
 def _a(phrase: str) -> str:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 
+# the GPU itself lost, in its own words (a CUDA error's text or the driver's kernel-log line)
+LOST_GPU = re.compile(r"uncorrectable ECC error|fallen off the bus", re.I)
+
 # near misses: errors whose cause is outside the hybrid / spec-decode families
 NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
     ("out of memory", re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|"
@@ -21,10 +24,9 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
                                              r"collective operation timeout|Connection refused|RayActorError", re.I)),
     # the GPU's own memory or link failing (the error is sticky and asynchronous like an illegal access, so it
     # surfaces in whatever vLLM frame synchronises next): double-bit ECC (Xid 48/94/95), a lost GPU (Xid 79)
-    ("GPU hardware fault (ECC, lost device)", re.compile(r"uncorrectable ECC error|cudaErrorECCUncorrectable|"
-                                                        r"hipErrorECCNotCorrectable|fallen off the bus|"
-                                                        r"cudaErrorDevicesUnavailable|cudaErrorHardwareStackError|"
-                                                        r"hardware stack error", re.I)),
+    ("GPU hardware fault (ECC, lost device)", re.compile(LOST_GPU.pattern + r"|cudaErrorECCUncorrectable|"
+                                                        r"hipErrorECCNotCorrectable|cudaErrorDevicesUnavailable|"
+                                                        r"cudaErrorHardwareStackError|hardware stack error", re.I)),
     ("host synchronisation during CUDA-graph capture", re.compile(r"operation not permitted when stream is capturing|"
                                                                    r"cudaErrorStreamCaptureUnsupported|"
                                                                    r"stream is capturing", re.I)),

@@ -228,6 +228,16 @@ def phrase_numbers(message: str) -> dict[str, Any]:
     return out
 
 
+def named_numbers(message: str) -> dict[str, Any]:
+    """Every number a message names: its known patterns (:func:`message_numbers`) first, then the values it gives
+    in words (:func:`phrase_numbers`) -- the numbers of an error that is not the root (another attempt's, a refused
+    request's)."""
+    out = message_numbers(message)
+    for name, val in phrase_numbers(message).items():
+        out.setdefault(name, val)
+    return out
+
+
 # "Required: 98304, Hardware limit: 65536" (Triton), "Free memory: 3 GiB": a capitalised label and its number;
 # "SeqNum=188342, NumelIn=14336" (NCCL's work record): PascalCase fields
 _LABEL_NUM = re.compile(r"(?<![\w.])([A-Z][a-z]+(?: [a-z]+){0,2}):\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d|[:/])")
@@ -546,8 +556,8 @@ def _known_vllm_file(path: str) -> bool:
 
 
 # the fault's own name (not asyncfault.ASYNC, whose widest match -- "CUDA error: an illegal" -- another
-# rank's or a Triton launch's message of the same fault does not repeat)
-_FAULT_NAME = re.compile(r"illegal memory access|misaligned address|illegal instruction|unspecified launch failure|"
+# rank's or a Triton launch's message of the same fault does not repeat): what two reports of one fault share
+FAULT_NAME = re.compile(r"illegal memory access|misaligned address|illegal instruction|unspecified launch failure|"
                           r"device-side assert(?:ion)? triggered|[Mm]emory access fault|"
                           r"operation not supported on global/shared address space")
 
@@ -558,7 +568,7 @@ def frame_line_numbers(f: LogFacts, raw: list | None = None) -> dict[str, int]:
     check's source file -- the line numbers an expert quotes to name the failing statement and the release."""
     out: dict[str, int] = {}
     excs = ([f.root] if f.root is not None else []) + [e for e in f.exceptions if e.exc_type == ORPHAN_TYPE]
-    fault = _FAULT_NAME.search(f.root.message[:300]) if f.root is not None else None
+    fault = FAULT_NAME.search(f.root.message[:300]) if f.root is not None else None
     if fault:
         # an asynchronous CUDA fault is reported at the next sync point (a .tolist(), a copy); the same fault's
         # traceback from a synchronous rerun (CUDA_LAUNCH_BLOCKING=1) or another rank is the one that places it

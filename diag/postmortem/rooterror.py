@@ -9,7 +9,7 @@ import re
 
 from ..model import LogException
 from .lines import Line
-from .numbers import message_numbers, phrase_numbers
+from .numbers import FAULT_NAME, message_numbers, named_numbers
 from .traceback import ORPHAN_TYPE, dedupe, inner_error, is_noise
 
 _FLAT_SPLIT = re.compile(r'\s*(?=Traceback \(most recent call last\):)|\s+(?=File ")')
@@ -182,18 +182,16 @@ _CUDA_BOILERPLATE = re.compile(r"\n\s*(?:Search for `\w+' in https?://\S+ for mo
                                r"asynchronously reported at some other API call.*|For debugging consider passing "
                                r"CUDA_LAUNCH_BLOCKING=1\.?|Compile with `TORCH_USE_CUDA_DSA` to enable device-side "
                                r"assertions\.?)\s*(?=\n|$)")
-_FAULT = re.compile(r"illegal memory access|illegal address|device-side assert(?!ions)|unspecified launch failure|"
-                    r"misaligned address|illegal instruction", re.I)
 
 
 def _blocking_rerun(excs: list[LogException], root: LogException, blocking_line: int) -> LogException | None:
     """The same asynchronous fault again after the report turned on synchronous launches (a rerun with
     CUDA_LAUNCH_BLOCKING=1 stated between them): that traceback ends at the launch of the kernel that faulted,
     where the first only shows a later synchronisation -- it is the root."""
-    if not blocking_line or (root.log_line or 0) >= blocking_line or not _FAULT.search(root.message):
+    if not blocking_line or (root.log_line or 0) >= blocking_line or not FAULT_NAME.search(root.message):
         return None
     return next((e for e in excs if (e.log_line or 0) > blocking_line and not e.wrapped and e.frames
-                 and not is_noise(e) and _FAULT.search(e.message)), None)
+                 and not is_noise(e) and FAULT_NAME.search(e.message)), None)
 
 
 def other_errors(excs: list[LogException], root: LogException) -> list[dict]:
@@ -208,9 +206,6 @@ def other_errors(excs: list[LogException], root: LogException) -> list[dict]:
         msg = " ".join(e.message.split())
         if msg[:80] == key:
             continue
-        nums = message_numbers(e.message)
-        for k, v in phrase_numbers(e.message).items():
-            nums.setdefault(k, v)
         out.append({"type": e.exc_type, "message": msg[:300], "log_line": e.log_line, "process": e.process,
-                    "numbers": nums})
+                    "numbers": named_numbers(e.message)})
     return out[-_OTHER_ERRORS_MAX:]

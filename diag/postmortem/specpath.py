@@ -19,6 +19,7 @@ inside the decode graph, KDA asserts in its forward.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..catalog import vtuple
@@ -45,14 +46,14 @@ _TABLE = (
 )
 
 
-def no_spec_path(names: list[str | None], version: str | None, files: list[str] = ()) -> NoSpecPath | None:
+def no_spec_path(names: list[str | None], version: str | None, files: Sequence[str] = ()) -> NoSpecPath | None:
     """The entry for a model (its architecture and model names, or failing frames in one of the layers' own
     files) when its recurrent layers have no spec-decode path in ``version`` (an unknown version counts as one
     without it)."""
     names = [str(n) for n in names if n]
     v = vtuple(version) if version else None
     for entry in _TABLE:
-        if (any(entry.models.search(n) for n in names) or in_layer(entry, list(files))) and (
+        if (any(entry.models.search(n) for n in names) or in_layer(entry, files)) and (
                 entry.since is None or v is None or v < entry.since):
             return entry
     return None
@@ -64,6 +65,6 @@ def model_names(facts) -> list[str | None]:
             facts.args.get("model"), facts.model]
 
 
-def in_layer(entry: NoSpecPath, files: list[str]) -> bool:
-    """One of the failing frames is in the layer's forward or kernels."""
+def in_layer(entry: NoSpecPath, files: Sequence[str]) -> bool:
+    """One of the failing frames is in the layer's own forward."""
     return any(entry.files.search(f.replace("\\", "/")) for f in files)

@@ -62,11 +62,12 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("num_requests_waiting", re.compile(r"Waiting: (\d+) reqs"), int),
     ("gpu_kv_cache_usage_percent", re.compile(r"GPU KV cache usage: " + _FLOAT + r"%"), float),
 ]
-# a literal each pattern needs, checked with `in` before the regex runs (most lines match none)
+# the profiling line's graph groups (gpu_model_runner.py 0.20+): "PIECEWISE=49 (largest=512), FULL=33 (largest=256)"
 _GRAPH_GROUP = re.compile(r"\b(PIECEWISE|FULL|ENCODER)=(\d+) \(largest=(\d+)\)")
 # the capture's progress bar (gpu_model_runner.py, "Capturing CUDA graphs ({kind}, {mode})", 0.11+): how many graphs
 # of each kind -- "decode, FULL: 0/66", "mixed prefill-decode, PIECEWISE: 67/67"
 _CAPTURE_BAR = re.compile(r"Capturing CUDA graphs \((?:(decode)|(mixed)[\w -]*), (FULL|PIECEWISE)\):.{0,80}?\|\s*\d+/(\d+)\b")
+# a literal each pattern needs, checked with `in` before the regex runs (most lines match none)
 _STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, conv) for name, rx, conv in _STARTUP_PATTERNS_RAW]
 # the engine's stats line (vLLM 0.8+ loggers.py): "Running: 170 reqs, Waiting: 80 reqs, Preemptions: 127, GPU KV cache
 # usage: 100.0%" -- a preemption counter appears once requests were preempted (recomputed) for want of KV blocks; a
@@ -183,7 +184,7 @@ class StartupLines:
                 for name, val in logged_numbers(text).items():
                     if len(self.logged) < 60:
                         self.logged.setdefault(name, val)
-        if "Profiling CUDA graph memory" in text:  # "PIECEWISE=49 (largest=512), FULL=33 (largest=256)" (0.20+)
+        if "Profiling CUDA graph memory" in text:
             for mode, count, largest in _GRAPH_GROUP.findall(text):
                 self._set_startup(f"{mode.lower()}_cudagraph_count", int(count), line)
                 self._set_startup(f"{mode.lower()}_cudagraph_largest", int(largest), line)

@@ -275,11 +275,11 @@ class TracebackParser:
             return
         # continuation of the last exception's message
         exc = st.last_exc
-        # (the vllm-diag probes' note on the exception -- "vllm-diag: recorded in run.db ..." -- that Python prints
-        # after its message is not part of it)
         if stripped.startswith("```"):  # a Markdown fence closes the pasted block: no message goes on past it
             st.cont_lines = 0
             return
+        # (the vllm-diag probes' note on the exception -- "vllm-diag: recorded in run.db ..." -- that Python prints
+        # after its message is not part of it)
         if exc is not None and st.cont_lines and stripped and st.cont_lines < 30 and not stripped.startswith(_PROBE_NOTE):
             wrapped_record = (line.level is not None and line.lineno == st.last_line_seen + 1
                               and exc.message and exc.message.rstrip()[-1:] not in ".!?:]}'\""
