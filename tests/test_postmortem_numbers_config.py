@@ -120,6 +120,19 @@ def test_underscored_flags_camel_case_values_keys_and_inline_code():
     assert f.args["max_model_len"] == 24000 and f.args["tensor_parallel_size"] == 2
 
 
+def test_rl_framework_overrides_name_the_engine_arguments_they_pass_on():
+    # a Hydra / OmegaConf launch script: the last key of each dotted path is the engine argument
+    f = _facts("python3 -m trainer.main \\\n"
+               "    rollout.engine.gpu_memory_utilization=0.45 \\\n"
+               "    rollout.engine.tensor_model_parallel_size=4 \\\n"
+               "    +rollout.engine.kwargs.max_num_seqs=96 \\\n"
+               "    trainer.total_epochs=3\n")
+    assert f.args["gpu_memory_utilization"] == 0.45 and f.args["tensor_parallel_size"] == 4
+    assert f.args["max_num_seqs"] == 96 and "total_epochs" not in f.args
+    # code assigning an attribute is not an override
+    assert "max_model_len" not in _facts("    self.engine.max_model_len = 4096\n").args
+
+
 def test_parallel_sizes_in_words():
     f = _facts("We run tensor parallel 8, 2-way pipeline parallelism and a data-parallel size of 2.\n")
     assert f.args["tensor_parallel_size"] == 8 and f.args["pipeline_parallel_size"] == 2

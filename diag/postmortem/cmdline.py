@@ -60,6 +60,13 @@ def workaround_flag(text: str, start: int, end: int) -> bool:
 _BARE_FLAG = re.compile(r"(?<![\w.\-/$])[\"']?([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)[\"']?(?:\s*([=:])\s*[\"']?(\d+(?:\.\d+)?|True|"
                         r"False|true|false|\{[^{}]{1,400}\})[\"']?"
                         r"|[ \t]+(\d+(?:\.\d+)?))(?!\w|\.\d)")
+# an RL framework's Hydra / OmegaConf override (verl `actor_rollout_ref.rollout.gpu_memory_utilization=0.35`, SkyRL
+# `generator.max_num_seqs=1024`, OpenRLHF-style `+trainer.x.max_model_len=32768`): the last key of the dotted path is
+# the engine argument the framework hands to vLLM; no spaces around '=' (code's `self.a.b = 1` has them)
+_DOTTED_OVERRIDE = re.compile(r"(?:^|(?<=\s))\+{0,2}(?:[a-z_][a-z0-9_]*\.)+([a-z][a-z0-9]*(?:_[a-z0-9]+)+)="
+                              r"[\"']?(\d+(?:\.\d+)?|True|False|true|false)[\"']?(?=\s|$)")
+# the frameworks' names for vLLM's own settings
+_FRAMEWORK_KEYS = {"tensor_model_parallel_size": "tensor_parallel_size"}
 # a Helm values key in camelCase (`tensorParallelSize: 4`, `maxModelLen: 32768`): kept where its snake_case form is a flag
 _CAMEL_KEY = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+)["']?\s*:\s*["']?(\d+(?:\.\d+)?|true|false)["']?(?!\w|\.\d)""")
 _LOWER_UPPER = re.compile(r"[a-z][A-Z]")
@@ -367,6 +374,11 @@ class CommandLines:
                     if val.startswith("{"):  # a JSON config (speculative_config: {...}) -> one quoted argv item
                         val = "'" + val.replace("'", '"') + "'"
                     self.inline_flags.append((line.lineno, "--" + m.group(1).replace("_", "-"), val))
+        if "." in text and "=" in text and 'File "' not in text:
+            for m in _DOTTED_OVERRIDE.finditer(text):
+                if len(self.inline_flags) < 100:
+                    name = _FRAMEWORK_KEYS.get(m.group(1), m.group(1))
+                    self.inline_flags.append((line.lineno, "--" + name.replace("_", "-"), m.group(2)))
         if ":" in text and 'File "' not in text and _LOWER_UPPER.search(text):
             for m in _CAMEL_KEY.finditer(text):
                 if len(self.inline_flags) < 100:
