@@ -143,6 +143,21 @@ def test_a_split_error_without_mamba_cache_mode_all_is_not_the_slicing_bug(args)
     assert not _fire(RuleContext(log=log, version=parse_version(log.vllm_version)), "mamba_state_slicing")
 
 
+def test_a_draft_pass_that_caps_concurrency_is_read_from_vllms_own_warning():
+    # vllm/config/vllm.py (0.33): "The dflash draft pass needs 12 query tokens per request within
+    # max_num_batched_tokens=3072. Overriding max_num_active_seqs from 512 to 256." -- max_num_seqs left at its default
+    from vllm_diag.postmortem.analyze import analyze_text
+
+    text = ("(APIServer pid=7) INFO 02-03 04:05:06 [utils.py:261] non-default args: {'model': 'org/Hybrid-9B', "
+            "'max_num_batched_tokens': 3072, 'speculative_config': {'method': 'dflash', 'num_speculative_tokens': 11}}\n"
+            "(APIServer pid=7) WARNING 02-03 04:05:07 [vllm.py:2386] The dflash draft pass needs 12 query tokens per "
+            "request within max_num_batched_tokens=3072. Overriding max_num_active_seqs from 512 to 256.\n")
+    f = next(f for f in analyze_text(text, "t.log").findings if f.rule == "spec_token_budget")
+    assert (f.category, f.severity) == ("token_budget", "warning")
+    assert f.numbers["max_num_active_seqs_capped"] == 256 and f.numbers["num_lookahead_tokens"] == 12
+    assert f.comparisons[0].actual == 512 * 12 and f.comparisons[0].expected == 3072
+
+
 def test_rules_quiet_on_a_clean_log():
     log = _log(args={"model": "m", "max_num_seqs": 8}, startup={"gpu_kv_cache_tokens": 100000})
     assert not [f for f in run_rules(RuleContext(log=log, version=(0, 32, 0)), strict=True) if f.rule in MINE]

@@ -45,6 +45,16 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("cudagraph_spec_downgrade_backend", re.compile(_SPEC_DOWNGRADE + r"(\w+)"), str),
     ("cudagraph_spec_downgrade_support", re.compile(_SPEC_DOWNGRADE + r"\w+ \(support: (?:AttentionCGSupport\.)?(\w+)"), str),
     ("cudagraph_spec_downgrade_mode", re.compile(_SPEC_DOWNGRADE + r".{0,120}?setting cudagraph_mode=(\w+)"), str),
+    # a parallel drafter's pass (DFlash / DSpark, vllm/config/vllm.py _set_max_num_scheduled_tokens, 0.33+) takes
+    # num_lookahead_tokens query rows a request inside max_num_batched_tokens: vLLM lowers the concurrent requests
+    # ("The dflash draft pass needs 16 query tokens per request within max_num_batched_tokens=2048. Overriding
+    # max_num_active_seqs from 1024 to 128.")
+    ("draft_pass_method", re.compile(r"The (\w+) draft pass needs \d+ query tokens per request"), str),
+    ("num_lookahead_tokens", re.compile(r"draft pass needs (\d+) query tokens per request within max_num_batched_tokens"), int),
+    ("draft_pass_max_num_batched_tokens", re.compile(r"draft pass needs \d+ query tokens per request within "
+                                                     r"max_num_batched_tokens=(\d+)"), int),
+    ("max_num_active_seqs_requested", re.compile(r"Overriding max_num_active_seqs from (\d+) to \d+"), int),
+    ("max_num_active_seqs_capped", re.compile(r"Overriding max_num_active_seqs from \d+ to (\d+)"), int),
     ("available_kv_cache_gib", re.compile(r"Available KV cache memory: " + _FLOAT + r" ?GiB"), float),
     ("model_load_gib", re.compile(r"Model loading took " + _FLOAT + r" ?Gi?B"), float),
     ("num_gpu_blocks", re.compile(r"# (?:GPU|CUDA|cuda) blocks: (\d+)"), int),

@@ -18,6 +18,9 @@ ID = "spec_token_budget"
 
 
 def check(ctx: RuleContext) -> list[Finding]:
+    capped = _capped_by_draft_pass(ctx)
+    if capped:
+        return capped
     k = spec_k(ctx)
     budget, seqs = cfg(ctx, "max_num_batched_tokens"), cfg(ctx, "max_num_seqs")
     if k <= 0 or not budget or not seqs:
@@ -39,7 +42,36 @@ def check(ctx: RuleContext) -> list[Finding]:
                              "requests_per_step": fit})]
 
 
+def _capped_by_draft_pass(ctx: RuleContext) -> list[Finding]:
+    """vLLM's own word that a parallel drafter's pass (DFlash / DSpark, 0.33+) lowered the concurrent requests: each
+    request takes num_lookahead_tokens query rows of max_num_batched_tokens in the draft pass."""
+    st = ctx.log.startup if ctx.log is not None else {}
+    capped, asked = st.get("max_num_active_seqs_capped"), st.get("max_num_active_seqs_requested")
+    rows, budget = st.get("num_lookahead_tokens"), st.get("draft_pass_max_num_batched_tokens")
+    if not all(isinstance(v, int) for v in (capped, asked, rows, budget)):
+        return []
+    method = st.get("draft_pass_method") or "parallel drafter's"
+    msg = (f"the {method} draft pass takes {rows} query tokens a request, and max_num_batched_tokens is {budget}: "
+           f"{budget} // {rows} = {capped} requests fit, so vLLM lowered max_num_active_seqs from {asked} to {capped}. "
+           f"Requests beyond {capped} wait in the queue however much KV cache is free.")
+    return [Finding(rule=ID, category="token_budget", severity="warning",
+                    title=f"Draft pass caps concurrent requests at {capped} (of {asked})", message=msg,
+                    evidence=[Evidence(f"vLLM: the {method} draft pass needs {rows} query tokens per request within "
+                                       f"max_num_batched_tokens={budget}; max_num_active_seqs {asked} -> {capped}",
+                                       source="log")],
+                    comparisons=[Comparison("max_num_active_seqs x num_lookahead_tokens <= max_num_batched_tokens",
+                                            expected=budget, actual=asked * rows, unit="tokens")],
+                    numbers={"num_lookahead_tokens": rows, "max_num_batched_tokens": budget,
+                             "max_num_active_seqs": asked, "max_num_active_seqs_capped": capped,
+                             "requests_per_step": capped})]
+
+
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
+    if "num_lookahead_tokens" in finding.numbers:
+        rows, asked = int(finding.numbers["num_lookahead_tokens"]), int(finding.numbers["max_num_active_seqs"])
+        return [Suggestion(title=f"raise max_num_batched_tokens to {asked * rows}",
+                           tradeoff="larger steps: more activation memory, higher per-step latency",
+                           changes=[Change("max_num_batched_tokens", asked * rows)])]
     k = int(finding.numbers["num_speculative_tokens"])
     seqs = int(finding.numbers["max_num_seqs"])
     budget = int(finding.numbers["max_num_batched_tokens"])
