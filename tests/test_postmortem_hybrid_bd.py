@@ -125,10 +125,37 @@ def test_connector_group_bookkeeping_on_a_hybrid_is_state_index():
     ("assert len(group_blocks) >= num_hit_blocks", "vllm serve Qwen/Qwen2.5-32B-Instruct --enable-prefix-caching"),
     # connector asserts about the transfer set-up, not block bookkeeping, on a hybrid
     ("assert remote_tp_size % self.tp_size == 0", "vllm serve nvidia/NVIDIA-Nemotron-Nano-12B-v2"),
-    ("assert self.block_size == remote_block_size", "vllm serve nvidia/NVIDIA-Nemotron-Nano-12B-v2"),
+    # the block-size handshake on a dense model, and on a hybrid whose block size the operator set
+    ("assert self.block_size == remote_block_size", "vllm serve Qwen/Qwen2.5-32B-Instruct"),
+    ("assert self.block_size == remote_block_size", "vllm serve nvidia/NVIDIA-Nemotron-Nano-12B-v2 --block-size 64"),
 ])
 def test_connector_near_misses_stay_other(code, cmd):
     assert _diag(_connector_assert(code, cmd))["category"] == "other"
+
+
+def _handshake(cmd: str, aligned: list[int]) -> str:
+    frames = [
+        (PKG + "distributed/kv_transfer/kv_connector/v1/nixl_connector.py", 1290, "_validate_remote_agent_handshake",
+         "block_size_ratio = self.transfer_topo.block_size_ratio("),
+        (PKG + "distributed/kv_transfer/kv_connector/utils.py", 502, "block_size_ratio",
+         "assert self.block_size % remote_block_size == 0, ("),
+    ]
+    wp = "(Worker_TP0 pid=311) "
+    lines = [cmd] + [f"{wp}INFO 11-26 09:12:0{i} [interface.py:649] Setting attention block size to {b} tokens to ensure "
+                     "that attention page size is >= mamba page size." for i, b in enumerate(aligned)]
+    return "\n".join(lines + _tb(frames, f"AssertionError: Local block size {aligned[-1]} is not divisible by remote "
+                                         f"block size {aligned[0]} or vice versa.", prefix=wp + "ERROR 11-26 09:14:02 "
+                                         "[worker.py:767] "))
+
+
+def test_pd_instances_with_different_aligned_block_sizes_are_the_alignment_sibling():
+    conn = "--kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'"
+    d = _diag(_handshake(f"vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 {conn}", [400, 200]))
+    assert d["category"] == "block_size_alignment" and d["confidence"] == "medium"
+    assert "400, 200 tokens" in d["basis"]
+    # the model unnamed: vLLM's alignment line says it has Mamba/GDN layers
+    d = _diag(_handshake(f"vllm serve /models/ckpt -tp 4 {conn}", [200]))
+    assert d["category"] == "block_size_alignment" and "chose 200 tokens" in d["basis"]
 
 
 # ------------------------------------------------------------------------------------------------

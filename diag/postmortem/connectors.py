@@ -18,6 +18,14 @@ Two classes, from vLLM's source:
   group's own cached blocks); they fail when the groups cache at different granularities -- a hybrid model's
   Mamba/GDN groups (prefix caching's ``align``/``all`` modes, speculative blocks) next to its attention group.
 
+* **block sizes that differ between the P and D instances** -- a connector's handshake compares the local and the
+  remote KV block size (NIXL's ``TransferTopology.block_size_ratio``: "Local block size X is not divisible by remote
+  block size Y"). On a hybrid model neither side chose its block size: vLLM raises the attention block size until
+  one attention page covers a Mamba/GDN state page (``Setting attention block size to N tokens``), and that page is
+  per rank, so a prefill and a decode instance at different tensor-parallel sizes get different block sizes -- the
+  block-size alignment sibling (README family E, ``block_size_alignment``). A block size set on the command line
+  (and no alignment line) is the operator's own choice: not this class.
+
 Both are ``medium`` for a hybrid model the log names, ``low`` when the log does not name the model, and not this
 class for a model known to be dense.
 """
@@ -61,6 +69,39 @@ def _model_words(setup: Setup) -> tuple[str, str]:
     return "low", "the log does not name the model; the class needs a hybrid (Mamba/GDN) one"
 
 
+_BLOCK_SIZE = re.compile(r"block[ _]size", re.I)
+
+
+def _handshake_block_size(facts: LogFacts, root: LogException, setup: Setup, nums: dict, ev: list) -> Diagnosis | None:
+    frames = _vllm_frames(root)
+    last = frames[-1] if frames else None
+    if last is None or not _CONNECTOR_FILE.search(last.file):
+        return None
+    if not _BLOCK_SIZE.search(f"{root.message or ''} {last.code or ''}"):
+        return None
+    runs = [b for b in facts.startup.get("attention_block_size_runs") or [] if isinstance(b, int)]
+    aligned = facts.startup.get("attention_block_size")
+    if not (setup.hybrid or aligned) or (facts.args.get("block_size") is not None and not aligned):
+        return None
+    where = f"{last.file.rsplit('/', 1)[-1]}:{last.function}"
+    seen = (f"this log's runs chose {', '.join(map(str, dict.fromkeys(runs)))} tokens" if len(set(runs)) > 1 else
+            f"this instance chose {aligned} tokens" if aligned else "the log does not show the chosen block size")
+    model = next((w for w in setup.why if w.startswith("hybrid model")), "a hybrid model (the log's alignment line)")
+    d = Diagnosis(
+        category="block_size_alignment", confidence="medium" if (setup.hybrid and aligned) else "low",
+        rule="failure_class",
+        basis=(f"the KV connector's handshake ({where}) compares the local and the remote KV block size; on {model} "
+               "vLLM sets the attention block size so one attention page covers a Mamba/GDN state page per rank "
+               f"('Setting attention block size to N tokens'; {seen}), so instances at different tensor-parallel "
+               "sizes (or dtypes) get different block sizes nobody chose"),
+        title=f"{title_of('block_size_alignment')}: P/D instances with different aligned block sizes",
+        message=f"{root.exc_type}: {(root.message or '').strip()[:160]}",
+        numbers={**nums, **({"attention_block_size": aligned} if aligned else {})}, evidence=ev)
+    d.missing.append("the other instance's 'Setting attention block size' line and its tensor-parallel size; one "
+                     "--block-size both instances accept (a multiple of each one's aligned size) removes the mismatch")
+    return d
+
+
 def connector_class(facts: LogFacts, root: LogException, setup: Setup, base_numbers: dict,
                     site_condition: str | None = None) -> Diagnosis | None:
     """The connector-bookkeeping class of a hybrid model, or None (the caller's diagnosis stands)."""
@@ -88,6 +129,9 @@ def connector_class(facts: LogFacts, root: LogException, setup: Setup, base_numb
                          "connector's external hit instead)" if not setup.hybrid else
                          "whether the failing request repeated an earlier prompt (a full prefix-cache hit)")
         return d
+    handshake = _handshake_block_size(facts, root, setup, nums, ev)
+    if handshake is not None:
+        return handshake
     frames = _vllm_frames(root)
     if "AssertionError" not in root.exc_type or not frames:
         return None
