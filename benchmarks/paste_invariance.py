@@ -65,6 +65,8 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     # a Loki / Datadog export: one record a line, the newest first
     "json-newest-first": lambda t: "\n".join(reversed([json.dumps({"@timestamp": f"2026-11-26T10:00:00.{i:06d}Z", "line": l})
                                                        for i, l in enumerate(t.splitlines())])),
+    # a log explorer's CSV export (Kibana, Splunk, a Grafana table): time and line quoted, the line's quotes doubled
+    "csv-export": _each(lambda i, l: '"2026-11-26 10:00:%02d","%s"' % (i % 60, l.replace('"', '""'))),
     "journald": _each(lambda i, l: f"Nov 26 10:00:{i % 60:02d} gpu-node-3 vllm[4412]: {l}"),
     "ansi": _each(lambda i, l: f"\x1b[1;31m{l}\x1b[0m" if "rror" in l else l),
     "markdown-fence": lambda t: f"Here is my log:\n\n<details><summary>log</summary>\n\n```text\n{t}\n```\n</details>\n",

@@ -240,3 +240,51 @@ def test_json_records_behind_a_relays_tag_or_in_colour_are_read_as_records():
     assert [t for _, t in logical_lines(tagged)] == LOG.split("\n")
     coloured = [f"\x1b[31m{r}\x1b[0m" for r in records]
     assert _top("\n".join(coloured))[0] == _top("\n".join(tagged))[0] == "kv_page_size"
+
+
+def test_a_log_explorers_csv_export_reads_as_the_lines_it_quotes():
+    """Kibana / Splunk / a Grafana table export one row a record: the time and the line quoted, the line's own
+    quotes doubled. The line comes back as vLLM printed it."""
+    rows = ['"time","line"'] + ['"2026-07-22 08:13:%02d","%s"' % (i, line.replace('"', '""'))
+                                for i, line in enumerate(LOG.split("\n"))]
+    assert _top("\n".join(rows))[0] == _top(LOG)[0] == "kv_page_size"
+    facts = analyze_text("\n".join(rows), "t.log").facts
+    assert facts.root.last_frame.function == "unify_kv_cache_spec_page_size"  # File ""..."" read as File "..."
+    assert facts.args["num_speculative_tokens"] == 2  # the JSON of the command, its quotes undoubled
+    # a sentence that merely opens with a quotation is left as it is
+    assert _top('"Works on 0.20," he said, "not on 0.21"\n' + LOG)[0] == "kv_page_size"
+
+
+def test_a_wrap_piece_that_opens_with_a_parenthesis_is_not_a_new_record():
+    """A terminal's cut can land before the "(" of a path: "(/opt/deps/...hpp:196): ..." continues the line; only
+    "(<process> pid=N)" opens a record."""
+    width = 100
+    err = ("(Worker_TP0 pid=413) ERROR 03-24 11:38:07 [multiproc_executor.py:962] RuntimeError: Assertion error "
+           "(/opt/deps/deepgemm/csrc/apis/attention.hpp:196): context_lens.is_contiguous()")
+    cut = err.index("(/opt")
+    assert cut == width  # the terminal's cut falls right before the path's parenthesis
+    pieces = [err[:cut], err[cut:]]
+    frame = ('(Worker_TP0 pid=413) ERROR 03-24 11:38:07 [multiproc_executor.py:962]   File "/usr/local/lib/python3.12/'
+             'dist-packages/vllm/v1/attention/backends/mla/indexer.py", line 402, in build')
+    hard = [frame[i:i + width] for i in range(0, len(frame), width)] * 3  # mid-word cuts: a terminal's wrap
+    joined = [t for _, t in logical_lines(hard + pieces)]
+    assert joined[-1] == err
+
+
+def test_an_exception_line_word_wrapped_in_an_unwrapped_log_reads_whole():
+    """A relayed log (compose's prefix on each record) copied from a narrow window: only the long exception line
+    was broken at spaces, and its pieces carry no prefix."""
+    log = "\n".join([
+        "vllm-1  | (EngineCore pid=97) INFO 07-20 08:33:02 [core.py:98] Initializing a V1 LLM engine (v0.22.1)",
+        "vllm-1  | (EngineCore pid=97) ERROR 07-20 08:33:12 [core.py:1231] Traceback (most recent call last):",
+        'vllm-1  | (EngineCore pid=97) ERROR 07-20 08:33:12 [core.py:1231]   File "/usr/lib/vllm/config/vllm.py", '
+        "line 1410, in __post_init__",
+        "vllm-1  | (EngineCore pid=97) ERROR 07-20 08:33:12 [core.py:1231]     raise ValueError(",
+        "vllm-1  | (EngineCore pid=97) ERROR 07-20 08:33:12 [core.py:1231] ValueError: max_num_seqs (384) ",
+        "exceeds available Mamba cache blocks (201). Each decode sequence requires one Mamba cache block, so ",
+        "CUDA graph capture cannot proceed.",
+        "vllm-1  | (APIServer pid=1) ERROR 07-20 08:33:13 [api_server.py:91] engine failed",
+    ])
+    root = analyze_text(log, "t.log").facts.root
+    assert root.message.startswith("max_num_seqs (384) exceeds available Mamba cache blocks (201).")
+    assert root.message.rstrip().endswith("cannot proceed.")

@@ -125,12 +125,24 @@ def _json_log(raw: str) -> str:
     return val.rstrip("\r\n") if val is not None else raw
 
 
+# a row of a log explorer's CSV export (Kibana, Splunk, a Grafana / Loki table): quoted fields, the time first, the
+# line last, its own quotes doubled -- `"2026-05-01 10:00:03","(EngineCore pid=9) ERROR ... ""x"" ..."`
+_CSV_ROW = re.compile(r'^\s*"[^"]*\d\d:\d\d[^"]*",(?:"(?:[^"]|"")*",)*"((?:[^"]|"")*)"\s*$')
+
+
+def _csv_row(raw: str) -> str:
+    m = _CSV_ROW.match(raw)
+    return m.group(1).replace('""', '"') if m else raw
+
+
 def clean_line(raw: str, lineno: int) -> Line | None:
     """One decoded line -> :class:`Line`; ``None`` for a line that only carries a wrapper timestamp."""
     if len(raw) > MAX_LINE_CHARS:
         raw = raw[:MAX_LINE_CHARS]
     if raw[:1] == "{" or raw.lstrip()[:1] == "{":
         raw = _json_log(raw)
+    elif raw[:1] == '"' and '","' in raw:
+        raw = _csv_row(raw)
     text = normalise_chars(strip_ansi(raw.rstrip("\r\n")))
     if "\r" in text:  # progress bars rewrite the line; keep the last state
         text = text.rsplit("\r", 1)[-1] or text.replace("\r", "")

@@ -23,7 +23,9 @@ from .lines import MAX_LINE_CHARS, envelope_text, strip_ansi
 
 # where a new line of a log starts for sure (also behind srun's rank label "0: "): a continuation of a wrapped
 # line is not joined to it
-_LINE_START = re.compile(r"^\s*(?:\d{1,3}: )?(?:\(|\[|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:|"
+# (a "(" opens a record only as a process prefix -- "(EngineCore_DP0 pid=7)", "(head, rank=0, pid=7781)": a piece of
+# a wrap may start with the "(" of a path or a value, "(/workspace/DeepGEMM/csrc/apis/attention.hpp:196): ...")
+_LINE_START = re.compile(r"^\s*(?:\d{1,3}: )?(?:\([^()\n]{0,80}\bpid=\d|\[|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:|"
                          r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b|"
                          r"Traceback \(|File \"|During handling|The above exception)")
 
@@ -209,8 +211,40 @@ def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
     texts = [t for _, t in kept]
     width = wrap_width(texts)
     if width is not None:
-        return _join(kept, lambda last, nxt: len(last) == width and bool(nxt) and not _LINE_START.match(nxt))
-    return _join(kept, _word_piece) if word_wrapped(texts) else kept
+        # (a word wrap can pass for a hard wrap where several of its pieces happen to share the longest length)
+        words = word_wrapped(texts)
+        kept = _join(kept, lambda last, nxt: len(last) == width and bool(nxt) and not _LINE_START.match(nxt)
+                     or words and _word_piece(last, nxt))
+    elif word_wrapped(texts):
+        return _join(kept, _word_piece)
+    return _join_exception_pieces(kept)
+
+
+# an exception line: "ValueError: ...", behind vLLM's prefix or a relay's tag
+_EXC_LINE = re.compile(r"(?:^|[\s\]|)])(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)\b: \S")
+
+
+def _join_exception_pieces(kept: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A log whose lines were not all wrapped, with a long exception line word-wrapped after it was relayed (a
+    narrow terminal, a chat window): the pieces after the tagged part carry no prefix and the one before ends with
+    the space it was broken at. Only exception lines are joined so -- the message is what the diagnosis reads."""
+    if not any(t.endswith(" ") and len(t) >= 60 for _, t in kept):
+        return kept
+    out: list[tuple[int, str]] = []
+    k = 0
+    while k < len(kept):
+        start, text = kept[k]
+        k += 1
+        if len(text) >= 60 and text.endswith(" ") and _EXC_LINE.search(text):
+            last, size = text, len(text)
+            while k < len(kept) and _word_piece(last, kept[k][1]) and not kept[k][1].lstrip().startswith(
+                    ("File \"", "Traceback", "During handling", "The above exception", "```", "~~~")) and size < MAX_LINE_CHARS:
+                last = kept[k][1]
+                text += last
+                size += len(last)
+                k += 1
+        out.append((start, text))
+    return out
 
 
 def _join(kept: list[tuple[int, str]], continues: Callable[[str, str], bool]) -> list[tuple[int, str]]:
