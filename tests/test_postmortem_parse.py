@@ -38,6 +38,14 @@ def test_kwargs_engine_config_line():
     assert kw["compilation_config"]["cudagraph_capture_sizes"] == [1, 2]
 
 
+def test_a_config_line_cut_after_an_item_keeps_what_was_read():
+    # a reporter's paste (or a shipper's line limit) ends the line after a comma, or at an elision
+    kw = parse_kwargs("model='m', compilation_config={'mode': <CompilationMode.VLLM_COMPILE: 3>, 'splitting_ops': "
+                      "[...], 'cudagraph_capture_sizes': [1, 2, 4, 8], 'max_cudagraph_capture_size': 8, ...")
+    assert kw["compilation_config"]["max_cudagraph_capture_size"] == 8
+    assert parse_literal("{'sizes': [1, 2, 4, ") == {"sizes": [1, 2, 4]}
+
+
 # ---------------------------------------------------------------- lines
 @pytest.mark.parametrize("raw,process,level,text", [
     ("(EngineCore_DP0 pid=2518) ERROR 06-23 18:03:05 [core.py:1136] AssertionError", "EngineCore_DP0", "ERROR", "AssertionError"),

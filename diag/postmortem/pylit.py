@@ -104,6 +104,11 @@ class _Reader:
             c = self.peek()
             if c == ",":
                 self.i += 1
+                while self.elision():
+                    pass
+                self.ws()
+                if not self.peek():  # cut after an item
+                    return items
             elif c == close:
                 self.i += 1
                 return items
@@ -156,6 +161,8 @@ class _Reader:
             if self.peek() == "}":
                 self.i += 1
                 return out
+            if not self.peek():  # the line was cut after an item ("..., 'max_cudagraph_capture_size': 512, ..."):
+                return out       # what was read stands
             key = self.value(depth + 1)
 
     def _atom(self, depth: int) -> Any:
