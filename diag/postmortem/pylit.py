@@ -25,6 +25,7 @@ class _Reader:
         self.t = text
         self.i = pos
         self.n = len(text)
+        self.cut = False  # the text ended after an item's comma: the containers read so far stand
 
     def ws(self) -> None:
         while self.i < self.n and self.t[self.i] in " \t\r\n":
@@ -108,9 +109,12 @@ class _Reader:
                     pass
                 self.ws()
                 if not self.peek():  # cut after an item
+                    self.cut = True
                     return items
             elif c == close:
                 self.i += 1
+                return items
+            elif not c and self.cut:
                 return items
             else:
                 raise LiteralError(f"expected ',' or {close!r} at {self.i}")
@@ -152,6 +156,8 @@ class _Reader:
             if c == "}":
                 self.i += 1
                 return out
+            if not c and self.cut:  # an inner container was cut
+                return out
             if c != ",":
                 raise LiteralError(f"expected ',' or '}}' at {self.i}")
             self.i += 1
@@ -162,7 +168,8 @@ class _Reader:
                 self.i += 1
                 return out
             if not self.peek():  # the line was cut after an item ("..., 'max_cudagraph_capture_size': 512, ..."):
-                return out       # what was read stands
+                self.cut = True  # what was read stands
+                return out
             key = self.value(depth + 1)
 
     def _atom(self, depth: int) -> Any:
