@@ -130,6 +130,38 @@ def test_rules_classify_unseen_errors(site, expected):
     assert categorize.categorize(site)[0] == expected
 
 
+@pytest.mark.parametrize("site,expected", [
+    # a block size the backend cannot take is the alignment sibling, though the message says "page size"
+    ({"file": "vllm/v1/attention/backends/flashinfer.py", "function": "FlashInferMetadataBuilder.__init__",
+      "exc": "AssertionError", "condition": "self.page_size <= 64",
+      "message": "Unexpected FlashInfer page size {self.page_size} without trtllm-gen GQA"}, "block_size_alignment"),
+    # one KV-cache group's layers with different KV dtypes: the layout, not a weights' quantization method
+    ({"file": "vllm/v1/kv_cache_interface.py", "function": "MLAAttentionSpec.merge", "exc": "AssertionError",
+      "condition": "len(cache_dtype_str_set) == 1",
+      "message": "All attention layers in the same KV cache group must use the same quantization method."},
+     "kv_page_size"),
+    # the Mamba prefill checkpoint's block index is a state index, not a checkpoint file
+    ({"file": "vllm/v1/core/single_type_kv_cache_manager.py", "function": "MambaManager._cache_partial_tail_block",
+      "exc": "AssertionError", "condition": "0 <= checkpoint_idx < len(blocks)"}, "state_index"),
+    # a CUDA-graph mode a compilation setting cannot run compares no capture size: a near miss
+    ({"file": "vllm/config/vllm.py", "function": "VllmConfig.__post_init__", "exc": "AssertionError",
+      "condition": "self.compilation_config.mode == CompilationMode.VLLM_COMPILE",
+      "message": "Compilation mode should be CompilationMode.VLLM_COMPILE when cudagraph_mode piecewise cudagraphs is "
+                 "used, cudagraph_mode={self.compilation_config.cudagraph_mode}"}, "other"),
+    # the FLA library's varlen calling convention, whatever the batch holds
+    ({"file": "vllm/model_executor/layers/fla/ops/chunk.py", "function": "chunk_gated_delta_rule", "exc": "ValueError",
+      "condition": "(cu_seqlens is not None) and (q.shape[0] != 1)",
+      "message": "The batch size is expected to be 1 rather than {q.shape[0]} when using `cu_seqlens`."}, "other"),
+    # the DSA indexer's decode batch (next_n = 1 + k rows a request) against its seq_lens
+    ({"file": "vllm/model_executor/layers/sparse_attn_indexer.py", "function": "sparse_attn_indexer",
+      "exc": "AssertionError", "condition": "batch_size == decode_metadata.seq_lens.shape[0]"}, "spec_kernel_limit"),
+])
+def test_what_a_check_compares_decides_over_a_word_of_it(site, expected):
+    """Read in vLLM's source: the word a generic rule keys on ("page size", "quantization method", "checkpoint",
+    "cudagraph", "batch size") is not what these checks compare."""
+    assert categorize.categorize(site)[0] == expected
+
+
 def test_cxx_check_messages_concatenated_from_strings_become_templates():
     mod = _script()
     assert mod._cxx_message(['"Trtllm-gen kernels not found: " + info']) == "Trtllm-gen kernels not found: {info}"

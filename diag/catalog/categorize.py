@@ -427,6 +427,113 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # under drafts (family C), not the capture sizes
     ("spec_decode/adaptive_verification.py", "maybe_create_adaptive_verification_manager", "query lengths vary",
      "spec_kernel_limit", "adaptive_verification_varlen"),
+    # --- what each check compares, read in vLLM's source, where the generic rules read a word of it ----------------
+    # one KV-cache group's layers with different KV dtypes (an MTP / draft layer next to fp8_ds_mla target layers):
+    # the group's spec cannot be merged -- the draft / quantized KV layout (A); "quantization method" is no weights load
+    ("kv_cache_interface.py", "merge", "must use the same quantization method", "kv_page_size", "kv_group_merge_dtype"),
+    # the old hybrid coordinator's third layout assumption on the KV-cache groups (its siblings are already A)
+    ("kv_cache_coordinator.py", "verify_and_split_kv_cache_groups", "do not interleave", "kv_page_size",
+     "hybrid_group_interleave"),
+    # DFlash precomputes the context K/V with one block size: draft layers spread over KV-cache groups (next to a
+    # hybrid target's) are the draft vs target KV layout (A), not a kernel limit
+    ("spec_decode/dflash/speculator.py", "set_attn", "single kv-cache group", "kv_page_size", "dflash_single_group"),
+    # the V2 runner's uniform-decode capture splits a capture size into requests of 1 + k tokens
+    ("worker/gpu/model_runner.py", "_dummy_run", "% self.decode_query_len", "cudagraph_shape", "v2_capture_vs_decode_len"),
+    # a padded uniform batch for full CUDA graphs (query lengths 1 + k or 0) whose tokens were not padded to
+    # num_reqs x (1 + k): capture padding vs the drafts (E)
+    ("backends/utils.py", "split_decodes_and_prefills", "tokens not padded correctly", "cudagraph_shape",
+     "padded_uniform_batch_tokens"),
+    # 1 + k sampled rows a request against max_num_batched_tokens (LoRA + drafts), and the scheduler's padded spec
+    # rows clipped by a threshold below 1 + k: speculative tokens vs the token budget (E)
+    ("gpu_model_runner.py", "_prepare_inputs", "num_sampled_tokens", "token_budget", "sampled_rows_vs_budget"),
+    ("sched/scheduler.py", "schedule", "num_new_tokens == 1 + self.num_spec_tokens", "token_budget",
+     "padded_spec_rows_vs_budget"),
+    # block sizes a backend cannot take (a hybrid's raised attention block, a user's --block-size): the block-size
+    # alignment with the backend (E), not a unification of page sizes across layers
+    ("flashinfer.py", "__init__", "unexpected flashinfer page size", "block_size_alignment", "flashinfer_page_size_limit"),
+    ("flashinfer.py", "__init__", "block_size 16 head size 256", "block_size_alignment", "flashinfer_bs16_hd256"),
+    ("b12x.py", "__init__", "b12x requires --block-size", "block_size_alignment", "b12x_block_size"),
+    ("b12x.py", "_kv_page_size", "b12x requires runtime page size", "block_size_alignment", "b12x_page_size"),
+    ("rocm_aiter_mla.py", "__init__", "only supports block size 1", "block_size_alignment", "aiter_mla_block_size"),
+    ("mla/sparse_indexer.py", "__init__", "must be a multiple of", "block_size_alignment", "indexer_page_multiple"),
+    ("causal_conv1d.py", "causal_conv1d_fn", "divisible by the block_m", "block_size_alignment", "conv1d_block_m"),
+    # b12x plans are prepared per (page size, batch size) of the capture sizes (E); a lazily made plan too big for
+    # its scratch is single-token decode, no drafts (other)
+    ("b12x.py", "_select_plan", "was not prepared before cuda graph capture", "cudagraph_shape", "b12x_plan_capture"),
+    ("b12x.py", "_select_plan", "max_query_len <= 1", "other", "b12x_scratch"),
+    # the Mamba prefill-state checkpoint's block index against the request's Mamba blocks (B); "checkpoint" is no
+    # weights file here
+    ("single_type_kv_cache_manager.py", "_cache_partial_tail_block", "checkpoint_idx", "state_index",
+     "mamba_checkpoint_idx"),
+    # the DSA indexer's decode batch (packed per request with next_n = 1 + k rows) against its decode seq_lens before
+    # DeepGEMM's paged MQA logits (C, beside the next_n kernel checks)
+    ("sparse_attn_indexer.py", "sparse_attn_indexer", "decode_metadata.seq_lens.shape[0]", "spec_kernel_limit",
+     "indexer_decode_batch"),
+    ("models/deepseek_v2.py", "sparse_attn_indexer", "decode_metadata.seq_lens.shape[0]", "spec_kernel_limit",
+     "indexer_decode_batch_v2"),
+    ("rocm_aiter_mla_sparse.py", "rocm_aiter_sparse_attn_indexer", "decode_metadata.seq_lens.shape[0]",
+     "spec_kernel_limit", "indexer_decode_batch_aiter"),
+    ("rocm_aiter_mla_sparse.py", "rocm_aiter_sparse_attn_indexer_native", "decode_metadata.seq_lens.shape[0]",
+     "spec_kernel_limit", "indexer_decode_batch_aiter_native"),
+    ("amd/ops/sparse_indexer.py", "_decode_step", "decode.seq_lens.shape[0]", "spec_kernel_limit",
+     "indexer_decode_batch_v41"),
+    # FlashInfer decode kernels given 1 + k query rows a request (C)
+    ("flashinfer/xqa.py", "xqa", "mask is required for speculative decoding", "spec_kernel_limit", "xqa_spec_mask"),
+    ("mla/_sparse_mla_sm120.py", "run", "only supported with s_q=1", "spec_kernel_limit", "sm120_sparse_mla_s_q"),
+    # --- checks that fail the same way without drafts or hybrids: near misses (other) --------------------------------
+    ("flashinfer/data/csrc/trtllm_gemm_runner.cu", "", "kernel not found", "other", "trtllm_gemm_kernel_table"),
+    ("config/vllm.py", "__post_init__", "fast prefill optimization for kv sharing", "other", "fast_prefill_vs_eagle"),
+    ("config/__init__.py", "__post_init__", "fast prefill optimization for kv sharing", "other", "fast_prefill_vs_eagle_0"),
+    # a CUDA-graph *mode* a compilation setting or a feature cannot run: no capture size, batch or 1 + k compared
+    ("config/vllm.py", "__post_init__", "when cudagraph_mode piecewise cudagraphs is used", "other", "piecewise_needs_compile"),
+    ("config/__init__.py", "__post_init__", "when cudagraph_mode piecewise cudagraphs is used", "other",
+     "piecewise_needs_compile_0"),
+    ("cudagraph_dispatcher.py", "__init__", "when cudagraph_mode piecewise cudagraphs is used", "other",
+     "piecewise_needs_compile_dispatcher"),
+    ("config/vllm.py", "__post_init__", "hisparse does not support cudagraph_mode", "other", "hisparse_cudagraph_mode"),
+    ("worker/gpu/pcp_manager.py", "validate_config", "cuda graphs", "other", "pcp_cudagraph_mode"),
+    ("worker/gpu/pcp_manager.py", "validate_config", "dspark requires dcp", "other", "pcp_dspark_dcp"),
+    ("worker/gpu/cudagraph_utils.py", "ubatch_forward_fn", "dbo does not support", "other", "dbo_cudagraph_mode"),
+    ("worker/gpu/cudagraph_utils.py", "capture", "not torch-compiled", "other", "piecewise_uncompiled_model"),
+    ("flex_attention.py", "_maybe_get_custom_mask_mod", "differing mask mods", "other", "flex_mask_mods"),
+    ("flex_attention.py", "_get_block_sizes", "flex_attn_q_block_size must be a power of 2", "other", "flex_q_block_flag"),
+    # the FLA library's varlen calling convention ([1, T, ...]): not the batch's split
+    ("fla/ops/chunk.py", "chunk_gated_delta_rule", "batch size is expected to be 1", "other", "fla_varlen_batch_1"),
+    ("fla/ops/fused_recurrent.py", "fused_recurrent_gated_delta_rule", "batch size is expected to be 1", "other",
+     "fla_varlen_batch_1_recurrent"),
+    ("fla/ops/fused_sigmoid_gating.py", "fused_sigmoid_gating_delta_rule_update", "batch size is expected to be 1",
+     "other", "fla_varlen_batch_1_gating"),
+    ("fla/ops/kda.py", "fused_recurrent_kda", "batch size is expected to be 1", "other", "fla_varlen_batch_1_kda"),
+    ("fla/ops/cumsum.py", "chunk_local_cumsum", "only batch size 1 is supported when cu_seqlens", "other",
+     "fla_varlen_batch_1_cumsum"),
+    ("fla/ops/kda.py", "fused_kda_gate_chunk_cumsum", "only batch size 1 is supported when cu_seqlens", "other",
+     "fla_varlen_batch_1_kda_gate"),
+    # backend / flag choices checked before any batch exists, or capability gaps of one backend
+    ("kimi_gdn_linear_attn.py", "__init__", "only supports the triton kda prefill backend", "other", "kimi_kda_backend"),
+    ("mamba_attn.py", "_compute_common_metadata", "--use-replayssm requires exact cpu", "other", "replayssm_async_spec"),
+    ("mla/prefill/trtllm_ragged.py", "prepare_metadata", "trtllm ragged prefill requires", "other",
+     "trtllm_ragged_prefill_input"),
+    ("mla/prefill/trtllm_ragged.py", "prepare_metadata", "query lengths must be non-negative", "other",
+     "trtllm_ragged_prefill_sign"),
+    ("mla/prefill/trtllm_ragged.py", "prepare_metadata", "prefill_metadata.query_lens_cpu is not none", "other",
+     "trtllm_ragged_prefill_present"),
+    ("sparse_mla_attention.py", "_run_masked_mha", "top-k mask needs", "other", "sparse_mla_prefill_workspace"),
+    ("spec_decode/ngram/speculator.py", "__init__", "requires triton", "other", "ngram_gpu_triton"),
+    ("kv_cache_coordinator.py", "_validate_prefix_cache_retention_interval", "has no sliding-window or mamba", "other",
+     "prefix_retention_flag"),
+    ("kv_cache_utils.py", "resolve_kv_cache_block_sizes", "with a single kv cache group", "other",
+     "prefix_match_unit_single_group"),
+    ("flashinfer.py", "__init__", "cannot read nvfp4 block scales", "other", "nvfp4_dcp_gap"),
+    ("flashinfer.py", "__init__", "misreads nvfp4 at head_size 64", "other", "nvfp4_hd64_gap"),
+    ("worker/gpu/model_runner.py", "initialize_kv_cache", "only flash_attn backend is supported", "other",
+     "v2_runner_flash_attn_only"),
+    ("kv_cache_interface.py", "merge", "both sliding window layers and chunked local attention", "other",
+     "sliding_and_chunked_local"),
+    # a KV spec of a model version the release does not know (its __post_init__ twin is already other)
+    ("kv_cache_interface.py", "real_page_size_bytes", "unsupported model version", "other", "unknown_model_version"),
+    ("config/vllm.py", "_verify_aux_output_compatibility", "requires prefix caching", "other", "aux_output_needs_pc"),
+    ("single_type_kv_cache_manager.py", "cache_blocks", "should not be called as prefix caching is disabled", "other",
+     "cross_attention_cache_guard"),
 ]
 
 

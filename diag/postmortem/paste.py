@@ -224,6 +224,9 @@ def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
 _EXC_LINE = re.compile(r"(?:^|[\s\]|)])(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)\b: \S")
 
 
+_RECORD_PREFIX = re.compile(r"\([A-Za-z][\w.:\-]*(?: rank=\d+)? pid=\d+\)|\b(?:ERROR|WARNING|INFO|DEBUG) \d\d-\d\d \d\d:")
+
+
 def _join_exception_pieces(kept: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """A log whose lines were not all wrapped, with a long exception line word-wrapped after it was relayed (a
     narrow terminal, a chat window): the pieces after the tagged part carry no prefix and the one before ends with
@@ -235,7 +238,10 @@ def _join_exception_pieces(kept: list[tuple[int, str]]) -> list[tuple[int, str]]
     while k < len(kept):
         start, text = kept[k]
         k += 1
-        if len(text) >= 60 and text.endswith(" ") and _EXC_LINE.search(text):
+        m = _EXC_LINE.search(text) if len(text) >= 60 and text.endswith(" ") else None
+        # vLLM's logger prefixes every line of a multi-line message: a piece without the record's prefix is a wrap
+        # (a message printed bare -- transformers' "from one of: \n(1) ..." -- is several lines of its own)
+        if m and _RECORD_PREFIX.search(text[:m.start() + 1]):
             last, size = text, len(text)
             while k < len(kept) and _word_piece(last, kept[k][1]) and not kept[k][1].lstrip().startswith(
                     ("File \"", "Traceback", "During handling", "The above exception", "```", "~~~")) and size < MAX_LINE_CHARS:
