@@ -345,7 +345,9 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
         rest = [f for f in findings if f is not lead]
         return [lead] + rest
     new = d.finding()
-    if d.category == "other" and root is not None and d.confidence in ("high", "medium"):
+    # (a near miss read off a line that is no exception -- an API server's 4xx body, a driver's fault report -- rules
+    # the hybrid/spec-decode findings out just as well)
+    if d.category == "other" and (root is not None or d.rule == "near_miss") and d.confidence in ("high", "medium"):
         kept = [f for f in findings if f.category == "other" or cites_root(f)]
         dropped = len(findings) - len(kept)
         if dropped:
