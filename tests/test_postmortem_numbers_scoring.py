@@ -47,6 +47,6 @@ def test_no_match_by_value_alone():
 
 
 def test_startup_memory_names():
-    ok = _ok({"startup": {"model_load_gib": 61.4, "available_kv_cache_gib": 3.25}})
+    ok = _ok({"startup": {"model_loading_gib": 61.4, "available_kv_cache_gib": 3.25}})
     assert ok("model_weights_gib", 61.4) and ok("kv_cache_gib", 3.25)
     assert not ok("model_weights_gib", 3.25) and not ok("kv_cache_gib", 61.4)

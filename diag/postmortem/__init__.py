@@ -139,7 +139,7 @@ prefix_cache_hit_rate_samples          line of a small log; the first and last m
                                        each 8 MiB chunk of a large one (enough to tell "stuck at
                                        0 %" from "hits" without a pass over every line)
 available_kv_cache_gib                 ``Available KV cache memory: 12.3 GiB``
-model_load_gib                         ``Model loading took 1.2 GiB``
+model_loading_gib                      ``Model loading took 1.2 GiB``
 num_gpu_blocks                         ``# GPU blocks: N``
 model_runner                           "V1"/"V2" from the model-runner fallback lines
 hybrid_kv_cache_manager_disabled       ``Hybrid KV cache manager is disabled …``
