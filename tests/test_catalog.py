@@ -125,6 +125,17 @@ def test_kernel_checks_outside_python():
     ({"file": "flashinfer/data/include/flashinfer/trtllm/fmha/kernelParams.h", "function": "", "exc": "RuntimeError",
       "condition": "(options.mNumTokensPerPage & (options.mNumTokensPerPage - 1)) == 0",
       "message": "NumTokensPerPage must be power of 2"}, "block_size_alignment"),
+    # a kernel library with no kernel for a decode query length above 1: the length drafts set, though the lookup
+    # also names a page size or lists the values it supports
+    ({"file": "aiter/mla.py", "function": "get_mla_metadata", "exc": "RuntimeError",
+      "message": "no suitable asm kernel: cannot find a matching kernel for heads=32, max_seqlen_qo=3 (only "
+                 "max_seqlen_qo=1 with page_size=1)"}, "spec_kernel_limit"),
+    ({"file": "aiter/ops/attention.py", "function": "mla_decode_fwd", "exc": "RuntimeError",
+      "message": "decode_fwd: unsupported max_seqlen_q=6 for gqa_ratio=8, supported values are 1, 2, 4"},
+     "spec_kernel_limit"),
+    # the same wording about a setting's value is still a typo's near miss
+    ({"file": "vllm/config/cache.py", "function": "CacheConfig._validate", "exc": "ValueError",
+      "message": "Unsupported layout X, supported values are NHD, HND"}, "other"),
 ])
 def test_rules_classify_unseen_errors(site, expected):
     assert categorize.categorize(site)[0] == expected

@@ -50,7 +50,10 @@ _PAGE_WORDS = re.compile(r"page_size|page size|unify|uniform type|unified type|s
                          r"same window size|same quantization|kv_sharing|kv cache layout|kv_cache_layout|drafting layers|"
                          r"kv_cache_tensor|shared_by|layer_stride|block_stride")
 _KERNEL_LOOKUP = re.compile(r"no (?:\w+ )?kernels? (?:found|available|for)|kernels? not found|no suitable kernel|"
-                            r"missing [\w-]+ kernel")
+                            r"missing [\w-]+ kernel|cannot find (?:a |any )?(?:suitable |matching )?(?:[\w-]+ )?kernel")
+# a kernel's parameter tuple with a query length per request above 1 (AITER's "mtp:4", "q_len_per_req=3",
+# "max_seqlen_q: 2"): the decode query length speculative decoding sets
+_QUERY_LEN_PARAM = re.compile(r"\b(?:mtp|q_len_per_req\w*|qseqlen|max_seqlen_qo?|seqlen_q|next_n)\s*[:=]\s*(?:[2-9]|\d\d)\b")
 _BLOCK_WORDS = re.compile(r"block_size|block size|kernel_block|hash_block|tokens_per_block|tokens_per_hash|"
                           r"block_sizes|prefix-match unit|alignment")
 _CAPTURE_WORDS = re.compile(r"cudagraph|cuda graph|cuda_graph|capture_size|capture size|capturing|full_cuda_graph|"
@@ -209,7 +212,10 @@ RULES: list[tuple[str, str, Pred]] = [
      lambda f, fn, t, e, c: bool(re.search(r"\b(?:unknown|unrecognized|unsupported|invalid)\b[^.{]{0,60}(?:\{[^}]*\})?"
                                            r"[^.]{0,30}[.:;,]?\s*(?:must be one of|valid (?:options|values|choices|"
                                            r"layouts|kinds|algorithms|backends)(?: are)?|expected one of|choose from|"
-                                           r"supported (?:values|options) are)", _core(t)))),
+                                           r"supported (?:values|options) are)", _core(t)))
+     # (a kernel's query length per request among the values -- "unsupported max_seqlen_q=5 ..., supported values are
+     # 1, 2, 4" -- is the decode length speculative decoding sets: spec_query_len_param below)
+     and not _QUERY_LEN_PARAM.search(t)),
     ("other_flag_usage", "other",
      lambda f, fn, t, e, c: bool(re.search(r"mutually exclusive|\bprofiler\b|\bproton\b|encoder_cudagraph|"
                                            r"cudagraph_mm_encoder|language-model-only|not exists in the runnable|"
@@ -285,9 +291,7 @@ RULES: list[tuple[str, str, Pred]] = [
     # a kernel library's lookup / check that prints its parameter tuple with a query length per request above 1
     # (AITER's "mtp:4", "q_len_per_req=3", "max_seqlen_q: 2"): the decode query length speculative decoding
     # sets decides, even where the same tuple also names a block size
-    ("spec_query_len_param", "spec_kernel_limit",
-     lambda f, fn, t, e, c: bool(re.search(r"\b(?:mtp|q_len_per_req\w*|qseqlen|max_seqlen_qo?|seqlen_q|next_n)\s*[:=]\s*"
-                                           r"(?:[2-9]|\d\d)\b", t))),
+    ("spec_query_len_param", "spec_kernel_limit", lambda f, fn, t, e, c: bool(_QUERY_LEN_PARAM.search(t))),
     ("kernel_block_alignment", "block_size_alignment",
      lambda f, fn, t, e, c: bool(_BLOCK_WORDS.search(t)) and bool(re.search(
          r"divis|multiple|align|support|must divide|% |kernel|backend|not a power|power of|common block size", t))
