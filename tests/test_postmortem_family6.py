@@ -175,6 +175,24 @@ def test_an_uncorrectable_ecc_error_is_the_hardware_not_the_frame_it_surfaced_in
     assert top.category == "other" and "hardware" in top.title
 
 
+def test_a_gpu_that_fell_off_the_bus_explains_a_dead_engine_whatever_the_reporter_wonders():
+    """No exception of its own: the engine died behind a wrapper, the driver says the GPU fell off the bus, and the
+    reporter asks whether the drafts' illegal memory accesses are the cause -- a near miss, not an inferred fault."""
+    log = "\n".join([
+        "vllm serve zai-org/GLM-5-FP8 -tp 8 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'",
+        "(EngineCore pid=51) ERROR 03-04 02:11:43 [multiproc_executor.py:295] Worker proc VllmWorker-3 died "
+        "unexpectedly (exit code: -6), shutting down executor.",
+        "(APIServer pid=1) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
+        "(above) for the root cause.",
+        "[Wed Mar  4 02:01:10 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=88123, name=VLLM::Worker_TP, GPU has fallen "
+        "off the bus.",
+        "Could this be the illegal memory access with MTP that others reported?",
+    ])
+    findings = analyze_text(log, "t.log").findings
+    assert findings[0].category == "other" and "fallen off the bus" in findings[0].title
+    assert all(f.category == "other" for f in findings)
+
+
 def test_deepgemm_schedule_metadata_check_under_drafts_is_the_kernels_next_n_path():
     log = "\n".join([
         "vllm serve zai-org/GLM-5 -tp 8 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'",

@@ -137,7 +137,7 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
         # ended by a C++ exception ("terminate called after throwing ...", "what(): <message>": a kernel library's
         # lookup) or by a CUDA fault its NCCL watchdog reported -- read as error lines without a Python exception
         d = _diagnose_rootless(facts, orphans, setup, base_numbers, batch_ev)
-        if d is not None and d.category != "other":
+        if d is not None and (d.category != "other" or d.rule == "near_miss"):  # (near_miss: the GPU itself failed)
             d.basis += "; the Python exception only wraps a worker's death (a C++ exception or a CUDA fault ended it)"
             return d
         what = next(((ln, t) for ln, t in reversed(facts.startup.get("error_lines") or [])
@@ -183,12 +183,7 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     if ASYNC.search(text) or _nccl_on_cuda_fault(text, facts):
         hardware = _hardware_fault(facts)
         if hardware is not None:
-            return Diagnosis(category="other", confidence="medium", rule="near_miss",
-                             basis=f"the driver reports a failure of the GPU itself ({hardware}); the CUDA error is "
-                                   f"that device failing under the process, outside the hybrid/spec-decode families",
-                             title=f"GPU hardware fault ({hardware})", message=(message.strip().splitlines() or [""])[0][:300],
-                             numbers={**base_numbers, **facts.numbers}, evidence=exc_evidence(root, 1)
-                             + fact_evidence(facts, "xid"))
+            return _hardware_near_miss(facts, hardware, message, base_numbers, exc_evidence(root, 1))
         kernel = faulting_kernel(facts.startup.get("error_lines") or [])
         if kernel is None and facts.startup.get("cuda_launch_blocking"):
             kernel = _launching_frame(root)  # synchronous launches: the frame that launched is the kernel that faulted
@@ -343,6 +338,12 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     if kernel is not None:
         return kernel_fault(facts, kernel, setup, base_numbers, batch_ev)
     async_line = next(((ln, t) for ln, t in reversed(lines) if ASYNC.search(t)), None)
+    hardware = _hardware_fault(facts)
+    if hardware is not None:
+        # the driver says the GPU itself failed (fell off the bus, ECC, NVLink): what the other lines report -- a
+        # collective's timeout, a CUDA error, a dead worker -- is that device failing under the process
+        return _hardware_near_miss(facts, hardware, async_line[1] if async_line else "", base_numbers,
+                                   [Evidence(text=t[:300], line=ln) for ln, t in lines[-2:]])
     if async_line is not None:
         fake = LogException(exc_type="CUDA error", message=async_line[1], log_line=async_line[0])
         return from_async(facts, fake, setup, base_numbers, batch_ev)
@@ -490,6 +491,15 @@ def _hardware_fault(facts: LogFacts) -> str | None:
             return f"Xid {xid}: {_HARDWARE_XIDS[xid]}"
     hit = next((t for _, t in facts.startup.get("error_lines") or [] if LOST_GPU.search(t)), None)
     return LOST_GPU.search(hit).group(0) if hit else None
+
+
+def _hardware_near_miss(facts: LogFacts, hardware: str, message: str, base_numbers: dict,
+                        evidence: list[Evidence]) -> Diagnosis:
+    return Diagnosis(category="other", confidence="medium", rule="near_miss",
+                     basis=f"the driver reports a failure of the GPU itself ({hardware}); the errors the process printed "
+                           f"are that device failing under it, outside the hybrid/spec-decode families",
+                     title=f"GPU hardware fault ({hardware})", message=(message.strip().splitlines() or [hardware])[0][:300],
+                     numbers={**base_numbers, **facts.numbers}, evidence=evidence + fact_evidence(facts, "xid"))
 
 
 def _a(phrase: str) -> str:
