@@ -516,9 +516,11 @@ def test_wrong_output_with_ragged_drafts_on_a_hybrid_is_a_silent_mixed_batch():
     assert "no error" in fs[0].basis
 
 
-def test_wrong_output_without_batch_evidence_or_on_a_dense_model_is_not_a_family():
-    assert not [f for f in _silent(_SILENT_HYB, "Some answers come back as gibberish, no error in the log.")
-                if f.category != "other"]
+def test_wrong_output_without_batch_evidence_is_a_low_prior_and_on_a_dense_model_not_a_family():
+    # a hybrid with drafts and no prefix caching: one state slot a request, so a quiet corruption is the path its rows
+    # take -- the builders' split -- said as the low-confidence prior it is
+    fs = _silent(_SILENT_HYB, "Some answers come back as gibberish, no error in the log.")
+    assert fs and fs[0].category == "mixed_batch" and fs[0].confidence == "low" and "one slot" in fs[0].basis
     dense = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config "
              "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3, \"prompt_lookup_max\": 3}'")
     assert not [f for f in _silent(dense, "Some answers come back as gibberish.",

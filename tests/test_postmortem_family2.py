@@ -363,10 +363,15 @@ def test_silent_garbage_on_prefix_hits_of_a_hybrid_with_drafts_is_the_state_inde
     assert f.category == "state_index" and f.confidence == "low" and "38.5%" in f.basis
 
 
-def test_silent_garbage_of_a_hybrid_without_prefix_hits_names_no_class():
-    fs = [f for f in _findings(_silent_log("Qwen/Qwen3-Next-80B-A3B-Instruct", _MTP, [_HIT.format(rate="0.0")]))
-          if f.severity == "error"]
-    assert not fs
+def test_silent_garbage_of_a_hybrid_whose_prefix_cache_never_hit_is_the_builders_split_not_the_state_index():
+    # prefix caching on, but no state was ever restored from a cached block: the state index is out, the rows' paths stay
+    f = _first(_silent_log("Qwen/Qwen3-Next-80B-A3B-Instruct", _MTP, [_HIT.format(rate="0.0")]))
+    assert f.category == "mixed_batch" and f.confidence == "low"
+
+
+def test_silent_garbage_with_prefix_caching_on_and_no_hit_rate_is_the_state_index():
+    f = _first(_silent_log("Qwen/Qwen3-Next-80B-A3B-Instruct", _MTP + " --mamba-cache-mode align", []))
+    assert f.category == "state_index" and f.confidence == "low" and "prefix caching is on" in f.basis
 
 
 def test_silent_garbage_of_lightning_attention_with_drafts_is_the_builder_split():

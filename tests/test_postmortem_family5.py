@@ -8,6 +8,8 @@ Every log here is written by the tests in vLLM's format; models, numbers and pat
 
 from __future__ import annotations
 
+import pytest
+
 from vllm_diag.postmortem.analyze import analyze_text
 
 from .test_postmortem_family3 import _first
@@ -350,3 +352,22 @@ def test_the_capture_estimate_and_a_stalled_broadcast_are_startup_facts():
             "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work")
     startup = analyze_text(text, "t.log").facts.startup
     assert (startup["cudagraph_memory_estimate_gib"], startup["shm_broadcast_wait_seconds"]) == (2.61, 60)
+
+
+@pytest.mark.parametrize("symptom", [
+    "With MTP the model gets stuck in loops after a few hundred tokens; without --speculative-config it's always fine.",
+    "Our gsm8k accuracy drops from 0.95 to 0.64 once MTP is on, no error anywhere.",
+    "Completions are pure garbage for some prompts, greedy decoding isn't deterministic anymore.",
+])
+def test_quiet_degradation_in_other_words_on_a_hybrid_with_drafts_is_a_low_mixed_batch(symptom):
+    log = ("vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B --speculative-config "
+           "'{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'\n" + symptom + "\n")
+    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    assert f.category == "mixed_batch" and f.confidence == "low"
+
+
+def test_short_prompts_that_go_wrong_are_prefills_run_as_spec_decodes():
+    log = ("vllm serve Qwen/Qwen3.5-35B-A3B --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'\n"
+           "Only 3-token prompts come back as garbage; longer prompts are fine.\n")
+    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    assert f.category == "mixed_batch" and "short prompts" in f.basis and "1 + k = 4" in f.basis

@@ -582,6 +582,17 @@ def _silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_
                    f"the report shows batches that mix draft lengths or spec decodes with other rows ({mixed}): a row of "
                    f"such a batch taking another kind's state path in the Mamba/GDN builders corrupts its state silently",
                    ("wrong_output_prose", "mixed_prose", "batch_dependent_prose"))
+    short, short_n = facts.startup.get("short_prompt_prose"), facts.startup.get("short_prompt_tokens")
+    if short and (not isinstance(short_n, int) or setup.spec_k < 0 or short_n <= setup.spec_k + 1):
+        # the builders split a step's rows into decodes and prefills by query length (a decode carries 1 + k tokens
+        # under drafts), and a batch whose requests all carry 1 + k tokens is dispatched as a uniform decode: a prompt
+        # (or a prompt's last chunk) that short runs the spec-decode path without drafts or accepted-token counts
+        k1 = f"1 + k = {setup.spec_k + 1}" if setup.spec_k > 0 else "1 + k"
+        return out("mixed_batch", "low",
+                   f"the report ties it to short prompts ({short}): a prefill of at most {k1} tokens is counted as a "
+                   f"decode by the Mamba/GDN builders' split (and a step of such rows is replayed as a uniform "
+                   f"spec-decode graph), so its state is read and written on the spec-decode path without drafts",
+                   ("wrong_output_prose", "short_prompt_prose"))
     model = f"{facts.architecture or facts.args.get('architecture') or ''} {facts.args.get('model') or facts.model or ''}"
     if _NO_SPEC_BUILDER.search(model):
         return out("mixed_batch", "low",
@@ -596,10 +607,33 @@ def _silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_
                    f"spec-decode rows (1 + k tokens a request) reach layers that advance their recurrent state over "
                    f"every draft token, rejected ones included", ("wrong_output_prose",))
     hit = facts.startup.get("prefix_cache_hit_rate_max")
-    if setup.prefix_caching and isinstance(hit, (int, float)) and hit > 0:
+    pc_hits = setup.prefix_caching and isinstance(hit, (int, float)) and hit > 0
+    tied = facts.startup.get("spec_tied_prose")
+    if pc_hits:
         return out("state_index", "low",
                    f"prefix caching hits (up to {hit:g}%): the Mamba/GDN state restored from a cached block is read "
                    f"through the state indices the spec-decode path uses (the running block plus the accepted-token "
                    f"offset), so a hit that lands the state in another slot than the one read corrupts it silently",
                    ("wrong_output_prose", "prefix_cache_hit_rate"))
-    return None
+    if setup.prefix_caching and setup.mamba_cache_mode in ("align", "all") and not isinstance(hit, (int, float)):
+        return out("state_index", "low",
+                   f"prefix caching is on (Mamba cache mode '{setup.mamba_cache_mode}'): the Mamba/GDN states are saved "
+                   f"to and restored from blocks through the state indices the spec-decode path also reads; a state "
+                   f"restored into another slot than the one read corrupts it silently (the hit rate would confirm it)",
+                   ("wrong_output_prose",))
+    every = facts.startup.get("every_request_prose")
+    if every and not re.search(r"ngram|n-gram|suffix|prompt_lookup", str(setup.spec_method or ""), re.I):
+        # wrong for a lone request too, with a drafter that always drafts: no step mixes kinds of rows -- the drafts'
+        # own weights or the kernels, not the builders' split (a class this report does not show)
+        return None
+    # no prefix caching: every request keeps one state slot, so a bad index would fault, not corrupt quietly; what goes
+    # wrong without an error is which path a row's state takes -- the builders split each step's rows into spec
+    # decodes, plain decodes and prefills by their query lengths and drafts (ragged or missing drafts, padded rows of a
+    # CUDA graph, a short prefill chunk), and a row run on another kind's path reads or advances its state wrongly
+    return out("mixed_batch", "low",
+               "without prefix caching a request's state has one slot, so the silent failure is the path its rows take: "
+               "the Mamba/GDN builders split each step into spec decodes, plain decodes and prefills by query length "
+               "and drafts, and a row on another kind's path (no drafts this step, a CUDA-graph padding row, a short "
+               "prefill chunk) reads or advances its state wrongly"
+               + (f"; the report says it is fine without drafts ({tied})" if tied else ""),
+               ("wrong_output_prose", "spec_tied_prose"))

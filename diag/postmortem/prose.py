@@ -69,7 +69,35 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output
                            r"(?:garbage|gibberish|nonsense|word salad)\b|word salad|broken (?:outputs?|text|answers?)|"
                            r"(?:comes?|came|coming) back as (?:garbage|gibberish|nonsense|junk)|"
                            r"(?:repeated|random) junk|junk (?:output|text|tokens)|"
-                           r"wrong (?:outputs?|tokens|answers)|incorrect outputs?)", re.I)
+                           r"wrong (?:outputs?|tokens|answers)|incorrect outputs?|"
+                           # "pure garbage", "nondeterministic junk", "completions are garbage": greedy decoding that
+                           # does not repeat itself is the same symptom
+                           r"(?:pure|complete|total|utter|nondeterministic|non-deterministic|random) "
+                           r"(?:garbage|junk|gibberish|nonsense)|"
+                           r"(?:completions?|outputs?|responses?|generations?) (?:are|is|were|was|turns?|goes?) "
+                           r"(?:\w+ ){0,2}(?:garbage|junk|gibberish|nonsense)\b|"
+                           r"(?:greedy|temperature 0|temp 0)[^.]{0,60}\b(?:(?:is|are)n'?t|not) deterministic|"
+                           # degenerate generation and quality that drops without an error
+                           r"(?:gets?|got|is|are) stuck (?:in (?:a )?loops?|repeating)|repetitive (?:garbage|output|text|loops?)|"
+                           r"repeats? (?:itself|the same (?:tokens?|words?|phrases?|lines?))|slightly[- ]off (?:text|output|answers?)|"
+                           r"\b(?:accuracy|exact[_ ]match|eval scores?|benchmark scores?) (?:\w+ ){0,2}(?:drops?|dropped|collapses?|"
+                           r"collapsed|falls?|fell|degrades?|degraded|regress\w*|tanks?|tanked)\b)", re.I)
+# the reporter's words tying the failure to short prompts (a prompt, or a prompt's last prefill chunk, of a few tokens):
+# "very short prompts", "4-token prompts", "prompts of up to 3 tokens", "a 4-token prefill"
+_SHORT_PROMPT = re.compile(r"\b(?:very |really |extremely |tiny |super )short (?:raw |input )?prompts?\b|"
+                           r"\b(\d{1,2})[- ]token (?:prompts?|prefills?|prefill chunks?|inputs?)\b|"
+                           r"\bprompts? (?:of|with|up to|under|below|shorter than) (?:up to |at most )?(\d{1,2}) tokens?\b",
+                           re.I)
+# the reporter's words that the drafts are the trigger: fine once speculative decoding is off
+_SPEC_TIED = re.compile(r"\b(?:without|removing|removed|remove|disabl\w+|turn\w* off|dropping|dropped|no)\s+(?:the\s+)?`?"
+                        r"(?:--)?(?:speculative[-_ ]config|spec(?:ulative)?[- ]decod\w*|mtp|ngram|n-gram|suffix decoding|"
+                        r"drafts?|the draft(?:er| model))`?(?:\s+removed)?[^.]{0,100}?\b(?:fine|correct(?:ly)?|ok|okay|works?|clean|"
+                        r"good|normal|sane|coherent)\b", re.I)
+# the reporter's words that it does not depend on the batch: wrong for every request, a lone one included
+_EVERY_REQUEST = re.compile(r"\b(?:every|each|all) (?:single )?(?:requests?|prompts?|completions?|answers?)\b[^.]{0,40}"
+                            r"\b(?:even|including) (?:a |the )?(?:lone|single|first|one)\b|"
+                            r"\beven (?:a |with a |for a |with one |for one )?(?:lone|single|one) (?:request|prompt|user|client)\b",
+                            re.I)
 # the reporter's words that the failure depends on the batch: fine alone, wrong only with other requests in flight
 _BATCH_DEPENDENT = re.compile(
     r"\bonly (?:\w+ ){0,4}(?:when|with|under|at) (?:\w+ ){0,3}(?:concurren\w*|parallel requests|(?:high )?load|"
@@ -198,11 +226,31 @@ class ProseLines:
                 self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])
         if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
                 k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
-                                    "rong ", "ncorrect", "salad", "roken ", "junk")):
+                                    "rong ", "ncorrect", "salad", "roken ", "junk", "eterministic", "stuck", "epetiti",
+                                    "epeats", "off ", "ccuracy", "xact", "score")):
             m = _WRONG_OUTPUT.search(text)
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)
                 self.facts.lines["wrong_output_prose"] = (line.lineno, text.strip()[:500])
+        if "spec_tied_prose" not in self.facts.startup and len(text) < 2000 and any(
+                w in text.lower() for w in ("specul", "mtp", "ngram", "n-gram", "draft", "suffix")):
+            m = _SPEC_TIED.search(text)
+            if m:
+                self.facts.startup["spec_tied_prose"] = m.group(0)
+                self.facts.lines["spec_tied_prose"] = (line.lineno, text.strip()[:500])
+        if "every_request_prose" not in self.facts.startup and len(text) < 2000 and ("ven" in text or "ncluding" in text):
+            m = _EVERY_REQUEST.search(text)
+            if m:
+                self.facts.startup["every_request_prose"] = m.group(0)
+                self.facts.lines["every_request_prose"] = (line.lineno, text.strip()[:500])
+        if "short_prompt_prose" not in self.facts.startup and len(text) < 2000 and ("short" in text or "token" in text):
+            m = _SHORT_PROMPT.search(text)
+            if m:
+                self.facts.startup["short_prompt_prose"] = m.group(0)
+                n = m.group(1) or m.group(2)
+                if n:
+                    self.facts.startup["short_prompt_tokens"] = int(n)
+                self.facts.lines["short_prompt_prose"] = (line.lineno, text.strip()[:500])
         if "batch_dependent_prose" not in self.facts.startup and len(text) < 2000 and (
                 "oncurren" in text or "ingle" in text or " load" in text or "equests" in text):
             m = _BATCH_DEPENDENT.search(text)
