@@ -347,3 +347,31 @@ def test_a_trtllm_launcher_without_a_kernel_for_the_draft_width_is_a_kernel_limi
         "headDimQk=576, headDimV=512, tileSizeQ=32, tileSizeKv=128, numTokensPerPage=64",
     ])
     assert _first(log).category == "spec_kernel_limit"
+
+
+def _served_then_stopped(error_before: bool) -> str:
+    a = "(APIServer pid=7) "
+    dead = [f"{a}ERROR 11-27 07:52:22 [async_llm.py:704] AsyncLLM output_handler failed.",
+            f"{a}ERROR 11-27 07:52:22 [async_llm.py:704] Traceback (most recent call last):",
+            f'{a}ERROR 11-27 07:52:22 [async_llm.py:704]   File "{PKG}/v1/engine/core_client.py", line 1061, in get_output_async',
+            f"{a}ERROR 11-27 07:52:22 [async_llm.py:704]     raise self._format_exception(outputs) from None",
+            f"{a}ERROR 11-27 07:52:22 [async_llm.py:704] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered "
+            "an issue. See stack trace (above) for the root cause."]
+    fault = [f"{W}Traceback (most recent call last):", f'{W}  File "{PKG}/v1/worker/gpu_model_runner.py", line 3875, in '
+             "synchronize_input_prep", f"{W}    yield", f"{W}torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]
+    return "\n".join(["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --speculative-config '{\"method\": \"mtp\", "
+                      "\"num_speculative_tokens\": 2}'"]
+                     + [f'{a}INFO:     127.0.0.1:3376{i} - "POST /v1/completions HTTP/1.1" 200 OK' for i in range(4)]
+                     + (fault if error_before else [])
+                     + [f"{a}INFO 11-27 07:52:22 [launcher.py:100] [shutdown] API server: shutdown triggered",
+                        "(EngineCore pid=9) INFO 11-27 07:52:22 [core.py:1313] [shutdown] EngineCore: trigger received "
+                        "signal=SIGTERM"] + dead)
+
+
+def test_the_engine_client_finding_the_engine_gone_after_a_stop_is_the_teardown_not_a_failure():
+    an = analyze_text(_served_then_stopped(error_before=False), "t.log")
+    assert an.facts.root is None and not [f for f in an.findings if f.severity == "error"]
+    assert an.facts.startup["errors_after_shutdown"] == 1
+    # a fault before the stop: the errors after it are its aftermath, and the fault is the diagnosis
+    top = analyze_text(_served_then_stopped(error_before=True), "t.log").findings[0]
+    assert top.severity == "error" and top.category != "other"

@@ -115,6 +115,15 @@ class ErrorLines:
         # frames never followed by an exception line are evidence (diagnosis reads them), never the root
         orphans = [e for e in excs if e.exc_type == ORPHAN_TYPE]
         excs = [e for e in excs if e.exc_type != ORPHAN_TYPE]
+        teardown = _teardown_errors(excs, f.lines.get("shutdown_requested", (0, ""))[0])
+        if teardown:
+            # the server was told to stop and the engine client then reported the engine gone: a shutdown, not a
+            # failure (no error came before the stop)
+            excs = [e for e in excs if id(e) not in teardown]
+            f.exceptions = [e for e in f.exceptions if id(e) not in teardown]
+            first = min(e.log_line or 0 for e in self.tb.exceptions if id(e) in teardown)
+            self.error_lines = [(ln, t) for ln, t in self.error_lines if ln < first]
+            f.startup["errors_after_shutdown"] = len(teardown)
         if not excs:
             size = self._size_error_line()
             if size is None:
@@ -182,6 +191,23 @@ _CUDA_BOILERPLATE = re.compile(r"\n\s*(?:Search for `\w+' in https?://\S+ for mo
                                r"asynchronously reported at some other API call.*|For debugging consider passing "
                                r"CUDA_LAUNCH_BLOCKING=1\.?|Compile with `TORCH_USE_CUDA_DSA` to enable device-side "
                                r"assertions\.?)\s*(?=\n|$)")
+
+
+# what the engine client (and asyncio / the socket under it) raises once the engine it talks to was stopped
+_TEARDOWN = re.compile(r"EngineDeadError|EngineCore encountered an issue|CancelledError|BrokenPipeError|"
+                       r"ConnectionResetError|EngineGenerateError|ClosedResourceError|KeyboardInterrupt|SystemExit")
+
+
+def _teardown_errors(excs: list[LogException], shutdown_line: int) -> set[int]:
+    """ids of the exceptions that only report a stopped engine after the log's first shutdown record, when no other
+    error came before that record (else they are the failure's aftermath, kept as the log has them)."""
+    if not shutdown_line:
+        return set()
+    before = [e for e in excs if (e.log_line or 0) < shutdown_line and not is_noise(e)]
+    after = [e for e in excs if (e.log_line or 0) > shutdown_line]
+    if before or not after or not all(_TEARDOWN.search(f"{e.exc_type}: {e.message}") for e in after):
+        return set()
+    return {id(e) for e in after}
 
 
 def _blocking_rerun(excs: list[LogException], root: LogException, blocking_line: int) -> LogException | None:

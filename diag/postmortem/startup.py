@@ -101,6 +101,10 @@ _HYBRID_OFF = re.compile(r"Hybrid KV cache manager is disabled")
 
 
 # startup facts that each engine start states once (a change between two of them is a second start)
+# vLLM's own shutdown records (0.2x: "[shutdown] API server: shutdown triggered", "[shutdown] EngineCore: trigger
+# received signal=SIGTERM"), uvicorn's "Shutting down", a launcher's "Received SIGTERM"
+_SHUTDOWN = re.compile(r"\[shutdown\] (?:API server: shutdown triggered|EngineCore: trigger received signal=SIG\w+)|"
+                       r"^Shutting down$|\b[Rr]eceived (?:signal )?SIG(?:TERM|INT)\b")
 _PER_START = {"max_cudagraph_capture_size_capped", "attention_block_size", "mamba_padding_percent", "max_cudagraph_capture_size_truncated",
               "kv_cache_block_size_backend", "kv_padding_layers", "kv_padding_waste_percent", "available_kv_cache_gib",
               "num_gpu_blocks", "gpu_kv_cache_tokens", "max_concurrency"}
@@ -135,6 +139,12 @@ class StartupLines:
             m = _LOGGER_SRC.search(line.display[:200])
             if m and len(self.facts.startup) < 200:
                 self.facts.startup.setdefault(f"{m.group(1).replace('-', '_')}_line", int(m.group(2)))
+
+    def _shutdown(self, line: Line) -> None:
+        """The first line where the server or the engine was told to stop (a signal, vLLM's own shutdown records):
+        what the engine client raises after it is the teardown, not a failure."""
+        if "shutdown_requested" not in self.facts.lines and _SHUTDOWN.search(line.text):
+            self._note("shutdown_requested", line)
 
     def _peak(self, name: str, value: float, line: Line) -> None:
         if value > self.facts.startup.get(f"{name}_max", -1):
@@ -172,6 +182,8 @@ class StartupLines:
 
     def _record_line(self, line: Line) -> None:
         text = line.text
+        if "hut" in text or "SIG" in text:
+            self._shutdown(line)
         for kw, name, rx, conv in _STARTUP_PATTERNS:
             if kw not in text:
                 continue

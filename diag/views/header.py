@@ -225,6 +225,10 @@ def header(record: SessionRecord) -> HeaderVM:
                      + (f" and {len(log.skipped_files) - 5} more" if len(log.skipped_files) > 5 else ""))
     for rf in record.rule_failures:
         notes.append(f"rule {rf.rule} failed and was skipped: {rf.error}")
+    teardown = (log.startup or {}).get("errors_after_shutdown") if log is not None else None
+    if isinstance(teardown, int) and teardown > 0:
+        notes.append(f"{teardown} error(s) after the server was told to stop, no error before: the shutdown's "
+                     "teardown (the engine client finding the engine gone), not a failure")
     numbers = tuple((k, v) for k, v in pairs(log.numbers if log else {}) if not isinstance(v, str) or len(v) < 80)
     env = _environment_table(record, version, model, arch)
     return HeaderVM(
