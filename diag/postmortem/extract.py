@@ -65,6 +65,12 @@ _PROCESS_FACTS = [
     ("exit_code", "xit", re.compile(r"\b[Ee]xit(?:ed)?(?: with)? ?(?:[Cc]ode|status)[=: ]*(-?\d{1,3})\b|\bExit Code:\s*(\d{1,3})\b")),
     ("exit_code", "status=", re.compile(r"\bcode=exited, status=(\d{1,3})/")),
     ("port", "port", re.compile(r"\b[Pp]ort[= :]+(\d{2,5})\b")),
+    # a pod that keeps dying: `kubectl get pods` ("0/1  CrashLoopBackOff  6 (41s ago)") and `kubectl describe pod`
+    # ("Restart Count:  4")
+    ("restart_count", "CrashLoopBackOff", re.compile(r"\b(?:CrashLoopBackOff|Error|OOMKilled)\s+(\d{1,5})(?:\s+\(|\s+\d+[smhd])")),
+    ("restart_count", "Restart Count", re.compile(r"\bRestart Count:\s+(\d{1,5})\b")),
+    # PyTorch's CUDA initialisation warning: "The NVIDIA driver on your system is too old (found version 12080)"
+    ("driver_cuda_version", "found version", re.compile(r"driver on your system is too old \(found version (\d{4,6})\)")),
 ]
 # an INFO/WARNING record quoting an error ("... can cause fd limit errors like `OSError: [Errno 24] ...`") is no failure
 _CALM_LEVELS = frozenset({"INFO", "WARNING", "DEBUG"})
