@@ -44,6 +44,9 @@ def test_a_config_line_cut_after_an_item_keeps_what_was_read():
                       "[...], 'cudagraph_capture_sizes': [1, 2, 4, 8], 'max_cudagraph_capture_size': 8, ...")
     assert kw["compilation_config"]["max_cudagraph_capture_size"] == 8
     assert parse_literal("{'sizes': [1, 2, 4, ") == {"sizes": [1, 2, 4]}
+    # the bracketed elision a reporter leaves between items
+    assert parse_literal("{'mode': <CompilationMode.VLLM_COMPILE: 3>, [...] 'max_cudagraph_capture_size': 384, [...]}") == {
+        "mode": "<CompilationMode.VLLM_COMPILE: 3>", "max_cudagraph_capture_size": 384}
 
 
 # ---------------------------------------------------------------- lines

@@ -37,7 +37,7 @@ class _Reader:
     def elision(self) -> bool:
         """A reporter's ``...`` (or ``…``) standing for items cut from a pasted repr: skipped with its comma."""
         self.ws()
-        for tok in ("...", "\u2026"):
+        for tok in ("[...]", "[\u2026]", "...", "\u2026"):  # ("[...]": the reporter's bracketed elision)
             if self.t.startswith(tok, self.i):
                 self.i += len(tok)
                 self.ws()
