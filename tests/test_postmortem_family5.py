@@ -371,3 +371,17 @@ def test_short_prompts_that_go_wrong_are_prefills_run_as_spec_decodes():
            "Only 3-token prompts come back as garbage; longer prompts are fine.\n")
     f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
     assert f.category == "mixed_batch" and "short prompts" in f.basis and "1 + k = 4" in f.basis
+
+
+@pytest.mark.parametrize("verdict", ["ERROR: Job failed: exit code 1", "Error: Process completed with exit code 1.",
+                                     "Error: The command exited with status 2"])
+def test_a_ci_runners_verdict_on_the_job_is_not_the_failure(verdict):
+    """An eval job that fails its quality gate: the runner's last line says only that the job failed."""
+    log = ("$ ./ci/eval.sh --model Qwen/Qwen3-Next-80B-A3B-Instruct --spec mtp:2\n"
+           "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --speculative-config "
+           "'{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'\n"
+           "[eval] gsm8k exact_match=0.61 -- FAIL: accuracy regression vs baseline (0.95)\n" + verdict + "\n")
+    an = analyze_text(log, "t.log")
+    assert not an.facts.startup.get("error_lines")
+    f = [f for f in an.findings if f.severity == "error"][0]
+    assert f.category == "mixed_batch" and f.confidence == "low"

@@ -81,7 +81,10 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output
                            r"(?:gets?|got|is|are) stuck (?:in (?:a )?loops?|repeating)|repetitive (?:garbage|output|text|loops?)|"
                            r"repeats? (?:itself|the same (?:tokens?|words?|phrases?|lines?))|slightly[- ]off (?:text|output|answers?)|"
                            r"\b(?:accuracy|exact[_ ]match|eval scores?|benchmark scores?) (?:\w+ ){0,2}(?:drops?|dropped|collapses?|"
-                           r"collapsed|falls?|fell|degrades?|degraded|regress\w*|tanks?|tanked)\b)", re.I)
+                           r"collapsed|falls?|fell|degrades?|degraded|regress\w*|tanks?|tanked)\b|"
+                           # an evaluation harness failing its quality gate
+                           r"\b(?:accuracy|quality|eval|score) regression\b|\bregression (?:vs\.?|versus|against|from) "
+                           r"(?:the )?baseline\b)", re.I)
 # the reporter's words tying the failure to short prompts (a prompt, or a prompt's last prefill chunk, of a few tokens):
 # "very short prompts", "4-token prompts", "prompts of up to 3 tokens", "a 4-token prefill"
 _SHORT_PROMPT = re.compile(r"\b(?:very |really |extremely |tiny |super )short (?:raw |input )?prompts?\b|"
@@ -227,7 +230,7 @@ class ProseLines:
         if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
                 k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
                                     "rong ", "ncorrect", "salad", "roken ", "junk", "eterministic", "stuck", "epetiti",
-                                    "epeats", "off ", "ccuracy", "xact", "score")):
+                                    "epeats", "off ", "ccuracy", "xact", "score", "egression")):
             m = _WRONG_OUTPUT.search(text)
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)

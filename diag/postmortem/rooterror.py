@@ -65,6 +65,12 @@ _TORCH_SIZE = re.compile(r"^(?:RuntimeError:\s*)?(?:Target sizes: \[[\d,\s]+\]\.
                          r"The size of tensor a \(\d+\) must match the size of tensor b)", re.I)
 
 
+# a CI runner's verdict on the job (GitLab "ERROR: Job failed: exit code 1", GitHub Actions "Error: Process completed
+# with exit code 1.", Buildkite "Error: The command exited with status 1", Jenkins "ERROR: script returned exit code 1")
+_CI_JOB_STATUS = re.compile(r"^\W{0,4}(?:ERROR|Error): (?:Job failed: exit code \d+|Process completed with exit code \d+|"
+                            r"The command exited with status \d+|script returned exit code \d+)\.?\s*$")
+
+
 class ErrorLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: error lines and the root error."""
 
@@ -80,6 +86,8 @@ class ErrorLines:
         """An error stated outside a traceback (a kernel check, a CUDA report, an excerpt's error line), or
         the next line of one (a kernel's second line of details)."""
         t = line.text
+        if "xit" in t and _CI_JOB_STATUS.search(t):
+            return  # a CI runner's verdict on the job: what failed is above it
         if self._err_open and line.level is None and t.strip() and not t.lstrip().startswith(("File ", "Traceback")) \
                 and line.lineno == self._err_last + 1 and len(self.error_lines[-1][1]) < 600:
             ln, prev = self.error_lines[-1]
