@@ -196,3 +196,9 @@ def test_a_pods_restarts_the_drivers_cuda_version_and_the_connectors_hit_rate():
                "GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%, External prefix cache hit rate: 87.5%\n").startup
     assert s["driver_cuda_version"] == 12040 and s["external_prefix_cache_hit_rate"] == 87.5
     assert s["prefix_cache_hit_rate"] == 0.0
+
+
+def test_a_negated_spec_method_in_prose_is_no_speculative_decoding():
+    assert "spec_prose" not in _facts("Granite 4.0-H on one H200 (no spec decode, default cudagraph settings).\n").startup
+    assert "spec_prose" not in _facts("We run it without MTP for now.\n").startup
+    assert _facts("We run it with MTP k=2.\n").startup["spec_prose"]["method"] == "mtp"

@@ -22,6 +22,8 @@ _SPEC_HINT = re.compile(r"MTP|mtp|[Ee]agle|EAGLE|gram|peculative|[Ss]pec[ -]?dec
 _SPEC_PROSE = re.compile(r"(?<![\w/.-])(MTP|mtp|EAGLE-?3?|[Ee]agle-?3?|ngram|n-gram|[Ss]peculative decoding|"
                          r"[Ss]pec(?:ulative)?[ -]decod(?:e|ing)|draft model|[Mm]edusa|DFlash|DSpark|suffix decoding|"
                          r"(?:[Ss]peculative|[Dd]raft|[Ss]pec) tokens)(?![\w-])")
+# a negation right before a term ("no spec decode", "without MTP", "w/o EAGLE", "MTP off" is read by the flags)
+_NEGATED = re.compile(r"(?:\bno|\bwithout|\bw/o|\bnot using|\bnot|\bdisabled?|\bnever used)\s+(?:any\s+)?$", re.I)
 _SPEC_K = re.compile(r"(?:num_speculative_tokens|num_spec_tokens)\W{0,3}(\d+)|(?<![\w-])[kK]\s*=\s*(\d+)\b|"
                      r"(\d+)\s+(?:speculative|draft|spec|MTP) tokens|(?:MTP|mtp)\s*[=-]?\s*(\d)\b(?![\w.])|"
                      r"(?:[Ss]peculative|[Dd]raft|[Ss]pec) tokens\s*[:=]\s*(\d+)\b")
@@ -209,6 +211,8 @@ class ProseLines:
                                  and ("k=" in text or "k =" in text or " tokens" in text or "TP" in text
                                       or "tp" in text or "num_spec" in text)):
             m = _SPEC_PROSE.search(text)
+            if m and _NEGATED.search(text[max(0, m.start() - 24):m.start()]):
+                m = None  # "no spec decode", "without MTP": the set-up has none
             if m and prose is None:
                 method = m.group(1)
                 if method.lower().endswith(" tokens"):  # "3 draft tokens": speculative decoding, method not named
