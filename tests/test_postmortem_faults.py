@@ -303,8 +303,9 @@ def test_an_index_error_in_gdn_code_is_the_batch_or_the_state_by_what_the_statem
 
 def test_a_capability_gap_stated_in_hybrid_code_stays_other():
     """A backend or platform saying it does not support a combination (the XPU GDN path without spec-decode
-    masks, AITER's shuffled KV layout with multi-token decode) is no mismatch: the frames' near-miss rule wins over
-    the weaker hint of the function's other checks."""
+    masks) is no mismatch: the frames' near-miss rule wins over the weaker hint of the function's other checks. AITER's
+    shuffled KV layout names what it cannot take -- a decode of more than one query token, 1 + k under drafts --:
+    the backend's query-length limit."""
     engine = _engine("0.28.0", "Qwen/Qwen3.5-27B", ("mtp", 2))
     frames = [(SITE + "model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py", 900, "_forward_core",
                "raise NotImplementedError(")]
@@ -313,7 +314,7 @@ def test_a_capability_gap_stated_in_hybrid_code_stays_other():
     assert categorize({"file": "vllm/v1/attention/backends/rocm_aiter_fa.py", "function": "AiterFlashAttentionImpl.forward",
                        "condition": "not rocm_aiter_ops.is_shuffle_kv_cache_enabled()",
                        "message": "Shuffle KV cache layout is not supported with speculative decoding (multi-token decode).",
-                       "exc": "AssertionError"}) == ("other", "other_capability_gap")
+                       "exc": "AssertionError"}) == ("spec_kernel_limit", "override:aiter_shuffle_multi_token_decode")
     # a stated limit is not a gap
     assert categorize({"file": "vllm/v1/attention/backends/linear_attn.py", "function": "B.build_for_cudagraph_capture",
                        "condition": "m.max_query_len <= 1 + self.num_spec",

@@ -484,6 +484,10 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # FlashInfer decode kernels given 1 + k query rows a request (C)
     ("flashinfer/xqa.py", "xqa", "mask is required for speculative decoding", "spec_kernel_limit", "xqa_spec_mask"),
     ("mla/_sparse_mla_sm120.py", "run", "only supported with s_q=1", "spec_kernel_limit", "sm120_sparse_mla_s_q"),
+    # ROCm AITER FlashAttention routes decodes of more than one query token (1 + k under drafts) to a unified-attention
+    # path that cannot read the shuffled KV layout: the message names the multi-token decode -- the backend's
+    # query-length limit under drafts (C), unlike a bare "not supported with X" capability gap
+    ("rocm_aiter_fa.py", "forward", "(multi-token decode)", "spec_kernel_limit", "aiter_shuffle_multi_token_decode"),
     # --- checks that fail the same way without drafts or hybrids: near misses (other) --------------------------------
     ("flashinfer/data/csrc/trtllm_gemm_runner.cu", "", "kernel not found", "other", "trtllm_gemm_kernel_table"),
     ("config/vllm.py", "__post_init__", "fast prefill optimization for kv sharing", "other", "fast_prefill_vs_eagle"),
