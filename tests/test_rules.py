@@ -223,6 +223,21 @@ def test_granite_spec_decode_padded_page_assert_and_block_size_fix():
     assert not st2.errors and not _fire(RuleContext(state=st2, version=(0, 30, 0)), "mamba_padded_smaller")
 
 
+def test_the_kv_pool_read_from_the_capacity_lines_follows_the_release():
+    """vLLM before 0.23 prints "GPU KV cache size" as num_blocks // groups x block size; from 0.23 as max concurrency x
+    max_model_len (a real 0.26.0 NemotronH engine: 731 tokens, 2.86x for 256 tokens, block 48 -> vLLM's own count of
+    20 blocks, not 731 // 48 = 15)."""
+    from vllm_diag.rules.base import parse_version
+
+    startup = {"gpu_kv_cache_tokens": 731, "max_concurrency": 2.86, "max_concurrency_tokens": 256,
+               "attention_block_size": 48}
+    args = {"max_num_seqs": 64, "architecture": "NemotronHForCausalLM"}
+    new = _log(args=args, startup=startup, version="0.26.0", architecture="NemotronHForCausalLM")
+    assert _fire(RuleContext(log=new, version=parse_version("0.26.0")), "mamba_block_budget")[0].numbers["num_blocks"] == 20
+    old = _log(args=args, startup=startup, version="0.20.2", architecture="NemotronHForCausalLM")
+    assert _fire(RuleContext(log=old, version=parse_version("0.20.2")), "mamba_block_budget")[0].numbers["num_blocks"] == 15
+
+
 def test_mixed_batch_from_recorded_steps():
     st = EngineState(source="recorded", vllm_version="0.17.1", config={"num_speculative_tokens": 3},
                      steps=[BatchStep(0, num_reqs=2, num_spec_decodes=2), BatchStep(1, num_reqs=2, num_decodes=1,

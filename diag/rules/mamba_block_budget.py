@@ -15,7 +15,7 @@ or "GPU KV cache size: T tokens" / block size). Versions: all. Severity: warning
 from __future__ import annotations
 
 from ..model import Change, Comparison, Evidence, Finding, Suggestion
-from ._util import cfg, family, log_evidence, spec_k, state_source
+from ._util import cfg, family, in_range, log_evidence, spec_k, state_source, version
 from .base import Rule, RuleContext
 
 ID = "mamba_block_budget"
@@ -30,6 +30,13 @@ def _num_blocks(ctx: RuleContext) -> tuple[int | None, list[Evidence]]:
         if ctx.log.startup.get("num_gpu_blocks"):
             return int(ctx.log.startup["num_gpu_blocks"]), log_evidence(ctx, None, "num_gpu_blocks")
         tokens, block = ctx.log.startup.get("gpu_kv_cache_tokens"), ctx.log.startup.get("attention_block_size") or cfg(ctx, "block_size")
+        conc, per_req = ctx.log.startup.get("max_concurrency"), ctx.log.startup.get("max_concurrency_tokens")
+        if conc and per_req and block and in_range(version(ctx), (0, 23)):
+            # from 0.23 vLLM's token count is the group-aware capacity (kv_cache_utils: max concurrency x max_model_len),
+            # no longer num_blocks // groups x block size: a max-length request holds cdiv(len, block) attention blocks
+            # and at least one Mamba block, so the pool holds at least concurrency x that many blocks
+            blocks = round(float(conc) * (-(-int(per_req) // int(block)) + 1))
+            return blocks, log_evidence(ctx, None, "max_concurrency", "attention_block_size")
         if tokens and block:
             return int(tokens) // int(block), log_evidence(ctx, None, "gpu_kv_cache_tokens", "attention_block_size")
     return None, []
