@@ -375,3 +375,16 @@ def test_the_engine_client_finding_the_engine_gone_after_a_stop_is_the_teardown_
     # a fault before the stop: the errors after it are its aftermath, and the fault is the diagnosis
     top = analyze_text(_served_then_stopped(error_before=True), "t.log").findings[0]
     assert top.severity == "error" and top.category != "other"
+
+
+def test_a_port_already_taken_is_a_near_miss_with_its_errno():
+    log = "\n".join([
+        "vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --port 8821 --speculative-config '{\"method\": \"ngram\", "
+        "\"num_speculative_tokens\": 3, \"prompt_lookup_max\": 3}'",
+        "(APIServer pid=889) Traceback (most recent call last):",
+        f'(APIServer pid=889)   File "{PKG}/entrypoints/openai/api_server.py", line 586, in create_server_socket',
+        "(APIServer pid=889)     sock.bind(addr)",
+        "(APIServer pid=889) OSError: [Errno 98] Address already in use",
+    ])
+    top = analyze_text(log, "t.log").findings[0]
+    assert (top.category, top.rule) == ("other", "near_miss") and top.numbers["errno"] == 98

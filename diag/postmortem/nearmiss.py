@@ -30,6 +30,8 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
     ("host synchronisation during CUDA-graph capture", re.compile(r"operation not permitted when stream is capturing|"
                                                                    r"cudaErrorStreamCaptureUnsupported|"
                                                                    r"stream is capturing", re.I)),
+    # the API server's port (or a distributed rendezvous port) already taken by another process
+    ("server address already in use", re.compile(r"Address already in use|EADDRINUSE|\[Errno 98\]")),
     ("Triton / GPU generation", re.compile(r"triton\.compiler|CompilationError|fp8e4nv not supported|"
                                            r"type fp8e4nv not supported|PTXASError|no kernel image is available|"
                                            # a build without this GPU's architecture (ROCm's gfx targets)

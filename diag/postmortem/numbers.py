@@ -22,6 +22,7 @@ _NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     (re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d+)"),
      ("tensor_a_size", "tensor_b_size", "mismatch_dim")),
     (re.compile(r"num_decodes:\s*(\d+),\s*num_spec_decodes:\s*(\d+)"), ("num_decodes", "num_spec_decodes")),
+    (re.compile(r"\[Errno (\d+)\]"), ("errno",)),
     (re.compile(r"split_sizes to sum exactly to (\d+).*?split_sizes=\[([\d,\s]*)\]", re.S), ("split_sizes_expected_sum", "split_sizes")),
     (re.compile(r"batch size \((\d+)\) <= cudagraph capture sizes \((\d+)\), and number of tokens \((\d+)\)"),
      ("capture_num_reqs", "capture_size", "capture_num_tokens")),
