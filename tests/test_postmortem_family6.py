@@ -388,3 +388,21 @@ def test_a_port_already_taken_is_a_near_miss_with_its_errno():
     ])
     top = analyze_text(log, "t.log").findings[0]
     assert (top.category, top.rule) == ("other", "near_miss") and top.numbers["errno"] == 98
+
+
+def test_a_family_diagnosis_is_not_repeated_by_a_generic_rule_on_the_same_exception():
+    """vLLM's pydantic wrapper around a known failure site: one error finding (the site's class), not a second
+    'VllmConfig rejected the configuration' for the same exception."""
+    log = "\n".join([
+        "vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --max-num-batched-tokens 16 --max-num-seqs 16 --speculative-config "
+        "'{\"model\": \"meta-llama/Llama-3.2-1B\", \"method\": \"draft_model\", \"num_speculative_tokens\": 3}'",
+        "Traceback (most recent call last):",
+        f'  File "{PKG}/engine/arg_utils.py", line 2372, in create_engine_config',
+        "    config = VllmConfig(",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig",
+        "  Value error, max_num_scheduled_tokens is set to 0 based on the speculative decoding settings, which does not "
+        "allow any tokens to be scheduled. Increase max_num_batched_tokens to accommodate the additional draft token "
+        "slots, or decrease num_speculative_tokens. [type=value_error, input_value=ArgsKwargs((), {...}), input_type=ArgsKwargs]",
+    ])
+    errors = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"]
+    assert [f.category for f in errors] == ["token_budget"]

@@ -370,6 +370,10 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
             return findings + [new]
     if root is None and d.confidence == "low" and any(f.severity == "error" for f in findings):
         return findings + [new]
+    if d.category != "other" and d.confidence in ("high", "medium") and root is not None:
+        # an `other` rule that names the same exception generically ("VllmConfig rejected the configuration") beside
+        # a family diagnosis of it is the same error twice
+        findings = [f for f in findings if not (f.category == "other" and f.severity == "error" and cites_root(f))]
     return [new] + [f for f in findings if f.rule != "other_unrecognised"]
 
 
