@@ -111,6 +111,18 @@ def test_full_cuda_graphs_dropped_under_drafts_are_named_when_nothing_failed():
     assert f.comparisons[0].expected == 1 and f.comparisons[0].actual == 3
 
 
+def test_full_cuda_graphs_dropped_for_a_gqa_backend_are_the_cuda_graph_sibling():
+    """The same warning for FlashInfer's GQA decode (an Ada GPU without its TRTLLM/XQA kernels) on a GDN hybrid: no
+    MLA kernel's limit, the CUDA graphs' fit to 1 + k (E)."""
+    log = "\n".join([
+        "vllm serve Qwen/Qwen3.5-27B -tp 2 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'",
+        _DOWNGRADE.replace("FlashMLAMetadataBuilder", "FlashInferBackend"),
+        "MTP makes generation slower on our L40S: 540 -> 460 tok/s.",
+    ])
+    f = analyze_text(log, "t.log").findings[0]
+    assert (f.category, f.rule) == ("cudagraph_shape", "spec_cudagraph_downgrade")
+
+
 def test_the_downgrade_warning_never_outranks_a_crash():
     log = "\n".join([_DOWNGRADE] + _threshold_log("ValueError: Attention backend reorders decodes with threshold 1 but "
                                                   "other backend uses threshold 4").splitlines())

@@ -6,18 +6,24 @@ V3.2 sparse indexer, FlashMLA and FlashInfer-MLA builders in many releases, Mamb
 replay a graph for them, so vLLM logs "CUDAGraphMode.FULL_AND_PIECEWISE is not supported with spec-decode for
 attention backend X (support: ...); setting cudagraph_mode=PIECEWISE" (or NONE) and the decode runs its
 attention outside CUDA graphs. Nothing fails: decode gets slower, and the speed-up the drafts should bring can
-turn into a slow-down -- the attention kernel's query-length limit under drafts, seen as performance.
+turn into a slow-down. For an MLA / sparse-indexer backend that is the attention kernel's query-length limit under
+drafts, seen as performance (README family C); for any other backend (FlashInfer's GQA decode on a GPU without
+its TRTLLM/XQA kernels, FlashAttention, the Mamba builders) it is the CUDA-graph sibling: capture vs 1 + k (E).
 
 Log only (the warning). Versions: all with ``AttentionCGSupport`` (0.11+). Severity: warning.
 """
 
 from __future__ import annotations
 
+import re
+
 from ..model import Comparison, Finding, Suggestion
 from ._util import log_evidence, spec_k
 from .base import Rule, RuleContext
 
 ID = "spec_cudagraph_downgrade"
+# MLA decode backends and the DSA indexer: their query-length support is the family-C kernel limit
+_MLA_BACKEND = re.compile(r"MLA|Indexer|Sparse|DeepseekV3", re.I)
 
 
 def check(ctx: RuleContext) -> list[Finding]:
@@ -31,8 +37,9 @@ def check(ctx: RuleContext) -> list[Finding]:
     numbers = {"cudagraph_mode": mode, "attention_cg_support": support}
     if k:
         numbers.update(num_speculative_tokens=k, uniform_decode_query_len=k + 1)
+    mla = bool(_MLA_BACKEND.search(backend))
     return [Finding(
-        rule=ID, category="spec_kernel_limit", severity="warning",
+        rule=ID, category="spec_kernel_limit" if mla else "cudagraph_shape", severity="warning",
         title=f"Full CUDA graphs off under speculative decoding ({backend})",
         message=(f"{backend} supports full CUDA graphs for single-token decodes only ({support}); with drafts a decode "
                  f"has {'1 + k = ' + str(k + 1) if k else '1 + k'} query tokens, so vLLM set cudagraph_mode={mode} and "
