@@ -397,3 +397,21 @@ def test_a_ci_runners_verdict_on_the_job_is_not_the_failure(verdict):
     assert not an.facts.startup.get("error_lines")
     f = [f for f in an.findings if f.severity == "error"][0]
     assert f.category == "mixed_batch" and f.confidence == "low"
+
+
+def test_vllms_cudagraph_stats_show_decode_steps_above_the_largest_graph_running_eagerly():
+    p = "(APIServer pid=1) INFO 09-30 14:22:51 [cuda_graph.py:123] "
+    log = "\n".join([
+        "vllm serve Qwen/Qwen3.5-27B --max-num-seqs 128 --speculative-config '{\"method\": \"mtp\", "
+        "\"num_speculative_tokens\": 2}' --cudagraph-metrics",
+        "ITL doubles once concurrency goes above ~85.",
+        f"{p}| Unpadded Tokens | Padded Tokens | Num Paddings | Runtime Mode | Count |",
+        f"{p}|-----------------|---------------|--------------|--------------|-------|",
+        f"{p}| 300             | 300           | 0            | NONE         | 120   |",
+        f"{p}| 255             | 256           | 1            | FULL         | 80    |",
+        f"{p}| 2048            | 2048          | 0            | NONE         | 7     |",
+    ])
+    f = analyze_text(log, "t.log").findings[0]
+    assert (f.category, f.rule, f.severity) == ("cudagraph_shape", "spec_capture_sizes", "warning")
+    assert f.numbers["eager_decode_tokens"] == 300 and f.numbers["eager_steps"] == 120  # (the 2048 prefill is no decode)
+    assert f.comparisons[0].expected == 384 and f.comparisons[0].actual == 256

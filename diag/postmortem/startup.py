@@ -103,6 +103,7 @@ _HYBRID_OFF = re.compile(r"Hybrid KV cache manager is disabled")
 
 
 # startup facts that each engine start states once (a change between two of them is a second start)
+_CG_STATS_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(NONE|FULL|PIECEWISE)\s*\|\s*(\d+)\s*\|$")
 # vLLM's own shutdown records (0.2x: "[shutdown] API server: shutdown triggered", "[shutdown] EngineCore: trigger
 # received signal=SIGTERM"), uvicorn's "Shutting down", a launcher's "Received SIGTERM"
 _SHUTDOWN = re.compile(r"\[shutdown\] (?:API server: shutdown triggered|EngineCore: trigger received signal=SIG\w+)|"
@@ -182,10 +183,29 @@ class StartupLines:
         self.facts.startup["prefix_cache_hit_rate"] = value
         self.facts.lines["prefix_cache_hit_rate"] = (lineno, display[:500])
 
+    def _cudagraph_stats(self, line: Line) -> None:
+        """A row of vLLM's CUDA-graph stats (``--cudagraph-metrics``, vllm/compilation/cuda_graph.py): ``| unpadded |
+        padded | paddings | runtime mode | count |`` -- the steps that ran without any graph (mode NONE), and the
+        largest step a full graph served."""
+        m = _CG_STATS_ROW.match(line.text.strip())
+        if not m:
+            return
+        tokens, mode, count = int(m.group(1)), m.group(4), int(m.group(5))
+        st = self.facts.startup
+        if mode == "NONE":
+            rows = st.setdefault("cudagraph_eager_steps", [])
+            if len(rows) < 16:
+                rows.append([tokens, count])
+            self._note("cudagraph_eager_steps", line)
+        elif mode == "FULL" and int(m.group(2)) > st.get("cudagraph_full_max_tokens", 0):
+            st["cudagraph_full_max_tokens"] = int(m.group(2))
+
     def _record_line(self, line: Line) -> None:
         text = line.text
         if "hut" in text or "SIG" in text:
             self._shutdown(line)
+        if text[:1] == "|" or text.lstrip()[:1] == "|":
+            self._cudagraph_stats(line)
         for kw, name, rx, conv in _STARTUP_PATTERNS:
             if kw not in text:
                 continue

@@ -28,7 +28,7 @@ def check(ctx: RuleContext) -> list[Finding]:
     if ctx.log is not None and ctx.log.args.get("cudagraph_capture_sizes") and _user_set_in_log(ctx.log):
         user = ctx.log.args["cudagraph_capture_sizes"]
     if not user:
-        return []
+        return _eager_steps(ctx, k)
     sizes = sorted(int(s) for s in user)
     seqs = int(cfg(ctx, "max_num_seqs") or 0)
     need = seqs * (k + 1)
@@ -47,6 +47,34 @@ def check(ctx: RuleContext) -> list[Finding]:
                     numbers={"capture_sizes": sizes, "decode_tokens_at_max_num_seqs": need, "non_multiples": useless})]
 
 
+def _eager_steps(ctx: RuleContext, k: int) -> list[Finding]:
+    """vLLM's own CUDA-graph stats (``--cudagraph-metrics``) show decode steps above the largest graph running without
+    any (mode NONE) under drafts: with the default sizes (capped at 512 tokens) a step of more than 512 / (1 + k)
+    requests has no graph -- the latency cliff past that concurrency."""
+    st = ctx.log.startup if ctx.log is not None else {}
+    eager = [r for r in st.get("cudagraph_eager_steps") or [] if isinstance(r, list) and len(r) == 2]
+    full_max = st.get("cudagraph_full_max_tokens")
+    cap = max(int(cfg(ctx, "max_cudagraph_capture_size") or 0), int(full_max or 0))
+    seqs = int(cfg(ctx, "max_num_seqs") or 0)
+    # uniform decode steps: n x (1 + k) tokens, at most max_num_seqs requests (a longer step is a prefill chunk)
+    above = [(t, n) for t, n in eager if cap and t > cap and t % (k + 1) == 0 and (not seqs or t <= seqs * (k + 1))]
+    if not above:
+        return []
+    steps = sum(n for _, n in above)
+    need = seqs * (k + 1) if seqs else max(t for t, _ in above)
+    msg = (f"vLLM's CUDA-graph stats show {steps} decode steps of {', '.join(str(t) for t, _ in above[:4])} tokens "
+           f"running without any graph (mode NONE): with {k} speculative tokens a step of n requests has n x {k + 1} "
+           f"tokens, and the largest graph covers {cap} tokens ({cap // (k + 1)} requests), so decode steps past that "
+           f"concurrency run eagerly -- a latency cliff, no error")
+    return [Finding(rule=ID, category="cudagraph_shape", title=f"Decode steps above {cap} tokens run without CUDA graphs",
+                    severity="warning", message=msg,
+                    evidence=[Evidence(f"cudagraph stats: {above[:4]} (tokens, steps) in mode NONE; largest graph {cap}",
+                                       source="log", line=(ctx.log.lines.get("cudagraph_eager_steps") or (None,))[0])],
+                    comparisons=[Comparison("largest capture size", expected=need, actual=cap, unit="tokens")],
+                    numbers={"max_cudagraph_capture_size": cap, "eager_decode_tokens": above[0][0], "eager_steps": steps,
+                             "decode_tokens_at_max_num_seqs": need, "num_speculative_tokens": k})]
+
+
 def _user_set_in_log(log) -> bool:
     """The engine-config line prints vLLM's resolved sizes; only the command or the
     ``non-default args`` line says the user chose them."""
@@ -56,6 +84,11 @@ def _user_set_in_log(log) -> bool:
 
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
     k = spec_k(ctx)
+    if "eager_steps" in finding.numbers:  # default sizes, capped: raise the cap to the largest decode step
+        need = int(finding.numbers["decode_tokens_at_max_num_seqs"])
+        return [Suggestion(title=f"raise max_cudagraph_capture_size to {need} ({need // (k + 1)} requests x {k + 1})",
+                           tradeoff="more graphs to capture: longer startup and more GPU memory for the graphs",
+                           changes=[Change("max_cudagraph_capture_size", need)])]
     need = finding.numbers.get("decode_tokens_at_max_num_seqs") or 0
     cap = min(need, 512)
     sizes = sorted({(k + 1) * i for i in (1, 2, 4, 8, 16, 32, 64, 128, 256) if (k + 1) * i <= cap} | {cap - cap % (k + 1)})
