@@ -122,6 +122,9 @@ def test_quantized_kv_unify_assert_goes_to_kv_quant_hybrid():
     ("mamba_block_budget", _log(startup={"num_gpu_blocks": 40}, args={"max_num_seqs": 256, "num_speculative_tokens": 1},
                                 architecture="NemotronHForCausalLM")),
     ("spec_token_budget", _log(args={"num_speculative_tokens": 7, "max_num_seqs": 512, "max_num_batched_tokens": 2048})),
+    ("hybrid_kv_manager_off", _log(startup={"hybrid_kv_cache_manager_disabled": True,
+                                            "gpu_kv_cache_tokens_runs": [2482214, 1320032], "gpu_kv_cache_tokens": 1320032,
+                                            "hybrid_kv_cache_manager_off_reason": "a KV connector does not support it"})),
 ])
 def test_rule_fires_from_log_facts(rule, log):
     from vllm_diag.rules.base import parse_version

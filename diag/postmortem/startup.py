@@ -100,6 +100,7 @@ _NO_CAPTURE = re.compile(r"No valid cudagraph capture sizes remain after capping
                          r"(?:\.\s*The smallest capture size was (\d+))?")
 _MODEL_RUNNER = re.compile(r"using the (V[12]) model runner|Model Runner (V2) (?:is|will be) used", re.I)
 _HYBRID_OFF = re.compile(r"Hybrid KV cache manager is disabled")
+_HYBRID_OFF_WHY = re.compile(r"Turning off hybrid kv cache manager because ([^.]{5,200})")
 
 
 # startup facts that each engine start states once (a change between two of them is a second start)
@@ -263,6 +264,12 @@ class StartupLines:
             self._set_startup("model_runner", (m.group(1) or m.group(2)).upper(), line)
         if "Hybrid KV" in text and _HYBRID_OFF.search(text):
             self._set_startup("hybrid_kv_cache_manager_disabled", True, line)
+        if "hybrid kv cache manager because" in text:
+            # vllm/config/vllm.py (0.2x+): "Turning off hybrid kv cache manager because `--kv-transfer-config` selects
+            # a KV connector that does not support it."
+            m = _HYBRID_OFF_WHY.search(text)
+            if m and "hybrid_kv_cache_manager_off_reason" not in self.facts.startup:
+                self._set_startup("hybrid_kv_cache_manager_off_reason", m.group(1).strip().rstrip(".")[:200], line)
         if "non-default args:" in text:
             i = text.index("non-default args:") + len("non-default args:")
             try:
