@@ -133,6 +133,10 @@ def test_kernel_checks_outside_python():
     ({"file": "aiter/ops/attention.py", "function": "mla_decode_fwd", "exc": "RuntimeError",
       "message": "decode_fwd: unsupported max_seqlen_q=6 for gqa_ratio=8, supported values are 1, 2, 4"},
      "spec_kernel_limit"),
+    # AITER MLA's decode-context-parallel route for the multi-token verify (1 + k rows), in every release's form
+    ({"file": "vllm/v1/attention/backends/mla/rocm_aiter_mla.py", "function": "_select_dcp_decode_route",
+      "exc": "RuntimeError", "message": "ROCM_AITER_MLA DCP multi-token verify requires either segmented MLA or the "
+                                        "round-robin asm decode."}, "spec_kernel_limit"),
     # the same wording about a setting's value is still a typo's near miss
     ({"file": "vllm/config/cache.py", "function": "CacheConfig._validate", "exc": "ValueError",
       "message": "Unsupported layout X, supported values are NHD, HND"}, "other"),

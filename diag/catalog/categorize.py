@@ -488,6 +488,12 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # path that cannot read the shuffled KV layout: the message names the multi-token decode -- the backend's
     # query-length limit under drafts (C), unlike a bare "not supported with X" capability gap
     ("rocm_aiter_fa.py", "forward", "(multi-token decode)", "spec_kernel_limit", "aiter_shuffle_multi_token_decode"),
+    # AITER MLA under decode context parallel: the multi-token verify (1 + k query rows) needs a kernel route the
+    # build lacks -- the 0.29-0.30 form of the same check is already C; 0.31+ raise it without a condition
+    ("rocm_aiter_mla.py", "_select_dcp_decode_route", "dcp multi-token verify requires", "spec_kernel_limit",
+     "aiter_mla_dcp_verify_route"),
+    ("rocm_aiter_mla.py", "__init__", "dcp multi-token verify has no kernel", "spec_kernel_limit",
+     "aiter_mla_dcp_verify_heads"),
     # --- checks that fail the same way without drafts or hybrids: near misses (other) --------------------------------
     ("flashinfer/data/csrc/trtllm_gemm_runner.cu", "", "kernel not found", "other", "trtllm_gemm_kernel_table"),
     ("config/vllm.py", "__post_init__", "fast prefill optimization for kv sharing", "other", "fast_prefill_vs_eagle"),
