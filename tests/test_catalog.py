@@ -137,6 +137,11 @@ def test_kernel_checks_outside_python():
     ({"file": "vllm/v1/attention/backends/mla/rocm_aiter_mla.py", "function": "_select_dcp_decode_route",
       "exc": "RuntimeError", "message": "ROCM_AITER_MLA DCP multi-token verify requires either segmented MLA or the "
                                         "round-robin asm decode."}, "spec_kernel_limit"),
+    # an attention backend that cannot verify drafts against a KV cache interleaved over context-parallel ranks
+    ({"file": "vllm/v1/worker/cp_utils.py", "function": "check_attention_cp_compatibility", "exc": "AssertionError",
+      "condition": "layer_impl.supports_mtp_with_cp_non_trivial_interleave_size",
+      "message": "MTP with cp_kv_cache_interleave_size > 1 is not supported in {layer_impl.__class__.__name__}."},
+     "spec_kernel_limit"),
     # the same wording about a setting's value is still a typo's near miss
     ({"file": "vllm/config/cache.py", "function": "CacheConfig._validate", "exc": "ValueError",
       "message": "Unsupported layout X, supported values are NHD, HND"}, "other"),

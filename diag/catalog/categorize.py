@@ -494,6 +494,10 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
      "aiter_mla_dcp_verify_route"),
     ("rocm_aiter_mla.py", "__init__", "dcp multi-token verify has no kernel", "spec_kernel_limit",
      "aiter_mla_dcp_verify_heads"),
+    # an attention backend that cannot place the 1 + k query rows of a draft verify against a KV cache interleaved over
+    # the context-parallel ranks (supports_mtp_with_cp_non_trivial_interleave_size): its limit under drafts (C)
+    ("worker/cp_utils.py", "check_attention_cp_compatibility", "mtp with cp_kv_cache_interleave_size",
+     "spec_kernel_limit", "mtp_with_cp_interleave"),
     # --- checks that fail the same way without drafts or hybrids: near misses (other) --------------------------------
     ("flashinfer/data/csrc/trtllm_gemm_runner.cu", "", "kernel not found", "other", "trtllm_gemm_kernel_table"),
     ("config/vllm.py", "__post_init__", "fast prefill optimization for kv sharing", "other", "fast_prefill_vs_eagle"),
