@@ -415,3 +415,14 @@ def test_vllms_cudagraph_stats_show_decode_steps_above_the_largest_graph_running
     assert (f.category, f.rule, f.severity) == ("cudagraph_shape", "spec_capture_sizes", "warning")
     assert f.numbers["eager_decode_tokens"] == 300 and f.numbers["eager_steps"] == 120  # (the 2048 prefill is no decode)
     assert f.comparisons[0].expected == 384 and f.comparisons[0].actual == 256
+
+
+def test_a_one_token_last_prefill_chunk_beside_decodes_is_a_mixed_batch_without_drafts():
+    log = ("vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --max-num-batched-tokens 2048\n"
+           "Under concurrency some answers are pure garbage: every broken one has a prompt of 2049, 4097 or 6145 tokens, "
+           "i.e. prompt_len % 2048 == 1.\n")
+    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    assert f.category == "mixed_batch" and f.confidence == "low" and f.numbers["last_chunk_tokens"] == 1
+    # a dense model has no Mamba builder to split the step
+    dense = log.replace("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "meta-llama/Llama-3.1-8B-Instruct")
+    assert not [f for f in analyze_text(dense, "t.log").findings if f.category == "mixed_batch"]

@@ -228,7 +228,9 @@ def precondition_fails(cat: str, setup: Setup, facts: LogFacts, site=None) -> st
         # the KV block against the step's token budget: the block a hybrid raised to hold a Mamba state (Mamba
         # 'align' mode), whatever the drafts
         return "the model is not a hybrid (Mamba/GDN) model" if setup.hybrid is False else None
-    if cat in ("spec_kernel_limit", "mixed_batch", "token_budget") and setup.spec_k == 0:
+    if cat in ("spec_kernel_limit", "mixed_batch", "token_budget") and setup.spec_k == 0 and not (
+            cat == "mixed_batch" and setup.hybrid and facts.startup.get("last_chunk_tokens") == 1):
+        # (a hybrid's one-token last prefill chunk beside plain decodes mixes kinds of rows without any draft)
         return "the log's configuration has no speculative decoding"
     if cat != "other" and site is not None and setup.spec_k == 0 and \
             _SPEC_COMPONENT.search(f"{site.function} {site.file.rsplit('/', 1)[-1]}"):

@@ -546,6 +546,25 @@ def _silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_
       spec-decode path reads -- the state index."""
     symptom = facts.startup.get("wrong_output_prose")
     uneven = facts.startup.get("mla_uneven_query")
+    chunk = facts.startup.get("last_chunk_tokens")
+    if setup.spec_k == 0 and symptom and setup.hybrid and isinstance(chunk, int) and chunk == 1:
+        # no drafts, but a chunked prompt's last chunk of one token beside plain decodes: every row of the step has one
+        # query token, so it is replayed as a decode CUDA graph while the Mamba builder (0.20-0.21:
+        # split_decodes_and_prefills(..., treat_short_extends_as_decodes=False)) counts the chunk as a prefill and
+        # leaves the graph's decode buffers stale -- a builder on a batch mixing kinds of rows
+        return Diagnosis(
+            category="mixed_batch", confidence="low", rule="failure_class",
+            basis=(f"no error in the log; the report says the output goes wrong ({symptom}) for prompts whose last "
+                   f"prefill chunk is one token: that chunk beside plain decodes makes a step of one-token rows, "
+                   f"replayed as a decode CUDA graph, while the Mamba/GDN builder counts the chunk as a prefill -- the "
+                   f"builder's split of a mixed step (hybrid model, no drafts needed)"),
+            title=f"{title_of('mixed_batch')} (silent: a one-token last prefill chunk beside decodes)",
+            message=f"wrong output without an error: {symptom}",
+            numbers={**base_numbers, **facts.numbers, "last_chunk_tokens": chunk},
+            evidence=fact_evidence(facts, "wrong_output_prose", "last_chunk_tokens") + batch_ev,
+            missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) records each step's batch and the "
+                     "builders' split", "whether --max-num-batched-tokens above the longest prompt (no chunking) or "
+                     "--compilation-config '{\"cudagraph_mode\": \"PIECEWISE\"}' makes it go away"])
     if setup.spec_k == 0 or not (symptom or uneven):
         return None
     nums = {**base_numbers, **facts.numbers}

@@ -86,7 +86,7 @@ def title_of(cat: str, rule: str | None = None) -> str:
     if rule and rule.split(":")[-1] in _RULE_TITLES:
         return _RULE_TITLES[rule.split(":")[-1]]
     return {
-        "kv_page_size": "KV-cache page-size unification failed",
+        "kv_page_size": "Hybrid KV-cache layout: page sizes or KV-cache groups disagree",
         "state_index": "Mamba/GDN state index or block table mismatch",
         "spec_kernel_limit": "Attention kernel limit under speculative decoding",
         "mixed_batch": "Hybrid builder on a mixed decode / spec-decode batch",

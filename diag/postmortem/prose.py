@@ -98,6 +98,13 @@ _SPEC_TIED = re.compile(r"\b(?:without|removing|removed|remove|disabl\w+|turn\w*
                         r"(?:--)?(?:speculative[-_ ]config|spec(?:ulative)?[- ]decod\w*|mtp|ngram|n-gram|suffix decoding|"
                         r"drafts?|the draft(?:er| model))`?(?:\s+removed)?[^.]{0,100}?\b(?:fine|correct(?:ly)?|ok|okay|works?|clean|"
                         r"good|normal|sane|coherent)\b", re.I)
+# the reporter's words for the last prefill chunk of a chunked prompt: "prompt_len % 2048 == 1", "(4096*n + 1)",
+# "the final chunk ... was exactly one token", "a 1-token last chunk"
+_LAST_CHUNK = re.compile(r"%\s*(?:max_num_batched_tokens|\d{3,6})\s*==\s*(\d{1,2})\b|"
+                         r"\b\d{3,6}\s*[*x\u00d7]\s*n\s*\+\s*(\d{1,2})\b|"
+                         r"\b(?:final|last) (?:prefill )?chunk\b[^.]{0,60}?\b(?:exactly |only )?(\d{1,2}|one|a single) tokens?\b|"
+                         r"\b(\d{1,2}|one|single)[- ]token (?:final|last) (?:prefill )?chunk", re.I)
+_WORD_NUM = {"one": 1, "a single": 1, "single": 1}
 # the reporter's words that it does not depend on the batch: wrong for every request, a lone one included
 _EVERY_REQUEST = re.compile(r"\b(?:every|each|all) (?:single )?(?:requests?|prompts?|completions?|answers?)\b[^.]{0,40}"
                             r"\b(?:even|including) (?:a |the )?(?:lone|single|first|one)\b|"
@@ -245,6 +252,12 @@ class ProseLines:
             if m:
                 self.facts.startup["spec_tied_prose"] = m.group(0)
                 self.facts.lines["spec_tied_prose"] = (line.lineno, text.strip()[:500])
+        if "last_chunk_tokens" not in self.facts.startup and len(text) < 2000 and ("%" in text or "chunk" in text or "n +" in text):
+            m = _LAST_CHUNK.search(text)
+            if m:
+                raw = next(g for g in m.groups() if g is not None).lower()
+                self.facts.startup["last_chunk_tokens"] = _WORD_NUM.get(raw) or int(raw)
+                self.facts.lines["last_chunk_tokens"] = (line.lineno, text.strip()[:500])
         if "every_request_prose" not in self.facts.startup and len(text) < 2000 and ("ven" in text or "ncluding" in text):
             m = _EVERY_REQUEST.search(text)
             if m:
