@@ -202,3 +202,9 @@ def test_a_negated_spec_method_in_prose_is_no_speculative_decoding():
     assert "spec_prose" not in _facts("Granite 4.0-H on one H200 (no spec decode, default cudagraph settings).\n").startup
     assert "spec_prose" not in _facts("We run it without MTP for now.\n").startup
     assert _facts("We run it with MTP k=2.\n").startup["spec_prose"]["method"] == "mtp"
+
+
+def test_a_list_printed_in_prose_with_words_before_its_value():
+    p = _facts("I dumped the metadata: state_batch_indices for the decode part = [412, 97, 98, -1, 1031, ...], "
+               "num_decodes=38.\n").startup["printed_values"]
+    assert p["state_batch_indices"] == [412, 97, 98, -1, 1031] and p["num_decodes"] == 38

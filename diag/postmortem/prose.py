@@ -142,6 +142,10 @@ _PRINTED_EXPR = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)\.(shape|s
 # conv_state_indices for the step before: tensor([  17,   -1,   22, ...], device='cuda:1')"
 _PRINTED_TENSOR = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[^\n=\[\]]{0,40}?\btensor\(\s*\[\s*"
                              r"(-?\d+(?:\s*,\s*-?\d+){0,255})(?:\s*,\s*(?:\.\.\.|…))?\s*\]")
+# a list printed in prose with words between its name and the value, its tail elided: "state_batch_indices for the
+# decode part = [412, 97, 98, -1, 1031, ...]"
+_PRINTED_NAMED_LIST = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[^\n=\[\]:]{1,40}?[=:]\s*\[\s*"
+                                 r"(-?\d+(?:\s*,\s*-?\d+){0,255})(?:\s*,\s*(?:\.\.\.|\u2026))?\s*\]")
 _EXPR_SUFFIX = {"shape": "shape", "size()": "shape", "max()": "max", "min()": "min", "numel()": "numel", "sum()": "sum"}
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
                        r"(?:\s+(?:is\s+|was\s+)?(off|disabled|not enabled|on|enabled|turned on)\b)?", re.I)
@@ -287,7 +291,8 @@ class ProseLines:
         if ("=" in text or '":' in text or "':" in text or "tensor([" in text) and "_" in text and len(text) < 4000 \
                 and "with config:" not in text and "non-default args" not in text and "SchedulerOutput" not in text:
             printed = self.facts.startup.setdefault("printed_values", {})
-            for rx in (_PRINTED_LIST, _PRINTED_TENSOR) if "tensor([" in text else (_PRINTED_LIST,):
+            for rx in (_PRINTED_LIST, _PRINTED_TENSOR, _PRINTED_NAMED_LIST) if "tensor([" in text else (
+                    _PRINTED_LIST, _PRINTED_NAMED_LIST):
                 for name, vals in rx.findall(text):
                     if len(printed) < 60:
                         printed.setdefault(name, [int(x) for x in re.findall(r"-?\d+", vals)])
