@@ -328,6 +328,14 @@ def test_split_above_the_spec_token_budget_is_padding():
     assert d["category"] == "cudagraph_shape" and "1 + 4" in d["basis"]
 
 
+def test_async_fault_under_structured_outputs_is_ragged_drafts_unless_prefix_caching_routes_the_states():
+    base = "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'"
+    words = "About a third of our requests use a JSON schema (xgrammar); the others are free-form."
+    assert _diag("\n".join([base, words, "", _IMA]))["category"] == "mixed_batch"
+    assert _diag("\n".join([base + " --enable-prefix-caching --mamba-cache-mode align", words, "", _IMA]))[
+        "category"] == "state_index"
+
+
 def test_async_fault_with_the_reporters_words_about_rows_without_drafts_is_mixed_batch():
     base = ["vllm serve Qwen/Qwen3.6-35B-A3B --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'"]
     words = ["It dies within minutes under load; adding logging shows the step before the fault had a row with zero "

@@ -76,7 +76,7 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
         title = f"Spec-decode batch on {nsp.layers}, which have no spec-decode path (inferred: {fault})"
     elif setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None and not (
             dense_decode and uneven_decode(facts)):
-        cat, why = hybrid_spec_fault_class(setup)
+        cat, why = hybrid_spec_fault_class(setup, facts.startup.get("structured_outputs_prose"))
         if setup.hybrid:
             basis = f"{common}; inferred from the configuration: {', '.join(setup.why)} -> {why}"
             title = f"{title_of(cat)} (inferred: {fault} with a hybrid model and speculative decoding)"
@@ -171,7 +171,7 @@ def drafter_frame(root: LogException, setup: Setup):
     return next((f for f in reversed(vllm) if _DRAFTER.search(f.file.replace("\\", "/"))), None)
 
 
-def hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:
+def hybrid_spec_fault_class(setup: Setup, structured: str | None = None) -> tuple[str, str]:
     """An asynchronous fault of a hybrid model under speculative decoding: which of the two classes the
     evidence points at (a prior, ``low``): the batch composition (mixed decode / spec-decode rows, ragged or
     zero accepted drafts) or the state indices through the block table (prefix caching's align/all modes)."""
@@ -200,6 +200,11 @@ def hybrid_spec_fault_class(setup: Setup) -> tuple[str, str]:
     if setup.prefix_cached_states:
         return "state_index", ("the Mamba/GDN state indices that prefix caching routes through the block table "
                                f"(mode '{setup.mamba_cache_mode or 'align'}') under speculative decoding" + alt)
+    if structured and not batch.get("num_reqs"):
+        # the grammar of a structured-output request rejects draft tokens, so the scheduler keeps fewer drafts for it
+        # than for the requests beside it: one step carries ragged draft lengths (the crash dump would show them)
+        return "mixed_batch", (f"structured outputs are in use ({structured}): the grammar cuts the drafts it rejects, "
+                               "so the rows of one spec-decode step carry different draft lengths")
     if batch.get("num_reqs") and batch.get("num_spec_decodes"):
         # the crash dump's batch is of one kind (spec decodes with the same drafts, nothing mixed in): the drafter's
         # variable proposals did not make this step mixed

@@ -175,7 +175,7 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
                                                 "index / coordinate: a row of the spec-decode batch without an accepted "
                                                 "draft (num_accepted - 1 = -1)")
         if setup.spec_k:
-            cat, why = hybrid_spec_fault_class(setup)
+            cat, why = hybrid_spec_fault_class(setup, facts.startup.get("structured_outputs_prose"))
             return out(cat, "medium", f"with {', '.join(setup.why)} -> {why}")
         if setup.prefix_cached_states:
             return out("state_index", "medium", f"with {', '.join(setup.why)} -> the state indices prefix caching routes "

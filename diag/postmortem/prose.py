@@ -105,6 +105,11 @@ _LAST_CHUNK = re.compile(r"%\s*(?:max_num_batched_tokens|\d{3,6})\s*==\s*(\d{1,2
                          r"\b(?:final|last) (?:prefill )?chunk\b[^.]{0,60}?\b(?:exactly |only )?(\d{1,2}|one|a single) tokens?\b|"
                          r"\b(\d{1,2}|one|single)[- ]token (?:final|last) (?:prefill )?chunk", re.I)
 _WORD_NUM = {"one": 1, "a single": 1, "single": 1}
+# structured outputs in use (vLLM's guided decoding: xgrammar / guidance / outlines, a JSON schema or regex in the
+# request): the grammar rejects draft tokens, so the drafts a request keeps vary from step to step
+_STRUCTURED = re.compile(r"\bxgrammar\b|\bguided[_ ](?:decoding|json|regex|choice|grammar)\b|\bstructured[_ ]outputs?\b|"
+                         r"\bresponse_format\b|\bjson[_ ]schema\b|\blm-format-enforcer\b|\bguided (?:and|vs\.?) "
+                         r"(?:free-form|unconstrained)", re.I)
 # the reporter's words that it does not depend on the batch: wrong for every request, a lone one included
 _EVERY_REQUEST = re.compile(r"\b(?:every|each|all) (?:single )?(?:requests?|prompts?|completions?|answers?)\b[^.]{0,40}"
                             r"\b(?:even|including) (?:a |the )?(?:lone|single|first|one)\b|"
@@ -262,6 +267,12 @@ class ProseLines:
                 raw = next(g for g in m.groups() if g is not None).lower()
                 self.facts.startup["last_chunk_tokens"] = _WORD_NUM.get(raw) or int(raw)
                 self.facts.lines["last_chunk_tokens"] = (line.lineno, text.strip()[:500])
+        if "structured_outputs_prose" not in self.facts.startup and len(text) < 4000 and any(
+                w in text.lower() for w in ("grammar", "guided", "structured", "response_format", "schema", "enforcer")):
+            m = _STRUCTURED.search(text)
+            if m:
+                self.facts.startup["structured_outputs_prose"] = m.group(0)
+                self.facts.lines["structured_outputs_prose"] = (line.lineno, text.strip()[:500])
         if "every_request_prose" not in self.facts.startup and len(text) < 2000 and ("ven" in text or "ncluding" in text):
             m = _EVERY_REQUEST.search(text)
             if m:
