@@ -406,3 +406,16 @@ def test_a_family_diagnosis_is_not_repeated_by_a_generic_rule_on_the_same_except
     ])
     errors = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"]
     assert [f.category for f in errors] == ["token_budget"]
+
+
+def test_a_bfloat16_model_run_in_float16_that_gives_garbage_is_a_near_miss():
+    log = "\n".join([
+        "vllm serve tiiuae/Falcon-H1-34B-Instruct -tp 2 --dtype float16",
+        "(APIServer pid=88) WARNING 05-02 10:11:09 [model.py:2090] Casting torch.bfloat16 to torch.float16.",
+        "(Worker_TP0 pid=301) INFO 05-02 10:11:52 [interface.py:649] Setting attention block size to 1312 tokens to "
+        "ensure that attention page size is >= mamba page size.",
+        'It gives garbage: "!!!!!!!!!!!!" for every prompt. No errors in the log.',
+    ])
+    findings = analyze_text(log, "t.log").findings
+    assert (findings[0].category, findings[0].rule) == ("other", "near_miss") and "float16" in findings[0].title
+    assert all(f.category == "other" for f in findings)

@@ -547,6 +547,19 @@ def _silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_
     symptom = facts.startup.get("wrong_output_prose")
     uneven = facts.startup.get("mla_uneven_query")
     chunk = facts.startup.get("last_chunk_tokens")
+    if symptom and facts.startup.get("dtype_cast_from") == "bfloat16" and facts.startup.get("dtype_cast_to") == "float16":
+        # a bfloat16 checkpoint run in float16: activations overflow fp16's range into inf / NaN logits -- garbage or
+        # one token repeated, whatever the model's layers or drafts
+        return Diagnosis(
+            category="other", confidence="medium", rule="near_miss",
+            basis=("no error in the log; the report says the output goes wrong and vLLM cast the bfloat16 checkpoint to "
+                   "float16 ('Casting torch.bfloat16 to torch.float16'): activations of a model trained in bfloat16 "
+                   "overflow float16's range (inf / NaN logits), outside the hybrid/spec-decode families"),
+            title="float16 overflow: a bfloat16 model run in float16",
+            message=f"wrong output without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
+            evidence=fact_evidence(facts, "dtype_cast_from", "wrong_output_prose"),
+            missing=["a run with --dtype bfloat16 (or auto) on a GPU that has it; fp16-only GPUs (V100, T4) need a "
+                     "float16-safe checkpoint"])
     if setup.spec_k == 0 and symptom and setup.hybrid and isinstance(chunk, int) and chunk == 1:
         # no drafts, but a chunked prompt's last chunk of one token beside plain decodes: every row of the step has one
         # query token, so it is replayed as a decode CUDA graph while the Mamba builder (0.20-0.21:

@@ -67,7 +67,7 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
 _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output|text|tokens|generations?|answers?)|"
                            r"repeated fragments|(?:output|text|answers?|generations?) (?:degrades?|degenerates?|"
                            r"become(?:s)? (?:garbage|gibberish|nonsense))|nonsense (?:output|text)|garbage (?:output|text)|"
-                           r"(?:returns?|returning|turns? into|produces?|producing|outputs?|generates?) (?:\w+ )?"
+                           r"(?:returns?|returning|turns? into|produces?|producing|outputs?|generates?|gives?|giving|spits? out) (?:\w+ )?"
                            r"(?:garbage|gibberish|nonsense|word salad)\b|word salad|broken (?:outputs?|text|answers?)|"
                            r"(?:comes?|came|coming) back as (?:garbage|gibberish|nonsense|junk)|"
                            r"(?:repeated|random) junk|junk (?:output|text|tokens)|"

@@ -56,6 +56,9 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("max_num_active_seqs_requested", re.compile(r"Overriding max_num_active_seqs from (\d+) to \d+"), int),
     ("max_num_active_seqs_capped", re.compile(r"Overriding max_num_active_seqs from \d+ to (\d+)"), int),
     ("available_kv_cache_gib", re.compile(r"Available KV cache memory: " + _FLOAT + r" ?GiB"), float),
+    # vllm/config/model.py: the checkpoint's dtype cast to the one asked for ("Casting torch.bfloat16 to torch.float16")
+    ("dtype_cast_from", re.compile(r"Casting torch\.(\w+) to torch\.\w+"), str),
+    ("dtype_cast_to", re.compile(r"Casting torch\.\w+ to torch\.(\w+)"), str),
     # the KV connector's hits (vLLM's stats line: "External prefix cache hit rate: 99.9%")
     ("external_prefix_cache_hit_rate", re.compile(r"External prefix cache hit rate: " + _FLOAT + r"%"), float),
     ("model_loading_gib", re.compile(r"Model loading took " + _FLOAT + r" ?Gi?B"), float),
