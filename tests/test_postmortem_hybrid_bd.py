@@ -336,6 +336,13 @@ def test_async_fault_under_structured_outputs_is_ragged_drafts_unless_prefix_cac
         "category"] == "state_index"
 
 
+@pytest.mark.parametrize("printed", ["spec_state_indices_tensor.min()=-1  rows_with_neg=2/30",
+                                     "num_decode_draft_tokens_cpu[:6]=[2, 2, 0, 2, 1, 2]"])
+def test_async_fault_with_a_printed_negative_slot_or_ragged_drafts_is_mixed_batch(printed):
+    base = "vllm serve Qwen/Qwen3.6-35B-A3B --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'"
+    assert _diag("\n".join([base, "Debug print right before the fault:", printed, "", _IMA]))["category"] == "mixed_batch"
+
+
 def test_async_fault_with_the_reporters_words_about_rows_without_drafts_is_mixed_batch():
     base = ["vllm serve Qwen/Qwen3.6-35B-A3B --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'"]
     words = ["It dies within minutes under load; adding logging shows the step before the fault had a row with zero "
