@@ -336,6 +336,13 @@ def test_async_fault_under_structured_outputs_is_ragged_drafts_unless_prefix_cac
         "category"] == "state_index"
 
 
+@pytest.mark.parametrize("words", ["It only crashes when some requests get no ngram match.",
+                                   "The dump shows 4 drafts for some reqs and none for others."])
+def test_async_fault_with_requests_that_got_no_drafts_in_other_words_is_mixed_batch(words):
+    base = "vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'"
+    assert _diag("\n".join([base, words, "", _IMA]))["category"] == "mixed_batch"
+
+
 @pytest.mark.parametrize("printed", ["spec_state_indices_tensor.min()=-1  rows_with_neg=2/30",
                                      "num_decode_draft_tokens_cpu[:6]=[2, 2, 0, 2, 1, 2]"])
 def test_async_fault_with_a_printed_negative_slot_or_ragged_drafts_is_mixed_batch(printed):

@@ -208,3 +208,9 @@ def test_a_list_printed_in_prose_with_words_before_its_value():
     p = _facts("I dumped the metadata: state_batch_indices for the decode part = [412, 97, 98, -1, 1031, ...], "
                "num_decodes=38.\n").startup["printed_values"]
     assert p["state_batch_indices"] == [412, 97, 98, -1, 1031] and p["num_decodes"] == 38
+
+
+def test_a_bare_setting_named_as_what_avoids_the_crash_is_not_the_set_up():
+    f = _facts("nano-9b-v2 + ngram k=4 crashes under load.\nwith num_speculative_tokens=1 it never happened in 2 days\n")
+    assert f.args.get("num_speculative_tokens") != 1
+    assert f.startup["spec_prose"] == {"method": "ngram", "k": 4}

@@ -223,6 +223,12 @@ def run_preflight(facts: LogFacts, version, gpu: GpuInfo | None,
         break
     config = {k: v for k, v in facts.args.items() if k in CONFIG_KEYS or k in ("speculative_config", "compilation_config")}
     config.setdefault("model", str(model))
+    k_default = facts.startup.get("num_speculative_tokens_default")
+    if isinstance(k_default, int) and not isinstance(k_default, bool) and "num_speculative_tokens" not in config:
+        # the depth vLLM chose itself ("Defaulted num_speculative_tokens to 24 for suffix decoding")
+        config["num_speculative_tokens"] = k_default
+        if isinstance(config.get("speculative_config"), dict):
+            config["speculative_config"] = {**config["speculative_config"], "num_speculative_tokens": k_default}
     try:
         state = predict(mfacts, config, version, gpu, draft=draft)
     except Exception as exc:  # noqa: BLE001 - a predictor bug must not stop the analysis

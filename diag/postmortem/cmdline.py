@@ -47,7 +47,8 @@ _WORKAROUND_BEFORE = re.compile(r"(?:\bturn(?:ed|ing)? (?:it |this |that )?off|\
 _WORKAROUND_AFTER = re.compile(r"^[^.;!?]{0,30}?\b(?:(?:it |this |that |everything |the crash |the error )?(?:works|worked|"
                                r"fixes|fixed|helps|helped|avoids|goes away|went away|disappears|is stable|was stable|"
                                r"is fine|runs fine)|has not crashed|hasn't crashed|no longer|does not crash|"
-                               r"doesn't crash)\b",
+                               r"doesn't crash|never (?:happened|crashed|failed|reproduced|happens|crashes)|"
+                               r"(?:it )?(?:ran|runs) (?:\w+ ){0,2}(?:clean|fine|stable))\b",
                                re.I)
 
 
@@ -368,6 +369,8 @@ class CommandLines:
             for m in _BARE_FLAG.finditer(text):
                 # an indented line is a key of a YAML / JSON file (`key: value`); indented `name = value` is code
                 if indented and m.group(2) != ":":
+                    continue
+                if _WORKAROUND_AFTER.match(text[m.end():m.end() + 80]):  # "with num_speculative_tokens=1 it never happened"
                     continue
                 if len(self.inline_flags) < 100 and not text[max(0, m.start() - 2):m.start()].endswith("-"):
                     val = m.group(3) or m.group(4)

@@ -35,6 +35,9 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"(?:zero|no|0) (?:accepted|draft(?:ed)?) (?:draft )?tokens?|num_accepted(?:_tokens)?\s*(?:=+|of|is)\s*0\b|"
                           r"ragged drafts?|(?:uneven|variable|different) (?:draft|proposal) lengths?|"
                           r"(?:requests?|rows?) (?:without|with no) (?:drafts?|draft tokens|proposals?)|"
+                          r"(?:requests?|reqs|rows?) (?:get|gets|got|have|has|had|find|finds|found) no (?:ngram |n-gram )?"
+                          r"(?:match(?:es)?|drafts?|proposals?)\b|"
+                          r"\d+ drafts? for some (?:requests?|reqs|rows?)\b|"
                           # a new prompt (a prefill chunk) scheduled while other requests decode with drafts
                           r"(?:prompts?|prefills?|requests?)\b[^.]{0,40}\b(?:arrives?|comes? in|starts?|lands?) while "
                           r"(?:other |the other )?(?:requests?|streams?|sequences?)\b[^.]{0,15}\b(?:decod|generat)\w*|"
