@@ -245,7 +245,7 @@ class ProseLines:
                     prose["k"] = k
         # (vLLM's capture progress bar names its graphs "mixed prefill-decode": no batch of the failure)
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and "Capturing CUDA graphs" not in text and any(
-                k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a")):
+                k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a", "match")):
             m = _MIXED_PROSE.search(text)
             if m:
                 self.facts.startup["mixed_prose"] = m.group(0)
