@@ -288,3 +288,17 @@ def test_an_exception_line_word_wrapped_in_an_unwrapped_log_reads_whole():
     root = analyze_text(log, "t.log").facts.root
     assert root.message.startswith("max_num_seqs (384) exceeds available Mamba cache blocks (201).")
     assert root.message.rstrip().endswith("cannot proceed.")
+
+
+def test_a_logger_prefix_with_its_line_number_elided_is_still_a_record():
+    w = "(Worker_TP0 pid=102209) ERROR 04-11 08:06:04 [multiproc_executor.py:..] "
+    log = "\n".join([
+        "vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 -tp 4 --enable-prefix-caching --speculative-config "
+        "'{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'",
+        f"{w}RuntimeError: The size of tensor a (29) must match the size of tensor b (30) at non-singleton dimension 1",
+        "(EngineCore pid=101990) ERROR 04-11 08:06:05 [core.py:..] RuntimeError: Worker failed with error 'The size of "
+        "tensor a (29) must match the size of tensor b (30) at non-singleton dimension 1', please check the stack trace",
+        "(APIServer pid=101877) RuntimeError: Engine core initialization failed. See root cause above.",
+    ])
+    root = analyze_text(log, "t.log").facts.root
+    assert root.message.startswith("The size of tensor a (29)")

@@ -298,3 +298,17 @@ def test_mode_all_under_drafts_is_an_error_predicted_and_a_risk_where_the_engine
     served = EngineState(source="recorded", vllm_version="0.26.0", config=config)
     f = _fire(RuleContext(state=served, version=(0, 26, 0)), "mamba_state_indices")[0]
     assert f.severity == "warning" and "recording shows no failure" in f.message
+
+
+def test_a_zero_hit_rate_with_the_block_size_the_reporter_quotes():
+    """vLLM sets Mamba cache mode 'align' only with prefix caching on; the block size is in the reporter's words."""
+    from vllm_diag.postmortem.analyze import analyze_text
+
+    log = ("INFO 04-02 08:41:07 [config.py:352] Mamba cache mode is set to 'align' for Qwen3_5MoeForConditionalGeneration "
+           "by default when prefix caching and speculative decoding are enabled\n"
+           "INFO 04-02 08:45:02 [loggers.py:251] Engine 000: Running: 32 reqs, Waiting: 0 reqs, GPU KV cache usage: 22.6%, "
+           "Prefix cache hit rate: 0.0%\n"
+           "system prompt is ~1500 tokens, block size ended up at 1056\n")
+    f = analyze_text(log, "t.log").findings[0]
+    assert (f.rule, f.category) == ("prefix_cache_granularity", "prefix_cache_degraded")
+    assert f.numbers["granularity_tokens"] == 1056

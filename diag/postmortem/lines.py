@@ -59,7 +59,8 @@ _MIDLINE_RECORD = re.compile(r"\((?:" + _PROC_NAME + r")(?: rank=\d+)? pid=[^)\s
 _RANK = re.compile(r"^\[rank(\d+)\]:")
 _LEVEL = re.compile(
     r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+)?"
-    r"\[?([\w.\-/]+\.py):(\d+)\]\s?"
+    # (a reporter may elide the line number: "[core.py:..]", "[multiproc_executor.py:…]")
+    r"\[?([\w.\-/]+\.py):(\d+|\.{2,3}|\u2026|[Nn]|\?{1,3})\]\s?"
 )
 _UVICORN = re.compile(r"^(INFO|ERROR|WARNING|DEBUG|CRITICAL):\s+")
 

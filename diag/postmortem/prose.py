@@ -113,6 +113,9 @@ _WORD_NUM = {"one": 1, "a single": 1, "single": 1}
 _STRUCTURED = re.compile(r"\bxgrammar\b|\bguided[_ ](?:decoding|json|regex|choice|grammar)\b|\bstructured[_ ]outputs?\b|"
                          r"\bresponse_format\b|\bjson[_ ]schema\b|\blm-format-enforcer\b|\bguided (?:and|vs\.?) "
                          r"(?:free-form|unconstrained)", re.I)
+# "block size ended up at 1056", "the block size is 2112", "block size became 544"
+_BLOCK_SIZE_PROSE = re.compile(r"\b[Bb]lock size (?:ended up (?:at|as|being)|is now|is|was|became|of|turned into)\s+"
+                               r"(\d{2,5})\b(?!\s*(?:bytes|B\b|KiB|MiB))")
 # the reporter's words that it does not depend on the batch: wrong for every request, a lone one included
 _EVERY_REQUEST = re.compile(r"\b(?:every|each|all) (?:single )?(?:requests?|prompts?|completions?|answers?)\b[^.]{0,40}"
                             r"\b(?:even|including) (?:a |the )?(?:lone|single|first|one)\b|"
@@ -276,6 +279,11 @@ class ProseLines:
             if m:
                 self.facts.startup["structured_outputs_prose"] = m.group(0)
                 self.facts.lines["structured_outputs_prose"] = (line.lineno, text.strip()[:500])
+        if "block_size_prose" not in self.facts.startup and len(text) < 2000 and "lock size" in text and line.level is None:
+            m = _BLOCK_SIZE_PROSE.search(text)  # the reporter quoting the block size vLLM chose
+            if m:
+                self.facts.startup["block_size_prose"] = int(m.group(1))
+                self.facts.lines["block_size_prose"] = (line.lineno, text.strip()[:500])
         if "every_request_prose" not in self.facts.startup and len(text) < 2000 and ("ven" in text or "ncluding" in text):
             m = _EVERY_REQUEST.search(text)
             if m:

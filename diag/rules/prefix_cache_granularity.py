@@ -66,9 +66,14 @@ def check(ctx: RuleContext) -> list[Finding]:
     if ctx.log is not None and cfg(ctx, "enable_prefix_caching") is not False:
         rate = ctx.log.startup.get("prefix_cache_hit_rate_max")
         samples = ctx.log.startup.get("prefix_cache_hit_rate_samples") or 0
-        size = cfg(ctx, "block_size") or ctx.log.startup.get("attention_block_size")  # (vLLM's raised block too)
+        # (vLLM's raised block too, or the one the reporter quotes: "block size ended up at 1056")
+        size = cfg(ctx, "block_size") or ctx.log.startup.get("attention_block_size") or ctx.log.startup.get(
+            "block_size_prose")
+        # Mamba cache mode 'align' / 'all' is set only with prefix caching on (vllm/config: "Mamba cache mode is set to
+        # 'align' ... when prefix caching and speculative decoding are enabled")
+        pc_on = cfg(ctx, "enable_prefix_caching") or ctx.log.startup.get("mamba_cache_mode") in ("align", "all")
         if rate is not None and float(rate) == 0.0 and samples >= 1 and not block and isinstance(size, int) \
-                and not isinstance(size, bool) and size >= MIN_INTERESTING_BLOCK and cfg(ctx, "enable_prefix_caching") \
+                and not isinstance(size, bool) and size >= MIN_INTERESTING_BLOCK and pc_on \
                 and not ctx.log.startup.get("prefix_caching_disabled_hybrid"):
             # prefix caching keys whole blocks only (any model): with a block of N tokens -- a hybrid's attention
             # block raised to hold a Mamba page, hundreds to thousands of tokens -- a shared prefix shorter than N
