@@ -142,6 +142,10 @@ def test_kernel_checks_outside_python():
       "condition": "layer_impl.supports_mtp_with_cp_non_trivial_interleave_size",
       "message": "MTP with cp_kv_cache_interleave_size > 1 is not supported in {layer_impl.__class__.__name__}."},
      "spec_kernel_limit"),
+    # FlashMLA's name for the query length per request
+    ({"file": "vllm/third_party/flashmla/flash_mla_interface.py", "function": "flash_mla_with_kvcache",
+      "exc": "RuntimeError", "message": "s_q * h_q must be <= 128 for sparse fp8 decode (got s_q = 4, h_q = 64)"},
+     "spec_kernel_limit"),
     # the same wording about a setting's value is still a typo's near miss
     ({"file": "vllm/config/cache.py", "function": "CacheConfig._validate", "exc": "ValueError",
       "message": "Unsupported layout X, supported values are NHD, HND"}, "other"),

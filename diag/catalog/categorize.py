@@ -53,7 +53,8 @@ _KERNEL_LOOKUP = re.compile(r"no (?:\w+ )?kernels? (?:found|available|for)|kerne
                             r"missing [\w-]+ kernel|cannot find (?:a |any )?(?:suitable |matching )?(?:[\w-]+ )?kernel")
 # a kernel's parameter tuple with a query length per request above 1 (AITER's "mtp:4", "q_len_per_req=3",
 # "max_seqlen_q: 2"): the decode query length speculative decoding sets
-_QUERY_LEN_PARAM = re.compile(r"\b(?:mtp|q_len_per_req\w*|qseqlen|max_seqlen_qo?|seqlen_q|next_n)\s*[:=]\s*(?:[2-9]|\d\d)\b")
+# (FlashMLA names it s_q: "s_q * h_q must be <= 128 for sparse fp8 decode (got s_q = 5, h_q = 64)")
+_QUERY_LEN_PARAM = re.compile(r"\b(?:mtp|q_len_per_req\w*|qseqlen|max_seqlen_qo?|seqlen_q|next_n|s_q)\s*[:=]\s*(?:[2-9]|\d\d)\b")
 _BLOCK_WORDS = re.compile(r"block_size|block size|kernel_block|hash_block|tokens_per_block|tokens_per_hash|"
                           r"block_sizes|prefix-match unit|alignment")
 _CAPTURE_WORDS = re.compile(r"cudagraph|cuda graph|cuda_graph|capture_size|capture size|capturing|full_cuda_graph|"
