@@ -426,3 +426,16 @@ def test_a_one_token_last_prefill_chunk_beside_decodes_is_a_mixed_batch_without_
     # a dense model has no Mamba builder to split the step
     dense = log.replace("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "meta-llama/Llama-3.1-8B-Instruct")
     assert not [f for f in analyze_text(dense, "t.log").findings if f.category == "mixed_batch"]
+
+
+def test_a_hybrids_prefix_cache_that_never_hits_is_a_warning_of_its_class():
+    m = ("(APIServer pid=7) INFO 09-01 10:00:{s} [loggers.py:257] Engine 000: Running: 24 reqs, Waiting: 0 reqs, "
+         "GPU KV cache usage: 3.1%, Prefix cache hit rate: 0.0%")
+    log = "\n".join(["vllm serve Qwen/Qwen3.6-35B-A3B --enable-prefix-caching --speculative-config "
+                     "'{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'", m.format(s="12"), m.format(s="22"),
+                     "Same 6k-token system prompt for every request; without MTP the hit rate is ~85%."])
+    f = analyze_text(log, "t.log").findings[0]
+    assert (f.category, f.severity, f.confidence) == ("prefix_cache_degraded", "warning", "low")
+    # a dense model's 0 % is a workload without shared prefixes: nothing to say
+    dense = log.replace("Qwen/Qwen3.6-35B-A3B", "meta-llama/Llama-3.1-8B-Instruct")
+    assert not [f for f in analyze_text(dense, "t.log").findings if f.category == "prefix_cache_degraded"]

@@ -302,3 +302,18 @@ def test_a_logger_prefix_with_its_line_number_elided_is_still_a_record():
     ])
     root = analyze_text(log, "t.log").facts.root
     assert root.message.startswith("The size of tensor a (29)")
+
+
+def test_a_record_whose_timestamp_and_logger_location_were_trimmed_is_still_read():
+    p = "(EngineCore_DP0 pid=87) ERROR "
+    log = "\n".join([
+        "vllm serve tiiuae/Falcon-H1-7B-Instruct --kv-events-config '{\"enable_kv_cache_events\": true}'",
+        f"{p}Traceback (most recent call last):",
+        f'{p}File "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/kv_cache_utils.py", line 1216, in '
+        "unify_hybrid_kv_cache_specs",
+        "    raise ValueError(",
+        f"{p}ValueError: Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type.",
+        "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above.",
+    ])
+    root = analyze_text(log, "t.log").facts.root
+    assert root.exc_type == "ValueError" and root.message.startswith("Hybrid KV cache manager is disabled")

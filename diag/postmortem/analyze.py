@@ -332,6 +332,12 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
         findings = kept
     if d is None:
         return findings
+    if d.severity != "error":
+        # a degradation read without any failure: the rules' own findings of it (with their numbers) stand first
+        if any(f.category == d.category for f in findings):
+            return findings
+        return findings + [d.finding()] if any(f.severity in ("error", "warning") for f in findings) else \
+            [d.finding()] + findings
     root = facts.root
     root_line = root.log_line if root is not None else None
 

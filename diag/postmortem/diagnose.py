@@ -420,6 +420,9 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     silent = _silent_corruption(facts, setup, base_numbers, batch_ev) if not lines else None
     if silent is not None:
         return silent
+    never = _hybrid_prefix_never_hit(facts, setup, base_numbers) if not lines else None
+    if never is not None:
+        return never
     died = next(((ln, t) for ln, t in reversed(lines) if _DIED.search(t)), None)
     if died is not None and all(_DIED.search(t) or not _REAL_ERROR.search(t) for _, t in lines):
         # the process died and printed no error of its own: nothing here names a class
@@ -491,6 +494,35 @@ def _hardware_fault(facts: LogFacts) -> str | None:
             return f"Xid {xid}: {_HARDWARE_XIDS[xid]}"
     hit = next((t for _, t in facts.startup.get("error_lines") or [] if LOST_GPU.search(t)), None)
     return LOST_GPU.search(hit).group(0) if hit else None
+
+
+def _hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error; a hybrid model with prefix caching on whose metrics report a 0 % prefix-cache hit rate on every line:
+    its Mamba/GDN states are cached only at block boundaries of a block raised to hold a state page (hundreds to
+    thousands of tokens), so prefixes shorter than a block -- or a step that never lands on one -- never hit."""
+    st = facts.startup
+    rate, samples = st.get("prefix_cache_hit_rate_max"), st.get("prefix_cache_hit_rate_samples") or 0
+    if not (setup.hybrid and setup.prefix_caching) or rate is None or float(rate) != 0.0 or samples < 2:
+        return None
+    if not st.get("hit_rate_prose"):
+        return None  # the report does not speak of the hits: a workload without shared prefixes reads the same
+    if (st.get("num_preemptions_max") or 0) > 0:
+        return None  # a full pool evicting every cached block is the other reading (kv_cache_pressure)
+    block = st.get("attention_block_size") or st.get("block_size_prose")
+    return Diagnosis(
+        category="prefix_cache_degraded", confidence="low", rule="failure_class", severity="warning",
+        basis=(f"no error; {samples} metrics lines report a 0% prefix-cache hit rate with prefix caching on, on "
+               f"{', '.join(setup.why)}: a hybrid caches its Mamba/GDN states only at block boundaries"
+               + (f" of {block}-token blocks" if block else " of its raised attention block (hundreds to thousands of "
+                  "tokens)") + ", so shared prefixes that do not span a whole block -- or whose state was not "
+               "checkpointed there -- never hit"),
+        title=f"{title_of('prefix_cache_degraded')}: a hybrid's prefix cache never hit",
+        message=f"prefix cache hit rate 0.0% over {samples} metrics lines", numbers={
+            **base_numbers, "prefix_cache_hit_rate_max": rate, "prefix_cache_hit_rate_samples": samples,
+            **({"attention_block_size": block} if block else {})},
+        evidence=fact_evidence(facts, "prefix_cache_hit_rate", "attention_block_size", "block_size_prose"),
+        missing=["the attention block size vLLM chose ('Setting attention block size to N tokens') against the shared "
+                 "prefix's length"])
 
 
 def _hardware_near_miss(facts: LogFacts, hardware: str, message: str, base_numbers: dict,

@@ -25,9 +25,10 @@ class Diagnosis:
     missing: list[str] = field(default_factory=list)
     site_id: str | None = None
     rule: str = "failure_site"
+    severity: str = "error"  # "warning": a degradation the log shows without anything failing
 
     def finding(self) -> Finding:
-        return Finding(rule=self.rule, category=self.category, title=self.title, severity="error",
+        return Finding(rule=self.rule, category=self.category, title=self.title, severity=self.severity,
                        message=self.message, numbers=dict(self.numbers), evidence=list(self.evidence),
                        missing_evidence=list(self.missing), confidence=self.confidence, basis=self.basis)
 

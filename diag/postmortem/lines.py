@@ -63,6 +63,7 @@ _LEVEL = re.compile(
     r"\[?([\w.\-/]+\.py):(\d+|\.{2,3}|\u2026|[Nn]|\?{1,3})\]\s?"
 )
 _UVICORN = re.compile(r"^(INFO|ERROR|WARNING|DEBUG|CRITICAL):\s+")
+_BARE_LEVEL = re.compile(r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?=\S)")
 
 # process names vLLM uses; anything else in parentheses is kept as text
 _KNOWN_PROC = re.compile(
@@ -201,8 +202,12 @@ def clean_line(raw: str, lineno: int) -> Line | None:
         level = "WARNING" if m.group(1) == "WARN" else m.group(1)
         text = text[m.end():]
     else:
-        m = _UVICORN.match(text)
+        m = _UVICORN.match(text) if process else None
+        if m is None and process:
+            # a record whose timestamp and logger location the reporter trimmed: "(EngineCore_DP0 pid=87) ERROR
+            # Traceback (most recent call last):" -- behind a process prefix only
+            m = _BARE_LEVEL.match(text)
         if m and process:
-            level = m.group(1)
+            level = "WARNING" if m.group(1) == "WARN" else m.group(1)
             text = text[m.end():]
     return Line(lineno=lineno, text=text, process=process, level=level, display=display.strip()[:500])

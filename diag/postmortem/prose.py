@@ -114,7 +114,8 @@ _STRUCTURED = re.compile(r"\bxgrammar\b|\bguided[_ ](?:decoding|json|regex|choic
                          r"\bresponse_format\b|\bjson[_ ]schema\b|\blm-format-enforcer\b|\bguided (?:and|vs\.?) "
                          r"(?:free-form|unconstrained)", re.I)
 # "block size ended up at 1056", "the block size is 2112", "block size became 544"
-_BLOCK_SIZE_PROSE = re.compile(r"\b[Bb]lock size (?:ended up (?:at|as|being)|is now|is|was|became|of|turned into)\s+"
+_BLOCK_SIZE_PROSE = re.compile(r"\b[Bb]lock size (?:ended up (?:at|as|being)|is now|is|was|became|of|turned into|"
+                               r"(?:logged|reported|shown|printed|set) (?:as|to|at))\s+"
                                r"(\d{2,5})\b(?!\s*(?:bytes|B\b|KiB|MiB))")
 # the reporter's words that it does not depend on the batch: wrong for every request, a lone one included
 _EVERY_REQUEST = re.compile(r"\b(?:every|each|all) (?:single )?(?:requests?|prompts?|completions?|answers?)\b[^.]{0,40}"
@@ -279,6 +280,11 @@ class ProseLines:
             if m:
                 self.facts.startup["structured_outputs_prose"] = m.group(0)
                 self.facts.lines["structured_outputs_prose"] = (line.lineno, text.strip()[:500])
+        if line.level is None and "hit_rate_prose" not in self.facts.startup and len(text) < 2000 and (
+                "hit rate" in text.lower() or "cache hit" in text.lower()) and "Engine 000" not in text:
+            # the reporter speaks of the prefix cache's hits (not vLLM's stats line): the complaint is about them
+            self.facts.startup["hit_rate_prose"] = True
+            self.facts.lines["hit_rate_prose"] = (line.lineno, text.strip()[:500])
         if "block_size_prose" not in self.facts.startup and len(text) < 2000 and "lock size" in text and line.level is None:
             m = _BLOCK_SIZE_PROSE.search(text)  # the reporter quoting the block size vLLM chose
             if m:
