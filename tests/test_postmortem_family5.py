@@ -370,6 +370,8 @@ def test_the_capture_estimate_and_a_stalled_broadcast_are_startup_facts():
     "With MTP the model gets stuck in loops after a few hundred tokens; without --speculative-config it's always fine.",
     "Our gsm8k accuracy drops from 0.95 to 0.64 once MTP is on, no error anywhere.",
     "Completions are pure garbage for some prompts, greedy decoding isn't deterministic anymore.",
+    "Under load the answers of about one request in ten are garbage, the rest are fine.",
+    "Some replies start in English and then switch to Chinese halfway through.",
 ])
 def test_quiet_degradation_in_other_words_on_a_hybrid_with_drafts_is_a_low_mixed_batch(symptom):
     log = ("vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B --speculative-config "

@@ -128,6 +128,8 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
         method = f"{prose.get('method')}, from the text"
         if isinstance(prose.get("k"), int) and prose["k"] > 0:
             k = prose["k"]
+    elif k and not method and prose and prose.get("method"):  # a depth from a quoted flag, the method in words
+        method = f"{prose.get('method')}, from the text"
     if not k and not method and re.search(r"vllm/v1/spec_decode/|/spec_decode/|\bpropose\b|\bproposer\b|draft_model|"
                                           r"_draft\w*|eagle|mtp", frames_text):
         method = "seen in the frames"

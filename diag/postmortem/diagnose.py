@@ -116,6 +116,7 @@ def _no_spec_path(d: Diagnosis, facts: LogFacts, setup: Setup) -> None:
 
 def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     from ..catalog.match import match_exception
+    from .bareassert import bare_config_assert
 
     root = facts.root
     orphans = [e for e in facts.exceptions if e.exc_type.startswith("(")]
@@ -176,6 +177,9 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
             return conn
     if best is not None and best.score >= 0.75 and best.how != "function":
         return from_site(facts, root, best, matches, setup, base_numbers, batch_ev)
+    bare = bare_config_assert(facts, root, version)  # pydantic's "Assertion failed": a config's bare assert
+    if bare is not None:
+        return from_site(facts, root, bare, [bare], setup, base_numbers, batch_ev)
 
     # 2. asynchronous fault ------------------------------------------------------------------------
     #    (also an NCCL call that failed on a CUDA error while the log says the device hit an illegal access:

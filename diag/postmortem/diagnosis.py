@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..model import Evidence, Finding, LogException, LogFacts
+from ..model import Comparison, Evidence, Finding, LogException, LogFacts
 from ..rules.other_common import exc_evidence as rule_exc_evidence, fact_evidence as rule_fact_evidence
 
 if TYPE_CHECKING:
@@ -26,11 +26,13 @@ class Diagnosis:
     site_id: str | None = None
     rule: str = "failure_site"
     severity: str = "error"  # "warning": a degradation the log shows without anything failing
+    comparisons: list[Comparison] = field(default_factory=list)
 
     def finding(self) -> Finding:
         return Finding(rule=self.rule, category=self.category, title=self.title, severity=self.severity,
                        message=self.message, numbers=dict(self.numbers), evidence=list(self.evidence),
-                       missing_evidence=list(self.missing), confidence=self.confidence, basis=self.basis)
+                       missing_evidence=list(self.missing), confidence=self.confidence, basis=self.basis,
+                       comparisons=list(self.comparisons))
 
 
 def exc_evidence(exc: LogException, frames: int = 2) -> list[Evidence]:

@@ -81,6 +81,13 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output
                            r"(?:garbage|junk|gibberish|nonsense)|"
                            r"(?:completions?|outputs?|responses?|generations?) (?:are|is|were|was|turns?|goes?) "
                            r"(?:\w+ ){0,2}(?:garbage|junk|gibberish|nonsense)\b|"
+                           # "answers for requests that hit the prefix cache are garbage": the subject and its verdict
+                           # a clause apart
+                           r"\b(?:answers?|replies|responses?|completions?|outputs?|generations?)\b[^.;:\n]{1,60}? "
+                           r"(?:are|is|were|was|become|becomes|turns? into) (?:\w+ ){0,2}(?:garbage|junk|gibberish|"
+                           r"nonsense)\b|"
+                           # a model switching language mid-answer is the same symptom
+                           r"\bswitch(?:es|ing|ed)? (?:in)?to (?:chinese|another language|random languages?)\b|"
                            r"(?:greedy|temperature 0|temp 0)[^.]{0,60}\b(?:(?:is|are)n'?t|not) deterministic|"
                            # degenerate generation and quality that drops without an error
                            r"(?:gets?|got|is|are) stuck (?:in (?:a )?loops?|repeating)|repetitive (?:garbage|output|text|loops?)|"
@@ -257,7 +264,7 @@ class ProseLines:
         if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
                 k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
                                     "rong ", "ncorrect", "salad", "roken ", "junk", "eterministic", "stuck", "epetiti",
-                                    "epeats", "off ", "ccuracy", "xact", "score", "egression")):
+                                    "epeats", "off ", "ccuracy", "xact", "score", "egression", "witch")):
             m = _WRONG_OUTPUT.search(text)
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)

@@ -111,6 +111,7 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
     cat = site.category
     how = {"message": "its message template", "condition": "the frame's assert condition",
            "raise": "the frame's raise", "kernel": "the kernel check's text",
+           "config_assert": f"its condition, false on the command's own flags ({best.note})",
            "line": f"the innermost frame's line ({best.note or 'its statement in a scanned release'})"
            }.get(best.how, best.how)
     where = f"{site.file}:{site.function}" if site.function else site.file
@@ -189,7 +190,7 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
     if pre:
         basis += f"; but {pre}, so the check fired for another reason: not counted as {cat}"
         cat = "other"
-    has_numbers = bool(best.numbers) or best.how in ("condition", "kernel")
+    has_numbers = bool(best.numbers) or best.how in ("condition", "kernel", "config_assert")
     conf = "high" if best.score >= 0.9 and has_numbers and not weak else "medium"
     if best.how == "line" and best.score < 0.75:
         conf = "low"
@@ -216,6 +217,12 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         msg += f" -- batch at the crash: {describe(setup.batch)}"
     d = Diagnosis(category=cat, confidence=conf, basis=basis, title=title, message=msg, numbers=nums, evidence=ev,
                   site_id=site.id, rule="failure_site")
+    if best.how == "config_assert":
+        from .bareassert import comparison
+
+        comp = comparison(site.condition or "", best.values)
+        if comp is not None:
+            d.comparisons.append(comp)
     if site.kind == "assert" and not site.message and not best.numbers and not _operands_known(site.condition, nums):
         d.missing.append("the assertion carries no values; rerun with the vllm-diag probes on (VLLM_DIAG_DB=run.db) "
                          "to record the specs, block tables and buffers it compares")
