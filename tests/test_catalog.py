@@ -146,6 +146,10 @@ def test_kernel_checks_outside_python():
     ({"file": "vllm/third_party/flashmla/flash_mla_interface.py", "function": "flash_mla_with_kvcache",
       "exc": "RuntimeError", "message": "s_q * h_q must be <= 128 for sparse fp8 decode (got s_q = 4, h_q = 64)"},
      "spec_kernel_limit"),
+    # a kernel's parameters in parentheses, a page size among them: the query length per request decides
+    ({"file": "", "function": "", "exc": "RuntimeError",
+      "message": "fail to call mla_decode_stage1_asm_fwd: max_seqlen_q (3) > 1 is only supported with num_heads == 128 "
+                 "(got num_heads=32, kv_splits=16, page_size=1)"}, "spec_kernel_limit"),
     # the same wording about a setting's value is still a typo's near miss
     ({"file": "vllm/config/cache.py", "function": "CacheConfig._validate", "exc": "ValueError",
       "message": "Unsupported layout X, supported values are NHD, HND"}, "other"),

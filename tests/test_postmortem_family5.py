@@ -441,3 +441,19 @@ def test_a_hybrids_prefix_cache_that_never_hits_is_a_warning_of_its_class():
     # a dense model's 0 % is a workload without shared prefixes: nothing to say
     dense = log.replace("Qwen/Qwen3.6-35B-A3B", "meta-llama/Llama-3.1-8B-Instruct")
     assert not [f for f in analyze_text(dense, "t.log").findings if f.category == "prefix_cache_degraded"]
+
+
+def test_capture_sizes_quoted_in_a_question_about_slow_decodes_are_the_users():
+    """No command, only the flags in the reporter's sentence: the capture sizes are still the user's choice."""
+    log = ("WARNING 02-10 17:22:05 [vllm.py:1191] Truncating max_cudagraph_capture_size to 8\n"
+           "why are decodes slow? --max-num-seqs 32 --speculative-config '{\"method\":\"eagle\",\"num_speculative_tokens\":2}'"
+           " --compilation-config '{\"cudagraph_capture_sizes\":[1,2,4,8]}'\n")
+    f = analyze_text(log, "t.log").findings[0]
+    assert (f.rule, f.category, f.severity) == ("spec_capture_sizes", "cudagraph_shape", "warning")
+    assert f.numbers["decode_tokens_at_max_num_seqs"] == 96
+
+
+def test_a_setting_named_as_what_works_is_not_the_failing_one():
+    log = ("RuntimeError: the engine died\n"
+           "MTP with num_speculative_tokens 3 crashes at start-up; works with num_speculative_tokens 1.\n")
+    assert analyze_text(log, "t.log").facts.args.get("num_speculative_tokens") == 3

@@ -54,7 +54,9 @@ _KERNEL_LOOKUP = re.compile(r"no (?:\w+ )?kernels? (?:found|available|for)|kerne
 # a kernel's parameter tuple with a query length per request above 1 (AITER's "mtp:4", "q_len_per_req=3",
 # "max_seqlen_q: 2"): the decode query length speculative decoding sets
 # (FlashMLA names it s_q: "s_q * h_q must be <= 128 for sparse fp8 decode (got s_q = 5, h_q = 64)")
-_QUERY_LEN_PARAM = re.compile(r"\b(?:mtp|q_len_per_req\w*|qseqlen|max_seqlen_qo?|seqlen_q|next_n|s_q)\s*[:=]\s*(?:[2-9]|\d\d)\b")
+# (AITER's asm MLA prints it in parentheses: "max_seqlen_q (4) > 1 is only supported with num_heads == 16 or 128")
+_QUERY_LEN_PARAM = re.compile(r"\b(?:mtp|q_len_per_req\w*|qseqlen|max_seqlen_qo?|seqlen_q|next_n|s_q)\s*(?:[:=]\s*|\(\s*)"
+                              r"(?:[2-9]|\d\d)\b")
 _BLOCK_WORDS = re.compile(r"block_size|block size|kernel_block|hash_block|tokens_per_block|tokens_per_hash|"
                           r"block_sizes|prefix-match unit|alignment")
 _CAPTURE_WORDS = re.compile(r"cudagraph|cuda graph|cuda_graph|capture_size|capture size|capturing|full_cuda_graph|"
@@ -266,7 +268,8 @@ RULES: list[tuple[str, str, Pred]] = [
     # (a kernel lookup that lists its parameters -- "no kernel found for ..., max_seqlen_qo=2, page_size=1" -- names
     # a page size as one of the shapes it has no kernel for: the kernel's limit, not the KV layout)
     ("kv_page_unification", "kv_page_size",
-     lambda f, fn, t, e, c: bool(_PAGE_WORDS.search(t)) and not _KERNEL_LOOKUP.search(_core(t)) or bool(re.search(
+     lambda f, fn, t, e, c: bool(_PAGE_WORDS.search(t)) and not _KERNEL_LOOKUP.search(_core(t))
+     and not _QUERY_LEN_PARAM.search(t) or bool(re.search(
          # (a KV-cache spec's merge -- FullAttentionSpec.merge, KVCacheSpec.merge: the layers of one group must
          # agree -- not other merges: merge_attn_states merges attention outputs, the DCP indexer merges logits)
          r"unify_|page_size|get_kv_cache_groups|_get_kv_cache_groups|kv_cache_groups_uniform|spec\.merge|"

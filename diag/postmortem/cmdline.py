@@ -51,6 +51,11 @@ _WORKAROUND_AFTER = re.compile(r"^[^.;!?]{0,30}?\b(?:(?:it |this |that |everythi
                                r"(?:it )?(?:ran|runs) (?:\w+ ){0,2}(?:clean|fine|stable))\b",
                                re.I)
 
+# (a setting written without dashes is read in more sentences; only "works with" / "fine with" before it marks it as
+# the way out -- "disabling chunked prefill isn't an option (max-num-batched-tokens 8192)" states the set-up)
+_WORKS_WITH_BEFORE = re.compile(r"\b(?:works?|worked|fine|stable|no (?:crash|issue|problem)s?)(?: fine| ok| well)? "
+                                r"(?:with|when|if|after) $", re.I)
+
 
 def workaround_flag(text: str, start: int, end: int) -> bool:
     """The flag at ``text[start:end]`` is named as what avoids the failure, not as the failing set-up."""
@@ -370,7 +375,9 @@ class CommandLines:
                 # an indented line is a key of a YAML / JSON file (`key: value`); indented `name = value` is code
                 if indented and m.group(2) != ":":
                     continue
-                if _WORKAROUND_AFTER.match(text[m.end():m.end() + 80]):  # "with num_speculative_tokens=1 it never happened"
+                # "with num_speculative_tokens=1 it never happened", "works with num_speculative_tokens 1"
+                if _WORKAROUND_AFTER.match(text[m.end():m.end() + 80]) or _WORKS_WITH_BEFORE.search(
+                        text[max(0, m.start() - 60):m.start()]):
                     continue
                 if len(self.inline_flags) < 100 and not text[max(0, m.start() - 2):m.start()].endswith("-"):
                     val = m.group(3) or m.group(4)

@@ -76,10 +76,11 @@ def _eager_steps(ctx: RuleContext, k: int) -> list[Finding]:
 
 
 def _user_set_in_log(log) -> bool:
-    """The engine-config line prints vLLM's resolved sizes; only the command or the
-    ``non-default args`` line says the user chose them."""
+    """The engine-config line prints vLLM's resolved sizes; only the command, the ``non-default args`` line or
+    the reporter's own text (flags quoted in a sentence) says the user chose them."""
     texts = [log.command or "", (log.lines.get("non_default_args") or (0, ""))[1]]
-    return any("capture_sizes" in t for t in texts)
+    return any("capture_sizes" in t for t in texts) or "cudagraph_capture_sizes" in (
+        log.startup.get("printed_values") or {})
 
 
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
