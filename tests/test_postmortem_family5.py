@@ -457,3 +457,36 @@ def test_a_setting_named_as_what_works_is_not_the_failing_one():
     log = ("RuntimeError: the engine died\n"
            "MTP with num_speculative_tokens 3 crashes at start-up; works with num_speculative_tokens 1.\n")
     assert analyze_text(log, "t.log").facts.args.get("num_speculative_tokens") == 3
+
+
+def test_an_eval_scripts_own_quality_gate_is_the_silent_failure_it_reports():
+    """The root error is the reporter's evaluation script failing its score check (no frame in vLLM or any package):
+    vLLM raised nothing, the output went wrong -- the silent class, with the gate's message as evidence."""
+    log = "\n".join([
+        "The spec-decode accuracy gate fails for our hybrid model only.",
+        "INFO 05-21 03:16:22 [core.py:109] Initializing a V1 LLM engine (v0.20.2) with config: "
+        "model='Qwen/Qwen3.5-9B', speculative_config=SpeculativeConfig(method='ngram', model=None, num_spec_tokens=4), "
+        "enable_prefix_caching=False",
+        "[eval] gsm8k exact_match=0.6801 (baseline 0.9010)",
+        "Traceback (most recent call last):",
+        '  File "/__w/serving/serving/ci/eval_spec.py", line 88, in <module>',
+        "    main()",
+        '  File "/__w/serving/serving/ci/eval_spec.py", line 80, in main',
+        '    assert acc >= baseline - 0.02, f"{name}: gsm8k {acc:.4f} < baseline {baseline:.4f}"',
+        "AssertionError: ngram: gsm8k 0.6801 < baseline 0.9010",
+    ])
+    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    assert f.category == "mixed_batch" and f.confidence == "low"
+    assert "the evaluation script's own quality gate" in f.basis
+
+
+def test_a_user_scripts_error_without_a_quality_symptom_stays_unrecognised():
+    log = "\n".join([
+        "vllm serve Qwen/Qwen3.5-9B --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 4}'",
+        "Traceback (most recent call last):",
+        '  File "/home/me/client.py", line 12, in <module>',
+        "    assert resp.status_code == 200",
+        "AssertionError",
+    ])
+    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    assert "quality gate" not in f.basis and f.category == "other"

@@ -492,6 +492,14 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # path that cannot read the shuffled KV layout: the message names the multi-token decode -- the backend's
     # query-length limit under drafts (C), unlike a bare "not supported with X" capability gap
     ("rocm_aiter_fa.py", "forward", "(multi-token decode)", "spec_kernel_limit", "aiter_shuffle_multi_token_decode"),
+    # FlashInfer's MLA decode with the cute-dsl backend refuses a batch of variable query lengths (has_var_q: the
+    # cum_seq_lens_q that vLLM's FlashInfer-MLA passes for a verify of 1 + k rows a request): the backend's query-length
+    # limit under drafts (C), not a flag's gap
+    ("mla/_core.py", "trtllm_batch_decode_with_kv_cache_mla", "cute-dsl mla does not support cum_seq_lens_q",
+     "spec_kernel_limit", "flashinfer_cute_dsl_var_q"),
+    # the same module's check of the layout's name ('HND' or 'NHD'): a setting's value outside its choices, though the
+    # function checks a KV-cache layout
+    ("mla/_core.py", "_check_sm120_dsv4_kv_cache_layout", "kv_layout must be either", "other", "kv_layout_choice"),
     # AITER MLA under decode context parallel: the multi-token verify (1 + k query rows) needs a kernel route the
     # build lacks -- the 0.29-0.30 form of the same check is already C; 0.31+ raise it without a condition
     ("rocm_aiter_mla.py", "_select_dcp_decode_route", "dcp multi-token verify requires", "spec_kernel_limit",

@@ -477,5 +477,6 @@ def match_exception(exc_type: str, message: str, frames: Sequence[Any] = (), ver
             m.version_ok = m.site.exists_in(version)
             if m.version_ok is False and m.how != "kernel":
                 m.score = round(m.score - 0.05, 3)
-    out.sort(key=lambda x: -x.score)
+    # (one text raised in two functions, both matched in full: the function the frames name decides)
+    out.sort(key=lambda x: (-x.score, x.note != "message and frame agree"))
     return _dedupe(out)

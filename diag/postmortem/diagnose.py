@@ -180,6 +180,15 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     bare = bare_config_assert(facts, root, version)  # pydantic's "Assertion failed": a config's bare assert
     if bare is not None:
         return from_site(facts, root, bare, [bare], setup, base_numbers, batch_ev)
+    if _own_quality_gate(root, facts):
+        # the error is the reporter's evaluation script failing its score check: vLLM raised nothing, the output went
+        # wrong -- read as the silent failure it reports
+        silent = _silent_corruption(facts, setup, base_numbers, batch_ev)
+        if silent is not None:
+            silent.basis = (f"the root error is the evaluation script's own quality gate ({message.strip()[:160]}), "
+                            f"not a vLLM failure; " + silent.basis.replace("no error in the log; ", "", 1))
+            silent.evidence = exc_evidence(root, 1) + silent.evidence
+            return silent
 
     # 2. asynchronous fault ------------------------------------------------------------------------
     #    (also an NCCL call that failed on a CUDA error while the log says the device hit an illegal access:
@@ -562,6 +571,14 @@ _RAY_EXEC_NOTE = re.compile(r"\s*Error executing method '?\w+'?\. This might cau
 _CXX_WHAT = re.compile(r"\s*what\(\):")
 _DIED = re.compile(r"died unexpectedly|[Ss]egmentation fault|core dumped|killed by signal", re.I)
 _REAL_ERROR = re.compile(r"Error|error:|Assertion|Check failed|illegal|fault|Xid|failed", re.I)
+
+
+def _own_quality_gate(root: LogException, facts: LogFacts) -> bool:
+    """The root error is raised by the reporter's own script (no frame in vLLM, torch or any installed package) while
+    the report says the output went wrong: an evaluation's score check, not a failure of the engine."""
+    if not root.frames or not facts.startup.get("wrong_output_prose"):
+        return False
+    return not any(re.search(r"vllm/|site-packages/|dist-packages/|torch/|/lib/python", f.file) for f in root.frames)
 
 
 def _silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:

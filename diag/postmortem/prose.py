@@ -77,6 +77,9 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output
                            r"wrong (?:outputs?|tokens|answers)|incorrect outputs?|"
                            # "pure garbage", "nondeterministic junk", "completions are garbage": greedy decoding that
                            # does not repeat itself is the same symptom
+                           # an evaluation's quality gate: "the spec-decode accuracy gate fails", "gsm8k 0.7104 < baseline"
+                           r"\b(?:accuracy|quality|eval\w*|regression) (?:gate|check|threshold) (?:fails?|failed|failing)\b|"
+                           r"\b(?:gsm8k|mmlu|humaneval|accuracy|acc|score|exact_match)\b[^\n.;]{0,40}? < (?:the )?baseline\b|"
                            r"(?:pure|complete|total|utter|nondeterministic|non-deterministic|random) "
                            r"(?:garbage|junk|gibberish|nonsense)|"
                            r"(?:completions?|outputs?|responses?|generations?) (?:are|is|were|was|turns?|goes?) "
@@ -264,7 +267,7 @@ class ProseLines:
         if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
                 k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
                                     "rong ", "ncorrect", "salad", "roken ", "junk", "eterministic", "stuck", "epetiti",
-                                    "epeats", "off ", "ccuracy", "xact", "score", "egression", "witch")):
+                                    "epeats", "off ", "ccuracy", "xact", "score", "egression", "witch", "aseline")):
             m = _WRONG_OUTPUT.search(text)
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)
