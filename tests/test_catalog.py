@@ -180,6 +180,9 @@ def test_rules_classify_unseen_errors(site, expected):
     ({"file": "vllm/model_executor/layers/fla/ops/chunk.py", "function": "chunk_gated_delta_rule", "exc": "ValueError",
       "condition": "(cu_seqlens is not None) and (q.shape[0] != 1)",
       "message": "The batch size is expected to be 1 rather than {q.shape[0]} when using `cu_seqlens`."}, "other"),
+    # the V2 runner binding KV-cache groups to tensors knows attention specs only: a hybrid's Mamba groups reach it
+    ({"file": "vllm/v1/worker/gpu/attn_utils.py", "function": "_reshape_kv_cache", "exc": "AssertionError",
+      "condition": "isinstance(kv_cache_spec, AttentionSpec)"}, "kv_page_size"),
     # FlashInfer's cute-dsl MLA decode refusing variable query lengths (a verify of 1 + k rows a request)
     ({"file": "flashinfer/mla/_core.py", "function": "trtllm_batch_decode_with_kv_cache_mla", "exc": "ValueError",
       "condition": "(has_var_q) and (backend == 'cute-dsl')", "message": "cute-dsl MLA does not support cum_seq_lens_q"},

@@ -490,3 +490,22 @@ def test_a_user_scripts_error_without_a_quality_symptom_stays_unrecognised():
     ])
     f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
     assert "quality gate" not in f.basis and f.category == "other"
+
+
+def test_the_non_default_args_line_opens_a_second_attempt():
+    """A report of two launches, the second with its version line elided: the API server's non-default args line
+    marks each launch, so the root is the second attempt's error."""
+    api = "(APIServer pid=1) INFO 03-04 11:{m}:48 [utils.py:238] non-default args: {{'model': 'Qwen/Qwen3-Next-80B-A3B-Instruct'}}"
+    ec = "(EngineCore_DP0 pid=2) ERROR 03-04 11:{m}:19 [core.py:1100] "
+    log = "\n".join([
+        api.format(m="04"),
+        ec.format(m="04") + "ValueError: Connector LMCacheConnectorV1 does not support HMA but HMA is enabled.",
+        "So I added --disable-hybrid-kv-cache-manager. Now:",
+        api.format(m="21"),
+        "[... same startup ...]",
+        ec.format(m="24") + "ValueError: Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one "
+                            "unified type.",
+    ])
+    an = analyze_text(log, "t.log")
+    assert an.facts.root.message.startswith("Hybrid KV cache manager is disabled")
+    assert [e["type"] for e in an.facts.other_errors] == ["ValueError"]

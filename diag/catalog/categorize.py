@@ -497,6 +497,10 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # limit under drafts (C), not a flag's gap
     ("mla/_core.py", "trtllm_batch_decode_with_kv_cache_mla", "cute-dsl mla does not support cum_seq_lens_q",
      "spec_kernel_limit", "flashinfer_cute_dsl_var_q"),
+    # the V2 model runner binding the KV-cache groups to tensors knows attention specs only: a hybrid's Mamba/GDN groups
+    # reach it -- the hybrid KV spec layout, as the V1 runner's _reshape_kv_cache_tensors check of the same is
+    ("gpu/attn_utils.py", "_reshape_kv_cache", "isinstance(kv_cache_spec, attentionspec)", "kv_page_size",
+     "v2_reshape_attention_specs_only"),
     # the same module's check of the layout's name ('HND' or 'NHD'): a setting's value outside its choices, though the
     # function checks a KV-cache layout
     ("mla/_core.py", "_check_sm120_dsv4_kv_cache_layout", "kv_layout must be either", "other", "kv_layout_choice"),

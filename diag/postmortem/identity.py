@@ -52,7 +52,9 @@ _PAR_WORD_NAME = {"tensor": "tensor_parallel_size", "pipeline": "pipeline_parall
                   "decode context": "decode_context_parallel_size", "prefill context": "prefill_context_parallel_size"}
 _PAR_NAME = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
              "dcp": "decode_context_parallel_size", "pcp": "prefill_context_parallel_size"}
-_LAUNCH = re.compile(r"vLLM (?:API )?server version|Initializing a V1 LLM engine|█\s+version\s")
+# (the API server's "non-default args: {...}" line opens every `vllm serve` launch, also where a reporter elided the
+# version line of a second attempt)
+_LAUNCH = re.compile(r"vLLM (?:API )?server version|Initializing a V1 LLM engine|█\s+version\s|\bnon-default args: \{")
 
 
 class IdentityLines:
@@ -85,7 +87,7 @@ class IdentityLines:
             m = _LOGO_MODEL.search(text)
             if m:
                 self.model_lines.insert(0, (line.lineno, m.group(1)))
-        if ("ersion" in text or "LLM engine" in text) and _LAUNCH.search(text):
+        if ("ersion" in text or "LLM engine" in text or "non-default" in text) and _LAUNCH.search(text):
             self.launches.append(line.lineno)
         m = _SERVING.search(text) if "serving model" in text else None
         if m:
