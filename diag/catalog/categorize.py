@@ -544,7 +544,6 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
      "fla_varlen_batch_1_kda_gate"),
     # backend / flag choices checked before any batch exists, or capability gaps of one backend
     ("kimi_gdn_linear_attn.py", "__init__", "only supports the triton kda prefill backend", "other", "kimi_kda_backend"),
-    ("mamba_attn.py", "_compute_common_metadata", "--use-replayssm requires exact cpu", "other", "replayssm_async_spec"),
     ("mla/prefill/trtllm_ragged.py", "prepare_metadata", "trtllm ragged prefill requires", "other",
      "trtllm_ragged_prefill_input"),
     ("mla/prefill/trtllm_ragged.py", "prepare_metadata", "query lengths must be non-negative", "other",
