@@ -509,3 +509,21 @@ def test_the_non_default_args_line_opens_a_second_attempt():
     an = analyze_text(log, "t.log")
     assert an.facts.root.message.startswith("Hybrid KV cache manager is disabled")
     assert [e["type"] for e in an.facts.other_errors] == ["ValueError"]
+
+
+def test_the_dsa_indexers_next_n_gives_the_depth_where_no_command_does():
+    """vLLM's DSA indexer logs next_n = num_speculative_tokens + 1 (sparse_attn_indexer.py): with no command in the
+    excerpt, the DeepGEMM limit still compares the real next_n."""
+    w = "(Worker_TP0 pid=560) "
+    log = "\n".join([
+        "num_speculative_tokens: 1 starts fine, this one is deeper:",
+        w + "INFO 06-11 08:17:03 [indexer.py:896] DSA indexer decode path: use_flattening=False supports_varlen=False "
+            "(next_n=4, use_fp4_cache=False)",
+        w + "ERROR 06-11 08:18:54 [multiproc_executor.py:1058] RuntimeError: Assertion error (/tmp/deep-gemm/csrc/apis/../"
+            "jit_kernels/impls/smxx_fp8_fp4_paged_mqa_logits.hpp:233): next_n == 1 or next_n == 2",
+    ])
+    an = analyze_text(log, "t.log")
+    f = an.findings[0]
+    assert f.category == "spec_kernel_limit"
+    assert f.numbers["next_n"] == 4 and f.numbers["num_speculative_tokens"] == 3
+    assert an.facts.args.get("num_speculative_tokens") is None  # "1 starts fine" is the way out, not the set-up

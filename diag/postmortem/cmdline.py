@@ -46,7 +46,7 @@ _WORKAROUND_BEFORE = re.compile(r"(?:\bturn(?:ed|ing)? (?:it |this |that )?off|\
                                 r"[^.;!?]{0,60}$", re.I)
 _WORKAROUND_AFTER = re.compile(r"^[^.;!?]{0,30}?\b(?:(?:it |this |that |everything |the crash |the error )?(?:works|worked|"
                                r"fixes|fixed|helps|helped|avoids|goes away|went away|disappears|is stable|was stable|"
-                               r"is fine|runs fine)|has not crashed|hasn't crashed|no longer|does not crash|"
+                               r"is fine|runs fine|starts? (?:up )?(?:fine|ok|clean)|started (?:up )?(?:fine|ok|clean))|has not crashed|hasn't crashed|no longer|does not crash|"
                                r"doesn't crash|never (?:happened|crashed|failed|reproduced|happens|crashes)|"
                                r"(?:it )?(?:ran|runs) (?:\w+ ){0,2}(?:clean|fine|stable))\b",
                                re.I)

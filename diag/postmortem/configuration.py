@@ -123,6 +123,10 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
         k = max(batch["spec_tokens_per_req"])
     if not k and batch and batch.get("num_spec_tokens_to_schedule"):
         k = int(batch["num_spec_tokens_to_schedule"])
+    dsa_next_n = facts.startup.get("dsa_next_n")
+    if not k and isinstance(dsa_next_n, int) and dsa_next_n > 1:  # the DSA indexer's next_n = k + 1
+        k = dsa_next_n - 1
+        method = method or "the DSA indexer's next_n"
     prose = facts.startup.get("spec_prose") if isinstance(facts.startup.get("spec_prose"), dict) else None
     if not k and not method and prose:  # the reporter's words: "with MTP", "EAGLE3, 4 speculative tokens"
         method = f"{prose.get('method')}, from the text"

@@ -64,6 +64,8 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("model_loading_gib", re.compile(r"Model loading took " + _FLOAT + r" ?Gi?B"), float),
     ("num_gpu_blocks", re.compile(r"# (?:GPU|CUDA|cuda) blocks: (\d+)"), int),
     ("dsa_use_flattening", re.compile(r"DSA indexer decode path: use_flattening=(\w+)"), lambda s: s == "True"),
+    # (the same line's next_n is num_speculative_tokens + 1: sparse_attn_indexer.py sets it from the spec config)
+    ("dsa_next_n", re.compile(r"DSA indexer decode path: .{0,80}?\(next_n=(\d+)"), int),
     ("engine_init_seconds", re.compile(r"init engine \(profile, create kv cache, warmup model\) took " + _FLOAT), float),
     # "Graph capturing finished in 9 secs, took 1.24 GiB"
     ("cudagraph_memory_gib", re.compile(r"Graph capturing finished in \d+ secs?, took " + _FLOAT + r" ?GiB"), float),

@@ -62,7 +62,11 @@ def check(ctx: RuleContext) -> list[Finding]:
     if k <= 0 and exc is None:
         return []
     cc = _cc(ctx)
-    next_n = k + 1 if k else (ctx.log.numbers.get("next_n") if ctx.log else None)
+    next_n = k + 1 if k > 0 else (ctx.log.numbers.get("next_n") or ctx.log.startup.get("dsa_next_n") if ctx.log else None)
+    if next_n is None and exc is None:
+        return []
+    if k <= 0 and isinstance(next_n, int):
+        k = next_n - 1  # the depth the indexer's next_n (or the kernel's) implies
     allowed, why = native_next_n(ctx)
     arch = architecture(ctx) or ""
     evidence: list[Evidence] = []
@@ -89,7 +93,8 @@ def check(ctx: RuleContext) -> list[Finding]:
                                  f"{'sm_%d%d' % cc if cc else 'unknown'}; {why}", source=state_source(ctx.state)))
     max_ok = max(a for a in (allowed or {2}) if a != 4 or severity == "warning") if allowed else 2
     comps = [Comparison("next_n = num_speculative_tokens + 1", expected=f"in {sorted(allowed or {1, 2})}", actual=next_n)]
-    msg = (f"DeepGEMM's paged_mqa_logits kernel is called with next_n = num_speculative_tokens + 1 = {next_n}; on Hopper "
+    msg = (f"DeepGEMM's paged_mqa_logits kernel is called with next_n = num_speculative_tokens + 1"
+           + (f" = {next_n}" if next_n is not None else " (its value is not in the log)") + "; on Hopper "
            f"it accepts next_n in {sorted(allowed or {1, 2})}, so the engine fails during CUDA-graph memory profiling. "
            f"k={max_ok - 1} is the largest speculative depth that works here.")
     if severity == "warning" and cc is None:
