@@ -527,3 +527,20 @@ def test_the_dsa_indexers_next_n_gives_the_depth_where_no_command_does():
     assert f.category == "spec_kernel_limit"
     assert f.numbers["next_n"] == 4 and f.numbers["num_speculative_tokens"] == 3
     assert an.facts.args.get("num_speculative_tokens") is None  # "1 starts fine" is the way out, not the set-up
+
+
+def test_vllms_warning_that_draft_slots_shrink_the_step_budget_is_a_token_budget_warning():
+    log = "\n".join([
+        "vllm serve Qwen/Qwen3.5-27B --max-num-seqs 64 --max-num-batched-tokens 2048 --speculative-config "
+        "'{\"method\": \"dflash\", \"model\": \"org/drafter\", \"num_speculative_tokens\": 8}'",
+        "(APIServer pid=7) WARNING 07-03 11:20:49 [vllm.py:1576] max_num_scheduled_tokens is set to 1600 based on the "
+        "speculative decoding settings. This may lead to suboptimal performance. Consider increasing "
+        "max_num_batched_tokens to accommodate the additional draft token slots, or decrease num_speculative_tokens or "
+        "max_num_seqs.",
+        "TTFT for long prompts got much worse with the drafter.",
+    ])
+    f = analyze_text(log, "t.log").findings[0]
+    assert (f.rule, f.category, f.severity) == ("spec_token_budget", "token_budget", "warning")
+    assert f.numbers["max_num_scheduled_tokens"] == 1600 and f.numbers["draft_slots_reserved"] == 448
+    (c,) = f.comparisons
+    assert (c.expected, c.actual) == (2048, 1600)

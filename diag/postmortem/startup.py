@@ -53,6 +53,10 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("num_lookahead_tokens", re.compile(r"draft pass needs (\d+) query tokens per request within max_num_batched_tokens"), int),
     ("draft_pass_max_num_batched_tokens", re.compile(r"draft pass needs \d+ query tokens per request within "
                                                      r"max_num_batched_tokens=(\d+)"), int),
+    # VllmConfig._set_max_num_scheduled_tokens (0.21+): the drafter's extra slots (max_num_new_slots_for_drafting x
+    # max_num_seqs) come off the step's token budget, and vLLM warns below 8192
+    ("max_num_scheduled_tokens_reduced", re.compile(r"max_num_scheduled_tokens is set to (-?\d+) based on the speculative "
+                                                    r"decoding settings"), int),
     ("max_num_active_seqs_requested", re.compile(r"Overriding max_num_active_seqs from (\d+) to \d+"), int),
     ("max_num_active_seqs_capped", re.compile(r"Overriding max_num_active_seqs from \d+ to (\d+)"), int),
     ("available_kv_cache_gib", re.compile(r"Available KV cache memory: " + _FLOAT + r" ?GiB"), float),

@@ -18,7 +18,7 @@ ID = "spec_token_budget"
 
 
 def check(ctx: RuleContext) -> list[Finding]:
-    capped = _capped_by_draft_pass(ctx)
+    capped = _capped_by_draft_pass(ctx) or _slots_reserved_for_drafting(ctx)
     if capped:
         return capped
     k = spec_k(ctx)
@@ -66,7 +66,48 @@ def _capped_by_draft_pass(ctx: RuleContext) -> list[Finding]:
                              "requests_per_step": capped})]
 
 
+def _slots_reserved_for_drafting(ctx: RuleContext) -> list[Finding]:
+    """vLLM's own word that the drafter's extra slots came off the step's budget (VllmConfig
+    ._set_max_num_scheduled_tokens: max_num_batched_tokens - max_num_new_slots_for_drafting x max_num_seqs): every step
+    schedules fewer tokens than max_num_batched_tokens, so a long prompt's prefill takes more steps (time to first
+    token) -- no error, unless the budget left is zero or less (vLLM's ValueError, a catalog site)."""
+    st = ctx.log.startup if ctx.log is not None else {}
+    if ctx.log is None or ctx.log.root is not None:
+        return []  # a slow-down: beside a failure it explains nothing (vLLM warns below 8192 tokens on most engines)
+    left = st.get("max_num_scheduled_tokens_reduced")
+    budget = cfg(ctx, "max_num_batched_tokens")
+    if not isinstance(left, int) or left <= 0:
+        return []
+    seqs, k = cfg(ctx, "max_num_seqs"), spec_k(ctx)
+    budget = int(budget) if budget else None
+    reserved = budget - left if budget else None
+    msg = (f"vLLM set max_num_scheduled_tokens to {left}: the drafter's extra slots per request x max_num_seqs"
+           + (f" = {reserved} of max_num_batched_tokens {budget}" if reserved else "")
+           + f" are held back for drafting, so a step schedules at most {left} tokens"
+           + (f" ({budget / left:.1f}x the steps for a long prompt's prefill: time to first token)" if budget else "")
+           + ". No error.")
+    numbers = {"max_num_scheduled_tokens": left, "max_num_batched_tokens": budget, "draft_slots_reserved": reserved,
+               "max_num_seqs": int(seqs) if seqs else None, "num_speculative_tokens": k or None}
+    return [Finding(rule=ID, category="token_budget", severity="warning",
+                    title=f"Draft slots shrink the step's token budget to {left}" + (f" (of {budget})" if budget else ""),
+                    message=msg,
+                    evidence=[Evidence(f"vLLM: max_num_scheduled_tokens is set to {left} based on the speculative "
+                                       f"decoding settings", source="log",
+                                       line=(ctx.log.lines.get("max_num_scheduled_tokens_reduced") or (None,))[0])],
+                    comparisons=([Comparison("max_num_scheduled_tokens", expected=budget, actual=left, unit="tokens")]
+                                 if budget else []),
+                    numbers={k2: v for k2, v in numbers.items() if v is not None})]
+
+
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
+    if "draft_slots_reserved" in finding.numbers:  # give the drafter's slots back on top of the budget asked for
+        budget = int(finding.numbers["max_num_batched_tokens"])
+        reserved = int(finding.numbers["draft_slots_reserved"])
+        return [Suggestion(title=f"raise max_num_batched_tokens to {budget + reserved}",
+                           tradeoff="larger steps: more activation memory, higher per-step latency",
+                           changes=[Change("max_num_batched_tokens", budget + reserved)])]
+    if "max_num_scheduled_tokens" in finding.numbers:
+        return []
     if "num_lookahead_tokens" in finding.numbers:
         rows, asked = int(finding.numbers["num_lookahead_tokens"]), int(finding.numbers["max_num_active_seqs"])
         return [Suggestion(title=f"raise max_num_batched_tokens to {asked * rows}",
