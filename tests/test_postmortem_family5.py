@@ -544,3 +544,27 @@ def test_vllms_warning_that_draft_slots_shrink_the_step_budget_is_a_token_budget
     assert f.numbers["max_num_scheduled_tokens"] == 1600 and f.numbers["draft_slots_reserved"] == 448
     (c,) = f.comparisons
     assert (c.expected, c.actual) == (2048, 1600)
+
+
+def test_a_ci_tests_failed_score_check_is_the_symptom_not_another_error():
+    """pytest's FAILED line carries the score check (the wrong output itself) and the CI agent's exit line is its
+    verdict: with nothing else failing, the hybrid + drafts report is the silent class."""
+    log = "\n".join([
+        "[2026-05-02T03:12:05Z] INFO 05-02 03:12:05 [utils.py:278] non-default args: {'model': "
+        "'MiniMaxAI/MiniMax-M1-40k', 'speculative_config': {'method': 'ngram', 'num_speculative_tokens': 4}}",
+        "[2026-05-02T03:29:15Z] FAILED tests/evals/test_gsm8k_spec.py::test_gsm8k_ngram - AssertionError: GSM8K "
+        "flexible-extract 0.4109 below threshold 0.9000 (baseline without spec decode: 0.9158)",
+        "[2026-05-02T03:29:16Z] user command error: exit status 1",
+    ])
+    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    assert f.category == "mixed_batch" and f.confidence == "low"
+    assert "LinearAttentionMetadataBuilder" in f.basis
+
+
+def test_greedy_outputs_that_diverge_from_the_run_without_drafts_are_the_wrong_output_symptom():
+    log = ("vllm 0.28.0, LiquidAI/LFM2-8B-A1B, speculative_config={'method': 'ngram', 'num_speculative_tokens': 3}\n"
+           "With greedy sampling the outputs diverge after a few dozen tokens from the run without spec decoding.\n")
+    an = analyze_text(log, "t.log")
+    assert an.facts.startup["wrong_output_prose"].startswith("outputs diverge after")
+    f = [f for f in an.findings if f.severity == "error"][0]
+    assert f.category == "mixed_batch"

@@ -430,10 +430,13 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                              numbers={**base_numbers, **facts.numbers},
                              evidence=fact_evidence(facts, "engine_config") + batch_ev,
                              missing=["the exception of the failing step (the lines after the dump)"])
-    silent = _silent_corruption(facts, setup, base_numbers, batch_ev) if not lines else None
+    # (the line that states the wrong output -- a test's failed score check -- is the symptom, not another error)
+    symptom_line = (facts.lines.get("wrong_output_prose") or (None,))[0]
+    quiet = all(ln == symptom_line for ln, _ in lines)
+    silent = _silent_corruption(facts, setup, base_numbers, batch_ev) if quiet else None
     if silent is not None:
         return silent
-    never = _hybrid_prefix_never_hit(facts, setup, base_numbers) if not lines else None
+    never = _hybrid_prefix_never_hit(facts, setup, base_numbers) if quiet else None
     if never is not None:
         return never
     died = next(((ln, t) for ln, t in reversed(lines) if _DIED.search(t)), None)

@@ -79,7 +79,12 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output
                            # does not repeat itself is the same symptom
                            # an evaluation's quality gate: "the spec-decode accuracy gate fails", "gsm8k 0.7104 < baseline"
                            r"\b(?:accuracy|quality|eval\w*|regression) (?:gate|check|threshold) (?:fails?|failed|failing)\b|"
-                           r"\b(?:gsm8k|mmlu|humaneval|accuracy|acc|score|exact_match)\b[^\n.;]{0,40}? < (?:the )?baseline\b|"
+                           r"\b(?:gsm8k|mmlu|humaneval|accuracy|acc|score|exact_match)\b[^\n;]{0,60}? (?:<|below) (?:the )?"
+                           r"(?:baseline|threshold)\b|"
+                           # greedy outputs that stop matching the run without drafts
+                           r"\b(?:outputs?|text|generations?|completions?)\b[^.;\n]{0,30}?\b(?:diverges?|diverged|"
+                           r"differ|differs|start(?:s|ed)? to (?:differ|diverge))\b (?:from|after|at)\b|"
+                           r"\bdegrade[sd]? into (?:repetition|garbage|gibberish|nonsense|broken)\b|"
                            r"(?:pure|complete|total|utter|nondeterministic|non-deterministic|random) "
                            r"(?:garbage|junk|gibberish|nonsense)|"
                            r"(?:completions?|outputs?|responses?|generations?) (?:are|is|were|was|turns?|goes?) "
@@ -267,7 +272,8 @@ class ProseLines:
         if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
                 k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
                                     "rong ", "ncorrect", "salad", "roken ", "junk", "eterministic", "stuck", "epetiti",
-                                    "epeats", "off ", "ccuracy", "xact", "score", "egression", "witch", "aseline")):
+                                    "epeats", "off ", "ccuracy", "xact", "score", "egression", "witch", "aseline", "hreshold", "iverge",
+                                    "iffer")):
             m = _WRONG_OUTPUT.search(text)
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)

@@ -67,8 +67,10 @@ _TORCH_SIZE = re.compile(r"^(?:RuntimeError:\s*)?(?:Target sizes: \[[\d,\s]+\]\.
 
 # a CI runner's verdict on the job (GitLab "ERROR: Job failed: exit code 1", GitHub Actions "Error: Process completed
 # with exit code 1.", Buildkite "Error: The command exited with status 1", Jenkins "ERROR: script returned exit code 1")
-_CI_JOB_STATUS = re.compile(r"^\W{0,4}(?:ERROR|Error): (?:Job failed: exit code \d+|Process completed with exit code \d+|"
-                            r"The command exited with status \d+|script returned exit code \d+)\.?\s*$")
+# (and Buildkite's agent line after it, "user command error: exit status 1")
+_CI_JOB_STATUS = re.compile(r"^\W{0,4}(?:(?:ERROR|Error): (?:Job failed: exit code \d+|Process completed with exit code \d+|"
+                            r"The command exited with status \d+|script returned exit code \d+)|"
+                            r"user command error: exit status \d+)\.?\s*$")
 
 
 class ErrorLines:
