@@ -568,3 +568,19 @@ def test_greedy_outputs_that_diverge_from_the_run_without_drafts_are_the_wrong_o
     assert an.facts.startup["wrong_output_prose"].startswith("outputs diverge after")
     f = [f for f in an.findings if f.severity == "error"][0]
     assert f.category == "mixed_batch"
+
+
+def test_an_illegal_access_tied_to_a_one_token_last_chunk_on_a_hybrid_without_drafts_is_the_builders_split():
+    w = "(Worker pid=9) ERROR 05-05 15:40:02 [multiproc_executor.py:822] "
+    log = "\n".join([
+        "vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 --max-num-batched-tokens 8192",
+        "No speculative decoding, no prefix caching. It dies when a request is on its last 1-token chunk of an "
+        "8193-token prompt and the others are plain decodes.",
+        w + "Traceback (most recent call last):",
+        w + '  File "/usr/local/lib/python3.12/dist-packages/torch/cuda/streams.py", line 254, in synchronize',
+        w + "    super().synchronize()",
+        w + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+    ])
+    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    assert (f.category, f.rule, f.confidence) == ("mixed_batch", "async_fault", "low")
+    assert f.numbers["last_chunk_tokens"] == 1

@@ -94,6 +94,19 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
         title = f"{title_of(cat)} (inferred: {fault} with MLA and speculative decoding)"
         if setup.spec_k > 0:
             nums.setdefault("next_n", setup.spec_k + 1)
+    elif setup.hybrid and setup.spec_k == 0 and facts.startup.get("last_chunk_tokens") == 1:
+        # no drafts, but a prompt's one-token last prefill chunk beside plain decodes: a step of one-token rows is
+        # replayed as a decode CUDA graph while the Mamba/GDN builder counts the chunk as a prefill, so the graph's
+        # decode state indices are stale -- the builder's split of a mixed step (the silent form of the same is read
+        # in _silent_corruption)
+        cat = "mixed_batch"
+        basis = (f"{common}; the report ties it to a prompt's one-token last prefill chunk among plain decodes "
+                 f"({', '.join(setup.why)}): a step of one-token rows replays the decode CUDA graph while the Mamba/GDN "
+                 f"builder counts the chunk as a prefill, leaving the graph's decode state indices stale -- the "
+                 f"builder's split of a mixed step, no drafts needed")
+        title = f"{title_of(cat)} (inferred: {fault} with a one-token last prefill chunk)"
+        nums["last_chunk_tokens"] = 1
+        ev = ev + fact_evidence(facts, "last_chunk_tokens")
     elif setup.hybrid and setup.spec_k == 0 and setup.prefix_cached_states:
         # prefix caching on a hybrid without drafts: the Mamba/GDN states are read and copied through the block
         # table (align mode copies the last block's state at every step; 'all' keeps one per block)

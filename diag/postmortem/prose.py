@@ -121,7 +121,8 @@ _SPEC_TIED = re.compile(r"\b(?:without|removing|removed|remove|disabl\w+|turn\w*
 _LAST_CHUNK = re.compile(r"%\s*(?:max_num_batched_tokens|\d{3,6})\s*==\s*(\d{1,2})\b|"
                          r"\b\d{3,6}\s*[*x\u00d7]\s*n\s*\+\s*(\d{1,2})\b|"
                          r"\b(?:final|last) (?:prefill )?chunk\b[^.]{0,60}?\b(?:exactly |only )?(\d{1,2}|one|a single) tokens?\b|"
-                         r"\b(\d{1,2}|one|single)[- ]token (?:final|last) (?:prefill )?chunk", re.I)
+                         r"\b(\d{1,2}|one|single)[- ]token (?:final|last) (?:prefill )?chunk|"
+                         r"\b(?:final|last) (\d{1,2}|one|single)[- ]token (?:prefill )?chunk", re.I)
 _WORD_NUM = {"one": 1, "a single": 1, "single": 1}
 # structured outputs in use (vLLM's guided decoding: xgrammar / guidance / outlines, a JSON schema or regex in the
 # request): the grammar rejects draft tokens, so the drafts a request keeps vary from step to step
