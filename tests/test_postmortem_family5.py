@@ -17,6 +17,10 @@ from .test_postmortem_family3 import _first
 SITE = "/usr/lib/python3.12/site-packages/vllm"
 
 
+def _first_error(log: str):
+    return next(f for f in analyze_text(log, "t.log").findings if f.severity == "error")
+
+
 def _worker(n: int = 0) -> str:
     return f"(Worker_TP{n} pid={5100 + n}) ERROR 03-02 08:11:40 [multiproc_executor.py:790] "
 
@@ -376,14 +380,14 @@ def test_the_capture_estimate_and_a_stalled_broadcast_are_startup_facts():
 def test_quiet_degradation_in_other_words_on_a_hybrid_with_drafts_is_a_low_mixed_batch(symptom):
     log = ("vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B --speculative-config "
            "'{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'\n" + symptom + "\n")
-    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    f = _first_error(log)
     assert f.category == "mixed_batch" and f.confidence == "low"
 
 
 def test_short_prompts_that_go_wrong_are_prefills_run_as_spec_decodes():
     log = ("vllm serve Qwen/Qwen3.5-35B-A3B --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'\n"
            "Only 3-token prompts come back as garbage; longer prompts are fine.\n")
-    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    f = _first_error(log)
     assert f.category == "mixed_batch" and "short prompts" in f.basis and "1 + k = 4" in f.basis
 
 
@@ -397,7 +401,7 @@ def test_a_ci_runners_verdict_on_the_job_is_not_the_failure(verdict):
            "[eval] gsm8k exact_match=0.61 -- FAIL: accuracy regression vs baseline (0.95)\n" + verdict + "\n")
     an = analyze_text(log, "t.log")
     assert not an.facts.startup.get("error_lines")
-    f = [f for f in an.findings if f.severity == "error"][0]
+    f = next(f for f in an.findings if f.severity == "error")
     assert f.category == "mixed_batch" and f.confidence == "low"
 
 
@@ -423,7 +427,7 @@ def test_a_one_token_last_prefill_chunk_beside_decodes_is_a_mixed_batch_without_
     log = ("vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --max-num-batched-tokens 2048\n"
            "Under concurrency some answers are pure garbage: every broken one has a prompt of 2049, 4097 or 6145 tokens, "
            "i.e. prompt_len % 2048 == 1.\n")
-    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    f = _first_error(log)
     assert f.category == "mixed_batch" and f.confidence == "low" and f.numbers["last_chunk_tokens"] == 1
     # a dense model has no Mamba builder to split the step
     dense = log.replace("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "meta-llama/Llama-3.1-8B-Instruct")
@@ -475,7 +479,7 @@ def test_an_eval_scripts_own_quality_gate_is_the_silent_failure_it_reports():
         '    assert acc >= baseline - 0.02, f"{name}: gsm8k {acc:.4f} < baseline {baseline:.4f}"',
         "AssertionError: ngram: gsm8k 0.6801 < baseline 0.9010",
     ])
-    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    f = _first_error(log)
     assert f.category == "mixed_batch" and f.confidence == "low"
     assert "the evaluation script's own quality gate" in f.basis
 
@@ -488,7 +492,7 @@ def test_a_user_scripts_error_without_a_quality_symptom_stays_unrecognised():
         "    assert resp.status_code == 200",
         "AssertionError",
     ])
-    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    f = _first_error(log)
     assert "quality gate" not in f.basis and f.category == "other"
 
 
@@ -556,7 +560,7 @@ def test_a_ci_tests_failed_score_check_is_the_symptom_not_another_error():
         "flexible-extract 0.4109 below threshold 0.9000 (baseline without spec decode: 0.9158)",
         "[2026-05-02T03:29:16Z] user command error: exit status 1",
     ])
-    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    f = _first_error(log)
     assert f.category == "mixed_batch" and f.confidence == "low"
     assert "LinearAttentionMetadataBuilder" in f.basis
 
@@ -566,7 +570,7 @@ def test_greedy_outputs_that_diverge_from_the_run_without_drafts_are_the_wrong_o
            "With greedy sampling the outputs diverge after a few dozen tokens from the run without spec decoding.\n")
     an = analyze_text(log, "t.log")
     assert an.facts.startup["wrong_output_prose"].startswith("outputs diverge after")
-    f = [f for f in an.findings if f.severity == "error"][0]
+    f = next(f for f in an.findings if f.severity == "error")
     assert f.category == "mixed_batch"
 
 
@@ -581,6 +585,6 @@ def test_an_illegal_access_tied_to_a_one_token_last_chunk_on_a_hybrid_without_dr
         w + "    super().synchronize()",
         w + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
     ])
-    f = [f for f in analyze_text(log, "t.log").findings if f.severity == "error"][0]
+    f = _first_error(log)
     assert (f.category, f.rule, f.confidence) == ("mixed_batch", "async_fault", "low")
     assert f.numbers["last_chunk_tokens"] == 1
