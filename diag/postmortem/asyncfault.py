@@ -98,7 +98,7 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
         # no drafts, but a prompt's one-token last prefill chunk beside plain decodes: a step of one-token rows is
         # replayed as a decode CUDA graph while the Mamba/GDN builder counts the chunk as a prefill, so the graph's
         # decode state indices are stale -- the builder's split of a mixed step (the silent form of the same is read
-        # in _silent_corruption)
+        # in silent.silent_corruption)
         cat = "mixed_batch"
         basis = (f"{common}; the report ties it to a prompt's one-token last prefill chunk among plain decodes "
                  f"({', '.join(setup.why)}): a step of one-token rows replays the decode CUDA graph while the Mamba/GDN "

@@ -1,0 +1,198 @@
+"""Failures that raise nothing: output that goes wrong under speculative decoding (the reporter's words, an
+evaluation's failed score check), and a hybrid's prefix cache that never hits. The class comes from the symptom, the
+configuration and vLLM's own warnings, never from a failure site, so every diagnosis here is ``low`` or ``medium``."""
+
+from __future__ import annotations
+
+import re
+
+from ..model import Evidence, LogException, LogFacts
+from .configuration import Setup
+from .diagnosis import Diagnosis, fact_evidence, title_of
+from .specpath import model_names, no_spec_path
+
+__all__ = ["hybrid_prefix_never_hit", "own_quality_gate", "silent_corruption"]
+
+
+# hybrids whose linear-attention builder has no speculative-decoding path (MiniMax's lightning attention)
+_NO_SPEC_BUILDER = re.compile(r"MiniMaxText01|MiniMaxM1|minimax[-_]?(?:m1|text)", re.I)
+
+
+def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error; a hybrid model with prefix caching on whose metrics report a 0 % prefix-cache hit rate on every line:
+    its Mamba/GDN states are cached only at block boundaries of a block raised to hold a state page (hundreds to
+    thousands of tokens), so prefixes shorter than a block -- or a step that never lands on one -- never hit."""
+    st = facts.startup
+    rate, samples = st.get("prefix_cache_hit_rate_max"), st.get("prefix_cache_hit_rate_samples") or 0
+    if not (setup.hybrid and setup.prefix_caching) or rate is None or float(rate) != 0.0 or samples < 2:
+        return None
+    if not st.get("hit_rate_prose"):
+        return None  # the report does not speak of the hits: a workload without shared prefixes reads the same
+    if (st.get("num_preemptions_max") or 0) > 0:
+        return None  # a full pool evicting every cached block is the other reading (kv_cache_pressure)
+    block = st.get("attention_block_size") or st.get("block_size_prose")
+    return Diagnosis(
+        category="prefix_cache_degraded", confidence="low", rule="failure_class", severity="warning",
+        basis=(f"no error; {samples} metrics lines report a 0% prefix-cache hit rate with prefix caching on, on "
+               f"{', '.join(setup.why)}: a hybrid caches its Mamba/GDN states only at block boundaries"
+               + (f" of {block}-token blocks" if block else " of its raised attention block (hundreds to thousands of "
+                  "tokens)") + ", so shared prefixes that do not span a whole block -- or whose state was not "
+               "checkpointed there -- never hit"),
+        title=f"{title_of('prefix_cache_degraded')}: a hybrid's prefix cache never hit",
+        message=f"prefix cache hit rate 0.0% over {samples} metrics lines", numbers={
+            **base_numbers, "prefix_cache_hit_rate_max": rate, "prefix_cache_hit_rate_samples": samples,
+            **({"attention_block_size": block} if block else {})},
+        evidence=fact_evidence(facts, "prefix_cache_hit_rate", "attention_block_size", "block_size_prose"),
+        missing=["the attention block size vLLM chose ('Setting attention block size to N tokens') against the shared "
+                 "prefix's length"])
+
+
+def own_quality_gate(root: LogException, facts: LogFacts) -> bool:
+    """The root error is raised by the reporter's own script (no frame in vLLM, torch or any installed package) while
+    the report says the output went wrong: an evaluation's score check, not a failure of the engine."""
+    if not root.frames or not facts.startup.get("wrong_output_prose"):
+        return False
+    return not any(re.search(r"vllm/|site-packages/|dist-packages/|torch/|/lib/python", f.file) for f in root.frames)
+
+
+def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
+    """No error at all, but the output goes wrong under speculative decoding (``low``/``medium``: the symptom, the
+    configuration and vLLM's own warnings, not a failure site):
+
+    * an MLA model whose decode backend warned that it got a query of uneven length (vLLM's FlashInfer / Tokenspeed
+      MLA: decodes with different 1 + k lengths fall back to one query row per token) -- the kernel limit;
+    * a hybrid whose batches mix draft lengths or spec decodes with other rows: a row on another kind's state path
+      in the Mamba/GDN builders corrupts its state;
+    * a hybrid whose recurrent layers have no speculative-decoding path in the release (specpath: Mamba1, LFM2's
+      short convolution before 0.29, Kimi-Linear's KDA before 0.27) -- the spec-decode rows reach them anyway;
+    * a hybrid whose linear-attention builder has no speculative-decoding path (MiniMax-Text-01 / M1's lightning
+      attention, vllm/v1/attention/backends/linear_attn.py LinearAttentionMetadataBuilder: reorder threshold 1, no
+      accepted-token counts): every 1 + k verification row goes down the prefill path and the rejected drafts stay
+      in the recurrent state -- the builder's split of the batch;
+    * a hybrid with prefix caching whose cache hits: the state restored from the cached block is not the slot the
+      spec-decode path reads -- the state index."""
+    symptom = facts.startup.get("wrong_output_prose")
+    uneven = facts.startup.get("mla_uneven_query")
+    chunk = facts.startup.get("last_chunk_tokens")
+    if symptom and facts.startup.get("dtype_cast_from") == "bfloat16" and facts.startup.get("dtype_cast_to") == "float16":
+        # a bfloat16 checkpoint run in float16: activations overflow fp16's range into inf / NaN logits -- garbage or
+        # one token repeated, whatever the model's layers or drafts
+        return Diagnosis(
+            category="other", confidence="medium", rule="near_miss",
+            basis=("no error in the log; the report says the output goes wrong and vLLM cast the bfloat16 checkpoint to "
+                   "float16 ('Casting torch.bfloat16 to torch.float16'): activations of a model trained in bfloat16 "
+                   "overflow float16's range (inf / NaN logits), outside the hybrid/spec-decode families"),
+            title="float16 overflow: a bfloat16 model run in float16",
+            message=f"wrong output without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
+            evidence=fact_evidence(facts, "dtype_cast_from", "wrong_output_prose"),
+            missing=["a run with --dtype bfloat16 (or auto) on a GPU that has it; fp16-only GPUs (V100, T4) need a "
+                     "float16-safe checkpoint"])
+    if setup.spec_k == 0 and symptom and setup.hybrid and isinstance(chunk, int) and chunk == 1:
+        # no drafts, but a chunked prompt's last chunk of one token beside plain decodes: every row of the step has one
+        # query token, so it is replayed as a decode CUDA graph while the Mamba builder (0.20-0.21:
+        # split_decodes_and_prefills(..., treat_short_extends_as_decodes=False)) counts the chunk as a prefill and
+        # leaves the graph's decode buffers stale -- a builder on a batch mixing kinds of rows
+        return Diagnosis(
+            category="mixed_batch", confidence="low", rule="failure_class",
+            basis=(f"no error in the log; the report says the output goes wrong ({symptom}) for prompts whose last "
+                   f"prefill chunk is one token: that chunk beside plain decodes makes a step of one-token rows, "
+                   f"replayed as a decode CUDA graph, while the Mamba/GDN builder counts the chunk as a prefill -- the "
+                   f"builder's split of a mixed step (hybrid model, no drafts needed)"),
+            title=f"{title_of('mixed_batch')} (silent: a one-token last prefill chunk beside decodes)",
+            message=f"wrong output without an error: {symptom}",
+            numbers={**base_numbers, **facts.numbers, "last_chunk_tokens": chunk},
+            evidence=fact_evidence(facts, "wrong_output_prose", "last_chunk_tokens") + batch_ev,
+            missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) records each step's batch and the "
+                     "builders' split", "whether --max-num-batched-tokens above the longest prompt (no chunking) or "
+                     "--compilation-config '{\"cudagraph_mode\": \"PIECEWISE\"}' makes it go away"])
+    if setup.spec_k == 0 or not (symptom or uneven):
+        return None
+    nums = {**base_numbers, **facts.numbers}
+    spec = ", ".join(setup.why)
+    missing = ["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) records each step's batch and the builders' "
+               "split, which shows the steps whose output went wrong"]
+
+    def out(cat: str, conf: str, why: str, ev_names: tuple[str, ...]) -> Diagnosis:
+        return Diagnosis(
+            category=cat, confidence=conf, rule="failure_class",
+            basis="no error in the log; " + (f"the report says the output goes wrong ({symptom}) " if symptom else "")
+                  + f"with {spec}; {why}",
+            title=f"{title_of(cat)} (silent: wrong output, no error)",
+            message="wrong output without an error" + (f": {symptom}" if symptom else " (vLLM warned of it)"),
+            numbers=nums, evidence=fact_evidence(facts, *ev_names) + batch_ev, missing=list(missing))
+
+    if uneven and (setup.mla or not setup.hybrid):
+        return out("spec_kernel_limit", "medium",
+                   "vLLM's MLA decode warned that it got a query of uneven length: decodes of different 1 + k lengths "
+                   "(drafts of different lengths, a request near its end) fall back to one query row per token, which "
+                   "attends with the wrong causal extent -- the kernel's uniform query-length limit",
+                   ("mla_uneven_query", "wrong_output_prose"))
+    if not symptom or not setup.hybrid:
+        return None
+    batch = setup.batch or {}
+    mixed = setup.mixed_evidence or ("the crash dump's batch" if batch.get("mixed") or batch.get("ragged_drafts") else None)
+    dependent = facts.startup.get("batch_dependent_prose")
+    if not mixed and isinstance(dependent, str) and not setup.prefix_caching:
+        # fine alone, wrong with other requests in flight: only a shared batch mixes one request's spec decodes with
+        # another's prefill or plain decode (a single request's own steps never mix kinds)
+        mixed = f"it goes wrong only with other requests in the batch: {dependent}"
+    if mixed:
+        return out("mixed_batch", "low",
+                   f"the report shows batches that mix draft lengths or spec decodes with other rows ({mixed}): a row of "
+                   f"such a batch taking another kind's state path in the Mamba/GDN builders corrupts its state silently",
+                   ("wrong_output_prose", "mixed_prose", "batch_dependent_prose"))
+    short, short_n = facts.startup.get("short_prompt_prose"), facts.startup.get("short_prompt_tokens")
+    if short and (not isinstance(short_n, int) or setup.spec_k < 0 or short_n <= setup.spec_k + 1):
+        # the builders split a step's rows into decodes and prefills by query length (a decode carries 1 + k tokens
+        # under drafts), and a batch whose requests all carry 1 + k tokens is dispatched as a uniform decode: a prompt
+        # (or a prompt's last chunk) that short runs the spec-decode path without drafts or accepted-token counts
+        k1 = f"1 + k = {setup.spec_k + 1}" if setup.spec_k > 0 else "1 + k"
+        return out("mixed_batch", "low",
+                   f"the report ties it to short prompts ({short}): a prefill of at most {k1} tokens is counted as a "
+                   f"decode by the Mamba/GDN builders' split (and a step of such rows is replayed as a uniform "
+                   f"spec-decode graph), so its state is read and written on the spec-decode path without drafts",
+                   ("wrong_output_prose", "short_prompt_prose"))
+    model = f"{facts.architecture or facts.args.get('architecture') or ''} {facts.args.get('model') or facts.model or ''}"
+    if _NO_SPEC_BUILDER.search(model):
+        return out("mixed_batch", "low",
+                   "this model's linear-attention layers are built by vLLM's LinearAttentionMetadataBuilder, which has no "
+                   "speculative-decoding path (decode threshold 1, no accepted-token counts): the 1 + k verification "
+                   "rows are split off as prefills and the rejected drafts stay in the recurrent state",
+                   ("wrong_output_prose",))
+    nsp = no_spec_path(model_names(facts), facts.vllm_version)
+    if nsp is not None:
+        return out("mixed_batch", "low",
+                   f"the model's {nsp.layers} have no speculative-decoding path {nsp.since_text()}: the builder's "
+                   f"spec-decode rows (1 + k tokens a request) reach layers that advance their recurrent state over "
+                   f"every draft token, rejected ones included", ("wrong_output_prose",))
+    hit = facts.startup.get("prefix_cache_hit_rate_max")
+    pc_hits = setup.prefix_caching and isinstance(hit, (int, float)) and hit > 0
+    tied = facts.startup.get("spec_tied_prose")
+    if pc_hits:
+        return out("state_index", "low",
+                   f"prefix caching hits (up to {hit:g}%): the Mamba/GDN state restored from a cached block is read "
+                   f"through the state indices the spec-decode path uses (the running block plus the accepted-token "
+                   f"offset), so a hit that lands the state in another slot than the one read corrupts it silently",
+                   ("wrong_output_prose", "prefix_cache_hit_rate"))
+    if setup.prefix_caching and setup.mamba_cache_mode in ("align", "all") and not isinstance(hit, (int, float)):
+        return out("state_index", "low",
+                   f"prefix caching is on (Mamba cache mode '{setup.mamba_cache_mode}'): the Mamba/GDN states are saved "
+                   f"to and restored from blocks through the state indices the spec-decode path also reads; a state "
+                   f"restored into another slot than the one read corrupts it silently (the hit rate would confirm it)",
+                   ("wrong_output_prose",))
+    every = facts.startup.get("every_request_prose")
+    if every and not re.search(r"ngram|n-gram|suffix|prompt_lookup", str(setup.spec_method or ""), re.I):
+        # wrong for a lone request too, with a drafter that always drafts: no step mixes kinds of rows -- the drafts'
+        # own weights or the kernels, not the builders' split (a class this report does not show)
+        return None
+    # no prefix caching: every request keeps one state slot, so a bad index would fault, not corrupt quietly; what goes
+    # wrong without an error is which path a row's state takes -- the builders split each step's rows into spec
+    # decodes, plain decodes and prefills by their query lengths and drafts (ragged or missing drafts, padded rows of a
+    # CUDA graph, a short prefill chunk), and a row run on another kind's path reads or advances its state wrongly
+    return out("mixed_batch", "low",
+               "without prefix caching a request's state has one slot, so the silent failure is the path its rows take: "
+               "the Mamba/GDN builders split each step into spec decodes, plain decodes and prefills by query length "
+               "and drafts, and a row on another kind's path (no drafts this step, a CUDA-graph padding row, a short "
+               "prefill chunk) reads or advances its state wrongly"
+               + (f"; the report says it is fine without drafts ({tied})" if tied else ""),
+               ("wrong_output_prose", "spec_tied_prose"))
