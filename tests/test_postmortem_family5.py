@@ -588,3 +588,32 @@ def test_an_illegal_access_tied_to_a_one_token_last_chunk_on_a_hybrid_without_dr
     f = _first_error(log)
     assert (f.category, f.rule, f.confidence) == ("mixed_batch", "async_fault", "low")
     assert f.numbers["last_chunk_tokens"] == 1
+
+
+def test_a_fault_first_printed_before_the_engines_timeout_stays_first_when_a_fuller_copy_comes_later():
+    """Every rank's thread prints the fault, the engine then times out, and the report adds a fuller (blocking)
+    traceback of the same fault: the fault is the root, not the engine's timeout."""
+    w, e = "(Worker_TP0 pid=11) ", "(EngineCore pid=10) ERROR 06-02 22:08:17 [core.py:1167] "
+    site = "/usr/local/lib/python3.12/dist-packages/vllm"
+    log = "\n".join([
+        "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'",
+        w + "Exception in thread WorkerAsyncOutputCopy:",
+        w + "Traceback (most recent call last):",
+        w + f'  File "{site}/v1/worker/gpu_model_runner.py", line 285, in get_output',
+        w + "    self.async_copy_ready_event.synchronize()",
+        w + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        e + "Traceback (most recent call last):",
+        e + f'  File "{site}/v1/engine/core.py", line 1158, in run_engine_core',
+        e + "    engine_core.run_busy_loop()",
+        e + "TimeoutError: RPC call to sample_tokens timed out.",
+        "rerun with CUDA_LAUNCH_BLOCKING=1:",
+        w + "Traceback (most recent call last):",
+        w + f'  File "{site}/v1/worker/gpu_model_runner.py", line 3692, in _model_forward',
+        w + "    return self.model(",
+        w + f'  File "{site}/model_executor/layers/sparse_attn_indexer.py", line 342, in sparse_attn_indexer',
+        w + "    torch.ops._C.persistent_topk(",
+        w + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+    ])
+    an = analyze_text(log, "t.log")
+    assert an.facts.root.exc_type == "torch.AcceleratorError"
+    assert _first_error(log).category == "spec_kernel_limit"

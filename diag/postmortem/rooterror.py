@@ -118,6 +118,12 @@ class ErrorLines:
                 e.message = _CUDA_BOILERPLATE.sub("", e.message).rstrip()
         excs = dedupe(self.tb.exceptions)
         f.exceptions = excs
+        # dedupe keeps the richest copy of an error; its order among the errors is that of its first copy (a fault
+        # every rank printed before the engine's timeout, and a fuller copy of it pasted later, is still first)
+        first_seen: dict[tuple[str, str], int] = {}
+        for e in self.tb.exceptions:
+            key = (e.exc_type, " ".join(e.message.split())[:300])
+            first_seen[key] = min(first_seen.get(key, e.log_line or 0), e.log_line or 0)
         last_launch = self.launches[-1] if self.launches else 0
         chain_of = self.tb.chain_of
         ids = {id(e): e for e in self.tb.exceptions}
@@ -145,8 +151,8 @@ class ErrorLines:
             after = (e.log_line or 0) >= last_launch
             # a chained exception: its cause comes first
             caused = id(e) in chain_of and not is_noise(ids.get(chain_of[id(e)], e))
-            return (not after, e.wrapped, is_noise(e), caused,
-                    not e.frames and not message_numbers(e.message), e.log_line or 0)
+            return (not after, e.wrapped, is_noise(e), caused, not e.frames and not message_numbers(e.message),
+                    first_seen.get((e.exc_type, " ".join(e.message.split())[:300]), e.log_line or 0))
 
         candidates = sorted(excs, key=rank)
         root = candidates[0]
