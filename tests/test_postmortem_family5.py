@@ -362,6 +362,56 @@ def test_a_request_count_mismatch_of_the_mamba_builder_is_the_batch_split_withou
     assert _first(said_off).category == "mixed_batch"
 
 
+def _dumped_update_block_table_failure(expected: int, got: int) -> str:
+    """The request-count failure after a crash dump of 5 requests: 2 plain decodes and 3 spec decodes."""
+    e = "(EngineCore_DP0 pid=311) ERROR 06-30 08:11:02 "
+    dump = (f"{e}[dump_input.py:79] Dumping scheduler output for model execution: SchedulerOutput(scheduled_new_reqs=[], "
+            "scheduled_cached_reqs=CachedRequestData(req_ids=['a', 'b', 'c', 'd', 'e'], resumed_req_ids=set(), "
+            "new_token_ids=[], new_block_ids=[None, None, None, None, None], "
+            "num_computed_tokens=[812, 4410, 77, 1290, 655]), num_scheduled_tokens={'a': 4, 'b': 1, 'c': 4, 'd': 1, "
+            "'e': 4}, total_num_scheduled_tokens=14, scheduled_spec_decode_tokens={'a': [11, 12, 13], "
+            "'c': [21, 22, 23], 'e': [31, 32, 33]}, scheduled_encoder_inputs={})")
+    log = _update_block_table_failure("--enable-prefix-caching").replace("Expected 24, got 25", f"Expected {expected}, got {got}")
+    return dump + "\n" + log
+
+
+def test_a_request_count_mismatch_after_a_mixed_dump_follows_what_the_numbers_counted():
+    """With the crash dump's batch in hand the check's own numbers tell the two readings apart: the metadata counting
+    fewer requests than the step has is the batch split two ways (a mixed batch); the metadata counting every request
+    of the step while the state indices carry more rows is padded rows (the state indices' rows, not the split)."""
+    split = _first(_dumped_update_block_table_failure(2, 5))
+    assert split.category == "mixed_batch" and "crash dump shows a mixed batch" in split.basis
+    padded = _first(_dumped_update_block_table_failure(5, 8))
+    assert padded.category == "state_index" and "padded rows" in padded.basis
+
+
+def test_the_reporter_saying_the_fault_needs_prefix_caching_is_the_state_indices_over_a_mixed_dump():
+    """An asynchronous fault of a hybrid with drafts whose crash dump mixes decodes with spec decodes is read as the
+    builder's split -- unless the report says the fault goes away without prefix caching: a split fails without it
+    too, the states prefix caching routes through the block table do not."""
+    e = "(EngineCore_DP0 pid=311) ERROR 06-30 08:11:02 "
+    dump = _dumped_update_block_table_failure(2, 5).split("\n")[0]
+    fault = "\n".join([
+        "vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 -tp 8 --enable-prefix-caching "
+        "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'", dump,
+        f"{e}[core.py:1108] EngineCore encountered a fatal error.",
+        f"{e}[core.py:1108] Traceback (most recent call last):",
+        f'{e}[core.py:1108]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", '
+        "line 2411, in _bookkeeping_sync",
+        f"{e}[core.py:1108]     valid_sampled_token_ids = self._to_list(sampled_token_ids)",
+        f"{e}[core.py:1108] torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+    ])
+    assert _first(fault).category == "mixed_batch"
+    for said in ("Without MTP no crash; without prefix caching no crash either.",
+                 "Disabling prefix caching makes it go away.",
+                 "It only happens with --enable-prefix-caching."):
+        f = _first(fault + "\n" + said)
+        assert f.category == "state_index" and "needs prefix caching" in f.basis, said
+    # vLLM's own line turning prefix caching off is not the reporter's
+    assert _first(fault + "\n(EngineCore_DP0 pid=311) INFO 06-30 08:10:02 [config.py:1] Hybrid or mamba-based model "
+                  "detected: disabling prefix caching since it is not yet supported.").category == "mixed_batch"
+
+
 def test_the_capture_estimate_and_a_stalled_broadcast_are_startup_facts():
     text = ("(Worker_TP1 pid=1873) INFO 05-26 09:18:44 [gpu_model_runner.py:6142] Estimated CUDA graph memory: 2.61 GiB total\n"
             "(EngineCore pid=88) INFO 05-06 03:02:44 [shm_broadcast.py:681] No available shared memory broadcast block "

@@ -199,6 +199,14 @@ def hybrid_spec_fault_class(setup: Setup, structured: str | None = None) -> tupl
                                f"block table's state indices under speculative decoding"
                                + ("; the batch also mixes spec decodes with other rows (the mixed-batch class fits "
                                   "it too)" if batch.get("mixed") else ""))
+    if setup.prefix_cached_states and setup.prefix_caching_needed:
+        # the report says the fault goes away without prefix caching: a builder's split of a mixed batch fails with
+        # or without it, the states prefix caching restores and copies through the block table do not
+        return "state_index", (f"the report says the fault needs prefix caching ('{setup.prefix_caching_needed}'): the "
+                               "Mamba/GDN states it routes through the block table's state indices under speculative "
+                               "decoding" + ("; the batch also mixes spec decodes with other rows, a split that fails "
+                                             "without prefix caching too" if batch.get("mixed") or setup.mixed_evidence
+                                             else ""))
     if batch.get("mixed") or batch.get("ragged_drafts"):
         if batch.get("mixed") and batch.get("short_prefills") and not batch.get("num_decodes"):
             return "mixed_batch", ("the crash dump shows a prefill of at most 1 + k tokens beside spec decodes: the "

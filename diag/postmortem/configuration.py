@@ -51,6 +51,7 @@ class Setup:
     mixed_evidence: str | None = None  # the report's own words about mixed decode / spec-decode batches
     kv_connector: str | None = None  # the KV connector(s), comma-separated (P/D transfer, offloading)
     kv_role: str | None = None  # kv_producer | kv_consumer | kv_both
+    prefix_caching_needed: str | None = None  # the report's words that the failure needs prefix caching
 
     @property
     def prefix_cached_states(self) -> bool:
@@ -160,7 +161,8 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
         mixed = _printed_mixed(facts.startup.get("printed_values"))
     conn, role = _kv_transfer(facts)
     return Setup(hybrid=hybrid, mla=mla, spec_k=k, spec_method=method, prefix_caching=pc, mamba_cache_mode=mode,
-                 async_scheduling=asy, batch=batch, why=why, mixed_evidence=mixed, kv_connector=conn, kv_role=role)
+                 async_scheduling=asy, batch=batch, why=why, mixed_evidence=mixed, kv_connector=conn, kv_role=role,
+                 prefix_caching_needed=facts.startup.get("prefix_caching_needed") if pc else None)
 
 
 def _printed_mixed(printed: Any) -> str | None:

@@ -177,6 +177,17 @@ _PRINTED_NAMED_LIST = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[^
 _EXPR_SUFFIX = {"shape": "shape", "size()": "shape", "max()": "max", "min()": "min", "numel()": "numel", "sum()": "sum"}
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
                        r"(?:\s+(?:is\s+|was\s+)?(off|disabled|not enabled|on|enabled|turned on)\b)?", re.I)
+# the reporter saying the failure needs prefix caching: "without prefix caching no crash either", "disabling prefix
+# caching makes it go away", "--no-enable-prefix-caching fixes it", "only happens with prefix caching"
+_PC_NEEDED = re.compile(
+    r"\b(?:without|disabling|disable|disabled|turning off|turn(?:ed)? off|no)\s+(?:the\s+|automatic\s+)?(?:apc|prefix[ -]"
+    r"caching)\b[^.;:\n]{0,40}?(?:\bno (?:crash|error|issue|problem|fault)s?\b|\bworks?\b|\bworked\b|\bfine\b|\bok\b|"
+    r"\bokay\b|\bgo(?:es)? away\b|\bwent away\b|\bstable\b|\b(?:does|did)(?: not|n't) (?:crash|happen|reproduce|fail)|"
+    r"\bnever (?:crash|happen|fail)(?:s|ed)?\b|\bfixe[sd]\b|\bavoids?\b)|"
+    r"(?:--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False)\b[^.;:\n]{0,30}?\b(?:fixes|fixed|avoids|works|"
+    r"helps|no crash|stable)\b|"
+    r"\bonly (?:happens |crashes |fails |occurs |reproduces )?(?:with|when|on)\s+(?:--enable-prefix-caching|(?:automatic "
+    r")?prefix[ -]cach(?:ing|e hits?)|apc|cache hits?)\b", re.I)
 
 
 _FAILS = re.compile(r"^\W{0,3}(?:it |that |this |still |also |then |always )?(?:crash|die|dies|died|fail|break|hang|"
@@ -326,6 +337,14 @@ class ProseLines:
             if m:
                 self.facts.startup["batch_dependent_prose"] = m.group(0)
                 self.facts.lines["batch_dependent_prose"] = (line.lineno, text.strip()[:500])
+        if "prefix_caching_needed" not in self.facts.startup and line.level is None and len(text) < 2000 and (
+                "refix" in text or "apc" in text.lower() or "ache hit" in text):
+            m = _PC_NEEDED.search(text)
+            if m:
+                # the failure goes away without prefix caching: the failing run had it on
+                self.facts.startup["prefix_caching_needed"] = m.group(0)
+                self.facts.lines["prefix_caching_needed"] = (line.lineno, text.strip()[:500])
+                self.facts.startup.setdefault("prefix_caching_prose", True)
         if "prefix cach" in text.lower() and "prefix_caching_prose" not in self.facts.startup and len(text) < 2000:
             m = _PC_PROSE.search(text)
             if m:

@@ -79,6 +79,18 @@ _EXPECTED_ROWS = re.compile(r"\((\d+),\s*\*\)")
 _GOT_2D = re.compile(r"(?:torch\.Size\(\[|\[|\()(\d+),\s*(\d+)(?:\]\)|\]|\))")
 
 
+_EXPECTED_GOT = re.compile(r"Expected (\d+), got (\d+)")
+
+
+def _padded_rows(message: str, setup: Setup) -> bool:
+    """The request-count check failing with every request of the crash dump's step counted (``Expected`` = its
+    requests, spec decodes included) and more state-index rows than that: the rows handed over are padded (a
+    CUDA-graph batch), not the step's requests split two ways -- the state indices' rows, not the mixed batch."""
+    m = _EXPECTED_GOT.search(message)
+    reqs = (setup.batch or {}).get("num_reqs")
+    return bool(m and reqs and int(m.group(1)) == reqs and int(m.group(2)) > reqs)
+
+
 def _spec_rows_vs_batch(site, message: str, setup: Setup) -> tuple[int, int, int] | None:
     """A Mamba kernel's check that the state indices have one row per batch row (causal_conv1d_update's
     ``batch == conv_state_indices.shape[0]``) failing with 2-D indices of 1 + k columns -- the spec-decode rows'
@@ -176,6 +188,11 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         basis += ("; the assert compares the state indices' rows with the batch's rows under speculative decoding "
                   f"(k = {setup.spec_k}): a kernel counting 1 + k tokens per spec decode meets one state row per "
                   "request -- the batch's rows counted two ways (a mixed batch), not the indices' width")
+    elif cat == "state_index" and setup.spec_k != 0 and _REQUEST_COUNT_CHECK.search(site.condition or "") and (
+            dumped_mixed or not setup.prefix_cached_states) and _padded_rows(root.message or "", setup):
+        basis += ("; every request of the crash dump's step is counted (Expected = its "
+                  f"{setup.batch['num_reqs']} requests, spec decodes included) and the state indices have more rows: "
+                  "padded rows handed to the Mamba group (a CUDA-graph batch), not the step split two ways")
     elif cat == "state_index" and setup.spec_k != 0 and _REQUEST_COUNT_CHECK.search(site.condition or "") and (
             dumped_mixed or not setup.prefix_cached_states):
         # the requests of the step counted two ways (the metadata built for one group vs the rows handed to another):
