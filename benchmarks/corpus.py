@@ -137,8 +137,8 @@ def _num(v):
     if isinstance(v, (int, float)):
         return float(v)
     if isinstance(v, str):
-        try:
-            return float(v.replace(",", ""))
+        try:  # "1,024"; a percentage labelled as text ("63.8%") is the number vLLM printed before its '%'
+            return float(v.replace(",", "").strip().removesuffix("%"))
         except ValueError:
             return None
     return None

@@ -36,6 +36,7 @@ def test_expert_names_of_the_same_number():
     assert ok("vllm_config_raise_line", 1567)  # config/vllm.py: the same words in another order, "raise" aside
     assert ok("gpu_count", 8)  # a nested leaf under <parent>_<key>
     assert ok("prompt_len", 812)  # a number and a one-element list
+    assert ok("seq_num", "188,342")  # a number labelled as text
 
 
 def test_no_match_by_value_alone():
@@ -50,3 +51,9 @@ def test_startup_memory_names():
     ok = _ok({"startup": {"model_loading_gib": 61.4, "available_kv_cache_gib": 3.25}})
     assert ok("model_weights_gib", 61.4) and ok("kv_cache_gib", 3.25)
     assert not ok("model_weights_gib", 3.25) and not ok("kv_cache_gib", 61.4)
+
+
+def test_a_percentage_labelled_as_text_is_the_number_vllm_printed():
+    ok = _ok({"startup": {"prefix_cache_hit_rate": 63.8}})
+    assert ok("prefix_cache_hit_rate", "63.8%") and ok("prefix_cache_hit_rate", 63.8)
+    assert not ok("prefix_cache_hit_rate", "6.38%") and not ok("kv_cache_usage_pct", "63.8%")
