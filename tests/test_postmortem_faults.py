@@ -353,3 +353,35 @@ def test_flashinfer_finding_no_trtllm_kernel_is_the_decode_kernels_limit_under_d
     assert _top("\n".join([drafts, *_tb(frames, missing)])).category == "spec_kernel_limit"
     no_drafts = _engine("0.25.0", "moonshotai/Kimi-K2-Instruct", None)
     assert _top("\n".join([no_drafts, *_tb(frames, error)])).category == "other"
+
+
+def _uniform_spec_step_fault(version: str, k: int, reqs: int = 5, sizes: str = "") -> str:
+    """A hybrid + MTP engine of ``version`` whose crash dump is ``reqs`` spec decodes of 1 + k tokens each, then an
+    illegal memory access surfacing at the rejection sampler's host copy."""
+    ids = [f"r{i}" for i in range(reqs)]
+    dump = (f"{E.replace('[core.py:1012]', '[dump_input.py:79]')}Dumping scheduler output for model execution: "
+            f"SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(req_ids={ids}, "
+            f"resumed_from_preemption={[False] * reqs}, new_token_ids=[], new_block_ids={[None] * reqs}, "
+            f"num_computed_tokens={[1500 + 37 * i for i in range(reqs)]}), "
+            f"num_scheduled_tokens={ {i: 1 + k for i in ids} }, total_num_scheduled_tokens={reqs * (1 + k)}, "
+            f"scheduled_spec_decode_tokens={ {i: list(range(11, 11 + k)) for i in ids} }, scheduled_encoder_inputs={{}})")
+    engine = _engine(version, "Qwen/Qwen3-Next-80B-A3B-Instruct", ("qwen3_next_mtp", k), pc=False, tp=4) + sizes
+    return "\n".join([engine, dump] + _tb([
+        (SITE + "v1/worker/gpu_model_runner.py", 2147, "_bookkeeping_sync",
+         "valid_sampled_token_ids = self.rejection_sampler.parse_output("),
+        (SITE + "v1/sample/rejection_sampler.py", 124, "parse_output",
+         "output_token_ids_np = output_token_ids.cpu().numpy()")],
+        "RuntimeError: CUDA error: an illegal memory access was encountered"))
+
+
+def test_a_uniform_spec_decode_step_padded_past_a_multiple_of_1_plus_k_before_0_12_is_the_capture_size():
+    """Before vLLM 0.12.0 the capture sizes were not rounded to multiples of 1 + k (issue #28207): 5 spec decodes of
+    3 tokens (15) replay the full decode graph of 16 tokens, whose rows split a request over the hybrid's state."""
+    f = _top(_uniform_spec_step_fault("0.11.0", 2))
+    assert f.category == "cudagraph_shape" and "padded from 15 to 16" in f.title
+    assert (f.numbers["padded_num_tokens"], f.numbers["uniform_decode_query_len"]) == (16, 3)
+    # from 0.12.0 vLLM rounds the sizes itself; k = 3 pads 20 tokens to 24, a multiple of 4; the user's sizes decide
+    assert _top(_uniform_spec_step_fault("0.12.0", 2)).category != "cudagraph_shape"
+    assert _top(_uniform_spec_step_fault("0.11.0", 3)).category != "cudagraph_shape"
+    assert _top(_uniform_spec_step_fault("0.11.0", 2, sizes=", compilation_config={\"cudagraph_capture_sizes\": "
+                                         "[1, 3, 6, 9, 12, 15, 18]}")).category != "cudagraph_shape"

@@ -83,3 +83,39 @@ def test_cuda_async_asks_for_a_blocking_rerun_only_when_the_log_lacks_one(blocki
     asks = any("CUDA_LAUNCH_BLOCKING=1" in m for m in found[0].missing_evidence)
     assert asks is not blocking
     assert ("is the kernel that faulted" in found[0].message) is blocking
+
+
+_AUTO = "/usr/lib/python3.12/site-packages/transformers/models/auto/configuration_auto.py"
+
+
+@pytest.mark.parametrize("listing", [
+    "transformers              4.52.4",             # pip list
+    "[pip3] transformers==4.52.4",                  # collect_env
+    "transformers: 4.52.4",
+])
+def test_a_model_type_transformers_does_not_know_is_named_with_the_installed_release(listing):
+    """AutoConfig's KeyError on config.json's model_type (or Transformers' own sentence for it) is a model newer
+    than the installed Transformers, a near miss; the release is read from the report's package listing."""
+    keyerror = "\n".join([
+        "$ pip list | grep transformers", listing,
+        "Traceback (most recent call last):",
+        f'  File "{_AUTO}", line 1151, in from_pretrained',
+        "    config_class = CONFIG_MAPPING[config_dict[\"model_type\"]]",
+        f'  File "{_AUTO}", line 849, in __getitem__',
+        "    raise KeyError(key)",
+        "KeyError: 'falcon_h1'"])
+    an = analyze_text(keyerror, "t.log", use_preflight=False)
+    assert an.facts.startup["transformers_version"] == "4.52.4"
+    f = an.findings[0]
+    assert (f.rule, f.category, f.title) == ("other_unsupported_arch", "other", "Model type falcon_h1 is unknown to "
+                                                                               "Transformers 4.52.4")
+    assert f.numbers == {"model_type": "falcon_h1", "transformers_version": "4.52.4"}
+    said = ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n  Value error, The "
+            "checkpoint you are trying to load has model type `qwen3_5_moe` but Transformers does not recognize this "
+            "architecture. This could be because of an issue with the checkpoint, or because your version of "
+            "Transformers is out of date.")
+    f = analyze_text(said, "t.log", use_preflight=False).findings
+    assert [(x.rule, x.numbers.get("model_type")) for x in f] == [("other_unsupported_arch", "qwen3_5_moe")]
+    # a KeyError elsewhere is no model type
+    other = keyerror.replace("models/auto/configuration_auto.py", "tokenization_utils_base.py")
+    assert analyze_text(other, "t.log", use_preflight=False).findings[0].rule != "other_unsupported_arch"

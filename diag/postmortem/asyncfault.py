@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from ..catalog import vtuple
 from ..model import Evidence, LogException, LogFacts
 from .configuration import Setup
 from .diagnosis import Diagnosis, describe_batch, exc_evidence, fact_evidence, title_of
@@ -74,6 +75,19 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
                  f"model's {nsp.layers} have no speculative-decoding path {nsp.since_text()}: the metadata builder "
                  f"hands them the spec-decode rows of the batch (1 + k tokens a request) that their decode never reads")
         title = f"Spec-decode batch on {nsp.layers}, which have no spec-decode path (inferred: {fault})"
+    elif (pad := unrounded_spec_padding(facts, setup)) is not None:
+        # vLLM before 0.12 did not round the capture sizes to multiples of 1 + k (issue #28207, fixed by
+        # CompilationConfig.adjust_cudagraph_sizes_for_spec_decode): a uniform spec-decode step padded to a size that
+        # is not replays a full decode graph whose rows split a request, over the hybrid's Mamba/GDN state
+        tokens, padded, reqs = pad
+        cat = "cudagraph_shape"
+        basis = (f"{common}; the crash dump's step is {reqs} spec decodes of 1 + {setup.spec_k} tokens ({tokens} "
+                 f"tokens), padded to the full decode CUDA graph of {padded} tokens, not a multiple of "
+                 f"{setup.spec_k + 1}: vLLM {facts.vllm_version} does not round the capture sizes to multiples of "
+                 f"1 + k (from 0.12.0 it does), so the graph replays rows that split a request over the hybrid's "
+                 f"state ({', '.join(setup.why)})")
+        title = f"{title_of(cat)} (inferred: {fault} in a spec-decode step padded from {tokens} to {padded} tokens)"
+        nums.update({"num_scheduled_tokens": tokens, "padded_num_tokens": padded, "uniform_decode_query_len": setup.spec_k + 1})
     elif setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None and not (
             dense_decode and uneven_decode(facts)):
         cat, why = hybrid_spec_fault_class(setup, facts.startup.get("structured_outputs_prose"))
@@ -156,6 +170,36 @@ _SPEC_LAYERS_NOT_MODELLED = {
 }
 
 _DENSE_DECODE = re.compile(r"attention/backends/(?!gdn|mamba|linear|short_conv)\w+\.py|flashinfer/|trtllm|xqa", re.I)
+
+
+def unrounded_spec_padding(facts: LogFacts, setup: Setup) -> tuple[int, int, int] | None:
+    """A hybrid's uniform spec-decode step (every request 1 + k tokens, from the crash dump) that full decode CUDA
+    graphs pad to a capture size that is not a multiple of 1 + k, in a release that does not round the sizes (before
+    0.12.0): (tokens, padded size, requests)."""
+    v = vtuple(facts.vllm_version) if facts.vllm_version else None
+    batch = setup.batch or {}
+    k, reqs = setup.spec_k, batch.get("num_reqs") or 0
+    if not (setup.hybrid and k > 0 and v and v < (0, 12, 0) and reqs and batch.get("num_spec_decodes") == reqs):
+        return None
+    a = facts.args
+    mode = str(a.get("cudagraph_mode") or "")
+    if _truthy_arg(a.get("enforce_eager")) or mode.upper().endswith(("NONE", "PIECEWISE")) and "FULL" not in mode.upper():
+        return None
+    tokens = batch.get("total_num_scheduled_tokens")
+    if tokens != reqs * (1 + k) or any(t != 1 + k for t in batch.get("tokens_per_req") or []):
+        return None
+    sizes = sorted(int(x) for x in (a.get("cudagraph_capture_sizes") or []) if str(x).isdigit())
+    if not sizes:  # vLLM's default list: 1, 2, 4, then every 8 up to the largest
+        top = int(a.get("max_cudagraph_capture_size") or 512)
+        sizes = [1, 2, 4] + list(range(8, top + 1, 8))
+    padded = next((s for s in sizes if s >= tokens), None)
+    if padded is None or padded == tokens or padded % (1 + k) == 0:
+        return None
+    return tokens, padded, reqs
+
+
+def _truthy_arg(v) -> bool:
+    return v is True or str(v).strip().lower() in ("1", "true", "yes", "on")
 
 
 def uneven_decode(facts: LogFacts) -> str | None:

@@ -27,6 +27,12 @@ _SERVING = re.compile(r"vLLM server version \S+, serving model (\S+)")
 _ARCH = re.compile(r"\b([A-Z][A-Za-z0-9_]*For(?:CausalLM|ConditionalGeneration|SequenceClassification|MaskedLM|TextEncoding|Embedding))\b")
 _ARCH_LIST = re.compile(r"architectures?\s*[:=]?\s*\[\s*'(\w+)'")
 _PY = re.compile(r"\bPython(?: version)?\s*:?\s*(3\.\d+(?:\.\d+)?)|/python(3\.\d+)/")
+# the libraries whose releases decide what a vLLM can load or run, as `pip list` / `pip freeze` / collect_env print
+# them: "transformers              4.57.3", "[pip3] transformers==4.57.3", "PyTorch version: 2.9.0+cu128"
+_LIBRARY = re.compile(r"^\W{0,3}(?:\[(?:pip3?|conda)\]\s*)?(transformers|torch|triton|flashinfer(?:-python)?|deep[-_]gemm|"
+                      r"xgrammar|lmcache|nixl|PyTorch)(?:\s*==\s*|\s*:\s*|\s{2,}|\s+version\s*:?\s*)"
+                      r"(\d+\.\d+(?:\.\d+)?(?:(?:rc|\.dev|\.post|a|b)\d*)?(?:\+[\w.]+)?)\s*$", re.I)
+_LIBRARY_NAME = {"pytorch": "torch", "flashinfer-python": "flashinfer", "deep-gemm": "deep_gemm"}
 
 _GPU_NAME = (
     r"(?<![\w-])(?:NVIDIA\s+)?(?:GeForce\s+)?("
@@ -169,6 +175,12 @@ class IdentityLines:
                 if 0 < n <= 1024:
                     self.facts.startup["gpus_requested"] = n
                     self._note("gpus_requested", line)
+        if len(text) < 120 and (m := _LIBRARY.match(text)):
+            name = m.group(1).lower()
+            key = _LIBRARY_NAME.get(name, name) + "_version"
+            if key not in self.facts.startup:
+                self.facts.startup[key] = m.group(2)
+                self._note(key, line)
         if self.facts.python_version is None and ("ython" in text):
             m = _PY.search(text)
             if m:

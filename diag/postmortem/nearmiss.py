@@ -13,6 +13,8 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
     ("out of memory", re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|"
                                  r"No available memory for the cache blocks|KV cache is needed, which is larger than the "
                                  r"available KV cache memory|Insufficient memory|not enough memory", re.I)),
+    ("model type unknown to Transformers", re.compile(r"Transformers does not recognize this architecture|"
+                                                      r"Unrecognized model in \S+\. Should have a `model_type` key")),
     ("missing or mismatched weights", re.compile(r"weights? (?:were |was )?not (?:initialized|found|loaded)|"
                                                  r"Following weights were not|KeyError: '[\w.]*(?:weight|bias|scale)'|"
                                                  r"size mismatch for|safetensors|checkpoint|Cannot find any of|"

@@ -12,7 +12,7 @@ from .base import Rule, RuleContext
 
 ID = "other_config_invalid"
 _VALID = re.compile(r"validation errors? for (\w+)")
-_ARCH = re.compile(r"Model architectures? \[|has no vLLM implementation")
+_ARCH = re.compile(r"Model architectures? \[|has no vLLM implementation|Transformers does not recognize this architecture")
 
 
 def check(ctx: RuleContext) -> list[Finding]:

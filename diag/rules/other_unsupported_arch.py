@@ -1,5 +1,7 @@
 """other: the model's architecture is not supported by this vLLM (unknown to the registry, failed to be
-inspected, or removed)."""
+inspected, or removed), or its config.json's model type is unknown to the installed Transformers (a release
+older than the model: Transformers' own "does not recognize this architecture", or the KeyError of its config
+mapping)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,46 @@ _ARCH = re.compile(r"Model architectures? \[([^\]]*)\] (?:are|is) not supported|
                    r"has no vLLM implementation|Cannot find model module|is not supported for now|was removed from vLLM")
 
 
+# Transformers' AutoConfig not knowing config.json's model_type: its own message, or the mapping's bare KeyError
+_MODEL_TYPE = re.compile(r"has model type `([\w.-]+)` but Transformers does not recognize this architecture|"
+                         r"Unrecognized model in \S+\. Should have a `model_type` key")
+_AUTO_KEYERROR = re.compile(r"KeyError: '([\w.-]+)'")
+
+
+def _unknown_model_type(ctx: RuleContext) -> Finding | None:
+    exc = find_exc(ctx, _MODEL_TYPE)
+    m = _MODEL_TYPE.search(exc.message) if exc else None
+    if exc is None:
+        root = ctx.log.root if ctx.log else None
+        last = root.last_frame if root else None
+        k = _AUTO_KEYERROR.search(f"{root.exc_type}: {root.message}") if root else None
+        if not (k and last and last.file.endswith("models/auto/configuration_auto.py")):
+            return None
+        exc, mtype = root, k.group(1)
+    else:
+        mtype = m.group(1) if m and m.group(1) else None
+    version = (ctx.log.startup.get("transformers_version") if ctx.log else None)
+    installed = f"Transformers {version}" if version else "the installed Transformers"
+    f = Finding(rule=ID, category="other", severity="error",
+                title=f"Model type {mtype or '?'} is unknown to {installed}",
+                message=(f"config.json's model_type {mtype or '(not given)'} is not one {installed} knows (a release "
+                         "older than the model). Install a Transformers release that has it, within what this vLLM "
+                         "accepts, or a vLLM release whose Transformers pin knows the model."),
+                evidence=exc_evidence(exc, 1))
+    root = ctx.log.root if ctx.log else None
+    if root is not None and root is not exc:  # the mapping's KeyError that the validation error reports again
+        f.evidence = exc_evidence(root, 0) + f.evidence
+    if mtype:
+        f.numbers["model_type"] = mtype
+    if version:
+        f.numbers["transformers_version"] = version
+    return f
+
+
 def check(ctx: RuleContext) -> list[Finding]:
+    unknown = _unknown_model_type(ctx)
+    if unknown is not None:
+        return [unknown]
     exc = find_exc(ctx, _ARCH)
     if exc is None:
         return []
