@@ -279,6 +279,27 @@ def test_a_crash_dump_with_elided_drafts_still_shows_a_short_prefill_among_spec_
     assert b["spec_tokens_per_req"] == [3, 3, 0] and b["short_prefills"] == 1 and b["mixed"] is True
 
 
+def test_a_crash_dump_with_its_whole_draft_dict_elided_counts_the_drafts_from_the_engines_k():
+    """'scheduled_spec_decode_tokens={...}': a request already decoding that schedules exactly 1 + k tokens is a spec
+    decode with its k drafts (k from the command or the dump's own engine line); without k, or a new request's
+    prompt chunk, it stays a prefill."""
+    from vllm_diag.postmortem.dump import parse_scheduler_output
+
+    out = ("SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(req_ids=['a', 'b', 'c'],"
+           "resumed_req_ids=set(),new_block_ids=[None, None, None],num_computed_tokens=[1203, 988, 40],"
+           "num_output_tokens=[212, 37, 0]), num_scheduled_tokens={a: 3, b: 3, c: 3}, total_num_scheduled_tokens=9, "
+           "scheduled_spec_decode_tokens={...}, scheduled_encoder_inputs={})")
+    b = parse_scheduler_output(out, spec_k=2)
+    assert b["spec_tokens_per_req"] == [2, 2, 0] and (b["num_spec_decodes"], b["num_prefills"]) == (2, 1)
+    assert parse_scheduler_output(out)["num_prefills"] == 3
+    engine = ("(EngineCore_DP0 pid=7) ERROR 01-29 10:09:41 [dump_input.py:72] Dumping input data for V1 LLM engine "
+              "(v0.14.0) with config: model='Qwen/Qwen3-Next-80B-A3B-Instruct', speculative_config=SpeculativeConfig("
+              "method='mtp', model='Qwen/Qwen3-Next-80B-A3B-Instruct', num_spec_tokens=2), tokenizer='x'")
+    dumped = analyze_text(engine + "\n(EngineCore_DP0 pid=7) ERROR 01-29 10:09:41 [dump_input.py:79] Dumping "
+                          "scheduler output for model execution: " + out, "t.log")
+    assert dumped.facts.startup["crash_batch"]["num_spec_decodes"] == 2
+
+
 def test_wrong_output_on_a_layer_without_a_spec_path_is_the_spec_decode_batch_reaching_it():
     log = "\n".join([
         "LFM2-8B-A1B with ngram speculation on vllm 0.28.0: after a few hundred tokens the output turns into garbage.",

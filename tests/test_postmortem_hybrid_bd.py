@@ -158,6 +158,26 @@ def test_pd_instances_with_different_aligned_block_sizes_are_the_alignment_sibli
     assert d["category"] == "block_size_alignment" and "chose 200 tokens" in d["basis"]
 
 
+def _no_hma(cmd: str) -> str:
+    return "\n".join([cmd] + _tb([
+        (PKG + "distributed/kv_transfer/kv_transfer_state.py", 90, "ensure_kv_transfer_initialized",
+         "_KV_CONNECTOR_AGENT = KVConnectorFactory.create_connector("),
+        (PKG + "distributed/kv_transfer/kv_connector/factory.py", 57, "create_connector", "raise ValueError("),
+    ], "ValueError: Connector MultiConnector does not support HMA but HMA is enabled. Please set "
+       "`--disable-hybrid-kv-cache-manager`."))
+
+
+def test_a_connector_without_hybrid_manager_support_on_a_hybrid_is_the_hybrid_kv_layout():
+    """factory.py refuses a connector without hybrid-manager support while the manager is on; on a Mamba/GDN hybrid
+    the flag it names only moves the failure to the page-size unification (family A). A dense model with sliding
+    windows can take the flag: there it is the connector's capability, other."""
+    conn = ("--kv-transfer-config '{\"kv_connector\":\"MultiConnector\",\"kv_role\":\"kv_both\",\"kv_connector_extra_"
+            "config\":{\"connectors\":[{\"kv_connector\":\"NixlConnector\"},{\"kv_connector\":\"LMCacheConnectorV1\"}]}}'")
+    d = _diag(_no_hma(f"vllm serve nvidia/NVIDIA-Nemotron-Nano-12B-v2 -tp 2 {conn}"))
+    assert d["category"] == "kv_page_size" and "MultiConnector" in d["title"] and "page-size unification" in d["basis"]
+    assert _diag(_no_hma(f"vllm serve openai/gpt-oss-120b -tp 2 {conn}"))["category"] == "other"
+
+
 # ------------------------------------------------------------------------------------------------
 # an asynchronous fault that surfaced on the speculative-decoding branch of a hybrid builder
 # ------------------------------------------------------------------------------------------------

@@ -47,6 +47,8 @@ _NOT_BOOKKEEPING = re.compile(r"dtype|device|handshake|socket|port|rank|world|tp
                               r"remote_host|transfer_id|notif|xfer|agent|block_size|block_len|page_size|"
                               r"num_layers|head", re.I)
 _ZERO_NEW = re.compile(r"num_new_tokens\s*>\s*0")
+# factory.py's refusal: "Connector MultiConnector does not support HMA but HMA is enabled."
+_NO_HMA = re.compile(r"Connector (\w+) does not support HMA but HMA is enabled")
 
 
 def _vllm_frames(exc: LogException):
@@ -132,6 +134,24 @@ def connector_class(facts: LogFacts, root: LogException, setup: Setup, base_numb
     handshake = _handshake_block_size(facts, root, setup, nums, ev)
     if handshake is not None:
         return handshake
+    m = _NO_HMA.search(root.message or "")
+    if m and setup.hybrid:
+        # factory.py create_connector: a connector without hybrid-manager support while the manager is on. On a
+        # Mamba/GDN hybrid the flag vLLM names only moves the failure: without the manager every layer must unify
+        # into one full-attention layout, which Mamba/GDN pages cannot -- the hybrid KV layout (family A)
+        conn = m.group(1)
+        d = Diagnosis(
+            category="kv_page_size", confidence="medium", rule="failure_class",
+            basis=(f"{conn} does not support the hybrid KV cache manager, and the model is a Mamba/GDN hybrid "
+                   f"({', '.join(setup.why) or 'hybrid'}): it needs the manager's one KV-cache group per layer type, so "
+                   "--disable-hybrid-kv-cache-manager (the flag the message names) only moves the failure to the "
+                   "page-size unification of Mamba/GDN and attention pages"),
+            title=f"{title_of('kv_page_size')}: {conn} without hybrid KV cache manager support on a hybrid model",
+            message=(root.message.strip().splitlines() or [""])[0][:300],
+            numbers={**nums, "kv_connector": conn}, evidence=ev)
+        d.missing.append("a connector that supports the hybrid KV cache manager for this release (every child of a "
+                         "MultiConnector must), or the run without the connector")
+        return d
     frames = _vllm_frames(root)
     if "AssertionError" not in root.exc_type or not frames:
         return None

@@ -63,8 +63,9 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in re.findall(r"-?\d+", text)]
 
 
-def parse_scheduler_output(text: str) -> dict[str, Any] | None:
-    """The batch of the failing step, or None if the text holds no scheduler output."""
+def parse_scheduler_output(text: str, spec_k: int = 0) -> dict[str, Any] | None:
+    """The batch of the failing step, or None if the text holds no scheduler output. ``spec_k``: the engine's
+    num_speculative_tokens, for a dump whose draft lists are elided as a whole (``scheduled_spec_decode_tokens={...}``)."""
     if "SchedulerOutput" not in text and "num_scheduled_tokens" not in text:
         return None
     t = " ".join(text.split())
@@ -131,6 +132,13 @@ def parse_scheduler_output(text: str) -> dict[str, Any] | None:
             spec[rid] = len([x for x in toks.split(",") if x.strip()])
             if toks.strip() in ("...", "\u2026") and scheduled.get(rid, 0) > 1:
                 spec[rid] = scheduled[rid] - 1  # drafts elided ("[...]"): a spec decode schedules 1 + its drafts
+        if spec_k > 0 and m.group(1).strip() in ("...", "\u2026"):
+            # the whole dict elided ("={...}"): a request already decoding (outputs, or cached with computed tokens)
+            # that schedules exactly 1 + k tokens is a spec decode with its k drafts
+            for rid, n in scheduled.items():
+                if n == 1 + spec_k and rid not in new_ids and (outputs.get(rid, 0) > 0 or (
+                        rid not in outputs and computed.get(rid, 0) > 0)):
+                    spec[rid] = spec_k
     out: dict[str, Any] = {}
     ids = list(dict.fromkeys(new_ids + cached_ids + list(scheduled)))
     if not ids and not spec:

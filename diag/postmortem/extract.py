@@ -341,13 +341,6 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self._end_llm()
         self._end_dump()
         self.tb.flush_orphans()
-        if self.dump_text is not None:
-            from .dump import parse_scheduler_output
-
-            batch = parse_scheduler_output(self.dump_text[1])
-            if batch:
-                self.facts.startup["crash_batch"] = batch
-                self.facts.lines["crash_batch"] = (self.dump_text[0], (DUMP_SCHED + ": " + self.dump_text[1])[:500])
         if self.error_lines:
             self.facts.startup["error_lines"] = [list(x) for x in self.error_lines[-40:]]
         if self.prose_terms:
@@ -358,6 +351,13 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             f.startup["prefix_cache_hit_rate_max"] = self.hit_rate_max
             f.startup["prefix_cache_hit_rate_samples"] = self.hit_rate_count
         self._finish_args()
+        if self.dump_text is not None:  # (after the arguments: the dump's elided drafts are counted with their k)
+            from .dump import parse_scheduler_output
+
+            batch = parse_scheduler_output(self.dump_text[1], _spec_k(self.facts.args))
+            if batch:
+                self.facts.startup["crash_batch"] = batch
+                self.facts.lines["crash_batch"] = (self.dump_text[0], (DUMP_SCHED + ": " + self.dump_text[1])[:500])
         self._finish_exceptions()
         self._finish_identity()
         self._finish_numbers()
@@ -437,3 +437,13 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             name = _SIZE_SEEN[kind]
             if seen and max(seen) > 0 and name not in f.args:
                 f.startup.setdefault(f"{name}_seen", max(seen) + 1)
+
+
+def _spec_k(args: dict) -> int:
+    """num_speculative_tokens as the command or the engine's config line gave it (0 when neither did)."""
+    spec = args.get("speculative_config")
+    k = args.get("num_speculative_tokens") or (spec.get("num_speculative_tokens") if isinstance(spec, dict) else None)
+    try:
+        return max(int(k or 0), 0)
+    except (TypeError, ValueError):
+        return 0
