@@ -12,7 +12,7 @@ from vllm_diag.rules import all_rules, run_rules
 from vllm_diag.rules.base import GpuInfo, Rule, RuleContext
 
 MINE = {"block_size_inflated", "dsa_next_n", "gdn_cudagraph_capture", "gdn_mixed_batch", "kv_page_not_divisible",
-        "kv_quant_hybrid", "kv_unify_mamba_assert", "mamba2_align_long_prompt", "mamba_align_spec_cpu", "mamba_block_budget",
+        "kv_quant_hybrid", "kv_scales_hybrid", "kv_unify_mamba_assert", "mamba2_align_long_prompt", "mamba_align_spec_cpu", "mamba_block_budget",
         "mamba_padded_smaller", "mamba_state_indices", "mamba_state_slicing", "prefix_cache_granularity",
         "spec_capture_sizes", "spec_token_budget"}
 
@@ -312,3 +312,28 @@ def test_a_zero_hit_rate_with_the_block_size_the_reporter_quotes():
     f = analyze_text(log, "t.log").findings[0]
     assert (f.rule, f.category) == ("prefix_cache_granularity", "prefix_cache_degraded")
     assert f.numbers["granularity_tokens"] == 1056
+
+
+def test_fp8_kv_scales_calibrated_on_a_hybrid_are_predicted_before_0_19_and_read_from_a_report():
+    """--calculate-kv-scales on a hybrid: the scales come from a pass over uninitialised recurrent state (garbage,
+    no error) until vLLM 0.19.0 turns the flag off for hybrids. The pre-flight predicts it from the command; a
+    report of wrong output with that command is the same class (quantized KV on a hybrid)."""
+    from vllm_diag.postmortem.analyze import analyze_text
+    from vllm_diag.serve import parse_command
+
+    facts = facts_from_config(QWEN3_NEXT_TINY)
+    cfg = parse_command("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --kv-cache-dtype fp8 --calculate-kv-scales").config()
+    assert cfg["calculate_kv_scales"] is True
+    f = _fire(RuleContext(state=predict(facts, cfg, (0, 17, 0), H100), version=(0, 17, 0)), "kv_scales_hybrid")[0]
+    assert f.category == "kv_page_size" and f.severity == "warning"
+    assert not _fire(RuleContext(state=predict(facts, cfg, (0, 19, 0), H100), version=(0, 19, 0)), "kv_scales_hybrid")
+    bf16 = {k: v for k, v in cfg.items() if k != "kv_cache_dtype"}
+    assert not _fire(RuleContext(state=predict(facts, bf16, (0, 17, 0), H100), version=(0, 17, 0)), "kv_scales_hybrid")
+    report = ("Qwen3-Next outputs garbage after a few dozen tokens, no error in the log.\n"
+              "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2 --kv-cache-dtype fp8 --calculate-kv-scales "
+              "--speculative-config '{\"method\": \"qwen3_next_mtp\", \"num_speculative_tokens\": 2}'\n"
+              "INFO 03-02 17:40:11 [__init__.py:239] vLLM version VERSION")
+    top = analyze_text(report.replace("VERSION", "0.17.0"), "t.log").findings[0]
+    assert top.category == "kv_page_size" and "uninitialised" in top.title
+    top = analyze_text(report.replace("VERSION", "0.20.2"), "t.log").findings[0]
+    assert "uninitialised" not in top.title

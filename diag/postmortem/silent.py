@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ..catalog import vtuple
 from ..model import Evidence, LogException, LogFacts
 from .configuration import Setup
 from .diagnosis import Diagnosis, fact_evidence, title_of
@@ -55,6 +56,17 @@ def own_quality_gate(root: LogException, facts: LogFacts) -> bool:
     return not any(re.search(r"vllm/|site-packages/|dist-packages/|torch/|/lib/python", f.file) for f in root.frames)
 
 
+def kv_scales_calibrated_on_hybrid(facts: LogFacts) -> bool:
+    """--calculate-kv-scales with a quantized KV cache in a release that still calibrates a hybrid's scales (before
+    0.19.0; the flag is gone from 0.29)."""
+    a = facts.args
+    if str(a.get("calculate_kv_scales")).lower() not in ("true", "1", "yes") or not str(
+            a.get("kv_cache_dtype") or "").startswith("fp8"):
+        return False
+    v = vtuple(facts.vllm_version) if facts.vllm_version else None
+    return v is None or v < (0, 19, 0)
+
+
 def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
     """No error at all, but the output goes wrong under speculative decoding (``low``/``medium``: the symptom, the
     configuration and vLLM's own warnings, not a failure site):
@@ -87,6 +99,23 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
             evidence=fact_evidence(facts, "dtype_cast_from", "wrong_output_prose"),
             missing=["a run with --dtype bfloat16 (or auto) on a GPU that has it; fp16-only GPUs (V100, T4) need a "
                      "float16-safe checkpoint"])
+    if symptom and setup.hybrid and kv_scales_calibrated_on_hybrid(facts):
+        # --calculate-kv-scales on a Mamba/GDN hybrid before 0.19: the calibration pass computes the fp8 KV scales of
+        # the attention layers while the recurrent state is uninitialised (vLLM 0.19+ turns the flag off for hybrids:
+        # "uninitialized recurrent state corrupts scales during the calibration pass", issue #37554)
+        kv = facts.args.get("kv_cache_dtype")
+        return Diagnosis(
+            category="kv_page_size", confidence="medium", rule="failure_class",
+            basis=(f"no error in the log; the report says the output goes wrong ({symptom}) on a Mamba/GDN hybrid with "
+                   f"a quantized KV cache ({kv or 'fp8'}) and --calculate-kv-scales: in vLLM "
+                   f"{facts.vllm_version or '(version not in the log)'} the scales are calibrated while the recurrent "
+                   "state is uninitialised, so every attention layer's fp8 KV is scaled wrong -- quantized KV on a "
+                   "hybrid (from 0.19.0 vLLM turns the flag off for hybrids itself)"),
+            title=f"{title_of('kv_page_size')} (silent: fp8 KV scales calibrated on a hybrid's uninitialised state)",
+            message=f"wrong output without an error: {symptom}",
+            numbers={**base_numbers, **facts.numbers}, evidence=fact_evidence(facts, "args", "command", "non_default_args",
+                                                                             "wrong_output_prose"),
+            missing=["the same run without --calculate-kv-scales (default scale 1.0), or on vLLM 0.19+"])
     if setup.spec_k == 0 and symptom and setup.hybrid and isinstance(chunk, int) and chunk == 1:
         # no drafts, but a chunked prompt's last chunk of one token beside plain decodes: every row of the step has one
         # query token, so it is replayed as a decode CUDA graph while the Mamba builder (0.20-0.21:

@@ -25,6 +25,8 @@ _LEGACY_FLAGS: dict[str, dict[str, Any]] = {
     "disable_log_requests": {"options": ["--disable-log-requests"], "kind": "true"},
     "use_v2_block_manager": {"options": ["--use-v2-block-manager"], "kind": "true"},
     "num_lookahead_slots": {"options": ["--num-lookahead-slots"], "kind": "value", "type": "int"},
+    # (fp8 KV scale calibration, removed in 0.29)
+    "calculate_kv_scales": {"options": ["--calculate-kv-scales", "--no-calculate-kv-scales"], "kind": "bool"},
 }
 
 

@@ -20,6 +20,7 @@ _EXTRA = (
     "quantization", "trust_remote_code", "hf_overrides", "attention_backend", "max_cudagraph_capture_size",
     "data_parallel_size", "decode_context_parallel_size", "disable_hybrid_kv_cache_manager", "language_model_only",
     "num_gpu_blocks_override", "kv_cache_dtype_skip_layers", "revision", "tokenizer", "use_replayssm", "prefix_match_unit",
+    "calculate_kv_scales",
 )
 
 
