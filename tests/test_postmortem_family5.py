@@ -667,3 +667,21 @@ def test_a_fault_first_printed_before_the_engines_timeout_stays_first_when_a_ful
     an = analyze_text(log, "t.log")
     assert an.facts.root.exc_type == "torch.AcceleratorError"
     assert _first_error(log).category == "spec_kernel_limit"
+
+
+def _no_backend(reasons: str) -> str:
+    return _serve_log("vllm serve nvidia/NVIDIA-Nemotron-Nano-12B-v2 --block-size 24", None, [
+        ("attention/selector.py", 185, "_cached_get_attn_backend", "attention_cls = current_platform.get_attn_backend_cls("),
+        ("platforms/cuda.py", 446, "get_attn_backend_cls", "raise ValueError("),
+    ], "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=128, "
+       f"dtype=torch.bfloat16, kv_cache_dtype=auto, block_size=24, use_mla=False). Reasons: {{{reasons}}}.")
+
+
+def test_a_backend_selection_that_refuses_the_block_size_is_the_alignment_sibling():
+    """The reasons vLLM prints decide: every backend that loaded refusing the block size is its block-size limit
+    (E); a backend refusing something else (head size, dtype) leaves it outside the families."""
+    f = _first(_no_backend("FLASH_ATTN: [block_size not supported], FLASHINFER: [ImportError], "
+                           "TRITON_ATTN: [block_size not supported]"))
+    assert f.category == "block_size_alignment" and f.numbers["block_size"] == 24 and "FLASH_ATTN, TRITON_ATTN" in f.basis
+    assert _first(_no_backend("FLASH_ATTN: [block_size not supported], TRITON_ATTN: [head_size not supported]"
+                              )).category == "other"

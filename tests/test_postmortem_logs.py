@@ -313,3 +313,12 @@ def test_an_lfm2_fault_under_drafts_is_a_spec_decode_batch_on_a_layer_without_th
     assert "mixed_prose" not in an.facts.startup
     assert top.category == "mixed_batch" and top.confidence == "low"
     assert "short-convolution layers have no speculative-decoding path before vLLM 0.29.0" in top.basis
+
+
+def test_a_separate_draft_model_in_mamba_cache_mode_all_that_served_is_no_warning():
+    """A real vLLM 0.26.0 NemotronH engine in mode 'all' with a dense draft model (k = 2) served both rounds of
+    mixed prompts: the mode-'all' prediction is stated as not modelled for a separate draft (info), not a risk."""
+    an = analyze_path(str(LOGS / "gpu" / "gpu5_nemotronh_pc_draft_big_k2.log"))
+    assert not [f for f in an.findings if f.severity == "error"]
+    mode_all = [f for f in an.findings if f.rule == "mamba_state_indices"]
+    assert mode_all and mode_all[0].severity == "info" and "Not modelled for a separate draft model" in mode_all[0].message

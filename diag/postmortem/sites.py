@@ -91,6 +91,27 @@ def _padded_rows(message: str, setup: Setup) -> bool:
     return bool(m and reqs and int(m.group(1)) == reqs and int(m.group(2)) > reqs)
 
 
+_SELECTED_INVALID = re.compile(r"Selected backend (?:AttentionBackendEnum\.)?(\w+) is not valid for this configuration\. "
+                               r"Reason: \[([^\]]*)\]")
+_REASONS = re.compile(r"(\w+): \[([^\]]*)\]")
+
+
+def _backend_refuses_block_size(message: str) -> tuple[list[str], int | None] | None:
+    """(backends, block size) when the attention-backend selection failed on the block size: the selected backend's
+    reason, or every backend that loaded (not an ImportError) refusing the block size among its reasons."""
+    if "block_size not supported" not in message:
+        return None
+    size = re.search(r"\bblock_size=(\d+)", message)
+    m = _SELECTED_INVALID.search(message)
+    if m:
+        return ([m.group(1)], int(size.group(1)) if size else None) if "block_size" in m.group(2) else None
+    tail = message.split("Reasons:", 1)[1] if "Reasons:" in message else ""
+    loaded = [(name, why) for name, why in _REASONS.findall(tail) if "ImportError" not in why]
+    if not loaded or not all("block_size not supported" in why for _, why in loaded):
+        return None
+    return [name for name, _ in loaded], int(size.group(1)) if size else None
+
+
 def _spec_rows_vs_batch(site, message: str, setup: Setup) -> tuple[int, int, int] | None:
     """A Mamba kernel's check that the state indices have one row per batch row (causal_conv1d_update's
     ``batch == conv_state_indices.shape[0]``) failing with 2-D indices of 1 + k columns -- the spec-decode rows'
@@ -157,6 +178,20 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         cat = "spec_kernel_limit"
         basis += ("; a check of token / request counts in MLA / sparse-indexer code failing under speculative "
                   "decoding: a decode carries 1 + k query tokens per request, which this path sizes per request")
+    elif cat == "other" and (refused := _backend_refuses_block_size(root.message or "")) is not None:
+        # the attention-backend selection (platforms/*.py get_attn_backend_cls) failing on the KV block size: the
+        # reasons it prints name the block size for every backend it could otherwise load -- the backend's block-size
+        # limit, the alignment sibling (a hybrid's block size is raised to cover its Mamba page, an MLA backend needs
+        # its own kernel block size)
+        cat = "block_size_alignment"
+        backends, size = refused
+        size = size or facts.args.get("block_size")
+        basis += (f"; the reasons vLLM prints refuse the KV block size{f' {size}' if size else ''} for "
+                  + (f"the selected backend {backends[0]}" if len(backends) == 1 and "Selected backend" in root.message
+                     else f"{', '.join(backends)} (every backend that loaded)")
+                  + ": the backends' block-size limits")
+        if isinstance(size, int):
+            nums["block_size"] = size
     elif cat == "other" and "dummy_run" in (site.function or "") \
             and re.search(r"num_tokens\w*\s*(?:<=|<)\s*(?:self\.)?(?:scheduler_config\.)?max_num_(?:batched_)?tokens\b",
                           site.condition or "") \
