@@ -333,6 +333,12 @@ def test_the_worker_prefix_with_a_rank_of_older_releases():
     f = facts_from_text(text)
     assert f.root is not None and f.root.process == "VllmWorker_rank2" and f.root.frames[-1].line == 503
     assert _top(text).category == "state_index"
+    # and "(VllmWorker TP0 pid=P)": the worker's own traceback, not the EngineCore's wrapper of it, is the root
+    tp = text.replace("(VllmWorker rank=2 pid=5521)", "(VllmWorker TP0 pid=5521)")
+    wrapper = f"{E}RuntimeError: Worker failed with error 'The size of tensor a (4096) must match the size of tensor b " \
+              "(4098) at non-singleton dimension 1', please check the stack trace above for the root cause"
+    f = facts_from_text(tp + "\n" + wrapper)
+    assert f.root.process == "VllmWorker TP0" and f.root.frames and f.root.frames[-1].line == 503
 
 
 def test_flashinfer_finding_no_trtllm_kernel_is_the_decode_kernels_limit_under_drafts():

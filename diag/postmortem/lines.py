@@ -47,10 +47,11 @@ _CHARS = str.maketrans({
     "\u200b": None, "\u200c": None, "\u200d": None, "\u2060": None, "\ufeff": None,
 })
 
-# "(EngineCore_DP0 pid=1)", "(RayWorkerWrapper pid=1, ip=…)", and vLLM 0.8-0.10's "(VllmWorker rank=2 pid=1)"
+# "(EngineCore_DP0 pid=1)", "(RayWorkerWrapper pid=1, ip=…)", and vLLM 0.8-0.10's "(VllmWorker rank=2 pid=1)" /
+# "(VllmWorker TP0 pid=1)"
 # (Ray Serve's replica names hold colons: "(ServeReplica:app:LLMServer:model pid=1)", Ray Data's actors parentheses:
 # "(MapWorker(MapBatches(vLLMEngineStageUDF)) pid=4417, ip=10.0.3.17)" -- only with a pid / rank)
-_PROC_NAME = (r"[A-Za-z][\w.\-]*(?::[\w.\-]+)+(?= (?:rank|pid)=)|"
+_PROC_NAME = (r"VllmWorker TP\d+(?= pid=)|[A-Za-z][\w.\-]*(?::[\w.\-]+)+(?= (?:rank|pid)=)|"
               r"[A-Za-z][\w.\-]*\([\w.\-]+(?:\([\w.\-]+\))?\)(?= (?:rank|pid)=)|[A-Za-z][\w.\-]*")
 _PROC_PAREN = re.compile(r"^\((" + _PROC_NAME + r")(?: rank=(\d+))?(?: pid=([^)\s,]*))?(?:, ip=[^)]*)?\)\s?")
 _PROC_NOPAREN = re.compile(r"^([A-Za-z][\w.\-]*)(?: rank=(\d+))? pid=([^)\s,]*)(?:, ip=[^)]*)?\)\s?")
@@ -68,7 +69,7 @@ _BARE_LEVEL = re.compile(r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?=\S)")
 # process names vLLM uses; anything else in parentheses is kept as text
 _KNOWN_PROC = re.compile(
     r"^(?:APIServer|EngineCore|Worker|VllmWorker|RayWorkerWrapper|ApiServer|ProcessPool|VLLM|DPCoordinator|"
-    r"EngineCoreProc|MainProcess|LLMEngine|WorkerProc|Ray)\w*$"
+    r"EngineCoreProc|MainProcess|LLMEngine|WorkerProc|Ray)\w*$|^VllmWorker TP\d+$"
 )
 
 
