@@ -685,3 +685,19 @@ def test_a_backend_selection_that_refuses_the_block_size_is_the_alignment_siblin
     assert f.category == "block_size_alignment" and f.numbers["block_size"] == 24 and "FLASH_ATTN, TRITON_ATTN" in f.basis
     assert _first(_no_backend("FLASH_ATTN: [block_size not supported], TRITON_ATTN: [head_size not supported]"
                               )).category == "other"
+
+
+def test_a_clients_report_of_the_servers_500_is_not_the_root_where_the_servers_error_is_in_the_log():
+    """A trainer's HTTP client reporting the server's 500 (TRL's vllm_client, pasted first) is the failure seen from
+    outside; the EngineCore's own traceback later in the report is the root."""
+    client = "\n".join([
+        "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "/opt/conda/lib/python3.11/site-packages/trl/extras/vllm_client.py", line 274, in generate',
+        '[rank0]:     raise Exception(f"Request failed: {response.status_code}, {response.text}")',
+        "[rank0]: Exception: Request failed: 500, Internal Server Error",
+        "Server terminal (vllm 0.29.0):"])
+    log = client + "\n" + _update_block_table_failure("--enable-prefix-caching")
+    an = analyze_text(log, "t.log")
+    assert an.facts.root.exc_type == "AssertionError" and an.findings[0].category == "state_index"
+    # alone, the client's error is still the root (nothing better in the log)
+    assert analyze_text(client, "t.log").facts.root.message.startswith("Request failed: 500")

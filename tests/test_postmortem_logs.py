@@ -141,6 +141,8 @@ def test_cpu_log_preflight_uses_the_cpu_backend(testbed_models):
     assert an.predicted is not None, an.preflight_note
     assert an.facts.startup["attention_block_size"] == 640
     assert an.gpu is not None and an.gpu.name == "cpu"
+    # the log's host ran the accelerated GDN path (AVX512-BF16): its SSM state is float32, whatever this host has
+    assert an.facts.startup["cpu_accelerated_gdn"] is True and an.gpu.avx512_bf16 is True
     inflated = [x for x in an.findings if x.rule == "block_size_inflated"][0]
     assert (inflated.comparisons[0].expected, inflated.comparisons[0].actual) == (128, 640)
     granularity = [x for x in an.findings if x.rule == "prefix_cache_granularity"][0]

@@ -141,6 +141,10 @@ def gpu_from_facts(facts: LogFacts) -> GpuInfo | None:
             info = parse_gpu(name)
         except Exception:  # noqa: BLE001 - pre-flight is optional here
             info = GpuInfo(name=name)
+        if info.name == "cpu":
+            # the log's host, not this one: vLLM's CPU platform says when its accelerated GDN path (AVX512-BF16
+            # hosts) keeps the SSM state in float32; otherwise the host's flags are not known
+            info.avx512_bf16 = True if facts.startup.get("cpu_accelerated_gdn") else None
     if info is None and cc is None and facts.gpu_count is None:
         return None
     if info is None:

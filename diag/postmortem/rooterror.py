@@ -151,7 +151,8 @@ class ErrorLines:
             after = (e.log_line or 0) >= last_launch
             # a chained exception: its cause comes first
             caused = id(e) in chain_of and not is_noise(ids.get(chain_of[id(e)], e))
-            return (not after, e.wrapped, is_noise(e), caused, not e.frames and not message_numbers(e.message),
+            return (not after, e.wrapped, is_noise(e), bool(_SERVER_ANSWERED_5XX.search(f"{e.exc_type}: {e.message}")),
+                    caused, not e.frames and not message_numbers(e.message),
                     first_seen.get((e.exc_type, " ".join(e.message.split())[:300]), e.log_line or 0))
 
         candidates = sorted(excs, key=rank)
@@ -208,6 +209,11 @@ _CUDA_BOILERPLATE = re.compile(r"\n\s*(?:Search for `\w+' in https?://\S+ for mo
                                r"CUDA_LAUNCH_BLOCKING=1\.?|Compile with `TORCH_USE_CUDA_DSA` to enable device-side "
                                r"assertions\.?)\s*(?=\n|$)")
 
+
+# a client's report that the server answered 5xx (TRL's vllm_client "Request failed: 500, Internal Server Error",
+# openai.InternalServerError, requests' "500 Server Error"): the server's own error, where the log has it, is the root
+_SERVER_ANSWERED_5XX = re.compile(r"Request failed: 5\d\d\b|\b5\d\d\b,? (?:Internal Server Error|Server Error|Service "
+                                  r"Unavailable|Bad Gateway)|InternalServerError|HTTPStatusError: Server error '5\d\d")
 
 # what the engine client (and asyncio / the socket under it) raises once the engine it talks to was stopped
 _TEARDOWN = re.compile(r"EngineDeadError|EngineCore encountered an issue|CancelledError|BrokenPipeError|"

@@ -66,6 +66,9 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     # the KV connector's hits (vLLM's stats line: "External prefix cache hit rate: 99.9%")
     ("external_prefix_cache_hit_rate", re.compile(r"External prefix cache hit rate: " + _FLOAT + r"%"), float),
     ("model_loading_gib", re.compile(r"Model loading took " + _FLOAT + r" ?Gi?B"), float),
+    # vllm/platforms/cpu.py (0.32): the CPU host runs the accelerated GDN path (AVX512-BF16), SSM state in float32
+    ("cpu_accelerated_gdn", re.compile(r"Reset SSM cache type to float32 for accelerated (GDN)"), lambda s: True),
+    ("cpu_accelerated_gdn", re.compile(r"SSM state storage for the CPU accelerated (GDN)"), lambda s: True),
     ("num_gpu_blocks", re.compile(r"# (?:GPU|CUDA|cuda) blocks: (\d+)"), int),
     ("dsa_use_flattening", re.compile(r"DSA indexer decode path: use_flattening=(\w+)"), lambda s: s == "True"),
     # (the same line's next_n is num_speculative_tokens + 1: sparse_attn_indexer.py sets it from the spec config)
