@@ -404,7 +404,8 @@ def test_the_reporter_saying_the_fault_needs_prefix_caching_is_the_state_indices
     assert _first(fault).category == "mixed_batch"
     for said in ("Without MTP no crash; without prefix caching no crash either.",
                  "Disabling prefix caching makes it go away.",
-                 "It only happens with --enable-prefix-caching."):
+                 "It only happens with --enable-prefix-caching.",
+                 "Without --enable-prefix-caching it survives 24h."):
         f = _first(fault + "\n" + said)
         assert f.category == "state_index" and "needs prefix caching" in f.basis, said
     # vLLM's own line turning prefix caching off is not the reporter's

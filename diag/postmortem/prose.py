@@ -180,8 +180,9 @@ _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automa
 # the reporter saying the failure needs prefix caching: "without prefix caching no crash either", "disabling prefix
 # caching makes it go away", "--no-enable-prefix-caching fixes it", "only happens with prefix caching"
 _PC_NEEDED = re.compile(
-    r"\b(?:without|disabling|disable|disabled|turning off|turn(?:ed)? off|no)\s+(?:the\s+|automatic\s+)?(?:apc|prefix[ -]"
-    r"caching)\b[^.;:\n]{0,40}?(?:\bno (?:crash|error|issue|problem|fault)s?\b|\bworks?\b|\bworked\b|\bfine\b|\bok\b|"
+    r"\b(?:without|disabling|disable|disabled|turning off|turn(?:ed)? off|no)\s+(?:the\s+|automatic\s+)?(?:apc|"
+    r"(?:--enable-)?prefix[ -]caching)\b[^.;:\n]{0,40}?(?:\bno (?:crash|error|issue|problem|fault)s?\b|\bworks?\b|"
+    r"\bworked\b|\bfine\b|\bok\b|\bsurviv(?:es|ed)\b|\bruns? (?:fine|stable|for)\b|"
     r"\bokay\b|\bgo(?:es)? away\b|\bwent away\b|\bstable\b|\b(?:does|did)(?: not|n't) (?:crash|happen|reproduce|fail)|"
     r"\bnever (?:crash|happen|fail)(?:s|ed)?\b|\bfixe[sd]\b|\bavoids?\b)|"
     r"(?:--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False)\b[^.;:\n]{0,30}?\b(?:fixes|fixed|avoids|works|"
