@@ -7,8 +7,9 @@ import re
 
 from ..catalog import vtuple
 from ..model import Evidence, LogException, LogFacts
-from .configuration import Setup
+from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, describe_batch, exc_evidence, fact_evidence, title_of
+from .shapes import capture_sizes
 from .specpath import model_names, no_spec_path
 
 # (not PyTorch's boilerplate after any CUDA/HIP error: "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
@@ -183,23 +184,16 @@ def unrounded_spec_padding(facts: LogFacts, setup: Setup) -> tuple[int, int, int
         return None
     a = facts.args
     mode = str(a.get("cudagraph_mode") or "")
-    if _truthy_arg(a.get("enforce_eager")) or mode.upper().endswith(("NONE", "PIECEWISE")) and "FULL" not in mode.upper():
+    if truthy(a.get("enforce_eager")) or mode.upper().endswith(("NONE", "PIECEWISE")) and "FULL" not in mode.upper():
         return None
     tokens = batch.get("total_num_scheduled_tokens")
     if tokens != reqs * (1 + k) or any(t != 1 + k for t in batch.get("tokens_per_req") or []):
         return None
-    sizes = sorted(int(x) for x in (a.get("cudagraph_capture_sizes") or []) if str(x).isdigit())
-    if not sizes:  # vLLM's default list: 1, 2, 4, then every 8 up to the largest
-        top = int(a.get("max_cudagraph_capture_size") or 512)
-        sizes = [1, 2, 4] + list(range(8, top + 1, 8))
-    padded = next((s for s in sizes if s >= tokens), None)
+    top = int(a.get("max_cudagraph_capture_size") or 512)
+    padded = next((s for s in sorted(capture_sizes(facts)) if tokens <= s <= top), None)
     if padded is None or padded == tokens or padded % (1 + k) == 0:
         return None
     return tokens, padded, reqs
-
-
-def _truthy_arg(v) -> bool:
-    return v is True or str(v).strip().lower() in ("1", "true", "yes", "on")
 
 
 def uneven_decode(facts: LogFacts) -> str | None:

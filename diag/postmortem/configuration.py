@@ -59,7 +59,19 @@ class Setup:
         return bool(self.prefix_caching or self.mamba_cache_mode in ("align", "all"))
 
 
-def _truthy(v: Any) -> bool | None:
+def command_spec_k(args: dict[str, Any]) -> int:
+    """num_speculative_tokens as the command (or the engine's config line) gives it, 0 where neither does."""
+    k = args.get("num_speculative_tokens")
+    spec = args.get("speculative_config")
+    if k is None and isinstance(spec, dict):
+        k = spec.get("num_speculative_tokens")
+    try:
+        return int(k or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def truthy(v: Any) -> bool | None:
     if v is None:
         return None
     if isinstance(v, str):
@@ -107,15 +119,9 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
         why.append(f"MLA / sparse-indexer model (the text speaks of {MLA_WORDS.search(terms).group(0)})")
     elif arch or model:
         mla = False
-    k = a.get("num_speculative_tokens")
+    k = command_spec_k(a)
     spec = a.get("speculative_config")
-    if k is None and isinstance(spec, dict):
-        k = spec.get("num_speculative_tokens")
     method = a.get("speculative_method") or (spec.get("method") if isinstance(spec, dict) else None)
-    try:
-        k = int(k or 0)
-    except (TypeError, ValueError):
-        k = 0
     if not k and isinstance(facts.startup.get("num_speculative_tokens_default"), int):
         k = facts.startup["num_speculative_tokens_default"]  # vLLM's default for the method (suffix decoding)
         method = method or "suffix"
@@ -147,7 +153,7 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     elif method:
         why.append(f"speculative decoding ({method})")
         k = -1  # on, depth unknown
-    pc = _truthy(a.get("enable_prefix_caching"))
+    pc = truthy(a.get("enable_prefix_caching"))
     if pc is None and isinstance(facts.startup.get("prefix_caching_prose"), bool):
         pc = facts.startup["prefix_caching_prose"]
     mode = a.get("mamba_cache_mode") or facts.startup.get("mamba_cache_mode")
@@ -155,7 +161,7 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
         pc = True if pc is None else pc
     if pc:
         why.append("prefix caching on" + (f" (Mamba cache mode '{mode}')" if mode else ""))
-    asy = _truthy(a.get("async_scheduling"))
+    asy = truthy(a.get("async_scheduling"))
     mixed = facts.startup.get("mixed_prose") if isinstance(facts.startup.get("mixed_prose"), str) else None
     if mixed is None:
         mixed = _printed_mixed(facts.startup.get("printed_values"))

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..model import LogFacts
 from .cmdline import _GAP, CommandLines, _balance
+from .configuration import command_spec_k
 from .dump import DUMP_SCHED, DUMP_STATS, parse_scheduler_stats
 from .identity import IdentityLines
 from .lines import Line
@@ -354,7 +355,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         if self.dump_text is not None:  # (after the arguments: the dump's elided drafts are counted with their k)
             from .dump import parse_scheduler_output
 
-            batch = parse_scheduler_output(self.dump_text[1], _spec_k(self.facts.args))
+            batch = parse_scheduler_output(self.dump_text[1], command_spec_k(self.facts.args))
             if batch:
                 self.facts.startup["crash_batch"] = batch
                 self.facts.lines["crash_batch"] = (self.dump_text[0], (DUMP_SCHED + ": " + self.dump_text[1])[:500])
@@ -437,13 +438,3 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             name = _SIZE_SEEN[kind]
             if seen and max(seen) > 0 and name not in f.args:
                 f.startup.setdefault(f"{name}_seen", max(seen) + 1)
-
-
-def _spec_k(args: dict) -> int:
-    """num_speculative_tokens as the command or the engine's config line gave it (0 when neither did)."""
-    spec = args.get("speculative_config")
-    k = args.get("num_speculative_tokens") or (spec.get("num_speculative_tokens") if isinstance(spec, dict) else None)
-    try:
-        return max(int(k or 0), 0)
-    except (TypeError, ValueError):
-        return 0

@@ -65,8 +65,10 @@ def _wraps_at(lines: list[str], width: int) -> bool:
     return len(at_width) == 2 and width >= 60 and bool(pairs) and continued == len(pairs)
 
 
+# vLLM's process prefix up to its pid: "(EngineCore_DP0 pid=", "(VllmWorker rank=2 pid=", "(VllmWorker TP0 pid="
+_PROC_PID = r"[A-Za-z][\w.:\-]*(?: rank=\d+| TP\d+)? pid="
 # where a new record or traceback line starts for sure (a word wrap's piece may start with "(" or "[" of prose)
-_RECORD_START = re.compile(r"^\s*(?:\([A-Za-z][\w.:\-]*(?: rank=\d+| TP\d+)? pid=|\[rank\d+\]|\d{4}-\d\d-\d\d[T ]|"
+_RECORD_START = re.compile(r"^\s*(?:\(" + _PROC_PID + r"|\[rank\d+\]|\d{4}-\d\d-\d\d[T ]|"
                            r"[A-Z][a-z]{2} [ \d]\d \d\d:|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d)")
 
 
@@ -100,7 +102,7 @@ def _double_spaced(lines: list[str]) -> bool:
 # (torchrun --tee), "0: " (srun --label), "[vllm] " (a wrapper's tag)
 _TAG = re.compile(r"^(?:\([^()\n]{1,60}\)|\[[^\[\]\n]{1,60}\]:?|\d{1,4}:)")
 # vLLM's own prefixes (they carry the process) and PyTorch's "[rank0]:" -- never a launcher's tag
-_OWN_TAG = re.compile(r"^\((?:[A-Za-z][\w.:\-]*(?: rank=\d+| TP\d+)? pid=|[A-Za-z][\w.\-]* rank=)|^\[rank\d+\]:")
+_OWN_TAG = re.compile(r"^\((?:" + _PROC_PID + r"|[A-Za-z][\w.\-]* rank=)|^\[rank\d+\]:")
 MIN_TAGGED_SHARE = 0.6
 _TAG_FIRST = frozenset("([0123456789")
 
@@ -224,7 +226,7 @@ def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
 _EXC_LINE = re.compile(r"(?:^|[\s\]|)])(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)\b: \S")
 
 
-_RECORD_PREFIX = re.compile(r"\([A-Za-z][\w.:\-]*(?: rank=\d+| TP\d+)? pid=\d+\)|\b(?:ERROR|WARNING|INFO|DEBUG) \d\d-\d\d \d\d:")
+_RECORD_PREFIX = re.compile(r"\(" + _PROC_PID + r"\d+\)|\b(?:ERROR|WARNING|INFO|DEBUG) \d\d-\d\d \d\d:")
 
 
 def _join_exception_pieces(kept: list[tuple[int, str]]) -> list[tuple[int, str]]:

@@ -10,7 +10,7 @@ import re
 from ..model import LogException
 from .lines import Line
 from .numbers import FAULT_NAME, message_numbers, named_numbers
-from .traceback import ORPHAN_TYPE, dedupe, inner_error, is_noise
+from .traceback import ORPHAN_TYPE, dedupe, inner_error, is_noise, message_key
 
 _FLAT_SPLIT = re.compile(r'\s*(?=Traceback \(most recent call last\):)|\s+(?=File ")')
 _FLAT_FRAME = re.compile(r'^(File "[^"]+", line \d+, in [\w<>.]+)\s*(.*)$')
@@ -122,7 +122,7 @@ class ErrorLines:
         # every rank printed before the engine's timeout, and a fuller copy of it pasted later, is still first)
         first_seen: dict[tuple[str, str], int] = {}
         for e in self.tb.exceptions:
-            key = (e.exc_type, " ".join(e.message.split())[:300])
+            key = message_key(e)
             first_seen[key] = min(first_seen.get(key, e.log_line or 0), e.log_line or 0)
         last_launch = self.launches[-1] if self.launches else 0
         chain_of = self.tb.chain_of
@@ -153,7 +153,7 @@ class ErrorLines:
             caused = id(e) in chain_of and not is_noise(ids.get(chain_of[id(e)], e))
             return (not after, e.wrapped, is_noise(e), bool(_SERVER_ANSWERED_5XX.search(f"{e.exc_type}: {e.message}")),
                     caused, not e.frames and not message_numbers(e.message),
-                    first_seen.get((e.exc_type, " ".join(e.message.split())[:300]), e.log_line or 0))
+                    first_seen.get(message_key(e), e.log_line or 0))
 
         candidates = sorted(excs, key=rank)
         root = candidates[0]

@@ -196,7 +196,7 @@ def draft_factor(facts: LogFacts, spec_k: int) -> tuple[int, int] | None:
     return None
 
 
-def _capture_sizes(facts: LogFacts) -> set[int]:
+def capture_sizes(facts: LogFacts) -> set[int]:
     sizes = facts.args.get("cudagraph_capture_sizes")
     if isinstance(sizes, list) and all(isinstance(x, int) for x in sizes):
         return set(sizes)
@@ -220,7 +220,7 @@ def padding_signature(facts: LogFacts, spec_k: int = 0) -> tuple[int, int, int, 
         pairs += [(x, n["split_sizes_expected_sum"], "a split size vs the tensor") for x in n["split_sizes"]]
     if isinstance(n.get("tensor_a_size"), int) and isinstance(n.get("tensor_b_size"), int):
         pairs.append((n["tensor_a_size"], n["tensor_b_size"], "tensor sizes"))
-    caps = _capture_sizes(facts)
+    caps = capture_sizes(facts)
     for a, b, what in pairs:
         big, small = max(a, b), min(a, b)
         if big in caps and big > mx >= small and big != small:

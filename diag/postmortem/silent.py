@@ -8,6 +8,7 @@ import re
 
 from ..catalog import vtuple
 from ..model import Evidence, LogException, LogFacts
+from ..rules.kv_scales_hybrid import calibrates_scales
 from .configuration import Setup
 from .diagnosis import Diagnosis, fact_evidence, title_of
 from .specpath import model_names, no_spec_path
@@ -56,17 +57,6 @@ def own_quality_gate(root: LogException, facts: LogFacts) -> bool:
     return not any(re.search(r"vllm/|site-packages/|dist-packages/|torch/|/lib/python", f.file) for f in root.frames)
 
 
-def kv_scales_calibrated_on_hybrid(facts: LogFacts) -> bool:
-    """--calculate-kv-scales with a quantized KV cache in a release that still calibrates a hybrid's scales (before
-    0.19.0; the flag is gone from 0.29)."""
-    a = facts.args
-    if str(a.get("calculate_kv_scales")).lower() not in ("true", "1", "yes") or not str(
-            a.get("kv_cache_dtype") or "").startswith("fp8"):
-        return False
-    v = vtuple(facts.vllm_version) if facts.vllm_version else None
-    return v is None or v < (0, 19, 0)
-
-
 def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
     """No error at all, but the output goes wrong under speculative decoding (``low``/``medium``: the symptom, the
     configuration and vLLM's own warnings, not a failure site):
@@ -99,7 +89,8 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
             evidence=fact_evidence(facts, "dtype_cast_from", "wrong_output_prose"),
             missing=["a run with --dtype bfloat16 (or auto) on a GPU that has it; fp16-only GPUs (V100, T4) need a "
                      "float16-safe checkpoint"])
-    if symptom and setup.hybrid and kv_scales_calibrated_on_hybrid(facts):
+    if symptom and setup.hybrid and calibrates_scales(facts.args.get("calculate_kv_scales"), facts.args.get(
+            "kv_cache_dtype"), vtuple(facts.vllm_version) if facts.vllm_version else None):
         # --calculate-kv-scales on a Mamba/GDN hybrid before 0.19: the calibration pass computes the fp8 KV scales of
         # the attention layers while the recurrent state is uninitialised (vLLM 0.19+ turns the flag off for hybrids:
         # "uninitialized recurrent state corrupts scales during the calibration pass", issue #37554)

@@ -224,20 +224,21 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                   f"(k = {setup.spec_k}): a kernel counting 1 + k tokens per spec decode meets one state row per "
                   "request -- the batch's rows counted two ways (a mixed batch), not the indices' width")
     elif cat == "state_index" and setup.spec_k != 0 and _REQUEST_COUNT_CHECK.search(site.condition or "") and (
-            dumped_mixed or not setup.prefix_cached_states) and _padded_rows(root.message or "", setup):
-        basis += ("; every request of the crash dump's step is counted (Expected = its "
-                  f"{setup.batch['num_reqs']} requests, spec decodes included) and the state indices have more rows: "
-                  "padded rows handed to the Mamba group (a CUDA-graph batch), not the step split two ways")
-    elif cat == "state_index" and setup.spec_k != 0 and _REQUEST_COUNT_CHECK.search(site.condition or "") and (
             dumped_mixed or not setup.prefix_cached_states):
-        # the requests of the step counted two ways (the metadata built for one group vs the rows handed to another):
-        # without prefix caching the state indices hold one row per request, so the split of the batch differs, not
-        # an index -- the mixed-batch class; with prefix caching the rows come through the block table (state_index)
-        cat = "mixed_batch"
-        basis += ("; the check counts the step's requests (prefills + decodes) against the state indices' rows"
-                  + (" and the crash dump shows a mixed batch" if dumped_mixed else
-                     " with no prefix caching (one state row per request)")
-                  + ": the batch's requests counted two ways under speculative decoding, not an index width")
+        if _padded_rows(root.message or "", setup):
+            basis += ("; every request of the crash dump's step is counted (Expected = its "
+                      f"{setup.batch['num_reqs']} requests, spec decodes included) and the state indices have more rows: "
+                      "padded rows handed to the Mamba group (a CUDA-graph batch), not the step split two ways")
+        else:
+            # the requests of the step counted two ways (the metadata built for one group vs the rows handed to
+            # another): without prefix caching the state indices hold one row per request, so the split of the batch
+            # differs, not an index -- the mixed-batch class; with prefix caching the rows come through the block
+            # table (state_index)
+            cat = "mixed_batch"
+            basis += ("; the check counts the step's requests (prefills + decodes) against the state indices' rows"
+                      + (" and the crash dump shows a mixed batch" if dumped_mixed else
+                         " with no prefix caching (one state row per request)")
+                      + ": the batch's requests counted two ways under speculative decoding, not an index width")
     pre = precondition_fails(cat, setup, facts, site)
     if pre:
         basis += f"; but {pre}, so the check fired for another reason: not counted as {cat}"

@@ -360,12 +360,17 @@ def inner_error(exc: LogException) -> tuple[str, str] | None:
     return exc.exc_type, inner
 
 
+def message_key(e: LogException) -> tuple[str, str]:
+    """The error as ranks and copies of a traceback print it alike: its type and its message, whitespace folded."""
+    return e.exc_type, " ".join(e.message.split())[:300]
+
+
 def dedupe(excs: list[LogException]) -> list[LogException]:
     """Same type + message printed by several processes (or pasted twice) -> one, the richest."""
-    out: dict[tuple[str, str], LogException] = {}
-    order: list[tuple[str, str]] = []
+    out: dict[tuple, LogException] = {}
+    order: list[tuple] = []
     for e in excs:
-        sig = (e.exc_type, " ".join(e.message.split())[:300])
+        sig = message_key(e)
         if e.exc_type == ORPHAN_TYPE:  # frames without an exception line: distinct pieces of an excerpt stay apart
             sig += tuple((f.file.rsplit("/", 1)[-1], f.line) for f in e.frames[-3:])
         cur = out.get(sig)

@@ -17,6 +17,7 @@ as in a real engine.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import gcd, lcm
 from typing import Any
 
@@ -61,6 +62,7 @@ def parse_gpu(name: str | None) -> GpuInfo | None:
     return GpuInfo(name=name, compute_capability=None)
 
 
+@lru_cache(maxsize=1)  # the host's CPU does not change while the process runs
 def host_avx512_bf16() -> bool | None:
     """Whether this host's CPU has AVX512-BF16 (what torch.cpu._is_avx512_bf16_supported() asks, read from
     /proc/cpuinfo's flags; None off Linux or where the file cannot be read)."""
