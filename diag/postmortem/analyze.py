@@ -427,6 +427,14 @@ def _unexplained_root(facts: LogFacts, findings: list[Finding]) -> list[Finding]
     )
     f.confidence = "low"
     f.basis = "no failure site of the catalog (vLLM 0.11-0.33) and no rule matches this error; its frames are the evidence"
+    # hybrid/spec-decode notes on the configuration (a raised block size) explain no error; beside an error that
+    # nothing explains they would read as its cause
+    notes = [x for x in findings if x.category != "other" and not any(e.line == root.log_line for e in x.evidence)]
+    if notes:
+        findings = [x for x in findings if x not in notes]
+        f.missing_evidence.append(
+            f"{len(notes)} note(s) of the hybrid/spec-decode classes on the configuration were left out: they do not "
+            f"explain this error (`vllm-diag check` on the command shows them)")
     if root.exc_type.endswith("AssertionError") and not root.message:
         f.missing_evidence.append(
             "the assertion carries no values; " + PROBE_HINT
