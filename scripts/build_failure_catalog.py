@@ -628,6 +628,37 @@ def site_id(site: dict) -> str:
     return f"{base}.{fn}.{h}"
 
 
+def apply_overrides(out: Path) -> int:
+    """Re-decide the category of each cataloged site an override names, from what the catalog keeps of it (file,
+    function, condition, message; the enclosing ``if`` tests are not kept, and no override reads them)."""
+    from vllm_diag.catalog import categorize
+
+    doc = json.loads(out.read_text())
+    fields, tables = doc["fields"], doc["tables"]
+    col = {name: fields.index(name) for name in ("cat", "file", "func", "cond", "msg", "rule")}
+    changed = 0
+    for row in doc["sites"]:
+        text = " ".join([row[col["cond"]] or "", row[col["msg"]] or ""]).lower()
+        file, func = tables["file"][row[col["file"]]].lower(), row[col["func"]].rsplit(".", 1)[-1]
+        for suffix, fn, needle, cat, rid in categorize.OVERRIDES:
+            if file.endswith(suffix) and func == fn and needle in text:
+                for table, key, value in (("cat", "cat", cat), ("rule", "rule", "override:" + rid)):
+                    if value not in tables[table]:
+                        tables[table].append(value)
+                    if row[col[key]] != tables[table].index(value):
+                        changed += key == "cat"
+                        row[col[key]] = tables[table].index(value)
+                break
+    counts: dict[str, int] = {}
+    for row in doc["sites"]:
+        name = tables["cat"][row[col["cat"]]]
+        counts[name] = counts.get(name, 0) + 1
+    doc["counts"] = dict(sorted(counts.items()))
+    out.write_text(json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n")
+    print(f"wrote {out}: {changed} site(s) changed category; categories {doc['counts']}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from vllm_diag.catalog import categorize, kernels
 
@@ -638,7 +669,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reuse-extraction", metavar="FILE", default=None,
                     help="keep what was read from the wheels in FILE (pickle) and reuse it on the next run: "
                          "re-categorising after a change to vllm_diag.catalog.categorize takes seconds")
+    ap.add_argument("--overrides-only", action="store_true",
+                    help="apply vllm_diag.catalog.categorize's OVERRIDES to the catalog at --out, without the wheels "
+                         "(a hand decision on one site takes effect without reading 35 releases again)")
     args = ap.parse_args(argv)
+    if args.overrides_only:
+        return apply_overrides(Path(args.out))
     wheels = ensure_wheels(Path(args.cache).expanduser(), args.offline)
     if not wheels:
         print("no wheels: nothing to do", file=sys.stderr)

@@ -190,6 +190,10 @@ def test_rules_classify_unseen_errors(site, expected):
     # the DSA indexer's decode batch (next_n = 1 + k rows a request) against its seq_lens
     ({"file": "vllm/model_executor/layers/sparse_attn_indexer.py", "function": "sparse_attn_indexer",
       "exc": "AssertionError", "condition": "batch_size == decode_metadata.seq_lens.shape[0]"}, "spec_kernel_limit"),
+    # a backend taking only uniform decode query lengths handed requests padded without their tokens
+    ({"file": "vllm/v1/attention/backends/utils.py", "function": "split_decodes_and_prefills", "exc": "AssertionError",
+      "condition": "num_reqs * query_lens[0] == num_tokens", "message": "tokens not padded correctly"},
+     "spec_kernel_limit"),
 ])
 def test_what_a_check_compares_decides_over_a_word_of_it(site, expected):
     """Read in vLLM's source: the word a generic rule keys on ("page size", "quantization method", "checkpoint",
@@ -201,6 +205,16 @@ def test_cxx_check_messages_concatenated_from_strings_become_templates():
     mod = _script()
     assert mod._cxx_message(['"Trtllm-gen kernels not found: " + info']) == "Trtllm-gen kernels not found: {info}"
     assert mod._cxx_message(['"a " + f(x, "+") + " b"']) == 'a {f(x, "+")} b'
+
+
+def test_the_shipped_catalog_carries_every_override(tmp_path):
+    """A hand decision in OVERRIDES is in the shipped catalog: applying them again (the script's --overrides-only,
+    no wheels needed) changes no byte."""
+    shipped = ROOT / "diag" / "data" / "failure_sites.json"
+    copy = tmp_path / "failure_sites.json"
+    copy.write_bytes(shipped.read_bytes())
+    assert _script().main(["--overrides-only", "--out", str(copy)]) == 0
+    assert copy.read_bytes() == shipped.read_bytes()
 
 
 def test_extractor_templates(tmp_path):

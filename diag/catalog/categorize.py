@@ -447,9 +447,10 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     ("spec_decode/dflash/speculator.py", "set_attn", "single kv-cache group", "kv_page_size", "dflash_single_group"),
     # the V2 runner's uniform-decode capture splits a capture size into requests of 1 + k tokens
     ("worker/gpu/model_runner.py", "_dummy_run", "% self.decode_query_len", "cudagraph_shape", "v2_capture_vs_decode_len"),
-    # a padded uniform batch for full CUDA graphs (query lengths 1 + k or 0) whose tokens were not padded to
-    # num_reqs x (1 + k): capture padding vs the drafts (E)
-    ("backends/utils.py", "split_decodes_and_prefills", "tokens not padded correctly", "cudagraph_shape",
+    # a backend that takes only uniform decode query lengths (FlashMLA, TRT-LLM, FlashInfer MLA: require_uniform)
+    # handed a batch whose tokens are not num_reqs x (1 + k) -- requests padded (DP, CUDA graphs) but not their
+    # tokens: the kernel's query-length requirement under drafts (C), as the reports of it are labelled
+    ("backends/utils.py", "split_decodes_and_prefills", "tokens not padded correctly", "spec_kernel_limit",
      "padded_uniform_batch_tokens"),
     # 1 + k sampled rows a request against max_num_batched_tokens (LoRA + drafts), and the scheduler's padded spec
     # rows clipped by a threshold below 1 + k: speculative tokens vs the token budget (E)
