@@ -39,3 +39,40 @@ def test_a_raised_block_size_is_no_hint_beside_an_error_nothing_explains():
     assert any("left out" in m for m in an.findings[0].missing_evidence)
     clean = "\n".join(_fp8_block_log().splitlines()[:3])  # the same start-up without an error keeps the note
     assert "block_size_alignment" in [f.category for f in analyze_text(clean, "x.log", use_preflight=False).findings]
+
+
+E = "(EngineCore_DP0 pid=812) ERROR 10-02 15:44:09 [core.py:1376] "
+
+
+def _gather_fault_log(printed: str) -> str:
+    assert_line = ("/pytorch/aten/src/ATen/native/cuda/ScatterGatherKernel.cu:367: operator(): block: [0,0,0], thread: "
+                   "[0,0,0] Assertion `idx_dim >= 0 && idx_dim < index_size && \"index out of bounds\"` failed.")
+    return "\n".join([
+        "vllm serve ibm-granite/granite-4.0-h-small --enable-prefix-caching --mamba-cache-mode all "
+        "--speculative-config '{\"method\": \"eagle3\", \"model\": \"/ckpt/head\", \"num_speculative_tokens\": 2}'",
+        "INFO 10-02 15:40:01 [__init__.py:239] vLLM version 0.29.0",
+        assert_line,
+        f"{E}EngineCore encountered a fatal error.",
+        f"{E}Traceback (most recent call last):",
+        f'{E}  File ".../vllm/v1/worker/gpu_model_runner.py", line 355, in get_output',
+        f"{E}    self.async_copy_ready_event.synchronize()",
+        f"{E}torch.AcceleratorError: CUDA error: device-side assert triggered",
+        "",
+        "With CUDA_LAUNCH_BLOCKING=1 it moves to:",
+        '  File ".../vllm/model_executor/layers/mamba/mamba_mixer2.py", line 1000, in conv_ssm_forward',
+        "    state_indices_tensor_d_input = state_indices_tensor_d.gather(",
+        printed,
+    ])
+
+
+def test_a_negative_index_the_reporter_read_off_in_words_is_a_row_without_a_state_slot():
+    """A gather over the state indices faulting on a Mamba2 hybrid with drafts and prefix caching reads as the state
+    indices; the reporter's "block_idx_... shows -1" (a row of the step without a state slot) makes it the batch's
+    rows, as a printed negative slot does."""
+    said = "printing block_idx_last_scheduled_token_prev_step_d shows -1 for the requests just admitted from prefill"
+    an = analyze_text(_gather_fault_log(said), "x.log", use_preflight=False)
+    assert an.facts.startup["printed_values"]["block_idx_last_scheduled_token_prev_step_d"] == -1
+    assert an.findings[0].category == "mixed_batch"
+    assert "block_idx_last_scheduled_token_prev_step_d = -1" in an.findings[0].basis
+    plain = analyze_text(_gather_fault_log("mode align works."), "x.log", use_preflight=False)
+    assert plain.findings[0].category == "state_index"

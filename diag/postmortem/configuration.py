@@ -183,11 +183,12 @@ def _printed_mixed(printed: Any) -> str | None:
         return (f"printed counters: num_spec_decodes={spec}, "
                 + ", ".join(f"{k}={printed.get(k)}" for k in ("num_prefills", "num_decodes") if printed.get(k) is not None))
     for name, val in printed.items():
-        if not re.search(r"state_\w*ind|state_idx|cache_indices|slot_ids?(?:_min)?$", str(name)):
+        # (block_idx_*: the column of a request's state in the state indices, prefix caching's mode 'all')
+        if not re.search(r"state_\w*ind|state_idx|cache_indices|slot_ids?(?:_min)?$|^block_idx_", str(name)):
             continue
         if isinstance(val, list) and any(isinstance(x, int) and x < 0 for x in val):
             return f"printed {name} holds {min(val)} (a row without a state slot)"
-        if isinstance(val, int) and not isinstance(val, bool) and val < 0 and str(name).endswith("_min"):
+        if isinstance(val, int) and not isinstance(val, bool) and val < 0:
             return f"printed {name} = {val} (a row without a state slot)"  # "spec_state_indices_tensor.min()=-1"
     for name, val in printed.items():
         # the drafts each request kept, printed for the failing step: different lengths in one step are ragged drafts

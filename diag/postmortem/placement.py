@@ -215,12 +215,18 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
     launched = _launching_statement(facts) if setup.hybrid is not False else None
     if launched is not None:
         cat, fr = launched
+        slotless = setup.spec_k and "without a state slot" in (setup.mixed_evidence or "")
+        if cat == "state_index" and slotless:
+            # the state indices it reads hold -1 for a row of the step (a row the spec-decode path gave no slot): the
+            # batch's rows, not the indices' width -- the class of a negative state index in Python
+            cat = "mixed_batch"
         return out(cat, "medium", f"launches are synchronous (CUDA_LAUNCH_BLOCKING=1), so the statement that launched "
                                   f"it is exact: {fr.file.rsplit('/', 1)[-1]}:{fr.line} {fr.function}: "
                                   f"{(fr.code or '').strip()[:100]} -- "
-                                  + ("it indexes the Mamba/GDN state indices" if cat == "state_index" else
-                                     "it indexes the step's batch rows (query starts, spec-decode masks, accepted "
-                                     "counts)") + (f"; with {', '.join(setup.why)}" if setup.why else ""))
+                                  + (f"it indexes the Mamba/GDN state indices, and the report's {setup.mixed_evidence}"
+                                     if slotless else "it indexes the Mamba/GDN state indices" if cat == "state_index"
+                                     else "it indexes the step's batch rows (query starts, spec-decode masks, accepted "
+                                          "counts)") + (f"; with {', '.join(setup.why)}" if setup.why else ""))
     # PyTorch's indexing kernels or an unknown kernel: the configuration decides
     # (the root error's frames: where the fault surfaced, or with CUDA_LAUNCH_BLOCKING=1 the launching statement)
     fake = LogException(exc_type="CUDA error", message=text[:300], log_line=lineno,

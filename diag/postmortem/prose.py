@@ -174,6 +174,12 @@ _PRINTED_TENSOR = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[^\n=\
 # decode part = [412, 97, 98, -1, 1031, ...]"
 _PRINTED_NAMED_LIST = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[^\n=\[\]:]{1,40}?[=:]\s*\[\s*"
                                  r"(-?\d+(?:\s*,\s*-?\d+){0,255})(?:\s*,\s*(?:\.\.\.|\u2026))?\s*\]")
+# a value the reporter read off a variable, in words: "printing block_idx_last_scheduled_token_prev_step_d shows -1",
+# "spec_state_indices_tensor contains -1" (a negative one only: a slot or index that cannot be negative)
+_PRINTED_VERB = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b(?:\s+(?:tensor|values?|column|row|entry|now))?\s+"
+                           r"(?:shows?|showed|is|was|are|were|contains?|contained|has|had|gives?|gave|returns?|returned|"
+                           r"holds?|held|prints?|printed|comes? out as|came out as)\s+(?:(?:a|an|the|some|all)\s+)?"
+                           r"(-\d+)(?![\d.\w])")
 _EXPR_SUFFIX = {"shape": "shape", "size()": "shape", "max()": "max", "min()": "min", "numel()": "numel", "sum()": "sum"}
 _PC_PROSE = re.compile(r"\b(without|no|disabled?|disabling|off)?\W{0,3}(?:automatic )?prefix[ -]caching"
                        r"(?:\s+(?:is\s+|was\s+)?(off|disabled|not enabled|on|enabled|turned on)\b)?", re.I)
@@ -353,6 +359,10 @@ class ProseLines:
                 self.facts.startup["prefix_caching_prose"] = not (m.group(1) or (m.group(2) or "").lower() in (
                     "off", "disabled", "not enabled"))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
+        if " -" in text and "_" in text and len(text) < 2000 and _PRINTED_VERB.search(text):
+            printed = self.facts.startup.setdefault("printed_values", {})
+            for name, val in _PRINTED_VERB.findall(text):
+                _printed(printed, name, int(val))
         if ("=" in text or '":' in text or "':" in text or "tensor([" in text) and "_" in text and len(text) < 4000 \
                 and "with config:" not in text and "non-default args" not in text and "SchedulerOutput" not in text:
             printed = self.facts.startup.setdefault("printed_values", {})
