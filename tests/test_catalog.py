@@ -190,6 +190,9 @@ def test_rules_classify_unseen_errors(site, expected):
     # the DSA indexer's decode batch (next_n = 1 + k rows a request) against its seq_lens
     ({"file": "vllm/model_executor/layers/sparse_attn_indexer.py", "function": "sparse_attn_indexer",
       "exc": "AssertionError", "condition": "batch_size == decode_metadata.seq_lens.shape[0]"}, "spec_kernel_limit"),
+    # a Mamba builder's split of the step into decodes and prefills without the step's is_prefilling flags
+    ({"file": "vllm/v1/attention/backends/mamba_attn.py", "function": "BaseMambaAttentionMetadataBuilder._compute_common_metadata",
+      "exc": "AssertionError", "condition": "is_prefilling is not None"}, "mixed_batch"),
     # a backend taking only uniform decode query lengths handed requests padded without their tokens
     ({"file": "vllm/v1/attention/backends/utils.py", "function": "split_decodes_and_prefills", "exc": "AssertionError",
       "condition": "num_reqs * query_lens[0] == num_tokens", "message": "tokens not padded correctly"},

@@ -76,3 +76,57 @@ def test_a_negative_index_the_reporter_read_off_in_words_is_a_row_without_a_stat
     assert "block_idx_last_scheduled_token_prev_step_d = -1" in an.findings[0].basis
     plain = analyze_text(_gather_fault_log("mode align works."), "x.log", use_preflight=False)
     assert plain.findings[0].category == "state_index"
+
+
+def test_records_cut_to_their_level_keep_the_traceback_indentation():
+    """A reporter who cut timestamps and logger locations leaves "(Worker_TP1 pid=N) ERROR   File ..." -- the level,
+    then the traceback's own indentation: the frames are still frames, so the layer's assert is matched."""
+    p = "(EngineCore_DP0 pid=9141) (Worker_TP1 pid=9310) ERROR "
+    log = "\n".join([
+        "LLM(model='moonshotai/Kimi-Linear-48B-A3B-Instruct', tensor_parallel_size=2, "
+        "speculative_config={'method': 'ngram', 'num_speculative_tokens': 4})",
+        "INFO 06-03 08:01:10 [__init__.py:239] vLLM version 0.20.2",
+        f"{p}Traceback (most recent call last):",
+        f'{p}  File "{PKG}/model_executor/layers/kda.py", line 55, in kda_attention',
+        f"{p}    self._forward(",
+        f'{p}  File "{PKG}/model_executor/layers/kda.py", line 377, in _forward',
+        f"{p}    assert non_spec_state_indices_tensor is not None",
+        f"{p}AssertionError",
+    ])
+    an = analyze_text(log, "x.log", use_preflight=False)
+    assert [f.function for f in an.facts.root.frames] == ["kda_attention", "_forward"]
+    assert an.findings[0].category == "mixed_batch"
+
+
+def test_a_hybrid_drafts_batch_split_without_its_prefill_flags_is_the_builder_class():
+    """A hybrid draft model's Mamba builder asserting the step's is_prefilling flags exist (the proposer's metadata
+    lacks them): the builder's split of decodes from prefills, not a type check outside the families."""
+    e = "(EngineCore_DP0 pid=611) ERROR 02-19 21:55:08 [core.py:1197] "
+    log = "\n".join([
+        "vllm serve ibm-granite/granite-4.0-h-small --speculative-config "
+        "'{\"method\":\"draft_model\",\"model\":\"ibm-granite/granite-4.0-h-micro\",\"num_speculative_tokens\":4}'",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "{PKG}/v1/spec_decode/llm_base_proposer.py", line 887, in build_per_group_and_layer_attn_metadata',
+        f"{e}    attn_metadata = attn_group.get_metadata_builder().build_for_drafting(",
+        f'{e}  File "{PKG}/v1/attention/backends/mamba2_attn.py", line 139, in build',
+        f"{e}    common = self._compute_common_metadata(",
+        f'{e}  File "{PKG}/v1/attention/backends/mamba_attn.py", line 395, in _compute_common_metadata',
+        f"{e}    assert is_prefilling is not None",
+        f"{e}AssertionError",
+    ])
+    assert analyze_text(log, "x.log", use_preflight=False).findings[0].category == "mixed_batch"
+
+
+def test_output_that_goes_off_the_rails_and_loops_is_wrong_output():
+    """"answers go off the rails", "finally loops": the reporter's words for wrong output without an error, on a
+    hybrid with drafts (the builder's rows); the same words on a dense model without drafts name no family."""
+    words = ("Qwen3-Next + ngram: answers go off the rails mid-generation, then it repeats an earlier span and "
+             "finally loops. No crash, no warning.")
+    cmd = ("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --speculative-config "
+           "'{\"method\":\"ngram\",\"num_speculative_tokens\":4,\"prompt_lookup_max\":5}'")
+    an = analyze_text(words + "\n" + cmd, "x.log", use_preflight=False)
+    assert an.facts.startup["wrong_output_prose"] == "go off the rails"
+    assert an.findings[0].category == "mixed_batch"
+    dense = analyze_text("Llama-3.1-8B: answers go off the rails after a while.\nvllm serve meta-llama/Llama-3.1-8B",
+                         "x.log", use_preflight=False)
+    assert not [f for f in dense.findings if f.category not in ("other",)]

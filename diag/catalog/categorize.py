@@ -137,7 +137,7 @@ RULES: list[tuple[str, str, Pred]] = [
                                            r"could not open file", _core(t)))),
     ("other_type_narrowing", "other",
      lambda f, fn, t, e, c: e == "AssertionError" and _is_none_check(c) and not re.search(
-         r"state_ind|state_idx|spec_|non_spec|num_accepted|query_start|has_initial|block_idx|cache_indices|prefill_|"
+         r"state_ind|state_idx|spec_|non_spec|num_accepted|query_start|has_initial|block_idx|cache_indices|prefill_|is_prefill|"
          r"decode", c)),
     ("other_duplicate_layer", "other", lambda f, fn, t, e, c: "duplicate layer name" in t),
     # a check whose both sides are the model code's own declarations (the state shapes a Mamba layer declares

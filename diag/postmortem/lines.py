@@ -64,7 +64,8 @@ _LEVEL = re.compile(
     r"\[?([\w.\-/]+\.py):(\d+|\.{2,3}|\u2026|[Nn]|\?{1,3})\]\s?"
 )
 _UVICORN = re.compile(r"^(INFO|ERROR|WARNING|DEBUG|CRITICAL):\s+")
-_BARE_LEVEL = re.compile(r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?=\S)")
+# (the message may start with a traceback's indentation: "ERROR   File ...", the timestamp and location cut out)
+_BARE_LEVEL = re.compile(r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?=\s*\S)")
 
 # process names vLLM uses; anything else in parentheses is kept as text
 _KNOWN_PROC = re.compile(

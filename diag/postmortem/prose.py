@@ -99,6 +99,9 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output
                            r"(?:greedy|temperature 0|temp 0)[^.]{0,60}\b(?:(?:is|are)n'?t|not) deterministic|"
                            # degenerate generation and quality that drops without an error
                            r"(?:gets?|got|is|are) stuck (?:in (?:a )?loops?|repeating)|repetitive (?:garbage|output|text|loops?)|"
+                           r"\b(?:go|goes|went|going|gone) off the rails\b|"
+                           r"\b(?:starts?|started|begins?|began|ends? up|ended up) (?:to )?loop(?:ing)?\b|"
+                           r"\b(?:and|then|finally) loops\b|\bloops (?:forever|endlessly)\b|"
                            r"repeats? (?:itself|the same (?:tokens?|words?|phrases?|lines?))|slightly[- ]off (?:text|output|answers?)|"
                            r"\b(?:accuracy|exact[_ ]match|eval scores?|benchmark scores?) (?:\w+ ){0,2}(?:drops?|dropped|collapses?|"
                            r"collapsed|falls?|fell|degrades?|degraded|regress\w*|tanks?|tanked)\b|"
