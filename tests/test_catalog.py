@@ -193,6 +193,14 @@ def test_rules_classify_unseen_errors(site, expected):
     # a Mamba builder's split of the step into decodes and prefills without the step's is_prefilling flags
     ({"file": "vllm/v1/attention/backends/mamba_attn.py", "function": "BaseMambaAttentionMetadataBuilder._compute_common_metadata",
       "exc": "AssertionError", "condition": "is_prefilling is not None"}, "mixed_batch"),
+    # the hybrid builders' spec-decode arguments under dual-batch overlap's micro-batches
+    ({"file": "vllm/v1/worker/gpu_model_runner.py",
+      "function": "GPUModelRunner._build_attention_metadata._build_attn_group_metadata", "exc": "AssertionError",
+      "condition": "ubid is None", "message": "UBatching not supported with GDN or linear attn yet"}, "mixed_batch"),
+    # the GDN capture batch's accepted-token counts against its draft counts, row for row
+    ({"file": "vllm/v1/attention/backends/gdn_attn.py", "function": "GDNAttentionMetadataBuilder.build_for_cudagraph_capture",
+      "exc": "AssertionError", "condition": "num_decode_draft_tokens_cpu.shape == num_accepted_tokens.shape"},
+     "mixed_batch"),
     # a backend taking only uniform decode query lengths handed requests padded without their tokens
     ({"file": "vllm/v1/attention/backends/utils.py", "function": "split_decodes_and_prefills", "exc": "AssertionError",
       "condition": "num_reqs * query_lens[0] == num_tokens", "message": "tokens not padded correctly"},

@@ -410,6 +410,11 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # a decode-only CUDA-graph batch: a CUDA-graph shape problem (vLLM gdn_attn.py, GDNAttentionMetadataBuilder
     # .build_for_cudagraph_capture; README family E), not a mixed batch.
     ("gdn_attn.py", "build_for_cudagraph_capture", "decode-only full cudagraph", "cudagraph_shape", "gdn_capture_guard"),
+    # Its next check compares the capture batch's accepted-token counts with its draft counts, row for row (both from
+    # the query starts): the spec-decode rows' accepted-token bookkeeping in the builder (D), not a capture size --
+    # as the reports of it are labelled
+    ("gdn_attn.py", "build_for_cudagraph_capture", "num_accepted_tokens.shape", "mixed_batch",
+     "gdn_capture_accepted_rows"),
     # "num_decodes: X, num_spec_decodes: Y" (gdn_attn.py build, 0.17.x, vllm#34845): the mixed-batch assert itself.
     ("gdn_attn.py", "build", "num_decodes", "mixed_batch", "gdn_mixed_assert"),  # (needles: lower case)
     # vLLM's fast_plan_decode is FlashInfer's decode plan for CUDA-graph mode (its own copy of FlashInfer's plan, whose
@@ -529,6 +534,11 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     ("worker/gpu/pcp_manager.py", "validate_config", "cuda graphs", "other", "pcp_cudagraph_mode"),
     ("worker/gpu/pcp_manager.py", "validate_config", "dspark requires dcp", "other", "pcp_dspark_dcp"),
     ("worker/gpu/cudagraph_utils.py", "ubatch_forward_fn", "dbo does not support", "other", "dbo_cudagraph_mode"),
+    # the runner's spec-decode arguments of the hybrid builders (accepted counts, draft counts per request) cannot be
+    # split per micro-batch (dual-batch overlap): checked only on the spec-decode path of a GDN / Mamba2 / linear-
+    # attention builder -- the builders' spec-decode batch bookkeeping (D), as the reports of it are labelled
+    ("gpu_model_runner.py", "_build_attn_group_metadata", "ubatching not supported with gdn", "mixed_batch",
+     "hybrid_spec_args_ubatch"),
     ("worker/gpu/cudagraph_utils.py", "capture", "not torch-compiled", "other", "piecewise_uncompiled_model"),
     ("flex_attention.py", "_maybe_get_custom_mask_mod", "differing mask mods", "other", "flex_mask_mods"),
     ("flex_attention.py", "_get_block_sizes", "flex_attn_q_block_size must be a power of 2", "other", "flex_q_block_flag"),

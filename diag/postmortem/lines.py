@@ -54,6 +54,8 @@ _CHARS = str.maketrans({
 _PROC_NAME = (r"VllmWorker TP\d+(?= pid=)|[A-Za-z][\w.\-]*(?::[\w.\-]+)+(?= (?:rank|pid)=)|"
               r"[A-Za-z][\w.\-]*\([\w.\-]+(?:\([\w.\-]+\))?\)(?= (?:rank|pid)=)|[A-Za-z][\w.\-]*")
 _PROC_PAREN = re.compile(r"^\((" + _PROC_NAME + r")(?: rank=(\d+))?(?: pid=([^)\s,]*))?(?:, ip=[^)]*)?\)\s?")
+# a Ray task or actor without a name: "(pid=88213)", "(pid=4417, ip=10.0.3.17)"
+_PROC_ANON = re.compile(r"^\(pid=(\d+)(?:, ip=[^)]*)?\)\s?")
 _PROC_NOPAREN = re.compile(r"^([A-Za-z][\w.\-]*)(?: rank=(\d+))? pid=([^)\s,]*)(?:, ip=[^)]*)?\)\s?")
 _MIDLINE_RECORD = re.compile(r"\((?:" + _PROC_NAME + r")(?: rank=\d+)? pid=[^)\s]*(?:, ip=[^)]*)?\) "
                              r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
@@ -168,7 +170,7 @@ def clean_line(raw: str, lineno: int) -> Line | None:
     if text[:1] in "\t " and text.strip():
         # aggregator tab indentation, or a reporter's re-indentation, in front of a record
         stripped = text.lstrip("\t ")
-        if (stripped[:1] == "(" and _PROC_PAREN.match(stripped)) or stripped[:1] == "[" and _RANK.match(stripped) \
+        if (stripped[:1] == "(" and (_PROC_PAREN.match(stripped) or _PROC_ANON.match(stripped))) or stripped[:1] == "[" and _RANK.match(stripped) \
                 or _LEVEL.match(stripped):
             text = stripped
         elif text[:1] == "\t":  # an editor's tabs for a traceback's indentation (Python prints spaces)
@@ -186,6 +188,11 @@ def clean_line(raw: str, lineno: int) -> Line | None:
         m = _PROC_PAREN.match(text)
         if m and (m.group(3) is not None or _KNOWN_PROC.match(m.group(1))):
             process = m.group(1) + (f"_rank{m.group(2)}" if m.group(2) else "")
+            text = text[m.end():]
+            continue
+        m = _PROC_ANON.match(text)
+        if m:
+            process = f"pid{m.group(1)}"
             text = text[m.end():]
             continue
         m = _PROC_NOPAREN.match(text)

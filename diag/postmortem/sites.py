@@ -205,6 +205,20 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                                                 if isinstance(mx, int) else ""))
         if isinstance(mx, int):
             nums.setdefault("decode_tokens_max", mx * (1 + k))
+    elif cat == "other" and setup.spec_k != 0 and (site.file or "").endswith("sched/scheduler.py") \
+            and re.search(r"total_num_scheduled_tokens\s*<=\s*(?:self\.)?(?:max_num_scheduled_tokens|"
+                          r"scheduler_config\.max_num_batched_tokens)\b", site.condition or ""):
+        # the scheduler's own budget check: the step scheduled more tokens than max_num_batched_tokens. With drafts a
+        # running request takes 1 + k tokens, which the budget must hold for every request it schedules -- the spec
+        # tokens vs the token budget (without drafts the same check is a scheduler bug outside the families)
+        cat = "token_budget"
+        mx, budget, k = facts.args.get("max_num_seqs"), facts.args.get("max_num_batched_tokens"), max(setup.spec_k, 0)
+        basis += ("; under speculative decoding each running request schedules 1 + k tokens: the step's tokens with "
+                  "the drafts overran the token budget (max_num_batched_tokens"
+                  + (f" {budget}" if isinstance(budget, int) else "") + ")"
+                  + (f"; max_num_seqs x (1 + k) = {mx * (1 + k)} tokens" if isinstance(mx, int) and k else ""))
+        if isinstance(mx, int) and k:
+            nums.setdefault("decode_tokens_max", mx * (1 + k))
     dumped_mixed = bool((setup.batch or {}).get("mixed"))  # the crash dump's batch mixes kinds of rows
     rows = _spec_rows_vs_batch(site, root.message or "", setup) if cat == "state_index" else None
     if rows is not None:
