@@ -193,6 +193,10 @@ def test_rules_classify_unseen_errors(site, expected):
     # a Mamba builder's split of the step into decodes and prefills without the step's is_prefilling flags
     ({"file": "vllm/v1/attention/backends/mamba_attn.py", "function": "BaseMambaAttentionMetadataBuilder._compute_common_metadata",
       "exc": "AssertionError", "condition": "is_prefilling is not None"}, "mixed_batch"),
+    # a flag that needs another flag: the command line refused, not prefix caching degraded
+    ({"file": "vllm/config/vllm.py", "function": "VllmConfig.validate_mamba_block_size", "exc": "ValueError",
+      "condition": "(self.cache_config.mamba_block_size is not None) and (not self.cache_config.enable_prefix_caching)",
+      "message": "--mamba-block-size can only be set with --enable-prefix-caching"}, "other"),
     # the hybrid builders' spec-decode arguments under dual-batch overlap's micro-batches
     ({"file": "vllm/v1/worker/gpu_model_runner.py",
       "function": "GPUModelRunner._build_attention_metadata._build_attn_group_metadata", "exc": "AssertionError",

@@ -3,6 +3,9 @@ release each names)."""
 
 from __future__ import annotations
 
+import pytest
+
+from vllm_diag.errors import DiagError
 from vllm_diag.postmortem.analyze import analyze_text
 
 A = "(APIServer pid=1) INFO 05-21 23:18:43 "
@@ -130,3 +133,21 @@ def test_output_that_goes_off_the_rails_and_loops_is_wrong_output():
     dense = analyze_text("Llama-3.1-8B: answers go off the rails after a while.\nvllm serve meta-llama/Llama-3.1-8B",
                          "x.log", use_preflight=False)
     assert not [f for f in dense.findings if f.category not in ("other",)]
+
+
+def test_a_mamba_block_that_is_no_whole_number_of_chunks_is_predicted():
+    """Mamba cache mode 'all' with --mamba-block-size: vLLM sizes the block as a multiple of the given value, not of
+    the Mamba2 chunk (128 for Nemotron-3-Super), so the mixer keeps the states of chunk boundaries -- predicted from
+    config.json and the command; without the flag vLLM aligns the block to the chunk, and 0.32 reworked the mode."""
+    from vllm_diag import api
+
+    cmd = ("vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B -tp 8 --enable-prefix-caching --mamba-cache-mode all "
+           "--mamba-block-size 48")
+    [f] = [f for f in api.check(cmd, version="0.26.0", gpu="H100").findings if f.rule == "mamba_chunk_alignment"]
+    assert f.severity == "warning" and f.numbers["mamba_chunk_size"] == 128 and f.numbers["mamba_block_size"] % 128
+    assert f.suggestions and f.suggestions[0].changes[0].key == "mamba_block_size"
+    aligned = cmd.replace("--mamba-block-size 48", "")
+    assert not [f for f in api.check(aligned, version="0.26.0", gpu="H100").findings if f.rule == "mamba_chunk_alignment"]
+    assert [f for f in api.check(cmd, version="0.31.0", gpu="H100").findings if f.rule == "mamba_chunk_alignment"]
+    with pytest.raises(DiagError, match="accepts only 'align', 'none'"):  # 0.32 has no mode 'all'
+        api.check(cmd, version="0.32.0", gpu="H100")

@@ -534,6 +534,10 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     ("worker/gpu/pcp_manager.py", "validate_config", "cuda graphs", "other", "pcp_cudagraph_mode"),
     ("worker/gpu/pcp_manager.py", "validate_config", "dspark requires dcp", "other", "pcp_dspark_dcp"),
     ("worker/gpu/cudagraph_utils.py", "ubatch_forward_fn", "dbo does not support", "other", "dbo_cudagraph_mode"),
+    # a flag that needs another flag (the Mamba block size only means something with prefix caching): the command
+    # line refused before any engine runs, not prefix caching degraded -- a near miss (seen on a GPU, vLLM 0.26.0)
+    ("config/vllm.py", "validate_mamba_block_size", "can only be set with --enable-prefix-caching", "other",
+     "mamba_block_size_needs_prefix_caching"),
     # the runner's spec-decode arguments of the hybrid builders (accepted counts, draft counts per request) cannot be
     # split per micro-batch (dual-batch overlap): checked only on the spec-decode path of a GDN / Mamba2 / linear-
     # attention builder -- the builders' spec-decode batch bookkeeping (D), as the reports of it are labelled

@@ -89,6 +89,15 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
                  f"state ({', '.join(setup.why)})")
         title = f"{title_of(cat)} (inferred: {fault} in a spec-decode step padded from {tokens} to {padded} tokens)"
         nums.update({"num_scheduled_tokens": tokens, "padded_num_tokens": padded, "uniform_decode_query_len": setup.spec_k + 1})
+    elif separate_draft(setup):
+        # the same configuration, the fault surfacing at a later synchronisation (the rejection sampler's copy) instead
+        # of in the drafter: on vLLM 0.26.0 NemotronH + a dense draft model (k = 3) faulted in every run at unified
+        # blocks of 48 and 80 tokens, in the drafter or at the next sync (with blocks of 128 and 160 it ran)
+        cat = "kv_page_size"
+        basis = (f"{common}; inferred from the configuration: a separate draft model on a hybrid target "
+                 f"({', '.join(setup.why)}): the draft's attention runs on the hybrid's KV-cache groups, block tables "
+                 "and pages, laid out for the target's Mamba/GDN and attention layers")
+        title = f"Draft model vs the hybrid's KV-cache layout (inferred: {fault} with a separate draft model on a hybrid)"
     elif setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None and not (
             dense_decode and uneven_decode(facts)):
         cat, why = hybrid_spec_fault_class(setup, facts.startup.get("structured_outputs_prose"))
@@ -212,10 +221,15 @@ def uneven_decode(facts: LogFacts) -> str | None:
 _DRAFTER = re.compile(r"v1/spec_decode/(?:\w*proposer|draft_model|utils)\.py$")
 
 
+def separate_draft(setup: Setup) -> bool:
+    """A separate draft model (``draft_model``, not an MTP / EAGLE head of the target) runs on a hybrid target."""
+    return bool(setup.hybrid and re.search(r"draft_model", str(setup.spec_method or "")))
+
+
 def drafter_frame(root: LogException, setup: Setup):
     """The innermost frame of vLLM's spec-decode proposer in the fault's traceback, when a separate draft model
     (``draft_model``) runs on a hybrid target; None otherwise."""
-    if not (setup.hybrid and re.search(r"draft_model", str(setup.spec_method or ""))):
+    if not separate_draft(setup):
         return None
     # vLLM's own source (not the compile cache under ~/.cache/vllm, whose generated files add frames of their own)
     vllm = [f for f in root.frames if "vllm/" in (f.file or "") and "/.cache/" not in f.file][-12:]

@@ -466,7 +466,9 @@ def predict(facts: ModelFacts, config: dict[str, Any], version: Version | None =
             attn_1 = attn_bytes_per_token(version, heads, facts.config_head_size or facts.head_dim or 128, kv, model_dtype,
                                           for_alignment=True)
         a = _alignment_kernel(version, facts, B, platform, gpu)
-        if mode == "all" and version <= (0, 30, 0):
+        if mode == "all" and facts.mamba_chunk_size:
+            cfg["mamba_chunk_size"] = int(facts.mamba_chunk_size)  # the Mamba2 SSD kernel's chunk (rule mamba_chunk_alignment)
+        if mode == "all" and version < (0, 32, 0):  # (0.31 still aligns mode 'all' to the chunk; 0.32 drops the mode)
             chunk = lcm(int(cfg.get("mamba_block_size") or facts.mamba_chunk_size or 2048), a)
             attn_block = chunk * cdiv(cdiv(mamba_page_cfg, attn_1), chunk)
             cfg["mamba_block_size"] = attn_block

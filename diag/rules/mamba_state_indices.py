@@ -114,6 +114,7 @@ def check(ctx: RuleContext) -> list[Finding]:
             # seen on the GPU: NemotronH in mode 'all' with a separate dense draft model (k = 2, vLLM 0.26.0) served
             # both rounds of mixed prompts, where ngram drafts died at the first mixed step
             severity = "info"
+            title = "Mamba cache mode 'all' with a separate draft model: not modelled"
             msg += (" Not modelled for a separate draft model: a vLLM 0.26.0 run of NemotronH in mode 'all' with a dense "
                     "draft model (k = 2) served without a failure, where ngram drafts failed.")
     return [Finding(rule=ID, category="state_index", title=title,
