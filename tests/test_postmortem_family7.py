@@ -151,3 +151,42 @@ def test_a_mamba_block_that_is_no_whole_number_of_chunks_is_predicted():
     assert [f for f in api.check(cmd, version="0.31.0", gpu="H100").findings if f.rule == "mamba_chunk_alignment"]
     with pytest.raises(DiagError, match="accepts only 'align', 'none'"):  # 0.32 has no mode 'all'
         api.check(cmd, version="0.32.0", gpu="H100")
+
+
+def test_the_failing_line_the_reporter_names_in_words_is_a_number():
+    """A report without the traceback that says where it failed ("the frame is gdn_attn.py line 725 ...", "(vllm/v1/
+    attention/backends/flashinfer.py, line 1199, in build)") gives <file stem>_line like a printed frame; a logger's
+    own "[core.py:1376]" location does not."""
+    text = "\n".join([
+        "vllm 0.32.0, H200. The frame is gdn_attn.py line 725 build_for_cudagraph_capture, called from "
+        "(vllm/v1/worker/utils.py, line 357, in build_metadata_for_cudagraph_capture)",
+        "(EngineCore pid=1) ERROR 10-02 15:44:09 [core.py:1376] AssertionError",
+    ])
+    nums = analyze_text(text, "x.log", use_preflight=False).facts.numbers
+    assert nums["gdn_attn_line"] == 725 and nums["utils_line"] == 357 and "core_line" not in nums
+
+
+def test_a_root_raised_outside_vllm_takes_the_vllm_lines_of_its_chained_traceback():
+    """Transformers refusing a model type raises inside Transformers; the vLLM frames that called it are in the
+    traceback printed with it ("During handling of the above exception ..."): their lines are the numbers."""
+    t = "/usr/local/lib/python3.12/dist-packages"
+    log = "\n".join([
+        "Traceback (most recent call last):",
+        f'  File "{t}/transformers/models/auto/configuration_auto.py", line 1360, in from_pretrained',
+        "    config_class = CONFIG_MAPPING[config_dict[\"model_type\"]]",
+        f'  File "{t}/transformers/models/auto/configuration_auto.py", line 1048, in __getitem__',
+        "    raise KeyError(key)",
+        "KeyError: 'qwen3_5_moe'",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        f'  File "{t}/vllm/engine/arg_utils.py", line 994, in create_model_config',
+        "    return ModelConfig(",
+        f'  File "{t}/transformers/models/auto/configuration_auto.py", line 1362, in from_pretrained',
+        "    raise ValueError(",
+        "ValueError: The checkpoint you are trying to load has model type `qwen3_5_moe` but Transformers does not "
+        "recognize this architecture.",
+    ])
+    an = analyze_text(log, "x.log", use_preflight=False)
+    assert an.facts.numbers.get("arg_utils_line") == 994

@@ -596,9 +596,23 @@ def frame_line_numbers(f: LogFacts, raw: list | None = None) -> dict[str, int]:
                 if key not in out:
                     out[key] = fr.line
                     seen += 1
+    if not out and f.root is not None and f.root.log_line is not None:
+        # the root raised outside vLLM (Transformers refusing a model type, pydantic): the vLLM frames are in the
+        # chained traceback printed next to it ("During handling of the above exception ...")
+        near = [e for e in (raw if raw is not None else f.exceptions)[:64] if e is not f.root and e.log_line is not None
+                and abs(e.log_line - f.root.log_line) <= 60 and e.process == f.root.process]
+        for e in near:
+            for fr in reversed(e.frames):
+                path = (fr.file or "").replace("\\", "/")
+                if fr.line and "/vllm/" in path and not _NOT_VLLM_FRAME.search(path):
+                    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+                    if re.fullmatch(r"[A-Za-z_][\w-]*", stem):
+                        out.setdefault(f"{stem.replace('-', '_')}_line", fr.line)
     kf, kl = f.numbers.get("kernel_assert_file"), f.numbers.get("kernel_assert_line")
     if isinstance(kf, str) and isinstance(kl, int):
         out.setdefault(f"{kf.rsplit('.', 1)[0].replace('-', '_')}_line", kl)
+    for key, val in (f.startup.get("prose_source_lines") or {}).items():
+        out.setdefault(key, val)  # the reporter naming the failing line in words ("gdn_attn.py line 725")
     return out
 
 _ARG_PAIR = re.compile(r"(?<![\w.-])([a-z][a-z0-9]*_[a-z0-9_]+)=(-?\d+(?:\.\d+)?)(?![\w.])")

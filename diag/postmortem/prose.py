@@ -177,6 +177,11 @@ _PRINTED_TENSOR = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[^\n=\
 # decode part = [412, 97, 98, -1, 1031, ...]"
 _PRINTED_NAMED_LIST = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[^\n=\[\]:]{1,40}?[=:]\s*\[\s*"
                                  r"(-?\d+(?:\s*,\s*-?\d+){0,255})(?:\s*,\s*(?:\.\.\.|\u2026))?\s*\]")
+# the reporter naming where it failed: "(raised from kv_cache_utils.py line 1120, ...)", "the frame is gdn_attn.py line
+# 725", "(vllm/v1/attention/backends/flashinfer.py, line 1199, in build)", "at indexer.py:214" (not a logger's
+# "[core.py:1376]", not a traceback's 'File "x.py", line N')
+_PROSE_POS = re.compile(r"(?<![\w./\[\"-])(?:[\w.-]+/)*([A-Za-z_]\w*)\.py(?:\s*,\s*|\s+)(?:at\s+)?line\s+(\d+)\b|"
+                        r"(?<![\w./\[\"-])(?:[\w.-]+/)*([A-Za-z_]\w*)\.py:(\d+)\b(?![\]\d])")
 # a value the reporter read off a variable, in words: "printing block_idx_last_scheduled_token_prev_step_d shows -1",
 # "spec_state_indices_tensor contains -1" (a negative one only: a slot or index that cannot be negative)
 _PRINTED_VERB = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b(?:\s+(?:tensor|values?|column|row|entry|now))?\s+"
@@ -362,6 +367,12 @@ class ProseLines:
                 self.facts.startup["prefix_caching_prose"] = not (m.group(1) or (m.group(2) or "").lower() in (
                     "off", "disabled", "not enabled"))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
+        if ".py" in text and line.level is None and len(text) < 2000 and not text.lstrip().startswith("File "):
+            for m in _PROSE_POS.finditer(text):
+                stem, num = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+                pos = self.facts.startup.setdefault("prose_source_lines", {})
+                if len(pos) < 8:
+                    pos.setdefault(f"{stem}_line", int(num))
         if " -" in text and "_" in text and len(text) < 2000 and _PRINTED_VERB.search(text):
             printed = self.facts.startup.setdefault("printed_values", {})
             for name, val in _PRINTED_VERB.findall(text):
