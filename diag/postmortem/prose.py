@@ -367,7 +367,8 @@ class ProseLines:
                 self.facts.startup["prefix_caching_prose"] = not (m.group(1) or (m.group(2) or "").lower() in (
                     "off", "disabled", "not enabled"))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
-        if ".py" in text and line.level is None and len(text) < 2000 and not text.lstrip().startswith("File "):
+        # (compute-sanitizer's "=========     Host Frame: ... x.py:N" lists callers: the numbers read its first only)
+        if ".py" in text and line.level is None and len(text) < 2000 and not text.lstrip().startswith(("File ", "=")):
             for m in _PROSE_POS.finditer(text):
                 stem, num = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
                 pos = self.facts.startup.setdefault("prose_source_lines", {})
