@@ -112,7 +112,9 @@ def _cli_subprocess(path):
     ("elf", b"\x7fELF\x02\x01\x01" + b"\x00" * 4000, 2),
     ("empty.log", b"", 2),
     ("bad.gz", b"\x1f\x8b\x08\x00garbage-not-gzip", 2),
-])
+    # random bytes (a core dump's or a compressed file's body): few NULs, invalid UTF-8 and control bytes
+    ("random.bin", __import__("random").Random(7).randbytes(50_000), 2),
+], ids=lambda v: v if isinstance(v, str) else "")
 def test_bad_input_one_line(tmp_path, name, content, code):
     p = tmp_path / name
     p.write_bytes(content)

@@ -66,7 +66,12 @@ def _looks_binary(head: bytes) -> bool:
     if nul > len(sample) // 100:
         return True
     ctrl = sum(1 for b in sample if b < 9 or 13 < b < 27 or 27 < b < 32)
-    return ctrl > len(sample) // 10
+    if ctrl > len(sample) // 10:
+        return True
+    # random or compressed bytes: control bytes plus a run of invalid UTF-8 (a GBK or Latin-1 report has the latter
+    # but no control bytes)
+    text = sample.decode("utf-8", "replace")
+    return ctrl > len(sample) // 33 and text.count("\ufffd") > len(text) // 5
 
 
 class Scanner:
