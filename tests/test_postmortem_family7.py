@@ -190,3 +190,20 @@ def test_a_root_raised_outside_vllm_takes_the_vllm_lines_of_its_chained_tracebac
     ])
     an = analyze_text(log, "x.log", use_preflight=False)
     assert an.facts.numbers.get("arg_utils_line") == 994
+
+
+def test_a_frame_whose_line_number_the_reporter_elided_keeps_the_traceback():
+    """'File ".../aiter/ops/attention.py", line ..., in get_mla_metadata_v1': a frame with its line number cut is
+    still a frame, so the exception keeps the vLLM frames above it (and their line numbers)."""
+    w = "(Worker_TP0 pid=5561) ERROR 03-30 08:21:03 [multiproc_executor.py:...] "
+    log = "\n".join([
+        f"{w}Traceback (most recent call last):",
+        f'{w}  File "{PKG}/v1/attention/backends/mla/rocm_aiter_mla.py", line 249, in _build_decode',
+        f"{w}    get_mla_metadata_v1(",
+        f'{w}  File "/usr/local/lib/python3.12/dist-packages/aiter/ops/attention.py", line ..., in get_mla_metadata_v1',
+        f"{w}    return get_mla_metadata_v1_cpp(",
+        f"{w}RuntimeError: get_heuristic_kernel_mla: cannot find a suitable kernel for num_heads=16, max_seqlen_qo=4",
+    ])
+    f = analyze_text(log, "x.log", use_preflight=False).facts
+    assert [fr.function for fr in f.root.frames] == ["_build_decode", "get_mla_metadata_v1"]
+    assert f.root.frames[-1].line == 0 and f.numbers["rocm_aiter_mla_line"] == 249

@@ -21,10 +21,15 @@ MAX_FRAMES = 200
 MAX_MESSAGE = 8_000
 
 _TB_HEAD = re.compile(r"^\s*(?:\|\s*)?(?:\+\s*)?(?:Exception Group )?Traceback \(most recent call last\):?\s*$")
-_FRAME = re.compile(r'^\s*(?:\|\s*)?File "([^"]+)", line (\d+)(?:,\s*in(?:\s+(.+?))?|,)?\s*$')
+# (a reporter may elide a frame's line number: 'File "x.py", line ..., in f' -- read as line 0, unknown)
+_FRAME = re.compile(r'^\s*(?:\|\s*)?File "([^"]+)", line (\d+|\.{2,3}|\u2026|\?{1,3}|N)(?:,\s*in(?:\s+(.+?))?|,)?\s*$')
 # IPython's / Jupyter's verbose traceback (notebooks, Colab): "AssertionError      Traceback (most recent call last)",
 # then per frame "/path/file.py in func(args)" and its source with an arrow at the line that ran: "--> 1127   code"
 _IPY_HEAD = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\s{2,}Traceback \(most recent call last\)\s*$")
+def _line_no(text: str) -> int:
+    return int(text) if text.isdigit() else 0
+
+
 _IPY_FRAME = re.compile(r"^((?:/|~/|\.\.\./)?[\w.\-]+(?:/[\w.\-]+)*\.py) in ([\w<>.]+(?: line: \d+>)?)\(")
 _IPY_ARROW = re.compile(r"^-*-> ?(\d+)\s+(.*)$")
 # the rest of a frame line hard-wrapped by a reporter: "gdn_attention_core" or "in causal_conv1d_update"
@@ -216,13 +221,13 @@ class TracebackParser:
             if not st.in_tb:
                 if st.last_exc is not None and not st.last_exc.frames and line.lineno - (st.last_exc.log_line or 0) <= 3:
                     # frames pasted after the exception line (reporter edit)
-                    st.last_exc.frames.append(Frame(m.group(1), int(m.group(2)), (m.group(3) or "?").strip(), None, line.lineno))
+                    st.last_exc.frames.append(Frame(m.group(1), _line_no(m.group(2)), (m.group(3) or "?").strip(), None, line.lineno))
                     st.awaiting_code = True
                     st.cont_lines = 0
                     return
                 st.in_tb, st.frames = True, []
             if len(st.frames) < MAX_FRAMES:
-                st.frames.append(Frame(m.group(1), int(m.group(2)), (m.group(3) or "?").strip(), None, line.lineno))
+                st.frames.append(Frame(m.group(1), _line_no(m.group(2)), (m.group(3) or "?").strip(), None, line.lineno))
             st.awaiting_code = True
             st.cont_lines = 0
             return
