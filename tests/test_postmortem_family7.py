@@ -207,3 +207,46 @@ def test_a_frame_whose_line_number_the_reporter_elided_keeps_the_traceback():
     f = analyze_text(log, "x.log", use_preflight=False).facts
     assert [fr.function for fr in f.root.frames] == ["_build_decode", "get_mla_metadata_v1"]
     assert f.root.frames[-1].line == 0 and f.numbers["rocm_aiter_mla_line"] == 249
+
+
+def test_a_structured_loggers_json_records_carry_their_level_and_traceback():
+    """vLLM's logging through a JSON formatter (VLLM_LOGGING_CONFIG_PATH): the message without vLLM's prefix, the
+    level and logger location as fields, and the traceback in "exc_info" -- read as the record vLLM would print, so
+    the out-of-memory error is the root (a near miss), not a note on the configuration."""
+    import json
+
+    rec = lambda level, file, msg, **kw: json.dumps({"time": "2026-03-02T07:44:52Z", "level": level, "file": file,
+                                                     "proc": "EngineCore", "message": msg, **kw})
+    tb = ("Traceback (most recent call last):\n"
+          f'  File "{PKG}/v1/worker/gpu_model_runner.py", line 6811, in capture_model\n'
+          "    self._capture_cudagraphs(\n"
+          "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.53 GiB. GPU 0 has a total capacity of "
+          "79.19 GiB of which 1.10 GiB is free.")
+    log = "\n".join([
+        rec("INFO", "interface.py:905", "Setting attention block size to 544 tokens to ensure that attention page "
+            "size is >= mamba page size."),
+        rec("INFO", "kv_cache_utils.py:2177", "GPU KV cache size: 17,952 tokens"),
+        rec("INFO", "gpu_worker.py:560", "Available KV cache memory: 1.21 GiB"),
+        rec("ERROR", "core.py:1330", "EngineCore failed to start.", exc_info=tb),
+    ])
+    an = analyze_text(log, "x.log", use_preflight=False)
+    assert an.facts.root.exc_type == "torch.OutOfMemoryError"
+    assert [f.rule for f in an.findings] == ["other_oom"]
+
+
+def test_a_log_apis_pretty_printed_json_carries_the_traceback_in_its_message_fields():
+    """A log API's response (Datadog, Loki, Elastic) pasted as pretty-printed JSON: each "message" field holds vLLM's
+    records with escaped newlines -- decoded, the builder's assert is the root."""
+    import json
+
+    e = "(EngineCore pid=64) ERROR 05-18 08:44:10 [core.py:1138] "
+    msg = "\n".join([f"{e}Traceback (most recent call last):",
+                     f'{e}  File "{PKG}/v1/attention/backends/gdn_attn.py", line 352, in build',
+                     f"{e}    assert not (num_decodes > 0 and num_spec_decodes > 0), (",
+                     f"{e}AssertionError: num_decodes: 3, num_spec_decodes: 29"])
+    doc = json.dumps({"data": [{"attributes": {"status": "error", "message": msg}}]}, indent=2)
+    text = "vllm 0.20.2, MTP 2 tokens\nvllm serve Qwen/Qwen3.5-122B-A10B --speculative-config " \
+           "'{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'\n" + doc
+    an = analyze_text(text, "x.log", use_preflight=False)
+    assert an.facts.root.message == "num_decodes: 3, num_spec_decodes: 29"
+    assert an.findings[0].category == "mixed_batch"

@@ -108,11 +108,32 @@ def strip_ansi(text: str) -> str:
 _ENVELOPE_KEYS = ("log", "message", "textPayload", "line")
 
 
+# a structured logger's record (VLLM_LOGGING_CONFIG_PATH with a JSON formatter: python-json-logger, structlog, ECS):
+# the message without vLLM's prefix, its level, the logger's file:line and process, and the traceback in a field
+_LEVEL_KEYS = ("levelname", "level", "severity", "log.level")
+_EXC_KEYS = ("exc_info", "exception", "exc_text", "stack_trace", "error.stack_trace", "stacktrace")
+_RECORD_PREFIX = re.compile(r"^\s*(?:\([^)]{1,80}\)\s*)*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d ")
+_FILE_LINE = re.compile(r"^[\w.\-/]+\.py:\d+$")
+
+
 def envelope_text(obj: object) -> str | None:
     """The text a shipper's decoded JSON record carries, or ``None`` when it is no such record."""
     if not isinstance(obj, dict):
         return None
-    return next((obj[k] for k in _ENVELOPE_KEYS if isinstance(obj.get(k), str)), None)
+    text = next((obj[k] for k in _ENVELOPE_KEYS if isinstance(obj.get(k), str)), None)
+    if text is None:
+        return None
+    level = next((obj[k] for k in _LEVEL_KEYS if isinstance(obj.get(k), str)), None)
+    exc = next((obj[k] for k in _EXC_KEYS if isinstance(obj.get(k), str) and obj[k].strip()), None)
+    if level and not _RECORD_PREFIX.match(text) and (exc or any(k in obj for k in ("file", "logger", "name", "proc"))):
+        # rebuilt as vLLM's own record, so the level, the process and the traceback read as they would in a terminal
+        where = obj.get("file") if isinstance(obj.get("file"), str) and _FILE_LINE.match(obj["file"]) else None
+        proc = obj.get("proc") or obj.get("process_name") or obj.get("processName")
+        text = (f"({proc}) " if isinstance(proc, str) and proc.isidentifier() else "") + level.upper() + " " \
+            + (f"[{where}] " if where else "") + text
+    if exc:
+        text = text.rstrip("\r\n") + "\n" + exc
+    return text
 
 
 def _json_log(raw: str) -> str:

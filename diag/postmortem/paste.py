@@ -182,9 +182,46 @@ def shipped_records(lines: list[str]) -> list[tuple[int, str]] | None:
     return out
 
 
+# a log line as a value of a pretty-printed JSON document (a log API's response: Datadog, Loki, CloudWatch, Elastic):
+# `"message": "(EngineCore pid=64) ERROR ... \n(EngineCore pid=64) ERROR ...  File \"...\", line 3 ...",`
+_JSON_VALUE = re.compile(r'^\s*"(?:message|log|line|textPayload|msg|exc_info|exception|stack_trace|stacktrace)"\s*:\s*'
+                         r'("(?:[^"\\]|\\.)*")\s*,?\s*$')
+
+
+def _json_values(lines: list[str]) -> list[tuple[int, str]] | None:
+    """The lines a pretty-printed JSON document's log fields carry, each decoded and split at its newlines, the
+    document's other lines blanked; None when no field carries a line break or a traceback."""
+    values: dict[int, str] = {}
+    for i, line in enumerate(lines):
+        m = _JSON_VALUE.match(line) if '"' in line[:40] and ":" in line else None
+        if m:
+            try:
+                text = json.loads(m.group(1))
+            except ValueError:
+                continue
+            if isinstance(text, str):
+                values[i] = text
+    if not any("\n" in t.rstrip("\r\n") or "Traceback" in t for t in values.values()):
+        return None
+    out: list[tuple[int, str]] = []
+    for i, line in enumerate(lines):
+        if i in values:
+            out += [(i, piece.rstrip("\r")) for piece in values[i].rstrip("\r\n").split("\n")]
+        else:
+            # the document's own lines (brackets, other fields) would read as the end of an exception message
+            out.append((i, "" if _JSON_SYNTAX.match(line) else line))
+    return out
+
+
+_JSON_SYNTAX = re.compile(r'^\s*(?:[\[\]{}]+,?|"[\w.@\-]+"\s*:\s*(?:[\[{]|"(?:[^"\\]|\\.)*"|-?[\d.]+|true|false|null)'
+                          r',?)\s*$')
+
+
 def logical_lines(lines: list[str]) -> list[tuple[int, str]]:
     """``(index of the first physical line, text)`` for each line as vLLM printed it."""
     shipped = shipped_records(lines)
+    if shipped is None:
+        shipped = _json_values(lines)
     if shipped is None:
         return _logical_lines(lines)
     return [(shipped[k][0], text) for k, text in _logical_lines([text for _, text in shipped])]

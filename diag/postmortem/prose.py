@@ -182,6 +182,40 @@ _PRINTED_NAMED_LIST = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b[^
 # "[core.py:1376]", not a traceback's 'File "x.py", line N')
 _PROSE_POS = re.compile(r"(?<![\w./\[\"-])(?:[\w.-]+/)*([A-Za-z_]\w*)\.py(?:\s*,\s*|\s+)(?:at\s+)?line\s+(\d+)\b|"
                         r"(?<![\w./\[\"-])(?:[\w.-]+/)*([A-Za-z_]\w*)\.py:(\d+)\b(?![\]\d])")
+# page sizes the reporter worked out or printed, by the kind of layer named next to them: "attention layers (fp8)
+# 548864 bytes/block", "the MLA page is 960*1152 = 1105920", "557056 for the linear_attn layers", "the draft layer
+# page (24576)" -- per-token bytes ("2048 B/token") are not pages
+_PAGE_LINE = re.compile(r"\bpages?\b|B/block|bytes?/block|page_size", re.I)
+_PAGE_NUM = re.compile(r"(?<![\w.*/+(-])(?<![*/+(x] )(\d{3,9})(?![\w.]|\s*(?:B|bytes?)\s*/\s*(?:token|tok)\b|"
+                       r"\s*(?:[*+/)x]|tokens?\b))")
+_PAGE_KINDS = (("draft", re.compile(r"\b(?:draft(?:er)?|eagle-?3?|mtp|dflash)\b", re.I)),
+               ("sliding", re.compile(r"\b(?:sliding(?:[- ]window)?|swa)\b", re.I)),
+               ("mla", re.compile(r"\bmla\b", re.I)),
+               ("mamba", re.compile(r"\b(?:mamba\w*|ssm|gdn|linear[_ -]?attn|linear[- ]attention|conv)\b", re.I)),
+               ("attention", re.compile(r"\b(?:full[- ]?attn|full[- ]attention|attention|attn|self_attn)\b", re.I)))
+
+
+def _prose_pages(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in _PAGE_NUM.finditer(text):
+        n = int(m.group(1))
+        if n < 512:
+            continue
+        before, after = text[max(0, m.start() - 50):m.start()], text[m.end():m.end() + 30]
+        if re.search(r"per[- ]token|/\s*token", before[-30:], re.I):
+            continue  # bytes a token, not a page
+        best = None
+        for name, rx in _PAGE_KINDS:
+            hits = [len(before) - h.end() for h in rx.finditer(before)]
+            if not hits and re.match(r"\s*(?:B|bytes)?\s*(?:for|in|of) (?:the )?", after, re.I):
+                hits = [h.start() + 10 for h in rx.finditer(after)]  # "557056 for the linear_attn layers"
+            if hits and (best is None or min(hits) < best[1]):
+                best = (name, min(hits))
+        if best is not None:
+            out.setdefault(f"{best[0]}_page_size", n)
+    return out
+
+
 # a value the reporter read off a variable, in words: "printing block_idx_last_scheduled_token_prev_step_d shows -1",
 # "spec_state_indices_tensor contains -1" (a negative one only: a slot or index that cannot be negative)
 _PRINTED_VERB = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b(?:\s+(?:tensor|values?|column|row|entry|now))?\s+"
@@ -374,6 +408,12 @@ class ProseLines:
                 pos = self.facts.startup.setdefault("prose_source_lines", {})
                 if len(pos) < 8:
                     pos.setdefault(f"{stem}_line", int(num))
+        if line.level is None and len(text) < 2000 and _PAGE_LINE.search(text):
+            pages = self.facts.startup.setdefault("prose_page_sizes", {})
+            for name, val in _prose_pages(text).items():
+                pages.setdefault(name, val)
+            if not pages:
+                del self.facts.startup["prose_page_sizes"]
         if " -" in text and "_" in text and len(text) < 2000 and _PRINTED_VERB.search(text):
             printed = self.facts.startup.setdefault("printed_values", {})
             for name, val in _PRINTED_VERB.findall(text):
