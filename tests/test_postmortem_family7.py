@@ -250,3 +250,15 @@ def test_a_log_apis_pretty_printed_json_carries_the_traceback_in_its_message_fie
     an = analyze_text(text, "x.log", use_preflight=False)
     assert an.facts.root.message == "num_decodes: 3, num_spec_decodes: 29"
     assert an.findings[0].category == "mixed_batch"
+
+
+def test_page_sizes_the_reporter_works_out_are_named_by_the_kind_of_layer_next_to_them():
+    from vllm_diag.postmortem.prose import _prose_pages
+
+    assert _prose_pages("main attention layers have page 3276800 bytes (block 400), mamba layers 3276800 (padded), "
+                        "but the eagle3 draft layer has 6553600 bytes") == \
+        {"attention_page_size": 3276800, "mamba_page_size": 3276800, "draft_page_size": 6553600}
+    assert _prose_pages("MLA per-token = (512+64)*2 = 1152 bytes, so the MLA page is 960*1152 = 1105920.") == \
+        {"mla_page_size": 1105920}
+    assert _prose_pages("I get 557056 for the linear_attn layers") == {"mamba_page_size": 557056}
+    assert _prose_pages("the page sizes were {32768, 24576}") == {}  # no kind of layer named: no name

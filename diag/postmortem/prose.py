@@ -186,7 +186,7 @@ _PROSE_POS = re.compile(r"(?<![\w./\[\"-])(?:[\w.-]+/)*([A-Za-z_]\w*)\.py(?:\s*,
 # 548864 bytes/block", "the MLA page is 960*1152 = 1105920", "557056 for the linear_attn layers", "the draft layer
 # page (24576)" -- per-token bytes ("2048 B/token") are not pages
 _PAGE_LINE = re.compile(r"\bpages?\b|B/block|bytes?/block|page_size", re.I)
-_PAGE_NUM = re.compile(r"(?<![\w.*/+(-])(?<![*/+(x] )(\d{3,9})(?![\w.]|\s*(?:B|bytes?)\s*/\s*(?:token|tok)\b|"
+_PAGE_NUM = re.compile(r"(?<![\w.*/+(-])(?<![*/+(x] )(\d{3,9})(?!\w|\.\d|\s*(?:B|bytes?)\s*/\s*(?:token|tok)\b|"
                        r"\s*(?:[*+/)x]|tokens?\b))")
 _PAGE_KINDS = (("draft", re.compile(r"\b(?:draft(?:er)?|eagle-?3?|mtp|dflash)\b", re.I)),
                ("sliding", re.compile(r"\b(?:sliding(?:[- ]window)?|swa)\b", re.I)),
