@@ -262,3 +262,16 @@ def test_page_sizes_the_reporter_works_out_are_named_by_the_kind_of_layer_next_t
         {"mla_page_size": 1105920}
     assert _prose_pages("I get 557056 for the linear_attn layers") == {"mamba_page_size": 557056}
     assert _prose_pages("the page sizes were {32768, 24576}") == {}  # no kind of layer named: no name
+
+
+def test_wrong_output_the_reporter_ties_to_the_clients_tokenizer_is_a_near_miss():
+    """Gibberish from a hybrid with drafts and prefix caching, with no error -- but the reporter found the client
+    tokenized with another model's tokenizer ("fixing tokenizer_path fixed it"): the engine computed what it was
+    sent. Without that sentence the same report stays a hybrid/spec-decode suspicion."""
+    report = ("Qwen3-Next + MTP rollouts are gibberish and MTP acceptance is ~5% -- only from our RL framework.\n"
+              "server: vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --enable-prefix-caching "
+              "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'\n")
+    fixed = report + "The trainer config pointed at a Llama tokenizer. Fixing tokenizer_path fixed it.\n"
+    f = analyze_text(fixed, "x.log", use_preflight=False).findings[0]
+    assert f.category == "other" and f.rule == "near_miss" and "tokenizer_path" in f.basis
+    assert analyze_text(report, "x.log", use_preflight=False).findings[0].category != "other"

@@ -216,6 +216,14 @@ def _prose_pages(text: str) -> dict[str, int]:
     return out
 
 
+# the reporter tying wrong output to what the client sent, not to the engine: "fixing tokenizer_path fixed it", "a
+# wrong chat template", "tokenizer mismatch" -- the prompt the model saw was already wrong
+_CLIENT_CAUSE = re.compile(
+    r"\b(?:fix(?:ing|ed)?|correct(?:ing|ed)?|chang(?:ing|ed)|switch(?:ing|ed)|point(?:ing|ed)|sett?ing)\s+(?:the |our |my )?"
+    r"(?:[\w-]+[ _])?(?:tokenizer(?:_path|_name)?|chat[ _]template|prompt (?:format|template))\b[^.\n]{0,60}?\b"
+    r"(?:fixed|fixes|solved|solves|resolved|resolves)\b|"
+    r"\b(?:wrong|mismatched|another model's|the old|a stale|the trainer's) (?:tokenizer|chat template)\b|"
+    r"\btokenizer (?:mismatch|was wrong|of (?:another|the wrong) model)\b", re.I)
 # a value the reporter read off a variable, in words: "printing block_idx_last_scheduled_token_prev_step_d shows -1",
 # "spec_state_indices_tensor contains -1" (a negative one only: a slot or index that cannot be negative)
 _PRINTED_VERB = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b(?:\s+(?:tensor|values?|column|row|entry|now))?\s+"
@@ -402,6 +410,12 @@ class ProseLines:
                     "off", "disabled", "not enabled"))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
         # (compute-sanitizer's "=========     Host Frame: ... x.py:N" lists callers: the numbers read its first only)
+        if "client_cause_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
+                "okenizer" in text or "emplate" in text):
+            m = _CLIENT_CAUSE.search(text)
+            if m:
+                self.facts.startup["client_cause_prose"] = m.group(0)
+                self.facts.lines["client_cause_prose"] = (line.lineno, text.strip()[:500])
         if ".py" in text and line.level is None and len(text) < 2000 and not text.lstrip().startswith(("File ", "=")):
             for m in _PROSE_POS.finditer(text):
                 stem, num = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))

@@ -89,6 +89,19 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
             evidence=fact_evidence(facts, "dtype_cast_from", "wrong_output_prose"),
             missing=["a run with --dtype bfloat16 (or auto) on a GPU that has it; fp16-only GPUs (V100, T4) need a "
                      "float16-safe checkpoint"])
+    client = facts.startup.get("client_cause_prose")
+    if symptom and client:
+        # the report ties the wrong output to the prompt the client built (another model's tokenizer, a wrong chat
+        # template): the engine computed what it was given, whatever its layers or drafts
+        return Diagnosis(
+            category="other", confidence="medium", rule="near_miss",
+            basis=(f"no error in the log; the report ties the wrong output to what the client sent ('{client}'): the "
+                   "prompt the model saw was already wrong, outside the hybrid/spec-decode families (low draft "
+                   "acceptance follows from a nonsense prompt)"),
+            title="Wrong output from the client's prompt (tokenizer / chat template), not the engine",
+            message=f"wrong output without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
+            evidence=fact_evidence(facts, "client_cause_prose", "wrong_output_prose"),
+            missing=["the same prompt sent as text (or with the server's tokenizer) to the same server"])
     if symptom and setup.hybrid and calibrates_scales(facts.args.get("calculate_kv_scales"), facts.args.get(
             "kv_cache_dtype"), vtuple(facts.vllm_version) if facts.vllm_version else None):
         # --calculate-kv-scales on a Mamba/GDN hybrid before 0.19: the calibration pass computes the fp8 KV scales of
