@@ -100,6 +100,9 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output
                            # degenerate generation and quality that drops without an error
                            r"(?:gets?|got|is|are) stuck (?:in (?:a )?loops?|repeating)|repetitive (?:garbage|output|text|loops?)|"
                            r"\b(?:go|goes|went|going|gone) off the rails\b|"
+                           r"\b(?:fluent|plausible|coherent|confident)(?:ly)? but wrong\b|\brepeats? the (?:question|prompt)\b|"
+                           r"\b(?:accuracy|quality|scores?) (?:depends?|varies|vary|changes?) (?:on|with) (?:the )?"
+                           r"(?:concurrency|batch size|load|number of concurrent)|"
                            r"\b(?:starts?|started|begins?|began|ends? up|ended up) (?:to )?loop(?:ing)?\b|"
                            r"\b(?:and|then|finally) loops\b|\bloops (?:forever|endlessly)\b|"
                            r"repeats? (?:itself|the same (?:tokens?|words?|phrases?|lines?))|slightly[- ]off (?:text|output|answers?)|"
@@ -341,7 +344,7 @@ class ProseLines:
         if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
                 k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
                                     "rong ", "ncorrect", "salad", "roken ", "junk", "eterministic", "stuck", "epetiti",
-                                    "epeats", "off ", "ccuracy", "xact", "score", "egression", "witch", "aseline", "hreshold", "iverge",
+                                    "epeat", "off ", "ccuracy", "xact", "score", "egression", "witch", "aseline", "hreshold", "iverge",
                                     "iffer")):
             m = _WRONG_OUTPUT.search(text)
             if m:
