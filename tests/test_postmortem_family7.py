@@ -287,3 +287,17 @@ def test_accuracy_that_depends_on_concurrency_is_wrong_output():
     report = ("Qwen3.5-35B-A3B + MTP: GSM8K accuracy depends on concurrency, vllm 0.16.0\n"
               "vllm serve Qwen/Qwen3.5-35B-A3B --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'\n")
     assert analyze_text(report, "x.log", use_preflight=False).findings[0].category == "mixed_batch"
+
+
+def test_drafts_that_make_an_mla_model_slower_are_the_decode_kernels_query_length():
+    """No error, but "MTP makes DeepSeek-R1 slower" on an MLA model: the decode backend takes one query token per
+    request, so the verification rows run the prefill path -- a warning of the kernel-limit class. The same words
+    about a dense model name no class."""
+    mla = ("MTP makes DeepSeek-R1-0528-FP4 slower on B200 (FLASHINFER_MLA), v0.11.0: 3378 -> 2205 tok/s\n"
+           "vllm serve nvidia/DeepSeek-R1-0528-FP4 -tp 4 --speculative-config "
+           "'{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}'\n")
+    f = analyze_text(mla, "x.log", use_preflight=False).findings[0]
+    assert (f.category, f.severity) == ("spec_kernel_limit", "warning")
+    dense = mla.replace("DeepSeek-R1-0528-FP4", "Llama-3.1-70B").replace("deepseek_mtp", "eagle3") \
+        .replace("FLASHINFER_MLA", "FLASH_ATTN")
+    assert not [x for x in analyze_text(dense, "x.log", use_preflight=False).findings if x.category == "spec_kernel_limit"]

@@ -45,7 +45,7 @@ from .placement import faulting_kernel, kernel_fault, kernel_place
 from .specpath import in_layer, model_names, no_spec_path
 from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, rows_mismatch, shape_class
 from .sites import frame_category, from_site, function_hint, site_text
-from .silent import hybrid_prefix_never_hit, own_quality_gate, silent_corruption
+from .silent import hybrid_prefix_never_hit, own_quality_gate, silent_corruption, spec_slowdown
 from .stages import ends_at_leaf, stage_family
 from .kernelcheck import kernel_check_frame
 from .verify import confirm_by_numbers
@@ -440,6 +440,9 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     never = hybrid_prefix_never_hit(facts, setup, base_numbers) if quiet else None
     if never is not None:
         return never
+    slow = spec_slowdown(facts, setup, base_numbers) if quiet else None
+    if slow is not None:
+        return slow
     died = next(((ln, t) for ln, t in reversed(lines) if _DIED.search(t)), None)
     if died is not None and all(_DIED.search(t) or not _REAL_ERROR.search(t) for _, t in lines):
         # the process died and printed no error of its own: nothing here names a class

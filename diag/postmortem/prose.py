@@ -227,6 +227,13 @@ _CLIENT_CAUSE = re.compile(
     r"(?:fixed|fixes|solved|solves|resolved|resolves)\b|"
     r"\b(?:wrong|mismatched|another model's|the old|a stale|the trainer's) (?:tokenizer|chat template)\b|"
     r"\btokenizer (?:mismatch|was wrong|of (?:another|the wrong) model)\b", re.I)
+# the reporter saying speculative decoding made serving slower (no error): "MTP makes DeepSeek-R1 slower",
+# "adding MTP drops decode throughput", "slower with EAGLE than without"
+_SPEC_SLOWER = re.compile(
+    r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|drafts?|drafting|ngram|speculation)\b[^.\n]{0,80}?\b"
+    r"(?:(?:is|runs?|makes? (?:it|\w+(?:-\w+)*|everything|decode))\s+(?:\w+ )?slower|drops? (?:the )?(?:decode |generation |"
+    r"output )?throughput|(?:lowers?|reduces?|hurts?|halves?) (?:the )?(?:decode |generation |output )?throughput)\b|"
+    r"\bslower (?:with|when (?:using|enabling|adding)) (?:MTP|EAGLE|[Ee]agle|spec|drafts?|speculative|ngram)", re.I)
 # a value the reporter read off a variable, in words: "printing block_idx_last_scheduled_token_prev_step_d shows -1",
 # "spec_state_indices_tensor contains -1" (a negative one only: a slot or index that cannot be negative)
 _PRINTED_VERB = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b(?:\s+(?:tensor|values?|column|row|entry|now))?\s+"
@@ -413,6 +420,12 @@ class ProseLines:
                     "off", "disabled", "not enabled"))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
         # (compute-sanitizer's "=========     Host Frame: ... x.py:N" lists callers: the numbers read its first only)
+        if "spec_slower_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
+                "lower" in text or "hroughput" in text):
+            m = _SPEC_SLOWER.search(text)
+            if m:
+                self.facts.startup["spec_slower_prose"] = m.group(0)
+                self.facts.lines["spec_slower_prose"] = (line.lineno, text.strip()[:500])
         if "client_cause_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "okenizer" in text or "emplate" in text):
             m = _CLIENT_CAUSE.search(text)

@@ -57,6 +57,27 @@ def own_quality_gate(root: LogException, facts: LogFacts) -> bool:
     return not any(re.search(r"vllm/|site-packages/|dist-packages/|torch/|/lib/python", f.file) for f in root.frames)
 
 
+def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, but speculative decoding made an MLA model slower (``low``): the MLA decode kernels of a backend that
+    takes one query token per request (FlashInfer / TRT-LLM MLA before 0.12, FlashMLA's early releases, AITER) send
+    the 1 + k verification rows down the prefill path -- the kernel-limit class without a crash. Other models: not
+    modelled (vLLM's own warning that full CUDA graphs were dropped is a rule of its own)."""
+    said = facts.startup.get("spec_slower_prose")
+    if not said or not setup.spec_k or not setup.mla:
+        return None
+    return Diagnosis(
+        category="spec_kernel_limit", confidence="low", rule="failure_class", severity="warning",
+        basis=(f"no error in the log; the report says speculative decoding made serving slower ('{said}') on an MLA "
+               f"model ({', '.join(setup.why)}): an MLA decode backend that takes one query token per request runs the "
+               "1 + k verification rows of every step through the prefill path (or without full CUDA graphs), so the "
+               "drafts cost more than they save -- the backend's query-length limit under drafts"),
+        title=f"{title_of('spec_kernel_limit')} (slower with drafts, no error)",
+        message=f"slower with speculative decoding: {said}", numbers={**base_numbers, **facts.numbers},
+        evidence=fact_evidence(facts, "spec_slower_prose", "command", "non_default_args"),
+        missing=["the attention backend vLLM chose (its 'Using ... backend' line) and whether its decode takes "
+                 "q_len > 1 in this release; a profile of one decode step with and without drafts"])
+
+
 def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
     """No error at all, but the output goes wrong under speculative decoding (``low``/``medium``: the symptom, the
     configuration and vLLM's own warnings, not a failure site):
