@@ -301,3 +301,22 @@ def test_drafts_that_make_an_mla_model_slower_are_the_decode_kernels_query_lengt
     dense = mla.replace("DeepSeek-R1-0528-FP4", "Llama-3.1-70B").replace("deepseek_mtp", "eagle3") \
         .replace("FLASHINFER_MLA", "FLASH_ATTN")
     assert not [x for x in analyze_text(dense, "x.log", use_preflight=False).findings if x.category == "spec_kernel_limit"]
+
+
+def test_the_error_of_the_reporters_second_run_is_the_root():
+    """A report with two runs: the first died of an out-of-memory error, "---- second run (0.88) ----" then served for
+    hours and failed in a builder. The second run's error is what the report is about."""
+    w = "(Worker_TP0 pid=7709) ERROR 11-04 11:37:05 [multiproc_executor.py:1063] "
+    log = "\n".join([
+        "Context: first we hit CUDA out of memory with --gpu-memory-utilization 0.95; after 0.88 it dies with the assert.",
+        "---- first run ----",
+        "(Worker_TP4 pid=7714) ERROR 11-04 09:12:51 [multiproc_executor.py:...] torch.OutOfMemoryError: CUDA out of "
+        "memory. Tried to allocate 2.00 GiB. GPU 4 has a total capacity of 79.19 GiB of which 1.41 GiB is free.",
+        "---- second run (0.88) ----",
+        f"{w}Traceback (most recent call last):",
+        f'{w}  File "{PKG}/v1/worker/mamba_utils.py", line 1520, in preprocess_mamba',
+        f"{w}    assert accept_token_bias >= 0",
+        f"{w}AssertionError",
+    ])
+    an = analyze_text(log, "x.log", use_preflight=False)
+    assert an.facts.root.exc_type == "AssertionError" and an.findings[0].category != "other"

@@ -61,6 +61,12 @@ _PAR_NAME = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp":
 # (the API server's "non-default args: {...}" line opens every `vllm serve` launch, also where a reporter elided the
 # version line of a second attempt)
 _LAUNCH = re.compile(r"vLLM (?:API )?server version|Initializing a V1 LLM engine|█\s+version\s|\bnon-default args: \{")
+# a reporter's line that opens the output of a later run: "---- second run (0.88) ----", "2nd attempt:", "Run 2:",
+# "After lowering --gpu-memory-utilization to 0.88:"
+_RERUN = re.compile(r"^\W{0,8}(?:(?:second|2nd|third|3rd|next|final|latest|new) (?:run|attempt|try|launch)\b|"
+                    r"(?:run|attempt|try) ?#?(?:2|3|two|three)\b|"
+                    r"after (?:fixing|lowering|raising|dropping|reducing|increasing|setting|changing|removing|adding)\b"
+                    r"[^.]{0,80}:\s*\W{0,8}$)", re.I)
 
 
 class IdentityLines:
@@ -95,6 +101,8 @@ class IdentityLines:
                 self.model_lines.insert(0, (line.lineno, m.group(1)))
         if ("ersion" in text or "LLM engine" in text or "non-default" in text) and _LAUNCH.search(text):
             self.launches.append(line.lineno)
+        elif line.level is None and len(text) < 120 and _RERUN.match(text):
+            self.launches.append(line.lineno)  # the reporter's marker of a later run: its errors are the report's
         m = _SERVING.search(text) if "serving model" in text else None
         if m:
             self.model_lines.insert(0, (line.lineno, m.group(1)))
