@@ -320,3 +320,21 @@ def test_the_error_of_the_reporters_second_run_is_the_root():
     ])
     an = analyze_text(log, "x.log", use_preflight=False)
     assert an.facts.root.exc_type == "AssertionError" and an.findings[0].category != "other"
+
+
+def test_a_sparse_mla_shape_check_whose_rows_disagree_under_drafts_is_the_kernel_limit():
+    """FlashInfer sparse MLA's LSE "(16, 3, 32), expected (46, 32)": the heads agree, the rows do not (16 requests x
+    1 + k against the tokens) -- under MTP the multi-token decode, not the model's shape. Without drafts it stays
+    outside the families."""
+    w = "(Worker_TP2 pid=411) ERROR 05-02 10:00:01 [multiproc_executor.py:880] "
+    log = lambda cmd: "\n".join([
+        cmd, f"{w}Traceback (most recent call last):",
+        f'{w}  File "{PKG}/v1/attention/backends/mla/flashinfer_mla_sparse.py", line 787, in _normalize_lse',
+        f"{w}    raise RuntimeError(",
+        f"{w}RuntimeError: Unexpected FlashInfer sparse MLA LSE shape: (16, 3, 32), expected (46, 32).",
+    ])
+    mtp = ("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 4 --speculative-config "
+           "'{\"method\":\"mtp\",\"num_speculative_tokens\":2}'")
+    assert analyze_text(log(mtp), "x.log", use_preflight=False).findings[0].category == "spec_kernel_limit"
+    plain = "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 4"
+    assert analyze_text(log(plain), "x.log", use_preflight=False).findings[0].category == "other"

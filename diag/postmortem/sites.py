@@ -17,6 +17,20 @@ MODEL_SHAPE_CHECK = re.compile(r"dtype|device|contiguous|stride|heads|head_dim|n
                                 r"kv_lora|rope|quant|scale", re.I)
 
 
+_SHAPE_TUPLE = re.compile(r"\((\d+(?:\s*,\s*\d+)+)\)")
+
+
+def _rows_differ(message: str) -> bool:
+    """A shape check whose message prints the shape it got and the one it expected, alike in their trailing (model)
+    dimensions and different in the leading ones -- the rows (tokens, requests) disagree, not the model's heads:
+    "LSE shape: (16, 3, 32), expected (46, 32)"."""
+    tuples = [[int(x) for x in m.group(1).split(",")] for m in _SHAPE_TUPLE.finditer(message[:400])]
+    if len(tuples) < 2:
+        return False
+    got, want = tuples[0], tuples[1]
+    return got[-1] == want[-1] and got[:-1] != want[:-1]
+
+
 def site_text(site) -> str:
     if site.kind == "assert":
         what = f"assert {site.condition}" + (f", \"{site.message[:120]}\"" if site.message else "")
@@ -174,7 +188,8 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
     elif cat == "other" and site.kind != "kernel" and (site.rule or "default") == "default" and setup.spec_k != 0 \
             and MLA_FRAMES.search(site.file) and not HYBRID_FRAMES.search(site.file) \
             and TOKEN_COUNT_CHECK.search(f"{site.condition or ''} {site.message or ''}") \
-            and not MODEL_SHAPE_CHECK.search(f"{site.condition or ''} {site.message or ''}"):
+            and (not MODEL_SHAPE_CHECK.search(f"{site.condition or ''} {site.message or ''}")
+                 or _rows_differ(root.message or "")):
         cat = "spec_kernel_limit"
         basis += ("; a check of token / request counts in MLA / sparse-indexer code failing under speculative "
                   "decoding: a decode carries 1 + k query tokens per request, which this path sizes per request")
