@@ -193,6 +193,9 @@ def test_rules_classify_unseen_errors(site, expected):
     # a Mamba builder's split of the step into decodes and prefills without the step's is_prefilling flags
     ({"file": "vllm/v1/attention/backends/mamba_attn.py", "function": "BaseMambaAttentionMetadataBuilder._compute_common_metadata",
       "exc": "AssertionError", "condition": "is_prefilling is not None"}, "mixed_batch"),
+    # FlashMLA's split-count buffer under multi-token decode
+    ({"file": "vllm/v1/attention/backends/mla/flashmla.py", "function": "FlashMLAMetadataBuilder._build_decode",
+      "exc": "AssertionError", "condition": "n <= self.cg_buf_num_splits.size(0)"}, "spec_kernel_limit"),
     # a flag that needs another flag: the command line refused, not prefix caching degraded
     ({"file": "vllm/config/vllm.py", "function": "VllmConfig.validate_mamba_block_size", "exc": "ValueError",
       "condition": "(self.cache_config.mamba_block_size is not None) and (not self.cache_config.enable_prefix_caching)",

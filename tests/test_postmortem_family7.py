@@ -338,3 +338,17 @@ def test_a_sparse_mla_shape_check_whose_rows_disagree_under_drafts_is_the_kernel
     assert analyze_text(log(mtp), "x.log", use_preflight=False).findings[0].category == "spec_kernel_limit"
     plain = "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 4"
     assert analyze_text(log(plain), "x.log", use_preflight=False).findings[0].category == "other"
+
+
+def test_vllms_warning_that_no_kv_group_is_the_drafts_makes_wrong_output_the_draft_layout():
+    """vLLM 0.31+ warns "Speculative decoding (method=eagle3) is enabled but no KV cache group could be identified as
+    the draft model's" on a Mamba/GDN hybrid; wrong output after it is the draft vs hybrid KV layout."""
+    report = "\n".join([
+        "Qwen3.5-35B-A3B + EAGLE3: repetitive garbage after a few hundred tokens, vllm 0.33.0",
+        "vllm serve Qwen/Qwen3.5-35B-A3B --speculative-config "
+        "'{\"method\":\"eagle3\",\"model\":\"/ckpt/eagle3\",\"num_speculative_tokens\":4}'",
+        "(EngineCore_DP0 pid=9021) WARNING 06-02 21:41:20 [kv_cache_planning.py:1067] Speculative decoding "
+        "(method=eagle3) is enabled but no KV cache group could be identified as the draft model's.",
+    ])
+    f = analyze_text(report, "x.log", use_preflight=False).findings[0]
+    assert f.category == "kv_page_size" and "draft model's" in f.basis

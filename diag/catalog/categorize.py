@@ -534,6 +534,10 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     ("worker/gpu/pcp_manager.py", "validate_config", "cuda graphs", "other", "pcp_cudagraph_mode"),
     ("worker/gpu/pcp_manager.py", "validate_config", "dspark requires dcp", "other", "pcp_dspark_dcp"),
     ("worker/gpu/cudagraph_utils.py", "ubatch_forward_fn", "dbo does not support", "other", "dbo_cudagraph_mode"),
+    # FlashMLA's decode metadata against its CUDA-graph split-count buffer (sized for the captured decode batch): with
+    # drafts the decode's query tokens per request change the splits the kernel plans -- the backend under
+    # multi-token decode (C), as the reports of it are labelled
+    ("mla/flashmla.py", "_build_decode", "cg_buf_num_splits", "spec_kernel_limit", "flashmla_num_splits_buffer"),
     # a flag that needs another flag (the Mamba block size only means something with prefix caching): the command
     # line refused before any engine runs, not prefix caching degraded -- a near miss (seen on a GPU, vLLM 0.26.0)
     ("config/vllm.py", "validate_mamba_block_size", "can only be set with --enable-prefix-caching", "other",

@@ -123,6 +123,19 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
             message=f"wrong output without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
             evidence=fact_evidence(facts, "client_cause_prose", "wrong_output_prose"),
             missing=["the same prompt sent as text (or with the server's tokenizer) to the same server"])
+    if symptom and setup.spec_k and facts.startup.get("draft_kv_group_unidentified"):
+        # vLLM's own warning that none of the hybrid's KV-cache groups is the EAGLE draft's: the draft's layers run on a
+        # layout laid out for the target's Mamba/GDN and attention groups
+        return Diagnosis(
+            category="kv_page_size", confidence="medium", rule="failure_class",
+            basis=(f"no error in the log; the report says the output goes wrong ({symptom}), and vLLM warned at start-up "
+                   "that no KV-cache group could be identified as the draft model's on this Mamba/GDN hybrid: the "
+                   "EAGLE draft's layers read and write a KV layout built for the target's groups -- the draft vs "
+                   "hybrid KV layout"),
+            title=f"{title_of('kv_page_size')} (silent: the draft's KV-cache group not identified)",
+            message=f"wrong output without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
+            evidence=fact_evidence(facts, "draft_kv_group_unidentified", "wrong_output_prose"),
+            missing=["the KV-cache groups vLLM planned (the probes record them: VLLM_DIAG_DB=run.db)"])
     if symptom and setup.hybrid and calibrates_scales(facts.args.get("calculate_kv_scales"), facts.args.get(
             "kv_cache_dtype"), vtuple(facts.vllm_version) if facts.vllm_version else None):
         # --calculate-kv-scales on a Mamba/GDN hybrid before 0.19: the calibration pass computes the fp8 KV scales of

@@ -276,6 +276,10 @@ class StartupLines:
             self._set_startup("model_runner", (m.group(1) or m.group(2)).upper(), line)
         if "Hybrid KV" in text and _HYBRID_OFF.search(text):
             self._set_startup("hybrid_kv_cache_manager_disabled", True, line)
+        if "draft model's" in text and "no KV cache group" in text:
+            # vllm/v1/core/kv_cache_utils.py (0.31+) _warn_if_unannotated_eagle_mamba: EAGLE drafts on a Mamba/GDN hybrid
+            # whose KV-cache groups carry no group for the draft's layers
+            self._set_startup("draft_kv_group_unidentified", True, line)
         if "hybrid kv cache manager because" in text:
             # vllm/config/vllm.py (0.2x+): "Turning off hybrid kv cache manager because `--kv-transfer-config` selects
             # a KV connector that does not support it."
