@@ -352,3 +352,17 @@ def test_vllms_warning_that_no_kv_group_is_the_drafts_makes_wrong_output_the_dra
     ])
     f = analyze_text(report, "x.log", use_preflight=False).findings[0]
     assert f.category == "kv_page_size" and "draft model's" in f.basis
+
+
+def test_uvicorns_bind_error_without_a_traceback_is_the_port_near_miss():
+    """"ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use" --
+    uvicorn logs the OS error without a traceback; the line itself is the near miss."""
+    log = "\n".join([
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --speculative-config "
+        "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+        "(APIServer pid=1) INFO 05-27 10:06:51 [api_server.py:1651] Supported tasks: ['generate']",
+        "(APIServer pid=1) ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address "
+        "already in use",
+    ])
+    f = analyze_text(log, "x.log", use_preflight=False).findings[0]
+    assert (f.category, f.rule) == ("other", "near_miss") and "address already in use" in f.title.lower()

@@ -461,7 +461,17 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     from ..catalog.categorize import categorize
 
     for lineno, text in reversed(lines):
-        if near_miss(text):
+        nm = near_miss(text)
+        if nm is not None and _OS_ERROR_LINE.search(text):
+            # an OS error logged without a traceback (uvicorn's "[Errno 98] ... address already in use"): the error
+            # line itself names a cause outside the families
+            return Diagnosis(category="other", confidence="medium", rule="near_miss",
+                             basis=f"no exception in the log; the error line is {_a(nm)} failure, outside the "
+                                   "hybrid/spec-decode families",
+                             title=f"{nm[0].upper() + nm[1:]} (from an error line)", message=text[:300],
+                             numbers={**message_numbers(text), **facts.numbers},
+                             evidence=[Evidence(text=text[:500], line=lineno, source="log")])
+        if nm is not None:
             return None
         cat, rid = categorize({"file": "", "function": "", "message": text, "exc": ""})
         if cat != "other" and rid not in ("hybrid_batch_any",):
@@ -473,6 +483,7 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     return None
 
 
+_OS_ERROR_LINE = re.compile(r"\[Errno \d+\]")
 _API_ERROR = re.compile(r'"message"\s*:\s*"((?:[^"\\]|\\.){1,600})"')
 _API_TYPE = re.compile(r'"type"\s*:\s*"(\w*(?:Error|Exception))"')
 _API_CODE = re.compile(r'"code"\s*:\s*"?([45]\d\d)\b')

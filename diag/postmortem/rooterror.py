@@ -54,7 +54,10 @@ _LOOSE_ERR = re.compile(r"Check failed|Assertion error \(|[Aa]ssertion `|cannot 
                         # the API server's error body a client got: {"error": {"message": ..., "type": "BadRequestError"}}
                         # (OpenAI style) or {"object": "error", "message": ..., "type": ...} (older vLLM)
                         r"\"type\"\s*:\s*\"\w*(?:Error|Exception)\"|"
-                        r"ValueError|IndexError|NotImplementedError|out of memory|[Ee]rror:|\bfailed\b")
+                        r"ValueError|IndexError|NotImplementedError|out of memory|[Ee]rror:|\bfailed\b|"
+                        # an OS error uvicorn logs without a traceback: "[Errno 98] error while attempting to bind on
+                        # address ('0.0.0.0', 8000): address already in use"
+                        r"\[Errno \d+\]|[Aa]ddress already in use")
 
 
 
