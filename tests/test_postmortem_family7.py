@@ -366,3 +366,21 @@ def test_uvicorns_bind_error_without_a_traceback_is_the_port_near_miss():
     ])
     f = analyze_text(log, "x.log", use_preflight=False).findings[0]
     assert (f.category, f.rule) == ("other", "near_miss") and "address already in use" in f.title.lower()
+
+
+def test_an_elided_parallel_size_in_the_engine_config_is_no_internal_error():
+    """"tensor_parallel_size=1 ..." (the rest of the config line elided) with a GPU named: the size reads as 1, and an
+    unreadable one counts no GPUs -- never an internal error."""
+    log = "\n".join([
+        "1x H100 80GB",
+        "(EngineCore_DP0 pid=311) INFO 06-10 09:14:55 [core.py:...] Initializing a V1 LLM engine (v0.26.0) with config: "
+        "model='Qwen/Qwen3-Next-80B-A3B-Instruct', tensor_parallel_size=1 ...",
+        "(EngineCore_DP0 pid=311) ERROR 06-10 09:15:55 [core.py:...] ValueError: To serve at least one request with the "
+        "models's max seq len (262144), (6.00 GiB KV cache is needed, which is larger than the available KV cache "
+        "memory (2.10 GiB).",
+    ])
+    an = analyze_text(log, "x.log", use_preflight=False)
+    assert an.facts.args["tensor_parallel_size"] == 1 and an.facts.gpu_count == 1
+    from vllm_diag.postmortem.identity import _count
+
+    assert _count("1 ...") is None and _count(4) == 4

@@ -84,6 +84,8 @@ def args_from_engine_config(kw: dict[str, Any]) -> dict[str, Any]:
         if name:
             if isinstance(v, str) and v.startswith("torch."):
                 v = v[len("torch."):]
+            if isinstance(v, str) and re.fullmatch(r"-?\d+\s*(?:\.\.\.|\u2026)", v.strip()):
+                v = int(re.match(r"-?\d+", v.strip()).group(0))  # "tensor_parallel_size=1 ..." (the rest elided)
             out[name] = v
     spec = kw.get("speculative_config")
     if isinstance(spec, str) and "(" in spec:

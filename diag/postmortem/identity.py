@@ -234,6 +234,16 @@ class IdentityLines:
         if tp and "tensor_parallel_size" not in a:
             a["tensor_parallel_size"] = tp
         if f.gpu_count is None and tp and f.gpu_names:
-            f.gpu_count = int(tp) * int(a.get("pipeline_parallel_size") or 1)
+            tp_n, pp_n = _count(tp), _count(a.get("pipeline_parallel_size") or 1)
+            if tp_n is not None and pp_n is not None:  # (an elided value -- "1 ..." -- counts no GPUs)
+                f.gpu_count = tp_n * pp_n
         if self.sm is not None:
             f.startup["compute_capability"] = [self.sm // 10, self.sm % 10]
+
+
+def _count(value) -> int | None:
+    """A parallel size as an int, or None where the log's value is not one (elided, a variable)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
