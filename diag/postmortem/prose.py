@@ -302,6 +302,12 @@ def _failing_k(text: str) -> int | None:
 class ProseLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: text outside log records."""
 
+    def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
+        """The first match of the reporter's words for ``name``, with its line as evidence."""
+        if name not in self.facts.startup and (m := rx.search(text)):
+            self.facts.startup[name] = m.group(0)
+            self.facts.lines[name] = (line.lineno, text.strip()[:500])
+
     def _prose_line(self, line: Line) -> None:
         text = line.text
         # a `model:` key inside a nested speculative_config block names the draft, not the served model
@@ -419,19 +425,12 @@ class ProseLines:
                 self.facts.startup["prefix_caching_prose"] = not (m.group(1) or (m.group(2) or "").lower() in (
                     "off", "disabled", "not enabled"))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
+        if line.level is None and len(text) < 2000:
+            if "lower" in text or "hroughput" in text:
+                self._first_words("spec_slower_prose", _SPEC_SLOWER, text, line)
+            if "okenizer" in text or "emplate" in text:
+                self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)
         # (compute-sanitizer's "=========     Host Frame: ... x.py:N" lists callers: the numbers read its first only)
-        if "spec_slower_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
-                "lower" in text or "hroughput" in text):
-            m = _SPEC_SLOWER.search(text)
-            if m:
-                self.facts.startup["spec_slower_prose"] = m.group(0)
-                self.facts.lines["spec_slower_prose"] = (line.lineno, text.strip()[:500])
-        if "client_cause_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
-                "okenizer" in text or "emplate" in text):
-            m = _CLIENT_CAUSE.search(text)
-            if m:
-                self.facts.startup["client_cause_prose"] = m.group(0)
-                self.facts.lines["client_cause_prose"] = (line.lineno, text.strip()[:500])
         if ".py" in text and line.level is None and len(text) < 2000 and not text.lstrip().startswith(("File ", "=")):
             for m in _PROSE_POS.finditer(text):
                 stem, num = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
