@@ -563,6 +563,12 @@ FAULT_NAME = re.compile(r"illegal memory access|misaligned address|illegal instr
                           r"operation not supported on global/shared address space")
 
 
+def _line_key(file: str) -> str | None:
+    """``<file stem>_line`` for a frame's file, or None where the stem is no identifier."""
+    stem = re.split(r"[/\\]", file)[-1].rsplit(".", 1)[0]
+    return f"{stem.replace('-', '_')}_line" if re.fullmatch(r"[A-Za-z_][\w-]*", stem) else None
+
+
 def frame_line_numbers(f: LogFacts, raw: list | None = None) -> dict[str, int]:
     """``<file stem>_line``: the line of the innermost printed frame in each vLLM file of the root traceback
     (and of traceback pieces without an exception line, the same failure in an excerpt), and of a kernel
@@ -589,13 +595,10 @@ def frame_line_numbers(f: LogFacts, raw: list | None = None) -> dict[str, int]:
             elif "/vllm/" not in path and not path.startswith("vllm/") and not (
                     not path.startswith("/") and _known_vllm_file(path)):
                 continue  # the user's script, a library outside vLLM
-            base = re.split(r"[/\\]", fr.file)[-1]
-            stem = base.rsplit(".", 1)[0] if "." in base else base
-            if re.fullmatch(r"[A-Za-z_][\w-]*", stem):
-                key = f"{stem.replace('-', '_')}_line"
-                if key not in out:
-                    out[key] = fr.line
-                    seen += 1
+            key = _line_key(fr.file)
+            if key is not None and key not in out:
+                out[key] = fr.line
+                seen += 1
     if not out and f.root is not None and f.root.log_line is not None:
         # the root raised outside vLLM (Transformers refusing a model type, pydantic): the vLLM frames are in the
         # chained traceback printed next to it ("During handling of the above exception ...")
@@ -604,10 +607,8 @@ def frame_line_numbers(f: LogFacts, raw: list | None = None) -> dict[str, int]:
         for e in near:
             for fr in reversed(e.frames):
                 path = (fr.file or "").replace("\\", "/")
-                if fr.line and "/vllm/" in path and not _NOT_VLLM_FRAME.search(path):
-                    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-                    if re.fullmatch(r"[A-Za-z_][\w-]*", stem):
-                        out.setdefault(f"{stem.replace('-', '_')}_line", fr.line)
+                if fr.line and "/vllm/" in path and not _NOT_VLLM_FRAME.search(path) and (key := _line_key(path)):
+                    out.setdefault(key, fr.line)
     kf, kl = f.numbers.get("kernel_assert_file"), f.numbers.get("kernel_assert_line")
     if isinstance(kf, str) and isinstance(kl, int):
         out.setdefault(f"{kf.rsplit('.', 1)[0].replace('-', '_')}_line", kl)

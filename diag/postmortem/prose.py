@@ -437,15 +437,13 @@ class ProseLines:
                 pos = self.facts.startup.setdefault("prose_source_lines", {})
                 if len(pos) < 8:
                     pos.setdefault(f"{stem}_line", int(num))
-        if line.level is None and len(text) < 2000 and _PAGE_LINE.search(text):
+        if line.level is None and len(text) < 2000 and _PAGE_LINE.search(text) and (found := _prose_pages(text)):
             pages = self.facts.startup.setdefault("prose_page_sizes", {})
-            for name, val in _prose_pages(text).items():
+            for name, val in found.items():
                 pages.setdefault(name, val)
-            if not pages:
-                del self.facts.startup["prose_page_sizes"]
-        if " -" in text and "_" in text and len(text) < 2000 and _PRINTED_VERB.search(text):
+        if " -" in text and "_" in text and len(text) < 2000 and (said := _PRINTED_VERB.findall(text)):
             printed = self.facts.startup.setdefault("printed_values", {})
-            for name, val in _PRINTED_VERB.findall(text):
+            for name, val in said:
                 _printed(printed, name, int(val))
         if ("=" in text or '":' in text or "':" in text or "tensor([" in text) and "_" in text and len(text) < 4000 \
                 and "with config:" not in text and "non-default args" not in text and "SchedulerOutput" not in text:
