@@ -32,6 +32,8 @@ def _line_no(text: str) -> int:
 
 _IPY_FRAME = re.compile(r"^((?:/|~/|\.\.\./)?[\w.\-]+(?:/[\w.\-]+)*\.py) in ([\w<>.]+(?: line: \d+>)?)\(")
 _IPY_ARROW = re.compile(r"^-*-> ?(\d+)\s+(.*)$")
+# IPython 8+: "File ~/env/site-packages/vllm/x.py:812, in func(args)" -- the line number is on the frame line
+_IPY8_FRAME = re.compile(r"^\s*File ((?:/|~/|\.\.\./|[A-Za-z]:\\)?[\w.\-\\]+(?:[/\\][\w.\-]+)*\.py):(\d+), in ([\w<>.]+)")
 # the rest of a frame line hard-wrapped by a reporter: "gdn_attention_core" or "in causal_conv1d_update"
 # a frame line hard-wrapped right after the path: 'File "/x/y.py",' + ' line 320, in build'
 _FRAME_FILE_ONLY = re.compile(r'^\s*(?:\|\s*)?File "([^"]+)",?\s*$')
@@ -193,6 +195,19 @@ class TracebackParser:
             m = _IPY_FRAME.match(text)
             if m:
                 st.ipy_frame = (m.group(1), m.group(2))
+                return
+        if st.in_tb and text.lstrip().startswith("File ") and 'File "' not in text:
+            m = _IPY8_FRAME.match(text)
+            if m:
+                if len(st.frames) < MAX_FRAMES:
+                    # (IPython names the method with its class, "LLM.__init__"; a traceback names "__init__")
+                    st.frames.append(Frame(m.group(1), int(m.group(2)), m.group(3).rsplit(".", 1)[-1], None, line.lineno))
+                st.ipy_frame, st.awaiting_code = None, False
+                return
+        if text[:1] == "-" and st.in_tb and st.ipy_frame is None and st.frames and st.frames[-1].code is None:
+            m = _IPY_ARROW.match(text)  # IPython 8's arrow at the line that ran: the frame's code
+            if m and int(m.group(1)) == st.frames[-1].line:
+                st.frames[-1].code = m.group(2).strip() or None
                 return
         if st.ipy_frame is not None and text[:1] == "-":
             m = _IPY_ARROW.match(text)
