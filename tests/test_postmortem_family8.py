@@ -37,3 +37,21 @@ def test_an_ipython_8_traceback_gives_frames_with_their_lines_and_code():
     assert root.frames[-1].code == "assert max_page_size % layer_spec.page_size_bytes == 0, ("
     assert an.facts.numbers["kv_cache_utils_line"] == 812
     assert an.findings[0].category == "kv_page_size"
+
+
+def test_the_align_mode_conv_copy_under_drafts_is_a_state_copy_not_a_capability_gap():
+    """mamba_utils.get_conv_copy_spec refuses mid-serve to copy a dim-first conv state at an offset of
+    num_accepted_tokens - 1 in Mamba cache mode 'align': the align-mode state copy under drafts (state index)."""
+    w = "(Worker_TP0 pid=311) ERROR 05-21 08:31:58 [multiproc_executor.py:1007] "
+    pkg = "/usr/local/lib/python3.12/dist-packages/vllm"
+    log = "\n".join([
+        f"{w}Traceback (most recent call last):",
+        f'{w}  File "{pkg}/v1/worker/mamba_utils.py", line 124, in collect_mamba_copy_meta',
+        f"{w}    copy_spec = state_copy_func(",
+        f'{w}  File "{pkg}/model_executor/layers/mamba/mamba_utils.py", line 317, in get_conv_copy_spec',
+        f"{w}    raise NotImplementedError(",
+        f"{w}NotImplementedError: DS conv state layout does not yet support speculative decoding with "
+        "mamba_cache_mode='align' (num_accepted_tokens > 1).",
+    ])
+    top = analyze_text(log, "t.log", use_preflight=False).findings[0]
+    assert top.category == "state_index" and top.numbers["mamba_utils_line"] == 317
