@@ -55,3 +55,24 @@ def test_the_align_mode_conv_copy_under_drafts_is_a_state_copy_not_a_capability_
     ])
     top = analyze_text(log, "t.log", use_preflight=False).findings[0]
     assert top.category == "state_index" and top.numbers["mamba_utils_line"] == 317
+
+
+def test_frame_lines_a_terminal_wrapped_after_line_or_inside_the_path_are_joined():
+    """A terminal's fixed-width wrap cuts a frame line anywhere; the rest starts the next line without a prefix:
+    after "line" ('..., line ' + '1120, in f') or inside the path ('.../v1/at' + 'tention/...py", line 310, in build')."""
+    e = "(EngineCore pid=4120) "
+    pkg = "/home/ray/anaconda3/lib/python3.12/site-packages/vllm"
+    log = "\n".join([
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "{pkg}/v1/core/kv_cache_utils.py", line ',
+        "1120, in unify_kv_cache_spec_page_size",
+        f"{e}    raise NotImplementedError(",
+        f'{e}  File "{pkg}/v1/at',
+        'tention/backends/gdn_attn.py", line 310, in build',
+        f"{e}    assert not (num_decodes > 0 and num_spec_decodes > 0),",
+        f"{e}AssertionError: num_decodes: 1, num_spec_decodes: 3",
+    ])
+    root = analyze_text(log, "t.log", use_preflight=False).facts.root
+    assert [(f.file.rsplit("/", 1)[-1], f.function, f.line) for f in root.frames] == [
+        ("kv_cache_utils.py", "unify_kv_cache_spec_page_size", 1120), ("gdn_attn.py", "build", 310)]
+    assert root.frames[-1].file == f"{pkg}/v1/attention/backends/gdn_attn.py"

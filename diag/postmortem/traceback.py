@@ -36,8 +36,10 @@ _IPY_ARROW = re.compile(r"^-*-> ?(\d+)\s+(.*)$")
 _IPY8_FRAME = re.compile(r"^\s*File ((?:/|~/|\.\.\./|[A-Za-z]:\\)?[\w.\-\\]+(?:[/\\][\w.\-]+)*\.py):(\d+), in ([\w<>.]+)")
 # the rest of a frame line hard-wrapped by a reporter: "gdn_attention_core" or "in causal_conv1d_update"
 # a frame line hard-wrapped right after the path: 'File "/x/y.py",' + ' line 320, in build'
-_FRAME_FILE_ONLY = re.compile(r'^\s*(?:\|\s*)?File "([^"]+)",?\s*$')
-_FRAME_WRAPPED_REST = re.compile(r"^\s*line (\d+)(?:,\s*in\s+(\S+))?\s*$")
+# (a terminal's fixed-width wrap may also cut after "line", or inside the path: 'File "/x/v1/at' + 'tention/y.py", line 3')
+_FRAME_FILE_ONLY = re.compile(r'^\s*(?:\|\s*)?File "([^"]+)(?:",?(?:\s*line)?)?\s*$')
+_FRAME_WRAPPED_REST = re.compile(r"^\s*(?:line )?(\d+)(?:,\s*in\s+(\S+))?\s*$")
+_FRAME_PATH_REST = re.compile(r'^([\w.\-/]*\.py)", line (\d+)(?:,\s*in\s+(\S+))?\s*$')
 _FRAME_TAIL = re.compile(r"^\s*(?:in\s+)?([A-Za-z_<][\w<>.]*)\s*$")
 # reporter edits of a frame line: "vllm/x.py:444", "vllm/x.py, in f", "vllm/x.py, line 3, in f" (no File "...")
 _FRAME_LOOSE = re.compile(r'^\s*((?:\.\.\./|/|~/)?[\w.\-]+(?:/[\w.\-]+)+\.py)(?::(\d+))?(?:,\s*line\s*(\d+))?'
@@ -226,6 +228,8 @@ class TracebackParser:
             w = _FRAME_WRAPPED_REST.match(text)
             if w:
                 text = f'File "{pending}", line {w.group(1)}' + (f", in {w.group(2)}" if w.group(2) else "")
+            elif (w := _FRAME_PATH_REST.match(text)) is not None:  # the path itself was cut: join without a space
+                text = f'File "{pending}{w.group(1)}", line {w.group(2)}' + (f", in {w.group(3)}" if w.group(3) else "")
         elif 'File "' in text and st.in_tb:
             w = _FRAME_FILE_ONLY.match(text)
             if w:
