@@ -76,3 +76,20 @@ def test_frame_lines_a_terminal_wrapped_after_line_or_inside_the_path_are_joined
     assert [(f.file.rsplit("/", 1)[-1], f.function, f.line) for f in root.frames] == [
         ("kv_cache_utils.py", "unify_kv_cache_spec_page_size", 1120), ("gdn_attn.py", "build", 310)]
     assert root.frames[-1].file == f"{pkg}/v1/attention/backends/gdn_attn.py"
+
+
+def test_engine_args_built_in_python_and_a_quality_drop_in_the_reporters_words_are_read():
+    """An engine built from ``AsyncEngineArgs(...)`` (an eval harness, not `vllm serve`) gives its arguments as
+    ``LLM(...)`` does; "corrupted / repetitive answers", "GSM8K drops to 71.2", "switch language" are wrong output."""
+    log = "\n".join([
+        "[Bug]: Qwen3-Next + MTP gives corrupted / repetitive answers only when many requests run concurrently",
+        "engine_args = AsyncEngineArgs(model=\"Qwen/Qwen3-Next-80B-A3B-Instruct\", tensor_parallel_size=2,",
+        "    max_model_len=16384, max_num_seqs=128,",
+        "    speculative_config={\"method\": \"qwen3_next_mtp\", \"num_speculative_tokens\": 2})",
+    ])
+    an = analyze_text(log, "t.log", use_preflight=False)
+    assert an.facts.args["num_speculative_tokens"] == 2 and an.facts.args["max_num_seqs"] == 128
+    assert an.facts.startup["wrong_output_prose"] == "corrupted / repetitive answers"
+    assert an.findings[0].category == "mixed_batch" and an.findings[0].severity == "error"
+    for words in ("at concurrency 128 GSM8K drops to 71.2", "many answers switch language mid sentence"):
+        assert analyze_text(words, "t.log", use_preflight=False).facts.startup.get("wrong_output_prose"), words

@@ -58,7 +58,17 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     dense_decode = setup.hybrid is None and any(_DENSE_DECODE.search(f.file or "") for f in root.frames)
     drafter = drafter_frame(root, setup)
     nsp = no_spec_path(model_names(facts), facts.vllm_version, [f.file for f in root.frames[-3:]]) if setup.spec_k else None
-    if drafter is not None:
+    if nsp is not None:
+        # (first: on a model whose layers never take drafts, a fault in the drafter is still that layer's -- vLLM
+        # 0.26.0 Jamba + a dense draft faulted in the drafter and in the decode graph alike)
+        # a recurrent layer with no spec-decode path in this release: the builder's spec-decode rows reach a layer
+        # whose decode takes one token a request
+        cat = "mixed_batch"
+        basis = (f"{common}; inferred from the configuration: {', '.join(setup.why) or 'speculative decoding'} -> the "
+                 f"model's {nsp.layers} have no speculative-decoding path {nsp.since_text()}: the metadata builder "
+                 f"hands them the spec-decode rows of the batch (1 + k tokens a request) that their decode never reads")
+        title = f"Spec-decode batch on {nsp.layers}, which have no spec-decode path (inferred: {fault})"
+    elif drafter is not None:
         # a separate (dense) draft model on a hybrid target: the drafter's attention reads KV-cache metadata built
         # for the target's groups (vLLM 0.26 hands a draft_model proposer the first group's -- on NemotronH the Mamba
         # group's 1 + k-block table -- and its slot mapping indexes past it): the draft vs hybrid KV layout
@@ -68,14 +78,6 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
                  f"target ({', '.join(setup.why)}): the draft's attention runs on the hybrid's KV-cache groups, block "
                  "tables and pages, laid out for the target's Mamba/GDN and attention layers")
         title = f"Draft model vs the hybrid's KV-cache layout (inferred: {fault} in the draft model's proposer)"
-    elif nsp is not None:
-        # a recurrent layer with no spec-decode path in this release: the builder's spec-decode rows reach a layer
-        # whose decode takes one token a request
-        cat = "mixed_batch"
-        basis = (f"{common}; inferred from the configuration: {', '.join(setup.why) or 'speculative decoding'} -> the "
-                 f"model's {nsp.layers} have no speculative-decoding path {nsp.since_text()}: the metadata builder "
-                 f"hands them the spec-decode rows of the batch (1 + k tokens a request) that their decode never reads")
-        title = f"Spec-decode batch on {nsp.layers}, which have no spec-decode path (inferred: {fault})"
     elif (pad := unrounded_spec_padding(facts, setup)) is not None:
         # vLLM before 0.12 did not round the capture sizes to multiples of 1 + k (issue #28207, fixed by
         # CompilationConfig.adjust_cudagraph_sizes_for_spec_decode): a uniform spec-decode step padded to a size that

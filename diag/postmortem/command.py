@@ -114,12 +114,15 @@ def args_from_engine_config(kw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_ENGINE_CALL = re.compile(r"\b(?:LLM|(?:Async)?EngineArgs)\(")
+
+
 def args_from_llm_call(text: str) -> dict[str, Any]:
-    """``LLM(model="x", speculative_config={...}, ...)`` from a pasted Python snippet."""
-    start = text.find("LLM(")
-    if start < 0:
+    """``LLM(model="x", speculative_config={...}, ...)`` (or ``AsyncEngineArgs(...)``) from a pasted Python snippet."""
+    m = _ENGINE_CALL.search(text)
+    if m is None:
         return {}
-    body = text[start + 4 :]
+    body = text[m.end():]
     lines = []
     for ln in body.splitlines():
         lines.append(_strip_comment(ln))

@@ -67,7 +67,9 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"(?:different|varying|mixed) (?:numbers? of )?drafts? (?:lengths? )?(?:in|within) (?:the same|one) "
                           r"(?:batch|step)|draft (?:lengths?|counts?) (?:differ|vary)", re.I)
 # the reporter's words about wrong output with no error (a silent corruption): garbled / repeated text
-_WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output|text|tokens|generations?|answers?)|"
+_WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|or|and) ?\w+)? (?:output|text|tokens|generations?|answers?)|"
+                           # "answers contain repeated phrases or switch language mid sentence"
+                           r"repeated (?:phrases|words|sentences|paragraphs)\b|\bswitch(?:es|ing|ed)? languages?\b|"
                            r"repeated fragments|(?:output|text|answers?|generations?) (?:degrades?|degenerates?|"
                            r"become(?:s)? (?:garbage|gibberish|nonsense))|nonsense (?:output|text)|garbage (?:output|text)|"
                            r"(?:returns?|returning|turns? into|produces?|producing|outputs?|generates?|gives?|giving|spits? out) (?:\w+ )?"
@@ -106,7 +108,8 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)? (?:output
                            r"\b(?:starts?|started|begins?|began|ends? up|ended up) (?:to )?loop(?:ing)?\b|"
                            r"\b(?:and|then|finally) loops\b|\bloops (?:forever|endlessly)\b|"
                            r"repeats? (?:itself|the same (?:tokens?|words?|phrases?|lines?))|slightly[- ]off (?:text|output|answers?)|"
-                           r"\b(?:accuracy|exact[_ ]match|eval scores?|benchmark scores?) (?:\w+ ){0,2}(?:drops?|dropped|collapses?|"
+                           r"\b(?:accuracy|exact[_ ]match|eval scores?|benchmark scores?|gsm8k|mmlu|humaneval|math500|aime\d*) "
+                           r"(?:\w+ ){0,2}(?:drops?|dropped|collapses?|"
                            r"collapsed|falls?|fell|degrades?|degraded|regress\w*|tanks?|tanked)\b|"
                            # an evaluation harness failing its quality gate
                            r"\b(?:accuracy|quality|eval|score) regression\b|\bregression (?:vs\.?|versus|against|from) "
@@ -358,7 +361,7 @@ class ProseLines:
                 k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
                                     "rong ", "ncorrect", "salad", "roken ", "junk", "eterministic", "stuck", "epetiti",
                                     "epeat", "off ", "ccuracy", "xact", "score", "egression", "witch", "aseline", "hreshold", "iverge",
-                                    "iffer")):
+                                    "iffer", "sm8k", "SM8K", "mmlu", "MMLU", "umaneval", "umanEval")):
             m = _WRONG_OUTPUT.search(text)
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)

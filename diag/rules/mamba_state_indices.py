@@ -104,19 +104,21 @@ def check(ctx: RuleContext) -> list[Finding]:
     severity = "error"
     no_log_failure = ctx.log is not None and ctx.log.root is None
     no_recorded_failure = ctx.log is None and st is not None and state_source(st) == "recorded" and not st.errors
-    if (no_log_failure or no_recorded_failure) and comps and comps[0].name.startswith("Mamba cache mode"):
+    config_only = bool(comps) and comps[0].name.startswith("Mamba cache mode")
+    if config_only and str(cfg(ctx, "speculative_method") or "") == "draft_model":
+        # seen on the GPU (vLLM 0.26.0): NemotronH, Granite 4.0-H and Falcon-H1 in mode 'all' with a separate dense
+        # draft model (k = 2) served without a failure, where ngram drafts died at the first mixed step -- so the
+        # configuration alone says nothing here, whether or not the log fails for another reason
+        severity = "info"
+        title = "Mamba cache mode 'all' with a separate draft model: not modelled"
+        msg += (" Not modelled for a separate draft model: vLLM 0.26.0 runs of NemotronH, Granite 4.0-H and Falcon-H1 "
+                "in mode 'all' with a dense draft model (k = 2) served without a failure, where ngram drafts failed.")
+    elif (no_log_failure or no_recorded_failure) and config_only:
         # a prediction from the configuration alone, for an engine whose log or recording shows no failure (it served,
         # maybe with the drafts silently wrong -- Jamba's Mamba1 layers under --enforce-eager on 0.26): a risk, not
         # the cause of an error
         severity = "warning"
         msg += f" This {'log' if no_log_failure else 'recording'} shows no failure of the engine."
-        if str(cfg(ctx, "speculative_method") or "") == "draft_model":
-            # seen on the GPU: NemotronH in mode 'all' with a separate dense draft model (k = 2, vLLM 0.26.0) served
-            # both rounds of mixed prompts, where ngram drafts died at the first mixed step
-            severity = "info"
-            title = "Mamba cache mode 'all' with a separate draft model: not modelled"
-            msg += (" Not modelled for a separate draft model: a vLLM 0.26.0 run of NemotronH in mode 'all' with a dense "
-                    "draft model (k = 2) served without a failure, where ngram drafts failed.")
     return [Finding(rule=ID, category="state_index", title=title,
                     severity=severity, message=msg, numbers=numbers, comparisons=comps, evidence=evidence,
                     missing_evidence=[] if v else ["vLLM version (rule applies to 0.17-0.30)"])]
