@@ -39,9 +39,10 @@ def test_an_ipython_8_traceback_gives_frames_with_their_lines_and_code():
     assert an.findings[0].category == "kv_page_size"
 
 
-def test_the_align_mode_conv_copy_under_drafts_is_a_state_copy_not_a_capability_gap():
-    """mamba_utils.get_conv_copy_spec refuses mid-serve to copy a dim-first conv state at an offset of
-    num_accepted_tokens - 1 in Mamba cache mode 'align': the align-mode state copy under drafts (state index)."""
+def test_the_ds_conv_layout_refusing_drafts_in_align_mode_is_a_capability_gap_not_a_family():
+    """mamba_utils.get_conv_copy_spec refuses to copy a dim-first (DS) conv state at an offset of num_accepted_tokens
+    - 1 in Mamba cache mode 'align': the DS layout is an opt-in (an environment variable) with no copy for drafts --
+    a feature gap whose fix is to drop the opt-in, outside the families, however much the message speaks of drafts."""
     w = "(Worker_TP0 pid=311) ERROR 05-21 08:31:58 [multiproc_executor.py:1007] "
     pkg = "/usr/local/lib/python3.12/dist-packages/vllm"
     log = "\n".join([
@@ -54,7 +55,7 @@ def test_the_align_mode_conv_copy_under_drafts_is_a_state_copy_not_a_capability_
         "mamba_cache_mode='align' (num_accepted_tokens > 1).",
     ])
     top = analyze_text(log, "t.log", use_preflight=False).findings[0]
-    assert top.category == "state_index" and top.numbers["mamba_utils_line"] == 317
+    assert top.category == "other" and top.numbers["mamba_utils_line"] == 317
 
 
 def test_frame_lines_a_terminal_wrapped_after_line_or_inside_the_path_are_joined():

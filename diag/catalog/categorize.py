@@ -415,10 +415,6 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # as the reports of it are labelled
     ("gdn_attn.py", "build_for_cudagraph_capture", "num_accepted_tokens.shape", "mixed_batch",
      "gdn_capture_accepted_rows"),
-    # mamba_utils.py get_conv_copy_spec (0.2x+): in Mamba cache mode 'align' a request's running conv state is copied
-    # into its next block at an offset of num_accepted_tokens - 1, which the dim-first (DS) conv layout cannot slice:
-    # raised mid-serve on the align-mode state copy under drafts (family B), not a gap refused at start-up
-    ("layers/mamba/mamba_utils.py", "get_conv_copy_spec", "speculative decoding", "state_index", "align_conv_copy_spec"),
     # "num_decodes: X, num_spec_decodes: Y" (gdn_attn.py build, 0.17.x, vllm#34845): the mixed-batch assert itself.
     ("gdn_attn.py", "build", "num_decodes", "mixed_batch", "gdn_mixed_assert"),  # (needles: lower case)
     # vLLM's fast_plan_decode is FlashInfer's decode plan for CUDA-graph mode (its own copy of FlashInfer's plan, whose
