@@ -92,5 +92,7 @@ def test_engine_args_built_in_python_and_a_quality_drop_in_the_reporters_words_a
     assert an.facts.args["num_speculative_tokens"] == 2 and an.facts.args["max_num_seqs"] == 128
     assert an.facts.startup["wrong_output_prose"] == "corrupted / repetitive answers"
     assert an.findings[0].category == "mixed_batch" and an.findings[0].severity == "error"
-    for words in ("at concurrency 128 GSM8K drops to 71.2", "many answers switch language mid sentence"):
+    for words in ("at concurrency 128 GSM8K drops to 71.2", "many answers switch language mid sentence",
+                  "multi-turn chats sometimes answer nonsense", "the assistant turn is unrelated to the conversation",
+                  "it answers a different question"):
         assert analyze_text(words, "t.log", use_preflight=False).facts.startup.get("wrong_output_prose"), words

@@ -252,14 +252,40 @@ def test_mixed_batch_from_recorded_steps():
 
 
 def test_mamba_block_budget_from_recorded_blocks():
-    st = predict(facts_from_config(QWEN3_NEXT_TINY), {"max_num_seqs": 128, "num_gpu_blocks_override": 100,
+    # (200 blocks: fewer than max_num_seqs and vLLM would refuse to start -- the next test)
+    st = predict(facts_from_config(QWEN3_NEXT_TINY), {"max_num_seqs": 128, "num_gpu_blocks_override": 200,
                                                       "enable_prefix_caching": False}, (0, 32, 0), H100)
     f = _fire(RuleContext(state=st), "mamba_block_budget")[0]
     # one pool for all groups: a request holds a state block in each of the 3 GDN groups and at least one attention
     # block (vLLM 0.26 on an H200: 40 blocks, 3 GDN groups x (1 + 3) + 1 -> 3 requests, where vLLM itself reports a
     # 2.5x concurrency for full-length ones; counting one group only said 10)
     assert (f.numbers["mamba_groups"], f.numbers["attention_groups"]) == (3, 1)
-    assert (f.numbers["blocks_per_request"], f.numbers["requests_that_fit"]) == (4, 25)
+    assert (f.numbers["blocks_per_request"], f.numbers["requests_that_fit"]) == (4, 50)
+
+
+def test_mamba_block_budget_from_a_kv_budget_in_bytes_predicts_vllms_refusal():
+    """--kv-cache-memory-bytes fixes the pool before launch: blocks = bytes // page // layers per group (vLLM's
+    get_num_blocks). With full CUDA graphs vLLM 0.20+ refuses max_num_seqs above the blocks (seen on an H200 with
+    Granite 4.0-H: 2 MiB -> 170 blocks, refused at 256; 4 MiB -> 341 blocks, served)."""
+    from vllm_diag.serve.normalise import normalise_args
+
+    facts = facts_from_config(QWEN3_NEXT_TINY)
+    budget = normalise_args({"kv_cache_memory_bytes": "4M"})["kv_cache_memory_bytes"]
+    assert budget == 4 * 2**20
+    st = predict(facts, {"max_num_seqs": 256, "kv_cache_memory_bytes": budget, "enable_prefix_caching": False},
+                 (0, 26, 0), H100)
+    page = st.kv_cache_groups[0].page_size_padded or st.kv_cache_groups[0].page_size_bytes
+    layers = max(len(g.layer_names) for g in st.kv_cache_groups)
+    blocks = budget // page // layers
+    f = _fire(RuleContext(state=st, version=(0, 26, 0)), "mamba_block_budget")[0]
+    assert f.numbers["num_blocks"] == blocks
+    assert (f.severity == "error") == (blocks < 256)
+    st = predict(facts, {"max_num_seqs": blocks + 1, "kv_cache_memory_bytes": budget, "enable_prefix_caching": False},
+                 (0, 26, 0), H100)
+    refused = _fire(RuleContext(state=st, version=(0, 26, 0)), "mamba_block_budget")[0]
+    assert refused.severity == "error" and refused.numbers["mamba_cache_blocks"] == blocks
+    st.config["enforce_eager"] = True  # no full CUDA graphs: no refusal, only the budget warning
+    assert _fire(RuleContext(state=st, version=(0, 26, 0)), "mamba_block_budget")[0].severity == "warning"
 
 
 def test_cpu_align_spec_predicted_and_quiet_without_spec():

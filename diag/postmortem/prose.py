@@ -70,6 +70,11 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
 _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|or|and) ?\w+)? (?:output|text|tokens|generations?|answers?)|"
                            # "answers contain repeated phrases or switch language mid sentence"
                            r"repeated (?:phrases|words|sentences|paragraphs)\b|\bswitch(?:es|ing|ed)? languages?\b|"
+                           # "sometimes answer nonsense", "the reply is unrelated to the conversation", "answers a
+                           # different question": the answer belongs to another request's state
+                           r"\b(?:answers?|answering|repl(?:y|ies)|responds?|says?) (?:\w+ )?nonsense\b|"
+                           r"\bunrelated to the (?:conversation|prompt|question|input|request|context)\b|"
+                           r"\banswers? (?:a |to a )?(?:different|another|wrong) (?:question|prompt|request)\b|"
                            r"repeated fragments|(?:output|text|answers?|generations?) (?:degrades?|degenerates?|"
                            r"become(?:s)? (?:garbage|gibberish|nonsense))|nonsense (?:output|text)|garbage (?:output|text)|"
                            r"(?:returns?|returning|turns? into|produces?|producing|outputs?|generates?|gives?|giving|spits? out) (?:\w+ )?"
@@ -361,7 +366,7 @@ class ProseLines:
                 k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
                                     "rong ", "ncorrect", "salad", "roken ", "junk", "eterministic", "stuck", "epetiti",
                                     "epeat", "off ", "ccuracy", "xact", "score", "egression", "witch", "aseline", "hreshold", "iverge",
-                                    "iffer", "sm8k", "SM8K", "mmlu", "MMLU", "umaneval", "umanEval")):
+                                    "iffer", "sm8k", "SM8K", "mmlu", "MMLU", "umaneval", "umanEval", "nrelated", "ifferent q")):
             m = _WRONG_OUTPUT.search(text)
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)

@@ -15,7 +15,7 @@ or "GPU KV cache size: T tokens" / block size). Versions: all. Severity: warning
 from __future__ import annotations
 
 from ..model import Change, Comparison, Evidence, Finding, Suggestion
-from ._util import cfg, family, in_range, log_evidence, spec_k, state_source, version
+from ._util import cfg, family, in_range, log_evidence, log_root, spec_k, state_source, version
 from .base import Rule, RuleContext
 
 ID = "mamba_block_budget"
@@ -26,16 +26,32 @@ def _num_blocks(ctx: RuleContext) -> tuple[int | None, list[Evidence]]:
         n = cfg(ctx, key)
         if n:
             return int(n), [Evidence(f"{key} = {n}", source=state_source(ctx.state))]
+    budget = cfg(ctx, "kv_cache_memory_bytes")
+    pool = _pool_page(ctx)
+    if isinstance(budget, int) and budget > 0 and pool is not None:
+        # a KV budget set in bytes: vLLM's get_num_blocks, available // page // the largest group's layer count
+        page, layers = pool
+        return budget // page // layers, [Evidence(f"kv_cache_memory_bytes {budget:,} // page {page:,} B // {layers} "
+                                                   f"layer(s) per group = {budget // page // layers} blocks",
+                                                   source=state_source(ctx.state))]
     if ctx.log is not None:
+        if isinstance(ctx.log.numbers.get("mamba_cache_blocks"), int):  # vLLM's own count, in its error (0.20+)
+            return ctx.log.numbers["mamba_cache_blocks"], log_evidence(ctx, log_root(ctx))
         if ctx.log.startup.get("num_gpu_blocks"):
             return int(ctx.log.startup["num_gpu_blocks"]), log_evidence(ctx, None, "num_gpu_blocks")
         tokens, block = ctx.log.startup.get("gpu_kv_cache_tokens"), ctx.log.startup.get("attention_block_size") or cfg(ctx, "block_size")
         conc, per_req = ctx.log.startup.get("max_concurrency"), ctx.log.startup.get("max_concurrency_tokens")
         if conc and per_req and block and in_range(version(ctx), (0, 23)):
             # from 0.23 vLLM's token count is the group-aware capacity (kv_cache_utils: max concurrency x max_model_len),
-            # no longer num_blocks // groups x block size: a max-length request holds cdiv(len, block) attention blocks
-            # and at least one Mamba block, so the pool holds at least concurrency x that many blocks
-            blocks = round(float(conc) * (-(-int(per_req) // int(block)) + 1))
+            # no longer num_blocks // groups x block size: concurrency = num_blocks / the blocks a max-length request
+            # holds in all groups (get_max_concurrency_for_kv_cache_config) -- cdiv(len, block) in each attention group
+            # and MambaSpec.max_memory_usage_bytes' pages in each Mamba group; with the groups unknown, one of each
+            attn_blocks = -(-int(per_req) // int(block))
+            mamba_groups, attn_groups = _pool_groups(ctx)
+            mode, k = cfg(ctx, "mamba_cache_mode"), spec_k(ctx)
+            mamba_blocks = attn_blocks + k if mode == "all" else (2 + k if mode == "align" else 1 + k)
+            per_request = (attn_groups * attn_blocks + mamba_groups * mamba_blocks) if mamba_groups else attn_blocks + 1
+            blocks = round(float(conc) * per_request)
             return blocks, log_evidence(ctx, None, "max_concurrency", "attention_block_size")
         if tokens and block:
             return int(tokens) // int(block), log_evidence(ctx, None, "gpu_kv_cache_tokens", "attention_block_size")
@@ -93,6 +109,9 @@ def check(ctx: RuleContext) -> list[Finding]:
     seqs = cfg(ctx, "max_num_seqs")
     if not n or not seqs:
         return []
+    refusal = _capture_refusal(ctx, n, int(seqs), evidence)
+    if refusal:
+        return refusal
     k = spec_k(ctx)
     per_group = (2 + k) if cfg(ctx, "mamba_cache_mode") in ("align", "all") else (1 + k)
     mamba_groups, attn_groups = _pool_groups(ctx)
@@ -116,6 +135,35 @@ def check(ctx: RuleContext) -> list[Finding]:
                              f"max_num_seqs={seqs} only queues or preempts the rest and over-sizes the decode buffers."),
                     evidence=evidence, comparisons=[Comparison("max_num_seqs <= requests that fit", expected=fit, actual=int(seqs))],
                     numbers=numbers)]
+
+
+def _capture_refusal(ctx: RuleContext, n: int, seqs: int, evidence: list[Evidence]) -> list[Finding]:
+    """vLLM 0.20+ (CompilationConfig.resolve_cudagraph_mode_and_sizes) refuses to start when full CUDA graphs are on
+    and max_num_seqs exceeds the KV pool's blocks: each decode sequence of the graphs needs one Mamba block. Predicted
+    here where the pool is known before launch; a log that shows the refusal has it as its own error."""
+    if seqs <= n or in_range(version(ctx), (0, 20)) is not True or cfg(ctx, "enforce_eager"):
+        return []
+    if str(cfg(ctx, "cudagraph_mode") or "").upper() in ("NONE", "PIECEWISE"):
+        return []
+    if ctx.log is not None and ctx.log.root is not None:
+        return []
+    return [Finding(rule=ID, category="mamba_block_budget", title=f"max_num_seqs {seqs} exceeds the {n} Mamba cache blocks",
+                    severity="error",
+                    message=(f"With full CUDA graphs each decode sequence needs one Mamba cache block; {n} blocks fit, "
+                             f"max_num_seqs is {seqs}: vLLM refuses to start ('max_num_seqs ({seqs}) exceeds available "
+                             f"Mamba cache blocks ({n})')."),
+                    evidence=evidence, comparisons=[Comparison("max_num_seqs <= Mamba cache blocks", expected=n, actual=seqs)],
+                    numbers={"num_blocks": n, "mamba_cache_blocks": n, "max_num_seqs": seqs, "requests_that_fit": n})]
+
+
+def _pool_page(ctx: RuleContext) -> tuple[int, int] | None:
+    """(the one page size all groups share, the largest group's layer count) of the recorded or predicted plan;
+    ``None`` when unknown or when the groups' pages differ (a packed layout this rule does not model)."""
+    groups = ctx.state.kv_cache_groups if ctx.state is not None else []
+    pages = {g.page_size_padded or g.page_size_bytes for g in groups}
+    if not groups or len(pages) != 1 or not next(iter(pages)):
+        return None
+    return int(next(iter(pages))), max(len(g.layer_names) for g in groups) or 1
 
 
 def _pool_groups(ctx: RuleContext) -> tuple[int, int]:

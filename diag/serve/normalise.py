@@ -20,7 +20,7 @@ _EXTRA = (
     "quantization", "trust_remote_code", "hf_overrides", "attention_backend", "max_cudagraph_capture_size",
     "data_parallel_size", "decode_context_parallel_size", "disable_hybrid_kv_cache_manager", "language_model_only",
     "num_gpu_blocks_override", "kv_cache_dtype_skip_layers", "revision", "tokenizer", "use_replayssm", "prefix_match_unit",
-    "calculate_kv_scales",
+    "calculate_kv_scales", "kv_cache_memory_bytes",
 )
 
 
@@ -50,6 +50,13 @@ def normalise_args(args: dict[str, Any]) -> dict[str, Any]:
         out["user_specified_block_size"] = True
     if isinstance(out.get("max_model_len"), int) and out["max_model_len"] < 0:
         out.pop("max_model_len")  # 'auto'
+    if isinstance(out.get("kv_cache_memory_bytes"), str):  # human-readable in vLLM ('4K', '2G', '1.5g')
+        from .parse import human_int  # (parse imports this module)
+
+        try:
+            out["kv_cache_memory_bytes"] = human_int(out["kv_cache_memory_bytes"])
+        except ValueError:
+            out.pop("kv_cache_memory_bytes")
     spec = args.get("speculative_config")
     if isinstance(spec, dict):
         out["speculative_config"] = spec
