@@ -96,3 +96,14 @@ def test_engine_args_built_in_python_and_a_quality_drop_in_the_reporters_words_a
                   "multi-turn chats sometimes answer nonsense", "the assistant turn is unrelated to the conversation",
                   "it answers a different question"):
         assert analyze_text(words, "t.log", use_preflight=False).facts.startup.get("wrong_output_prose"), words
+
+
+def test_the_start_up_memory_check_naming_its_device_gives_its_numbers():
+    """vLLM's start-up memory check names the device in later releases ("Free memory on device cuda:0 (...)")."""
+    an = analyze_text("ValueError: Free memory on device cuda:0 (4.61/79.18 GiB) on startup is less than desired GPU "
+                      "memory utilization (0.9, 71.26 GiB). Decrease GPU memory utilization or reduce GPU memory used by "
+                      "other processes.", "t.log", use_preflight=False)
+    n = an.facts.numbers
+    assert (n["gpu_free_gib"], n["gpu_total_gib"], n["gpu_memory_utilization"], n["requested_memory_gib"]) == (
+        4.61, 79.18, 0.9, 71.26)
+    assert an.findings[0].category == "other"

@@ -48,8 +48,8 @@ _NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
      ("kernel_assert_path", "kernel_assert_file", "kernel_assert_line", "kernel_assert_condition")),
     (re.compile(r"(?:Timeout|timeout)\(ms\)=(\d+)"), ("nccl_timeout_ms",)),
     # vLLM's start-up memory check: "Free memory on device (61.23/79.19 GiB) on startup is less than desired GPU
-    # memory utilization (0.9, 71.27 GiB)"
-    (re.compile(r"Free memory on device \(" + _FLOAT + r"/" + _FLOAT + r" ?GiB\) on startup is less than desired GPU memory "
+    # memory utilization (0.9, 71.27 GiB)"; later releases name the device ("Free memory on device cuda:0 (...)")
+    (re.compile(r"Free memory on device(?: [\w:]+)? \(" + _FLOAT + r"/" + _FLOAT + r" ?GiB\) on startup is less than desired GPU memory "
                 r"utilization \(" + _FLOAT + r", ?" + _FLOAT + r" ?GiB\)"),
      ("gpu_free_gib", "gpu_total_gib", "gpu_memory_utilization", "requested_memory_gib")),
     # a token a message names by id ("... is trying to accept another token 151645", "token id 128001")
