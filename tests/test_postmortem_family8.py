@@ -107,3 +107,22 @@ def test_the_start_up_memory_check_naming_its_device_gives_its_numbers():
     assert (n["gpu_free_gib"], n["gpu_total_gib"], n["gpu_memory_utilization"], n["requested_memory_gib"]) == (
         4.61, 79.18, 0.9, 71.26)
     assert an.findings[0].category == "other"
+
+
+def test_a_shared_prefix_shorter_than_the_raised_block_is_quoted_against_it():
+    """The reporter's shared prefix ("the same system prompt (tool definitions, ~430 tokens ...)") against the block
+    vLLM raised for the Mamba state page: shorter than one block, it is never a cached block."""
+    log = "\n".join([
+        "Qwen3-Next with --enable-prefix-caching: the prefix cache hit rate stays at 0 all day.",
+        "Every request starts with the same system prompt (tool definitions, ~430 tokens with the chat template), "
+        "followed by a short user turn (50-300 tokens).",
+        "(EngineCore_DP0 pid=7) INFO 05-19 08:01:12 [interface.py:606] Setting attention block size to 560 tokens to "
+        "ensure that attention page size is >= mamba page size.",
+    ])
+    an = analyze_text(log, "t.log", use_preflight=False)
+    assert an.facts.startup["shared_prefix_tokens"] == 430
+    f = next(f for f in an.findings if f.rule == "block_size_inflated")
+    assert f.numbers["shared_prefix_tokens"] == 430 and "never hits" in f.message
+    for words, want in (("a shared system prompt of 2.5k tokens", 2500), ("Your shared prefix is 1,147 tokens", 1147),
+                        ("same system prompt, then 300 tokens of user input", None)):
+        assert analyze_text(words, "t.log", use_preflight=False).facts.startup.get("shared_prefix_tokens") == want, words

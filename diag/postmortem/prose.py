@@ -147,6 +147,14 @@ _STRUCTURED = re.compile(r"\bxgrammar\b|\bguided[_ ](?:decoding|json|regex|choic
 _BLOCK_SIZE_PROSE = re.compile(r"\b[Bb]lock size (?:ended up (?:at|as|being)|is now|is|was|became|of|turned into|"
                                r"(?:logged|reported|shown|printed|set) (?:as|to|at))\s+"
                                r"(\d{2,5})\b(?!\s*(?:bytes|B\b|KiB|MiB))")
+# the reporter's length of the prefix its requests share: "the same system prompt (tool definitions, ~430 tokens)",
+# "Your shared prefix is 1,147 tokens", "a few-shot header (410 tokens with the chat template)"
+_SHARED_PREFIX = re.compile(r"\b(?:same|shared|common|identical)\s+(?:[\w-]+\s+){0,2}?(?:system[ -]prompts?|prefix(?:es)?|"
+                            r"headers?|preambles?|instructions|context|few-shot examples)\b"
+                            r"(?:(?!\bthen\b|\bfollowed\b|\bplus\b|\buser\b|\beach\b|\bper\b)[^.;\n]){0,60}?~?\s?"
+                            r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens\b", re.I)
+
+
 # the reporter's words that it does not depend on the batch: wrong for every request, a lone one included
 _EVERY_REQUEST = re.compile(r"\b(?:every|each|all) (?:single )?(?:requests?|prompts?|completions?|answers?)\b[^.]{0,40}"
                             r"\b(?:even|including) (?:a |the )?(?:lone|single|first|one)\b|"
@@ -394,6 +402,12 @@ class ProseLines:
             # the reporter speaks of the prefix cache's hits (not vLLM's stats line): the complaint is about them
             self.facts.startup["hit_rate_prose"] = True
             self.facts.lines["hit_rate_prose"] = (line.lineno, text.strip()[:500])
+        if line.level is None and "shared_prefix_tokens" not in self.facts.startup and len(text) < 2000 and "token" in text:
+            m = _SHARED_PREFIX.search(text)
+            if m:
+                n = float(m.group(1).replace(",", "")) * (1000 if m.group(2) else 1)
+                self.facts.startup["shared_prefix_tokens"] = int(n)
+                self.facts.lines["shared_prefix_tokens"] = (line.lineno, text.strip()[:500])
         if "block_size_prose" not in self.facts.startup and len(text) < 2000 and "lock size" in text and line.level is None:
             m = _BLOCK_SIZE_PROSE.search(text)  # the reporter quoting the block size vLLM chose
             if m:

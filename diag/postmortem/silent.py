@@ -33,20 +33,29 @@ def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -
     if (st.get("num_preemptions_max") or 0) > 0:
         return None  # a full pool evicting every cached block is the other reading (kv_cache_pressure)
     block = st.get("attention_block_size") or st.get("block_size_prose")
+    shared = st.get("shared_prefix_tokens")
+    # the reporter's shared prefix against the block: shorter than one block, it can never be a cached state
+    shorter = isinstance(shared, int) and isinstance(block, int) and shared < block
+    missing = [] if isinstance(shared, int) and block else [
+        "the attention block size vLLM chose ('Setting attention block size to N tokens') against the shared prefix's "
+        "length"]
     return Diagnosis(
-        category="prefix_cache_degraded", confidence="low", rule="failure_class", severity="warning",
+        category="prefix_cache_degraded", confidence="medium" if shorter else "low", rule="failure_class",
+        severity="warning",
         basis=(f"no error; {samples} metrics lines report a 0% prefix-cache hit rate with prefix caching on, on "
                f"{', '.join(setup.why)}: a hybrid caches its Mamba/GDN states only at block boundaries"
                + (f" of {block}-token blocks" if block else " of its raised attention block (hundreds to thousands of "
                   "tokens)") + ", so shared prefixes that do not span a whole block -- or whose state was not "
-               "checkpointed there -- never hit"),
+               "checkpointed there -- never hit"
+               + (f"; the requests share {shared} tokens, less than one {block}-token block" if shorter else "")),
         title=f"{title_of('prefix_cache_degraded')}: a hybrid's prefix cache never hit",
         message=f"prefix cache hit rate 0.0% over {samples} metrics lines", numbers={
             **base_numbers, "prefix_cache_hit_rate_max": rate, "prefix_cache_hit_rate_samples": samples,
-            **({"attention_block_size": block} if block else {})},
-        evidence=fact_evidence(facts, "prefix_cache_hit_rate", "attention_block_size", "block_size_prose"),
-        missing=["the attention block size vLLM chose ('Setting attention block size to N tokens') against the shared "
-                 "prefix's length"])
+            **({"attention_block_size": block} if block else {}),
+            **({"shared_prefix_tokens": shared} if isinstance(shared, int) else {})},
+        evidence=fact_evidence(facts, "prefix_cache_hit_rate", "attention_block_size", "block_size_prose",
+                               "shared_prefix_tokens"),
+        missing=missing)
 
 
 def own_quality_gate(root: LogException, facts: LogFacts) -> bool:

@@ -46,10 +46,20 @@ def check(ctx: RuleContext) -> list[Finding]:
            + (f"; each Mamba page is padded by {pad}%" if pad else "") + ".")
     if user:
         msg += f" Your --block-size {requested} is overridden."
+    numbers = {"block_size": actual, "requested_block_size": requested, "mamba_padding_percent": pad}
+    shared = ctx.log.startup.get("shared_prefix_tokens") if ctx.log is not None else None
+    if isinstance(shared, int) and shared < actual:
+        # the report's shared prefix fits in less than one block: with prefix caching it never hits (the Mamba/GDN
+        # state is kept only at block boundaries)
+        msg += (f" The requests share a {shared}-token prefix, less than one {actual}-token block: with prefix caching "
+                "it is never a cached block, so it never hits.")
+        numbers["shared_prefix_tokens"] = shared
+        evidence += log_evidence(ctx, None, "shared_prefix_tokens")
     return [Finding(rule=ID, category="block_size_alignment", title=f"Attention block size raised to {actual} tokens by Mamba alignment",
-                    severity="warning" if user else "info", message=msg, evidence=evidence,
+                    severity="warning" if user else "info", message=msg,
+                    evidence=evidence,
                     comparisons=[Comparison("attention block size", expected=requested, actual=actual, unit="tokens")],
-                    numbers={"block_size": actual, "requested_block_size": requested, "mamba_padding_percent": pad})]
+                    numbers=numbers)]
 
 
 RULE = Rule(id=ID, title="Attention block size inflated by Mamba alignment", category="block_size_alignment", check=check,
