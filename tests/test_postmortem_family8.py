@@ -126,3 +126,76 @@ def test_a_shared_prefix_shorter_than_the_raised_block_is_quoted_against_it():
     for words, want in (("a shared system prompt of 2.5k tokens", 2500), ("Your shared prefix is 1,147 tokens", 1147),
                         ("same system prompt, then 300 tokens of user input", None)):
         assert analyze_text(words, "t.log", use_preflight=False).facts.startup.get("shared_prefix_tokens") == want, words
+
+
+def test_drafts_never_accepted_from_the_first_metrics_line_are_the_drafters_weights_not_a_family():
+    """No error; vLLM's spec-decode metrics show a mean acceptance length of 1.00 from the first line on (an MTP head
+    left out of a quantized checkpoint runs randomly initialised): outside the families, ahead of the block-size note.
+    An acceptance that falls from a healthy start is not this."""
+    head = [
+        "Acceptance rate is basically 0 with MTP on an AWQ quant of Qwen3-Next. No crash, just slower.",
+        "vllm serve cyankiwi/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit -tp 2 --speculative-config "
+        "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":3}'",
+        "(APIServer pid=9) INFO 02-11 09:30:14 [interface.py:607] Setting attention block size to 272 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+    ]
+    metrics = "(APIServer pid=9) INFO 02-11 09:36:{s} [metrics.py:101] SpecDecoding metrics: Mean acceptance length: {m}, " \
+              "Accepted: {a} tokens, Drafted: 27153 tokens, Avg Draft acceptance rate: {r}%"
+    flat = head + [metrics.format(s=10, m="1.00", a=1, r="0.0"), metrics.format(s=40, m="1.00", a=2, r="0.0")]
+    top = analyze_text("\n".join(flat), "t.log", use_preflight=False).findings[0]
+    assert top.category == "other" and top.title.startswith("Drafts never accepted")
+    fell = head + [metrics.format(s=10, m="2.61", a=20352, r="81.2"), metrics.format(s=40, m="1.00", a=2, r="0.0")]
+    assert not analyze_text("\n".join(fell), "t.log", use_preflight=False).findings[0].title.startswith("Drafts never")
+
+
+def test_silent_wrong_output_on_more_hybrids_and_in_more_words():
+    """Ling / Ring 2.5 (BailingMoeV2_5, linear attention beside attention) is a hybrid; broken JSON and generations
+    that fall into loops under drafts are wrong output."""
+    ring = "\n".join([
+        "Ring 2.5 (linear attn) + MTP: output is garbage for some prompt lengths only (no crash, no error)",
+        "  vllm serve inclusionAI/Ring-2.5-flash --tensor-parallel-size 8 --speculative-config "
+        "'{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+        "(APIServer pid=5) INFO 05-19 11:02:41 [model.py:623] Resolved architecture: BailingMoeV2_5ForCausalLM",
+    ])
+    assert _top(ring).category == "mixed_batch"
+    for words in ("JSON/tool-call output becomes invalid when speculative decoding is enabled",
+                  "~18% of outputs fail json.loads with spec on", "long generations fall into loops"):
+        assert analyze_text(words, "t.log", use_preflight=False).facts.startup.get("wrong_output_prose"), words
+
+
+def test_a_crash_dump_whose_token_counts_were_elided_counts_the_hidden_spec_decodes():
+    """'num_scheduled_tokens={... 210 x 3, a: 1, b: 1 ...}, total_num_scheduled_tokens=632' with k = 2: the 630 tokens
+    beyond the listed rows are 210 spec decodes of 1 + k, beside two plain decodes -- a mixed batch."""
+    from vllm_diag.postmortem.dump import parse_scheduler_output
+
+    out = ("SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(req_ids=[... 212 reqs ...], "
+           "resumed_req_ids={'a', 'b'}, ...), num_scheduled_tokens={... 210 x 3, a: 1, b: 1 ...}, "
+           "total_num_scheduled_tokens=632, scheduled_spec_decode_tokens={... 210 entries ...})")
+    b = parse_scheduler_output(out, spec_k=2)
+    assert (b["num_spec_decodes"], b["num_decodes"], b["mixed"]) == (210, 2, True)
+    whole = out.replace("{... 210 x 3, a: 1, b: 1 ...}", "{a: 1, b: 1}")  # nothing elided: no rows to infer
+    assert parse_scheduler_output(whole, spec_k=2)["num_spec_decodes"] == 0
+
+
+def _top(log: str):
+    return analyze_text(log, "t.log", use_preflight=False).findings[0]
+
+
+def test_wrong_output_tied_to_structured_output_traffic_is_the_ragged_drafts_not_the_prefix_cache():
+    """Prefix caching is on, but the report ties the looping to json_schema requests in the traffic (their grammar
+    rejects drafts per request): ragged draft and accepted counts in one step's spec-decode rows."""
+    log = "\n".join([
+        "Qwen3.5-397B MTP: acceptance collapses and outputs degrade when json_schema requests are mixed in (0.20.2)",
+        "vllm serve Qwen/Qwen3.5-397B-A17B-FP8 -tp 8 --speculative-config "
+        "'{\"method\":\"mtp\",\"num_speculative_tokens\":3}' --enable-prefix-caching",
+        "As soon as ~10% of the traffic is response_format=json_schema some plain-chat outputs start looping.",
+    ])
+    top = _top(log)
+    assert top.category == "mixed_batch" and "structured outputs" in top.basis
+
+
+def test_a_slowdown_in_capitals_is_read():
+    log = "\n".join(["DeepSeek-V3.2-Exp: MTP with num_speculative_tokens=3 is SLOWER than no speculation, k=1 is fine",
+                     "vllm serve deepseek-ai/DeepSeek-V3.2-Exp -tp 8 --speculative-config "
+                     "'{\"method\":\"mtp\",\"num_speculative_tokens\":3}'"])
+    assert _top(log).category == "spec_kernel_limit"

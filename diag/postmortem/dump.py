@@ -189,6 +189,15 @@ def parse_scheduler_output(text: str, spec_k: int = 0) -> dict[str, Any] | None:
             # request whose drafts an elided dump lost)
             if threshold > 1 and n <= threshold and (r in new_ids or outputs.get(r) == 0):
                 short += 1
+    listed = sum(scheduled.values()) if scheduled else 0
+    total = out.get("total_num_scheduled_tokens")
+    if spec_k > 0 and scheduled and isinstance(total, int) and total > listed and (total - listed) % (1 + spec_k) == 0 \
+            and re.search(r"num_scheduled_tokens=\{[^}]*(?:\.\.\.|…)", t):
+        # a dump whose per-request token counts the reporter elided ("{... 210 x 3, a: 1, b: 1 ...}"): the tokens the
+        # total has beyond the listed rows, in whole steps of 1 + k, are spec decodes the excerpt does not show
+        hidden = (total - listed) // (1 + spec_k)
+        kinds["spec_decode"] += hidden
+        out["elided_spec_decodes"] = hidden
     out["num_spec_decodes"] = kinds["spec_decode"]
     out["num_decodes"] = kinds["decode"]
     out["num_prefills"] = kinds["prefill"]

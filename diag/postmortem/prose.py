@@ -75,6 +75,11 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"\b(?:answers?|answering|repl(?:y|ies)|responds?|says?) (?:\w+ )?nonsense\b|"
                            r"\bunrelated to the (?:conversation|prompt|question|input|request|context)\b|"
                            r"\banswers? (?:a |to a )?(?:different|another|wrong) (?:question|prompt|request)\b|"
+                           # structured output broken ("JSON output becomes invalid", "outputs fail json.loads") and
+                           # generations falling into loops
+                           r"\b(?:json|tool[- ]call|structured|outputs?)\b[^.;\n]{0,30}?\b(?:becomes?|became|is|are|turns?) "
+                           r"(?:\w+ )?(?:invalid|malformed|broken|unparsable)\b|\bfail(?:s|ed)? json\.loads\b|"
+                           r"\binvalid json\b|\b(?:fall|falls|fell|falling|get|gets|got|go|goes|went) into (?:\w+ )?loops?\b|"
                            r"repeated fragments|(?:output|text|answers?|generations?) (?:degrades?|degenerates?|"
                            r"become(?:s)? (?:garbage|gibberish|nonsense))|nonsense (?:output|text)|garbage (?:output|text)|"
                            r"(?:returns?|returning|turns? into|produces?|producing|outputs?|generates?|gives?|giving|spits? out) (?:\w+ )?"
@@ -374,7 +379,7 @@ class ProseLines:
                 k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
                                     "rong ", "ncorrect", "salad", "roken ", "junk", "eterministic", "stuck", "epetiti",
                                     "epeat", "off ", "ccuracy", "xact", "score", "egression", "witch", "aseline", "hreshold", "iverge",
-                                    "iffer", "sm8k", "SM8K", "mmlu", "MMLU", "umaneval", "umanEval", "nrelated", "ifferent q")):
+                                    "iffer", "sm8k", "SM8K", "mmlu", "MMLU", "umaneval", "umanEval", "nrelated", "ifferent q", "nvalid", "alformed", "son.loads", "loop")):
             m = _WRONG_OUTPUT.search(text)
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)
@@ -448,7 +453,7 @@ class ProseLines:
                     "off", "disabled", "not enabled"))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000:
-            if "lower" in text or "hroughput" in text:
+            if "lower" in text or "LOWER" in text or "hroughput" in text:  # ("is SLOWER than no speculation")
                 self._first_words("spec_slower_prose", _SPEC_SLOWER, text, line)
             if "okenizer" in text or "emplate" in text:
                 self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)

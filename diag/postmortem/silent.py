@@ -13,7 +13,7 @@ from .configuration import Setup
 from .diagnosis import Diagnosis, fact_evidence, title_of
 from .specpath import model_names, no_spec_path
 
-__all__ = ["hybrid_prefix_never_hit", "own_quality_gate", "silent_corruption"]
+__all__ = ["drafts_never_accepted", "hybrid_prefix_never_hit", "own_quality_gate", "silent_corruption"]
 
 
 # hybrids whose linear-attention builder has no speculative-decoding path (MiniMax's lightning attention)
@@ -56,6 +56,38 @@ def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -
         evidence=fact_evidence(facts, "prefix_cache_hit_rate", "attention_block_size", "block_size_prose",
                                "shared_prefix_tokens"),
         missing=missing)
+
+
+def _never_accepted(metrics: dict) -> str | None:
+    """The spec-decode metrics say no draft was accepted, on the first line as on the last: a mean acceptance length
+    of ~1 (the bonus token alone) or a draft acceptance rate of ~0 %."""
+    for name, ceiling, text in (("spec_mean_acceptance_length", 1.05, "mean acceptance length {v}"),
+                                ("spec_avg_draft_acceptance_rate", 2.0, "draft acceptance rate {v}%")):
+        v, first = metrics.get(name), metrics.get(f"{name}_first")
+        if isinstance(v, (int, float)) and v <= ceiling and (first is None or first <= ceiling):
+            return text.format(v=v)
+    return None
+
+
+def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, and vLLM's spec-decode metrics show no draft accepted from the first line on (``low``): the drafter
+    proposes what the target never agrees with -- its weights (an MTP head a quantized or exported checkpoint left
+    out, so vLLM runs it randomly initialised; a draft model of another tokenizer or vocabulary) -- not one of the
+    hybrid/spec failure classes, which break the output or the engine rather than acceptance alone from step one."""
+    said = _never_accepted(facts.startup.get("metrics") or {})
+    if said is None or facts.startup.get("wrong_output_prose"):
+        return None
+    return Diagnosis(
+        category="other", confidence="low", rule="failure_class", severity="warning",
+        basis=(f"no error; the spec-decode metrics show no accepted drafts from the first line on ({said}): the "
+               "drafter's proposals never match the target -- typically its weights (an MTP head missing from a quantized "
+               "or re-exported checkpoint and left randomly initialised, a draft model with another tokenizer or "
+               "vocabulary); outside the hybrid/spec-decode failure classes -- not modelled beyond the metrics"),
+        title="Drafts never accepted (the drafter's weights or vocabulary, not an engine failure)",
+        message=f"no draft accepted: {said}", numbers={**base_numbers, **facts.numbers},
+        evidence=fact_evidence(facts, "command", "non_default_args"),
+        missing=["the draft weights the checkpoint holds (for MTP: the mtp.* tensors in its safetensors index) and the "
+                 "acceptance with the original checkpoint"])
 
 
 def own_quality_gate(root: LogException, facts: LogFacts) -> bool:
@@ -241,6 +273,15 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
                    f"the model's {nsp.layers} have no speculative-decoding path {nsp.since_text()}: the builder's "
                    f"spec-decode rows (1 + k tokens a request) reach layers that advance their recurrent state over "
                    f"every draft token, rejected ones included", ("wrong_output_prose",))
+    structured = facts.startup.get("structured_outputs_prose")
+    if structured and not setup.prefix_caching_needed:
+        # structured-output requests in the traffic, and nothing ties the symptom to prefix caching: the grammar cuts
+        # the drafts it rejects, so one step carries requests with different draft lengths (and accepted counts that
+        # lag them under async scheduling) -- ragged rows in the builders' spec-decode split, whatever the cache hits
+        return out("mixed_batch", "low",
+                   f"structured outputs are in the traffic ({structured}): the grammar rejects drafts per request, so a "
+                   f"step mixes requests with different draft and accepted-token counts in the Mamba/GDN builders' "
+                   f"spec-decode rows", ("wrong_output_prose", "structured_outputs_prose"))
     hit = facts.startup.get("prefix_cache_hit_rate_max")
     pc_hits = setup.prefix_caching and isinstance(hit, (int, float)) and hit > 0
     tied = facts.startup.get("spec_tied_prose")
