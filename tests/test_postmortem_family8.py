@@ -199,3 +199,13 @@ def test_a_slowdown_in_capitals_is_read():
                      "vllm serve deepseek-ai/DeepSeek-V3.2-Exp -tp 8 --speculative-config "
                      "'{\"method\":\"mtp\",\"num_speculative_tokens\":3}'"])
     assert _top(log).category == "spec_kernel_limit"
+
+
+def test_a_command_line_its_parser_refused_is_a_usage_error():
+    """argparse's '<prog>: error: ...' (seen on a GPU: 'main.py serve: error: argument --kv-cache-dtype: invalid
+    choice: 'fp4'') ends the run before any engine: a finding outside the families, not silence."""
+    for log in ("usage: vllm serve [model_tag] [options]\nmain.py serve: error: argument --kv-cache-dtype: invalid "
+                "choice: 'fp4' (choose from 'auto', 'fp8', 'nvfp4')",
+                "vllm: error: unrecognized arguments: --enable-mamba-prefix-caching"):
+        top = _top(log)
+        assert top.category == "other" and top.severity == "error" and "argument parser" in top.title

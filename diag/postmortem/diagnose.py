@@ -460,6 +460,16 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     rejected = _request_rejected(lines)
     if rejected is not None:
         return rejected
+    refused = next(((ln, t) for ln, t in reversed(lines) if _ARGPARSE.search(t)), None)
+    if refused is not None:
+        # the command line refused by its parser before any engine started ("vllm serve: error: argument
+        # --kv-cache-dtype: invalid choice: 'fp4'"; "unrecognized arguments: ..."): a usage error
+        return Diagnosis(category="other", confidence="high", rule="near_miss",
+                         basis="the command's argument parser refused it before any engine started (argparse's "
+                               "'<prog>: error: ...'): a usage error, outside the hybrid/spec-decode families",
+                         title="Command line refused by vLLM's argument parser", message=refused[1][:300],
+                         numbers={**base_numbers, **facts.numbers},
+                         evidence=[Evidence(text=refused[1][:500], line=refused[0], source="log")])
     # an error stated in prose / a kernel message outside the catalog: classify its words
     from ..catalog.categorize import categorize
 
@@ -487,6 +497,10 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
 
 
 _OS_ERROR_LINE = re.compile(r"\[Errno \d+\]")
+# argparse's own error line: "<prog>: error: <what>" ("main.py serve: error: argument --x: invalid choice: ...",
+# "vllm: error: unrecognized arguments: --foo", "vllm serve: error: the following arguments are required: ...")
+_ARGPARSE = re.compile(r"^(?:[\w.\-/]+)(?: [\w\-]+)?: error: (?:argument -|unrecognized arguments:|the following arguments "
+                       r"are required|invalid choice|ambiguous option)")
 _API_ERROR = re.compile(r'"message"\s*:\s*"((?:[^"\\]|\\.){1,600})"')
 _API_TYPE = re.compile(r'"type"\s*:\s*"(\w*(?:Error|Exception))"')
 _API_CODE = re.compile(r'"code"\s*:\s*"?([45]\d\d)\b')
