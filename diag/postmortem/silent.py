@@ -70,7 +70,7 @@ def _never_accepted(metrics: dict) -> str | None:
 
 
 def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
-    """No error, and vLLM's spec-decode metrics show no draft accepted from the first line on (``low``): the drafter
+    """No error, and vLLM's spec-decode metrics show no draft accepted from the first line on (``medium``): the drafter
     proposes what the target never agrees with -- its weights (an MTP head a quantized or exported checkpoint left
     out, so vLLM runs it randomly initialised; a draft model of another tokenizer or vocabulary) -- not one of the
     hybrid/spec failure classes, which break the output or the engine rather than acceptance alone from step one."""
@@ -78,7 +78,7 @@ def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     if said is None or facts.startup.get("wrong_output_prose"):
         return None
     return Diagnosis(
-        category="other", confidence="low", rule="failure_class", severity="warning",
+        category="other", confidence="medium", rule="near_miss", severity="warning",
         basis=(f"no error; the spec-decode metrics show no accepted drafts from the first line on ({said}): the "
                "drafter's proposals never match the target -- typically its weights (an MTP head missing from a quantized "
                "or re-exported checkpoint and left randomly initialised, a draft model with another tokenizer or "
