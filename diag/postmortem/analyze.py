@@ -336,22 +336,17 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
         findings = kept
     if d is None:
         return findings
-    if d.severity != "error":
-        if d.category == "other" and d.rule == "near_miss" and d.confidence in ("high", "medium"):
-            # a degradation whose cause is outside the families (drafts never accepted: the drafter's weights): the
-            # hybrid/spec-decode notes on the configuration would read as its cause
-            kept = [f for f in findings if f.category == "other"]
-            if len(kept) < len(findings):
-                d.missing.append(f"{len(findings) - len(kept)} note(s) of the hybrid/spec-decode classes on the "
-                                 "configuration were left out: they do not explain this (`vllm-diag check` on the "
-                                 "command shows them)")
-            return [d.finding()] + kept
+    root = facts.root
+    # a diagnosis outside the families, of some confidence, rules the hybrid/spec-decode findings out: an error's, and
+    # a near miss read without any error (drafts never accepted: the drafter's weights)
+    sure = d.category == "other" and d.confidence in ("high", "medium")
+    rules_out = sure and (root is not None or d.rule == "near_miss")
+    if d.severity != "error" and not (sure and d.rule == "near_miss"):
         # a degradation read without any failure: the rules' own findings of it (with their numbers) stand first
         if any(f.category == d.category for f in findings):
             return findings
         return findings + [d.finding()] if any(f.severity in ("error", "warning") for f in findings) else \
             [d.finding()] + findings
-    root = facts.root
     root_line = root.log_line if root is not None else None
 
     def cites_root(f: Finding) -> bool:
@@ -372,13 +367,13 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
     new = d.finding()
     # (a near miss read off a line that is no exception -- an API server's 4xx body, a driver's fault report -- rules
     # the hybrid/spec-decode findings out just as well)
-    if d.category == "other" and (root is not None or d.rule == "near_miss") and d.confidence in ("high", "medium"):
+    if rules_out:
         kept = [f for f in findings if f.category == "other" or cites_root(f)]
         dropped = len(findings) - len(kept)
         if dropped:
             new.missing_evidence.append(
                 f"{dropped} finding(s) of the hybrid/spec-decode classes were left out: they do not explain this "
-                f"error (run `vllm-diag check` on the command to see them)")
+                f"{'error' if d.severity == 'error' else 'finding'} (run `vllm-diag check` on the command to see them)")
         # a near miss read off another line than the root (a worker's C++ exception behind "Executor failed."):
         # an `other` rule that fired names the same cause, from its own line
         others = [f for f in kept if f.category == "other" and f.severity == "error"

@@ -10,13 +10,12 @@ import re
 from typing import Any
 
 from ..redact import redact, redact_args
+from .command import ENGINE_CALL
 from .lines import Line
 
 _CMD_START = re.compile(
     r"(?:^|[\s$`>#])((?:[A-Z_][A-Z0-9_]*=\S+\s+)*(?:vllm\s+serve\b|python[\d.]*\s+(?:-\w+\s+)*-m\s+vllm\.entrypoints\.\S+))"
 )
-# the engine built from Python: LLM(...), or its arguments EngineArgs(...) / AsyncEngineArgs(...) (same keywords)
-_LLM_CALL = re.compile(r"\b(?:LLM|(?:Async)?EngineArgs)\(")
 _FLAG_LINE = re.compile(r"^\s*(?:-\s+)?([\"']?)(--[a-z][a-z0-9-]*(?:[= ].*)?)\1\s*,?\s*$")  # also YAML `- --x=1`
 _ARGV_LIST = re.compile(r"\[\s*[\"']vllm[\"']\s*,\s*[\"']serve[\"'][^\]]*\]")  # compose/k8s: ["vllm", "serve", ...]
 # an argv written as a list (compose `command: [...]`, Kubernetes `args: [...]`, possibly over several lines):
@@ -340,7 +339,7 @@ class CommandLines:
             if not text.rstrip().endswith("\\"):
                 pass
             return
-        m = _LLM_CALL.search(text) if ("LLM(" in text or "EngineArgs(" in text) else None
+        m = ENGINE_CALL.search(text) if ("LLM(" in text or "EngineArgs(" in text) else None
         if m and "=" in text[m.end():] + "=":
             self._llm_lines = [text[m.start():]]
             self._llm_line_no = line.lineno

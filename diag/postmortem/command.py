@@ -114,12 +114,13 @@ def args_from_engine_config(kw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_ENGINE_CALL = re.compile(r"\b(?:LLM|(?:Async)?EngineArgs)\(")
+# the engine built from Python: LLM(...), or its arguments EngineArgs(...) / AsyncEngineArgs(...) (same keywords)
+ENGINE_CALL = re.compile(r"\b(?:LLM|(?:Async)?EngineArgs)\(")
 
 
 def args_from_llm_call(text: str) -> dict[str, Any]:
     """``LLM(model="x", speculative_config={...}, ...)`` (or ``AsyncEngineArgs(...)``) from a pasted Python snippet."""
-    m = _ENGINE_CALL.search(text)
+    m = ENGINE_CALL.search(text)
     if m is None:
         return {}
     body = text[m.end():]
