@@ -76,6 +76,11 @@ _CI_JOB_STATUS = re.compile(r"^\W{0,4}(?:(?:ERROR|Error): (?:Job failed: exit co
                             r"user command error: exit status \d+)\.?\s*$")
 
 
+# a reporter's side attempt told in prose ("I also tried --mamba-block-size 272 -> ValueError: ..."): the error it
+# quotes is that attempt's, not the failure the report is about
+_SIDE_ATTEMPT = re.compile(r"^\W{0,3}(?:I |we )?(?:also|then|later|additionally|separately) tried\b", re.I)
+
+
 class ErrorLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: error lines and the root error."""
 
@@ -102,6 +107,8 @@ class ErrorLines:
             self._err_last = line.lineno
             return
         self._err_open = False
+        if line.level is None and _SIDE_ATTEMPT.match(t):
+            return
         if (line.level is None or line.level == "ERROR") and not t.startswith(("  File ", "    ")) and (
                 "rror" in t or "ailed" in t or "ssert" in t or "llegal" in t or "Check" in t or "kernel" in t
                 or "<<<" in t or "PC " in t or "Xid" in t or "sizes:" in t or "emory" in t or "Invalid __" in t
