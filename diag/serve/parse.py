@@ -147,7 +147,8 @@ def _convert(dest: str, info: dict[str, Any] | None, raw: str, flag: str) -> Any
         if ty == "float":
             return float(raw)
         if ty == "hint":
-            return human_int(raw)
+            # (vLLM's optional_type(human_readable_int) takes "" or "None" for None)
+            return None if (info or {}).get("nullable") and raw.strip() in ("", "None") else human_int(raw)
     except ValueError:
         raise CommandError(f"{flag}: expected a number, got {raw!r}") from None
     stripped = raw.strip()
