@@ -124,6 +124,12 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            # an evaluation harness failing its quality gate
                            r"\b(?:accuracy|quality|eval|score) regression\b|\bregression (?:vs\.?|versus|against|from) "
                            r"(?:the )?baseline\b)", re.I)
+# words of which every match of _WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
+WRONG_OUTPUT_HINTS = ("garbl", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
+                      "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
+                      "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
+                      "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
+                      "malformed", "json.loads", "loop", "quality", "eval")
 # the reporter's words tying the failure to short prompts (a prompt, or a prompt's last prefill chunk, of a few tokens):
 # "very short prompts", "4-token prompts", "prompts of up to 3 tokens", "a 4-token prefill"
 _SHORT_PROMPT = re.compile(r"\b(?:very |really |extremely |tiny |super )short (?:raw |input )?prompts?\b|"
@@ -376,10 +382,7 @@ class ProseLines:
                 self.facts.startup["mixed_prose"] = m.group(0)
                 self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])
         if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
-                k in text for k in ("arbl", "ibberish", "orrupt", "fragments", "egrad", "egenerat", "onsense", "arbage",
-                                    "rong ", "ncorrect", "salad", "roken ", "junk", "eterministic", "stuck", "epetiti",
-                                    "epeat", "off ", "ccuracy", "xact", "score", "egression", "witch", "aseline", "hreshold", "iverge",
-                                    "iffer", "sm8k", "SM8K", "mmlu", "MMLU", "umaneval", "umanEval", "nrelated", "ifferent q", "nvalid", "alformed", "son.loads", "loop")):
+                k in text.lower() for k in WRONG_OUTPUT_HINTS):
             m = _WRONG_OUTPUT.search(text)
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)
