@@ -30,7 +30,8 @@ def test_an_error_the_reporter_got_on_a_side_attempt_is_not_the_failure_the_repo
 def test_the_same_refusal_told_as_what_happened_is_still_the_failure():
     log = "\n".join(_HIT_ZERO[:3] + [f"Starting it with --mamba-block-size 272 fails at once: {_REFUSAL}"])
     top = analyze_text(log, "t.log", use_preflight=False).findings[0]
-    assert top.category == "other" and top.severity == "error"
+    assert top.category == "block_size_alignment" and top.severity == "error"
+    assert "--mamba-block-size can only be set with --enable-prefix-caching" in top.message
 
 
 # one phrase for each branch of the wrong-output words (prose._WRONG_OUTPUT), in the cases reporters write them
@@ -59,3 +60,62 @@ def test_every_branch_of_the_wrong_output_words_passes_the_cheap_test_before_it(
         assert _WRONG_OUTPUT.search(phrase), phrase
         log = f"Qwen3-Next with MTP (num_speculative_tokens=2) on vLLM 0.26.0: {phrase}"
         assert analyze_text(log, "t.log", use_preflight=False).facts.startup.get("wrong_output_prose"), phrase
+
+
+_W = "(Worker_TP1 pid=4120) ERROR 05-28 02:41:17 [multiproc_executor.py:987] "
+_E = "(EngineCore_DP0 pid=3907) ERROR 05-28 02:41:17 "
+_GDN_PKG = "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/mamba"
+
+
+def _rocm_fault_log(dump: str) -> str:
+    return "\n".join([
+        ":0:rocdevice.cpp            :3020: 52310874712 us:  Callback: Queue 0x7f2a64800000 aborting with error : "
+        "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond the largest legal "
+        "address. code: 0x29",
+        f"{_W}WorkerProc hit an exception.",
+        f"{_W}Traceback (most recent call last):",
+        f'{_W}  File "{_GDN_PKG}/gdn_linear_attn.py", line 688, in _forward_core',
+        f"{_W}    core_attn_out_spec, last_recurrent_state = fused_recurrent_gated_delta_rule(",
+        f"{_W}RuntimeError: Triton Error [HIP]:  Code: 1, Messsage: invalid argument",
+        f"{_E}[dump_input.py:72] Dumping input data for V1 LLM engine (v0.23.0) with config: "
+        "model='Qwen/Qwen3-Next-80B-A3B-Instruct', speculative_config=SpeculativeConfig(method='mtp', "
+        "model='Qwen/Qwen3-Next-80B-A3B-Instruct', num_spec_tokens=3), ",
+        f"{_E}[dump_input.py:79] Dumping scheduler output for model execution: {dump}",
+    ])
+
+
+def test_a_runtime_launch_error_after_the_device_faulted_is_read_as_the_fault():
+    """On ROCm the HSA runtime reports the memory fault itself; the Python error is the next Triton launch on the dead
+    queue ("invalid argument"): the fault is the failure, reasoned from the configuration (GDN + MTP)."""
+    dump = ("SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(req_ids=['a', 'b'], "
+            "num_computed_tokens=[900, 950]), num_scheduled_tokens={a: 4, b: 4}, total_num_scheduled_tokens=8, "
+            "scheduled_spec_decode_tokens={a: [1, 2, 3], b: [4, 5, 6]}, ...)")
+    top = analyze_text(_rocm_fault_log(dump), "t.log", use_preflight=False).findings[0]
+    assert top.rule == "async_fault" and top.category in ("state_index", "mixed_batch")
+
+
+def test_a_dump_whose_lists_were_elided_to_their_lengths_still_tells_the_batch():
+    """req_ids=[...27 ids...] and scheduled_spec_decode_tokens={...26 entries...} with 105 tokens at k = 3:
+    26 x (1 + 3) + 1 -- one plain decode beside 26 spec decodes, the mixed batch."""
+    dump = ("SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(req_ids=[...27 ids...], "
+            "...), num_scheduled_tokens={...}, total_num_scheduled_tokens=105, "
+            "scheduled_spec_decode_tokens={...26 entries...}, ...)")
+    an = analyze_text(_rocm_fault_log(dump), "t.log", use_preflight=False)
+    batch = an.facts.startup["crash_batch"]
+    assert (batch["num_reqs"], batch["num_spec_decodes"], batch["num_decodes"], batch["mixed"]) == (27, 26, 1, True)
+    assert an.findings[0].category == "mixed_batch"
+
+
+def test_flashinfers_head_size_256_guard_at_block_16_is_a_dense_kernel_bug():
+    """The guard fires at block size 16, the dense default; a hybrid's attention block is raised far above it."""
+    log = "\n".join([
+        "gemma-2-9b-it with an eagle draft on a B200, FLASHINFER backend:",
+        f"{_E}[core.py:936] EngineCore failed to start.",
+        f"{_E}[core.py:936] Traceback (most recent call last):",
+        f'{_E}[core.py:936]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/attention/backends/flashinfer.py", '
+        "line 617, in __init__",
+        f"{_E}[core.py:936]     assert kv_cache_spec.block_size != 16, (",
+        f"{_E}[core.py:936] AssertionError: There is a bug in FlashInfer block_size 16 head size 256 support. Please "
+        "avoid this combination by passing --block-size 32 or --block-size 64.",
+    ])
+    assert analyze_text(log, "t.log", use_preflight=False).findings[0].category == "other"

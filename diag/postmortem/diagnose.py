@@ -192,9 +192,9 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
             return silent
 
     # 2. asynchronous fault ------------------------------------------------------------------------
-    #    (also an NCCL call that failed on a CUDA error while the log says the device hit an illegal access:
-    #    the collective is only where the fault surfaced)
-    if ASYNC.search(text) or _nccl_on_cuda_fault(text, facts):
+    #    (also an NCCL call, or a runtime's launch, that failed on a CUDA error while the log says the device hit an
+    #    illegal access: the collective or the launch is only where the fault surfaced)
+    if ASYNC.search(text) or _nccl_on_cuda_fault(text, facts) or _runtime_error_after_fault(text, facts):
         hardware = _hardware_fault(facts)
         if hardware is not None:
             return _hardware_near_miss(facts, hardware, message, base_numbers, exc_evidence(root, 1))
@@ -322,6 +322,18 @@ def _launching_frame(root: LogException):
 
 _NCCL_CUDA = re.compile(r"NCCL error.{0,40}(?:unhandled cuda error|Cuda failure)|ncclUnhandledCudaError|"
                         r"Cuda failure '.{0,60}'|NCCL.{0,80}CUDA error", re.I)
+
+
+# a GPU runtime's own launch error (Triton's "Triton Error [HIP]: ... invalid argument", "CUDA error: invalid
+# argument"): after the device faulted, the next launch on the dead context fails with whatever code the runtime returns
+_RUNTIME_ERROR = re.compile(r"Triton Error \[(?:CUDA|HIP)\]|\b(?:CUDA|HIP) error\b|\bhipError\w+|\bcudaError\w+")
+
+
+def _runtime_error_after_fault(text: str, facts: LogFacts) -> bool:
+    """A runtime error whose log also holds the device fault report (ROCm's HSA queue abort, a CUDA illegal access
+    line): the fault is the failure, the launch that failed after it only where it surfaced."""
+    return bool(_RUNTIME_ERROR.search(text)) and any(
+        ASYNC.search(str(t)) for _, t in (facts.startup.get("error_lines") or []))
 
 
 def _nccl_on_cuda_fault(text: str, facts: LogFacts) -> bool:

@@ -33,6 +33,8 @@ _SPEC = re.compile(r"scheduled_spec_decode_tokens=\{(.*?)\}(?=,\s*(?:[a-z_]+=|\.
 _SPEC_ITEM = re.compile(r"['\"]?([^:'\"\s,{}]+)['\"]?\s*:\s*\[([^\]]*)\]")
 _PAIR = re.compile(r"['\"]?([^:'\"\s,{}]+)['\"]?\s*:\s*(\d+)")
 _TO_SCHEDULE = re.compile(r"num_spec_tokens_to_schedule=(\d+)")
+# a list or dict the reporter elided down to its length: "[...27 ids...]", "{... 26 entries ...}", "[27 reqs]"
+_COUNTED = re.compile(r"^\s*(?:\.\.\.|\u2026)?\s*(\d+)\s+(?:ids?|req(?:uest)?s?|entries|items|elements)\s*(?:\.\.\.|\u2026)?\s*$")
 
 
 _STATS_PAIR = re.compile(r"(?<![\w.])([a-z][a-z0-9_]*)=(-?\d+(?:\.\d+)?)(?!\w|\.\d)")
@@ -87,6 +89,7 @@ def parse_scheduler_output(text: str, spec_k: int = 0) -> dict[str, Any] | None:
         if cm:
             computed[rid] = int(cm.group(1))
     cached_ids: list[str] = []
+    counted_reqs = 0  # cached requests of a req_ids list elided to its length
     resumed: list[str] = []
     outputs: dict[str, int] = {}  # a cached request's output tokens so far (0: its prompt is still being prefilled)
     cm = re.search(r"CachedRequestData\((.*)", t)
@@ -95,7 +98,9 @@ def parse_scheduler_output(text: str, spec_k: int = 0) -> dict[str, Any] | None:
         end = body.find("num_scheduled_tokens=")
         body = body[:end] if end >= 0 else body
         m = re.search(_LIST_FIELD.format(name="req_ids"), body)
-        if m:
+        if m and _COUNTED.match(m.group(1)):
+            counted_reqs = int(_COUNTED.match(m.group(1)).group(1))
+        elif m:
             cached_ids = [x.strip().strip("'\"") for x in m.group(1).split(",") if x.strip()]
         m = re.search(_LIST_FIELD.format(name="num_computed_tokens"), body)
         if m:
@@ -127,6 +132,8 @@ def parse_scheduler_output(text: str, spec_k: int = 0) -> dict[str, Any] | None:
                 computed[rid] = n
     spec: dict[str, int] = {}
     m = _SPEC.search(t)
+    if m and counted_reqs and _COUNTED.match(m.group(1)) and not new_ids and not scheduled:
+        return _counted_step(counted_reqs, int(_COUNTED.match(m.group(1)).group(1)), t, spec_k)
     if m:
         for rid, toks in _SPEC_ITEM.findall(m.group(1)):
             spec[rid] = len([x for x in toks.split(",") if x.strip()])
@@ -211,6 +218,24 @@ def parse_scheduler_output(text: str, spec_k: int = 0) -> dict[str, Any] | None:
     out["mixed"] = kinds["spec_decode"] > 0 and (kinds["decode"] > 0 or short > 0)
     drafts = sorted({v for v in spec.values() if v > 0})
     out["ragged_drafts"] = len(drafts) > 1
+    return out
+
+
+def _counted_step(num_reqs: int, num_spec: int, text: str, spec_k: int) -> dict[str, Any]:
+    """A dump whose request and draft lists were elided to their lengths (req_ids=[...27 ids...],
+    scheduled_spec_decode_tokens={...26 entries...}): the total token count tells the rest, when every request that
+    is not a spec decode took one token (a plain decode) -- 26 x (1 + 3) + 1 = 105."""
+    out: dict[str, Any] = {"num_reqs": num_reqs, "num_new_reqs": 0, "num_cached_reqs": num_reqs,
+                           "num_spec_decode_reqs": num_spec, "num_spec_decodes": num_spec, "num_decodes": 0,
+                           "num_prefills": 0}
+    m = _TOTAL.search(text)
+    rest = num_reqs - num_spec
+    if m:
+        out["total_num_scheduled_tokens"] = total = int(m.group(1))
+        if spec_k > 0 and rest > 0 and total - num_spec * (1 + spec_k) == rest:
+            out["num_decodes"] = rest
+    out["mixed"] = num_spec > 0 and out["num_decodes"] > 0
+    out["ragged_drafts"] = False
     return out
 
 

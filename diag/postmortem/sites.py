@@ -17,6 +17,8 @@ MODEL_SHAPE_CHECK = re.compile(r"dtype|device|contiguous|stride|heads|head_dim|n
                                 r"kv_lora|rope|quant|scale", re.I)
 
 
+_PYDANTIC_HEAD = re.compile(r"^\d+ validation errors? for \w+$")
+_PYDANTIC_ITEM = re.compile(r"^(?:Value error|Assertion failed),\s*|\s*\[type=\w+.*$")
 _SHAPE_TUPLE = re.compile(r"\((\d+(?:\s*,\s*\d+)+)\)")
 
 
@@ -290,7 +292,12 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
     ev += batch_ev
     title = (f"{title_of(cat, site.rule if cat == site.category else None)}: {site.exc.rsplit('.', 1)[-1]} in "
              f"{site.short_function or site.basename}")
-    msg = (root.message.strip().splitlines() or [""])[0][:300] or f"bare {root.exc_type} at {site_text(site)[:120]}"
+    lines = root.message.strip().splitlines() or [""]
+    if len(lines) > 1 and _PYDANTIC_HEAD.match(lines[0]):
+        # pydantic's "1 validation error for VllmConfig" heads the validator's own text on the next line
+        # ("  Value error, --mamba-block-size can only be set with ... [type=value_error, ...]")
+        lines = [_PYDANTIC_ITEM.sub("", lines[1].strip())]
+    msg = lines[0][:300] or f"bare {root.exc_type} at {site_text(site)[:120]}"
     if site.limit:
         msg += f" -- kernel limit: {site.limit}"
     if setup.batch:
