@@ -119,3 +119,48 @@ def test_flashinfers_head_size_256_guard_at_block_16_is_a_dense_kernel_bug():
         "avoid this combination by passing --block-size 32 or --block-size 64.",
     ])
     assert analyze_text(log, "t.log", use_preflight=False).findings[0].category == "other"
+
+
+def test_align_mode_refusing_drafts_is_the_state_bookkeeping_under_prefix_caching_and_drafts():
+    """vLLM 0.14-0.17 refuse drafts in Mamba cache mode 'align' (the aligned state copies keep no slots for rejected
+    drafts): the Mamba state under prefix caching + speculative decoding (B), not prefix caching merely unavailable."""
+    pkg = "/usr/local/lib/python3.12/dist-packages/vllm"
+    log = "\n".join([
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Thinking -tp 4 --enable-prefix-caching "
+        "--speculative-config '{\"method\": \"qwen3_next_mtp\", \"num_speculative_tokens\": 2}'",
+        "Traceback (most recent call last):",
+        f'  File "{pkg}/config/vllm.py", line 1301, in try_verify_and_update_config',
+        "    HybridAttentionMambaModelConfig.verify_and_update_config(self)",
+        f'  File "{pkg}/model_executor/models/config.py", line 357, in verify_and_update_config',
+        "    assert not vllm_config.speculative_config, (",
+        "AssertionError: Mamba cache mode 'align' is currently not compatible with speculative decoding.",
+    ])
+    assert analyze_text(log, "t.log", use_preflight=False).findings[0].category == "state_index"
+
+
+def test_an_illegal_access_after_ragged_spec_decodes_on_the_trtllm_decode_is_the_kernels_limit():
+    """A dense model with MTP on Blackwell's TRTLLM decode (one query length a request): the crash dump shows spec
+    decodes of 4, 2 and 3 tokens in the faulting step -- the kernel's query-length limit under drafts."""
+    w = "(Worker_TP1 pid=1187) ERROR 12-09 04:18:33 [multiproc_executor.py:822] "
+    e = "(EngineCore_DP0 pid=1050) ERROR 12-09 04:18:33 "
+    runner = "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py"
+    log = "\n".join([
+        "(Worker_TP0 pid=1186) INFO 12-09 03:51:47 [cuda.py:411] Using FLASHINFER attention backend out of potential "
+        "backends: ['FLASHINFER', 'FLASH_ATTN']",
+        "(Worker_TP0 pid=1186) INFO 12-09 03:51:47 [flashinfer.py:280] Using TRTLLM attention (query is quantized).",
+        f"{w}Traceback (most recent call last):",
+        f'{w}  File "{runner}", line 2611, in _bookkeeping_sync',
+        f"{w}    valid_sampled_token_ids = self._to_list(sampled_token_ids)",
+        f'{w}  File "{runner}", line 5359, in _to_list',
+        f"{w}    self.transfer_event.synchronize()",
+        f"{w}torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        f"{e}[dump_input.py:72] Dumping input data for V1 LLM engine (v0.12.0) with config: model='zai-org/GLM-4.5-Air-FP8', "
+        "speculative_config=SpeculativeConfig(method='mtp', model='zai-org/GLM-4.5-Air-FP8', num_spec_tokens=3), ",
+        f"{e}[dump_input.py:79] Dumping scheduler output for model execution: SchedulerOutput(scheduled_new_reqs=[], "
+        "scheduled_cached_reqs=CachedRequestData(req_ids=['a', 'b', 'c'], num_computed_tokens=[310, 288, 402]), "
+        "num_scheduled_tokens={a: 4, b: 2, c: 3}, total_num_scheduled_tokens=9, "
+        "scheduled_spec_decode_tokens={a: [1, 2, 3], b: [4], c: [5, 6]}, ...)",
+    ])
+    top = analyze_text(log, "t.log", use_preflight=False).findings[0]
+    assert (top.rule, top.category) == ("async_fault", "spec_kernel_limit")
+    assert "(2, 3, 4 tokens) on the TRTLLM decode" in top.basis

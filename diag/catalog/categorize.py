@@ -540,6 +540,11 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # drafts the decode's query tokens per request change the splits the kernel plans -- the backend under
     # multi-token decode (C), as the reports of it are labelled
     ("mla/flashmla.py", "_build_decode", "cg_buf_num_splits", "spec_kernel_limit", "flashmla_num_splits_buffer"),
+    # Mamba cache mode 'align' refusing drafts (MambaModelConfig.verify_and_update_config, 0.14-0.17): the aligned
+    # state copies keep no slots for rejected drafts -- the state bookkeeping under prefix caching + speculative
+    # decoding (B), as the reports of it are labelled, not prefix caching merely unavailable
+    ("models/config.py", "verify_and_update_config", "align' is currently not compatible with speculative decoding",
+     "state_index", "align_mode_refuses_drafts"),
     # the Mamba block size set without prefix caching (it only sizes the 'align' mode's state blocks): the hybrid
     # block-size configuration refused before any engine runs -- block-size alignment (E), as three of the four
     # labels of it say (the fourth, a GPU run's, called it a bad flag)

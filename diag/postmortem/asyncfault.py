@@ -210,6 +210,16 @@ def unrounded_spec_padding(facts: LogFacts, setup: Setup) -> tuple[int, int, int
 def uneven_decode(facts: LogFacts) -> str | None:
     """The decode counters the report printed for the failing step when its decode tokens do not split evenly over
     its decode requests (num_decode_tokens % num_decodes != 0: decodes of different query lengths)."""
+    batch = facts.startup.get("crash_batch")
+    if isinstance(batch, dict) and batch.get("ragged_drafts") and batch.get("num_spec_decodes") and (
+            facts.startup.get("trtllm_attention")
+            or str(facts.startup.get("attention_backend_selected") or "") in _UNIFORM_QUERY_BACKENDS):
+        # the crash dump's spec decodes carry different numbers of drafts, on a backend whose decode takes one query
+        # length per request
+        lens = sorted({n + 1 for n in batch.get("spec_tokens_per_req") or [] if n > 0})
+        backend = "TRTLLM" if facts.startup.get("trtllm_attention") else facts.startup["attention_backend_selected"]
+        return (f"the crash dump's spec decodes carry different query lengths ({', '.join(map(str, lens))} tokens) on "
+                f"the {backend} decode, which takes one query length per request")
     printed = facts.startup.get("printed_values")
     if not isinstance(printed, dict):
         return None
@@ -219,6 +229,9 @@ def uneven_decode(facts: LogFacts) -> str | None:
         return f"the printed decode counters num_decode_tokens={tokens}, num_decodes={reqs} do not divide evenly"
     return None
 
+
+# attention backends whose decode kernel takes one query length per request (spec decodes as uniform 1 + k rows)
+_UNIFORM_QUERY_BACKENDS = ("FLASHMLA", "FLASHMLA_SPARSE", "FLASHINFER_MLA", "TRTLLM", "TRTLLM_MLA")
 
 _DRAFTER = re.compile(r"v1/spec_decode/(?:\w*proposer|draft_model|utils)\.py$")
 

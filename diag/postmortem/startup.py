@@ -28,6 +28,10 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("mamba_cache_mode", re.compile(r"Prefix caching in Mamba cache '(\w+)' mode"), str),
     ("mamba_cache_mode", re.compile(r"Mamba cache 'all' mode: falling back to '(\w+)' mode"), str),
     ("resolved_architecture", re.compile(r"Resolved architecture: (\w+)"), str),
+    # the attention backend vLLM picked ("Using FLASHINFER attention backend out of potential backends: [...]",
+    # "Using FLASHMLA backend"), and FlashInfer's TRTLLM-gen decode on Blackwell ("Using TRTLLM attention")
+    ("attention_backend_selected", re.compile(r"\bUsing ([A-Z][A-Z0-9_]{3,}) (?:attention )?backend\b"), str),
+    ("trtllm_attention", re.compile(r"\bUsing TRTLLM attention\b()"), lambda s: True),
     # an MLA decode given decodes of different query lengths falls back to one query row per token (vllm/v1/attention/
     # backends/mla/flashinfer_mla.py, tokenspeed_mla.py: "FlashInferMLAImpl got a query of uneven length.")
     ("mla_uneven_query", re.compile(r"MLAImpl got a query of uneven length()"), lambda s: True),
