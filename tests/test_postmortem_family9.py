@@ -47,7 +47,8 @@ _WRONG_OUTPUT_PHRASES = [
     "repetitive output", "goes off the rails", "plausible but wrong.", "it repeats the question",
     "accuracy depends on concurrency", "then it starts looping", "and then loops forever", "repeats itself",
     "slightly-off answers", "MATH500 drops by ten points", "AIME25 collapsed", "a quality regression",
-    "regression vs baseline",
+    "regression vs baseline", "identical for the first 50 tokens and then diverge",
+    "different (worse) answers than without speculation", "long answers become repetitive", "they lose the thread",
 ]
 
 

@@ -97,6 +97,12 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"\b(?:outputs?|text|generations?|completions?)\b[^.;\n]{0,30}?\b(?:diverges?|diverged|"
                            r"differ|differs|start(?:s|ed)? to (?:differ|diverge))\b (?:from|after|at)\b|"
                            r"\bdegrade[sd]? into (?:repetition|garbage|gibberish|nonsense|broken)\b|"
+                           # "identical for the first 50 tokens and then diverge", "different (worse) answers than
+                           # without speculation", "long answers become repetitive / lose the thread"
+                           r"\b(?:identical|the same|match(?:es|ing)?)\b[^.;\n]{0,60}?\b(?:and )?then (?:diverge|differ)\b|"
+                           r"\b(?:different|worse)(?: \(\w+\))? (?:answers|outputs?|results|completions|text) (?:than|from|vs\.?) "
+                           r"(?:without|with no|no) (?:spec|speculat|drafts?|ngram|mtp|eagle)\w*|"
+                           r"\b(?:become|becomes|became|get|gets|got|turns?) repetitive\b|\blos(?:e|es|ing) the thread\b|"
                            r"(?:pure|complete|total|utter|nondeterministic|non-deterministic|random) "
                            r"(?:garbage|junk|gibberish|nonsense)|"
                            r"(?:completions?|outputs?|responses?|generations?) (?:are|is|were|was|turns?|goes?) "
@@ -129,7 +135,8 @@ WRONG_OUTPUT_HINTS = ("garbl", "gibberish", "corrupt", "fragments", "degrad", "d
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
-                      "malformed", "json.loads", "loop", "quality", "eval")
+                      "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
+                      "thread")
 # the reporter's words tying the failure to short prompts (a prompt, or a prompt's last prefill chunk, of a few tokens):
 # "very short prompts", "4-token prompts", "prompts of up to 3 tokens", "a 4-token prefill"
 _SHORT_PROMPT = re.compile(r"\b(?:very |really |extremely |tiny |super )short (?:raw |input )?prompts?\b|"
