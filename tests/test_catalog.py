@@ -193,6 +193,10 @@ def test_rules_classify_unseen_errors(site, expected):
     # a Mamba builder's split of the step into decodes and prefills without the step's is_prefilling flags
     ({"file": "vllm/v1/attention/backends/mamba_attn.py", "function": "BaseMambaAttentionMetadataBuilder._compute_common_metadata",
       "exc": "AssertionError", "condition": "is_prefilling is not None"}, "mixed_batch"),
+    # FA3 MLA's scheduler-metadata buffer under multi-token decode
+    ({"file": "vllm/v1/attention/backends/mla/flashattn_mla.py", "function": "FlashAttnMLAMetadataBuilder._build_decode",
+      "exc": "AssertionError", "condition": "n <= self.scheduler_metadata.shape[0]",
+      "message": "Scheduler metadata size {n} exceeds buffer size {self.scheduler_metadata.shape[0]}"}, "spec_kernel_limit"),
     # FlashMLA's split-count buffer under multi-token decode
     ({"file": "vllm/v1/attention/backends/mla/flashmla.py", "function": "FlashMLAMetadataBuilder._build_decode",
       "exc": "AssertionError", "condition": "n <= self.cg_buf_num_splits.size(0)"}, "spec_kernel_limit"),

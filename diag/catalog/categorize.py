@@ -540,6 +540,10 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # drafts the decode's query tokens per request change the splits the kernel plans -- the backend under
     # multi-token decode (C), as the reports of it are labelled
     ("mla/flashmla.py", "_build_decode", "cg_buf_num_splits", "spec_kernel_limit", "flashmla_num_splits_buffer"),
+    # FA3 MLA's ahead-of-time scheduler metadata against its CUDA-graph buffer (max_num_seqs + 1 entries): the same
+    # MLA decode planning under multi-token decode (C), as both reports of it are labelled
+    ("mla/flashattn_mla.py", "_build_decode", "scheduler metadata size", "spec_kernel_limit",
+     "fa3_mla_scheduler_metadata_buffer"),
     # Mamba cache mode 'align' refusing drafts (MambaModelConfig.verify_and_update_config, 0.14-0.17): the aligned
     # state copies keep no slots for rejected drafts -- the state bookkeeping under prefix caching + speculative
     # decoding (B), as the reports of it are labelled, not prefix caching merely unavailable
