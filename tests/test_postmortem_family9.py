@@ -165,3 +165,30 @@ def test_an_illegal_access_after_ragged_spec_decodes_on_the_trtllm_decode_is_the
     top = analyze_text(log, "t.log", use_preflight=False).findings[0]
     assert (top.rule, top.category) == ("async_fault", "spec_kernel_limit")
     assert "(2, 3, 4 tokens) on the TRTLLM decode" in top.basis
+
+
+def test_a_journald_capture_in_another_locale_and_an_rpc_timeout_after_a_workers_fault():
+    """journald writes the month as the host's locale does ("mar 18", "fév. 02"); the engine's "RPC call to
+    sample_tokens timed out" five minutes later only says the worker stopped answering -- the worker's fault is the
+    failure."""
+    j = "mar 18 14:22:07 b200-n03 vllm[88412]: "
+    w = f"{j}(Worker_TP5 pid=88618) "
+    e = f"{j}(EngineCore_DP0 pid=88480) ERROR 03-18 14:27:09 [core.py:1102] "
+    pkg = "/opt/vllm/.venv/lib/python3.12/site-packages/vllm"
+    log = "\n".join([
+        "vllm serve nvidia/DeepSeek-R1-0528-FP4 -tp 8 --speculative-config "
+        "'{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":2}'",
+        f"{w}Exception in thread WorkerAsyncOutputCopy:",
+        f"{w}Traceback (most recent call last):",
+        f'{w}  File "{pkg}/v1/worker/gpu_model_runner.py", line 250, in get_output',
+        f"{w}    self.async_copy_ready_event.synchronize()",
+        f"{w}torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        f"{e}EngineCore encountered a fatal error.",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "{pkg}/v1/executor/multiproc_executor.py", line 370, in get_response',
+        f'{e}    raise TimeoutError(f"RPC call to {{method}} timed out.") from e',
+        f"{e}TimeoutError: RPC call to sample_tokens timed out.",
+    ])
+    an = analyze_text(log, "t.log", use_preflight=False)
+    assert an.facts.root.message.startswith("CUDA error: an illegal memory access")
+    assert an.findings[0].rule == "async_fault" and an.findings[0].category == "spec_kernel_limit"

@@ -65,7 +65,7 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in re.findall(r"-?\d+", text)]
 
 
-def parse_scheduler_output(text: str, spec_k: int = 0) -> dict[str, Any] | None:
+def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None = None) -> dict[str, Any] | None:
     """The batch of the failing step, or None if the text holds no scheduler output. ``spec_k``: the engine's
     num_speculative_tokens, for a dump whose draft lists are elided as a whole (``scheduled_spec_decode_tokens={...}``)."""
     if "SchedulerOutput" not in text and "num_scheduled_tokens" not in text:
@@ -198,8 +198,9 @@ def parse_scheduler_output(text: str, spec_k: int = 0) -> dict[str, Any] | None:
                 short += 1
     listed = sum(scheduled.values()) if scheduled else 0
     total = out.get("total_num_scheduled_tokens")
+    # (not a step that filled the token budget: a full step holds a prefill chunk the elision hid as well)
     if spec_k > 0 and scheduled and isinstance(total, int) and total > listed and (total - listed) % (1 + spec_k) == 0 \
-            and re.search(r"num_scheduled_tokens=\{[^}]*(?:\.\.\.|…)", t):
+            and total != token_budget and re.search(r"num_scheduled_tokens=\{[^}]*(?:\.\.\.|…)", t):
         # a dump whose per-request token counts the reporter elided ("{... 210 x 3, a: 1, b: 1 ...}"): the tokens the
         # total has beyond the listed rows, in whole steps of 1 + k, are spec decodes the excerpt does not show
         hidden = (total - listed) // (1 + spec_k)

@@ -355,7 +355,9 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         if self.dump_text is not None:  # (after the arguments: the dump's elided drafts are counted with their k)
             from .dump import parse_scheduler_output
 
-            batch = parse_scheduler_output(self.dump_text[1], command_spec_k(self.facts.args))
+            budget = self.facts.args.get("max_num_batched_tokens")
+            batch = parse_scheduler_output(self.dump_text[1], command_spec_k(self.facts.args),
+                                           budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
             if batch:
                 self.facts.startup["crash_batch"] = batch
                 self.facts.lines["crash_batch"] = (self.dump_text[0], (DUMP_SCHED + ": " + self.dump_text[1])[:500])

@@ -24,7 +24,8 @@ _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _DOCKER = re.compile(r"^\s*" + _TS + r"(?: (?:stdout|stderr) [FP](?=[ \t]|$))?(?:[ \t]|$)")
 _TS_ONLY = re.compile(r"^\s*(?:" + _TS + r"|\d\d:\d\d:\d\d(?:\.\d+)?)\s*$")
-_JOURNALD = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")
+# (the month as the host's locale writes it: "Mar", "mar", "fév.", "Mär", "11月")
+_JOURNALD = re.compile(r"^(?:[A-Za-z\u00c0-\u017f]{3,4}\.?|\d{1,2}\u6708) [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")
 # a launcher's prefix: docker compose's service ("vllm-1  | ", v1's "vllm_1     | "; the replica number is always
 # there), `kubectl logs --prefix`'s "[pod/vllm-0/vllm] ", SkyPilot's node in front of vLLM's own prefix ("(head,
 # rank=0, pid=7781) ", "(worker1, rank=1, pid=912, ip=10.0.0.2) ": a name, then comma-separated key=value items;

@@ -78,6 +78,9 @@ WRAPPER_TEXTS = (
     "EngineCore failed to start",
     "See root cause above",
     "please check the stack trace above",
+    # the engine's wait on a worker that no longer answers (multiproc_executor.get_response): a worker's own error
+    # before it, if any, is why
+    "RPC call to ",
 )
 NOISE_TYPES = {
     "KeyboardInterrupt", "SystemExit", "asyncio.exceptions.CancelledError", "CancelledError", "BrokenPipeError",
