@@ -192,3 +192,23 @@ def test_a_journald_capture_in_another_locale_and_an_rpc_timeout_after_a_workers
     an = analyze_text(log, "t.log", use_preflight=False)
     assert an.facts.root.message.startswith("CUDA error: an illegal memory access")
     assert an.findings[0].rule == "async_fault" and an.findings[0].category == "spec_kernel_limit"
+
+
+def test_an_fp8_kv_cache_on_a_hybrid_doubles_the_block_not_the_requests_that_fit():
+    """Two starts of a Qwen3-Next server, bf16 then fp8 KV (the flag quoted in backticks): the attention block goes
+    from 272 to 544 tokens, the 'GPU KV cache size' in tokens doubles, the concurrency does not."""
+    api, core = "(APIServer pid=1) INFO 02-24 10:11:40 ", "(EngineCore_DP0 pid=278) INFO 02-24 10:14:03 "
+    start = [f"{api}[interface.py:671] Setting attention block size to {{b}} tokens to ensure that attention page "
+             "size is >= mamba page size.",
+             f"{core}[kv_cache_utils.py:1993] GPU KV cache size: {{t}} tokens, Maximum concurrency for 65,536 tokens "
+             "per request: 54.00x"]
+    log = "\n".join(["Qwen/Qwen3-Next-80B-A3B-Instruct, TP=4. Run 1 (default kv dtype):"]
+                    + [x.format(b=272, t="3,538,992") for x in start] + ["", "Run 2 (`--kv-cache-dtype fp8`):"]
+                    + [x.format(b=544, t="7,077,984") for x in start]
+                    + ["", "Same throughput and the server never runs more than 190 requests at a time."])
+    an = analyze_text(log, "t.log", use_preflight=False)
+    assert an.facts.args["kv_cache_dtype"] == "fp8"  # (not "fp8`")
+    top = an.findings[0]
+    assert (top.rule, top.category, top.severity) == ("kv_quant_hybrid_capacity", "kv_page_size", "warning")
+    assert (top.numbers["block_size_before"], top.numbers["block_size"]) == (272, 544)
+    assert top.numbers["gpu_kv_cache_tokens"] == 7077984

@@ -27,7 +27,7 @@ _ARGV_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
 # a YAML block sequence item: "  - --tensor-parallel-size" / '  - "4"'
 _YAML_ITEM = re.compile(r"^\s*-\s+(.*?)\s*$")
 _INLINE_FLAG = re.compile(
-    r"(?<![\w-])(--[a-z][a-z0-9_-]+(?:\.[a-z_]+)?)(?:[ =](?!-{1,2}[a-z])('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)]+))?"
+    r"(?<![\w-])(--[a-z][a-z0-9_-]+(?:\.[a-z_]+)?)(?:[ =](?!-{1,2}[a-z])('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)`]+))?"
     # vLLM's short parallel-size aliases with a number ("-tp 4", "-pp 2", "-dcp 8"; "--tp 2" as reporters write it)
     r"|(?<![\w-])(--?(?:tp|pp|dp|dcp|pcp|ep))[ =](\d+)\b"
 )
