@@ -9,6 +9,7 @@ EngineCore wrapper, cuda-gdb and PyTorch messages as those tools print them).
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import sys
 from pathlib import Path
@@ -380,3 +381,17 @@ def test_an_unknown_kernel_size_check_of_an_mla_model_under_mtp_is_a_kernel_limi
                 "\n".join([DENSE, msg])):
         fs = analyze_text(log, use_preflight=False).findings
         assert not fs or fs[0].category == "other", (log, fs[0].title)
+
+
+def test_the_corpus_benchmark_holds_clean_runs_to_errors_only(tmp_path, capsys):
+    """A labelled clean run (signature ran_clean) may get notes on its configuration; a near miss may not. The same
+    log -- a hybrid's raised attention block, no error -- is a false positive as a near miss and fine as a clean run."""
+    log = ("(APIServer pid=1) INFO 02-24 10:11:40 [interface.py:671] Setting attention block size to 544 tokens to "
+           "ensure that attention page size is >= mamba page size.\n")
+    for name, signature in (("clean", "ran_clean"), ("nearmiss", "oom_at_load")):
+        (tmp_path / f"{name}.log").write_text(log)
+        (tmp_path / f"{name}.json").write_text(json.dumps({"family": "none", "signature": signature, "key_numbers": {}}))
+    assert _corpus().main([str(tmp_path), "--json", "--no-preflight"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert (figures["negatives"], figures["false_positives_any"]) == (1, 1)
+    assert (figures["clean_runs"], figures["clean_runs_given_an_error"]) == (1, 0)
