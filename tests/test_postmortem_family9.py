@@ -212,3 +212,23 @@ def test_an_fp8_kv_cache_on_a_hybrid_doubles_the_block_not_the_requests_that_fit
     assert (top.rule, top.category, top.severity) == ("kv_quant_hybrid_capacity", "kv_page_size", "warning")
     assert (top.numbers["block_size_before"], top.numbers["block_size"]) == (272, 544)
     assert top.numbers["gpu_kv_cache_tokens"] == 7077984
+
+
+def test_no_kv_memory_at_all_names_the_share_of_the_gpu_and_raises_it_first():
+    """"Available KV cache memory: -18.25 GiB": the weights and activations exceed gpu_memory_utilization's share of
+    the GPU -- no max_model_len fits, the share is what to change."""
+    e = "(EngineCore pid=1989) ERROR 11-27 20:38:42 [core.py:1330] "
+    pkg = "/opt/venv/lib/python3.12/site-packages/vllm"
+    log = "\n".join([
+        "vllm serve /models/llama -tp 2 --gpu-memory-utilization 0.01",
+        "(Worker_TP0 pid=2001) INFO 11-27 20:38:42 [gpu_worker.py:560] Available KV cache memory: -18.25 GiB",
+        f"{e}Traceback (most recent call last):",
+        f'{e}  File "{pkg}/v1/core/kv_cache_utils.py", line 758, in _check_enough_kv_cache_memory',
+        f"{e}    raise ValueError(",
+        f"{e}ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+        "initializing the engine.",
+    ])
+    top = analyze_text(log, "t.log", use_preflight=False).findings[0]
+    assert top.category == "other" and top.numbers["available_kv_cache_gib"] == -18.25
+    assert top.title.startswith("No memory left for the KV cache")
+    assert top.suggestions[0].title == "raise gpu_memory_utilization from 0.01 to 0.9"

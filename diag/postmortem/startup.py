@@ -63,7 +63,8 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
                                                     r"decoding settings"), int),
     ("max_num_active_seqs_requested", re.compile(r"Overriding max_num_active_seqs from (\d+) to \d+"), int),
     ("max_num_active_seqs_capped", re.compile(r"Overriding max_num_active_seqs from \d+ to (\d+)"), int),
-    ("available_kv_cache_gib", re.compile(r"Available KV cache memory: " + _FLOAT + r" ?GiB"), float),
+    # (negative where the weights and activations already exceed gpu_memory_utilization's share of the GPU)
+    ("available_kv_cache_gib", re.compile(r"Available KV cache memory: (-?\d+(?:\.\d+)?) ?GiB"), float),
     # vllm/config/model.py: the checkpoint's dtype cast to the one asked for ("Casting torch.bfloat16 to torch.float16")
     ("dtype_cast_from", re.compile(r"Casting torch\.(\w+) to torch\.\w+"), str),
     ("dtype_cast_to", re.compile(r"Casting torch\.\w+ to torch\.(\w+)"), str),

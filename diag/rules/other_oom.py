@@ -31,6 +31,17 @@ def check(ctx: RuleContext) -> list[Finding]:
         for k in ("max_model_len", "kv_cache_needed_gib", "kv_cache_available_gib", "estimated_max_model_len"):
             if k in n:
                 f.numbers[k] = n[k]
+        left = ctx.log.startup.get("available_kv_cache_gib")
+        if isinstance(left, (int, float)) and left <= 0:
+            # the profile left nothing: the weights and activations alone exceed the share of the GPU vLLM may use
+            gmu = args.get("gpu_memory_utilization")
+            f.title = f"No memory left for the KV cache ({left:g} GiB after the weights and activations)"
+            f.message = ("The weights and activations already take more than the memory vLLM may use"
+                         + (f" (gpu_memory_utilization {gmu} of the GPU)" if gmu else "")
+                         + ": nothing is left for the KV cache, at any max_model_len.")
+            f.numbers["available_kv_cache_gib"] = left
+            if gmu:
+                f.numbers["gpu_memory_utilization"] = gmu
         if isinstance(args.get("kv_cache_memory_bytes"), int):  # a budget set in bytes, not a share of the GPU
             f.numbers["kv_cache_memory_bytes"] = args["kv_cache_memory_bytes"]
         need, have = n.get("kv_cache_needed_gib"), n.get("kv_cache_available_gib")
@@ -63,6 +74,11 @@ def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
     args = ctx.log.args if ctx.log else {}
     out = []
     n = finding.numbers
+    gmu = n.get("gpu_memory_utilization")
+    if isinstance(n.get("available_kv_cache_gib"), (int, float)) and isinstance(gmu, (int, float)) and gmu < 0.9:
+        out.append(Suggestion(title=f"raise gpu_memory_utilization from {gmu} to 0.9",
+                              tradeoff="less GPU memory left for other processes on the device",
+                              changes=[Change("gpu_memory_utilization", 0.9, "--gpu-memory-utilization", gmu)]))
     if "estimated_max_model_len" in n:
         out.append(Suggestion(title=f"lower max_model_len to {n['estimated_max_model_len']}",
                               tradeoff="shorter maximum context per request",
