@@ -100,8 +100,8 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
         m = re.search(_LIST_FIELD.format(name="req_ids"), body)
         if m and _COUNTED.match(m.group(1)):
             counted_reqs = int(_COUNTED.match(m.group(1)).group(1))
-        elif m:
-            cached_ids = [x.strip().strip("'\"") for x in m.group(1).split(",") if x.strip()]
+        elif m:  # (an elision mark in the list is no request)
+            cached_ids = [x.strip().strip("'\"") for x in m.group(1).split(",") if x.strip() and x.strip() not in ("...", "\u2026")]
         m = re.search(_LIST_FIELD.format(name="num_computed_tokens"), body)
         if m:
             for rid, n in zip(cached_ids, _ints(m.group(1))):
@@ -206,6 +206,7 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
         hidden = (total - listed) // (1 + spec_k)
         kinds["spec_decode"] += hidden
         out["elided_spec_decodes"] = hidden
+        out["num_reqs"] = (out.get("num_reqs") or 0) + hidden  # (the requests the listed ids do not show)
     out["num_spec_decodes"] = kinds["spec_decode"]
     out["num_decodes"] = kinds["decode"]
     out["num_prefills"] = kinds["prefill"]
