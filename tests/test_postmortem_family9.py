@@ -232,3 +232,20 @@ def test_no_kv_memory_at_all_names_the_share_of_the_gpu_and_raises_it_first():
     assert top.category == "other" and top.numbers["available_kv_cache_gib"] == -18.25
     assert top.title.startswith("No memory left for the KV cache")
     assert top.suggestions[0].title == "raise gpu_memory_utilization from 0.01 to 0.9"
+
+
+def test_an_mla_decode_without_decode_metadata_under_drafts_is_the_backends_decode_limit():
+    """Triton MLA's forward_mqa asserting its decode metadata under MTP: the builder and the forward disagree on which
+    requests are decodes once a decode carries 1 + k tokens (C, read from the configuration: medium, not high)."""
+    w = "(Worker_TP1 pid=4410) ERROR 08-14 12:31:07 [multiproc_executor.py:1007] "
+    log = "\n".join([
+        "vllm serve zai-org/GLM-4.7-Flash -tp 2 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+        f'{w}  File "/home/u/env/lib/python3.12/site-packages/vllm/v1/attention/backends/mla/triton_mla.py", line 225, '
+        "in forward_mqa",
+        f"{w}    assert attn_metadata.decode is not None",
+        f"{w}AssertionError",
+    ])
+    top = analyze_text(log, "t.log", use_preflight=False).findings[0]
+    assert (top.category, top.confidence) == ("spec_kernel_limit", "medium")
+    without = log.replace(" --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'", "")
+    assert analyze_text(without, "t.log", use_preflight=False).findings[0].category == "other"

@@ -195,6 +195,15 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         cat = "spec_kernel_limit"
         basis += ("; a check of token / request counts in MLA / sparse-indexer code failing under speculative "
                   "decoding: a decode carries 1 + k query tokens per request, which this path sizes per request")
+    elif cat == "other" and site.kind != "kernel" and setup.spec_k != 0 and MLA_FRAMES.search(site.file) \
+            and not HYBRID_FRAMES.search(site.file) \
+            and re.fullmatch(r"(?:attn_metadata\.)?decode(?:_metadata)? is not None", (site.condition or "").strip()):
+        # an MLA backend's forward found decode tokens but no decode metadata: its builder counts a request as a
+        # decode by query length (the reorder threshold), and the 1 + k tokens of a speculative decode fall on the
+        # other side of it than the forward expects -- the backend's decode-query-length limit under drafts
+        cat = "spec_kernel_limit"
+        basis += ("; an MLA backend's decode path without decode metadata under speculative decoding: the builder and "
+                  "the forward disagree on which requests are decodes once a decode carries 1 + k query tokens")
     elif cat == "other" and (refused := _backend_refuses_block_size(root.message or "")) is not None:
         # the attention-backend selection (platforms/*.py get_attn_backend_cls) failing on the KV block size: the
         # reasons it prints name the block size for every backend it could otherwise load -- the backend's block-size
@@ -281,6 +290,8 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
     if weak:
         conf = "low" if best.score < 0.6 else "medium"
     if rows is not None and conf == "high":  # the site is certain, the class is read from its numbers
+        conf = "medium"
+    if conf == "high" and cat != site.category:  # the site is certain, the class is read from the configuration
         conf = "medium"
     if cat == "spec_kernel_limit" and setup.spec_k > 0:
         nums.setdefault("next_n", setup.spec_k + 1)
