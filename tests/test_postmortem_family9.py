@@ -249,3 +249,14 @@ def test_an_mla_decode_without_decode_metadata_under_drafts_is_the_backends_deco
     assert (top.category, top.confidence) == ("spec_kernel_limit", "medium")
     without = log.replace(" --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'", "")
     assert analyze_text(without, "t.log", use_preflight=False).findings[0].category == "other"
+
+
+def test_an_elided_dump_that_filled_the_token_budget_infers_no_hidden_spec_decodes():
+    """{..., 'a': 2, ...} with total_num_scheduled_tokens equal to max_num_batched_tokens: the step was full, so the
+    hidden rows hold a prefill chunk -- 2046 hidden tokens are not 682 spec decodes of 1 + 2."""
+    from vllm_diag.postmortem.dump import parse_scheduler_output
+
+    dump = "num_scheduled_tokens={..., 'cmpl-7c1d': 2, ...}, total_num_scheduled_tokens=2048"
+    assert parse_scheduler_output(dump, spec_k=2)["num_spec_decodes"] == 682  # (nothing says the step was full)
+    full = parse_scheduler_output(dump, spec_k=2, token_budget=2048)
+    assert full["num_spec_decodes"] == 0 and "elided_spec_decodes" not in full
