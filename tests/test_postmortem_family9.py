@@ -260,3 +260,23 @@ def test_an_elided_dump_that_filled_the_token_budget_infers_no_hidden_spec_decod
     assert parse_scheduler_output(dump, spec_k=2)["num_spec_decodes"] == 682  # (nothing says the step was full)
     full = parse_scheduler_output(dump, spec_k=2, token_budget=2048)
     assert full["num_spec_decodes"] == 0 and "elided_spec_decodes" not in full
+
+
+_LOCKED = ("AssertionError: Workspace is locked but allocation from 'triton_mla.py:254:forward_mqa' requires 1033.00 MB, "
+           "current size is 258.25 MB. Workspace growth is not allowed after locking.")
+
+
+def test_a_locked_workspace_asked_for_1_plus_k_times_its_size_by_an_mla_kernel_under_drafts():
+    pkg = "/opt/venv/lib/python3.12/site-packages/vllm"
+    tb = ["Traceback (most recent call last):",
+          f'  File "{pkg}/v1/attention/backends/mla/triton_mla.py", line 254, in forward_mqa',
+          "    attn_logits = current_workspace_manager().get_simultaneous(",
+          f'  File "{pkg}/v1/worker/workspace.py", line 157, in _ensure_workspace_size',
+          "    raise AssertionError(", _LOCKED]
+    drafts = "vllm serve zai-org/GLM-4.7-Flash --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'"
+    top = analyze_text("\n".join([drafts] + tb), "t.log", use_preflight=False).findings[0]
+    assert (top.rule, top.category) == ("workspace_locked", "spec_kernel_limit")
+    assert (top.numbers["required_mb"], top.numbers["current_mb"], top.numbers["triton_mla_line"]) == (1033.0, 258.25, 254)
+    assert "1033 MB is 4 x 258.25 MB, and 1 + k = 4" in top.message
+    plain = analyze_text("\n".join(["vllm serve zai-org/GLM-4.7-Flash"] + tb), "t.log", use_preflight=False).findings[0]
+    assert (plain.rule, plain.category) == ("workspace_locked", "other")
