@@ -280,3 +280,22 @@ def test_a_locked_workspace_asked_for_1_plus_k_times_its_size_by_an_mla_kernel_u
     assert "1033 MB is 4 x 258.25 MB, and 1 + k = 4" in top.message
     plain = analyze_text("\n".join(["vllm serve zai-org/GLM-4.7-Flash"] + tb), "t.log", use_preflight=False).findings[0]
     assert (plain.rule, plain.category) == ("workspace_locked", "other")
+
+
+def test_requests_failing_while_the_engine_serves_are_named_not_blamed_on_the_hybrid():
+    """A NemotronH server whose structured-output requests fail in the API server (a missing package): the access
+    log's 500s and AsyncLLM's reason lead as an `other` error; the hybrid's raised block stays a note."""
+    api = "(APIServer pid=711) INFO 11-27 21:19:35 "
+    lines = [f"{api}[interface.py:671] Setting attention block size to 80 tokens to ensure that attention page size "
+             "is >= mamba page size."]
+    for i in range(3):
+        lines += [f"{api}[async_llm.py:631] Request cmpl-{i} failed due to ModuleNotFoundError: No module named "
+                  "'lmformatenforcer'.",
+                  f'(APIServer pid=711) INFO:     127.0.0.1:4963{i} - "POST /v1/completions HTTP/1.1" 500 Internal Server Error']
+    lines.append('(APIServer pid=711) INFO:     127.0.0.1:49700 - "POST /v1/completions HTTP/1.1" 400 Bad Request')
+    top = analyze_text("\n".join(lines), "t.log", use_preflight=False).findings[0]
+    assert (top.rule, top.category, top.severity) == ("other_request_errors", "other", "error")
+    assert top.numbers == {"http_400_responses": 1, "http_500_responses": 3, "requests_failed": 3}
+    assert "No module named 'lmformatenforcer'" in top.title
+    rejected = analyze_text("\n".join(lines[:1] + lines[-1:]), "t.log", use_preflight=False).findings[0]
+    assert (rejected.category, rejected.severity) == ("other", "warning") and "HTTP 4xx" in rejected.title

@@ -380,9 +380,12 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
                   and (cites_root(f) or (d.rule == "near_miss" and f.rule != "other_unrecognised"))]
         if others:  # an `other` rule already names this error: it leads, with the diagnosis' basis
             lead = others[0]
-            lead.confidence = lead.confidence or d.confidence
-            lead.basis = lead.basis or d.basis
-            return [lead] + [f for f in kept if f is not lead]
+            if cites_root(lead) or d.severity == "error":
+                lead.confidence = lead.confidence or d.confidence
+                lead.basis = lead.basis or d.basis
+                return [lead] + [f for f in kept if f is not lead]
+            # a warning-level near miss (drafts never accepted) beside an `other` error of another matter: both stand
+            return [lead, new] + [f for f in kept if f is not lead]
         return [new] + kept
     if d.category == "other" and root is not None:
         # low confidence `other`: a rule that explains the root error keeps the lead

@@ -73,6 +73,11 @@ _PROCESS_FACTS = [
     # PyTorch's CUDA initialisation warning: "The NVIDIA driver on your system is too old (found version 12080)"
     ("driver_cuda_version", "found version", re.compile(r"driver on your system is too old \(found version (\d{4,6})\)")),
 ]
+# the API server's answers that failed (uvicorn's access log: '127.0.0.1:43500 - "POST /v1/completions HTTP/1.1" 400
+# Bad Request') and why a request failed inside it (AsyncLLM: "Request cmpl-9 failed due to ModuleNotFoundError: No
+# module named 'lmformatenforcer'.")
+_ACCESS_ERROR = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH) /\S* HTTP/[\d.]+" ([45]\d\d)\b')
+_REQUEST_FAILED = re.compile(r"\bRequest \S+ failed due to ((?:[A-Za-z_][\w.]*)(?:Error|Exception)\b(?::[^\n]{0,240})?)")
 # an INFO/WARNING record quoting an error ("... can cause fd limit errors like `OSError: [Errno 24] ...`") is no failure
 _CALM_LEVELS = frozenset({"INFO", "WARNING", "DEBUG"})
 _HOST_PY_FRAME = re.compile(r"Host Frame:\s*\S+ in (?:\S*/)?([A-Za-z_][\w\-]*)\.py:(\d+)\b")
@@ -181,6 +186,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.numeric_flags: dict[str, Any] = {}  # --flag NUMBER anywhere (bench/eval commands too)
         self.metrics: dict[str, Any] = {}  # Prometheus counters and spec-decode metrics quoted in the log
         self.nccl_warn: dict[str, int] = {}  # numbers of NCCL's own WARN lines (the cause behind "NCCL error")
+        self.http_errors: dict[str, int] = {}  # the API server's failed answers by status (its access log)
+        self.request_failures: dict[str, int] = {}  # why requests failed inside the server, by message
         self.host_frame_line: tuple[str, int] | None = None  # compute-sanitizer's launching Python frame
         self.tp_ranks: set[int] = set()
         self.ranks: dict[str, set[int]] = {}  # PP / DP / TP ranks of the worker prefixes
@@ -261,6 +268,19 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             m = _NCCL_SRC.search(t)
             if m:
                 self.nccl_warn.setdefault(f"{m.group(1)}_line", int(m.group(2)))
+        if " HTTP/" in line.text:
+            m = _ACCESS_ERROR.search(line.text)
+            if m:
+                if m.group(1) not in self.http_errors:
+                    self._note(f"http_{m.group(1)}", line)
+                self.http_errors[m.group(1)] = self.http_errors.get(m.group(1), 0) + 1
+        if "failed due to " in line.text:
+            m = _REQUEST_FAILED.search(line.text)
+            if m and (m.group(1) in self.request_failures or len(self.request_failures) < 20):
+                reason = m.group(1).rstrip(". ")
+                if not self.request_failures:
+                    self._note("request_failure", line)
+                self.request_failures[reason] = self.request_failures.get(reason, 0) + 1
         for name, needle, rx in _PROCESS_FACTS:
             if needle in line.text and name not in self.facts.startup and (name != "errno" or line.level not in _CALM_LEVELS):
                 m = rx.search(line.text[:2000])
@@ -344,6 +364,12 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.tb.flush_orphans()
         if self.error_lines:
             self.facts.startup["error_lines"] = [list(x) for x in self.error_lines[-40:]]
+        if self.http_errors:
+            self.facts.startup["http_errors"] = dict(sorted(self.http_errors.items()))
+        if self.request_failures:
+            reason, count = max(self.request_failures.items(), key=lambda kv: kv[1])
+            self.facts.startup["request_failure"] = reason
+            self.facts.startup["request_failures"] = sum(self.request_failures.values())
         if self.prose_terms:
             self.facts.startup["prose_terms"] = list(self.prose_terms)
         f = self.facts
