@@ -28,6 +28,8 @@ def check(ctx: RuleContext) -> list[Finding]:
     reason = log.startup.get("request_failure")
     if not server and not client and not reason:
         return []
+    if not reason and log.startup.get("error_lines"):
+        return []  # the log states an error of its own (a client's error body): the diagnosis reads that
     counts = ", ".join(f"{n} x HTTP {c}" for c, n in sorted(codes.items()))
     numbers: dict = {f"http_{c}_responses": n for c, n in codes.items()}
     evidence = fact_evidence(log, "request_failure", *(f"http_{c}" for c in sorted(codes)))
