@@ -299,3 +299,57 @@ def test_requests_failing_while_the_engine_serves_are_named_not_blamed_on_the_hy
     assert "No module named 'lmformatenforcer'" in top.title
     rejected = analyze_text("\n".join(lines[:1] + lines[-1:]), "t.log", use_preflight=False).findings[0]
     assert (rejected.category, rejected.severity) == ("other", "warning") and "HTTP 4xx" in rejected.title
+
+
+_JSON_RECORD = ('{"timestamp": "2026-05-11T04:51:37.855Z", "level": "ERROR", "logger": "vllm.v1.engine.core", '
+                '"message": "EngineCore failed to start.", "exc_info": "Traceback (most recent call last):\\n  File '
+                '\\"/usr/local/lib/python3.12/dist-packages/vllm/config/vllm.py\\", line 1187, in validate_block_size\\n'
+                '    assert self.cache_config.block_size <= self.scheduler_config.max_num_batched_tokens, (\\n'
+                'AssertionError: In Mamba cache align mode, block_size (1072) must be <= max_num_batched_tokens (1024)."}')
+
+
+def test_a_json_log_record_behind_vllms_process_prefix_and_inside_export_layers():
+    """vLLM with a JSON formatter prints '(EngineCore_DP0 pid=220) {"level": ..., "exc_info": "Traceback ..."}'; log
+    exports wrap that again -- a CSV cell with its quotes doubled, a markdown table cell, a shipper's JSON envelope.
+    Each reads as the record vLLM would print in a terminal, its traceback line by line."""
+    import json as _json
+
+    prefixed = f"(EngineCore_DP0 pid=220) {_JSON_RECORD}"
+    forms = {
+        "prefixed": prefixed,
+        "csv": '"2026-05-11T04:51:37.855Z","gpu-node-17","vllm","error","' + prefixed.replace('"', '""') + '"',
+        "markdown": f"| 2026-05-11 04:51:37 | qwen3next-0 | vllm | {prefixed} |",
+        "envelope": _json.dumps({"timestamp": "2026-05-11T04:51:37.855Z", "log": prefixed}),
+    }
+    for name, line in forms.items():
+        an = analyze_text("vllm 0.26.0, Qwen3-Next\n\n" + line + "\n", "t.log", use_preflight=False)
+        assert an.facts.root is not None, name
+        assert an.facts.root.message.startswith("In Mamba cache align mode, block_size (1072)"), name
+        assert [f.function for f in an.facts.root.frames] == ["validate_block_size"], name
+        assert an.findings[0].category == "token_budget", name
+
+
+def test_a_container_the_oom_killer_ended_is_a_near_miss_not_the_hybrids_notes():
+    log = "\n".join([
+        "qwen3-next-mtp pods OOMKilled during startup after the node pool migration",
+        "(APIServer pid=1) INFO 05-12 08:10:52 [interface.py:606] Setting attention block size to 272 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+        "    Reason:       OOMKilled",
+        "    Exit Code:    137",
+        "[Tue May 12 08:12:58 2026] Memory cgroup out of memory: Killed process 1718 (python3) total-vm:412311804kB",
+    ])
+    top = analyze_text(log, "t.log", use_preflight=False).findings[0]
+    assert (top.category, top.rule) == ("other", "near_miss") and "OOM killer" in top.title
+    assert "Killed process 1718" in top.message
+
+
+def test_an_older_api_error_body_stays_an_error_body_not_a_shipped_record():
+    """vLLM's older error body {"object": "error", "message": ..., "type": "BadRequestError"} has a "message" key like
+    a shipper's record, but no level, logger or time: it stays the client's error (a near miss with its numbers)."""
+    log = "\n".join([
+        '(APIServer pid=1) INFO:     10.8.0.14:38301 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request',
+        '{"object": "error", "message": "This model\'s maximum context length is 65536 tokens. However, you requested '
+        '70000 tokens", "type": "BadRequestError", "param": null, "code": 400}',
+    ])
+    top = analyze_text(log, "t.log", use_preflight=False).findings[0]
+    assert (top.category, top.rule) == ("other", "near_miss") and "BadRequestError" in top.title

@@ -487,13 +487,18 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
 
     for lineno, text in reversed(lines):
         nm = near_miss(text)
-        if nm is not None and _OS_ERROR_LINE.search(text):
-            # an OS error logged without a traceback (uvicorn's "[Errno 98] ... address already in use"): the error
-            # line itself names a cause outside the families
+        host_oom = _HOST_OOM.search(text)
+        if host_oom:  # the kernel's own report of the kill says the most (which process, how much memory)
+            lineno, text = next(((ln, t) for ln, t in lines if re.search(r"Killed process \d+", t)), (lineno, text))
+        if nm is not None and (_OS_ERROR_LINE.search(text) or host_oom):
+            # an OS error logged without a traceback (uvicorn's "[Errno 98] ... address already in use"), or the
+            # kernel's OOM killer ending the process (a container's memory limit): the line names a cause outside
+            # the families
             return Diagnosis(category="other", confidence="medium", rule="near_miss",
                              basis=f"no exception in the log; the error line is {_a(nm)} failure, outside the "
                                    "hybrid/spec-decode families",
-                             title=f"{nm[0].upper() + nm[1:]} (from an error line)", message=text[:300],
+                             title=("Out of host memory: the kernel's OOM killer ended the process" if host_oom else
+                                    f"{nm[0].upper() + nm[1:]} (from an error line)"), message=text[:300],
                              numbers={**message_numbers(text), **facts.numbers},
                              evidence=[Evidence(text=text[:500], line=lineno, source="log")])
         if nm is not None:
@@ -509,6 +514,7 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
 
 
 _OS_ERROR_LINE = re.compile(r"\[Errno \d+\]")
+_HOST_OOM = re.compile(r"\bOOMKilled\b|\boom[-_]kill(?:er)?\b|Killed process \d+|Memory cgroup out of memory", re.I)
 # argparse's own error line: "<prog>: error: <what>" ("main.py serve: error: argument --x: invalid choice: ...",
 # "vllm: error: unrecognized arguments: --foo", "vllm serve: error: the following arguments are required: ...")
 _ARGPARSE = re.compile(r"^(?:[\w.\-/]+)(?: [\w\-]+)?: error: (?:argument -|unrecognized arguments:|the following arguments "

@@ -107,6 +107,9 @@ def strip_ansi(text: str) -> str:
 # the key that carries the line in a shipper's JSON envelope: docker's json-file and Fluent Bit ("log"), Vector,
 # Datadog and CloudWatch ("message"), Google Cloud Logging ("textPayload"), a Loki export ("line")
 _ENVELOPE_KEYS = ("log", "message", "textPayload", "line")
+# what a shipper's or a structured logger's record carries beside its message: a level, a logger, a time, a stream
+_SHIPPER_KEYS = ("log", "textPayload", "line", "levelname", "level", "severity", "log.level", "logger", "name", "asctime",
+                 "timestamp", "@timestamp", "time", "ts", "stream", "date", "host", "service", "status")
 
 
 # a structured logger's record (VLLM_LOGGING_CONFIG_PATH with a JSON formatter: python-json-logger, structlog, ECS):
@@ -149,6 +152,8 @@ def _json_log(raw: str) -> str:
         obj = json.loads(s)
     except ValueError:
         return raw
+    if isinstance(obj, dict) and "message" in obj and not any(k in obj for k in _SHIPPER_KEYS):
+        return raw  # a JSON object with a message that no shipper wrote: an API error body ({"object": "error", ...})
     val = envelope_text(obj)
     return val.rstrip("\r\n") if val is not None else raw
 

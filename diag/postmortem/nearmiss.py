@@ -12,7 +12,10 @@ LOST_GPU = re.compile(r"uncorrectable ECC error|fallen off the bus", re.I)
 NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
     ("out of memory", re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|"
                                  r"No available memory for the cache blocks|KV cache is needed, which is larger than the "
-                                 r"available KV cache memory|Insufficient memory|not enough memory", re.I)),
+                                 r"available KV cache memory|Insufficient memory|not enough memory|"
+                                 # the host's memory: the kernel's OOM killer ended the process (a container's
+                                 # memory limit while the weights load: Kubernetes' "OOMKilled", exit code 137)
+                                 r"\bOOMKilled\b|\boom[-_]kill(?:er)?\b|Killed process \d+", re.I)),
     ("model type unknown to Transformers", re.compile(r"Transformers does not recognize this architecture|"
                                                       r"Unrecognized model in \S+\. Should have a `model_type` key")),
     ("missing or mismatched weights", re.compile(r"weights? (?:were |was )?not (?:initialized|found|loaded)|"

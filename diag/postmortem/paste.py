@@ -217,11 +217,98 @@ _JSON_SYNTAX = re.compile(r'^\s*(?:[\[\]{}]+,?|"[\w.@\-]+"\s*:\s*(?:[\[{]|"(?:[^
                           r',?)\s*$')
 
 
+# a structured logger's record (a JSON formatter) kept inside another layer of an export: behind vLLM's process prefix
+# ("(APIServer pid=1) {"levelname": ...}"), in a CSV cell with its quotes doubled, in a markdown table's cell, or as a
+# JSON string value of a shipper's envelope ("log": "(APIServer pid=1) {\"asctime\": ...}")
+_RECORD_AT = re.compile(r'\{\s*"(?:[\w.@\-]+)"\s*:')
+_DECODER = json.JSONDecoder()
+# what makes a JSON object a log record: a level, a logger, a time or a stream
+_RECORD_KEYS = ("levelname", "level", "severity", "log.level", "logger", "name", "asctime", "timestamp", "@timestamp",
+                "time", "ts", "stream")
+
+
+def _layer(text: str) -> str | None:
+    """The text one layer of an export wraps (a CSV row's last cell, a markdown row's record cell, a shipper's JSON
+    envelope), or None."""
+    t = text.strip()
+    if t[:1] == '"' and '","' in t:
+        import csv
+
+        try:
+            cells = next(csv.reader([t]))
+        except (csv.Error, StopIteration):
+            return None
+        cell = next((c for c in reversed(cells) if "{" in c), None)
+        return cell
+    if t[:1] == "|" and t.endswith("|") and "{" in t:
+        return next((c.strip() for c in reversed(t.strip("|").split(" | ")) if c.strip()[:1] in "({" and "{" in c), None)
+    if t[:1] == "{":
+        try:
+            obj = _DECODER.decode(t)
+        except ValueError:
+            return None
+        return envelope_text(obj)
+    return None
+
+
+def _record_lines(text: str) -> list[str] | None:
+    """The lines of a JSON log record embedded in ``text`` (behind a process prefix, inside a CSV / markdown / JSON
+    layer), rebuilt as vLLM prints them, its traceback split at its newlines; None when it holds none."""
+    for _ in range(4):  # (layers may nest: a CSV cell holding an envelope holding a prefixed record)
+        m = _RECORD_AT.search(text)
+        if m is None:
+            inner = _layer(text)
+            if inner is None or inner == text:
+                return None
+            text = inner
+            continue
+        prefix = text[:m.start()]
+        try:
+            obj, _ = _DECODER.raw_decode(text, m.start())
+        except ValueError:
+            inner = _layer(text)
+            if inner is None or inner == text:
+                return None
+            text = inner
+            continue
+        if not isinstance(obj, dict) or not any(k in obj for k in _RECORD_KEYS):
+            return None  # (a JSON object that is no log record: an API error body, a config)
+        carried = envelope_text(obj)
+        if carried is None:
+            return None
+        if prefix.strip() and not _OWN_TAG.match(prefix.lstrip()):
+            prefix = ""  # (a timestamp or a shipper's label in front: vLLM's own lines carry no such thing)
+        if _RECORD_AT.search(carried) and carried.lstrip()[:1] != "{":
+            nested = _record_lines(carried)  # an envelope's line that is itself a prefixed record
+            if nested is not None:
+                return [prefix.lstrip() + line if prefix.strip() and not _OWN_TAG.match(line) else line for line in nested]
+        return [prefix.lstrip() + line for line in carried.rstrip("\r\n").split("\n")]
+    return None
+
+
+def records_within(pairs: list[tuple[int, str]]) -> list[tuple[int, str]] | None:
+    """``pairs`` with every line that holds an embedded JSON log record replaced by the record's lines; None when no
+    line holds one (the common case: a plain terminal log)."""
+    out: list[tuple[int, str]] = []
+    found = False
+    for i, text in pairs:
+        lines = _record_lines(text) if '{"' in text or '{""' in text or '{\\"' in text else None
+        if lines is None:
+            out.append((i, text))
+            continue
+        found = True
+        out += [(i, line.rstrip("\r")) for line in lines]
+    return out if found else None
+
+
 def logical_lines(lines: list[str]) -> list[tuple[int, str]]:
     """``(index of the first physical line, text)`` for each line as vLLM printed it."""
     shipped = shipped_records(lines)
     if shipped is None:
         shipped = _json_values(lines)
+    within = records_within(shipped if shipped is not None else list(enumerate(lines)))
+    if within is not None:
+        shipped = within
     if shipped is None:
         return _logical_lines(lines)
     return [(shipped[k][0], text) for k, text in _logical_lines([text for _, text in shipped])]

@@ -47,6 +47,8 @@ _LOOSE_ERR = re.compile(r"Check failed|Assertion error \(|[Aa]ssertion `|cannot 
                         r"[Mm]emory access fault by GPU|HSA_STATUS_ERROR\w*|hipError\w+|"
                         # a process that died without a Python error (a native crash, a signal, the OOM killer)
                         r"died unexpectedly|[Ss]egmentation fault|core dumped|killed by signal|"
+                        # the host's OOM killer (a container's memory limit): Kubernetes' "Reason: OOMKilled"
+                        r"\bOOMKilled\b|\boom[-_]kill(?:er)?\b|Killed process \d+|"
                         # a C++ exception that ended the process: "terminate called after throwing an instance of
                         # 'std::runtime_error'" then "  what():  <the message>" (a kernel library's lookup, NCCL)
                         r"^\s*what\(\):|"
@@ -113,7 +115,7 @@ class ErrorLines:
                 "rror" in t or "ailed" in t or "ssert" in t or "llegal" in t or "Check" in t or "kernel" in t
                 or "<<<" in t or "PC " in t or "Xid" in t or "sizes:" in t or "emory" in t or "Invalid __" in t
                 or "Address" in t or "CUDA_EXC" in t or "died" in t or "dumped" in t or "ault" in t or "ignal" in t
-                or "what()" in t) \
+                or "what()" in t or "OOM" in t or "Killed" in t or "oom" in t) \
                 and _LOOSE_ERR.search(t):
             if len(self.error_lines) >= 120:
                 del self.error_lines[:60]

@@ -11,11 +11,15 @@ answers 5xx to everything after).
 
 from __future__ import annotations
 
+import re
+
 from ..model import Finding
 from .base import Rule, RuleContext
 from .other_common import fact_evidence
 
 ID = "other_request_errors"
+# the API server's error body a client got ({"error": {"message": ..., "type": "BadRequestError"}})
+_ERROR_BODY = re.compile(r'"type"\s*:\s*"\w*(?:Error|Exception)"')
 
 
 def check(ctx: RuleContext) -> list[Finding]:
@@ -28,8 +32,8 @@ def check(ctx: RuleContext) -> list[Finding]:
     reason = log.startup.get("request_failure")
     if not server and not client and not reason:
         return []
-    if not reason and log.startup.get("error_lines"):
-        return []  # the log states an error of its own (a client's error body): the diagnosis reads that
+    if not reason and any(_ERROR_BODY.search(str(t)) for _, t in log.startup.get("error_lines") or []):
+        return []  # a client's error body in the log: the near miss the diagnosis reads from it
     counts = ", ".join(f"{n} x HTTP {c}" for c, n in sorted(codes.items()))
     numbers: dict = {f"http_{c}_responses": n for c, n in codes.items()}
     evidence = fact_evidence(log, "request_failure", *(f"http_{c}" for c in sorted(codes)))
