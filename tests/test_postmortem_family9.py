@@ -353,3 +353,36 @@ def test_an_older_api_error_body_stays_an_error_body_not_a_shipped_record():
     ])
     top = analyze_text(log, "t.log", use_preflight=False).findings[0]
     assert (top.category, top.rule) == ("other", "near_miss") and "BadRequestError" in top.title
+
+
+def test_numbers_named_by_the_words_before_them_and_by_the_tensor_a_template_measures():
+    """"Scheduler metadata size 97 exceeds buffer size 65": each size is the words before it (not "exceeds buffer
+    size: 97"); "block_size 16 head size 256": the head size is 256. A template's hole "state_indices_tensor.shape[0]"
+    is that tensor's rows, not "shape"; "metadata.num_prefills + metadata.num_decodes" is their sum."""
+    from vllm_diag.catalog.match import hole_name
+    from vllm_diag.postmortem.numbers import phrase_numbers
+
+    got = phrase_numbers("Scheduler metadata size 97 exceeds buffer size 65")
+    assert (got["scheduler_metadata_size"], got["buffer_size"]) == (97, 65) and "exceeds_buffer_size" not in got
+    got = phrase_numbers("There is a bug in FlashInfer block_size 16 head size 256 support.")
+    assert (got["block_size"], got["head_size"]) == (16, 256)
+    assert hole_name("state_indices_tensor.shape[0]") == "state_indices_tensor_rows"
+    assert hole_name("x.size(1)") == "x_width"
+    assert hole_name("metadata.num_prefills + metadata.num_decodes") == "num_prefills_plus_num_decodes"
+
+
+def test_the_decisive_startup_line_is_quoted_by_its_place_and_a_dump_counts_its_decode_tokens():
+    api = "(APIServer pid=1) "
+    log = "\n".join([
+        f"{api}WARNING 12-16 09:40:10 [config.py:618] Updating mamba_ssm_cache_dtype to 'float32' for NemotronH model",
+        f"{api}INFO 12-16 09:40:11 [config.py:345] Hybrid or mamba-based model detected without support for prefix "
+        "caching: disabling.",
+    ])
+    assert analyze_text(log, "t.log", use_preflight=False).facts.startup["config_line"] == 345
+    from vllm_diag.postmortem.dump import parse_scheduler_output
+
+    batch = parse_scheduler_output("scheduled_cached_reqs=CachedRequestData(req_ids=['a', 'b', 'c'], "
+                                   "num_computed_tokens=[50, 60, 70]), num_scheduled_tokens={a: 4, b: 3, c: 1}, "
+                                   "total_num_scheduled_tokens=8, scheduled_spec_decode_tokens={a: [1, 2, 3], b: [4, 5]}",
+                                   spec_k=3)
+    assert batch["num_decode_tokens"] == 8 and (batch["num_spec_decodes"], batch["num_decodes"]) == (2, 1)

@@ -74,6 +74,13 @@ def hole_name(expr: str) -> str:
     m = re.fullmatch(r"[\w.]+", e)
     if m:
         return e.rsplit(".", 1)[-1]
+    # a tensor's dimension ("state_indices_tensor.shape[0]", "x.size(1)"): its rows / width, named by the tensor
+    m = re.fullmatch(r"([\w.]+)\.(?:shape\[|size\()\s*(-?\d)\s*[\])]", e)
+    if m:
+        return m.group(1).rsplit(".", 1)[-1] + {"0": "_rows", "1": "_width"}.get(m.group(2), f"_dim{m.group(2)}")
+    # a sum of counts ("metadata.num_prefills + metadata.num_decodes")
+    if re.fullmatch(r"[\w.]+(?:\s*\+\s*[\w.]+)+", e):
+        return "_plus_".join(p.strip().rsplit(".", 1)[-1] for p in e.split("+"))[:60]
     m = re.fullmatch(r"([\w.]+)\[[^\]]*\]", e)
     if m:
         return m.group(1).rsplit(".", 1)[-1]

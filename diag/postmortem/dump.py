@@ -181,15 +181,18 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
     kinds = {"spec_decode": 0, "decode": 0, "prefill": 0}
     threshold = 1 + max(spec.values(), default=0)  # the builders' decode threshold, 1 + k, under drafts
     short = 0
+    decode_tokens = 0  # the tokens of the decode rows, spec decodes included (the attention builders' num_decode_tokens)
     for r in ids:
         n = scheduled.get(r)
         k = spec.get(r, 0)
         if k > 0:
             kinds["spec_decode"] += 1
+            decode_tokens += n or 1 + k
         elif n is None:
             continue
         elif n == 1 and r not in new_ids:
             kinds["decode"] += 1
+            decode_tokens += 1
         else:
             kinds["prefill"] += 1
             # (a new request's prompt, or a cached one still without output: its prompt's last chunk; not a decoding
@@ -207,6 +210,8 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
         kinds["spec_decode"] += hidden
         out["elided_spec_decodes"] = hidden
         out["num_reqs"] = (out.get("num_reqs") or 0) + hidden  # (the requests the listed ids do not show)
+    if decode_tokens and not out.get("elided_spec_decodes"):
+        out["num_decode_tokens"] = decode_tokens
     out["num_spec_decodes"] = kinds["spec_decode"]
     out["num_decodes"] = kinds["decode"]
     out["num_prefills"] = kinds["prefill"]

@@ -206,7 +206,18 @@ def phrase_numbers(message: str) -> dict[str, Any]:
     out.update({k: v for k, v in copy_shape_numbers(msg).items() if k not in out})
     for val, noun in re.findall(r"(?<![\w.])(\d+) number of ([a-z][a-z_]{1,30})", msg):  # "Provided 10 number of heads"
         out.setdefault(f"num_{noun}", int(val))
+    for m in _MEASURE_NUM.finditer(msg):  # "Scheduler metadata size 97 exceeds buffer size 65", "head size 256"
+        words = re.findall(r"[a-z][a-z0-9_]*", m.group(1).lower())
+        kept: list[str] = []
+        for w in reversed(words[:-1]):
+            if w in _STOP or w in _VERBS or len(kept) == 2:
+                break
+            kept.insert(0, w)
+        if kept:  # (a bare "size 16" is _WORD_NUM's)
+            out.setdefault("_".join(kept + [words[-1]]), _num(m.group(2)))
     for val, phrase in _NUM_NOUN.findall(msg):  # "declares 4 states" -> states: 4
+        if phrase.split()[0] in _VERBS:  # "97 exceeds buffer size 65": the number belongs to the words before it
+            continue
         words = []
         for w in phrase.split():
             if w in _STOP or w in _UNITS:
@@ -432,6 +443,11 @@ def label_numbers(text: str) -> dict[str, Any]:
 
 
 # a count followed by what it counts ("4 states", "2 state copy funcs", "3 block tables"); units are no names
+# a measure named before its number: "<words> size|count|length|width|limit|threshold N"
+_MEASURE_NUM = re.compile(r"\b((?:[A-Za-z][A-Za-z0-9_]*\s+){0,4}(?:size|count|length|width|limit|threshold))\s+(-?\d+)\b(?!\.\d|\s*[x*/])")
+# verbs a message puts between two measures ("97 exceeds buffer size 65", "needs", "requires")
+_VERBS = {"exceeds", "exceed", "exceeded", "needs", "need", "requires", "require", "required", "must", "should", "is",
+          "are", "was", "were", "vs", "versus", "over", "under", "above", "below", "allows", "supports", "support"}
 _NUM_NOUN = re.compile(r"(?<![\w.\-(\[=:])(\d+)\s+([a-z][a-z_]{2,}(?: [a-z][a-z_]{2,}){0,2})")
 _UNITS = {"gib", "mib", "kib", "gb", "mb", "kb", "bytes", "ms", "sec", "secs", "seconds", "minutes", "times", "percent",
           "not", "more", "less", "than", "or", "and", "but", "got"}

@@ -131,6 +131,10 @@ _PER_START = {"max_cudagraph_capture_size_capped", "attention_block_size", "mamb
               "num_gpu_blocks", "gpu_kv_cache_tokens", "max_concurrency"}
 
 
+# startup facts that decide a finding on their own: the place vLLM logs them from is quoted with them
+_DECISIVE = frozenset({"prefix_caching_disabled_hybrid"})
+
+
 class StartupLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: vLLM's startup / metrics records."""
 
@@ -154,12 +158,17 @@ class StartupLines:
                 runs.append(value)
         self.facts.startup[name] = value
         self._note(name, line)
-        if line.level == "WARNING" and "[" in line.display:
+        if (line.level == "WARNING" or name in _DECISIVE) and "[" in line.display:
             # a warning is quoted by where vLLM logs it ("[flashinfer_mla.py:N] FlashInferMLAImpl got a query of
-            # uneven length."): the logger's <file stem>_line, first warning of each file
+            # uneven length."): the logger's <file stem>_line, first warning of each file; a line that decides a
+            # finding on its own (vLLM turning prefix caching off for a hybrid, "[config.py:345]") is quoted by its place
             m = _LOGGER_SRC.search(line.display[:200])
             if m and len(self.facts.startup) < 200:
-                self.facts.startup.setdefault(f"{m.group(1).replace('-', '_')}_line", int(m.group(2)))
+                key = f"{m.group(1).replace('-', '_')}_line"
+                if name in _DECISIVE:
+                    self.facts.startup[key] = int(m.group(2))
+                else:
+                    self.facts.startup.setdefault(key, int(m.group(2)))
 
     def _shutdown(self, line: Line) -> None:
         """The first line where the server or the engine was told to stop (a signal, vLLM's own shutdown records):
