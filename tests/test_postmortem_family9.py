@@ -386,3 +386,11 @@ def test_the_decisive_startup_line_is_quoted_by_its_place_and_a_dump_counts_its_
                                    "total_num_scheduled_tokens=8, scheduled_spec_decode_tokens={a: [1, 2, 3], b: [4, 5]}",
                                    spec_k=3)
     assert batch["num_decode_tokens"] == 8 and (batch["num_spec_decodes"], batch["num_decodes"]) == (2, 1)
+
+
+def test_the_shared_prefix_size_said_before_its_noun_or_as_the_system_prompts_size():
+    for words, n in (("all with the same 350-token system prompt + short user turns", 350),
+                     ("every request starts with the same ~900-token system prompt + tool schema", 900),
+                     ("Our system prompt is ~420 tokens, user turns are short.", 420)):
+        st = analyze_text(f"Qwen3-Next, prefix cache hit rate 0%\n\n{words}\n", "t.log", use_preflight=False).facts.startup
+        assert (st["shared_prefix_tokens"], st["system_prompt_tokens"]) == (n, n), words

@@ -137,6 +137,13 @@ WRONG_OUTPUT_HINTS = ("garbl", "gibberish", "corrupt", "fragments", "degrad", "d
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
                       "thread")
+# the size before the noun ("the same 350-token system prompt", "same ~900-token preamble") or the system prompt's
+# size stated ("our system prompt is ~420 tokens")
+_SHARED_PREFIX_BEFORE = re.compile(r"\b(?:(?:same|shared|common|identical)\s+(?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
+                                   r"\s*(k)?[- ]tokens?\s+(?:long\s+)?(?:system[ -]prompts?|prefix(?:es)?|preambles?|headers?|"
+                                   r"instructions|context)|"
+                                   r"(?:our|the|a|my|shared|common)\s+(?:shared\s+|common\s+)?system[ -]prompt\s+(?:is|has|was|of)\s+"
+                                   r"(?:about |around |roughly |~|≈)?\s*(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens\b)", re.I)
 # the reporter's words tying the failure to short prompts (a prompt, or a prompt's last prefill chunk, of a few tokens):
 # "very short prompts", "4-token prompts", "prompts of up to 3 tokens", "a 4-token prefill"
 _SHORT_PROMPT = re.compile(r"\b(?:very |really |extremely |tiny |super )short (?:raw |input )?prompts?\b|"
@@ -418,10 +425,15 @@ class ProseLines:
             self.facts.startup["hit_rate_prose"] = True
             self.facts.lines["hit_rate_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and "shared_prefix_tokens" not in self.facts.startup and len(text) < 2000 and "token" in text:
-            m = _SHARED_PREFIX.search(text)
+            m = _SHARED_PREFIX.search(text) or _SHARED_PREFIX_BEFORE.search(text)
             if m:
-                n = float(m.group(1).replace(",", "")) * (1000 if m.group(2) else 1)
+                groups = [g for g in m.groups()]
+                number = next(g for g in groups[::2] if g is not None)
+                kilo = any(g for g in groups[1::2])
+                n = float(number.replace(",", "")) * (1000 if kilo else 1)
                 self.facts.startup["shared_prefix_tokens"] = int(n)
+                if re.search(r"system[ -]prompt", m.group(0), re.I):  # (in the reporter's own words too)
+                    self.facts.startup["system_prompt_tokens"] = int(n)
                 self.facts.lines["shared_prefix_tokens"] = (line.lineno, text.strip()[:500])
         if "block_size_prose" not in self.facts.startup and len(text) < 2000 and "lock size" in text and line.level is None:
             m = _BLOCK_SIZE_PROSE.search(text)  # the reporter quoting the block size vLLM chose
