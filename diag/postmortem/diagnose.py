@@ -92,8 +92,10 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
         d.category = "other"
         d.confidence = "low"
     if d is not None and d.category == "spec_kernel_limit" and setup.spec_k > 0:
-        # the decode width the kernel saw: 1 + k tokens per request
+        # the decode width the kernel saw: 1 + k tokens per request (DeepGEMM's next_n, the MLA builders' decode
+        # query length)
         d.numbers.setdefault("next_n", setup.spec_k + 1)
+        d.numbers.setdefault("decode_query_len", setup.spec_k + 1)
     if d is not None:  # the configured value of what the failed check compares: does it break the check?
         confirm_by_numbers(d, setup, facts)
     return d
