@@ -364,6 +364,8 @@ def test_numbers_named_by_the_words_before_them_and_by_the_tensor_a_template_mea
 
     got = phrase_numbers("Scheduler metadata size 97 exceeds buffer size 65")
     assert (got["scheduler_metadata_size"], got["buffer_size"]) == (97, 65) and "exceeds_buffer_size" not in got
+    got = phrase_numbers("index_copy_(): Number of indices (99) should be equal to source.size(dim) (96)")
+    assert (got["num_indices"], got["source_size"]) == (99, 96)
     got = phrase_numbers("There is a bug in FlashInfer block_size 16 head size 256 support.")
     assert (got["block_size"], got["head_size"]) == (16, 256)
     assert hole_name("state_indices_tensor.shape[0]") == "state_indices_tensor_rows"

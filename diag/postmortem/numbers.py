@@ -206,6 +206,8 @@ def phrase_numbers(message: str) -> dict[str, Any]:
     out.update({k: v for k, v in copy_shape_numbers(msg).items() if k not in out})
     for val, noun in re.findall(r"(?<![\w.])(\d+) number of ([a-z][a-z_]{1,30})", msg):  # "Provided 10 number of heads"
         out.setdefault(f"num_{noun}", int(val))
+    for name, val in _SIZE_CALL.findall(msg):  # "should be equal to source.size(dim) (96)" -> source_size
+        out.setdefault(f"{name}_size", int(val))
     for m in _MEASURE_NUM.finditer(msg):  # "Scheduler metadata size 97 exceeds buffer size 65", "head size 256"
         words = re.findall(r"[a-z][a-z0-9_]*", m.group(1).lower())
         kept: list[str] = []
@@ -443,6 +445,8 @@ def label_numbers(text: str) -> dict[str, Any]:
 
 
 # a count followed by what it counts ("4 states", "2 state copy funcs", "3 block tables"); units are no names
+# a tensor's size call and its value in parentheses: PyTorch's "source.size(dim) (96)", "self.size(0) (8)"
+_SIZE_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.(?:size|numel)\((?:dim|-?\d)?\)\s*\((-?\d+)\)")
 # a measure named before its number: "<words> size|count|length|width|limit|threshold N"
 _MEASURE_NUM = re.compile(r"\b((?:[A-Za-z][A-Za-z0-9_]*\s+){0,4}(?:size|count|length|width|limit|threshold))\s+(-?\d+)\b(?!\.\d|\s*[x*/])")
 # verbs a message puts between two measures ("97 exceeds buffer size 65", "needs", "requires")
