@@ -396,3 +396,17 @@ def test_the_shared_prefix_size_said_before_its_noun_or_as_the_system_prompts_si
                      ("Our system prompt is ~420 tokens, user turns are short.", 420)):
         st = analyze_text(f"Qwen3-Next, prefix cache hit rate 0%\n\n{words}\n", "t.log", use_preflight=False).facts.startup
         assert (st["shared_prefix_tokens"], st["system_prompt_tokens"]) == (n, n), words
+
+
+def test_more_tokens_accepted_than_drafted_on_a_hybrid_is_the_mixed_batch_bookkeeping():
+    e = "(EngineCore_DP0 pid=96) ERROR 09-30 11:58:47 [core.py:1376] "
+    tb = [f"{e}Traceback (most recent call last):",
+          f'{e}  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/spec_decode/metrics.py", line 45, in observe_draft',
+          f"{e}    assert num_accepted_tokens <= self.num_spec_tokens",
+          f"{e}AssertionError"]
+    spec = "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'"
+    hybrid = analyze_text("\n".join([f"vllm serve Qwen/Qwen3.5-27B {spec}"] + tb), "t.log", use_preflight=False)
+    assert hybrid.findings[0].category == "mixed_batch"
+    dense = analyze_text("\n".join([f"vllm serve meta-llama/Llama-3.1-8B-Instruct {spec}"] + tb), "t.log",
+                         use_preflight=False)
+    assert dense.findings[0].category == "other"

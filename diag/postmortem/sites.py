@@ -204,6 +204,14 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         cat = "spec_kernel_limit"
         basis += ("; an MLA backend's decode path without decode metadata under speculative decoding: the builder and "
                   "the forward disagree on which requests are decodes once a decode carries 1 + k query tokens")
+    elif cat == "other" and setup.hybrid and setup.spec_k != 0 \
+            and re.search(r"num_accepted_tokens\s*<=\s*(?:self\.)?num_spec_tokens", site.condition or ""):
+        # the scheduler's draft statistics see more accepted tokens than a request had drafts: on a Mamba/GDN hybrid the
+        # sampled rows of a mixed step were attributed to the wrong requests -- the accepted-token bookkeeping of a
+        # mixed batch (D), which the recurrent states then follow
+        cat = "mixed_batch"
+        basis += ("; more tokens accepted than drafted on a hybrid under speculative decoding: the step's sampled rows "
+                  "were attributed to the wrong requests, the accepted-token bookkeeping of a mixed batch")
     elif cat == "other" and (refused := _backend_refuses_block_size(root.message or "")) is not None:
         # the attention-backend selection (platforms/*.py get_attn_backend_cls) failing on the KV block size: the
         # reasons it prints name the block size for every backend it could otherwise load -- the backend's block-size
