@@ -320,6 +320,8 @@ def test_a_json_log_record_behind_vllms_process_prefix_and_inside_export_layers(
         "csv": '"2026-05-11T04:51:37.855Z","gpu-node-17","vllm","error","' + prefixed.replace('"', '""') + '"',
         "markdown": f"| 2026-05-11 04:51:37 | qwen3next-0 | vllm | {prefixed} |",
         "envelope": _json.dumps({"timestamp": "2026-05-11T04:51:37.855Z", "log": prefixed}),
+        # (python-json-logger with renamed fields: "msg", "process_name")
+        "msg": _JSON_RECORD.replace('"message"', '"msg"'),
     }
     for name, line in forms.items():
         an = analyze_text("vllm 0.26.0, Qwen3-Next\n\n" + line + "\n", "t.log", use_preflight=False)

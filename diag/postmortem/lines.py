@@ -105,8 +105,9 @@ def strip_ansi(text: str) -> str:
 
 
 # the key that carries the line in a shipper's JSON envelope: docker's json-file and Fluent Bit ("log"), Vector,
-# Datadog and CloudWatch ("message"), Google Cloud Logging ("textPayload"), a Loki export ("line")
-_ENVELOPE_KEYS = ("log", "message", "textPayload", "line")
+# Datadog and CloudWatch ("message"), Google Cloud Logging ("textPayload"), a Loki export ("line"), structlog and
+# python-json-logger's renamed fields ("msg")
+_ENVELOPE_KEYS = ("log", "message", "textPayload", "line", "msg")
 # what a shipper's or a structured logger's record carries beside its message: a level, a logger, a time, a stream
 _SHIPPER_KEYS = ("log", "textPayload", "line", "levelname", "level", "severity", "log.level", "logger", "name", "asctime",
                  "timestamp", "@timestamp", "time", "ts", "stream", "date", "host", "service", "status")
