@@ -412,3 +412,33 @@ def test_more_tokens_accepted_than_drafted_on_a_hybrid_is_the_mixed_batch_bookke
     dense = analyze_text("\n".join([f"vllm serve meta-llama/Llama-3.1-8B-Instruct {spec}"] + tb), "t.log",
                          use_preflight=False)
     assert dense.findings[0].category == "other"
+
+
+def test_a_deeper_draft_said_slower_and_a_benchmark_count_that_is_no_depth():
+    """"num_speculative_tokens=3 is ~2.5x SLOWER than num_speculative_tokens=1" on DeepSeek-V3.2 is the MLA decode's
+    query-length limit without a crash; benchmark_serving's "Draft tokens: 137002" is no speculative depth."""
+    log = "\n".join([
+        "DeepSeek-V3.2-Exp: num_speculative_tokens=3 is ~2.5x SLOWER than num_speculative_tokens=1 (H200, vLLM 0.14.0)",
+        "",
+        "vllm serve deepseek-ai/DeepSeek-V3.2-Exp -tp 8 --speculative-config "
+        "'{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":3}'",
+        "",
+        "Draft tokens:                            137002",
+    ])
+    an = analyze_text(log, "t.log", use_preflight=False)
+    assert (an.facts.startup.get("spec_prose") or {}).get("k") != 137002
+    top = an.findings[0]
+    assert (top.category, top.severity, top.numbers["num_speculative_tokens"]) == ("spec_kernel_limit", "warning", 3)
+
+
+def test_what_another_release_does_is_a_side_note_not_the_failure():
+    """"upgrading to 0.17.0 turns this into a crash instead (AssertionError ...)": the report is the silent corruption
+    on the release it runs, not the other release's crash."""
+    log = "\n".join([
+        "Qwen3-Next + MTP (num_speculative_tokens=2) on vLLM 0.14.0: under load some answers become garbage.",
+        "",
+        "- upgrading to 0.17.0 turns this into a crash instead (AssertionError num_decodes/num_spec_decodes in "
+        "gdn_attn.py)",
+    ])
+    top = analyze_text(log, "t.log", use_preflight=False).findings[0]
+    assert top.category == "mixed_batch" and "silent" in top.title

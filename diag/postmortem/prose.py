@@ -274,7 +274,10 @@ _SPEC_SLOWER = re.compile(
     r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|drafts?|drafting|ngram|speculation)\b[^.\n]{0,80}?\b"
     r"(?:(?:is|runs?|makes? (?:it|\w+(?:-\w+)*|everything|decode))\s+(?:\w+ )?slower|drops? (?:the )?(?:decode |generation |"
     r"output )?throughput|(?:lowers?|reduces?|hurts?|halves?) (?:the )?(?:decode |generation |output )?throughput)\b|"
-    r"\bslower (?:with|when (?:using|enabling|adding)) (?:MTP|EAGLE|[Ee]agle|spec|drafts?|speculative|ngram)", re.I)
+    r"\bslower (?:with|when (?:using|enabling|adding)) (?:MTP|EAGLE|[Ee]agle|spec|drafts?|speculative|ngram)|"
+    # a deeper draft slower than a shallower one ("num_speculative_tokens=3 is ~2.5x SLOWER than ...=1", "k=3 runs slower")
+    r"\b(?:num_spec(?:ulative)?_tokens|k)\s*[=:]\s*\d+\b[^.\n]{0,20}?\b(?:is|runs?|was|gets?)\s+(?:~?\s*[\d.]+\s*x\s+|\w+\s+)?"
+    r"slower\b", re.I)
 # a value the reporter read off a variable, in words: "printing block_idx_last_scheduled_token_prev_step_d shows -1",
 # "spec_state_indices_tensor contains -1" (a negative one only: a slot or index that cannot be negative)
 _PRINTED_VERB = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b(?:\s+(?:tensor|values?|column|row|entry|now))?\s+"
@@ -329,9 +332,13 @@ def _printed(printed: dict, name: str, value) -> None:
 _FAILS_BEFORE = re.compile(r"(?:crash\w*|dies|died|fails?|failed|breaks?|hangs?|errors?)\b[^.,;]{0,15}$", re.I)
 
 
+_MAX_SPEC_K = 64  # deeper than any drafter vLLM runs
+
+
 def _failing_k(text: str) -> int | None:
     """The speculative depth a sentence gives; of several ("k=2 works, k=3 dies"), the one said to fail."""
-    ks = list(_SPEC_K.finditer(text))
+    # (a depth, not a count: benchmark_serving's "Draft tokens: 137002" is the tokens drafted in the run)
+    ks = [m for m in _SPEC_K.finditer(text) if int(next(g for g in m.groups() if g)) <= _MAX_SPEC_K]
     if not ks:
         return None
     for m in ks:
