@@ -49,6 +49,8 @@ _WRONG_OUTPUT_PHRASES = [
     "slightly-off answers", "MATH500 drops by ten points", "AIME25 collapsed", "a quality regression",
     "regression vs baseline", "identical for the first 50 tokens and then diverge",
     "different (worse) answers than without speculation", "long answers become repetitive", "they lose the thread",
+    "returns different / degraded text", "it flips to Chinese mid-sentence", "it repeats a phrase",
+    "the answer is sometimes subtly wrong",
 ]
 
 
@@ -442,3 +444,19 @@ def test_what_another_release_does_is_a_side_note_not_the_failure():
     ])
     top = analyze_text(log, "t.log", use_preflight=False).findings[0]
     assert top.category == "mixed_batch" and "silent" in top.title
+
+
+def test_prefix_hits_at_zero_because_each_request_carries_its_own_cache_salt_is_a_near_miss():
+    log = "\n".join([
+        "Qwen3-Next behind our gateway: prefix cache hit rate is 0% although every request shares a system prompt.",
+        "",
+        "(APIServer pid=1) INFO 03-02 10:00:10 [interface.py:606] Setting attention block size to 544 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+        "(APIServer pid=1) INFO 03-02 10:30:10 [loggers.py:310] Engine 000: Avg prompt throughput: 18211.3 tokens/s, "
+        "Avg generation throughput: 402.6 tokens/s, Running: 31 reqs, Waiting: 0 reqs, GPU KV cache usage: 14.9%, "
+        "Prefix cache hit rate: 0.0%",
+        "",
+        'request body: {"model": "qwen3-next", "cache_salt": "b1e0f0a2-6d7c", "messages": [...]}',
+    ])
+    top = analyze_text(log, "t.log", use_preflight=False).findings[0]
+    assert (top.category, top.rule) == ("other", "near_miss") and "cache_salt" in top.title

@@ -45,7 +45,8 @@ from .placement import faulting_kernel, kernel_fault, kernel_place
 from .specpath import in_layer, model_names, no_spec_path
 from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, rows_mismatch, shape_class
 from .sites import frame_category, from_site, function_hint, site_text
-from .silent import drafts_never_accepted, hybrid_prefix_never_hit, own_quality_gate, silent_corruption, spec_slowdown
+from .silent import (drafts_never_accepted, hybrid_prefix_never_hit, own_quality_gate, salted_prefixes, silent_corruption,
+                     spec_slowdown)
 from .stages import ends_at_leaf, stage_family
 from .kernelcheck import kernel_check_frame
 from .verify import confirm_by_numbers
@@ -454,6 +455,9 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     unaccepted = drafts_never_accepted(facts, setup, base_numbers) if quiet else None
     if unaccepted is not None:
         return unaccepted
+    salted = salted_prefixes(facts, base_numbers) if quiet else None
+    if salted is not None:
+        return salted
     never = hybrid_prefix_never_hit(facts, setup, base_numbers) if quiet else None
     if never is not None:
         return never

@@ -274,6 +274,10 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 if m.group(1) not in self.http_errors:
                     self._note(f"http_{m.group(1)}", line)
                 self.http_errors[m.group(1)] = self.http_errors.get(m.group(1), 0) + 1
+        if "cache_salt" in line.text and "cache_salt_seen" not in self.facts.startup:
+            # (a request's cache_salt isolates its prefix-cache hits: only requests of one salt share blocks)
+            self.facts.startup["cache_salt_seen"] = True
+            self._note("cache_salt_seen", line)
         if "failed due to " in line.text:
             m = _REQUEST_FAILED.search(line.text)
             if m and (m.group(1) in self.request_failures or len(self.request_failures) < 20):

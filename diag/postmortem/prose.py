@@ -103,6 +103,13 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"\b(?:different|worse)(?: \(\w+\))? (?:answers|outputs?|results|completions|text) (?:than|from|vs\.?) "
                            r"(?:without|with no|no) (?:spec|speculat|drafts?|ngram|mtp|eagle)\w*|"
                            r"\b(?:become|becomes|became|get|gets|got|turns?) repetitive\b|\blos(?:e|es|ing) the thread\b|"
+                           # "returns different / degraded text", "flips to Chinese mid-sentence", "repeats a phrase",
+                           # "the answer is sometimes subtly wrong"
+                           r"\bdegraded (?:text|outputs?|answers?|responses?|generations?)\b|"
+                           r"\b(?:flips?|flipping|flipped|jumps?|jumped) (?:in)?to (?:chinese|english|another language|"
+                           r"random (?:languages?|tokens))\b|\brepeats? (?:a|one|the same) (?:phrase|word|sentence|line)\b|"
+                           r"\b(?:answers?|outputs?|text|responses?|completions?) (?:is|are|was|were|gets?|becomes?) (?:\w+ ){0,2}"
+                           r"wrong\b|"
                            r"(?:pure|complete|total|utter|nondeterministic|non-deterministic|random) "
                            r"(?:garbage|junk|gibberish|nonsense)|"
                            r"(?:completions?|outputs?|responses?|generations?) (?:are|is|were|was|turns?|goes?) "
@@ -136,7 +143,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "gibberish", "corrupt", "fragments", "degrad", "d
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
-                      "thread")
+                      "thread", "flip", "jump")
 # the size before the noun ("the same 350-token system prompt", "same ~900-token preamble") or the system prompt's
 # size stated ("our system prompt is ~420 tokens")
 _SHARED_PREFIX_BEFORE = re.compile(r"\b(?:(?:same|shared|common|identical)\s+(?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"

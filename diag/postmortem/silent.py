@@ -90,6 +90,26 @@ def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
                  "acceptance with the original checkpoint"])
 
 
+def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, prefix-cache hits at 0 %, and the requests carry a ``cache_salt`` (``medium``): vLLM mixes the salt into
+    the first block's hash, so requests with different salts never share a cached prefix -- the client's isolation
+    of the cache, not a hybrid's block granularity."""
+    if not facts.startup.get("cache_salt_seen") or facts.startup.get("wrong_output_prose"):
+        return None
+    rate = facts.startup.get("prefix_cache_hit_rate_max")
+    if not facts.startup.get("hit_rate_prose") and not (isinstance(rate, (int, float)) and rate == 0):
+        return None
+    return Diagnosis(
+        category="other", confidence="medium", rule="near_miss", severity="warning",
+        basis=("no error; the requests carry a cache_salt, which vLLM mixes into the hash of their first block: requests "
+               "with different salts never share a cached prefix, whatever the model -- outside the hybrid/spec-decode "
+               "failure classes"),
+        title="Prefix cache isolated by per-request cache_salt (no shared prefix can hit)",
+        message="requests carry a cache_salt: prefix-cache hits only between requests of the same salt",
+        numbers={**base_numbers, **facts.numbers}, evidence=fact_evidence(facts, "cache_salt_seen", "prefix_cache_hit_rate_max"),
+        missing=["the hit rate of requests that share one salt (or of requests without it)"])
+
+
 def own_quality_gate(root: LogException, facts: LogFacts) -> bool:
     """The root error is raised by the reporter's own script (no frame in vLLM, torch or any installed package) while
     the report says the output went wrong: an evaluation's score check, not a failure of the engine."""
