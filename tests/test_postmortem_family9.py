@@ -299,6 +299,11 @@ def test_requests_failing_while_the_engine_serves_are_named_not_blamed_on_the_hy
     assert (top.rule, top.category, top.severity) == ("other_request_errors", "other", "error")
     assert top.numbers == {"http_400_responses": 1, "http_500_responses": 3, "requests_failed": 3}
     assert "No module named 'lmformatenforcer'" in top.title
+    grammar = [f"(EngineCore pid=850) ERROR 11-27 22:13:06 [scheduler.py:1748] Unexpected: grammar rejected tokens [405] "
+               "for request cmpl-b2-0. Terminating request.",
+               '(APIServer pid=681) INFO:     127.0.0.1:4963 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error']
+    top = analyze_text("\n".join(lines[:1] + grammar), "t.log", use_preflight=False).findings[0]
+    assert (top.rule, top.severity) == ("other_request_errors", "error") and "grammar rejected" in top.title
     rejected = analyze_text("\n".join(lines[:1] + lines[-1:]), "t.log", use_preflight=False).findings[0]
     assert (rejected.category, rejected.severity) == ("other", "warning") and "HTTP 4xx" in rejected.title
 
@@ -460,3 +465,12 @@ def test_prefix_hits_at_zero_because_each_request_carries_its_own_cache_salt_is_
     ])
     top = analyze_text(log, "t.log", use_preflight=False).findings[0]
     assert (top.category, top.rule) == ("other", "near_miss") and "cache_salt" in top.title
+
+
+def test_a_short_catalog_text_inside_a_longer_message_is_no_match_of_that_site():
+    """FlashInfer's kernel check whose message is only "internal error" is not what "Request cmpl-8 failed with an
+    internal error during generation" (the API server's note) reports."""
+    from vllm_diag.catalog.match import match_message
+
+    msg = "Request cmpl-8b7a459f5019a2ad failed with an internal error during generation"
+    assert not [m for m in match_message(msg) if m.score >= 0.75 and m.site.message == "internal error"]

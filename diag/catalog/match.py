@@ -194,7 +194,9 @@ def match_message(message: str, exc_type: str = "", cat: Catalog | None = None, 
             # a template that is all holes around a short text matches too easily
             lit = sum(len(p) for p in pieces)
             if lit < 25:
-                score = 0.8
+                # (and a short text found inside a much longer message -- "internal error" in "Request cmpl-8 failed
+                # with an internal error during generation" -- is that message's words, not that site's)
+                score = 0.8 if (m.end() - m.start()) * 5 >= len(msg) * 3 else 0.6
         else:
             cov = _coverage(pieces, msg)
             if cov < 0.6:

@@ -77,7 +77,11 @@ _PROCESS_FACTS = [
 # Bad Request') and why a request failed inside it (AsyncLLM: "Request cmpl-9 failed due to ModuleNotFoundError: No
 # module named 'lmformatenforcer'.")
 _ACCESS_ERROR = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH) /\S* HTTP/[\d.]+" ([45]\d\d)\b')
-_REQUEST_FAILED = re.compile(r"\bRequest \S+ failed due to ((?:[A-Za-z_][\w.]*)(?:Error|Exception)\b(?::[^\n]{0,240})?)")
+_REQUEST_FAILED = re.compile(r"\bRequest \S+ failed due to ((?:[A-Za-z_][\w.]*)(?:Error|Exception)\b(?::[^\n]{0,240})?)|"
+                             # the scheduler ending a structured-output request whose grammar refused a sampled token
+                             # (vllm/v1/core/sched/scheduler.py: "Unexpected: grammar rejected tokens [405] for request
+                             # cmpl-b2 ... Terminating request.")
+                             r"Unexpected: (grammar rejected tokens) \[")
 # an INFO/WARNING record quoting an error ("... can cause fd limit errors like `OSError: [Errno 24] ...`") is no failure
 _CALM_LEVELS = frozenset({"INFO", "WARNING", "DEBUG"})
 _HOST_PY_FRAME = re.compile(r"Host Frame:\s*\S+ in (?:\S*/)?([A-Za-z_][\w\-]*)\.py:(\d+)\b")
@@ -278,10 +282,11 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             # (a request's cache_salt isolates its prefix-cache hits: only requests of one salt share blocks)
             self.facts.startup["cache_salt_seen"] = True
             self._note("cache_salt_seen", line)
-        if "failed due to " in line.text:
+        if "failed due to " in line.text or "grammar rejected" in line.text:
             m = _REQUEST_FAILED.search(line.text)
-            if m and (m.group(1) in self.request_failures or len(self.request_failures) < 20):
-                reason = m.group(1).rstrip(". ")
+            reason = (m.group(1) or "the structured-output grammar rejected a sampled token (the scheduler "
+                      "terminated the request)").rstrip(". ") if m else None
+            if reason and (reason in self.request_failures or len(self.request_failures) < 20):
                 if not self.request_failures:
                     self._note("request_failure", line)
                 self.request_failures[reason] = self.request_failures.get(reason, 0) + 1

@@ -41,8 +41,8 @@ def check(ctx: RuleContext) -> list[Finding]:
         failed = log.startup.get("request_failures") or server
         numbers["requests_failed"] = failed
         return [Finding(rule=ID, category="other", severity="error",
-                        title=f"{failed} request(s) failed inside the server: {reason[:120]}",
-                        message=(f"The engine kept serving while requests failed in the API server ({counts or 'no access log'}): "
+                        title=f"{failed} request(s) failed while the engine kept serving: {reason[:120]}",
+                        message=(f"The engine kept serving while requests failed ({counts or 'no access log'}): "
                                  f"{reason}. A feature those requests use (structured outputs, a tool parser, a "
                                  "multimodal processor) fails on its own -- outside the hybrid/spec-decode families."),
                         numbers=numbers, evidence=evidence)]
