@@ -376,8 +376,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         if self.http_errors:
             self.facts.startup["http_errors"] = dict(sorted(self.http_errors.items()))
         if self.request_failures:
-            reason, count = max(self.request_failures.items(), key=lambda kv: kv[1])
-            self.facts.startup["request_failure"] = reason
+            self.facts.startup["request_failure"] = max(self.request_failures, key=self.request_failures.__getitem__)
             self.facts.startup["request_failures"] = sum(self.request_failures.values())
         if self.prose_terms:
             self.facts.startup["prose_terms"] = list(self.prose_terms)

@@ -108,9 +108,11 @@ def strip_ansi(text: str) -> str:
 # Datadog and CloudWatch ("message"), Google Cloud Logging ("textPayload"), a Loki export ("line"), structlog and
 # python-json-logger's renamed fields ("msg")
 _ENVELOPE_KEYS = ("log", "message", "textPayload", "line", "msg")
-# what a shipper's or a structured logger's record carries beside its message: a level, a logger, a time, a stream
-_SHIPPER_KEYS = ("log", "textPayload", "line", "levelname", "level", "severity", "log.level", "logger", "name", "asctime",
-                 "timestamp", "@timestamp", "time", "ts", "stream", "date", "host", "service", "status")
+# what makes a JSON object a log record: a level, a logger, a time or a stream
+RECORD_KEYS = ("levelname", "level", "severity", "log.level", "logger", "name", "asctime", "timestamp", "@timestamp",
+               "time", "ts", "stream")
+# ... or a shipper's envelope around one: its line field, the date, host, service and status columns of an export
+_SHIPPER_KEYS = RECORD_KEYS + ("log", "textPayload", "line", "date", "host", "service", "status")
 
 
 # a structured logger's record (VLLM_LOGGING_CONFIG_PATH with a JSON formatter: python-json-logger, structlog, ECS):

@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from typing import Callable
 
-from .lines import MAX_LINE_CHARS, envelope_text, strip_ansi
+from .lines import MAX_LINE_CHARS, RECORD_KEYS, envelope_text, strip_ansi
 
 # where a new line of a log starts for sure (also behind srun's rank label "0: "): a continuation of a wrapped
 # line is not joined to it
@@ -222,9 +222,6 @@ _JSON_SYNTAX = re.compile(r'^\s*(?:[\[\]{}]+,?|"[\w.@\-]+"\s*:\s*(?:[\[{]|"(?:[^
 # JSON string value of a shipper's envelope ("log": "(APIServer pid=1) {\"asctime\": ...}")
 _RECORD_AT = re.compile(r'\{\s*"(?:[\w.@\-]+)"\s*:')
 _DECODER = json.JSONDecoder()
-# what makes a JSON object a log record: a level, a logger, a time or a stream
-_RECORD_KEYS = ("levelname", "level", "severity", "log.level", "logger", "name", "asctime", "timestamp", "@timestamp",
-                "time", "ts", "stream")
 
 
 def _layer(text: str) -> str | None:
@@ -271,7 +268,7 @@ def _record_lines(text: str) -> list[str] | None:
                 return None
             text = inner
             continue
-        if not isinstance(obj, dict) or not any(k in obj for k in _RECORD_KEYS):
+        if not isinstance(obj, dict) or not any(k in obj for k in RECORD_KEYS):
             return None  # (a JSON object that is no log record: an API error body, a config)
         carried = envelope_text(obj)
         if carried is None:
