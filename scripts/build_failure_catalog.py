@@ -55,7 +55,7 @@ MODULES = re.compile(
     r"^vllm/("
     r"config/[^/]+\.py|engine/arg_utils\.py|"
     r"v1/core/.*\.py|v1/kv_cache_interface\.py|v1/worker/(block_table|gpu_input_batch|gpu_model_runner|mamba_utils|utils|"
-    r"gpu_worker|cp_utils|ubatch_utils|dp_utils|cpu_model_runner|gpu_ubatch_wrapper)\.py|v1/worker/gpu/.*\.py|"
+    r"gpu_worker|cp_utils|ubatch_utils|dp_utils|cpu_model_runner|gpu_ubatch_wrapper|workspace)\.py|v1/worker/gpu/.*\.py|"
     r"v1/attention/.*\.py|attention/.*\.py|v1/spec_decode/.*\.py|v1/cudagraph_dispatcher\.py|"
     r"compilation/(cuda_graph|cuda_piecewise_backend|piecewise_backend|backends|monitor)\.py|"
     r"platforms/(interface|cuda|rocm|cpu|xpu)\.py|"
@@ -66,7 +66,8 @@ MODULES = re.compile(
     r"model_executor/models/(config|qwen3_next|qwen3_next_mtp|qwen3_5|qwen3_5_mtp|nemotron_h|nemotron_h_mtp|granitemoehybrid|"
     r"falcon_h1|jamba|zamba2|bamba|plamo2|mamba|mamba2|kimi_linear|lfm2|lfm2_moe|minimax_text_01|deepseek_v2|"
     r"deepseek_mtp|deepseek_v32|deepseek_v4|glm4_moe_mtp|interfaces)\.py|"
-    r"models/[^/]+/.*(attn|attention|mla|indexer|mamba|gdn|mtp|config|spec|kv_cache|cache)[^/]*\.py|"
+    r"models/[^/]+/.*(attn|attention|mla|indexer|mamba|gdn|kda|linear|conv|ssm|metadata|mtp|config|spec|kv_cache|cache)"
+    r"[^/]*\.py|"
     r"utils/(deep_gemm|flashinfer)\.py|model_executor/warmup/.*\.py|third_party/flashmla/.*\.py"
     r")$"
 )

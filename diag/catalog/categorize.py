@@ -219,6 +219,15 @@ RULES: list[tuple[str, str, Pred]] = [
      # (a kernel's query length per request among the values -- "unsupported max_seqlen_q=5 ..., supported values are
      # 1, 2, 4" -- is the decode length speculative decoding sets: spec_query_len_param below)
      and not _QUERY_LEN_PARAM.search(t)),
+    # a backend the flags or the GPU do not allow ("Unsupported KDA prefill backend: {backend}", "... prefill backend
+    # must be one of 'auto', 'triton' or 'fused'", "FlashInfer fused KDA decode requires CUDA SM100 or SM103,
+    # bfloat16 activations ..."): the install's or the flag's choice, the same for every batch and draft length
+    ("other_backend_choice", "other",
+     lambda f, fn, t, e, c: bool(re.search(r"\bunsupported [\w -]{0,40}\bbackend\b|\bbackend must be one of\b|only supports "
+                                           r"the [\w -]{0,30}\bbackend\b|\brequires (?:cuda )?sm ?1?\d{2}\b|\brequires cuda "
+                                           r"sm\d|requires its [\w.]+ api\b", _core(t)))
+     and not bool(re.search(r"page.size|cannot unify|next_n|\bq_len|qo_len|seqlen_q|query len|specul|draft|\bmtp\b|"
+                            r"eagle", _core(t)))),
     ("other_flag_usage", "other",
      lambda f, fn, t, e, c: bool(re.search(r"mutually exclusive|\bprofiler\b|\bproton\b|encoder_cudagraph|"
                                            r"cudagraph_mm_encoder|language-model-only|not exists in the runnable|"

@@ -345,8 +345,10 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
         # a degradation read without any failure: the rules' own findings of it (with their numbers) stand first
         if any(f.category == d.category for f in findings):
             return findings
-        return findings + [d.finding()] if any(f.severity in ("error", "warning") for f in findings) else \
-            [d.finding()] + findings
+        if any(f.severity in ("error", "warning") for f in findings):
+            # (a symptom said to be unexplained is explained by the rules' own warning)
+            return findings if d.rule == "unexplained_symptom" else findings + [d.finding()]
+        return [d.finding()] + findings
     root_line = root.log_line if root is not None else None
 
     def cites_root(f: Finding) -> bool:

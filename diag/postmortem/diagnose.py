@@ -46,7 +46,8 @@ from .specpath import in_layer, model_names, no_spec_path
 from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, rows_mismatch, shape_class
 from .sites import frame_category, from_site, function_hint, site_text
 from .silent import (drafts_never_accepted, hybrid_prefix_never_hit, own_quality_gate, salted_prefixes, silent_corruption,
-                     spec_slowdown)
+                     sampled_by_generation_config, spec_slowdown, static_rope_quality, unexplained_symptom,
+                     untuned_moe_slowdown)
 from .stages import ends_at_leaf, stage_family
 from .kernelcheck import kernel_check_frame
 from .verify import confirm_by_numbers
@@ -204,6 +205,9 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
         kernel = faulting_kernel(facts.startup.get("error_lines") or [])
         if kernel is None and facts.startup.get("cuda_launch_blocking"):
             kernel = _launching_frame(root)  # synchronous launches: the frame that launched is the kernel that faulted
+        if kernel is None and (told := facts.startup.get("prose_fault_kernel")):
+            name, lineno, said = told  # the reporter retelling a sanitizer's / debugger's report
+            kernel = (name, None, None, said, lineno)
         if kernel is not None:
             return kernel_fault(facts, kernel, setup, base_numbers, batch_ev)
         return from_async(facts, root, setup, base_numbers, batch_ev)
@@ -449,6 +453,12 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     # (the line that states the wrong output -- a test's failed score check -- is the symptom, not another error)
     symptom_line = (facts.lines.get("wrong_output_prose") or (None,))[0]
     quiet = all(ln == symptom_line for ln, _ in lines)
+    sampled = sampled_by_generation_config(facts, base_numbers) if quiet else None
+    if sampled is not None:
+        return sampled
+    rope = static_rope_quality(facts, base_numbers) if quiet else None
+    if rope is not None:
+        return rope
     silent = silent_corruption(facts, setup, base_numbers, batch_ev) if quiet else None
     if silent is not None:
         return silent
@@ -464,6 +474,9 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     slow = spec_slowdown(facts, setup, base_numbers) if quiet else None
     if slow is not None:
         return slow
+    moe = untuned_moe_slowdown(facts, base_numbers) if quiet else None
+    if moe is not None:
+        return moe
     died = next(((ln, t) for ln, t in reversed(lines) if _DIED.search(t)), None)
     if died is not None and all(_DIED.search(t) or not _REAL_ERROR.search(t) for _, t in lines):
         # the process died and printed no error of its own: nothing here names a class
@@ -516,7 +529,7 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                              title=f"{title_of(cat)} (from an error line)", message=text[:300],
                              numbers={**base_numbers, **facts.numbers},
                              evidence=[Evidence(text=text[:500], line=lineno, source="log")] + batch_ev)
-    return None
+    return unexplained_symptom(facts, base_numbers) if quiet else None
 
 
 _OS_ERROR_LINE = re.compile(r"\[Errno \d+\]")

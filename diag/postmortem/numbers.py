@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from ..model import LogFacts
-from .traceback import ORPHAN_TYPE
+from .traceback import ORPHAN_TYPE, raised_in_teardown
 
 _FLOAT = r"(\d+(?:\.\d+)?)"
 _INT = r"(\d[\d,]*)"
@@ -594,14 +594,21 @@ def frame_line_numbers(f: LogFacts, raw: list | None = None) -> dict[str, int]:
     (and of traceback pieces without an exception line, the same failure in an excerpt), and of a kernel
     check's source file -- the line numbers an expert quotes to name the failing statement and the release."""
     out: dict[str, int] = {}
-    excs = ([f.root] if f.root is not None else []) + [e for e in f.exceptions if e.exc_type == ORPHAN_TYPE]
+    # frames of a process shutting down after the failure say where it stopped, not where it failed
+    root_in_teardown = f.root is not None and raised_in_teardown(f.root)
+
+    def aftermath(e) -> bool:
+        return not root_in_teardown and raised_in_teardown(e)
+
+    excs = ([f.root] if f.root is not None else []) + [e for e in f.exceptions
+                                                       if e.exc_type == ORPHAN_TYPE and not aftermath(e)]
     fault = FAULT_NAME.search(f.root.message[:300]) if f.root is not None else None
     if fault:
         # an asynchronous CUDA fault is reported at the next sync point (a .tolist(), a copy); the same fault's
         # traceback from a synchronous rerun (CUDA_LAUNCH_BLOCKING=1) or another rank is the one that places it
         # (``raw``: the exceptions before duplicates are merged -- a rerun's traceback repeats the first message)
         excs += [e for e in (raw if raw is not None else f.exceptions)[:64]
-                 if e is not f.root and e.frames and fault.group(0) in e.message[:300]][:4]
+                 if e is not f.root and e.frames and fault.group(0) in e.message[:300] and not aftermath(e)][:4]
     for e in excs:
         seen = 0
         for fr in reversed(e.frames):

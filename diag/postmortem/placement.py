@@ -145,7 +145,9 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
     where = name + (f" ({place}:{line})" if file and line else f" ({place})" if place != name else "")
     nums = {**base_numbers, **facts.numbers}
     assert_text = DEVICE_ASSERT.search(text)
-    told = ("a device-side assert names" if assert_text else
+    retold = (facts.startup.get("prose_fault_kernel") or (None,))[0] == name and "=====" not in text
+    told = ("a device-side assert names" if assert_text else "the report's retelling of a sanitizer or debugger names"
+            if retold else
             "a CUDA check names" if _CUDACHECK.search(text) else
             "with CUDA_LAUNCH_BLOCKING=1 the launching frame names" if facts.startup.get("cuda_launch_blocking")
             and "File " not in text and ".py:" in text else "the debugger names")
@@ -168,6 +170,16 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
         if setup.hybrid is not True:
             setup.hybrid = True
             setup.why.append(f"hybrid model (Mamba/GDN kernel {name})")
+        past = facts.startup.get("state_index_past_pool")
+        if past and (setup.spec_k or setup.prefix_cached_states or not known):
+            # the report states the slot it read and the pool's size: a state index past the pool, whatever the batch
+            nums.setdefault("state_index", past[0])
+            nums.setdefault("num_state_blocks", past[1])
+            if "state_index_past_pool" in facts.lines:
+                ln, said = facts.lines["state_index_past_pool"]
+                ev.insert(1, Evidence(text=said, line=ln, source="log"))
+            return out("state_index", "medium", f"the report states it read state slot {past[0]} of a pool of "
+                                                f"{past[1]}: the state indices handed the kernel a slot past the pool")
         if setup.spec_k and assert_text and _NON_NEGATIVE.search(assert_text.group(4)):
             # the kernel asserts an index / coordinate is not negative: under speculative decoding a row with no
             # accepted draft reads its state at num_accepted - 1 = -1 (the same class as a negative index in Python)

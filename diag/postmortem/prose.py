@@ -135,7 +135,10 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"(?:\w+ ){0,2}(?:drops?|dropped|collapses?|"
                            r"collapsed|falls?|fell|degrades?|degraded|regress\w*|tanks?|tanked)\b|"
                            # an evaluation harness failing its quality gate
-                           r"\b(?:accuracy|quality|eval|score) regression\b|\bregression (?:vs\.?|versus|against|from) "
+                           r"\b(?:accuracy|quality|eval|score) regression\b|\bquality (?:drops?|dropped|regress\w*|degrad\w*)\b|"
+                           # an evaluation's score lower with a feature than without ("gsm8k lower with MTP on than off")
+                           r"\b(?:gsm8k|mmlu|humaneval|math500|aime\d*|accuracy|eval scores?|win rate)\b (?:is |was |gets? )?"
+                           r"(?:lower|worse) (?:with|when)\b|\bregression (?:vs\.?|versus|against|from) "
                            r"(?:the )?baseline\b)", re.I)
 # words of which every match of _WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
 WRONG_OUTPUT_HINTS = ("garbl", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
@@ -143,7 +146,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "gibberish", "corrupt", "fragments", "degrad", "d
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
-                      "thread", "flip", "jump")
+                      "thread", "flip", "jump", "win rate")
 # the size before the noun ("the same 350-token system prompt", "same ~900-token preamble") or the system prompt's
 # size stated ("our system prompt is ~420 tokens")
 _SHARED_PREFIX_BEFORE = re.compile(r"\b(?:(?:same|shared|common|identical)\s+(?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
@@ -285,6 +288,31 @@ _SPEC_SLOWER = re.compile(
     # a deeper draft slower than a shallower one ("num_speculative_tokens=3 is ~2.5x SLOWER than ...=1", "k=3 runs slower")
     r"\b(?:num_spec(?:ulative)?_tokens|k)\s*[=:]\s*\d+\b[^.\n]{0,20}?\b(?:is|runs?|was|gets?)\s+(?:~?\s*[\d.]+\s*x\s+|\w+\s+)?"
     r"slower\b", re.I)
+# the requests leave the temperature to the server ("no temperature set in the request body", "we rely on greedy
+# defaults"): with a model's generation_config the server samples them
+_NO_TEMPERATURE = re.compile(r"\b(?:no|without|never set|not set(?:ting)?|didn'?t set|omit\w*) (?:a |any |the )?temperature\b|"
+                             r"\btemperature (?:is |was )?(?:not set|unset|omitted)\b|\brel(?:y|ied|ying) on (?:the )?greedy "
+                             r"defaults?\b", re.I)
+# the reporter saying serving is slow, without naming speculative decoding as the cause: "throughput on H20 is ~3x
+# below what others report", "TPOT far worse than expected", "it is very slow"
+_SLOW_PROSE = re.compile(
+    r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL|latency)\b[^.\n]{0,60}?(?:~?\d+(?:\.\d+)?\s*x\s+(?:below|lower|slower|"
+    r"worse|less)|\b(?:far|way|much|significantly) (?:below|lower|worse)|\btoo (?:low|slow))\b|"
+    r"\b(?:~?\d+(?:\.\d+)?\s*x|much|way|far|significantly) slower\b|\bslow(?:er)? than (?:expected|others|what others)\b|"
+    r"\b(?:is|are|runs?|feels?) (?:very |really |extremely |super )?slow\b", re.I)
+# a debugger's or sanitizer's report retold in prose, naming the kernel that faulted: "compute-sanitizer reports the
+# invalid __global__ read in _causal_conv1d_update_kernel", "the faulting kernel is fused_recurrent_..._kernel"
+_PROSE_FAULT_KERNEL = re.compile(
+    r"[Ii]nvalid __(?:global|shared|local)__ (?:read|write)\b[^.\n]{0,60}?\b(?:in|at)\s+(?:the )?(?:kernel\s+)?`?"
+    r"([A-Za-z_]\w{3,})`?|"
+    r"\b(?:faulting|faulted|offending|crashing) kernel (?:is |was |reported as )?(?:the )?`?([A-Za-z_]\w{3,})`?|"
+    r"\billegal (?:memory )?(?:access|address)\w*\s+(?:in|inside|from)\s+(?:the )?(?:kernel )?`?"
+    r"([A-Za-z_]\w*(?:kernel|Kernel)\w*)`?")
+# a slot read past the end of the state pool, in the report's words: "(index 143873, pool has 143843 blocks)",
+# "block id 70 but the state cache holds only 64 slots"
+_PAST_POOL = re.compile(
+    r"\b(?:index|idx|block[ _]id|slot)\s*[=:]?\s*(\d+)\b[^.\n]{0,60}?\b(?:pool|cache|buffer|tensor)\w*\s+"
+    r"(?:has|holds|of|with|size(?: is)?)\s+(?:only\s+)?(\d+)\s+(?:blocks|slots|entries|rows|states)\b", re.I)
 # a value the reporter read off a variable, in words: "printing block_idx_last_scheduled_token_prev_step_d shows -1",
 # "spec_state_indices_tensor contains -1" (a negative one only: a slot or index that cannot be negative)
 _PRINTED_VERB = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b(?:\s+(?:tensor|values?|column|row|entry|now))?\s+"
@@ -493,6 +521,17 @@ class ProseLines:
                 self._first_words("spec_slower_prose", _SPEC_SLOWER, text, line)
             if "okenizer" in text or "emplate" in text:
                 self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)
+            if "emperature" in text or "greedy" in text:
+                self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
+            if "slow" in text or "below" in text or "lower" in text or "worse" in text:
+                self._first_words("slow_prose", _SLOW_PROSE, text, line)
+            if "prose_fault_kernel" not in self.facts.startup and (m := _PROSE_FAULT_KERNEL.search(text)):
+                name = next(g for g in m.groups() if g)
+                self.facts.startup["prose_fault_kernel"] = (name, line.lineno, text.strip()[:500])
+            if "state_index_past_pool" not in self.facts.startup and (m := _PAST_POOL.search(text)) \
+                    and int(m.group(1)) >= int(m.group(2)):
+                self.facts.startup["state_index_past_pool"] = (int(m.group(1)), int(m.group(2)))
+                self.facts.lines["state_index_past_pool"] = (line.lineno, text.strip()[:500])
         # (compute-sanitizer's "=========     Host Frame: ... x.py:N" lists callers: the numbers read its first only)
         if ".py" in text and line.level is None and len(text) < 2000 and not text.lstrip().startswith(("File ", "=")):
             for m in _PROSE_POS.finditer(text):

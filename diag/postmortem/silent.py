@@ -13,7 +13,9 @@ from .configuration import Setup
 from .diagnosis import Diagnosis, fact_evidence, title_of
 from .specpath import model_names, no_spec_path
 
-__all__ = ["drafts_never_accepted", "hybrid_prefix_never_hit", "own_quality_gate", "silent_corruption"]
+__all__ = ["drafts_never_accepted", "hybrid_prefix_never_hit", "own_quality_gate", "silent_corruption",
+           "sampled_by_generation_config", "static_rope_quality", "unexplained_symptom",
+           "untuned_moe_slowdown"]
 
 
 # hybrids whose linear-attention builder has no speculative-decoding path (MiniMax's lightning attention)
@@ -108,6 +110,90 @@ def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         message="requests carry a cache_salt: prefix-cache hits only between requests of the same salt",
         numbers={**base_numbers, **facts.numbers}, evidence=fact_evidence(facts, "cache_salt_seen", "prefix_cache_hit_rate_max"),
         missing=["the hit rate of requests that share one salt (or of requests without it)"])
+
+
+_ROPE_OVERRIDE = re.compile(r"rope_(?:scaling|parameters|type)\W+[^}]{0,120}?(?:yarn|dynamic|factor)", re.I)
+
+
+def static_rope_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, output quality down, and the command overrides the model's RoPE scaling (``hf_overrides`` /
+    ``--rope-scaling`` with YaRN or a factor): vLLM applies a static scaling to every request whatever its length, so
+    short prompts are encoded with the long-context positions (model cards warn of it) -- outside the families."""
+    symptom = facts.startup.get("wrong_output_prose")
+    said = " ".join(str(facts.args.get(k) or "") for k in ("hf_overrides", "rope_scaling", "rope_parameters"))
+    m = _ROPE_OVERRIDE.search(said)
+    if not symptom or m is None:
+        return None
+    return Diagnosis(
+        category="other", confidence="medium", rule="near_miss", severity="warning",
+        basis=(f"no error; the report says quality dropped ('{symptom}') and the command overrides the model's RoPE "
+               f"scaling ({m.group(0)[:80]}): vLLM applies static scaling to every request, so short prompts are "
+               "encoded with long-context positions and lose quality -- outside the hybrid/spec-decode families"),
+        title="Quality drop from a static RoPE scaling override (hf_overrides), not the engine's state or drafts",
+        message=f"quality drop without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
+        evidence=fact_evidence(facts, "wrong_output_prose", "non_default_args", "command"),
+        missing=["the same evaluation without the RoPE override (the model's native context), drafts and KV dtype "
+                 "unchanged"])
+
+
+def sampled_by_generation_config(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, an evaluation's quality differs between runs, the requests set no temperature and vLLM says the
+    model's generation_config supplies the sampling defaults: the "greedy" evaluation is sampled, so the gap is
+    run-to-run noise -- outside the families."""
+    symptom = facts.startup.get("wrong_output_prose")
+    unset = facts.startup.get("no_temperature_prose")
+    defaults = facts.startup.get("generation_config_sampling")
+    if not (symptom and unset and defaults):
+        return None
+    shown = f" {defaults}" if isinstance(defaults, str) else ""
+    return Diagnosis(
+        category="other", confidence="medium", rule="near_miss", severity="warning",
+        basis=(f"no error; the report's requests set no temperature ('{unset}') and vLLM took the model's "
+               f"generation_config sampling defaults{shown}: the evaluation is sampled, not greedy, so its scores "
+               f"vary from run to run ('{symptom}') -- outside the hybrid/spec-decode families"),
+        title="Sampled, not greedy: the model's generation_config sets the default temperature",
+        message=f"quality difference without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
+        evidence=fact_evidence(facts, "generation_config_sampling", "no_temperature_prose", "wrong_output_prose"),
+        missing=["the same evaluation with temperature 0 in the requests (or --generation-config vllm), several runs "
+                 "each way"])
+
+
+def untuned_moe_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slower than the reporter expects, and vLLM warned that it has no tuned fused-MoE kernel
+    config for this expert shape on this GPU: the MoE GEMMs run with default tiles -- outside the families."""
+    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    moe = facts.startup.get("moe_default_config")
+    if not slow or not moe or facts.startup.get("wrong_output_prose"):
+        return None
+    shape = f" ({moe})" if isinstance(moe, str) else ""
+    return Diagnosis(
+        category="other", confidence="medium", rule="near_miss", severity="warning",
+        basis=(f"no error; the report says serving is slow ('{slow}') and vLLM warned 'Using default MoE config. "
+               f"Performance might be sub-optimal!'{shape}: no tuned fused-MoE config exists for this expert shape "
+               "and GPU, so the MoE GEMMs run with default tile sizes -- outside the hybrid/spec-decode families"),
+        title="Slow MoE layers: no tuned fused-MoE config for this GPU (default tiles)",
+        message=f"slow serving without an error: {slow}", numbers={**base_numbers, **facts.numbers},
+        evidence=fact_evidence(facts, "moe_default_config", "slow_prose", "spec_slower_prose"),
+        missing=["a profile of one step (the share of fused_moe kernels); a tuned config from "
+                 "benchmarks/kernels/benchmark_moe.py --tune for this GPU"])
+
+
+def unexplained_symptom(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the report states a symptom (wrong output, slow serving) and nothing in the log explains it: say so
+    (``low``), so that notes about the configuration are not read as its cause."""
+    said = facts.startup.get("wrong_output_prose") or facts.startup.get("slow_prose")
+    if not said:
+        return None
+    return Diagnosis(
+        category="other", confidence="low", rule="unexplained_symptom", severity="warning",
+        basis=(f"no error in the log; the report's symptom ('{said}') is not explained by anything vllm-diag reads "
+               "here (no failure site, warning or metric of the hybrid/spec-decode families ties to it) -- not "
+               "modelled"),
+        title="Symptom without an error that the log does not explain (not modelled)",
+        message=f"symptom without an error: {said}", numbers={**base_numbers, **facts.numbers},
+        evidence=fact_evidence(facts, "wrong_output_prose", "slow_prose"),
+        missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) and the same load with and without the "
+                 "suspected feature (drafts, prefix caching, KV dtype)"])
 
 
 def own_quality_gate(root: LogException, facts: LogFacts) -> bool:

@@ -87,7 +87,9 @@ _ROW_CHECK = re.compile(r"\bbatch\w*\s*==\s*[\w.]*ind\w*\.(?:shape\[0\]|size\(0\
                         r"[\w.]*ind\w*\.(?:shape\[0\]|size\(0\))\s*==\s*batch\w*\b")
 # the state indices' rows checked against the batch's rows (N, batch, padded_batch), either way round
 _BARE_ROWS_CHECK = re.compile(r"\w*ind\w*\.(?:shape\[0\]|size\(0\))\s*(?:>=|==)\s*(?:N|\w*batch\w*)\b|"
-                              r"\b(?:N|\w*batch\w*)\s*(?:<=|==)\s*\w*ind\w*\.(?:shape\[0\]|size\(0\))")
+                              r"\b(?:N|\w*batch\w*)\s*(?:<=|==)\s*\w*ind\w*\.(?:shape\[0\]|size\(0\))|"
+                              # causal_conv1d_update's "assert (batch,) == conv_state_indices.shape"
+                              r"\(\s*\w*batch\w*\s*,\s*\)\s*==\s*\w*ind\w*\.shape\b")
 # a Mamba builder counting the step's requests against the state indices' rows (mamba_attn.py update_block_table:
 # "Mismatch in number of requests when updating block table. Expected X, got Y")
 _REQUEST_COUNT_CHECK = re.compile(r"num_prefills\s*\+\s*[\w.]*num_decodes\s*==\s*[\w.]*state_ind\w*\.shape\[0\]")
@@ -287,6 +289,14 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                       + (" and the crash dump shows a mixed batch" if dumped_mixed else
                          " with no prefix caching (one state row per request)")
                       + ": the batch's requests counted two ways under speculative decoding, not an index width")
+    if cat == "other" and site.function.endswith("get_new_blocks") and "block_pool" in site.file and setup.hybrid \
+            and (setup.prefix_cached_states or setup.spec_k):
+        # the block pool ran dry under a hybrid whose requests each hold several Mamba blocks (align mode's running
+        # block plus one per speculative token): the scheduler admitted more requests than the pool has states for
+        cat = "mamba_block_budget"
+        basis += ("; the pool ran out of blocks on a Mamba/GDN hybrid where every request holds its own state blocks "
+                  "(align mode's running block and the speculative blocks): more requests admitted than the pool "
+                  "has states for -- max_num_seqs above the Mamba block budget")
     pre = precondition_fails(cat, setup, facts, site)
     if pre:
         basis += f"; but {pre}, so the check fired for another reason: not counted as {cat}"

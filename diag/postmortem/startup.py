@@ -66,6 +66,14 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     # (negative where the weights and activations already exceed gpu_memory_utilization's share of the GPU)
     ("available_kv_cache_gib", re.compile(r"Available KV cache memory: (-?\d+(?:\.\d+)?) ?GiB"), float),
     # vllm/config/model.py: the checkpoint's dtype cast to the one asked for ("Casting torch.bfloat16 to torch.float16")
+    # the model's generation_config.json supplies the default sampling parameters (temperature, top_p, top_k)
+    ("generation_config_sampling", re.compile(r"Default sampling parameters have been overridden by the model's "
+                                              r"Hugging Face generation config()"), lambda s: True),
+    ("generation_config_sampling", re.compile(r"Using default (?:chat |completion )?sampling params from model: (\{[^}]{1,200}\})"),
+     str),
+    # no tuned fused-MoE kernel config for this expert shape and GPU: the MoE GEMMs run with default tile sizes
+    ("moe_default_config", re.compile(r"Using default MoE config\. Performance might be sub-optimal!.{0,40}?"
+                                      r"(E=\d+,N=\d+[^\s]*?)?(?:\.json)?(?:\s|$)"), lambda s: s or True),
     ("dtype_cast_from", re.compile(r"Casting torch\.(\w+) to torch\.\w+"), str),
     ("dtype_cast_to", re.compile(r"Casting torch\.\w+ to torch\.(\w+)"), str),
     # the KV connector's hits (vLLM's stats line: "External prefix cache hit rate: 99.9%")

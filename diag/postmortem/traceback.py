@@ -404,6 +404,15 @@ def dedupe(excs: list[LogException]) -> list[LogException]:
         if cur is None:
             out[sig] = e
             order.append(sig)
-        elif len(e.frames) > len(cur.frames):
+        elif len(e.frames) > len(cur.frames) and not (raised_in_teardown(e) and not raised_in_teardown(cur)):
             out[sig] = e
     return [out[s] for s in order]
+
+
+# a sticky CUDA error is raised again by every later CUDA call: a copy raised while a process shut down is the
+# fault's aftermath, never a fuller copy of the step that met it
+_TEARDOWN_FRAME = re.compile(r"^_*(?:shutdown|cleanup)\w*$")
+
+
+def raised_in_teardown(e: LogException) -> bool:
+    return any(_TEARDOWN_FRAME.match(f.function or "") for f in e.frames)

@@ -45,6 +45,21 @@ def check(ctx: RuleContext) -> list[Finding]:
             evidence=log_evidence(ctx, None, "prefix_caching_disabled_hybrid", "prefix_cache_hit_rate"),
             numbers={"prefix_cache_hit_rate_max": rate} if rate is not None else {},
             confidence="high", basis="vLLM's startup line that it disables prefix caching for this hybrid model"))
+    if ctx.log is not None and ctx.log.root is None and cfg(ctx, "enable_prefix_caching") is False \
+            and ctx.log.startup.get("prefix_cache_hit_rate_max") == 0.0 and ctx.log.startup.get("hit_rate_prose") \
+            and (ctx.log.startup.get("attention_block_size") or ctx.log.startup.get("mamba_padding_percent") is not None) \
+            and not ctx.log.startup.get("prefix_caching_disabled_hybrid"):
+        # the engine ran with prefix caching off (vLLM leaves it off for Mamba/GDN hybrids unless asked) and the report
+        # asks why nothing hits: nothing is cached at all
+        out.append(Finding(
+            rule=ID, category="prefix_cache_degraded", title="Prefix caching is off on this hybrid", severity="warning",
+            message="the engine's config says enable_prefix_caching=False (vLLM leaves it off for Mamba/GDN hybrids "
+                    "unless --enable-prefix-caching is passed), so no prefix is reused: the metrics' 0% hit rate is "
+                    "that, not a broken cache.",
+            evidence=log_evidence(ctx, None, "engine_config", "prefix_cache_hit_rate"),
+            numbers={"prefix_cache_hit_rate_max": 0.0},
+            confidence="medium", basis="the engine config's enable_prefix_caching=False on a hybrid (its attention block "
+                                       "raised for a Mamba page) and a 0% hit rate the report asks about"))
     mode = cfg(ctx, "mamba_cache_mode")
     block = cfg(ctx, "mamba_block_size") if mode in ("align", "all") else None
     if ctx.log is not None and block is None and ctx.log.startup.get("mamba_cache_mode") in ("align", "all"):

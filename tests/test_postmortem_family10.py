@@ -1,0 +1,155 @@
+"""Post-mortem, round ten. The logs are written here in vLLM's own formats (messages, files and lines of the
+release each names)."""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem.analyze import analyze_text
+
+_SP = "/usr/local/lib/python3.12/site-packages"
+_FAULT = "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+
+
+def _frames(prefix: str, frames: list[tuple[str, int, str, str]]) -> list[str]:
+    out = [f"{prefix}Traceback (most recent call last):"]
+    for path, line, func, code in frames:
+        out += [f'{prefix}  File "{_SP}/{path}", line {line}, in {func}', f"{prefix}    {code}"]
+    return out
+
+
+def test_a_sticky_fault_raised_again_while_shutting_down_is_not_the_fuller_copy_of_the_step():
+    """A CUDA fault is raised again by every later CUDA call: the copy a worker prints while shutting down (more
+    frames: the process entry, shutdown, the cleanup that touched the device) is the aftermath; the copy of the
+    step that met the fault is the root, and its frames give the line numbers."""
+    step = "(Worker_TP0 pid=2988) ERROR 11-27 20:41:05 [multiproc_executor.py:1007] "
+    log = [step + "WorkerProc hit an exception."] + _frames(step, [
+        ("vllm/v1/executor/multiproc_executor.py", 999, "worker_busy_loop", "output = func(*args, **kwargs)"),
+        ("vllm/v1/worker/gpu_worker.py", 1083, "sample_tokens", "return self.model_runner.sample_tokens(grammar_output)"),
+        ("vllm/v1/worker/gpu_model_runner.py", 3736, "_bookkeeping_sync", "RejectionSampler.parse_output("),
+        ("vllm/v1/sample/rejection_sampler.py", 273, "parse_output", "output_token_ids_np = output_token_ids.cpu().numpy()"),
+    ]) + [step + _FAULT]
+    down = "(Worker_TP0 pid=2988) "
+    log += _frames(down, [
+        ("multiprocessing/process.py", 314, "_bootstrap", "self.run()"),
+        ("multiprocessing/process.py", 108, "run", "self._target(*self._args, **self._kwargs)"),
+        ("vllm/v1/executor/multiproc_executor.py", 778, "worker_main", "worker.shutdown()"),
+        ("vllm/v1/executor/multiproc_executor.py", 640, "shutdown", "self.worker.shutdown()"),
+        ("vllm/v1/worker/worker_base.py", 220, "shutdown", "self.worker.shutdown()"),
+        ("vllm/v1/worker/gpu_worker.py", 1396, "shutdown", "self.model_runner._cleanup_profiling_kv_cache()"),
+        ("vllm/v1/worker/gpu_model_runner.py", 6506, "_cleanup_profiling_kv_cache", "torch.cuda.synchronize()"),
+    ]) + [down + _FAULT]
+    an = analyze_text("\n".join(log), "t.log", use_preflight=False)
+    assert an.facts.root.frames[-1].function == "parse_output"
+    assert an.facts.numbers["rejection_sampler_line"] == 273 and an.facts.numbers["gpu_model_runner_line"] == 3736
+    assert "worker_base_line" not in an.facts.numbers
+
+
+_QWEN_START = [
+    "(APIServer pid=1) INFO 10-02 09:11:40 [utils.py:233] non-default args: {'model': 'Qwen/Qwen3-Next-80B-A3B-Instruct', "
+    "'tensor_parallel_size': 4, 'speculative_config': {'method': 'qwen3_next_mtp', 'num_speculative_tokens': 2}}",
+    "(APIServer pid=1) INFO 10-02 09:11:48 [model.py:547] Resolved architecture: Qwen3NextForCausalLM",
+    "(APIServer pid=1) INFO 10-02 09:11:49 [config.py:376] Setting attention block size to 288 tokens to ensure that "
+    "attention page size is >= mamba page size.",
+]
+
+
+def _top(lines: list[str]):
+    return analyze_text("\n".join(lines), "t.log", use_preflight=False).findings[0]
+
+
+def test_a_sanitizer_report_retold_in_prose_places_the_fault_and_a_slot_past_the_pool_is_the_state_index():
+    """The reporter retells compute-sanitizer: the kernel that faulted (a conv-state kernel) and the slot it read
+    past the end of the state pool. That is the state index, whatever the step's batch, with both numbers."""
+    log = [
+        "LFM2 + ngram drafts + prefix caching crashes on repeated prompts",
+        "INFO 03-27 16:40:12 [utils.py:287] non-default args: {'enable_prefix_caching': True, 'mamba_cache_mode': "
+        "'align', 'speculative_config': {'method': 'ngram', 'num_speculative_tokens': 4}, 'model': 'LiquidAI/LFM2-8B-A1B'}",
+        "(EngineCore pid=20931) ERROR 03-27 16:41:54 [core.py:1313] EngineCore encountered a fatal error.",
+        "(EngineCore pid=20931) ERROR 03-27 16:41:54 [core.py:1313] " + _FAULT,
+        "compute-sanitizer reports the invalid __global__ read in _causal_conv1d_update_kernel, reading conv_state past "
+        "the end of the state pool (index 143873, pool has 143843 blocks).",
+    ]
+    top = _top(log)
+    assert top.category == "state_index" and "_causal_conv1d_update_kernel" in top.title
+    assert top.numbers["state_index"] == 143873 and top.numbers["num_state_blocks"] == 143843
+    # the same slot inside the pool says nothing of the kind: the configuration decides as before
+    inside = _top([t.replace("index 143873, pool has 143843", "index 143, pool has 143843") for t in log])
+    assert "state_index" not in inside.numbers
+
+
+def test_an_eval_gap_with_no_temperature_and_the_models_sampling_defaults_is_sampling_noise():
+    """No error; the requests set no temperature and vLLM says the model's generation_config supplies the sampling
+    defaults: the 'greedy' evaluation is sampled -- outside the families, ahead of notes about the configuration."""
+    log = ["gsm8k lower with MTP on than off? (0.83 vs 0.86). We send no temperature in the request body."] + _QWEN_START + [
+        "(APIServer pid=1) WARNING 10-02 09:16:02 [model.py:1389] Default sampling parameters have been overridden by "
+        "the model's Hugging Face generation config recommended from the model creator.",
+        "(APIServer pid=1) INFO 10-02 09:16:02 [serving_chat.py:139] Using default chat sampling params from model: "
+        "{'temperature': 0.7, 'top_k': 20, 'top_p': 0.8}"]
+    top = _top(log)
+    assert top.category == "other" and "generation_config" in top.title
+    # with the temperature set in the requests the defaults do not apply: not this cause
+    set_t = _top([log[0].replace("We send no temperature", "We send temperature 0")] + log[1:])
+    assert "generation_config" not in set_t.title
+
+
+def test_slow_serving_with_vllms_untuned_moe_warning_is_outside_the_families():
+    log = ["Qwen3-Next + MTP throughput on H20 is ~3x below what others report on H100."] + _QWEN_START + [
+        "(Worker_TP0 pid=702) WARNING 04-22 12:43:55 [fused_moe.py:1091] Using default MoE config. Performance might "
+        "be sub-optimal! Config file not found at /usr/lib/vllm/model_executor/layers/fused_moe/configs/"
+        "E=512,N=128,device_name=NVIDIA_H20-3e.json"]
+    top = _top(log)
+    assert top.category == "other" and top.rule == "near_miss" and "MoE" in top.title
+
+
+def test_a_quality_drop_under_a_static_rope_override_is_outside_the_families():
+    log = ["Quality drop on Qwen3-Next with fp8 KV cache + MTP on short chat prompts.",
+           "(APIServer pid=1) INFO 08-01 10:00:12 [api_utils.py:286] non-default args: {'model': "
+           "'Qwen/Qwen3-Next-80B-A3B-Instruct', 'hf_overrides': {'rope_scaling': {'rope_type': 'yarn', 'factor': 4.0, "
+           "'original_max_position_embeddings': 262144}}, 'kv_cache_dtype': 'fp8', 'speculative_config': "
+           "{'method': 'qwen3_next_mtp', 'num_speculative_tokens': 2}}"] + _QWEN_START[1:]
+    top = _top(log)
+    assert top.category == "other" and "RoPE" in top.title
+
+
+def test_a_symptom_nothing_explains_is_said_to_be_unexplained_before_notes_about_the_configuration():
+    """No error, a quality drop in the report and only a note that the block size was raised: the verdict says the
+    symptom is not explained (not modelled) rather than leading with the note."""
+    plain = [_QWEN_START[0].replace(", 'speculative_config': {'method': 'qwen3_next_mtp', 'num_speculative_tokens': 2}",
+                                    "")] + _QWEN_START[1:]
+    top = _top(["Since the upgrade our eval accuracy dropped a lot, no errors anywhere."] + plain)
+    assert top.category == "other" and "not modelled" in top.basis
+
+
+def test_a_hybrid_served_with_prefix_caching_off_explains_its_zero_hit_rate():
+    """vLLM leaves prefix caching off for Mamba hybrids unless asked: the engine config says so, the metrics say 0 %,
+    and the report asks why nothing hits -- the reason is that nothing is cached, ahead of any note."""
+    eng = ("(EngineCore_DP0 pid=160) INFO 05-27 10:00:12 [core.py:112] Initializing a V1 LLM engine (v0.22.0) with "
+           "config: model='ibm-granite/granite-4.0-h-small', speculative_config=None, enable_prefix_caching=False, "
+           "chunked_prefill_enabled=True")
+    rate = ("(APIServer pid=1) INFO 05-27 10:14:{s} [loggers.py:224] Avg prompt throughput: 41220.7 tokens/s, Avg "
+            "generation throughput: 1288.1 tokens/s, Running: 38 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.8%, "
+            "Prefix cache hit rate: 0.0%")
+    log = ["Prefix cache hit rate is always 0.0% with granite-4.0-h-small although every request shares a system prompt.",
+           eng, "(EngineCore_DP0 pid=160) INFO 05-27 10:00:19 [interface.py:649] Setting attention block size to 800 "
+                "tokens to ensure that attention page size is >= mamba page size."] + [rate.format(s=s) for s in (22, 32)]
+    top = _top(log)
+    assert top.category == "prefix_cache_degraded" and top.title == "Prefix caching is off on this hybrid"
+    on = _top([log[0], eng.replace("enable_prefix_caching=False", "enable_prefix_caching=True")] + log[2:])
+    assert on.title != "Prefix caching is off on this hybrid"
+
+
+def test_a_block_pool_that_runs_dry_on_a_hybrid_with_drafts_is_the_mamba_block_budget():
+    sp = "/opt/venv/lib/python3.12/site-packages/vllm/v1"
+    pre = "(EngineCore_DP0 pid=88) ERROR 03-05 08:13:58 [core.py:1100] "
+    log = [pre + "non-default args: {'model': 'nvidia/NVIDIA-Nemotron-Nano-9B-v2', 'enable_prefix_caching': True, "
+                 "'mamba_cache_mode': 'align', 'speculative_config': {'method': 'ngram', 'num_speculative_tokens': 3}}",
+           pre + "Traceback (most recent call last):",
+           pre + f'  File "{sp}/core/kv_cache_coordinator.py", line 188, in allocate_new_blocks',
+           pre + "    manager.allocate_new_blocks(request_id, num_tokens, num_tokens_main_model)",
+           pre + f'  File "{sp}/core/block_pool.py", line 334, in get_new_blocks',
+           pre + '    raise ValueError(f"Cannot get {num_blocks} free blocks from the pool")',
+           pre + "ValueError: Cannot get 4 free blocks from the pool"]
+    top = _top(log)
+    assert top.category == "mamba_block_budget"
+    dense = _top([log[0].replace("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "meta-llama/Llama-3.1-8B-Instruct")
+                  .replace(", 'mamba_cache_mode': 'align'", "")] + log[1:])
+    assert dense.category == "other"
