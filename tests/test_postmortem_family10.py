@@ -153,3 +153,38 @@ def test_a_block_pool_that_runs_dry_on_a_hybrid_with_drafts_is_the_mamba_block_b
     dense = _top([log[0].replace("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "meta-llama/Llama-3.1-8B-Instruct")
                   .replace(", 'mamba_cache_mode': 'align'", "")] + log[1:])
     assert dense.category == "other"
+
+
+def test_vllms_warning_that_kv_pages_cannot_be_unified_is_a_capacity_finding_of_the_layout():
+    """0.29+: an MLA target beside a drafter's sliding-window layers whose pages cannot be unified: vLLM lays the
+    sliding-window layers out as full attention and says so -- the KV layout class, a warning without an error."""
+    log = ["KV capacity way lower than expected with our sliding-window EAGLE3 head, no error.",
+           "(EngineCore pid=5533) WARNING 07-08 03:20:05 [kv_cache_utils.py:1601] KV cache page sizes cannot be unified; "
+           "treating sliding-window layers as full attention for cache allocation. Sliding-window attention compute is "
+           "unchanged.",
+           "(EngineCore pid=5533) INFO 07-08 03:20:06 [kv_cache_utils.py:2032] GPU KV cache size: 587,776 tokens"]
+    top = _top(log)
+    assert top.category == "kv_page_size" and top.severity == "warning" and "not unified" in top.title
+
+
+def test_capacity_lost_when_a_drafter_with_its_own_kv_joins_a_hybrid_is_the_draft_layout():
+    log = ["Adding an eagle3 head to qwen3-next halves max concurrency?? No error, acceptance is fine.",
+           "(APIServer pid=1) INFO 05-21 14:31:40 [utils.py:233] non-default args: {'model': "
+           "'Qwen/Qwen3-Next-80B-A3B-Instruct', 'speculative_config': {'method': 'eagle3', 'model': "
+           "'/models/qwen3next-eagle3', 'num_speculative_tokens': 3}}",
+           "INFO 05-21 14:31:55 [interface.py:905] Setting attention block size to 560 tokens to ensure that attention "
+           "page size is >= mamba page size."]
+    top = _top(log)
+    assert top.category == "kv_page_size" and "drafter" in top.title
+    # an n-gram drafter has no KV layers of its own: not this class
+    ngram = _top([log[0].replace("an eagle3 head", "ngram drafting"),
+                  log[1].replace("'method': 'eagle3', 'model': '/models/qwen3next-eagle3', ", "'method': 'ngram', ")]
+                 + log[2:])
+    assert ngram.category != "kv_page_size"
+
+
+def test_another_users_text_in_an_answer_is_wrong_output():
+    """'returns text that belongs to ANOTHER user's request' is silent corruption in the reporter's words."""
+    log = ["Qwen3-Next with MTP returns text that belongs to ANOTHER user's request. No errors, no warnings."] + _QWEN_START
+    top = _top(log)
+    assert top.category in ("mixed_batch", "state_index") and "wrong output" in top.message

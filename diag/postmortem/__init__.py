@@ -143,6 +143,7 @@ model_loading_gib                      ``Model loading took 1.2 GiB``
 num_gpu_blocks                         ``# GPU blocks: N``
 model_runner                           "V1"/"V2" from the model-runner fallback lines
 hybrid_kv_cache_manager_disabled       ``Hybrid KV cache manager is disabled …``
+kv_page_unify_fallback                 ``KV cache page sizes cannot be unified; treating sliding-window layers …``
 dsa_use_flattening                     ``DSA indexer decode path: use_flattening=…``
 engine_init_seconds                    ``init engine (profile, create kv cache, warmup model) took N``
 kv_connector, kv_role                  the KV connector(s) (comma-separated; a MultiConnector's inner ones

@@ -45,7 +45,7 @@ from .placement import faulting_kernel, kernel_fault, kernel_place
 from .specpath import in_layer, model_names, no_spec_path
 from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, rows_mismatch, shape_class
 from .sites import frame_category, from_site, function_hint, site_text
-from .silent import (drafts_never_accepted, hybrid_prefix_never_hit, own_quality_gate, salted_prefixes, silent_corruption,
+from .silent import (draft_capacity_loss, drafts_never_accepted, hybrid_prefix_never_hit, own_quality_gate, salted_prefixes, silent_corruption,
                      sampled_by_generation_config, spec_slowdown, static_rope_quality, unexplained_symptom,
                      untuned_moe_slowdown)
 from .stages import ends_at_leaf, stage_family
@@ -459,6 +459,9 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     rope = static_rope_quality(facts, base_numbers) if quiet else None
     if rope is not None:
         return rope
+    capacity = draft_capacity_loss(facts, setup, base_numbers) if quiet else None
+    if capacity is not None:
+        return capacity
     silent = silent_corruption(facts, setup, base_numbers, batch_ev) if quiet else None
     if silent is not None:
         return silent

@@ -75,6 +75,11 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"\b(?:answers?|answering|repl(?:y|ies)|responds?|says?) (?:\w+ )?nonsense\b|"
                            r"\bunrelated to the (?:conversation|prompt|question|input|request|context)\b|"
                            r"\banswers? (?:a |to a )?(?:different|another|wrong) (?:question|prompt|request)\b|"
+                           # another request's text in an answer: "returns text that belongs to ANOTHER user's request",
+                           # "fragments that answer a different, concurrent prompt", "cross-request contamination"
+                           r"\b(?:belongs?|belonging|belonged) to (?:another|a different|other) (?:user'?s? )?(?:request|prompt|"
+                           r"conversation|user)\b|\banswer(?:s|ing)? (?:a |to a )?different, (?:concurrent )?(?:prompt|request|"
+                           r"question)\b|\bcross[- ]request (?:bleed\w*|leak\w*|contamination)\b|"
                            # structured output broken ("JSON output becomes invalid", "outputs fail json.loads") and
                            # generations falling into loops
                            r"\b(?:json|tool[- ]call|structured|outputs?)\b[^.;\n]{0,30}?\b(?:becomes?|became|is|are|turns?) "
@@ -146,7 +151,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "gibberish", "corrupt", "fragments", "degrad", "d
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
-                      "thread", "flip", "jump", "win rate")
+                      "thread", "flip", "jump", "win rate", "belong", "cross")
 # the size before the noun ("the same 350-token system prompt", "same ~900-token preamble") or the system prompt's
 # size stated ("our system prompt is ~420 tokens")
 _SHARED_PREFIX_BEFORE = re.compile(r"\b(?:(?:same|shared|common|identical)\s+(?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
@@ -282,12 +287,19 @@ _CLIENT_CAUSE = re.compile(
 # "adding MTP drops decode throughput", "slower with EAGLE than without"
 _SPEC_SLOWER = re.compile(
     r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|drafts?|drafting|ngram|speculation)\b[^.\n]{0,80}?\b"
-    r"(?:(?:is|runs?|makes? (?:it|\w+(?:-\w+)*|everything|decode))\s+(?:\w+ )?slower|drops? (?:the )?(?:decode |generation |"
+    r"(?:(?:is|runs?|makes? (?:it|\w+(?:-\w+)*|everything|decode))\s+(?:\w+ )?[*_]{0,2}slower|drops? (?:the )?(?:decode |generation |"
     r"output )?throughput|(?:lowers?|reduces?|hurts?|halves?) (?:the )?(?:decode |generation |output )?throughput)\b|"
     r"\bslower (?:with|when (?:using|enabling|adding)) (?:MTP|EAGLE|[Ee]agle|spec|drafts?|speculative|ngram)|"
     # a deeper draft slower than a shallower one ("num_speculative_tokens=3 is ~2.5x SLOWER than ...=1", "k=3 runs slower")
     r"\b(?:num_spec(?:ulative)?_tokens|k)\s*[=:]\s*\d+\b[^.\n]{0,20}?\b(?:is|runs?|was|gets?)\s+(?:~?\s*[\d.]+\s*x\s+|\w+\s+)?"
     r"slower\b", re.I)
+# the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
+# than half", "~3x fewer KV tokens than with the MTP module"
+_CAPACITY_PROSE = re.compile(
+    r"\b(?:max(?:imum)? concurrency|kv[ -]cache(?: size| capacity| tokens)?|kv capacity|kv tokens|concurrency)\b[^.\n]{0,60}?"
+    r"\b(?:halve[sd]?|drops?|dropped|falls?|fell|shrinks?|shrank|less than half|cut in half|way lower|much lower|far lower)\b|"
+    r"\b(?:halves|halved|halving|cuts?|reduces?|reduced) (?:the |our |my )?(?:max(?:imum)? )?(?:concurrency|kv[ -]cache|kv capacity)\b|"
+    r"\b~?\d+(?:\.\d+)?\s*x fewer (?:kv )?(?:cache )?tokens\b|\bkv capacity (?:is )?(?:way |much |far )?lower\b", re.I)
 # the requests leave the temperature to the server ("no temperature set in the request body", "we rely on greedy
 # defaults"): with a model's generation_config the server samples them
 _NO_TEMPERATURE = re.compile(r"\b(?:no|without|never set|not set(?:ting)?|didn'?t set|omit\w*) (?:a |any |the )?temperature\b|"
@@ -521,6 +533,8 @@ class ProseLines:
                 self._first_words("spec_slower_prose", _SPEC_SLOWER, text, line)
             if "okenizer" in text or "emplate" in text:
                 self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)
+            if "oncurrency" in text or "KV" in text or "kv" in text:
+                self._first_words("capacity_prose", _CAPACITY_PROSE, text, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if "slow" in text or "below" in text or "lower" in text or "worse" in text:

@@ -13,7 +13,7 @@ from .configuration import Setup
 from .diagnosis import Diagnosis, fact_evidence, title_of
 from .specpath import model_names, no_spec_path
 
-__all__ = ["drafts_never_accepted", "hybrid_prefix_never_hit", "own_quality_gate", "silent_corruption",
+__all__ = ["draft_capacity_loss", "drafts_never_accepted", "hybrid_prefix_never_hit", "own_quality_gate", "silent_corruption",
            "sampled_by_generation_config", "static_rope_quality", "unexplained_symptom",
            "untuned_moe_slowdown"]
 
@@ -134,6 +134,38 @@ def static_rope_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
         evidence=fact_evidence(facts, "wrong_output_prose", "non_default_args", "command"),
         missing=["the same evaluation without the RoPE override (the model's native context), drafts and KV dtype "
                  "unchanged"])
+
+
+_OWN_KV_DRAFT = re.compile(r"eagle|draft_model|draft model|dflash|dspark|medusa", re.I)
+
+
+def draft_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, the report says the KV capacity fell, on a Mamba/GDN hybrid (or an MLA model) with a drafter that has
+    attention layers of its own (EAGLE / a draft model): the drafter's layers need KV pages of their own, and the
+    engine unifies every page to the largest -- a draft page larger than the target's raises the attention block and
+    pads every state page to it, so the same memory holds fewer blocks (the draft vs hybrid KV layout, ``low``)."""
+    said = facts.startup.get("capacity_prose")
+    method = str(setup.spec_method or "")
+    if not said or not (setup.hybrid or setup.mla) or not _OWN_KV_DRAFT.search(method):
+        return None
+    block = facts.startup.get("attention_block_size")
+    runs = [t for t in facts.startup.get("gpu_kv_cache_tokens_runs") or [] if isinstance(t, int)]
+    nums = {**base_numbers, **facts.numbers}
+    if block:
+        nums["attention_block_size"] = block
+    if len(runs) >= 2:
+        nums.update(kv_cache_tokens_first=runs[0], kv_cache_tokens_last=runs[-1])
+    return Diagnosis(
+        category="kv_page_size", confidence="low", rule="failure_class", severity="warning",
+        basis=(f"no error; the report says the KV capacity fell ('{said}') with a {method} drafter on {', '.join(setup.why)}: "
+               "the drafter's attention layers need KV pages of their own and the engine unifies every page to the "
+               "largest, so a draft page larger than the target's raises the block and pads every state page to it -- "
+               "the same memory holds fewer blocks (the draft vs hybrid KV layout)"),
+        title=f"{title_of('kv_page_size')} (silent: capacity lost to the drafter's KV pages)",
+        message=f"KV capacity lower with the drafter: {said}", numbers=nums,
+        evidence=fact_evidence(facts, "capacity_prose", "attention_block_size", "gpu_kv_cache_tokens"),
+        missing=["the KV-cache groups and page sizes vLLM planned with and without the drafter (the probes record them: "
+                 "VLLM_DIAG_DB=run.db), or the 'Setting attention block size' lines of both runs"])
 
 
 def sampled_by_generation_config(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -298,6 +298,10 @@ class StartupLines:
             self._set_startup("model_runner", (m.group(1) or m.group(2)).upper(), line)
         if "Hybrid KV" in text and _HYBRID_OFF.search(text):
             self._set_startup("hybrid_kv_cache_manager_disabled", True, line)
+        if "KV cache page sizes cannot be unified" in text:
+            # vllm/v1/core/kv_cache_utils.py (0.29+): an MLA model with sliding-window layers (a drafter's) whose pages
+            # cannot be unified gets every sliding-window layer laid out as full attention
+            self._set_startup("kv_page_unify_fallback", True, line)
         if "draft model's" in text and "no KV cache group" in text:
             # vllm/v1/core/kv_cache_utils.py (0.31+) _warn_if_unannotated_eagle_mamba: EAGLE drafts on a Mamba/GDN hybrid
             # whose KV-cache groups carry no group for the draft's layers

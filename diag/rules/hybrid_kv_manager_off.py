@@ -1,4 +1,6 @@
-"""hybrid_kv_manager_off -- the hybrid KV cache manager turned off on a model that needs it.
+"""hybrid_kv_manager_off -- the hybrid KV cache manager turned off on a model that needs it (or, 0.29+, an MLA
+model whose sliding-window layers' pages cannot be unified with its own: "KV cache page sizes cannot be unified;
+treating sliding-window layers as full attention for cache allocation").
 
 vLLM's hybrid KV cache manager keeps one KV-cache group per layer type (full attention, sliding window, Mamba/GDN)
 with its own block bookkeeping. Turned off -- by ``--disable-hybrid-kv-cache-manager``, or by vLLM itself when a KV
@@ -22,7 +24,8 @@ ID = "hybrid_kv_manager_off"
 
 def check(ctx: RuleContext) -> list[Finding]:
     st = ctx.log.startup if ctx.log is not None else {}
-    if not st.get("hybrid_kv_cache_manager_disabled") or ctx.log.root is not None:
+    fallback = bool(st.get("kv_page_unify_fallback"))
+    if not (st.get("hybrid_kv_cache_manager_disabled") or fallback) or ctx.log.root is not None:
         return []  # (a failure is the diagnosis' business: it reads the same fact)
     why = st.get("hybrid_kv_cache_manager_off_reason")
     runs = [t for t in st.get("gpu_kv_cache_tokens_runs") or [] if isinstance(t, int)]
@@ -35,6 +38,17 @@ def check(ctx: RuleContext) -> list[Finding]:
         numbers["gpu_kv_cache_tokens"] = st["gpu_kv_cache_tokens"]
     if st.get("max_concurrency") is not None:
         numbers["max_concurrency"] = st["max_concurrency"]
+    if fallback and not st.get("hybrid_kv_cache_manager_disabled"):
+        return [Finding(rule=ID, category="kv_page_size", severity="warning",
+                        title="KV pages not unified: sliding-window layers laid out as full attention",
+                        message="vLLM could not unify the KV page sizes (an MLA model beside sliding-window layers, a "
+                                "drafter's among them) and laid every sliding-window layer out as full attention: they "
+                                "keep KV for the whole context, so the cache holds fewer tokens than the layers need"
+                                + (f" ({st['gpu_kv_cache_tokens']:,} tokens in this log)"
+                                   if isinstance(st.get("gpu_kv_cache_tokens"), int) else "") + ".",
+                        numbers=numbers, comparisons=comps,
+                        evidence=log_evidence(ctx, None, "kv_page_unify_fallback", "gpu_kv_cache_tokens"),
+                        confidence="high", basis="vLLM's own warning that the KV cache page sizes cannot be unified")]
     msg = ("vLLM ran this hybrid model with the hybrid KV cache manager off"
            + (f" ({why})" if why else "")
            + ": every layer's KV spec is unified into one full-attention layout, so sliding-window layers keep KV for "
@@ -53,6 +67,8 @@ def check(ctx: RuleContext) -> list[Finding]:
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
     from ..model import Change
 
+    if ctx.log is not None and not ctx.log.startup.get("hybrid_kv_cache_manager_disabled"):
+        return []  # (pages not unified: the layers' own layout, which no flag changes)
     return [Suggestion(title="use a KV connector that supports the hybrid KV cache manager, or none",
                        tradeoff="without the connector: no KV offload / transfer; with a supporting one: a change of "
                                 "deployment",
