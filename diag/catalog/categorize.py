@@ -185,7 +185,8 @@ RULES: list[tuple[str, str, Pred]] = [
     # contract of that kernel, the same for every batch and draft length -- not a shape, width or limit of the
     # families (a contiguity or stride check is a layout, and stays with them)
     ("other_device_dtype_contract", "other",
-     lambda f, fn, t, e, c: bool(re.search(r"\.device\b|device_type|\bdtype\b|\.dtype\b|is_cuda\b|same (?:gpu|device)|"
+     # (a message that says it outright: "... inputs must be on the same device", whatever tensors the test lists)
+     lambda f, fn, t, e, c: "must be on the same device" in t or bool(re.search(r"\.device\b|device_type|\bdtype\b|\.dtype\b|is_cuda\b|same (?:gpu|device)|"
                                            r"requires? (?:bf16|fp16|fp32|bfloat16|float16|sm_?\d+\w*|cuda tensors)|"
                                            r"must be on (?:the )?(?:same )?(?:cpu|gpu|device|query device)", _core(t)))
      and not bool(re.search(r"shape|size|len\(|numel|stride|contiguous|ndim|\bdim\b|num_|batch|page|block_size|"

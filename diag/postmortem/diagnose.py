@@ -45,9 +45,7 @@ from .placement import faulting_kernel, kernel_fault, kernel_place
 from .specpath import in_layer, model_names, no_spec_path
 from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, rows_mismatch, shape_class
 from .sites import frame_category, from_site, function_hint, site_text
-from .silent import (draft_capacity_loss, drafts_never_accepted, hybrid_prefix_never_hit, own_quality_gate, salted_prefixes, silent_corruption,
-                     sampled_by_generation_config, spec_slowdown, static_rope_quality, unexplained_symptom,
-                     untuned_moe_slowdown)
+from .silent import own_quality_gate, quiet_report, silent_corruption, unexplained_symptom
 from .stages import ends_at_leaf, stage_family
 from .kernelcheck import kernel_check_frame
 from .verify import confirm_by_numbers
@@ -453,33 +451,9 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     # (the line that states the wrong output -- a test's failed score check -- is the symptom, not another error)
     symptom_line = (facts.lines.get("wrong_output_prose") or (None,))[0]
     quiet = all(ln == symptom_line for ln, _ in lines)
-    sampled = sampled_by_generation_config(facts, base_numbers) if quiet else None
-    if sampled is not None:
-        return sampled
-    rope = static_rope_quality(facts, base_numbers) if quiet else None
-    if rope is not None:
-        return rope
-    capacity = draft_capacity_loss(facts, setup, base_numbers) if quiet else None
-    if capacity is not None:
-        return capacity
-    silent = silent_corruption(facts, setup, base_numbers, batch_ev) if quiet else None
-    if silent is not None:
-        return silent
-    unaccepted = drafts_never_accepted(facts, setup, base_numbers) if quiet else None
-    if unaccepted is not None:
-        return unaccepted
-    salted = salted_prefixes(facts, base_numbers) if quiet else None
-    if salted is not None:
-        return salted
-    never = hybrid_prefix_never_hit(facts, setup, base_numbers) if quiet else None
-    if never is not None:
-        return never
-    slow = spec_slowdown(facts, setup, base_numbers) if quiet else None
-    if slow is not None:
-        return slow
-    moe = untuned_moe_slowdown(facts, base_numbers) if quiet else None
-    if moe is not None:
-        return moe
+    quiet_reading = quiet_report(facts, setup, base_numbers, batch_ev) if quiet else None
+    if quiet_reading is not None:
+        return quiet_reading
     died = next(((ln, t) for ln, t in reversed(lines) if _DIED.search(t)), None)
     if died is not None and all(_DIED.search(t) or not _REAL_ERROR.search(t) for _, t in lines):
         # the process died and printed no error of its own: nothing here names a class

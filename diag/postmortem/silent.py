@@ -13,13 +13,19 @@ from .configuration import Setup
 from .diagnosis import Diagnosis, fact_evidence, title_of
 from .specpath import model_names, no_spec_path
 
-__all__ = ["draft_capacity_loss", "drafts_never_accepted", "hybrid_prefix_never_hit", "own_quality_gate", "silent_corruption",
-           "sampled_by_generation_config", "static_rope_quality", "unexplained_symptom",
-           "untuned_moe_slowdown"]
+__all__ = ["own_quality_gate", "quiet_report", "silent_corruption", "unexplained_symptom"]
 
 
 # hybrids whose linear-attention builder has no speculative-decoding path (MiniMax's lightning attention)
 _NO_SPEC_BUILDER = re.compile(r"MiniMaxText01|MiniMaxM1|minimax[-_]?(?:m1|text)", re.I)
+
+
+def _outside(facts: LogFacts, base_numbers: dict, *, basis: str, title: str, message: str, evidence: tuple[str, ...],
+             missing: list[str]) -> Diagnosis:
+    """A no-error report read as a cause outside the families (``medium``, a warning: nothing failed)."""
+    return Diagnosis(category="other", confidence="medium", rule="near_miss", severity="warning", basis=basis,
+                     title=title, message=message, numbers={**base_numbers, **facts.numbers},
+                     evidence=fact_evidence(facts, *evidence), missing=missing)
 
 
 def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
@@ -79,15 +85,14 @@ def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     said = _never_accepted(facts.startup.get("metrics") or {})
     if said is None or facts.startup.get("wrong_output_prose"):
         return None
-    return Diagnosis(
-        category="other", confidence="medium", rule="near_miss", severity="warning",
+    return _outside(
+        facts, base_numbers,
         basis=(f"no error; the spec-decode metrics show no accepted drafts from the first line on ({said}): the "
                "drafter's proposals never match the target -- typically its weights (an MTP head missing from a quantized "
                "or re-exported checkpoint and left randomly initialised, a draft model with another tokenizer or "
                "vocabulary); outside the hybrid/spec-decode failure classes -- not modelled beyond the metrics"),
         title="Drafts never accepted (the drafter's weights or vocabulary, not an engine failure)",
-        message=f"no draft accepted: {said}", numbers={**base_numbers, **facts.numbers},
-        evidence=fact_evidence(facts, "command", "non_default_args"),
+        message=f"no draft accepted: {said}", evidence=("command", "non_default_args"),
         missing=["the draft weights the checkpoint holds (for MTP: the mtp.* tensors in its safetensors index) and the "
                  "acceptance with the original checkpoint"])
 
@@ -101,14 +106,14 @@ def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     rate = facts.startup.get("prefix_cache_hit_rate_max")
     if not facts.startup.get("hit_rate_prose") and not (isinstance(rate, (int, float)) and rate == 0):
         return None
-    return Diagnosis(
-        category="other", confidence="medium", rule="near_miss", severity="warning",
+    return _outside(
+        facts, base_numbers,
         basis=("no error; the requests carry a cache_salt, which vLLM mixes into the hash of their first block: requests "
                "with different salts never share a cached prefix, whatever the model -- outside the hybrid/spec-decode "
                "failure classes"),
         title="Prefix cache isolated by per-request cache_salt (no shared prefix can hit)",
         message="requests carry a cache_salt: prefix-cache hits only between requests of the same salt",
-        numbers={**base_numbers, **facts.numbers}, evidence=fact_evidence(facts, "cache_salt_seen", "prefix_cache_hit_rate_max"),
+        evidence=("cache_salt_seen", "prefix_cache_hit_rate_max"),
         missing=["the hit rate of requests that share one salt (or of requests without it)"])
 
 
@@ -124,14 +129,13 @@ def static_rope_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
     m = _ROPE_OVERRIDE.search(said)
     if not symptom or m is None:
         return None
-    return Diagnosis(
-        category="other", confidence="medium", rule="near_miss", severity="warning",
+    return _outside(
+        facts, base_numbers,
         basis=(f"no error; the report says quality dropped ('{symptom}') and the command overrides the model's RoPE "
                f"scaling ({m.group(0)[:80]}): vLLM applies static scaling to every request, so short prompts are "
                "encoded with long-context positions and lose quality -- outside the hybrid/spec-decode families"),
         title="Quality drop from a static RoPE scaling override (hf_overrides), not the engine's state or drafts",
-        message=f"quality drop without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
-        evidence=fact_evidence(facts, "wrong_output_prose", "non_default_args", "command"),
+        message=f"quality drop without an error: {symptom}", evidence=("wrong_output_prose", "non_default_args", "command"),
         missing=["the same evaluation without the RoPE override (the model's native context), drafts and KV dtype "
                  "unchanged"])
 
@@ -178,14 +182,14 @@ def sampled_by_generation_config(facts: LogFacts, base_numbers: dict) -> Diagnos
     if not (symptom and unset and defaults):
         return None
     shown = f" {defaults}" if isinstance(defaults, str) else ""
-    return Diagnosis(
-        category="other", confidence="medium", rule="near_miss", severity="warning",
+    return _outside(
+        facts, base_numbers,
         basis=(f"no error; the report's requests set no temperature ('{unset}') and vLLM took the model's "
                f"generation_config sampling defaults{shown}: the evaluation is sampled, not greedy, so its scores "
                f"vary from run to run ('{symptom}') -- outside the hybrid/spec-decode families"),
         title="Sampled, not greedy: the model's generation_config sets the default temperature",
-        message=f"quality difference without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
-        evidence=fact_evidence(facts, "generation_config_sampling", "no_temperature_prose", "wrong_output_prose"),
+        message=f"quality difference without an error: {symptom}",
+        evidence=("generation_config_sampling", "no_temperature_prose", "wrong_output_prose"),
         missing=["the same evaluation with temperature 0 in the requests (or --generation-config vllm), several runs "
                  "each way"])
 
@@ -198,16 +202,28 @@ def untuned_moe_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
     if not slow or not moe or facts.startup.get("wrong_output_prose"):
         return None
     shape = f" ({moe})" if isinstance(moe, str) else ""
-    return Diagnosis(
-        category="other", confidence="medium", rule="near_miss", severity="warning",
+    return _outside(
+        facts, base_numbers,
         basis=(f"no error; the report says serving is slow ('{slow}') and vLLM warned 'Using default MoE config. "
                f"Performance might be sub-optimal!'{shape}: no tuned fused-MoE config exists for this expert shape "
                "and GPU, so the MoE GEMMs run with default tile sizes -- outside the hybrid/spec-decode families"),
         title="Slow MoE layers: no tuned fused-MoE config for this GPU (default tiles)",
-        message=f"slow serving without an error: {slow}", numbers={**base_numbers, **facts.numbers},
-        evidence=fact_evidence(facts, "moe_default_config", "slow_prose", "spec_slower_prose"),
+        message=f"slow serving without an error: {slow}", evidence=("moe_default_config", "slow_prose", "spec_slower_prose"),
         missing=["a profile of one step (the share of fused_moe kernels); a tuned config from "
                  "benchmarks/kernels/benchmark_moe.py --tune for this GPU"])
+
+
+def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
+    """A report without an error: the first reading that fits, those a cause outside the families explains first
+    (sampling defaults, a RoPE override), then the families' silent classes, then the near misses read from metrics
+    and settings."""
+    readers = (lambda: sampled_by_generation_config(facts, base_numbers), lambda: static_rope_quality(facts, base_numbers),
+               lambda: draft_capacity_loss(facts, setup, base_numbers),
+               lambda: silent_corruption(facts, setup, base_numbers, batch_ev),
+               lambda: drafts_never_accepted(facts, setup, base_numbers), lambda: salted_prefixes(facts, base_numbers),
+               lambda: hybrid_prefix_never_hit(facts, setup, base_numbers), lambda: spec_slowdown(facts, setup, base_numbers),
+               lambda: untuned_moe_slowdown(facts, base_numbers))
+    return next((d for d in (read() for read in readers) if d is not None), None)
 
 
 def unexplained_symptom(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

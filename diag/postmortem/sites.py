@@ -73,7 +73,12 @@ def function_hint(exc: LogException) -> tuple[str, Any] | None:
 
     cat = load()
     for depth, fr in enumerate(reversed(exc.frames[-6:])):
-        sites = cat.in_function(vllm_path(fr.file), fr.function)
+        path = vllm_path(fr.file)
+        sites = cat.in_function(path, fr.function)
+        parent = path.rsplit("/", 2)[-2] if path.count("/") >= 1 else ""
+        if parent.strip("."):
+            # files of one name in several folders (layers/kda.py, models/<family>/nvidia/kda.py): the frame's own
+            sites = [s for s in sites if s.file.rsplit("/", 2)[-2:-1] == [parent]]
         cats: dict[str, int] = {}
         for s in sites:
             if s.category != "other":
