@@ -188,3 +188,63 @@ def test_another_users_text_in_an_answer_is_wrong_output():
     log = ["Qwen3-Next with MTP returns text that belongs to ANOTHER user's request. No errors, no warnings."] + _QWEN_START
     top = _top(log)
     assert top.category in ("mixed_batch", "state_index") and "wrong output" in top.message
+
+
+_MTP_SERVE = ("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2 --speculative-config "
+              "'{\"method\":\"mtp\",\"num_speculative_tokens\":3}'")
+
+
+def test_slow_serving_with_weights_offloaded_to_the_cpu_is_the_offload():
+    log = ["Qwen3-Next + MTP on one H100 generates 4 tokens/s, generation is painfully slow and MTP made it even slower.",
+           _MTP_SERVE + " --cpu-offload-gb 90"] + _QWEN_START[1:]
+    top = _top(log)
+    assert top.category == "other" and "CPU weight offload" in top.title
+
+
+def test_low_acceptance_under_hot_sampling_is_the_sampling_and_on_prefix_hits_the_state_index():
+    """Low acceptance with requests at temperature 1.25 and penalties: the sampling. The same complaint tied to
+    prefix-cache hits on a hybrid under drafts, at temperature 0: the state restored from the cache."""
+    hot = ["MTP acceptance is terrible in production, great in benchmarks.", _MTP_SERVE, *_QWEN_START[1:],
+           '{"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "temperature": 1.25, "presence_penalty": 1.5, "max_tokens": 2048}']
+    assert "sampling" in _top(hot).title
+    hits = ["MTP acceptance drops from ~3.2 to ~1.3 as soon as the prefix cache warms up; --no-enable-prefix-caching "
+            "keeps it at 3.2.", _MTP_SERVE + " --enable-prefix-caching", *_QWEN_START[1:],
+            "(EngineCore pid=9) INFO 01-01 00:00:00 [config.py:300] Mamba cache mode is set to 'align'",
+            "(APIServer pid=1) INFO 01-01 00:10:00 [loggers.py:257] Engine 000: Avg prompt throughput: 9000.0 tokens/s, "
+            "Avg generation throughput: 900.0 tokens/s, Running: 30 reqs, Waiting: 0 reqs, GPU KV cache usage: 40.0%, "
+            "Prefix cache hit rate: 83.7%"]
+    top = _top(hits)
+    assert top.category == "state_index" and "acceptance" in top.title
+
+
+def test_wrong_output_on_a_prefix_hit_without_drafts_is_the_state_index():
+    log = ["Nemotron 3 Nano: the second identical request returns nonsense when prefix caching is on (no spec decode).",
+           "llm = LLM('nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16', enable_prefix_caching=True)",
+           "INFO 01-01 00:00:00 [model.py:600] Resolved architecture: NemotronHForCausalLM",
+           "INFO 01-01 00:00:01 [config.py:300] Mamba cache mode is set to 'all'"]
+    top = _top(log)
+    assert top.category == "state_index" and "no drafts" in top.title
+
+
+def test_capture_sizes_a_user_pinned_below_the_default_concurrency_under_drafts():
+    """The user pinned the capture sizes at 64 tokens with k = 3; max_num_seqs is not in the log, and vLLM's
+    smallest default (256) already needs 1,024 tokens: decode steps above 16 requests run without full graphs."""
+    log = ["EAGLE3 on Llama-3.3-70B: latency cliff above 16 concurrent users.",
+           "vllm serve meta-llama/Llama-3.3-70B-Instruct -tp 4 --speculative-config '{\"method\":\"eagle3\",\"model\":"
+           "\"yuhuili/EAGLE3-LLaMA3.3-Instruct-70B\",\"num_speculative_tokens\":3}' -cc '{\"cudagraph_capture_sizes\":"
+           "[1,2,4,8,16,32,64],\"max_cudagraph_capture_size\":64}'"]
+    top = _top(log)
+    assert top.rule == "spec_capture_sizes" and top.numbers["decode_tokens_at_max_num_seqs"] == 1024
+
+
+def test_mamba_pages_padded_to_a_forced_block_are_wasted_state_memory():
+    pad = ("(APIServer pid=77) INFO 04-02 10:21:58 [interface.py:631] Padding mamba page size by {p}% to ensure that mamba "
+           "page size and attention page size are exactly equal.")
+    log = ["Fewer concurrent seqs after moving Nemotron-H to --block-size 2048, no error.",
+           "vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --block-size 2048 --max-num-seqs 256", pad.format(p="57.78")]
+    top = _top(log)
+    assert top.rule == "mamba_padding_waste" and top.numbers["mamba_padding_percent"] == 57.78
+    # vLLM's own choice for a small state (no block size set, one start): nothing to undo
+    own = analyze_text("\n".join(["LFM2 runs fine.", "vllm serve LiquidAI/LFM2-8B-A1B", pad.format(p="33.33")]), "t.log",
+                       use_preflight=False)
+    assert "mamba_padding_waste" not in {f.rule for f in own.findings}

@@ -345,6 +345,8 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
         # a degradation read without any failure: the rules' own findings of it (with their numbers) stand first
         if any(f.category == d.category for f in findings):
             return findings
+        if d.answers_symptom and not any(f.severity == "error" for f in findings):
+            return [d.finding()] + findings  # (the reading of the report's own symptom before notes on the setup)
         if any(f.severity in ("error", "warning") for f in findings):
             # (a symptom said to be unexplained is explained by the rules' own warning)
             return findings if d.rule == "unexplained_symptom" else findings + [d.finding()]

@@ -27,6 +27,9 @@ class Diagnosis:
     rule: str = "failure_site"
     severity: str = "error"  # "warning": a degradation the log shows without anything failing
     comparisons: list[Comparison] = field(default_factory=list)
+    # read from the symptom the report states (wrong output, slower, acceptance, capacity): it leads over the rules'
+    # notes about the configuration, which do not speak to that symptom
+    answers_symptom: bool = False
 
     def finding(self) -> Finding:
         return Finding(rule=self.rule, category=self.category, title=self.title, severity=self.severity,

@@ -111,6 +111,7 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            # "returns different / degraded text", "flips to Chinese mid-sentence", "repeats a phrase",
                            # "the answer is sometimes subtly wrong"
                            r"\bdegraded (?:text|outputs?|answers?|responses?|generations?)\b|"
+                           r"\b(?:answers?|outputs?|responses?|completions?) (?:get|gets|got|getting|become|becomes) worse\b|"
                            r"\b(?:flips?|flipping|flipped|jumps?|jumped) (?:in)?to (?:chinese|english|another language|"
                            r"random (?:languages?|tokens))\b|\brepeats? (?:a|one|the same) (?:phrase|word|sentence|line)\b|"
                            r"\b(?:answers?|outputs?|text|responses?|completions?) (?:is|are|was|were|gets?|becomes?) (?:\w+ ){0,2}"
@@ -300,6 +301,11 @@ _CAPACITY_PROSE = re.compile(
     r"\b(?:halve[sd]?|drops?|dropped|falls?|fell|shrinks?|shrank|less than half|cut in half|way lower|much lower|far lower)\b|"
     r"\b(?:halves|halved|halving|cuts?|reduces?|reduced) (?:the |our |my )?(?:max(?:imum)? )?(?:concurrency|kv[ -]cache|kv capacity)\b|"
     r"\b~?\d+(?:\.\d+)?\s*x fewer (?:kv )?(?:cache )?tokens\b|\bkv capacity (?:is )?(?:way |much |far )?lower\b", re.I)
+# the reporter saying draft acceptance fell: "MTP acceptance ... drops from ~3.2 to ~1.3", "terrible in production",
+# "acceptance collapses once the cache warms up", "low acceptance"
+_ACCEPTANCE_PROSE = re.compile(
+    r"\bacceptance\b[^.\n]{0,80}?\b(?:terrible|low|poor|bad|drops?|dropped|collapses?|collapsed|falls?|fell|tanks?|"
+    r"tanked|plummets?|plummeted)\b|\b(?:low|poor|terrible|bad) (?:draft |mtp |spec(?:ulative)? )?acceptance\b", re.I)
 # the requests leave the temperature to the server ("no temperature set in the request body", "we rely on greedy
 # defaults"): with a model's generation_config the server samples them
 _NO_TEMPERATURE = re.compile(r"\b(?:no|without|never set|not set(?:ting)?|didn'?t set|omit\w*) (?:a |any |the )?temperature\b|"
@@ -311,7 +317,7 @@ _SLOW_PROSE = re.compile(
     r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL|latency)\b[^.\n]{0,60}?(?:~?\d+(?:\.\d+)?\s*x\s+(?:below|lower|slower|"
     r"worse|less)|\b(?:far|way|much|significantly) (?:below|lower|worse)|\btoo (?:low|slow))\b|"
     r"\b(?:~?\d+(?:\.\d+)?\s*x|much|way|far|significantly) slower\b|\bslow(?:er)? than (?:expected|others|what others)\b|"
-    r"\b(?:is|are|runs?|feels?) (?:very |really |extremely |super )?slow\b", re.I)
+    r"\b(?:is|are|runs?|feels?) (?:\w+ly |very |so |too |way too |super )?slow\b|\beven slower\b", re.I)
 # a debugger's or sanitizer's report retold in prose, naming the kernel that faulted: "compute-sanitizer reports the
 # invalid __global__ read in _causal_conv1d_update_kernel", "the faulting kernel is fused_recurrent_..._kernel"
 _PROSE_FAULT_KERNEL = re.compile(
@@ -533,6 +539,8 @@ class ProseLines:
                 self._first_words("spec_slower_prose", _SPEC_SLOWER, text, line)
             if "okenizer" in text or "emplate" in text:
                 self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)
+            if "cceptance" in text:
+                self._first_words("acceptance_prose", _ACCEPTANCE_PROSE, text, line)
             if "oncurrency" in text or "KV" in text or "kv" in text:
                 self._first_words("capacity_prose", _CAPACITY_PROSE, text, line)
             if "emperature" in text or "greedy" in text:

@@ -220,10 +220,83 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     readers = (lambda: sampled_by_generation_config(facts, base_numbers), lambda: static_rope_quality(facts, base_numbers),
                lambda: draft_capacity_loss(facts, setup, base_numbers),
                lambda: silent_corruption(facts, setup, base_numbers, batch_ev),
-               lambda: drafts_never_accepted(facts, setup, base_numbers), lambda: salted_prefixes(facts, base_numbers),
-               lambda: hybrid_prefix_never_hit(facts, setup, base_numbers), lambda: spec_slowdown(facts, setup, base_numbers),
-               lambda: untuned_moe_slowdown(facts, base_numbers))
-    return next((d for d in (read() for read in readers) if d is not None), None)
+               lambda: drafts_never_accepted(facts, setup, base_numbers), lambda: sampled_away_acceptance(facts, base_numbers),
+               lambda: acceptance_lost_on_prefix_hits(facts, setup, base_numbers), lambda: salted_prefixes(facts, base_numbers),
+               lambda: hybrid_prefix_never_hit(facts, setup, base_numbers), lambda: cpu_offload_slowdown(facts, base_numbers),
+               lambda: spec_slowdown(facts, setup, base_numbers), lambda: untuned_moe_slowdown(facts, base_numbers))
+    d = next((d for d in (read() for read in readers) if d is not None), None)
+    if d is not None:
+        d.answers_symptom = any(facts.startup.get(k) for k in _SYMPTOMS)
+    return d
+
+
+# the reporter's words for what went wrong without an error (prose.py)
+_SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance_prose", "capacity_prose")
+
+
+def cpu_offload_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow, and the command offloads weights to the CPU (``--cpu-offload-gb``): every step streams
+    those weights over PCIe, whatever the model's layers or drafts -- outside the families."""
+    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    gb = facts.args.get("cpu_offload_gb")
+    if not slow or not isinstance(gb, (int, float)) or gb <= 0:
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says serving is slow ('{slow}') and the command offloads {gb:g} GB of weights to the "
+               "CPU (--cpu-offload-gb): every forward pass streams them over PCIe, so decode is bound by the host link "
+               "(drafts only add passes) -- outside the hybrid/spec-decode families"),
+        title=f"Slow from CPU weight offload ({gb:g} GB streamed over PCIe every step)",
+        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose", "command"),
+        missing=["the same load on enough GPU memory (more GPUs, a quantized checkpoint) without --cpu-offload-gb"])
+
+
+_SAMPLING_KNOBS = ("presence_penalty", "frequency_penalty", "repetition_penalty")
+
+
+def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, draft acceptance low, and the requests sample at a high temperature or with penalties: the target's
+    sampled tokens disagree with the drafts more often (a property of the sampling, not of the engine)."""
+    said = facts.startup.get("acceptance_prose")
+    params = facts.startup.get("request_params") or {}
+    temp = params.get("temperature")
+    knobs = [k for k in _SAMPLING_KNOBS if isinstance(params.get(k), (int, float)) and params[k] not in (0, 1)]
+    if not said or facts.startup.get("wrong_output_prose") or not (
+            isinstance(temp, (int, float)) and temp >= 1.0 or knobs):
+        return None
+    how = ", ".join(([f"temperature {temp:g}"] if isinstance(temp, (int, float)) else []) + [f"{k} {params[k]:g}" for k in knobs])
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says draft acceptance is low ('{said}') and the requests sample with {how}: "
+               "rejection sampling accepts a draft token with the target's probability of it, which high temperatures "
+               "and penalties spread thin -- acceptance falls with the sampling, outside the hybrid/spec-decode families"),
+        title="Low draft acceptance from the requests' sampling (high temperature / penalties)",
+        message=f"low acceptance without an error: {said}", evidence=("acceptance_prose", "request_params"),
+        missing=["the acceptance of the same prompts sent with temperature 0 and no penalties"])
+
+
+def acceptance_lost_on_prefix_hits(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, draft acceptance falls on a hybrid under drafts once prefix caching hits (the report ties it to the
+    cache, or the metrics show hits): a state restored from a cached block into another slot than the spec-decode path
+    reads makes the target verify against a wrong state -- the drafts are rejected (``low``, the state indices)."""
+    said = facts.startup.get("acceptance_prose")
+    hit = facts.startup.get("prefix_cache_hit_rate_max")
+    hits = isinstance(hit, (int, float)) and hit > 0
+    if not said or not setup.hybrid or setup.spec_k <= 0 or not setup.prefix_cached_states or not (
+            hits or setup.prefix_caching_needed):
+        return None
+    return Diagnosis(
+        category="state_index", confidence="low", rule="failure_class", severity="warning",
+        basis=(f"no error; the report says draft acceptance falls ('{said}') on {', '.join(setup.why)} with prefix caching "
+               + (f"hitting (up to {hit:g}%)" if hits else f"('{setup.prefix_caching_needed}')")
+               + ": a Mamba/GDN state restored from a cached block is read through the state indices the spec-decode "
+                 "path uses; restored into another slot, the target verifies the drafts against a wrong state and "
+                 "rejects them"),
+        title=f"{title_of('state_index')} (silent: acceptance lost on prefix-cache hits)",
+        message=f"acceptance falls without an error: {said}", numbers={**base_numbers, **facts.numbers},
+        evidence=fact_evidence(facts, "acceptance_prose", "prefix_cache_hit_rate"),
+        missing=["acceptance split by requests with and without a prefix hit; a run with the probes on "
+                 "(VLLM_DIAG_DB=run.db)"])
 
 
 def unexplained_symptom(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
@@ -367,6 +440,20 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
             missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) records each step's batch and the "
                      "builders' split", "whether --max-num-batched-tokens above the longest prompt (no chunking) or "
                      "--compilation-config '{\"cudagraph_mode\": \"PIECEWISE\"}' makes it go away"])
+    if setup.spec_k == 0 and symptom and setup.hybrid and setup.prefix_cached_states:
+        # no drafts, prefix caching on a hybrid: a request that hits the cache restores its Mamba/GDN state from the
+        # cached block through the state indices -- restored into another slot, it reads a wrong state silently
+        return Diagnosis(
+            category="state_index", confidence="low", rule="failure_class",
+            basis=(f"no error in the log; the report says the output goes wrong ({symptom}) with {', '.join(setup.why)} "
+                   "and no drafts: a request that hits the prefix cache restores its Mamba/GDN state from the cached "
+                   "block through the state indices; a state restored into another slot (or from a block whose state "
+                   "was not saved) is read silently"),
+            title=f"{title_of('state_index')} (silent: wrong output on prefix-cache hits, no drafts)",
+            message=f"wrong output without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
+            evidence=fact_evidence(facts, "wrong_output_prose", "prefix_cache_hit_rate"),
+            missing=["the same request with prefix caching off (or after reset_prefix_cache); a run with the probes on "
+                     "(VLLM_DIAG_DB=run.db) records the block tables"])
     if setup.spec_k == 0 or not (symptom or uneven):
         return None
     nums = {**base_numbers, **facts.numbers}

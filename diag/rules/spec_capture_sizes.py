@@ -31,12 +31,15 @@ def check(ctx: RuleContext) -> list[Finding]:
         return _eager_steps(ctx, k)
     sizes = sorted(int(s) for s in user)
     seqs = int(cfg(ctx, "max_num_seqs") or 0)
+    assumed = not seqs
+    if assumed:
+        seqs = _DEFAULT_MAX_NUM_SEQS  # (not in the log: vLLM's default serves at least this many at once)
     need = seqs * (k + 1)
     useless = [s for s in sizes if s % (k + 1)]
     if max(sizes) >= need:  # covered; sizes that are not multiples of k+1 only cost capture time
         return []
-    evidence = [Evidence(f"cudagraph_capture_sizes {sizes}; max_num_seqs {seqs} x (k+1={k + 1}) = {need} decode tokens",
-                         source=state_source(ctx.state))]
+    evidence = [Evidence(f"cudagraph_capture_sizes {sizes}; max_num_seqs {seqs}{' (vLLM default, not in the log)' if assumed else ''}"
+                         f" x (k+1={k + 1}) = {need} decode tokens", source=state_source(ctx.state))]
     msg = (f"With {k} speculative tokens a full decode step has up to {need} tokens, but full CUDA graphs stop at "
            f"{max(sizes)} tokens ({max(sizes) // (k + 1)} requests); larger decode steps run without full graphs.")
     if useless:
@@ -45,6 +48,10 @@ def check(ctx: RuleContext) -> list[Finding]:
                     severity="warning", message=msg, evidence=evidence,
                     comparisons=[Comparison("largest capture size", expected=need, actual=max(sizes), unit="tokens")],
                     numbers={"capture_sizes": sizes, "decode_tokens_at_max_num_seqs": need, "non_multiples": useless})]
+
+
+# vLLM's smallest default max_num_seqs on a GPU (0.11+: 256; more for the API server on large GPUs in later releases)
+_DEFAULT_MAX_NUM_SEQS = 256
 
 
 def _eager_steps(ctx: RuleContext, k: int) -> list[Finding]:
