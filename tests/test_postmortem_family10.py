@@ -248,3 +248,13 @@ def test_mamba_pages_padded_to_a_forced_block_are_wasted_state_memory():
     own = analyze_text("\n".join(["LFM2 runs fine.", "vllm serve LiquidAI/LFM2-8B-A1B", pad.format(p="33.33")]), "t.log",
                        use_preflight=False)
     assert "mamba_padding_waste" not in {f.rule for f in own.findings}
+
+
+def test_a_pasted_config_dict_whose_first_items_were_cut_still_gives_its_values():
+    """'compilation_config={..., "cudagraph_capture_sizes": [...], "max_cudagraph_capture_size": 64, ...}': the
+    reporter's leading elision does not lose the items after it."""
+    log = ["INFO 03-11 08:22:40 [core.py:101] Initializing a V1 LLM engine (v0.17.0) with config: "
+           "model='ibm-granite/granite-4.0-h-tiny', speculative_config=None, compilation_config={..., \"cudagraph_mode\": "
+           "[2, 1], ..., \"cudagraph_capture_sizes\": [1, 2, 4, 8, 16], \"max_cudagraph_capture_size\": 16, ...}"]
+    an = analyze_text("\n".join(log), "t.log", use_preflight=False)
+    assert an.facts.args["max_cudagraph_capture_size"] == 16 and an.facts.args["cudagraph_capture_sizes"] == [1, 2, 4, 8, 16]

@@ -121,6 +121,8 @@ class _Reader:
 
     def _dict_or_set(self, depth: int) -> Any:
         self.i += 1
+        while self.elision():  # {..., "cudagraph_mode": [2, 1], ...}: the reporter cut the first items
+            pass
         self.ws()
         if self.peek() == "}":
             self.i += 1
