@@ -258,3 +258,41 @@ def test_a_pasted_config_dict_whose_first_items_were_cut_still_gives_its_values(
            "[2, 1], ..., \"cudagraph_capture_sizes\": [1, 2, 4, 8, 16], \"max_cudagraph_capture_size\": 16, ...}"]
     an = analyze_text("\n".join(log), "t.log", use_preflight=False)
     assert an.facts.args["max_cudagraph_capture_size"] == 16 and an.facts.args["cudagraph_capture_sizes"] == [1, 2, 4, 8, 16]
+
+
+def test_a_quality_drop_with_an_uncalibrated_fp8_kv_cache_and_no_drafts_is_numerics():
+    log = ["fp8 KV cache on Qwen3.5-27B: long-context accuracy drops a lot, short context fine. No errors.",
+           "vllm serve Qwen/Qwen3.5-27B --max-model-len 131072 --kv-cache-dtype fp8",
+           "INFO 05-19 12:40:08 [interface.py:906] Setting attention block size to 1600 tokens to ensure that attention "
+           "page size is >= mamba page size.",
+           "Are the GDN states also stored in fp8 now? (--mamba-ssm-cache-dtype is default)"]
+    an = analyze_text("\n".join(log), "t.log", use_preflight=False)
+    assert an.findings[0].category == "other" and "fp8 KV cache" in an.findings[0].title
+    assert "mamba_ssm_cache_dtype" not in an.facts.args or an.facts.args["mamba_ssm_cache_dtype"] != "is"
+
+
+def test_kv_capacity_spent_on_a_huge_token_budget_is_the_profilers_activation_reserve():
+    log = ["NVIDIA-Nemotron-Nano-9B-v2: only ~6 GiB of KV cache on an 80GB H100? Max concurrency way lower than expected.",
+           "vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --max-model-len 131072 --max-num-seqs 1024 "
+           "--max-num-batched-tokens 131072 --gpu-memory-utilization 0.92"]
+    top = _top(log)
+    assert top.category == "other" and "131,072-token" in top.title
+
+
+def test_a_capture_cap_below_the_spec_decode_steps_without_a_size_list():
+    log = ["TPOT doubles once concurrency goes above ~80 with EAGLE3 (num_speculative_tokens=2).",
+           "python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-32B -tp 2 --max-num-seqs 128 "
+           "--max-cudagraph-capture-size 256 --speculative-config '{\"model\":\"RedHatAI/Qwen3-32B-speculator.eagle3\","
+           "\"method\":\"eagle3\",\"num_speculative_tokens\":2}'"]
+    top = _top(log)
+    assert top.rule == "spec_capture_sizes" and top.numbers["decode_tokens_at_max_num_seqs"] == 384
+    assert top.numbers["non_multiples"] == []  # (vLLM fills the sizes below the cap itself)
+
+
+def test_wrong_output_on_a_hybrid_with_prefix_caching_is_the_state_index_only_when_the_report_ties_it_to_a_hit():
+    base = ["INFO 01-01 00:00:00 [model.py:600] Resolved architecture: NemotronHForCausalLM",
+            "INFO 01-01 00:00:01 [config.py:300] Mamba cache mode is set to 'all'",
+            "llm = LLM('nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16', enable_prefix_caching=True)"]
+    untied = analyze_text("\n".join(["Since the upgrade our eval accuracy dropped, no errors."] + base), "t.log",
+                          use_preflight=False).findings
+    assert not untied or untied[0].category != "state_index"

@@ -57,6 +57,12 @@ _WORKS_WITH_BEFORE = re.compile(r"\b(?:works?|worked|fine|stable|no (?:crash|iss
                                 r"(?:with|when|if|after) $", re.I)
 
 
+# words that follow a flag named in a sentence, never its value
+_PROSE_WORDS = frozenset({"is", "was", "are", "were", "be", "and", "or", "but", "to", "the", "a", "an", "in", "on", "with",
+                          "which", "that", "it", "does", "did", "didn't", "doesn't", "also", "still", "as", "for", "by",
+                          "has", "had", "helps", "helped", "makes", "made", "set", "too", "alone", "only"})
+
+
 def workaround_flag(text: str, start: int, end: int) -> bool:
     """The flag at ``text[start:end]`` is named as what avoids the failure, not as the failing set-up."""
     before, after = text[max(0, start - 90):start], text[end:end + 80]
@@ -406,6 +412,8 @@ class CommandLines:
                     val = m.group(2)
                     if val and val[:1] not in "'\"{":
                         val = val.rstrip(":.,;")
+                    if val and val.lower() in _PROSE_WORDS:  # "(--mamba-ssm-cache-dtype is default)": no value
+                        val = None
                     flag = m.group(1)
                     if flag in ("--tp", "--pp", "--dp", "--dcp", "--pcp"):  # "--tp 8": vLLM's -tp as reporters write it
                         flag = flag[1:]

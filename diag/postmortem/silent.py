@@ -140,6 +140,12 @@ def static_rope_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
                  "unchanged"])
 
 
+# the report ties wrong output to a cache hit: "the second identical request returns nonsense", "garbage on repeated
+# prompts", "only when prefix caching is on"
+_ON_HIT = re.compile(r"\b(?:second|repeated|identical|same (?:prompt|request|question)|cached|cache hits?|prefix[- ]cache hits?|"
+                     r"(?:when|with|once) (?:automatic )?prefix[- ]caching (?:is )?(?:on|enabled))\b", re.I)
+
+
 _OWN_KV_DRAFT = re.compile(r"eagle|draft_model|draft model|dflash|dspark|medusa", re.I)
 
 
@@ -218,7 +224,8 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     (sampling defaults, a RoPE override), then the families' silent classes, then the near misses read from metrics
     and settings."""
     readers = (lambda: sampled_by_generation_config(facts, base_numbers), lambda: static_rope_quality(facts, base_numbers),
-               lambda: draft_capacity_loss(facts, setup, base_numbers),
+               lambda: draft_capacity_loss(facts, setup, base_numbers), lambda: fp8_kv_quality(facts, setup, base_numbers),
+               lambda: activation_reserve_capacity(facts, base_numbers),
                lambda: silent_corruption(facts, setup, base_numbers, batch_ev),
                lambda: drafts_never_accepted(facts, setup, base_numbers), lambda: sampled_away_acceptance(facts, base_numbers),
                lambda: acceptance_lost_on_prefix_hits(facts, setup, base_numbers), lambda: salted_prefixes(facts, base_numbers),
@@ -232,6 +239,45 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
 
 # the reporter's words for what went wrong without an error (prose.py)
 _SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance_prose", "capacity_prose")
+
+
+def fp8_kv_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, quality down, no drafts, and an fp8 KV cache without calibrated scales: K/V quantized with a scale of
+    1.0 lose precision, most over long contexts -- numerics, outside the families (``low``: the report's A/B says it)."""
+    symptom = facts.startup.get("wrong_output_prose")
+    kv = str(facts.args.get("kv_cache_dtype") or "").lower()
+    if not symptom or setup.spec_k > 0 or not kv.startswith("fp8") or (setup.hybrid and calibrates_scales(
+            facts.args.get("calculate_kv_scales"), kv, vtuple(facts.vllm_version) if facts.vllm_version else None)):
+        return None  # (scales calibrated on a hybrid's uninitialised state: the KV layout class, silent_corruption)
+    return Diagnosis(
+        category="other", confidence="low", rule="near_miss", severity="warning",
+        basis=(f"no error; the report says quality dropped ('{symptom}') with --kv-cache-dtype {kv} and no drafts: K/V "
+               "quantized to fp8 without calibrated scales (a checkpoint without k/v scales runs with 1.0) lose precision, "
+               "most over long contexts -- numerics, outside the hybrid/spec-decode families"),
+        title=f"Quality drop from an uncalibrated {kv} KV cache (numerics, not the engine's state)",
+        message=f"quality drop without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
+        evidence=fact_evidence(facts, "wrong_output_prose", "non_default_args", "command"),
+        missing=["the same evaluation with --kv-cache-dtype auto, and with a checkpoint that carries k/v scales"])
+
+
+def activation_reserve_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, KV capacity lower than the reporter expects, and a very large token budget: vLLM's memory profiler
+    runs a dummy step of max_num_batched_tokens and reserves its activation peak before sizing the KV cache."""
+    said = facts.startup.get("capacity_prose")
+    budget = facts.args.get("max_num_batched_tokens")
+    if not said or not isinstance(budget, int) or budget < _HUGE_TOKEN_BUDGET:
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says the KV capacity is lower than expected ('{said}') and the token budget is "
+               f"{budget:,} tokens: vLLM's memory profiler runs one step of max_num_batched_tokens and keeps its activation "
+               "peak out of the KV cache, so a huge budget leaves little for KV -- outside the hybrid/spec-decode families"),
+        title=f"KV capacity spent on a {budget:,}-token step's activations (max_num_batched_tokens)",
+        message=f"KV capacity lower than expected: {said}", evidence=("capacity_prose", "non_default_args", "command"),
+        missing=["the 'Available KV cache memory' with the default --max-num-batched-tokens (and capture sizes)"])
+
+
+_HUGE_TOKEN_BUDGET = 65536  # (vLLM's defaults: 2,048-16,384 tokens a step)
 
 
 def cpu_offload_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
@@ -440,7 +486,8 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
             missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) records each step's batch and the "
                      "builders' split", "whether --max-num-batched-tokens above the longest prompt (no chunking) or "
                      "--compilation-config '{\"cudagraph_mode\": \"PIECEWISE\"}' makes it go away"])
-    if setup.spec_k == 0 and symptom and setup.hybrid and setup.prefix_cached_states:
+    on_hit = setup.prefix_caching_needed or _ON_HIT.search((facts.lines.get("wrong_output_prose") or (0, ""))[1])
+    if setup.spec_k == 0 and symptom and setup.hybrid and setup.prefix_cached_states and on_hit:
         # no drafts, prefix caching on a hybrid: a request that hits the cache restores its Mamba/GDN state from the
         # cached block through the state indices -- restored into another slot, it reads a wrong state silently
         return Diagnosis(

@@ -12,6 +12,8 @@ Versions: all. Severity: warning (performance), only when the user set the captu
 
 from __future__ import annotations
 
+import re
+
 from ..model import Change, Comparison, Evidence, Finding, Suggestion
 from ._util import cfg, spec_k, state_source
 from .base import Rule, RuleContext
@@ -27,6 +29,10 @@ def check(ctx: RuleContext) -> list[Finding]:
         ctx.state.config.get("compilation_config", {}) or {}).get("cudagraph_capture_sizes")) or None
     if ctx.log is not None and ctx.log.args.get("cudagraph_capture_sizes") and _user_set_in_log(ctx.log):
         user = ctx.log.args["cudagraph_capture_sizes"]
+    only_max = False
+    if not user and ctx.log is not None and isinstance(ctx.log.args.get("max_cudagraph_capture_size"), int) \
+            and _user_set_in_log(ctx.log, "max"):
+        user, only_max = [ctx.log.args["max_cudagraph_capture_size"]], True  # vLLM fills the sizes up to the cap
     if not user:
         return _eager_steps(ctx, k)
     sizes = sorted(int(s) for s in user)
@@ -35,7 +41,7 @@ def check(ctx: RuleContext) -> list[Finding]:
     if assumed:
         seqs = _DEFAULT_MAX_NUM_SEQS  # (not in the log: vLLM's default serves at least this many at once)
     need = seqs * (k + 1)
-    useless = [s for s in sizes if s % (k + 1)]
+    useless = [] if only_max else [s for s in sizes if s % (k + 1)]
     if max(sizes) >= need:  # covered; sizes that are not multiples of k+1 only cost capture time
         return []
     evidence = [Evidence(f"cudagraph_capture_sizes {sizes}; max_num_seqs {seqs}{' (vLLM default, not in the log)' if assumed else ''}"
@@ -82,10 +88,13 @@ def _eager_steps(ctx: RuleContext, k: int) -> list[Finding]:
                              "decode_tokens_at_max_num_seqs": need, "num_speculative_tokens": k})]
 
 
-def _user_set_in_log(log) -> bool:
+def _user_set_in_log(log, what: str = "sizes") -> bool:
     """The engine-config line prints vLLM's resolved sizes; only the command, the ``non-default args`` line or
-    the reporter's own text (flags quoted in a sentence) says the user chose them."""
+    the reporter's own text (flags quoted in a sentence) says the user chose them (``what``: the sizes, or only
+    their cap, ``--max-cudagraph-capture-size``)."""
     texts = [log.command or "", (log.lines.get("non_default_args") or (0, ""))[1]]
+    if what == "max":
+        return any(re.search(r"max[-_]cudagraph[-_]capture[-_]size", t) for t in texts)
     return any("capture_sizes" in t for t in texts) or "cudagraph_capture_sizes" in (
         log.startup.get("printed_values") or {})
 
