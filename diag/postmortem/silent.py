@@ -411,16 +411,23 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
     symptom = facts.startup.get("wrong_output_prose")
     uneven = facts.startup.get("mla_uneven_query")
     chunk = facts.startup.get("last_chunk_tokens")
+
+    def told(category: str, confidence: str, basis: str, title: str, evidence: list[Evidence], missing: list[str],
+             rule: str = "failure_class", **numbers) -> Diagnosis:
+        """A reading of the wrong output the report states (no error in the log)."""
+        return Diagnosis(category=category, confidence=confidence, rule=rule, basis="no error in the log; " + basis,
+                         title=title, message=f"wrong output without an error: {symptom}",
+                         numbers={**base_numbers, **facts.numbers, **numbers}, evidence=evidence, missing=missing)
+
     if symptom and facts.startup.get("dtype_cast_from") == "bfloat16" and facts.startup.get("dtype_cast_to") == "float16":
         # a bfloat16 checkpoint run in float16: activations overflow fp16's range into inf / NaN logits -- garbage or
         # one token repeated, whatever the model's layers or drafts
-        return Diagnosis(
-            category="other", confidence="medium", rule="near_miss",
-            basis=("no error in the log; the report says the output goes wrong and vLLM cast the bfloat16 checkpoint to "
+        return told(
+            "other", "medium", rule="near_miss",
+            basis=("the report says the output goes wrong and vLLM cast the bfloat16 checkpoint to "
                    "float16 ('Casting torch.bfloat16 to torch.float16'): activations of a model trained in bfloat16 "
                    "overflow float16's range (inf / NaN logits), outside the hybrid/spec-decode families"),
             title="float16 overflow: a bfloat16 model run in float16",
-            message=f"wrong output without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
             evidence=fact_evidence(facts, "dtype_cast_from", "wrong_output_prose"),
             missing=["a run with --dtype bfloat16 (or auto) on a GPU that has it; fp16-only GPUs (V100, T4) need a "
                      "float16-safe checkpoint"])
@@ -428,26 +435,24 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
     if symptom and client:
         # the report ties the wrong output to the prompt the client built (another model's tokenizer, a wrong chat
         # template): the engine computed what it was given, whatever its layers or drafts
-        return Diagnosis(
-            category="other", confidence="medium", rule="near_miss",
-            basis=(f"no error in the log; the report ties the wrong output to what the client sent ('{client}'): the "
+        return told(
+            "other", "medium", rule="near_miss",
+            basis=(f"the report ties the wrong output to what the client sent ('{client}'): the "
                    "prompt the model saw was already wrong, outside the hybrid/spec-decode families (low draft "
                    "acceptance follows from a nonsense prompt)"),
             title="Wrong output from the client's prompt (tokenizer / chat template), not the engine",
-            message=f"wrong output without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
             evidence=fact_evidence(facts, "client_cause_prose", "wrong_output_prose"),
             missing=["the same prompt sent as text (or with the server's tokenizer) to the same server"])
     if symptom and setup.spec_k and facts.startup.get("draft_kv_group_unidentified"):
         # vLLM's own warning that none of the hybrid's KV-cache groups is the EAGLE draft's: the draft's layers run on a
         # layout laid out for the target's Mamba/GDN and attention groups
-        return Diagnosis(
-            category="kv_page_size", confidence="medium", rule="failure_class",
-            basis=(f"no error in the log; the report says the output goes wrong ({symptom}), and vLLM warned at start-up "
+        return told(
+            "kv_page_size", "medium",
+            basis=(f"the report says the output goes wrong ({symptom}), and vLLM warned at start-up "
                    "that no KV-cache group could be identified as the draft model's on this Mamba/GDN hybrid: the "
                    "EAGLE draft's layers read and write a KV layout built for the target's groups -- the draft vs "
                    "hybrid KV layout"),
             title=f"{title_of('kv_page_size')} (silent: the draft's KV-cache group not identified)",
-            message=f"wrong output without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
             evidence=fact_evidence(facts, "draft_kv_group_unidentified", "wrong_output_prose"),
             missing=["the KV-cache groups vLLM planned (the probes record them: VLLM_DIAG_DB=run.db)"])
     if symptom and setup.hybrid and calibrates_scales(facts.args.get("calculate_kv_scales"), facts.args.get(
@@ -456,32 +461,28 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
         # the attention layers while the recurrent state is uninitialised (vLLM 0.19+ turns the flag off for hybrids:
         # "uninitialized recurrent state corrupts scales during the calibration pass", issue #37554)
         kv = facts.args.get("kv_cache_dtype")
-        return Diagnosis(
-            category="kv_page_size", confidence="medium", rule="failure_class",
-            basis=(f"no error in the log; the report says the output goes wrong ({symptom}) on a Mamba/GDN hybrid with "
+        return told(
+            "kv_page_size", "medium",
+            basis=(f"the report says the output goes wrong ({symptom}) on a Mamba/GDN hybrid with "
                    f"a quantized KV cache ({kv or 'fp8'}) and --calculate-kv-scales: in vLLM "
                    f"{facts.vllm_version or '(version not in the log)'} the scales are calibrated while the recurrent "
                    "state is uninitialised, so every attention layer's fp8 KV is scaled wrong -- quantized KV on a "
                    "hybrid (from 0.19.0 vLLM turns the flag off for hybrids itself)"),
             title=f"{title_of('kv_page_size')} (silent: fp8 KV scales calibrated on a hybrid's uninitialised state)",
-            message=f"wrong output without an error: {symptom}",
-            numbers={**base_numbers, **facts.numbers}, evidence=fact_evidence(facts, "args", "command", "non_default_args",
-                                                                             "wrong_output_prose"),
+            evidence=fact_evidence(facts, "args", "command", "non_default_args", "wrong_output_prose"),
             missing=["the same run without --calculate-kv-scales (default scale 1.0), or on vLLM 0.19+"])
     if setup.spec_k == 0 and symptom and setup.hybrid and isinstance(chunk, int) and chunk == 1:
         # no drafts, but a chunked prompt's last chunk of one token beside plain decodes: every row of the step has one
         # query token, so it is replayed as a decode CUDA graph while the Mamba builder (0.20-0.21:
         # split_decodes_and_prefills(..., treat_short_extends_as_decodes=False)) counts the chunk as a prefill and
         # leaves the graph's decode buffers stale -- a builder on a batch mixing kinds of rows
-        return Diagnosis(
-            category="mixed_batch", confidence="low", rule="failure_class",
-            basis=(f"no error in the log; the report says the output goes wrong ({symptom}) for prompts whose last "
+        return told(
+            "mixed_batch", "low", last_chunk_tokens=chunk,
+            basis=(f"the report says the output goes wrong ({symptom}) for prompts whose last "
                    f"prefill chunk is one token: that chunk beside plain decodes makes a step of one-token rows, "
                    f"replayed as a decode CUDA graph, while the Mamba/GDN builder counts the chunk as a prefill -- the "
                    f"builder's split of a mixed step (hybrid model, no drafts needed)"),
             title=f"{title_of('mixed_batch')} (silent: a one-token last prefill chunk beside decodes)",
-            message=f"wrong output without an error: {symptom}",
-            numbers={**base_numbers, **facts.numbers, "last_chunk_tokens": chunk},
             evidence=fact_evidence(facts, "wrong_output_prose", "last_chunk_tokens") + batch_ev,
             missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) records each step's batch and the "
                      "builders' split", "whether --max-num-batched-tokens above the longest prompt (no chunking) or "
@@ -490,14 +491,13 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
     if setup.spec_k == 0 and symptom and setup.hybrid and setup.prefix_cached_states and on_hit:
         # no drafts, prefix caching on a hybrid: a request that hits the cache restores its Mamba/GDN state from the
         # cached block through the state indices -- restored into another slot, it reads a wrong state silently
-        return Diagnosis(
-            category="state_index", confidence="low", rule="failure_class",
-            basis=(f"no error in the log; the report says the output goes wrong ({symptom}) with {', '.join(setup.why)} "
+        return told(
+            "state_index", "low",
+            basis=(f"the report says the output goes wrong ({symptom}) with {', '.join(setup.why)} "
                    "and no drafts: a request that hits the prefix cache restores its Mamba/GDN state from the cached "
                    "block through the state indices; a state restored into another slot (or from a block whose state "
                    "was not saved) is read silently"),
             title=f"{title_of('state_index')} (silent: wrong output on prefix-cache hits, no drafts)",
-            message=f"wrong output without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
             evidence=fact_evidence(facts, "wrong_output_prose", "prefix_cache_hit_rate"),
             missing=["the same request with prefix caching off (or after reset_prefix_cache); a run with the probes on "
                      "(VLLM_DIAG_DB=run.db) records the block tables"])
