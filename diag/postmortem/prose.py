@@ -547,10 +547,13 @@ class ProseLines:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if "slow" in text or "below" in text or "lower" in text or "worse" in text:
                 self._first_words("slow_prose", _SLOW_PROSE, text, line)
-            if "prose_fault_kernel" not in self.facts.startup and (m := _PROSE_FAULT_KERNEL.search(text)):
+            if ("__" in text or "ernel" in text) and "prose_fault_kernel" not in self.facts.startup \
+                    and (m := _PROSE_FAULT_KERNEL.search(text)):
                 name = next(g for g in m.groups() if g)
                 self.facts.startup["prose_fault_kernel"] = (name, line.lineno, text.strip()[:500])
-            if "state_index_past_pool" not in self.facts.startup and (m := _PAST_POOL.search(text)) \
+            low = text.lower()  # (the pool's words, in any case, before the regex that needs one of them)
+            if ("pool" in low or "cache" in low or "buffer" in low or "tensor" in low) \
+                    and "state_index_past_pool" not in self.facts.startup and (m := _PAST_POOL.search(text)) \
                     and int(m.group(1)) >= int(m.group(2)):
                 self.facts.startup["state_index_past_pool"] = (int(m.group(1)), int(m.group(2)))
                 self.facts.lines["state_index_past_pool"] = (line.lineno, text.strip()[:500])

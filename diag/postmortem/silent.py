@@ -219,26 +219,24 @@ def untuned_moe_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
                  "benchmarks/kernels/benchmark_moe.py --tune for this GPU"])
 
 
+# the reporter's words for what went wrong without an error (prose.py)
+_SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance_prose", "capacity_prose")
+
+
 def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
     """A report without an error: the first reading that fits, those a cause outside the families explains first
     (sampling defaults, a RoPE override), then the families' silent classes, then the near misses read from metrics
     and settings."""
-    readers = (lambda: sampled_by_generation_config(facts, base_numbers), lambda: static_rope_quality(facts, base_numbers),
-               lambda: draft_capacity_loss(facts, setup, base_numbers), lambda: fp8_kv_quality(facts, setup, base_numbers),
-               lambda: activation_reserve_capacity(facts, base_numbers),
-               lambda: silent_corruption(facts, setup, base_numbers, batch_ev),
-               lambda: drafts_never_accepted(facts, setup, base_numbers), lambda: sampled_away_acceptance(facts, base_numbers),
-               lambda: acceptance_lost_on_prefix_hits(facts, setup, base_numbers), lambda: salted_prefixes(facts, base_numbers),
-               lambda: hybrid_prefix_never_hit(facts, setup, base_numbers), lambda: cpu_offload_slowdown(facts, base_numbers),
-               lambda: spec_slowdown(facts, setup, base_numbers), lambda: untuned_moe_slowdown(facts, base_numbers))
-    d = next((d for d in (read() for read in readers) if d is not None), None)
+    d = (sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
+         or draft_capacity_loss(facts, setup, base_numbers) or fp8_kv_quality(facts, setup, base_numbers)
+         or activation_reserve_capacity(facts, base_numbers) or silent_corruption(facts, setup, base_numbers, batch_ev)
+         or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
+         or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
+         or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
+         or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers))
     if d is not None:
         d.answers_symptom = any(facts.startup.get(k) for k in _SYMPTOMS)
     return d
-
-
-# the reporter's words for what went wrong without an error (prose.py)
-_SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance_prose", "capacity_prose")
 
 
 def fp8_kv_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:

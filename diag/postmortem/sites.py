@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from ..model import Evidence, LogException, LogFacts
+from ..rules.workspace_locked import attention_allocation
 from .configuration import GEMM_FRAMES, HYBRID_FRAMES, MLA_FRAMES, Setup, precondition_fails
 from .diagnosis import Diagnosis, exc_evidence, title_of
 
@@ -98,9 +99,6 @@ _BARE_ROWS_CHECK = re.compile(r"\w*ind\w*\.(?:shape\[0\]|size\(0\))\s*(?:>=|==)\
 # a Mamba builder counting the step's requests against the state indices' rows (mamba_attn.py update_block_table:
 # "Mismatch in number of requests when updating block table. Expected X, got Y")
 _REQUEST_COUNT_CHECK = re.compile(r"num_prefills\s*\+\s*[\w.]*num_decodes\s*==\s*[\w.]*state_ind\w*\.shape\[0\]")
-# vllm/v1/worker/workspace.py: "Workspace is locked but allocation from '<file>:<line>:<function>' requires X MB"
-_WORKSPACE_CALLER = re.compile(r"allocation from '([^':]+):\d+:\w+'")
-_ATTENTION_FILE = re.compile(r"mla|attn|attention|flashinfer|flash_attn|indexer", re.I)
 _EXPECTED_ROWS = re.compile(r"\((\d+),\s*\*\)")
 _GOT_2D = re.compile(r"(?:torch\.Size\(\[|\[|\()(\d+),\s*(\d+)(?:\]\)|\]|\))")
 
@@ -297,12 +295,12 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                       + (" and the crash dump shows a mixed batch" if dumped_mixed else
                          " with no prefix caching (one state row per request)")
                       + ": the batch's requests counted two ways under speculative decoding, not an index width")
-    caller = _WORKSPACE_CALLER.search(root.message or "") if site.file.endswith("worker/workspace.py") else None
-    if cat == "other" and caller and setup.spec_k and _ATTENTION_FILE.search(caller.group(1)):
+    caller = attention_allocation(root.message or "") if site.file.endswith("worker/workspace.py") else None
+    if cat == "other" and caller and setup.spec_k:
         # the locked workspace asked for more by an attention kernel under drafts: its scratch was sized before capture
         # for single-token decodes, and a decode now carries 1 + k query rows (rule workspace_locked says the sizes)
         cat = "spec_kernel_limit"
-        basis += (f"; the allocation comes from an attention kernel ({caller.group(1)}) under speculative decoding "
+        basis += (f"; the allocation comes from an attention kernel ({caller}) under speculative decoding "
                   f"(k = {setup.spec_k}): its scratch was sized for single-token decodes, a decode now carries 1 + k "
                   "query rows")
     if cat == "other" and site.function.endswith("get_new_blocks") and "block_pool" in site.file and setup.hybrid \

@@ -26,6 +26,12 @@ _LOCKED = re.compile(r"Workspace is locked but allocation from '([^':]+):(\d+):(
 _ATTENTION = re.compile(r"mla|attn|attention|flashinfer|flash_attn|indexer", re.I)
 
 
+def attention_allocation(message: str) -> str | None:
+    """The allocating file named by a locked-workspace error when it is an attention / MLA / indexer kernel's."""
+    m = _LOCKED.search(message)
+    return m.group(1) if m and _ATTENTION.search(m.group(1)) else None
+
+
 def check(ctx: RuleContext) -> list[Finding]:
     exc = find_exc(ctx, _LOCKED, root_only=True)
     if exc is None:
