@@ -554,3 +554,14 @@ class LogFacts:
     # the other distinct errors of the log (a second attempt, a sibling rank's different error), newest last:
     # [{type, message, log_line, process, numbers}]; the root error is not among them
     other_errors: list[dict[str, Any]] = field(default_factory=list)
+
+    def blocking_launches(self) -> bool:
+        """Whether the run that raised the root error had synchronous launches (CUDA_LAUNCH_BLOCKING=1): the log
+        sets it before that error (the command, the environment, a pasted rerun), not only in words after it
+        ("I re-ran once with CUDA_LAUNCH_BLOCKING=1 ...") -- a traceback of asynchronous launches shows where
+        the fault surfaced, not the kernel that faulted."""
+        if not self.startup.get("cuda_launch_blocking"):
+            return False
+        first = self.lines.get("cuda_launch_blocking_first", self.lines.get("cuda_launch_blocking", (0, "")))[0]
+        at = self.root.log_line if self.root is not None else None
+        return not at or first <= at

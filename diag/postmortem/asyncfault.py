@@ -48,7 +48,7 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     batch = setup.batch or {}
     nums = {**base_numbers, **facts.numbers}
     ev = exc_evidence(root, 2) + batch_ev + fact_evidence(facts, "command", "non_default_args", "engine_config")
-    blocking = bool(facts.startup.get("cuda_launch_blocking"))
+    blocking = facts.blocking_launches()
     common = (f"{fault} with synchronous launches (CUDA_LAUNCH_BLOCKING=1): {surfaced} launched the kernel that faulted"
               if blocking else
               f"{fault} is reported asynchronously: it surfaced at {surfaced}, which is not the kernel that faulted "

@@ -243,6 +243,11 @@ def config_known(facts: LogFacts) -> bool:
 _SPEC_COMPONENT = re.compile(r"spec_?decod|specdecod|speculat|draft|eagle|\bmtp|_mtp|proposer", re.I)
 
 
+# a Mamba builder counting the step's requests against the state indices' rows (mamba_attn.py update_block_table:
+# "Mismatch in number of requests when updating block table. Expected X, got Y")
+REQUEST_COUNT_CHECK = re.compile(r"num_prefills\s*\+\s*[\w.]*num_decodes\s*==\s*[\w.]*state_ind\w*\.shape\[0\]")
+
+
 def precondition_fails(cat: str, setup: Setup, facts: LogFacts, site=None) -> str | None:
     """A family needs its setting: speculative decoding for the kernel-limit and mixed-batch classes (and for
     any check of the speculative-decoding path), a hybrid model for the Mamba classes. When the log states a
@@ -254,8 +259,10 @@ def precondition_fails(cat: str, setup: Setup, facts: LogFacts, site=None) -> st
         # 'align' mode), whatever the drafts
         return "the model is not a hybrid (Mamba/GDN) model" if setup.hybrid is False else None
     if cat in ("spec_kernel_limit", "mixed_batch", "token_budget") and setup.spec_k == 0 and not (
-            cat == "mixed_batch" and setup.hybrid and facts.startup.get("last_chunk_tokens") == 1):
-        # (a hybrid's one-token last prefill chunk beside plain decodes mixes kinds of rows without any draft)
+            cat == "mixed_batch" and setup.hybrid and (facts.startup.get("last_chunk_tokens") == 1 or (
+                site is not None and REQUEST_COUNT_CHECK.search(getattr(site, "condition", "") or "")))):
+        # (a hybrid's one-token last prefill chunk beside plain decodes mixes kinds of rows without any draft; so does
+        # a builder counting the step's requests against rows padded for a CUDA graph or a data-parallel peer)
         return "the log's configuration has no speculative decoding"
     if cat != "other" and site is not None and setup.spec_k == 0 and \
             _SPEC_COMPONENT.search(f"{site.function} {site.file.rsplit('/', 1)[-1]}"):

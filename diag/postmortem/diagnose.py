@@ -58,7 +58,7 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
     setup = read_setup(facts, facts.root)
     d = _diagnose(facts, setup)
     site = None
-    if d is not None and d.site_id and d.category == "token_budget":
+    if d is not None and d.site_id:  # (a family's setting can depend on the site: see precondition_fails)
         from ..catalog import load
 
         site = load().get(d.site_id)
@@ -201,7 +201,7 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
         if hardware is not None:
             return _hardware_near_miss(facts, hardware, message, base_numbers, exc_evidence(root, 1))
         kernel = faulting_kernel(facts.startup.get("error_lines") or [])
-        if kernel is None and facts.startup.get("cuda_launch_blocking"):
+        if kernel is None and facts.blocking_launches():
             kernel = _launching_frame(root)  # synchronous launches: the frame that launched is the kernel that faulted
         if kernel is None and (told := facts.startup.get("prose_fault_kernel")):
             name, lineno, said = told  # the reporter retelling a sanitizer's / debugger's report
@@ -322,7 +322,15 @@ def _launching_frame(root: LogException):
         if m:
             return (m.group(1) or m.group(2) or m.group(3), fr.file, fr.line, f"{fr.file}:{fr.line} {fr.code}",
                     fr.log_line)
+    last = root.last_frame
+    if last is not None and _KERNEL_OPS.search(last.file.replace("\\", "/")):
+        # the excerpt stops in a kernel module's wrapper (fla/ops fused_recurrent_gated_delta_rule, mamba/ops
+        # causal_conv1d_update) before the launch line: that wrapper's kernel is the one that faulted
+        return (last.function, last.file, last.line, f"{last.file}:{last.line} in {last.function}", last.log_line)
     return None
+
+
+_KERNEL_OPS = re.compile(r"model_executor/layers/(?:fla|mamba)/ops/\w+\.py$")
 
 
 _NCCL_CUDA = re.compile(r"NCCL error.{0,40}(?:unhandled cuda error|Cuda failure)|ncclUnhandledCudaError|"

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from ..model import LogFacts
-from .traceback import ORPHAN_TYPE, raised_in_teardown
+from .traceback import FAULT_NAME, ORPHAN_TYPE, raised_in_teardown
 
 _FLOAT = r"(\d+(?:\.\d+)?)"
 _INT = r"(\d[\d,]*)"
@@ -576,11 +576,6 @@ def _known_vllm_file(path: str) -> bool:
     return bool(load().in_file(path.rsplit("/", 1)[-1]))
 
 
-# the fault's own name (not asyncfault.ASYNC, whose widest match -- "CUDA error: an illegal" -- another
-# rank's or a Triton launch's message of the same fault does not repeat): what two reports of one fault share
-FAULT_NAME = re.compile(r"illegal memory access|misaligned address|illegal instruction|unspecified launch failure|"
-                          r"device-side assert(?:ion)? triggered|[Mm]emory access fault|"
-                          r"operation not supported on global/shared address space")
 
 
 def _line_key(file: str) -> str | None:

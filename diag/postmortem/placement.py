@@ -120,7 +120,7 @@ def _launching_statement(facts: LogFacts):
     from ..catalog.categorize import _BATCH_WORDS, _STATE_WORDS, _mamba_code
 
     root = facts.root
-    if not facts.startup.get("cuda_launch_blocking") or root is None:
+    if root is None or not facts.blocking_launches():
         return None
     fr = next((f for f in reversed(root.frames) if "vllm/" in f.file and (f.code or "").strip()), None)
     if fr is None or not _mamba_code(fr.file.lower(), fr.function):
@@ -149,7 +149,7 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
     told = ("a device-side assert names" if assert_text else "the report's retelling of a sanitizer or debugger names"
             if retold else
             "a CUDA check names" if _CUDACHECK.search(text) else
-            "with CUDA_LAUNCH_BLOCKING=1 the launching frame names" if facts.startup.get("cuda_launch_blocking")
+            "with CUDA_LAUNCH_BLOCKING=1 the launching frame names" if facts.blocking_launches()
             and "File " not in text and ".py:" in text else "the debugger names")
     known = config_known(facts)
 

@@ -300,7 +300,10 @@ _CAPACITY_PROSE = re.compile(
     r"\b(?:max(?:imum)? concurrency|kv[ -]cache(?: size| capacity| tokens)?|kv capacity|kv tokens|concurrency)\b[^.\n]{0,60}?"
     r"\b(?:halve[sd]?|drops?|dropped|falls?|fell|shrinks?|shrank|less than half|cut in half|way lower|much lower|far lower)\b|"
     r"\b(?:halves|halved|halving|cuts?|reduces?|reduced) (?:the |our |my )?(?:max(?:imum)? )?(?:concurrency|kv[ -]cache|kv capacity)\b|"
-    r"\b~?\d+(?:\.\d+)?\s*x fewer (?:kv )?(?:cache )?tokens\b|\bkv capacity (?:is )?(?:way |much |far )?lower\b", re.I)
+    r"\b~?\d+(?:\.\d+)?\s*x fewer (?:kv )?(?:cache )?tokens\b|\bkv capacity (?:is )?(?:way |much |far )?lower\b|"
+    # a change that should have added capacity and did not: "fp8 KV cache doesn't give more concurrency"
+    r"\b(?:doesn'?t|does not|didn'?t|did not|won'?t) (?:give|bring|add|yield|increase|improve|raise) (?:us )?(?:any )?"
+    r"(?:more |higher )?(?:max(?:imum)? )?(?:concurrency|kv capacity|kv[ -]cache capacity|running requests)\b", re.I)
 # the reporter saying draft acceptance fell: "MTP acceptance ... drops from ~3.2 to ~1.3", "terrible in production",
 # "acceptance collapses once the cache warms up", "low acceptance"
 _ACCEPTANCE_PROSE = re.compile(
@@ -314,7 +317,7 @@ _NO_TEMPERATURE = re.compile(r"\b(?:no|without|never set|not set(?:ting)?|didn'?
 # the reporter saying serving is slow, without naming speculative decoding as the cause: "throughput on H20 is ~3x
 # below what others report", "TPOT far worse than expected", "it is very slow"
 _SLOW_PROSE = re.compile(
-    r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL|latency)\b[^.\n]{0,60}?(?:~?\d+(?:\.\d+)?\s*x\s+(?:below|lower|slower|"
+    r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL|latency|speed)\b[^.\n]{0,60}?(?:~?\d+(?:\.\d+)?\s*x\s+(?:below|lower|slower|"
     r"worse|less)|\b(?:far|way|much|significantly) (?:below|lower|worse)|\btoo (?:low|slow))\b|"
     r"\b(?:~?\d+(?:\.\d+)?\s*x|much|way|far|significantly) slower\b|\bslow(?:er)? than (?:expected|others|what others)\b|"
     r"\b(?:is|are|runs?|feels?) (?:\w+ly |very |so |too |way too |super )?slow\b|\beven slower\b", re.I)

@@ -9,8 +9,8 @@ import re
 
 from ..model import LogException
 from .lines import Line
-from .numbers import FAULT_NAME, message_numbers, named_numbers
-from .traceback import ORPHAN_TYPE, dedupe, inner_error, is_noise, message_key
+from .numbers import message_numbers, named_numbers
+from .traceback import FAULT_NAME, ORPHAN_TYPE, dedupe, inner_error, is_noise, message_key
 
 _FLAT_SPLIT = re.compile(r'\s*(?=Traceback \(most recent call last\):)|\s+(?=File ")')
 _FLAT_FRAME = re.compile(r'^(File "[^"]+", line \d+, in [\w<>.]+)\s*(.*)$')
@@ -85,6 +85,12 @@ _SIDE_ATTEMPT = re.compile(r"^\W{0,3}(?:(?:I |we )?(?:also|then|later|additional
                            # crash instead (AssertionError ...)")
                            r"(?:after |when )?(?:upgrading|downgrading|updating|switching) to (?:vllm |v)?\d+\.\d+)\b", re.I)
 
+# the reporter saying what is NOT in the logs ("No errors anywhere", "transfers complete, no \"failed to load KV\"
+# messages", "without any exception"): a statement about the logs, not an error line
+_NEGATED_ERROR = re.compile(r"\b(?:no|without|never|nor|zero)\s+(?:any\s+|other\s+|single\s+)?(?:[\w-]+\s+)?(?:errors?|"
+                            r"exceptions?|failures?|crash(?:es)?|tracebacks?|[\"'`][^\"'`\n]{0,60}[\"'`])", re.I)
+_NAMED_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception):")
+
 
 class ErrorLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: error lines and the root error."""
@@ -114,12 +120,16 @@ class ErrorLines:
         self._err_open = False
         if line.level is None and _SIDE_ATTEMPT.match(t):
             return
+        cue = t
+        if line.level is None and ("no " in t.lower() or "without" in t or "never" in t or "zero" in t) \
+                and not _NAMED_ERROR.search(t):
+            cue = _NEGATED_ERROR.sub(" ", t)  # an error word the reporter negates is no cue
         if (line.level is None or line.level == "ERROR") and not t.startswith(("  File ", "    ")) and (
-                "rror" in t or "ailed" in t or "ssert" in t or "llegal" in t or "Check" in t or "kernel" in t
-                or "<<<" in t or "PC " in t or "Xid" in t or "sizes:" in t or "emory" in t or "Invalid __" in t
-                or "Address" in t or "CUDA_EXC" in t or "died" in t or "dumped" in t or "ault" in t or "ignal" in t
-                or "what()" in t or "OOM" in t or "Killed" in t or "oom" in t) \
-                and _LOOSE_ERR.search(t):
+                "rror" in cue or "ailed" in cue or "ssert" in cue or "llegal" in cue or "Check" in cue or "kernel" in cue
+                or "<<<" in cue or "PC " in cue or "Xid" in cue or "sizes:" in cue or "emory" in cue or "Invalid __" in cue
+                or "Address" in cue or "CUDA_EXC" in cue or "died" in cue or "dumped" in cue or "ault" in cue or "ignal" in cue
+                or "what()" in cue or "OOM" in cue or "Killed" in cue or "oom" in cue) \
+                and _LOOSE_ERR.search(cue):
             if len(self.error_lines) >= 120:
                 del self.error_lines[:60]
             self.error_lines.append((line.lineno, t.strip()[:600]))  # the text, without process/record prefixes
@@ -172,9 +182,12 @@ class ErrorLines:
 
         candidates = sorted(excs, key=rank)
         root = candidates[0]
-        rerun = _blocking_rerun(excs, root, f.lines.get("cuda_launch_blocking", (0, ""))[0])
+        # (from every copy: a rerun's report of the same fault is no copy of the first, whatever dedupe kept)
+        rerun = _blocking_rerun(self.tb.exceptions, root, f.lines.get("cuda_launch_blocking", (0, ""))[0])
         if rerun is not None:
             root = rerun
+            if all(e is not rerun for e in f.exceptions):
+                f.exceptions.append(rerun)
         if root.wrapped:
             inner = inner_error(root)
             if inner is not None:

@@ -9,7 +9,7 @@ import re
 from ..catalog import vtuple
 from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_scales_hybrid import calibrates_scales
-from .configuration import Setup
+from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, title_of
 from .specpath import model_names, no_spec_path
 
@@ -233,6 +233,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
          or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
          or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
+         or eager_slowdown(facts, base_numbers)
          or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers))
     if d is not None:
         d.answers_symptom = any(facts.startup.get(k) for k in _SYMPTOMS)
@@ -293,6 +294,24 @@ def cpu_offload_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
         title=f"Slow from CPU weight offload ({gb:g} GB streamed over PCIe every step)",
         message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose", "command"),
         missing=["the same load on enough GPU memory (more GPUs, a quantized checkpoint) without --cpu-offload-gb"])
+
+
+def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow, and the command runs eager (``--enforce-eager``): no torch.compile and no CUDA graphs,
+    so each decode step launches every small kernel from Python and the GPU idles between them -- outside the
+    families (the capture-size class needs graphs to be captured at all)."""
+    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    if not slow or not truthy(facts.args.get("enforce_eager")):
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says serving is slow ('{slow}') and the engine runs with --enforce-eager: without "
+               "torch.compile and CUDA graphs every decode step launches its many small kernels from Python, so decode "
+               "is launch-bound (low GPU utilisation), with or without drafts -- outside the hybrid/spec-decode families"),
+        title="Slow decode from eager mode (--enforce-eager: no CUDA graphs, launch-bound steps)",
+        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose", "non_default_args",
+                                                                     "command"),
+        missing=["the same load without --enforce-eager (CUDA graphs captured: 'Capturing CUDA graphs' lines at start)"])
 
 
 _SAMPLING_KNOBS = ("presence_penalty", "frequency_penalty", "repetition_penalty")

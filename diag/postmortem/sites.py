@@ -8,7 +8,7 @@ from typing import Any
 
 from ..model import Evidence, LogException, LogFacts
 from ..rules.workspace_locked import attention_allocation
-from .configuration import GEMM_FRAMES, HYBRID_FRAMES, MLA_FRAMES, Setup, precondition_fails
+from .configuration import GEMM_FRAMES, HYBRID_FRAMES, MLA_FRAMES, REQUEST_COUNT_CHECK, Setup, precondition_fails
 from .diagnosis import Diagnosis, exc_evidence, title_of
 
 TOKEN_COUNT_CHECK = re.compile(r"num_decode_tokens|num_decodes|num_tokens|num_reqs|num_requests|num_actual_tokens|"
@@ -96,9 +96,6 @@ _BARE_ROWS_CHECK = re.compile(r"\w*ind\w*\.(?:shape\[0\]|size\(0\))\s*(?:>=|==)\
                               r"\b(?:N|\w*batch\w*)\s*(?:<=|==)\s*\w*ind\w*\.(?:shape\[0\]|size\(0\))|"
                               # causal_conv1d_update's "assert (batch,) == conv_state_indices.shape"
                               r"\(\s*\w*batch\w*\s*,\s*\)\s*==\s*\w*ind\w*\.shape\b")
-# a Mamba builder counting the step's requests against the state indices' rows (mamba_attn.py update_block_table:
-# "Mismatch in number of requests when updating block table. Expected X, got Y")
-_REQUEST_COUNT_CHECK = re.compile(r"num_prefills\s*\+\s*[\w.]*num_decodes\s*==\s*[\w.]*state_ind\w*\.shape\[0\]")
 _EXPECTED_ROWS = re.compile(r"\((\d+),\s*\*\)")
 _GOT_2D = re.compile(r"(?:torch\.Size\(\[|\[|\()(\d+),\s*(\d+)(?:\]\)|\]|\))")
 
@@ -279,22 +276,24 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         basis += ("; the assert compares the state indices' rows with the batch's rows under speculative decoding "
                   f"(k = {setup.spec_k}): a kernel counting 1 + k tokens per spec decode meets one state row per "
                   "request -- the batch's rows counted two ways (a mixed batch), not the indices' width")
-    elif cat == "state_index" and setup.spec_k != 0 and _REQUEST_COUNT_CHECK.search(site.condition or "") and (
-            dumped_mixed or not setup.prefix_cached_states):
-        if _padded_rows(root.message or "", setup):
+    elif cat == "state_index" and REQUEST_COUNT_CHECK.search(site.condition or "") and (
+            not setup.prefix_cached_states or setup.spec_k != 0 and dumped_mixed):
+        if setup.prefix_cached_states and _padded_rows(root.message or "", setup):
             basis += ("; every request of the crash dump's step is counted (Expected = its "
                       f"{setup.batch['num_reqs']} requests, spec decodes included) and the state indices have more rows: "
                       "padded rows handed to the Mamba group (a CUDA-graph batch), not the step split two ways")
         else:
             # the requests of the step counted two ways (the metadata built for one group vs the rows handed to
-            # another): without prefix caching the state indices hold one row per request, so the split of the batch
-            # differs, not an index -- the mixed-batch class; with prefix caching the rows come through the block
-            # table (state_index)
+            # another, padded for a CUDA graph or split otherwise): without prefix caching the state indices hold one
+            # row per request, so the builder's accounting of the batch differs, not an index -- the mixed-batch
+            # class; with prefix caching the rows come through the block table (state_index)
             cat = "mixed_batch"
             basis += ("; the check counts the step's requests (prefills + decodes) against the state indices' rows"
-                      + (" and the crash dump shows a mixed batch" if dumped_mixed else
-                         " with no prefix caching (one state row per request)")
-                      + ": the batch's requests counted two ways under speculative decoding, not an index width")
+                      + (" with no prefix caching (one state row per request)" if not setup.prefix_cached_states else
+                         " and the crash dump shows a mixed batch")
+                      + ": the batch's requests counted two ways by the builder"
+                      + (f" under speculative decoding (k = {setup.spec_k})" if setup.spec_k else "")
+                      + ", not an index width")
     caller = attention_allocation(root.message or "") if site.file.endswith("worker/workspace.py") else None
     if cat == "other" and caller and setup.spec_k:
         # the locked workspace asked for more by an attention kernel under drafts: its scratch was sized before capture

@@ -165,6 +165,8 @@ class StartupLines:
             if len(runs) < 8:
                 runs.append(value)
         self.facts.startup[name] = value
+        if name == "cuda_launch_blocking" and "cuda_launch_blocking_first" not in self.facts.lines:
+            self._note("cuda_launch_blocking_first", line)  # whether the failing run had it, or only a later rerun
         self._note(name, line)
         if (line.level == "WARNING" or name in _DECISIVE) and "[" in line.display:
             # a warning is quoted by where vLLM logs it ("[flashinfer_mla.py:N] FlashInferMLAImpl got a query of

@@ -387,6 +387,13 @@ def inner_error(exc: LogException) -> tuple[str, str] | None:
     return exc.exc_type, inner
 
 
+# the fault's own name (not asyncfault.ASYNC, whose widest match -- "CUDA error: an illegal" -- another
+# rank's or a Triton launch's message of the same fault does not repeat): what two reports of one fault share
+FAULT_NAME = re.compile(r"illegal memory access|misaligned address|illegal instruction|unspecified launch failure|"
+                          r"device-side assert(?:ion)? triggered|[Mm]emory access fault|"
+                          r"operation not supported on global/shared address space")
+
+
 def message_key(e: LogException) -> tuple[str, str]:
     """The error as ranks and copies of a traceback print it alike: its type and its message, whitespace folded."""
     return e.exc_type, " ".join(e.message.split())[:300]

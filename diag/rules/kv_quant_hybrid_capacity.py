@@ -32,7 +32,10 @@ def check(ctx: RuleContext) -> list[Finding]:
         return []
     block = log.startup["attention_block_size"]
     runs = [b for b in log.startup.get("attention_block_size_runs") or [] if isinstance(b, int)]
-    before = runs[-2] if len(runs) >= 2 and runs[-2] < runs[-1] else None
+    before = None
+    if len(runs) >= 2 and runs[-2] != runs[-1]:
+        # two starts, the quantized one with the larger block (a report may paste the run without fp8 second)
+        before, block = min(runs[-2:]), max(runs[-2:])
     numbers = {"kv_cache_dtype": kv, "block_size": block}
     comparisons = []
     msg = (f"--kv-cache-dtype {kv} shrinks the attention bytes per token, but a hybrid's KV page is sized by its "
@@ -44,13 +47,15 @@ def check(ctx: RuleContext) -> list[Finding]:
         comparisons.append(Comparison("attention block size", expected=before, actual=block, unit="tokens"))
         tokens = [t for t in log.startup.get("gpu_kv_cache_tokens_runs") or [] if isinstance(t, int)]
         if len(tokens) >= 2:
-            numbers.update(gpu_kv_cache_tokens_before=tokens[-2], gpu_kv_cache_tokens=tokens[-1])
+            numbers.update(gpu_kv_cache_tokens_before=min(tokens[-2:]), gpu_kv_cache_tokens=max(tokens[-2:]))
     msg += (". The KV memory holds the same number of pages and every request still needs its state blocks, so the "
             "requests that fit at once do not grow; the 'GPU KV cache size' in tokens grows on paper only. Quantizing "
             "the state (--mamba-ssm-cache-dtype where the model allows it) or more KV memory is what adds requests.")
     return [Finding(rule=ID, category="kv_page_size",
                     title=f"{kv} KV cache on a hybrid: the attention block grows to {block} tokens, not the capacity",
-                    severity="warning" if before is not None else "info", message=msg, numbers=numbers,
+                    # (a warning where two starts show it, or where the report says the capacity did not grow)
+                    severity="warning" if before is not None or log.startup.get("capacity_prose") else "info",
+                    message=msg, numbers=numbers,
                     comparisons=comparisons,
                     evidence=log_evidence(ctx, None, "attention_block_size", "gpu_kv_cache_tokens"))]
 

@@ -26,7 +26,7 @@ def check(ctx: RuleContext) -> list[Finding]:
             kernel = f"{fr.file.rsplit('/', 1)[-1]}:{fr.line} in {fr.function}"
             break
     # with CUDA_LAUNCH_BLOCKING=1 every launch synchronises: the frame shown is the launch that faulted
-    blocking = bool(ctx.log is not None and ctx.log.startup.get("cuda_launch_blocking"))
+    blocking = ctx.log is not None and ctx.log.blocking_launches()
     where = (f" (last frame: {kernel})" if kernel else "")
     message = (f"The log ran with CUDA_LAUNCH_BLOCKING=1, so the launching frame{where} is the kernel that faulted."
                if blocking else "CUDA reports kernel faults at the next synchronisation, so the Python frame shown may "
