@@ -169,3 +169,28 @@ def test_a_reporter_saying_which_errors_are_absent_is_no_error_line():
     # a real error line in the same words stays one
     real = _analyze(log + ["ERROR 07-22 13:41:02 [nixl_connector.py:1201] failed to load KV for request cmpl-1"])
     assert real.facts.startup.get("error_lines")
+
+
+def test_the_release_the_reporter_names_in_words_is_the_logs_version_unless_it_is_another_run():
+    def version(text: str) -> str | None:
+        return _analyze([text]).facts.vllm_version
+
+    assert version("Qwen3-Next + MTP crashes on vLLM 0.26.0 (4x H100)") == "0.26.0"
+    assert version("Same model, same vllm (0.32.0), same flags, two clusters") == "0.32.0"
+    assert version("[v0.32.0] DeepSeek-V3.2 on H200: no speed-up from k=3") == "0.32.0"
+    assert version("vllm v0.20.2, docker image") == "0.20.2"
+    # a release named as the one that works, or as an upgrade's target, is not the one the report runs
+    assert version("This works on vLLM 0.20.2 but not on the nightly") is None
+    assert version("After upgrading to vLLM 0.17.0 the server refuses to start") is None
+    # vLLM's own line outranks the reporter's words
+    both = _analyze(["We run vLLM 0.26.0.", "(EngineCore_DP0 pid=9) INFO 01-02 10:00:00 [core.py:93] Initializing a V1 LLM "
+                     "engine (v0.29.0) with config: model='x'"])
+    assert both.facts.vllm_version == "0.29.0"
+
+
+def test_no_gain_from_deeper_drafts_on_an_mla_model_is_the_kernel_limit_seen_as_performance():
+    log = ["DeepSeek-V3.2 on H200: raising num_speculative_tokens from 1 to 3 gives almost nothing, on B200 it gives +40%",
+           "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'"]
+    an = _analyze(log)
+    assert "gives almost nothing" in an.facts.startup["spec_slower_prose"]
+    assert an.findings[0].category == "spec_kernel_limit"

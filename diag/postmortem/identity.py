@@ -20,7 +20,15 @@ _VERSION_PATTERNS = [  # (priority, regex): lower is better
     (2, re.compile(r"\bvllm(?:-cpu)?==" + _VER)),
     (3, re.compile(r"vllm/vllm-openai:" + _VER)),
     (3, re.compile(r"\bvllm(?:-cpu)? " + r"(\d+\.\d+\.\d+)\b")),
+    # the reporter's own words: "on vLLM 0.26.0", "same vllm (0.32.0)", "vLLM v0.29.0", a title's "[v0.32.0]" (another
+    # release named as the one that works or as an upgrade's target is left out: see _OTHER_RELEASE)
+    (4, re.compile(r"(?i)(?<![\w./-])vllm(?:[- ]cpu)?\s*(?:version\s*)?[(:=]?\s*v?(\d+\.\d+\.\d+(?:rc\d+)?)\b(?![.\d])")),
+    (4, re.compile(r"^\W{0,3}\[v(\d+\.\d+\.\d+)\]")),
 ]
+# words before a release that make it not the one the report runs ("works on vLLM 0.20.2", "upgrading to vllm 0.17.0")
+_OTHER_RELEASE = re.compile(r"(?i)(?:works?|worked|working|fine|ok|okay|before|upgrad\w*|downgrad\w*|updat\w*|from|"
+                            r"prior|since|until|fixed|fix|than|vs\.?|versus|not|older|newer|switch\w*|pinn?\w*|try|tried|"
+                            r"also)\W+(?:\w+\W+){0,3}$")
 _LOGO_VERSION = re.compile(r"█\s+version\s+" + _VER)
 _LOGO_MODEL = re.compile(r"█\s+model\s+(\S+)")
 _SERVING = re.compile(r"vLLM server version \S+, serving model (\S+)")
@@ -80,11 +88,14 @@ class IdentityLines:
                 if name not in self.facts.startup:
                     self._set_startup(name, value, line)
         # version
-        has_ver = "ersion" in text or "vllm" in text or "VERSION" in text or "LLM engine (" in text
+        has_ver = "ersion" in text or "vllm" in text or "VERSION" in text or "LLM engine (" in text or "vLLM" in text \
+            or "[v" in text
         for prio, rx in _VERSION_PATTERNS:
             if prio >= self._version_prio or not has_ver:
                 break
             m = rx.search(text)
+            if m and prio == 4 and (line.level is not None or _OTHER_RELEASE.search(text[max(0, m.start() - 40):m.start()])):
+                continue  # (prose only, and the release it runs)
             if m:
                 self._version_prio = prio
                 self.facts.vllm_version = m.group(1)

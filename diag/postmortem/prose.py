@@ -287,8 +287,12 @@ _CLIENT_CAUSE = re.compile(
 # the reporter saying speculative decoding made serving slower (no error): "MTP makes DeepSeek-R1 slower",
 # "adding MTP drops decode throughput", "slower with EAGLE than without"
 _SPEC_SLOWER = re.compile(
-    r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|drafts?|drafting|ngram|speculation)\b[^.\n]{0,80}?\b"
-    r"(?:(?:is|runs?|makes? (?:it|\w+(?:-\w+)*|everything|decode))\s+(?:\w+ )?[*_]{0,2}slower|drops? (?:the )?(?:decode |generation |"
+    r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|drafts?|drafting|ngram|speculation|"
+    r"num_spec(?:ulative)?_tokens)\b[^.\n]{0,80}?\b"
+    # no gain at all: "raising num_speculative_tokens from 1 to 3 gives almost nothing", "MTP barely helps"
+    r"(?:(?:gives?|brings?|buys?) (?:us )?(?:almost |virtually |basically |next to )?(?:nothing|no (?:speed-?up|gain|benefit))|"
+    r"barely helps?|(?:doesn'?t|does not|didn'?t|did not) (?:help|speed (?:it |anything )?up)|"
+    r"(?:is|runs?|makes? (?:it|\w+(?:-\w+)*|everything|decode))\s+(?:\w+ )?[*_]{0,2}slower|drops? (?:the )?(?:decode |generation |"
     r"output )?throughput|(?:lowers?|reduces?|hurts?|halves?) (?:the )?(?:decode |generation |output )?throughput)\b|"
     r"\bslower (?:with|when (?:using|enabling|adding)) (?:MTP|EAGLE|[Ee]agle|spec|drafts?|speculative|ngram)|"
     # a deeper draft slower than a shallower one ("num_speculative_tokens=3 is ~2.5x SLOWER than ...=1", "k=3 runs slower")
@@ -538,7 +542,8 @@ class ProseLines:
                     "off", "disabled", "not enabled"))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000:
-            if "lower" in text or "LOWER" in text or "hroughput" in text:  # ("is SLOWER than no speculation")
+            if "lower" in text or "LOWER" in text or "hroughput" in text or "othing" in text or "help" in text:
+                # ("is SLOWER than no speculation", "gives almost nothing", "barely helps")
                 self._first_words("spec_slower_prose", _SPEC_SLOWER, text, line)
             if "okenizer" in text or "emplate" in text:
                 self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)
