@@ -31,7 +31,10 @@ def redact(text: str) -> str:
 
 
 REDACTED = "<redacted>"
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_?KEY|AUTH)", re.I)
+# a whole part of the name ("HF_TOKEN", "--api-key", "AUTH_HEADER"), not any name holding the letters: "--max-num-batched-tokens",
+# "VLLM_MAX_TOKENS_PER_STEP" and "AUTHOR" are settings, not secrets
+_SECRET_NAME = re.compile(r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIALS?|PRIVATE_?KEY|AUTH|AUTHORIZATION|"
+                          r"ACCESS_?KEY)(?:_|$)", re.I)
 _SECRET_VALUE = re.compile(r"^(hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,})$")
 _SECRET_FLAGS = {"--api-key", "--hf-token", "--token", "--ssl-keyfile-password"}
 _ENV_PREFIXES = ("VLLM_", "CUDA_", "NCCL_", "HF_", "TORCH_", "OMP_", "TRANSFORMERS_", "PYTORCH_", "NVIDIA_", "RAY_")

@@ -194,3 +194,46 @@ def test_no_gain_from_deeper_drafts_on_an_mla_model_is_the_kernel_limit_seen_as_
     an = _analyze(log)
     assert "gives almost nothing" in an.facts.startup["spec_slower_prose"]
     assert an.findings[0].category == "spec_kernel_limit"
+
+
+def test_a_hang_whose_stack_waits_in_a_collective_is_outside_the_families():
+    """No error, the server hangs on its first request, and py-spy shows every worker in all_reduce with no device
+    fault: a collective that never completes (NCCL's transport), whatever the model."""
+    log = ["Server hangs on the first request (Nemotron Nano 12B v2, TP=4) -- no error, just stuck",
+           "(APIServer pid=1) INFO 03-02 11:02:17 [model.py:541] Resolved architecture: NemotronHForCausalLM",
+           "(EngineCore_DP0 pid=204) INFO 03-02 11:09:01 [shm_broadcast.py:466] No available shared memory broadcast "
+           "block found in 60 seconds. This typically happens when some processes are hanging or doing some "
+           "time-consuming work (e.g. compilation, weight/kv cache quantization).",
+           "py-spy dump of Worker_TP0 while hung:",
+           "    all_reduce (torch/distributed/distributed_c10d.py:2875)",
+           "    all_reduce (vllm/distributed/device_communicators/pynccl.py:...)"]
+    top = _analyze(log).findings[0]
+    assert top.category == "other" and top.rule == "near_miss" and "collective" in top.title.lower()
+    # the same hang after a device fault (an Xid in the kernel log) is not this reading
+    faulted = log + ["[Thu Aug 14 02:31:19 2025] NVRM: Xid (PCI:0000:5d:00): 31, pid=3927, name=VLLM::Worker_TP, "
+                     "Ch 00000018, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_3 faulted @ 0x7f2e_1c9a0000"]
+    faulted_findings = _analyze(faulted).findings
+    assert faulted_findings and all("collective" not in f.title.lower() for f in faulted_findings)
+    assert faulted_findings[0].severity == "error"  # the driver's MMU fault (Xid 31) is a device fault, read as one
+
+
+def test_a_deepseek_r1_distill_is_a_dense_model_not_mla():
+    """'DeepSeek-R1-Distill-Llama-70B' is a Llama: a slowdown with EAGLE-3 on it is no MLA kernel's limit."""
+    log = ["EAGLE3 acceptance rate ~10% with DeepSeek-R1-Distill-Llama-70B, spec decode makes it 35% slower",
+           "vllm serve deepseek-ai/DeepSeek-R1-Distill-Llama-70B -tp 4 --speculative-config "
+           "'{\"method\": \"eagle3\", \"model\": \"yuhuili/EAGLE3-LLaMA3.3-Instruct-70B\", \"num_speculative_tokens\": 3}'"]
+    assert all(f.category != "spec_kernel_limit" for f in _analyze(log).findings)
+    mla = [log[0].replace("DeepSeek-R1-Distill-Llama-70B", "DeepSeek-R1"),
+           log[1].replace("DeepSeek-R1-Distill-Llama-70B", "DeepSeek-R1")]
+    assert _analyze(mla).findings[0].category == "spec_kernel_limit"
+
+
+def test_a_kernel_table_without_a_variant_for_the_drafts_query_length_is_the_kernel_limit():
+    """AITER's MLA lookup printing its parameter tuple ('no MLA decode kernel for q_seqlen=2 (..., page_size=1)'):
+    the decode query length of 1 + k, not a page size."""
+    from vllm_diag.catalog.categorize import categorize
+
+    msg = "get_heuristic_kernel_mla: no MLA decode kernel for q_seqlen=2 (num_heads=16, q_dtype=bf16, page_size=1)"
+    assert categorize({"file": "aiter/ops/attention.py", "function": "get_mla_metadata_v1", "condition": "",
+                       "message": msg, "exc": "RuntimeError"})[0] == "spec_kernel_limit"
+

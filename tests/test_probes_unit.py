@@ -50,6 +50,15 @@ def test_redact_env_and_argv():
                                  "--max-num-seqs", "8", "--some-secret", "<redacted>", "<redacted>"]
 
 
+def test_a_setting_whose_name_holds_token_is_not_a_secret():
+    """--max-num-batched-tokens is a token budget, VLLM_..._TOKENS a count: a secret's name has TOKEN as a whole part."""
+    argv = ["vllm", "serve", "m", "--max-num-batched-tokens", "256", "--max-tokens=64", "--hf-token", "hf_x"]
+    assert redact_argv(argv) == ["vllm", "serve", "m", "--max-num-batched-tokens", "256", "--max-tokens=64",
+                                 "--hf-token", "<redacted>"]
+    out = redact_env({"VLLM_MAX_TOKENS_PER_STEP": "4096", "HUGGING_FACE_HUB_TOKEN": "x", "AUTHOR": "me"})
+    assert out == {"VLLM_MAX_TOKENS_PER_STEP": "4096", "HUGGING_FACE_HUB_TOKEN": "<redacted>"}
+
+
 @pytest.mark.parametrize(
     "name, expected",
     [("EngineCore", ("engine_core", None)), ("EngineCore_DP1", ("engine_core", 1)), ("VllmWorker-3", ("worker", 3)),

@@ -49,13 +49,13 @@ _PAGE_WORDS = re.compile(r"page_size|page size|unify|uniform type|unified type|s
                          r"hybrid_kv_cache|kv_cache_spec|kvcachespec|kv cache spec|attention spec|same attention spec|"
                          r"same window size|same quantization|kv_sharing|kv cache layout|kv_cache_layout|drafting layers|"
                          r"kv_cache_tensor|shared_by|layer_stride|block_stride")
-_KERNEL_LOOKUP = re.compile(r"no (?:\w+ )?kernels? (?:found|available|for)|kernels? not found|no suitable kernel|"
+_KERNEL_LOOKUP = re.compile(r"no (?:[\w-]+ ){0,3}kernels? (?:found|available|for)|kernels? not found|no suitable kernel|"
                             r"missing [\w-]+ kernel|cannot find (?:a |any )?(?:suitable |matching )?(?:[\w-]+ )?kernel")
 # a kernel's parameter tuple with a query length per request above 1 (AITER's "mtp:4", "q_len_per_req=3",
 # "max_seqlen_q: 2"): the decode query length speculative decoding sets
 # (FlashMLA names it s_q: "s_q * h_q must be <= 128 for sparse fp8 decode (got s_q = 5, h_q = 64)")
 # (AITER's asm MLA prints it in parentheses: "max_seqlen_q (4) > 1 is only supported with num_heads == 16 or 128")
-_QUERY_LEN_PARAM = re.compile(r"\b(?:mtp|q_len_per_req\w*|qseqlen|max_seqlen_qo?|seqlen_q|next_n|s_q)\s*(?:[:=]\s*|\(\s*)"
+_QUERY_LEN_PARAM = re.compile(r"\b(?:mtp|q_len_per_req\w*|q_?seq_?len|max_seqlen_qo?|seqlen_q|next_n|s_q)\s*(?:[:=]\s*|\(\s*)"
                               r"(?:[2-9]|\d\d)\b")
 _BLOCK_WORDS = re.compile(r"block_size|block size|kernel_block|hash_block|tokens_per_block|tokens_per_hash|"
                           r"block_sizes|prefix-match unit|alignment")

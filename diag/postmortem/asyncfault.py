@@ -15,7 +15,7 @@ from .specpath import model_names, no_spec_path
 # (not PyTorch's boilerplate after any CUDA/HIP error: "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
 ASYNC = re.compile(r"illegal memory access|illegal address|device-side assert(?!ions)|unspecified launch failure|misaligned address|"
                    r"illegal instruction|an illegal address|CUDA error: (?:an )?illegal|hipErrorIllegalAddress|"
-                   r"Xid\s*(?:13|31|43)\b|CUBLAS_STATUS_EXECUTION_FAILED|cudaErrorIllegalAddress|"
+                   r"Xid\s*(?:\(PCI:[^)]*\)\s*:?\s*)?(?:13|31|43)\b|CUBLAS_STATUS_EXECUTION_FAILED|cudaErrorIllegalAddress|"
                    r"CUDA_ERROR_ILLEGAL_ADDRESS|memory access fault|Invalid __(?:global|shared|local)__ (?:read|write)|"
                    r"(?:Warp|Lane|Device) (?:Illegal|Out-of-range|Misaligned) Address|CUDA_EXCEPTION_\d+|"
                    r"cudaErrorLaunchFailure|hipErrorLaunchFailure|"

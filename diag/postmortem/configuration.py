@@ -18,7 +18,8 @@ HYBRID_MODEL = re.compile(r"qwen3[-_.]?next|qwen3\.[5-9]|qwen3[-_]coder[-_]next|
                           r"bamba|mamba|lfm2|kimi[-_]linear|kimi[-_]k3|minimax[-_]?(?:m1|text)|plamo|hymba|apriel[-_]?h|"
                           r"(?:ling|ring)[-_](?:mini|flash|plus)?[-_]?(?:2\.\d[-_])?linear|(?:ling|ring)[-_]2\.5", re.I)
 MLA_ARCH = re.compile(r"DeepseekV[23]|DeepseekV32|DeepseekV4|Deepseek|KimiK2|Glm.*Dsa|GlmMoeDsa|MiniMaxM3|Kimi", re.I)
-MLA_MODEL = re.compile(r"deepseek|kimi[-_]k2|glm[-_]?5|dsv[34]|minimax[-_]m3|longcat", re.I)
+# (a DeepSeek-R1 distill is a Llama / Qwen model: dense attention)
+MLA_MODEL = re.compile(r"deepseek(?![\w./-]*distill)|kimi[-_]k2|glm[-_]?5|dsv[34]|minimax[-_]m3|longcat", re.I)
 HYBRID_WORDS = re.compile(r"\bGDN\b|gated ?deltanet|\bmamba\d?\b|linear[ -]attention", re.I)
 MLA_WORDS = re.compile(r"\bMLA\b|\bDSA\b|sparse[ -]?MLA|indexer|DeepGEMM", re.I)
 HYBRID_FRAMES = re.compile(r"mamba|gdn|linear_attn|short_conv|/fla/|causal_conv1d|ssd_|qwen3_next|qwen3_5|nemotron_h|"
@@ -113,7 +114,7 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     elif arch or model:
         hybrid = False
     mla = None
-    if arch and MLA_ARCH.search(arch) or MLA_MODEL.search(model) or mla_frames:
+    if arch and MLA_ARCH.search(arch) or not arch and MLA_MODEL.search(model) or mla_frames:
         mla = True
         why.append(f"MLA / sparse-indexer model ({arch or model or 'frames'})")
     elif not arch and not a.get("model") and not facts.model and MLA_WORDS.search(terms) and not hybrid:

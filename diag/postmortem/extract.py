@@ -146,6 +146,10 @@ def _statement_operands(code: str, message: str, numbers: dict[str, Any]) -> Non
             numbers.setdefault(f"{source}_{dim}", int(m.group(2)))
 
 
+# the report saying the requests carry none ("No cache_salt, no LoRA", "we don't set cache_salt")
+_NO_CACHE_SALT = re.compile(r"\b(?:no|without|not|never|don'?t|doesn'?t|didn'?t)\s+(?:use\s+|set\s+|send\s+|pass\s+|any\s+|a\s+)?"
+                            r"[`\"']?cache_salt", re.I)
+
 class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ErrorLines):
     def __init__(self) -> None:
         self.tb = TracebackParser()
@@ -278,7 +282,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 if m.group(1) not in self.http_errors:
                     self._note(f"http_{m.group(1)}", line)
                 self.http_errors[m.group(1)] = self.http_errors.get(m.group(1), 0) + 1
-        if "cache_salt" in line.text and "cache_salt_seen" not in self.facts.startup:
+        if "cache_salt" in line.text and "cache_salt_seen" not in self.facts.startup \
+                and not _NO_CACHE_SALT.search(line.text):
             # (a request's cache_salt isolates its prefix-cache hits: only requests of one salt share blocks)
             self.facts.startup["cache_salt_seen"] = True
             self._note("cache_salt_seen", line)

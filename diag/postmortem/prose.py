@@ -292,7 +292,8 @@ _SPEC_SLOWER = re.compile(
     # no gain at all: "raising num_speculative_tokens from 1 to 3 gives almost nothing", "MTP barely helps"
     r"(?:(?:gives?|brings?|buys?) (?:us )?(?:almost |virtually |basically |next to )?(?:nothing|no (?:speed-?up|gain|benefit))|"
     r"barely helps?|(?:doesn'?t|does not|didn'?t|did not) (?:help|speed (?:it |anything )?up)|"
-    r"(?:is|runs?|makes? (?:it|\w+(?:-\w+)*|everything|decode))\s+(?:\w+ )?[*_]{0,2}slower|drops? (?:the )?(?:decode |generation |"
+    r"(?:is|runs?|makes? (?:it|\w+(?:-\w+)*|everything|decode))\s+(?:\w+ )?(?:~?\d+(?:\.\d+)?\s*(?:%|x)\s+)?[*_]{0,2}slower|"
+    r"drops? (?:the )?(?:decode |generation |"
     r"output )?throughput|(?:lowers?|reduces?|hurts?|halves?) (?:the )?(?:decode |generation |output )?throughput)\b|"
     r"\bslower (?:with|when (?:using|enabling|adding)) (?:MTP|EAGLE|[Ee]agle|spec|drafts?|speculative|ngram)|"
     # a deeper draft slower than a shallower one ("num_speculative_tokens=3 is ~2.5x SLOWER than ...=1", "k=3 runs slower")
@@ -323,8 +324,14 @@ _NO_TEMPERATURE = re.compile(r"\b(?:no|without|never set|not set(?:ting)?|didn'?
 _SLOW_PROSE = re.compile(
     r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL|latency|speed)\b[^.\n]{0,60}?(?:~?\d+(?:\.\d+)?\s*x\s+(?:below|lower|slower|"
     r"worse|less)|\b(?:far|way|much|significantly) (?:below|lower|worse)|\btoo (?:low|slow))\b|"
-    r"\b(?:~?\d+(?:\.\d+)?\s*x|much|way|far|significantly) slower\b|\bslow(?:er)? than (?:expected|others|what others)\b|"
+    r"(?:\b~?\d+(?:\.\d+)?\s*(?:x|%)|\bmuch|\bway|\bfar|\bsignificantly) slower\b|\bslow(?:er)? than (?:expected|others|what others)\b|"
     r"\b(?:is|are|runs?|feels?) (?:\w+ly |very |so |too |way too |super )?slow\b|\beven slower\b", re.I)
+# the reporter saying the engine stops answering without an error: "Server hangs on the first request", "just stuck",
+# "the call never returns", "freezes after a few minutes"
+_HANG_PROSE = re.compile(r"\b(?:hangs?|hung|hanging|(?:gets? |is |are |just |was )stuck|never returns?|freez(?:es|ing)|froze)\b", re.I)
+# a stack dump's frame (py-spy, faulthandler) inside a collective: "all_reduce (torch/distributed/distributed_c10d.py:2875)"
+_COLLECTIVE_FRAME = re.compile(r"\b(?:all_reduce|all_gather\w*|reduce_scatter\w*|broadcast|ncclAllReduce|ncclAllGather|"
+                               r"ncclBroadcast)\s*\((?:[\w/.-]*(?:distributed|nccl|communicator)[\w/.-]*\.(?:py|cc|cpp)\b)", re.I)
 # a debugger's or sanitizer's report retold in prose, naming the kernel that faulted: "compute-sanitizer reports the
 # invalid __global__ read in _causal_conv1d_update_kernel", "the faulting kernel is fused_recurrent_..._kernel"
 _PROSE_FAULT_KERNEL = re.compile(
@@ -555,6 +562,10 @@ class ProseLines:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if "slow" in text or "below" in text or "lower" in text or "worse" in text:
                 self._first_words("slow_prose", _SLOW_PROSE, text, line)
+            if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
+                self._first_words("hang_prose", _HANG_PROSE, text, line)
+            if ("reduce" in text or "gather" in text or "nccl" in text or "broadcast" in text) and "(" in text:
+                self._first_words("collective_stack", _COLLECTIVE_FRAME, text, line)
             if ("__" in text or "ernel" in text) and "prose_fault_kernel" not in self.facts.startup \
                     and (m := _PROSE_FAULT_KERNEL.search(text)):
                 name = next(g for g in m.groups() if g)

@@ -233,7 +233,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
          or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
          or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
-         or eager_slowdown(facts, base_numbers)
+         or eager_slowdown(facts, base_numbers) or collective_hang(facts, base_numbers)
          or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers))
     if d is not None:
         d.answers_symptom = any(facts.startup.get(k) for k in _SYMPTOMS)
@@ -312,6 +312,29 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose", "non_default_args",
                                                                      "command"),
         missing=["the same load without --enforce-eager (CUDA graphs captured: 'Capturing CUDA graphs' lines at start)"])
+
+
+def collective_hang(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the engine hangs, and a stack dump of the workers (py-spy, faulthandler) waits inside a collective
+    (NCCL all_reduce / all_gather / broadcast), with no device fault reported (no Xid, no illegal access): a collective
+    that never completes -- the GPUs' transport (P2P over PCIe, IOMMU/ACS, a VM), outside the families."""
+    hang, stack = facts.startup.get("hang_prose"), facts.startup.get("collective_stack")
+    if not hang or not stack or facts.numbers.get("xid") or any(
+            _FAULT_WORDS.search(str(t)) for _, t in facts.startup.get("error_lines") or []):
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says the engine hangs ('{hang}') and its stack dump waits in a collective "
+               f"('{stack}') with no device fault reported: the ranks never complete a collective -- the GPUs' "
+               "transport (NCCL P2P over PCIe, IOMMU/ACS, a VM's passthrough) or a peer that never arrived, outside the "
+               "hybrid/spec-decode families"),
+        title="Hang in a collective (NCCL): the ranks never complete an all-reduce",
+        message=f"hang without an error: {hang}", evidence=("hang_prose", "collective_stack", "shm_broadcast_wait_seconds"),
+        missing=["NCCL_DEBUG=INFO output of the hang, and the same run with NCCL_P2P_DISABLE=1 (and with one GPU)"])
+
+
+_FAULT_WORDS = re.compile(r"illegal memory access|illegal address|device-side assert|\bXid\b|unspecified launch failure",
+                          re.I)
 
 
 _SAMPLING_KNOBS = ("presence_penalty", "frequency_penalty", "repetition_penalty")

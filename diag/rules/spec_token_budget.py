@@ -80,6 +80,10 @@ def _slots_reserved_for_drafting(ctx: RuleContext) -> list[Finding]:
         return []
     seqs, k = cfg(ctx, "max_num_seqs"), spec_k(ctx)
     budget = int(budget) if budget else None
+    if budget is not None and left >= budget:
+        # vLLM's warning with the step still scheduling the whole budget the log states (vLLM 0.26.0 printed
+        # "max_num_scheduled_tokens is set to 1024" beside max_num_batched_tokens=1024): nothing was held back
+        return []
     reserved = budget - left if budget else None
     msg = (f"vLLM set max_num_scheduled_tokens to {left}: the drafter's extra slots per request x max_num_seqs"
            + (f" = {reserved} of max_num_batched_tokens {budget}" if reserved else "")
