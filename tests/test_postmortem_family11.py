@@ -237,3 +237,17 @@ def test_a_kernel_table_without_a_variant_for_the_drafts_query_length_is_the_ker
     assert categorize({"file": "aiter/ops/attention.py", "function": "get_mla_metadata_v1", "condition": "",
                        "message": msg, "exc": "RuntimeError"})[0] == "spec_kernel_limit"
 
+
+
+def test_a_prompt_template_with_a_per_request_value_explains_zero_prefix_hits():
+    log = ["[Usage]: prefix caching barely works for Qwen3.5 (hybrid) -- 0.4% hit rate",
+           "(APIServer pid=1) INFO 11-03 07:55:17 [model.py:733] Resolved architecture: Qwen3_5MoeForConditionalGeneration",
+           "(APIServer pid=1) INFO 11-03 08:40:13 [loggers.py:335] Engine 000: Avg prompt throughput: 14420.7 tokens/s, "
+           "Avg generation throughput: 388.1 tokens/s, Running: 9 reqs, Waiting: 0 reqs, GPU KV cache usage: 37.2%, "
+           "Prefix cache hit rate: 0.4%",
+           'system = f"""You are Atlas. Current time: {datetime.utcnow().isoformat()}Z  trace: {uuid4()}"""']
+    top = _analyze(log).findings[0]
+    assert top.category == "other" and "per-request value" in top.title
+    # a JSON body that names a request id is no template
+    json_body = log[:3] + ['{"request_id": "abc-1", "prompt": "hello"}']
+    assert all("per-request value" not in f.title for f in _analyze(json_body).findings)

@@ -332,6 +332,10 @@ _HANG_PROSE = re.compile(r"\b(?:hangs?|hung|hanging|(?:gets? |is |are |just |was
 # a stack dump's frame (py-spy, faulthandler) inside a collective: "all_reduce (torch/distributed/distributed_c10d.py:2875)"
 _COLLECTIVE_FRAME = re.compile(r"\b(?:all_reduce|all_gather\w*|reduce_scatter\w*|broadcast|ncclAllReduce|ncclAllGather|"
                                r"ncclBroadcast)\s*\((?:[\w/.-]*(?:distributed|nccl|communicator)[\w/.-]*\.(?:py|cc|cpp)\b)", re.I)
+# a per-request value interpolated into a prompt template: a time, a UUID, a request / session / trace id
+# (a template's field, not a JSON object: no quotes or colons inside the braces)
+_VARYING_PREFIX = re.compile(r"\{[^{}\n\"':]{0,40}?(?:uuid\d?\(\)|uuid\.uuid\d\(\)|datetime\.(?:utc)?now\(\)|time\.time\(\)|"
+                             r"\b(?:request|session|trace|conversation)_?id\b|\btimestamp\b)[^{}\n\"':]{0,40}\}", re.I)
 # a debugger's or sanitizer's report retold in prose, naming the kernel that faulted: "compute-sanitizer reports the
 # invalid __global__ read in _causal_conv1d_update_kernel", "the faulting kernel is fused_recurrent_..._kernel"
 _PROSE_FAULT_KERNEL = re.compile(
@@ -498,6 +502,11 @@ class ProseLines:
             # the reporter speaks of the prefix cache's hits (not vLLM's stats line): the complaint is about them
             self.facts.startup["hit_rate_prose"] = True
             self.facts.lines["hit_rate_prose"] = (line.lineno, text.strip()[:500])
+        if line.level is None and len(text) < 2000 and ("uuid" in text or "now()" in text or "time()" in text
+                                                          or "{" in text):
+            # the client's prompt template puts a per-request value into the prompt ("Current time:
+            # {datetime.utcnow().isoformat()}", "trace: {uuid4()}"): no two requests share that prefix
+            self._first_words("varying_prefix_prose", _VARYING_PREFIX, text, line)
         if line.level is None and "shared_prefix_tokens" not in self.facts.startup and len(text) < 2000 and "token" in text:
             m = _SHARED_PREFIX.search(text) or _SHARED_PREFIX_BEFORE.search(text)
             if m:

@@ -117,6 +117,26 @@ def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         missing=["the hit rate of requests that share one salt (or of requests without it)"])
 
 
+def varying_prefix(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, prefix-cache hits near 0 %, and the report's prompt template interpolates a per-request value (a time,
+    a UUID, a request or trace id): the prompts differ from their first tokens, so no block is ever shared -- the
+    client's prompt, not a hybrid's block granularity."""
+    said = facts.startup.get("varying_prefix_prose")
+    rate = facts.startup.get("prefix_cache_hit_rate_max")
+    if not said or facts.startup.get("wrong_output_prose") or not (
+            facts.startup.get("hit_rate_prose") or isinstance(rate, (int, float)) and rate < 5):
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the prompt template the report shows puts a per-request value into the prompt ('{said}'): "
+               "prefix caching shares whole blocks of identical leading tokens, so prompts that differ where that value "
+               "stands share nothing after it, whatever the model -- outside the hybrid/spec-decode failure classes"),
+        title="Prefix cache cannot hit: the prompt carries a per-request value (time, UUID, id)",
+        message=f"prompts differ per request: {said}",
+        evidence=("varying_prefix_prose", "prefix_cache_hit_rate_max", "hit_rate_prose"),
+        missing=["the hit rate with the per-request value moved to the end of the prompt (or dropped)"])
+
+
 _ROPE_OVERRIDE = re.compile(r"rope_(?:scaling|parameters|type)\W+[^}]{0,120}?(?:yarn|dynamic|factor)", re.I)
 
 
@@ -232,6 +252,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or activation_reserve_capacity(facts, base_numbers) or silent_corruption(facts, setup, base_numbers, batch_ev)
          or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
          or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
+         or varying_prefix(facts, base_numbers)
          or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
          or eager_slowdown(facts, base_numbers) or collective_hang(facts, base_numbers)
          or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers))
