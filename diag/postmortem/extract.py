@@ -150,6 +150,7 @@ def _statement_operands(code: str, message: str, numbers: dict[str, Any]) -> Non
 _NO_CACHE_SALT = re.compile(r"\b(?:no|without|not|never|don'?t|doesn'?t|didn'?t)\s+(?:use\s+|set\s+|send\s+|pass\s+|any\s+|a\s+)?"
                             r"[`\"']?cache_salt", re.I)
 
+
 class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ErrorLines):
     def __init__(self) -> None:
         self.tb = TracebackParser()

@@ -576,8 +576,6 @@ def _known_vllm_file(path: str) -> bool:
     return bool(load().in_file(path.rsplit("/", 1)[-1]))
 
 
-
-
 def _line_key(file: str) -> str | None:
     """``<file stem>_line`` for a frame's file, or None where the stem is no identifier."""
     stem = re.split(r"[/\\]", file)[-1].rsplit(".", 1)[0]
