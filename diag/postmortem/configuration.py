@@ -8,18 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import LogException, LogFacts
+from ..rules._modelnames import HYBRID_ARCH, HYBRID_MODEL, MLA_ARCH, MLA_MODEL
 
-HYBRID_ARCH = re.compile(r"Qwen3Next|Qwen3_5|Qwen3p5|NemotronH|GraniteMoeHybrid|FalconH1|Jamba|Zamba|Bamba|Plamo2|"
-                         r"Mamba|Lfm2|KimiLinear|MiniMaxText01|MiniMaxM1|OlmoHybrid|Hymba|Kimi(?:K3)|GptOssHybrid|"
-                         # Ling / Ring 2.5 linear and Bailing V3 (IsHybrid: linear-attention layers beside attention)
-                         r"BailingMoeV2_5|BailingMoeV25|BailingMoeV3|BailingMoeLinear", re.I)
-HYBRID_MODEL = re.compile(r"qwen3[-_.]?next|qwen3\.[5-9]|qwen3[-_]coder[-_]next|qwen3\.?[5-9][-_]|nemotron[-_]?h\b|"
-                          r"nemotron[-_ ]?(?:3|nano[-_]?9b|nano[-_]?12b|super|ultra)|granite[-_]4|falcon[-_]?h1|jamba|zamba|"
-                          r"bamba|mamba|lfm2|kimi[-_]linear|kimi[-_]k3|minimax[-_]?(?:m1|text)|plamo|hymba|apriel[-_]?h|"
-                          r"(?:ling|ring)[-_](?:mini|flash|plus)?[-_]?(?:2\.\d[-_])?linear|(?:ling|ring)[-_]2\.5", re.I)
-MLA_ARCH = re.compile(r"DeepseekV[23]|DeepseekV32|DeepseekV4|Deepseek|KimiK2|Glm.*Dsa|GlmMoeDsa|MiniMaxM3|Kimi", re.I)
-# (a DeepSeek-R1 distill is a Llama / Qwen model: dense attention)
-MLA_MODEL = re.compile(r"deepseek(?![\w./-]*distill)|kimi[-_]k2|glm[-_]?5|dsv[34]|minimax[-_]m3|longcat", re.I)
 HYBRID_WORDS = re.compile(r"\bGDN\b|gated ?deltanet|\bmamba\d?\b|linear[ -]attention", re.I)
 MLA_WORDS = re.compile(r"\bMLA\b|\bDSA\b|sparse[ -]?MLA|indexer|DeepGEMM", re.I)
 HYBRID_FRAMES = re.compile(r"mamba|gdn|linear_attn|short_conv|/fla/|causal_conv1d|ssd_|qwen3_next|qwen3_5|nemotron_h|"

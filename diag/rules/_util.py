@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from ..model import EngineState, ErrorRecord, Evidence, LogException
+from ._modelnames import NAME_FAMILIES
 from .base import RuleContext
 
 
@@ -80,19 +81,10 @@ def family(ctx: RuleContext) -> str | None:
         return "mamba2"
     if not arch and ctx.log is not None and ctx.log.model:  # a log that names the model but not its architecture
         name = ctx.log.model.lower()
-        for fam, rx in _NAME_FAMILIES:
+        for fam, rx in NAME_FAMILIES:
             if re.search(rx, name):
                 return fam
     return None
-
-
-# model names -> layer family, for logs without a 'Resolved architecture' line or a reachable config.json
-_NAME_FAMILIES = (
-    ("gdn", r"qwen3[-_.]?next|qwen3\.[5-9]|qwen3[-_]coder[-_]next"),
-    ("mamba2", r"nemotron[-_]?h\b|nemotron[-_ ]?(?:3|nano[-_]?(?:9|12)b)|granite[-_]4\.\d[-_]h|granite[-_]4[-_]h|"
-               r"falcon[-_]?h1|zamba2|bamba|plamo[-_]?2|mamba[-_]?2|codestral[-_]mamba|mamba[-_]codestral"),
-    ("mamba1", r"jamba|falcon[-_]mamba|(?<![\w-])mamba[-_](?:130m|370m|790m|1\.4b|2\.8b)"),
-)
 
 
 def platform(ctx: RuleContext) -> str | None:

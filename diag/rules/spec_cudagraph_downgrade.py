@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from ..model import Comparison, Finding, Suggestion
+from ._modelnames import HYBRID_MODEL, MAYBE_RECURRENT
 from ._util import architecture, family, log_evidence, spec_k
 from .base import Rule, RuleContext
 
@@ -58,12 +59,7 @@ def check(ctx: RuleContext) -> list[Finding]:
 def _dense_model(ctx: RuleContext) -> bool:
     """The log names the model and it has no recurrent layers (an unknown model is not assumed dense)."""
     names = " ".join(n for n in (architecture(ctx), ctx.log.model if ctx.log is not None else None) if n)
-    return bool(names) and family(ctx) not in ("gdn", "mamba2", "mamba1") and not _HYBRID_NAME.search(names)
-
-
-# hybrids the layer-family table does not list by name
-_HYBRID_NAME = re.compile(r"lfm2|minimax|linear|hybrid|mamba|jamba|zamba|falcon[-_]?h|nemotron[-_]?h|granite[-_]?4|"
-                          r"qwen3[-_.]?next|qwen3\.[5-9]|plamo|bamba|hymba|rwkv|recurrentgemma", re.I)
+    return bool(names) and family(ctx) not in ("gdn", "mamba2", "mamba1") and not (HYBRID_MODEL.search(names) or MAYBE_RECURRENT.search(names))
 
 
 def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
