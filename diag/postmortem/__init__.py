@@ -197,6 +197,8 @@ printed_values (dict)                  values the reporter printed in prose: ``n
                                        (``[some_backend.py:233]`` -> some_backend_line)
 request_params (dict)                  max_tokens / temperature / top_k ... of the failing request (curl
                                        body, client call, ``SamplingParams(...)``)
+request_params_last (dict)             the last request's, where a later request samples otherwise (a
+                                       report's before / after)
 =====================================  ==========================================================
 
 ``LogFacts.args`` -- normalised engine settings (``CONFIG_KEYS`` + other flags in snake_case), merged

@@ -344,6 +344,8 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
     if d.severity != "error" and not (sure and d.rule == "near_miss"):
         # a degradation read without any failure: the rules' own findings of it (with their numbers) stand first
         if any(f.category == d.category for f in findings):
+            if d.answers_symptom:  # (the rules' finding of the class the report's symptom reads as, first)
+                return sorted(findings, key=lambda f: f.category != d.category)
             return findings
         if d.answers_symptom and not any(f.severity == "error" for f in findings):
             return [d.finding()] + findings  # (the reading of the report's own symptom before notes on the setup)

@@ -100,6 +100,19 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
                  f"({', '.join(setup.why)}): the draft's attention runs on the hybrid's KV-cache groups, block tables "
                  "and pages, laid out for the target's Mamba/GDN and attention layers")
         title = f"Draft model vs the hybrid's KV-cache layout (inferred: {fault} with a separate draft model on a hybrid)"
+    elif blocking and setup.spec_k and not setup.hybrid and last is not None and _DENSE_DECODE.search(last.file or "") \
+            and _DECODE_CALL.search(f"{last.function} {last.code or ''}"):
+        # synchronous launches: the frame that launched the faulting kernel is an attention backend's decode call, run
+        # with the 1 + k query tokens a request that the drafts add -- the attention kernel's limit under drafts
+        cat = "spec_kernel_limit"
+        basis = (f"{common}; the kernel is the attention backend's decode ({last.function}: "
+                 f"{(last.code or '').strip().rstrip('(')[:60] or last.file.rsplit('/', 1)[-1]}) under speculative decoding "
+                 f"({', '.join(setup.why) or 'drafts'}): each decode request carries 1 + k = {setup.spec_k + 1 if setup.spec_k > 0 else '1 + k'} "
+                 "query tokens, past what the decode kernel's indexing (block-table rows, sequence lengths per request) "
+                 "takes in this release")
+        title = f"{title_of(cat)} (fault launched in the attention decode under drafts: {fault})"
+        if setup.spec_k > 0:
+            nums.setdefault("next_n", setup.spec_k + 1)
     elif setup.hybrid and setup.spec_k or setup.spec_k and setup.hybrid is None and setup.mla is None and not (
             dense_decode and uneven_decode(facts)):
         cat, why = hybrid_spec_fault_class(setup, facts.startup.get("structured_outputs_prose"))
@@ -181,6 +194,9 @@ _SPEC_LAYERS_NOT_MODELLED = {
     "MiniMaxM1ForCausalLM": "MiniMax's lightning-attention layers",
 }
 
+# an attention backend's decode call or its kernel ("trtllm_batch_decode_with_kv_cache(", "forward_decode",
+# "flash_attn_with_kvcache(")
+_DECODE_CALL = re.compile(r"decode|with_kvcache|xqa|paged_attention", re.I)
 _DENSE_DECODE = re.compile(r"attention/backends/(?!gdn|mamba|linear|short_conv)\w+\.py|flashinfer/|trtllm|xqa", re.I)
 
 
@@ -264,6 +280,15 @@ def hybrid_spec_fault_class(setup: Setup, structured: str | None = None) -> tupl
         return "state_index", (f"the crash dump shows a request starting from cached blocks at {starts[0]} computed "
                                f"tokens (a prefix-cache hit or a resumed request): its state is restored through the "
                                f"block table's state indices under speculative decoding"
+                               + ("; the batch also mixes spec decodes with other rows (the mixed-batch class fits "
+                                  "it too)" if batch.get("mixed") else ""))
+    if batch.get("num_resumed_reqs") and setup.spec_k:
+        # a request of the failing step resumes after preemption: the scheduler hands it new blocks that replace its
+        # block-table row (new_block_ids replace, not append, for resumed_req_ids), so its Mamba/GDN state slots and
+        # spec-decode state indices are rebuilt in the middle of a spec-decode batch
+        return "state_index", (f"the crash dump shows {batch['num_resumed_reqs']} request(s) resumed after preemption in "
+                               "the failing step: their block-table rows are replaced, not extended, so their Mamba/GDN "
+                               "state slots and spec-decode state indices are rebuilt mid-batch"
                                + ("; the batch also mixes spec decodes with other rows (the mixed-batch class fits "
                                   "it too)" if batch.get("mixed") else ""))
     if setup.prefix_cached_states and setup.prefix_caching_needed:

@@ -112,9 +112,12 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
                 outputs[rid] = n
         # requests resumed after preemption: they restart from their cached blocks (resumed_req_ids, or the older
         # resumed_from_preemption=[true, false, ...] in req_ids order)
-        m = re.search(_LIST_FIELD.format(name="resumed_req_ids"), body)
+        # (a set from 0.14 on: resumed_req_ids={'id', ...} or set())
+        m = re.search(_LIST_FIELD.format(name="resumed_req_ids"), body) or re.search(r"resumed_req_ids=\{([^}]*)\}", body)
         if m:
-            resumed = [x.strip().strip("'\"") for x in m.group(1).split(",") if x.strip()]
+            resumed = [x.strip().strip("'\"") for x in m.group(1).split(",") if x.strip() and x.strip() not in ("...", "\u2026")]
+        elif re.search(r"resumed_req_ids=set\(\)", body):
+            resumed = []
         else:
             m = re.search(_LIST_FIELD.format(name="resumed_from_preemption"), body)
             flags = [x.strip().lower() == "true" for x in m.group(1).split(",")] if m else []
@@ -173,6 +176,8 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
     starts = [computed[r] for r in list(dict.fromkeys(new_ids + resumed)) if computed.get(r, 0) > 0]
     if starts:
         out["cached_start_tokens"] = starts
+    if resumed:
+        out["num_resumed_reqs"] = len(resumed)
     m = _TO_SCHEDULE.search(t)
     if m:
         out["num_spec_tokens_to_schedule"] = int(m.group(1))
@@ -262,4 +267,6 @@ def describe(batch: dict[str, Any]) -> str:
         parts.append(f"{batch['total_num_scheduled_tokens']} tokens in all")
     if batch.get("num_computed_tokens"):
         parts.append(f"computed tokens {batch['num_computed_tokens'][:16]}")
+    if batch.get("num_resumed_reqs"):
+        parts.append(f"{batch['num_resumed_reqs']} resumed after preemption")
     return "; ".join(parts)

@@ -118,7 +118,7 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"wrong\b|"
                            r"(?:pure|complete|total|utter|nondeterministic|non-deterministic|random) "
                            r"(?:garbage|junk|gibberish|nonsense)|"
-                           r"(?:completions?|outputs?|responses?|generations?) (?:are|is|were|was|turns?|goes?) "
+                           r"(?:completions?|outputs?|responses?|generations?|requests) (?:are|is|were|was|turns?|goes?) "
                            r"(?:\w+ ){0,2}(?:garbage|junk|gibberish|nonsense)\b|"
                            # "answers for requests that hit the prefix cache are garbage": the subject and its verdict
                            # a clause apart
@@ -147,6 +147,9 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"(?:lower|worse) (?:with|when)\b|\bregression (?:vs\.?|versus|against|from) "
                            r"(?:the )?baseline\b)", re.I)
 # words of which every match of _WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
+# what the reporter has read or fears, not what the run did
+_HEARSAY = re.compile(r"\b(?:read|heard|seen)\s+(?:about|of|that|reports?|people|others|somewhere)\b|\bworried\b|"
+                      r"\breports? of\b|\bknown issues? (?:with|of|about)\b|\bpeople (?:say|report|mention)", re.I)
 WRONG_OUTPUT_HINTS = ("garbl", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
@@ -174,7 +177,9 @@ _SPEC_TIED = re.compile(r"\b(?:without|removing|removed|remove|disabl\w+|turn\w*
 # the reporter's words for the last prefill chunk of a chunked prompt: "prompt_len % 2048 == 1", "(4096*n + 1)",
 # "the final chunk ... was exactly one token", "a 1-token last chunk"
 _LAST_CHUNK = re.compile(r"%\s*(?:max_num_batched_tokens|\d{3,6})\s*==\s*(\d{1,2})\b|"
-                         r"\b\d{3,6}\s*[*x\u00d7]\s*n\s*\+\s*(\d{1,2})\b|"
+                         r"\b\d{3,6}\s*[*x\u00d7]\s*[nkNK]\s*\+\s*(\d{1,2})\b|\b[nkNK]\s*[*x\u00d7]\s*\d{3,6}\s*\+\s*(\d{1,2})\b|"
+                         # prompt lengths "all 1 mod 8192" (the token budget): a last chunk of that many tokens
+                         r"\b(\d{1,2}) (?:mod|modulo) (?:max_num_batched_tokens|\d{3,6})\b|"
                          r"\b(?:final|last) (?:prefill )?chunk\b[^.]{0,60}?\b(?:exactly |only )?(\d{1,2}|one|a single) tokens?\b|"
                          r"\b(\d{1,2}|one|single)[- ]token (?:final|last) (?:prefill )?chunk|"
                          r"\b(?:final|last) (\d{1,2}|one|single)[- ]token (?:prefill )?chunk", re.I)
@@ -325,7 +330,12 @@ _SLOW_PROSE = re.compile(
     r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL|latency|speed)\b[^.\n]{0,60}?(?:~?\d+(?:\.\d+)?\s*x\s+(?:below|lower|slower|"
     r"worse|less)|\b(?:far|way|much|significantly) (?:below|lower|worse)|\btoo (?:low|slow))\b|"
     r"(?:\b~?\d+(?:\.\d+)?\s*(?:x|%)|\bmuch|\bway|\bfar|\bsignificantly) slower\b|\bslow(?:er)? than (?:expected|others|what others)\b|"
-    r"\b(?:is|are|runs?|feels?) (?:\w+ly |very |so |too |way too |super )?slow\b|\beven slower\b", re.I)
+    r"\b(?:is|are|runs?|feels?) (?:\w+ly |very |so |too |way too |super )?slow\b|\beven slower\b|"
+    # "loses ~40% throughput", "TPOT doubles", "a 2x regression", "falls off a cliff above ~100 requests"
+    r"\blos(?:es|ing|t|e) (?:~|about |around )?\d+(?:\.\d+)?\s*% (?:of )?(?:its |the )?(?:\w+ )?throughput\b|"
+    r"\b(?:TPOT|TTFT|ITL|latency)\b (?:\w+ )?(?:doubles|doubled|triples|tripled)\b|"
+    r"\b\d+(?:\.\d+)?\s*x (?:throughput |perf(?:ormance)? |speed )?regression\b|"
+    r"\b(?:falls?|fell|falling|drops?|dropped) off a cliff\b|\b(?:throughput|latency|performance) cliff\b", re.I)
 # the reporter saying the engine stops answering without an error: "Server hangs on the first request", "just stuck",
 # "the call never returns", "freezes after a few minutes"
 _HANG_PROSE = re.compile(r"\b(?:hangs?|hung|hanging|(?:gets? |is |are |just |was )stuck|never returns?|freez(?:es|ing)|froze)\b", re.I)
@@ -427,8 +437,26 @@ class ProseLines:
             self.facts.startup[name] = m.group(0)
             self.facts.lines[name] = (line.lineno, text.strip()[:500])
 
+    def _request_params(self, text: str) -> None:
+        """A request's sampling parameters (a curl body, a client call, vLLM's request log ``SamplingParams(...)``)."""
+        params = self.facts.startup.setdefault("request_params", {})
+        found = {name: float(val) if "." in val else int(val) for name, val in _REQ_PARAM.findall(text)[:20]}
+        for name, val in found.items():
+            if len(params) < 20:
+                params.setdefault(name, val)
+        if not params:
+            del self.facts.startup["request_params"]
+        elif found and found != {k: params.get(k) for k in found}:
+            # a later request samples otherwise (the report's before / after): the last one is the run it is about
+            self.facts.startup["request_params_last"] = found
+
     def _prose_line(self, line: Line) -> None:
         text = line.text
+        # a reporter's sentence hard-wrapped over two lines ("... of responses are complete" / "junk from the first
+        # token"): the symptom phrases are also looked for across the break
+        prev = getattr(self, "_prev_prose", None)
+        wide = f"{prev[1][-80:].rstrip()} {text.strip()}" if prev and prev[0] == line.lineno - 1 and text.strip() else text
+        self._prev_prose = (line.lineno, text) if text.strip() and len(text) < 2000 else None
         # a `model:` key inside a nested speculative_config block names the draft, not the served model
         m = _MODEL_LINE.match(text) if getattr(self, "_block", None) is None else None
         if m:
@@ -474,8 +502,10 @@ class ProseLines:
                 self.facts.startup["mixed_prose"] = m.group(0)
                 self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])
         if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
-                k in text.lower() for k in WRONG_OUTPUT_HINTS):
-            m = _WRONG_OUTPUT.search(text)
+                k in wide.lower() for k in WRONG_OUTPUT_HINTS):
+            m = _WRONG_OUTPUT.search(wide)
+            if m and _HEARSAY.search(wide[max(0, m.start() - 80):m.start()]):
+                m = None  # "I've read about MTP + hybrids giving garbage": another report's symptom, not this one's
             if m:
                 self.facts.startup["wrong_output_prose"] = m.group(0)
                 self.facts.lines["wrong_output_prose"] = (line.lineno, text.strip()[:500])
@@ -485,7 +515,8 @@ class ProseLines:
             if m:
                 self.facts.startup["spec_tied_prose"] = m.group(0)
                 self.facts.lines["spec_tied_prose"] = (line.lineno, text.strip()[:500])
-        if "last_chunk_tokens" not in self.facts.startup and len(text) < 2000 and ("%" in text or "chunk" in text or "n +" in text):
+        if "last_chunk_tokens" not in self.facts.startup and len(text) < 2000 and (
+                "%" in text or "chunk" in text or "+" in text or "mod" in text):
             m = _LAST_CHUNK.search(text)
             if m:
                 raw = next(g for g in m.groups() if g is not None).lower()
@@ -558,19 +589,19 @@ class ProseLines:
                     "off", "disabled", "not enabled"))
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000:
-            if "lower" in text or "LOWER" in text or "hroughput" in text or "othing" in text or "help" in text:
+            if "lower" in wide or "LOWER" in wide or "hroughput" in wide or "othing" in wide or "help" in wide:
                 # ("is SLOWER than no speculation", "gives almost nothing", "barely helps")
-                self._first_words("spec_slower_prose", _SPEC_SLOWER, text, line)
+                self._first_words("spec_slower_prose", _SPEC_SLOWER, wide, line)
             if "okenizer" in text or "emplate" in text:
                 self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)
-            if "cceptance" in text:
-                self._first_words("acceptance_prose", _ACCEPTANCE_PROSE, text, line)
-            if "oncurrency" in text or "KV" in text or "kv" in text:
-                self._first_words("capacity_prose", _CAPACITY_PROSE, text, line)
+            if "cceptance" in wide:
+                self._first_words("acceptance_prose", _ACCEPTANCE_PROSE, wide, line)
+            if "oncurrency" in wide or "KV" in wide or "kv" in wide:
+                self._first_words("capacity_prose", _CAPACITY_PROSE, wide, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
-            if "slow" in text or "below" in text or "lower" in text or "worse" in text:
-                self._first_words("slow_prose", _SLOW_PROSE, text, line)
+            if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression")):
+                self._first_words("slow_prose", _SLOW_PROSE, wide, line)
             if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
                 self._first_words("hang_prose", _HANG_PROSE, text, line)
             if ("reduce" in text or "gather" in text or "nccl" in text or "broadcast" in text) and "(" in text:
@@ -638,12 +669,7 @@ class ProseLines:
             if m:
                 self.facts.startup.setdefault("concurrent_requests", int(m.group(1) or m.group(2)))
         if len(text) < 4000 and _REQ_HINT.search(text):
-            params = self.facts.startup.setdefault("request_params", {})
-            for name, val in _REQ_PARAM.findall(text):
-                if len(params) < 20:
-                    params.setdefault(name, float(val) if "." in val else int(val))
-            if not params:
-                del self.facts.startup["request_params"]
+            self._request_params(text)
         # the same facts also come from pasted INFO lines that lost their prefix
         if _PASTED_RECORD.search(text):
             self._record_line(line)

@@ -90,6 +90,10 @@ _SIDE_ATTEMPT = re.compile(r"^\W{0,3}(?:(?:I |we )?(?:also|then|later|additional
 _NEGATED_ERROR = re.compile(r"\b(?:no|without|never|nor|zero)\s+(?:any\s+|other\s+|single\s+)?(?:[\w-]+\s+)?(?:errors?|"
                             r"exceptions?|failures?|crash(?:es)?|tracebacks?|[\"'`][^\"'`\n]{0,60}[\"'`])", re.I)
 _NAMED_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception):")
+# "failed" as the reporter's adjective for their own requests ("resubmitting the failed prompt", "the failed ones"):
+# which requests went wrong, not an error the log reports
+_FAILED_ADJECTIVE = re.compile(r"\b(?:the|a|those|these|each|every|all|of)\s+failed\s+(?:prompts?|requests?|ones?|cases?|"
+                               r"samples?|items?|queries?|responses?|answers?|generations?|completions?)\b", re.I)
 
 
 class ErrorLines:
@@ -124,6 +128,8 @@ class ErrorLines:
         if line.level is None and ("no " in t.lower() or "without" in t or "never" in t or "zero" in t) \
                 and not _NAMED_ERROR.search(t):
             cue = _NEGATED_ERROR.sub(" ", t)  # an error word the reporter negates is no cue
+        if line.level is None and "failed " in cue:
+            cue = _FAILED_ADJECTIVE.sub(" ", cue)
         if (line.level is None or line.level == "ERROR") and not t.startswith(("  File ", "    ")) and (
                 "rror" in cue or "ailed" in cue or "ssert" in cue or "llegal" in cue or "Check" in cue or "kernel" in cue
                 or "<<<" in cue or "PC " in cue or "Xid" in cue or "sizes:" in cue or "emory" in cue or "Invalid __" in cue

@@ -198,6 +198,42 @@ def draft_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> Di
                  "VLLM_DIAG_DB=run.db), or the 'Setting attention block size' lines of both runs"])
 
 
+_QUANTIZED_KV = ("fp8", "int8", "nvfp4", "fp4", "turboquant")
+
+
+def kv_quant_block_growth(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error; two starts of a hybrid pasted side by side, the quantized-KV one with an attention block two or four
+    times the other's, and the report says what got worse (prefix-cache hits, capacity, speed): the KV dtype halves the
+    attention bytes per token but not the Mamba/GDN state page, so vLLM doubles the block to keep one page size --
+    prefix hits come only at the larger block boundaries and the requests that fit do not grow (quantized KV on a
+    hybrid, ``low``)."""
+    kv = str(facts.args.get("kv_cache_dtype") or "").lower()
+    runs = [b for b in facts.startup.get("attention_block_size_runs") or [] if isinstance(b, int) and b > 0]
+    said = (facts.startup.get("capacity_prose") or facts.startup.get("slow_prose")
+            or ("prefix-cache hits" if facts.startup.get("hit_rate_prose") else None))
+    if not setup.hybrid or not kv.startswith(_QUANTIZED_KV) or len(runs) < 2 or not said:
+        return None
+    small, big = min(runs[-2:]), max(runs[-2:])
+    if big // small not in (2, 4) or big % small:
+        return None
+    hits = facts.startup.get("hit_rate_prose")
+    return Diagnosis(
+        category="kv_page_size", confidence="low", rule="failure_class", severity="warning",
+        basis=(f"no error; two starts of {', '.join(setup.why)}: with --kv-cache-dtype {kv} vLLM raised the attention "
+               f"block from {small} to {big} tokens, because the quantized KV halves the attention bytes per token but "
+               "not the Mamba/GDN state page that every page must match; the report's symptom ('" + str(said) + "') follows "
+               "from that block: " + ("prefix-cache hits come only at the larger block's boundaries, so shared prefixes "
+                                       f"shorter than {big} tokens stop hitting" if hits else
+                                       "the same memory holds the same number of pages, so the requests that fit do "
+                                       "not grow") + " -- quantized KV on a hybrid"),
+        title=f"{title_of('kv_page_size')} (silent: {kv} KV raised the hybrid's block from {small} to {big} tokens)",
+        message=f"{said} after --kv-cache-dtype {kv}",
+        numbers={**base_numbers, **facts.numbers, "attention_block_size_before": small, "attention_block_size": big,
+                 "kv_cache_dtype": kv},
+        evidence=fact_evidence(facts, "attention_block_size", "hit_rate_prose", "capacity_prose", "gpu_kv_cache_tokens"),
+        missing=["the same load with --kv-cache-dtype auto and the shared-prefix lengths of the requests"])
+
+
 def sampled_by_generation_config(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, an evaluation's quality differs between runs, the requests set no temperature and vLLM says the
     model's generation_config supplies the sampling defaults: the "greedy" evaluation is sampled, so the gap is
@@ -240,7 +276,8 @@ def untuned_moe_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
 
 
 # the reporter's words for what went wrong without an error (prose.py)
-_SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance_prose", "capacity_prose")
+_SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance_prose", "capacity_prose",
+             "hit_rate_prose")
 
 
 def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
@@ -248,14 +285,15 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     (sampling defaults, a RoPE override), then the families' silent classes, then the near misses read from metrics
     and settings."""
     d = (sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
-         or draft_capacity_loss(facts, setup, base_numbers) or fp8_kv_quality(facts, setup, base_numbers)
+         or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
+         or fp8_kv_quality(facts, setup, base_numbers)
          or activation_reserve_capacity(facts, base_numbers) or silent_corruption(facts, setup, base_numbers, batch_ev)
          or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
          or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
          or varying_prefix(facts, base_numbers)
          or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
          or eager_slowdown(facts, base_numbers) or collective_hang(facts, base_numbers)
-         or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers))
+         or capture_ceiling_slowdown(facts, setup, base_numbers) or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers))
     if d is not None:
         d.answers_symptom = any(facts.startup.get(k) for k in _SYMPTOMS)
     return d
@@ -365,7 +403,7 @@ def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
     """No error, draft acceptance low, and the requests sample at a high temperature or with penalties: the target's
     sampled tokens disagree with the drafts more often (a property of the sampling, not of the engine)."""
     said = facts.startup.get("acceptance_prose")
-    params = facts.startup.get("request_params") or {}
+    params = facts.startup.get("request_params_last") or facts.startup.get("request_params") or {}
     temp = params.get("temperature")
     knobs = [k for k in _SAMPLING_KNOBS if isinstance(params.get(k), (int, float)) and params[k] not in (0, 1)]
     if not said or facts.startup.get("wrong_output_prose") or not (
@@ -430,6 +468,38 @@ def own_quality_gate(root: LogException, facts: LogFacts) -> bool:
     if not root.frames or not facts.startup.get("wrong_output_prose"):
         return False
     return not any(re.search(r"vllm/|site-packages/|dist-packages/|torch/|/lib/python", f.file) for f in root.frames)
+
+
+def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slower under drafts at a load whose decode steps outgrow the largest CUDA graph: a step of n
+    spec decodes carries n x (1 + k) tokens, and above the largest capture size it runs without a full decode graph
+    (piecewise or eager) -- the latency cliff of capture sizes vs speculative decoding (``low``: the numbers, not a
+    profile)."""
+    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    k = setup.spec_k
+    if not slow or not k or k < 1 or truthy(facts.args.get("enforce_eager")):
+        return None
+    sizes = [s for s in facts.startup.get("cudagraph_capture_sizes") or [] if isinstance(s, int)]
+    cap = max(sizes) if sizes else facts.args.get("max_cudagraph_capture_size")
+    loads = [n for n in (facts.startup.get("num_requests_running"), facts.startup.get("concurrent_requests"))
+             if isinstance(n, int) and n > 0]
+    if not isinstance(cap, int) or cap <= 0 or not loads or max(loads) * (k + 1) <= cap:
+        return None
+    load = max(loads)
+    return Diagnosis(
+        category="cudagraph_shape", confidence="low", rule="failure_class", severity="warning",
+        basis=(f"no error; the report says serving gets slower ('{slow}') with speculative decoding (k={k}) at {load} "
+               f"concurrent requests: a decode step of n requests carries n x {k + 1} tokens, so {load} requests make "
+               f"{load * (k + 1)} tokens, above the largest CUDA graph ({cap} tokens, {cap // (k + 1)} requests) -- those "
+               "steps run without a full decode graph, a latency cliff past that concurrency"),
+        title=f"{title_of('cudagraph_shape')} (silent: decode steps of {load * (k + 1)} tokens above the largest graph, {cap})",
+        message=f"slower under drafts at high concurrency: {slow}",
+        numbers={**base_numbers, **facts.numbers, "max_cudagraph_capture_size": cap, "num_speculative_tokens": k,
+                 "decode_tokens_at_load": load * (k + 1), "requests_per_graph": cap // (k + 1)},
+        evidence=fact_evidence(facts, "slow_prose", "spec_slower_prose", "cudagraph_capture_sizes", "num_requests_running",
+                               "concurrent_requests"),
+        missing=["vLLM's CUDA-graph stats (--cudagraph-metrics) at that load, or a run with --max-cudagraph-capture-size "
+                 f"{load * (k + 1)}"])
 
 
 def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
@@ -532,6 +602,21 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
             title=f"{title_of('kv_page_size')} (silent: fp8 KV scales calibrated on a hybrid's uninitialised state)",
             evidence=fact_evidence(facts, "args", "command", "non_default_args", "wrong_output_prose"),
             missing=["the same run without --calculate-kv-scales (default scale 1.0), or on vLLM 0.19+"])
+    if setup.spec_k > 0 and symptom and setup.hybrid and isinstance(chunk, int) and 1 <= chunk <= 1 + setup.spec_k:
+        # with drafts: a last prefill chunk of at most 1 + k tokens is as short as a spec decode, so the builders, which
+        # split decodes from prefills by query length, and the full-graph dispatch take it for one -- its state is read
+        # and written on the spec-decode rows of a batch that mixes kinds of rows
+        return told(
+            "mixed_batch", "low", last_chunk_tokens=chunk,
+            basis=(f"the report says the output goes wrong ({symptom}) for prompts whose last prefill chunk is "
+                   f"{chunk} token(s), no longer than a spec decode's 1 + {setup.spec_k}: the Mamba/GDN builders split "
+                   f"decodes from prefills by query length (and the full CUDA-graph dispatch by the step's shape), so "
+                   f"that chunk runs on the spec-decode rows beside the drafts -- the builder's split of a mixed batch"),
+            title=f"{title_of('mixed_batch')} (silent: a last prefill chunk of {chunk} token(s) among spec decodes)",
+            evidence=fact_evidence(facts, "wrong_output_prose", "last_chunk_tokens") + batch_ev,
+            missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) records each step's batch and the "
+                     "builders' split", "whether --max-num-batched-tokens above the longest prompt (no chunking) or "
+                     "--compilation-config '{\"cudagraph_mode\": \"PIECEWISE\"}' makes it go away"])
     if setup.spec_k == 0 and symptom and setup.hybrid and isinstance(chunk, int) and chunk == 1:
         # no drafts, but a chunked prompt's last chunk of one token beside plain decodes: every row of the step has one
         # query token, so it is replayed as a decode CUDA graph while the Mamba builder (0.20-0.21:

@@ -243,6 +243,8 @@ class StartupLines:
             self._shutdown(line)
         if text[:1] == "|" or text.lstrip()[:1] == "|":
             self._cudagraph_stats(line)
+        if "SamplingParams(" in text and len(text) < 4000:  # vLLM's request log (--enable-log-requests)
+            self._request_params(text)
         for kw, name, rx, conv in _STARTUP_PATTERNS:
             if kw not in text:
                 continue

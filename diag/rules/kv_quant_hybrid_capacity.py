@@ -51,6 +51,8 @@ def check(ctx: RuleContext) -> list[Finding]:
     msg += (". The KV memory holds the same number of pages and every request still needs its state blocks, so the "
             "requests that fit at once do not grow; the 'GPU KV cache size' in tokens grows on paper only. Quantizing "
             "the state (--mamba-ssm-cache-dtype where the model allows it) or more KV memory is what adds requests.")
+    if before is not None and log.startup.get("mamba_cache_mode") in ("align", "all"):
+        msg += f" Prefix-cache hits, too, now come only at {block}-token block boundaries (from {before})."
     return [Finding(rule=ID, category="kv_page_size",
                     title=f"{kv} KV cache on a hybrid: the attention block grows to {block} tokens, not the capacity",
                     # (a warning where two starts show it, or where the report says the capacity did not grow)

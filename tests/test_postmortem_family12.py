@@ -1,0 +1,162 @@
+"""Post-mortem, round twelve: a request resumed after preemption in vLLM's crash dump (a set since 0.14), a reporter's
+sentence wrapped over two lines, a last prefill chunk as short as a spec decode, vLLM's request log as the sampling
+of the run, the capture-size cliff under drafts, and a quantized KV cache doubling a hybrid's block. The logs are
+written here in vLLM's own formats (messages, files and lines of the release each names)."""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem.analyze import analyze_text
+from vllm_diag.postmortem.dump import parse_scheduler_output
+
+_SP = "/usr/local/lib/python3.12/dist-packages"
+_E = "(EngineCore pid=141) ERROR 02-11 03:47:25 "
+_W = "(Worker_TP0 pid=272) ERROR 02-11 03:47:25 [multiproc_executor.py:962] "
+_MTP_SERVE = ("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --tensor-parallel-size 4 --no-enable-prefix-caching "
+              "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'")
+
+
+def _analyze(lines: list[str]):
+    return analyze_text("\n".join(lines), "t.log", use_preflight=False)
+
+
+def _dump(resumed: str) -> list[str]:
+    return [
+        _E + "[dump_input.py:72] Dumping input data for V1 LLM engine (v0.20.2) with config: "
+             "model='Qwen/Qwen3-Next-80B-A3B-Instruct', speculative_config=SpeculativeConfig(method='mtp', "
+             "model='Qwen/Qwen3-Next-80B-A3B-Instruct', num_spec_tokens=2), tensor_parallel_size=4, "
+             "enable_prefix_caching=False, enforce_eager=False",
+        _E + "[dump_input.py:79] Dumping scheduler output for model execution: SchedulerOutput(scheduled_new_reqs=[], "
+             "scheduled_cached_reqs=CachedRequestData(req_ids=['r1', 'r2', 'r3'], "
+             f"resumed_req_ids={resumed}, new_token_ids=[], all_token_ids={{}}, new_block_ids=[None, None, None], "
+             "num_computed_tokens=[5121, 911, 0], num_output_tokens=[40, 12, 0]), "
+             "num_scheduled_tokens={r1: 3, r2: 3, r3: 1}, total_num_scheduled_tokens=7, "
+             "scheduled_spec_decode_tokens={r1: [1042, 220], r2: [11, 12]}, scheduled_encoder_inputs={}, "
+             "num_common_prefix_blocks=[0, 0, 0, 0], finished_req_ids=[], free_encoder_mm_hashes=[])",
+    ]
+
+
+_FAULT = [
+    _W + "Traceback (most recent call last):",
+    _W + f'  File "{_SP}/vllm/v1/worker/gpu_model_runner.py", line 269, in get_output',
+    _W + "    self.async_copy_ready_event.synchronize()",
+    _W + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+]
+
+
+def test_the_crash_dump_names_its_resumed_requests_as_a_set():
+    """From 0.14 the dump prints CachedRequestData.resumed_req_ids as a Python set; older releases a list of flags."""
+    step = parse_scheduler_output("\n".join(_dump("{'r3'}")), 2)
+    assert step is not None and step["num_resumed_reqs"] == 1
+    none = parse_scheduler_output("\n".join(_dump("set()")), 2)
+    assert none is not None and "num_resumed_reqs" not in none
+
+
+def test_a_fault_in_a_step_that_resumes_a_preempted_request_reads_as_the_state_index():
+    """A GDN + MTP engine faults asynchronously in a step whose dump resumes a preempted request: its block-table row
+    is replaced mid-batch, so the state slots are the reading; the same step without the resumed request, mixing
+    spec decodes with a one-token row, stays the mixed-batch class."""
+    resumed = _analyze([_MTP_SERVE] + _dump("{'r3'}") + _FAULT)
+    top = resumed.findings[0]
+    assert top.category == "state_index" and "resumed after preemption" in top.basis
+    plain = _analyze([_MTP_SERVE] + _dump("set()") + _FAULT)
+    assert plain.findings[0].category == "mixed_batch"
+
+
+_NEMOTRON = ("vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 --tensor-parallel-size 2 "
+             "--max-num-batched-tokens 8192 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'")
+
+
+def test_a_wrapped_sentence_states_the_symptom_and_a_short_last_chunk_under_drafts_is_the_builders_split():
+    """'... of responses are complete' / 'junk from the very first token': the symptom spans the line break. The bad
+    prompts are all 1 mod the token budget, so their last prefill chunk is one token, as short as a spec decode:
+    the builders take it for one (mixed batch)."""
+    an = _analyze([
+        "[Bug] Nemotron-3-Super + MTP: deterministic per prompt under load", "", _NEMOTRON, "",
+        "About 0.3-0.5% of responses are complete",
+        "junk from the very first token. Resubmitting the failed prompt alone on an idle server gives a correct answer.",
+        "Prompt token counts of the bad ones: 16385, 8193, 24577 (all 1 mod 8192).",
+    ])
+    assert an.facts.startup["wrong_output_prose"] == "responses are complete junk"
+    assert an.facts.startup["last_chunk_tokens"] == 1
+    assert not an.facts.startup.get("error_lines")  # ("the failed prompt" is the reporter's adjective)
+    top = an.findings[0]
+    assert top.category == "mixed_batch" and "1 + 3" in top.basis
+
+
+def test_a_symptom_the_reporter_has_only_read_about_is_not_the_runs():
+    an = _analyze([_NEMOTRON, "Since I've read about MTP + hybrid models giving",
+                   "garbage with prefix caching I'm worried about it. Throughput looks fine."])
+    assert "wrong_output_prose" not in an.facts.startup
+
+
+def test_the_request_log_of_the_later_run_is_the_sampling_behind_its_acceptance_drop():
+    """vLLM's request log (--enable-log-requests) shows the client sampling hotter on the day acceptance fell: the
+    later request's sampling, not the first one's, is the run the report is about."""
+    def req(day: str, temp: str, pres: str) -> str:
+        return (f"(APIServer pid=1) INFO 06-{day} 10:42:05 [request_logger.py:65] Received request chatcmpl-{day}: "
+                f"params: SamplingParams(n=1, presence_penalty={pres}, frequency_penalty=0.0, repetition_penalty=1.0, "
+                f"temperature={temp}, top_p=0.95, top_k=-1, max_tokens=2048), lora_request: None.")
+    an = _analyze([
+        "MTP acceptance dropped from ~3.1 to ~1.6 overnight, no server change",
+        "vllm serve Qwen/Qwen3.5-35B-A3B --enable-prefix-caching --enable-log-requests "
+        "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+        "(APIServer pid=1) INFO 06-10 10:42:07 [loggers.py:335] Engine 000: Avg prompt throughput: 2390.0 tokens/s, "
+        "Avg generation throughput: 1102.3 tokens/s, Running: 21 reqs, Waiting: 0 reqs, GPU KV cache usage: 7.6%, "
+        "Prefix cache hit rate: 51.9%",
+        req("08", "0.3", "0.0"), req("10", "1.0", "1.5"),
+    ])
+    assert an.facts.startup["request_params"]["temperature"] == 0.3
+    assert an.facts.startup["request_params_last"]["presence_penalty"] == 1.5
+    top = an.findings[0]
+    assert top.category == "other" and "presence_penalty 1.5" in top.basis
+
+
+def _eagle_report(running: int) -> list[str]:
+    return [
+        "EAGLE3 on Llama-3.1-8B: great at low concurrency, falls off a cliff above ~100 concurrent requests",
+        "vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config "
+        "'{\"method\": \"eagle3\", \"model\": \"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\", \"num_speculative_tokens\": 4}'",
+        "(APIServer pid=1851) INFO 11-03 20:14:22 [loggers.py:127] Engine 000: Avg prompt throughput: 2911.3 tokens/s, "
+        f"Avg generation throughput: 6102.5 tokens/s, Running: {running} reqs, Waiting: 0 reqs, GPU KV cache usage: "
+        "18.7%, Prefix cache hit rate: 1.9%",
+        "(EngineCore_DP0 pid=1997) INFO 11-03 20:01:40 [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: "
+        "model='meta-llama/Llama-3.1-8B-Instruct', enforce_eager=False, compilation_config={\"level\":3,"
+        "\"cudagraph_mode\":[2,1],\"cudagraph_capture_sizes\":[512,256,128,64,32,16,8,4,2,1],\"max_capture_size\":512}",
+    ]
+
+
+def test_a_throughput_cliff_past_the_largest_graph_under_drafts_is_the_capture_size_class():
+    """EAGLE3 with k = 4: 128 running requests make decode steps of 640 tokens, above the default largest graph of
+    512 -- the slowdown the reporter measures past ~100 requests."""
+    an = _analyze(_eagle_report(128))
+    top = an.findings[0]
+    assert top.category == "cudagraph_shape"
+    assert top.numbers["decode_tokens_at_load"] == 640 and top.numbers["max_cudagraph_capture_size"] == 512
+    # 64 requests (320 tokens a step) fit the largest graph: the numbers do not explain that slowdown
+    assert not any(f.category == "cudagraph_shape" for f in _analyze(_eagle_report(64)).findings)
+
+
+def _hybrid_start(pid: int, block: int, kv: str | None) -> list[str]:
+    args = "'enable_prefix_caching': True" + (f", 'kv_cache_dtype': '{kv}'" if kv else "")
+    p = f"(APIServer pid={pid}) "
+    return [
+        p + "INFO 03-02 10:14:52 [api_utils.py:273] non-default args: {'model': 'Qwen/Qwen3-Next-80B-A3B-Instruct', "
+            "'tensor_parallel_size': 4, " + args + "}",
+        p + "INFO 03-02 10:15:01 [model.py:623] Resolved architecture: Qwen3NextForCausalLM",
+        p + "WARNING 03-02 10:15:01 [config.py:563] Mamba cache mode is set to 'align' for Qwen3NextForCausalLM by "
+            "default when prefix caching is enabled",
+        p + f"INFO 03-02 10:15:01 [interface.py:906] Setting attention block size to {block} tokens to ensure that "
+            "attention page size is >= mamba page size.",
+    ]
+
+
+def test_an_fp8_kv_cache_that_doubles_a_hybrids_block_explains_the_lost_prefix_hits():
+    """Two starts of Qwen3-Next, bf16 then fp8 KV: the block doubles from 272 to 544 tokens and the reporter's prefix
+    hits go away -- quantized KV on a hybrid leads, the block-size notes follow."""
+    an = _analyze(["The prefix cache hit rate drops to ~0 after switching to --kv-cache-dtype fp8.", ""]
+                  + _hybrid_start(88213, 272, None) + [""] + _hybrid_start(90177, 544, "fp8"))
+    top = an.findings[0]
+    assert top.category == "kv_page_size" and "544" in top.message and "272" in top.message
+    # one start only (fp8 throughout): the block is the alignment's, nothing changed between runs
+    one = _analyze(["The prefix cache hit rate is ~0 on our agent workload.", ""] + _hybrid_start(90177, 544, "fp8"))
+    assert one.findings[0].category != "kv_page_size"
