@@ -160,3 +160,42 @@ def test_an_fp8_kv_cache_that_doubles_a_hybrids_block_explains_the_lost_prefix_h
     # one start only (fp8 throughout): the block is the alignment's, nothing changed between runs
     one = _analyze(["The prefix cache hit rate is ~0 on our agent workload.", ""] + _hybrid_start(90177, 544, "fp8"))
     assert one.findings[0].category != "kv_page_size"
+
+
+def _qwen3next_011(concurrency: int) -> list[str]:
+    return [
+        "MTP acceptance is great with 1 user and terrible with several (Qwen3-Next, vllm 0.11.0)",
+        "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+        f"We see it with {concurrency} concurrent requests.",
+        "(EngineCore_DP0 pid=189) INFO 10-09 14:52:58 [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: "
+        "model='Qwen/Qwen3-Next-80B-A3B-Instruct', compilation_config={\"level\":3, \"cudagraph_mode\":[2,1], "
+        "\"cudagraph_capture_sizes\":[512,504,496,48,40,32,24,16,8,4,2,1], \"max_capture_size\":512}",
+        "(EngineCore_DP0 pid=189) INFO 10-09 14:55:31 [gpu_model_runner.py:3480] Graph capturing finished in 47 secs, "
+        "took 1.21 GiB",
+        "With --enforce-eager acceptance is the same at every concurrency.",
+    ]
+
+
+def test_spec_decode_steps_padded_to_graphs_not_rounded_to_one_plus_k_degrade_before_0_12():
+    """vLLM 0.11 captures full decode graphs at sizes that are not multiples of 1 + k: at 7 requests (21 tokens) a
+    step is padded to the 24-token graph; the reporter's --enforce-eager comparison does not make the failing run eager."""
+    top = _analyze(_qwen3next_011(7)).findings[0]
+    assert top.category == "cudagraph_shape"
+    assert top.numbers["num_scheduled_tokens"] == 21 and top.numbers["padded_num_tokens"] == 24
+    # 8 requests make 24 tokens, a graph of their own size: the sizes do not explain it
+    assert not any(f.category == "cudagraph_shape" for f in _analyze(_qwen3next_011(8)).findings)
+
+
+def test_wrong_output_once_requests_near_max_model_len_get_fewer_drafts_is_the_builders_split():
+    """Without prefix caching, a request close to max_model_len is scheduled fewer drafts than the rest: a batch of
+    ragged drafts. With prefix caching's align mode the same words point at the state-index window instead."""
+    lines = [
+        "Nemotron-3 Super + MTP: logprobs / outputs go bad for the sequences that run close to max_model_len, and other",
+        "sequences in the same batch get corrupted at the same moment. No errors.",
+        "llm = LLM(model='nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4', max_model_len=16384, "
+        "speculative_config={'method': 'mtp', 'num_speculative_tokens': 3})",
+    ]
+    an = _analyze(lines)
+    top = an.findings[0]
+    assert top.category == "mixed_batch" and "fewer drafts" in top.basis
+    assert an.facts.startup["near_limit_prose"] == "close to max_model_len"

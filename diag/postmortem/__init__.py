@@ -195,6 +195,8 @@ printed_values (dict)                  values the reporter printed in prose: ``n
                                        ``x.shape=torch.Size([6])`` -> x_shape, ``idx.max()=4099`` -> idx_max
 <file stem>_line                       where vLLM logs a WARNING that sets a fact above
                                        (``[some_backend.py:233]`` -> some_backend_line)
+near_limit_prose                       the reporter's words for requests close to their length limit
+                                       (``close to max_model_len``), where fewer drafts are scheduled
 request_params (dict)                  max_tokens / temperature / top_k ... of the failing request (curl
                                        body, client call, ``SamplingParams(...)``)
 request_params_last (dict)             the last request's, where a later request samples otherwise (a

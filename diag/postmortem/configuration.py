@@ -158,6 +158,11 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     mixed = facts.startup.get("mixed_prose") if isinstance(facts.startup.get("mixed_prose"), str) else None
     if mixed is None:
         mixed = _printed_mixed(facts.startup.get("printed_values"))
+    near = facts.startup.get("near_limit_prose")
+    if mixed is None and k and isinstance(near, str) and not pc:
+        # the scheduler drafts fewer tokens for a request near max_model_len than for the others: ragged drafts (with
+        # prefix caching's align/all modes the same request's state-index window runs past its block-table row instead)
+        mixed = f"requests {near} get fewer drafts than the rest of the batch"
     conn, role = _kv_transfer(facts)
     return Setup(hybrid=hybrid, mla=mla, spec_k=k, spec_method=method, prefix_caching=pc, mamba_cache_mode=mode,
                  async_scheduling=asy, batch=batch, why=why, mixed_evidence=mixed, kv_connector=conn, kv_role=role,

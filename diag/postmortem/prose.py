@@ -102,6 +102,10 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"\b(?:outputs?|text|generations?|completions?)\b[^.;\n]{0,30}?\b(?:diverges?|diverged|"
                            r"differ|differs|start(?:s|ed)? to (?:differ|diverge))\b (?:from|after|at)\b|"
                            r"\bdegrade[sd]? into (?:repetition|garbage|gibberish|nonsense|broken)\b|"
+                           # "logprobs / outputs go bad", "other sequences in the batch get corrupted"
+                           r"\b(?:outputs?|answers?|logprobs|text|generations?|completions?|responses?) (?:go|goes|went|"
+                           r"going|gone) bad\b|\b(?:sequences?|outputs?|requests?|answers?|generations?|completions?|"
+                           r"responses?)\b[^.;\n]{0,40}? (?:get|gets|got|are|were|become|becomes) corrupted\b|"
                            # "identical for the first 50 tokens and then diverge", "different (worse) answers than
                            # without speculation", "long answers become repetitive / lose the thread"
                            r"\b(?:identical|the same|match(?:es|ing)?)\b[^.;\n]{0,60}?\b(?:and )?then (?:diverge|differ)\b|"
@@ -147,6 +151,11 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"(?:lower|worse) (?:with|when)\b|\bregression (?:vs\.?|versus|against|from) "
                            r"(?:the )?baseline\b)", re.I)
 # words of which every match of _WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
+# requests close to their length limit, where the scheduler drafts fewer tokens for them than for the rest ("the
+# sequences that run close to max_model_len", "within 3 tokens of max_model_len", "near the context limit")
+_NEAR_LIMIT = re.compile(r"\b(?:close to|near(?:ing)?|approach(?:es|ing)?|within (?:a few|\d+|k|num_speculative_tokens) "
+                         r"tokens? of|about to hit|right at) (?:the |their |its )?(?:max_model_len|max[- ]model[- ]len|"
+                         r"context (?:limit|length)|length limit|max_tokens)\b", re.I)
 # what the reporter has read or fears, not what the run did
 _HEARSAY = re.compile(r"\b(?:read|heard|seen)\s+(?:about|of|that|reports?|people|others|somewhere)\b|\bworried\b|"
                       r"\breports? of\b|\bknown issues? (?:with|of|about)\b|\bpeople (?:say|report|mention)", re.I)
@@ -501,6 +510,9 @@ class ProseLines:
             if m:
                 self.facts.startup["mixed_prose"] = m.group(0)
                 self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])
+        if "near_limit_prose" not in self.facts.startup and len(text) < 2000 and ("max_model_len" in wide or "limit" in wide
+                                                                                 or "max_tokens" in wide):
+            self._first_words("near_limit_prose", _NEAR_LIMIT, wide, line)
         if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
                 k in wide.lower() for k in WRONG_OUTPUT_HINTS):
             m = _WRONG_OUTPUT.search(wide)

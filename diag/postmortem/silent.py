@@ -77,6 +77,47 @@ def _never_accepted(metrics: dict) -> str | None:
     return None
 
 
+def unrounded_capture_sizes(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error; before 0.12 vLLM did not round the CUDA-graph capture sizes to multiples of 1 + k (issue #28207, fixed
+    by CompilationConfig.adjust_cudagraph_sizes_for_spec_decode): a uniform spec-decode step of n x (1 + k) tokens that
+    is no capture size is padded to the next one and replayed through a full decode graph whose rows split a request
+    -- acceptance and output degrade at some concurrencies and not others (``low``: the release, the sizes and the
+    load, not a recorded step)."""
+    said = facts.startup.get("acceptance_prose") or facts.startup.get("wrong_output_prose")
+    k = setup.spec_k
+    v = vtuple(facts.vllm_version) if facts.vllm_version else None
+    sizes = sorted({s for s in facts.startup.get("cudagraph_capture_sizes") or [] if isinstance(s, int) and s > 0})
+    n = facts.startup.get("concurrent_requests")
+    # (--enforce-eager quoted as the reporter's comparison: the run that captured graphs was not eager)
+    eager = truthy(facts.args.get("enforce_eager")) and not facts.startup.get("cudagraph_memory_gib")
+    if not said or not k or k < 1 or v is None or v >= (0, 12, 0) or eager or not sizes or not isinstance(n, int) \
+            or n < 2:
+        return None
+    mode = str(facts.args.get("cudagraph_mode") or "").upper()
+    if ("NONE" in mode or "PIECEWISE" in mode) and "FULL" not in mode:
+        return None
+    tokens = n * (k + 1)
+    padded = next((s for s in sizes if s >= tokens), None)
+    odd = [x for x in sizes if x % (k + 1)]
+    if padded is None or padded == tokens or not odd:
+        return None  # (the step has a graph of its own size, or the sizes are rounded to 1 + k)
+    return Diagnosis(
+        category="cudagraph_shape", confidence="low", rule="failure_class", severity="warning",
+        basis=(f"no error; the report says '{said}' at {n} concurrent requests under speculative decoding (k={k}) on vLLM "
+               f"{facts.vllm_version}: a uniform spec-decode step of {n} x {k + 1} = {tokens} tokens has no CUDA graph of "
+               f"its size and is padded to {padded}; the release captures its full decode graphs at sizes that are not "
+               f"multiples of {k + 1} ({', '.join(map(str, odd[:6]))}), so graphs replay rows that split a request "
+               f"(releases before 0.12 do not round the capture sizes to multiples of 1 + k)"),
+        title=f"{title_of('cudagraph_shape')} (silent: {tokens}-token spec-decode steps padded to a {padded}-token graph)",
+        message=f"spec decoding degrades at some concurrencies: {said}",
+        numbers={**base_numbers, **facts.numbers, "num_speculative_tokens": k, "concurrent_requests": n,
+                 "num_scheduled_tokens": tokens, "padded_num_tokens": padded},
+        evidence=fact_evidence(facts, "acceptance_prose", "wrong_output_prose", "cudagraph_capture_sizes",
+                               "concurrent_requests", "engine_config"),
+        missing=["the same load with --enforce-eager or cudagraph_capture_sizes that are multiples of "
+                 f"{k + 1}, or on vLLM 0.12+"])
+
+
 def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error, and vLLM's spec-decode metrics show no draft accepted from the first line on (``medium``): the drafter
     proposes what the target never agrees with -- its weights (an MTP head a quantized or exported checkpoint left
@@ -286,6 +327,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     and settings."""
     d = (sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
          or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
+         or unrounded_capture_sizes(facts, setup, base_numbers)
          or fp8_kv_quality(facts, setup, base_numbers)
          or activation_reserve_capacity(facts, base_numbers) or silent_corruption(facts, setup, base_numbers, batch_ev)
          or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
