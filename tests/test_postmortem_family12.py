@@ -199,3 +199,27 @@ def test_wrong_output_once_requests_near_max_model_len_get_fewer_drafts_is_the_b
     top = an.findings[0]
     assert top.category == "mixed_batch" and "fewer drafts" in top.basis
     assert an.facts.startup["near_limit_prose"] == "close to max_model_len"
+
+
+def _nemotron_start(block: int, padding: float) -> list[str]:
+    return [
+        f"INFO 01-27 15:20:44 [config.py:476] Setting attention block size to {block} tokens to ensure that attention "
+        "page size is >= mamba page size.",
+        f"INFO 01-27 15:20:44 [config.py:500] Padding mamba page size by {padding}% to ensure that mamba page size and "
+        "attention page size are exactly equal.",
+    ]
+
+
+def test_capacity_lost_when_a_start_pads_the_state_pages_far_more_is_the_page_unification():
+    """NemotronH with and without prefix caching: the chunk-aligned block pads every state page by 8.47 % instead of
+    1.08 %, and the reporter says the server now starts preempting -- the padding is where the memory went."""
+    said = ["vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --enable-prefix-caching",
+            "With prefix caching on, the server starts preempting at a load it handled fine before."]
+    an = _analyze(said + _nemotron_start(1312, 1.08) + [""] + _nemotron_start(1408, 8.47))
+    top = an.findings[0]
+    assert top.category == "kv_page_size" and top.numbers["mamba_padding_percent"] == 8.47
+    # the same two starts, the report about slow prefix hits: the padding is not what it asks about
+    hits = _analyze(["vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --enable-prefix-caching",
+                     "The prefix cache hit rate stays at 0% and TTFT is ~3x worse."]
+                    + _nemotron_start(1312, 1.08) + [""] + _nemotron_start(1408, 8.47))
+    assert hits.findings[0].category != "kv_page_size"

@@ -322,7 +322,10 @@ _CAPACITY_PROSE = re.compile(
     r"\b~?\d+(?:\.\d+)?\s*x fewer (?:kv )?(?:cache )?tokens\b|\bkv capacity (?:is )?(?:way |much |far )?lower\b|"
     # a change that should have added capacity and did not: "fp8 KV cache doesn't give more concurrency"
     r"\b(?:doesn'?t|does not|didn'?t|did not|won'?t) (?:give|bring|add|yield|increase|improve|raise) (?:us )?(?:any )?"
-    r"(?:more |higher )?(?:max(?:imum)? )?(?:concurrency|kv capacity|kv[ -]cache capacity|running requests)\b", re.I)
+    r"(?:more |higher )?(?:max(?:imum)? )?(?:concurrency|kv capacity|kv[ -]cache capacity|running requests)\b|"
+    # fewer requests fit than before: "starts preempting at a concurrency it handled fine", "where the memory went"
+    r"\b(?:starts?|started|begins?|began) preempting\b|\bpreemptions (?:appear|start|show up|began|begin)\b|"
+    r"\bfewer requests fit\b|\bwhere (?:the|my|our) memory (?:went|goes)\b|\bwhere (?:did|does) the memory go\b", re.I)
 # the reporter saying draft acceptance fell: "MTP acceptance ... drops from ~3.2 to ~1.3", "terrible in production",
 # "acceptance collapses once the cache warms up", "low acceptance"
 _ACCEPTANCE_PROSE = re.compile(
@@ -336,7 +339,7 @@ _NO_TEMPERATURE = re.compile(r"\b(?:no|without|never set|not set(?:ting)?|didn'?
 # the reporter saying serving is slow, without naming speculative decoding as the cause: "throughput on H20 is ~3x
 # below what others report", "TPOT far worse than expected", "it is very slow"
 _SLOW_PROSE = re.compile(
-    r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL|latency|speed)\b[^.\n]{0,60}?(?:~?\d+(?:\.\d+)?\s*x\s+(?:below|lower|slower|"
+    r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL|latency|speed)\b[^.\n]{0,60}?(?:~?\d+(?:\.\d+)?\s*(?:x|%)\s+(?:below|lower|slower|"
     r"worse|less)|\b(?:far|way|much|significantly) (?:below|lower|worse)|\btoo (?:low|slow))\b|"
     r"(?:\b~?\d+(?:\.\d+)?\s*(?:x|%)|\bmuch|\bway|\bfar|\bsignificantly) slower\b|\bslow(?:er)? than (?:expected|others|what others)\b|"
     r"\b(?:is|are|runs?|feels?) (?:\w+ly |very |so |too |way too |super )?slow\b|\beven slower\b|"
@@ -608,7 +611,7 @@ class ProseLines:
                 self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)
             if "cceptance" in wide:
                 self._first_words("acceptance_prose", _ACCEPTANCE_PROSE, wide, line)
-            if "oncurrency" in wide or "KV" in wide or "kv" in wide:
+            if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide:
                 self._first_words("capacity_prose", _CAPACITY_PROSE, wide, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)

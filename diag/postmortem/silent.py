@@ -275,6 +275,37 @@ def kv_quant_block_growth(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
         missing=["the same load with --kv-cache-dtype auto and the shared-prefix lengths of the requests"])
 
 
+def padding_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error; the report says fewer requests fit (or serving got slower) and vLLM's 'Padding mamba page size by N%'
+    lines show the state pages padded far more in the failing start than in the other (or by a fifth or more): the
+    padding holds nothing, so the same KV memory holds fewer blocks -- the hybrid's page-size unification (``low``)."""
+    # (a slowdown told with the prefix-cache hits is the hits' symptom: the granularity reading's)
+    said = facts.startup.get("capacity_prose") or (None if facts.startup.get("hit_rate_prose")
+                                                   else facts.startup.get("slow_prose"))
+    runs = [p for p in facts.startup.get("mamba_padding_percent_runs") or [facts.startup.get("mamba_padding_percent")]
+            if isinstance(p, (int, float))]
+    if not said or not runs or setup.hybrid is False:
+        return None
+    worst, least = max(runs), min(runs)
+    if not (worst >= 20.0 or len(runs) >= 2 and worst >= 5.0 and worst >= 2 * least):
+        return None
+    blocks = [b for b in facts.startup.get("attention_block_size_runs") or [] if isinstance(b, int)]
+    return Diagnosis(
+        category="kv_page_size", confidence="low", rule="failure_class", severity="warning",
+        basis=(f"no error; the report says '{said}', and vLLM padded every Mamba/GDN state page by {worst:g}% to match "
+               "the attention page" + (f" (the other start: {least:g}%)" if least < worst else "")
+               + (f", with attention blocks of {' and '.join(map(str, blocks[-2:]))} tokens" if len(blocks) >= 2 else "")
+               + ": that share of every state page holds nothing, so the same KV memory holds fewer blocks and fewer "
+                 "requests at once -- the hybrid's page-size unification"),
+        title=f"{title_of('kv_page_size')} (silent: state pages padded by {worst:g}%)",
+        message=f"capacity lost to Mamba page padding: {said}",
+        numbers={**base_numbers, **facts.numbers, "mamba_padding_percent": worst}
+                | ({"mamba_padding_percent_least": least} if least < worst else {}),
+        evidence=fact_evidence(facts, "capacity_prose", "slow_prose", "mamba_padding_percent", "attention_block_size"),
+        missing=["the 'Available KV cache memory' and block counts of both starts; a start with the block size vLLM picks "
+                 "itself"])
+
+
 def sampled_by_generation_config(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, an evaluation's quality differs between runs, the requests set no temperature and vLLM says the
     model's generation_config supplies the sampling defaults: the "greedy" evaluation is sampled, so the gap is
@@ -327,7 +358,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     and settings."""
     d = (sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
          or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
-         or unrounded_capture_sizes(facts, setup, base_numbers)
+         or padding_capacity_loss(facts, setup, base_numbers) or unrounded_capture_sizes(facts, setup, base_numbers)
          or fp8_kv_quality(facts, setup, base_numbers)
          or activation_reserve_capacity(facts, base_numbers) or silent_corruption(facts, setup, base_numbers, batch_ev)
          or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
