@@ -223,3 +223,83 @@ def test_capacity_lost_when_a_start_pads_the_state_pages_far_more_is_the_page_un
                      "The prefix cache hit rate stays at 0% and TTFT is ~3x worse."]
                     + _nemotron_start(1312, 1.08) + [""] + _nemotron_start(1408, 8.47))
     assert hits.findings[0].category != "kv_page_size"
+
+
+def test_an_eval_gate_failed_by_sampling_from_the_models_generation_config_is_outside_the_families():
+    """vLLM 0.17+ says 'Default vLLM sampling parameters have been overridden by the model's generation_config.json';
+    the eval suite sends no temperature, so the canary samples -- and 'failed the gate' is the report's verdict, not
+    an error line."""
+    an = _analyze([
+        "eval-gate FAILED: qnext-mtp-canary", "gen kwargs: max_gen_toks=4096   # temperature not set -> server default",
+        "The canary config failed the gate twice; scores still ~2 points down.",
+        "(APIServer pid=1) INFO 07-08 09:12:44 [api_utils.py:286] non-default args: {'model': "
+        "'Qwen/Qwen3-Next-80B-A3B-Instruct', 'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 2}}",
+        "(APIServer pid=1) WARNING 07-08 09:12:58 [model.py:1759] Default vLLM sampling parameters have been overridden "
+        "by the model's `generation_config.json`: `{'temperature': 0.7, 'top_k': 20, 'top_p': 0.8}`. If this is not "
+        "intended, please relaunch vLLM instance with `--generation-config vllm`.",
+    ])
+    assert an.facts.startup["generation_config_sampling"].startswith("{'temperature': 0.7")
+    assert not an.facts.startup.get("error_lines")
+    assert an.findings[0].category == "other" and "generation_config" in an.findings[0].title
+
+
+def test_a_gateway_that_prepends_a_request_id_to_every_prompt_explains_the_lost_hits():
+    an = _analyze([
+        "Prefix cache hit rate on Qwen3-Next dropped from ~55% to ~3% overnight.",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --enable-prefix-caching",
+        "Found it: the API gateway's new feature prepends a line like `Request-ID: 7f3c...; Received:",
+        "2026-09-02T01:14:39.811Z` to the *start* of every system prompt.",
+    ])
+    assert an.findings[0].category == "other" and "per-request value" in an.findings[0].title
+
+
+def test_a_dsa_indexer_that_flattens_its_decode_explains_the_slowdown_with_deeper_drafts():
+    an = _analyze([
+        "ITL p99 much slower on the H100 DeepSeek-V3.2 pool after num_speculative_tokens went from 1 to 3.",
+        "(Worker_TP0 pid=421) INFO 06-17 14:14:02 [indexer.py:306] DSA indexer decode path: use_flattening=True "
+        "(next_n=4, use_fp4_indexer_cache=False)",
+        "And on Tuesday (k=1):",
+        "(Worker_TP0 pid=419) INFO 06-15 09:31:40 [indexer.py:306] DSA indexer decode path: use_flattening=False "
+        "(next_n=2, use_fp4_indexer_cache=False)",
+    ])
+    top = an.findings[0]
+    assert top.category == "spec_kernel_limit" and top.numbers["next_n"] == 4
+
+
+def test_a_benchmark_clients_disconnect_is_the_aftermath_not_the_root():
+    """`vllm bench serve` prints aiohttp's ServerDisconnectedError above the server's own traceback: the server's
+    assertion is the root."""
+    an = _analyze([
+        "Traceback (most recent call last):",
+        '  File ".../aiohttp/client_reqrep.py", line 1112, in start',
+        "    message, payload = await protocol.read()",
+        "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected",
+        "",
+        "(Worker_TP0 pid=2241) ERROR 03-26 22:15:33 [multiproc_executor.py:880] Traceback (most recent call last):",
+        "(Worker_TP0 pid=2241) ERROR 03-26 22:15:33 [multiproc_executor.py:880]   File \".../vllm/v1/attention/backends/"
+        "utils.py\", line 652, in reshape_query_for_spec_decode",
+        "(Worker_TP0 pid=2241) ERROR 03-26 22:15:33 [multiproc_executor.py:880] AssertionError: total_tokens=7 is not "
+        "divisible by batch_size=3",
+    ])
+    assert an.facts.root.exc_type == "AssertionError"
+    assert an.findings[0].category == "spec_kernel_limit"
+
+
+def test_the_error_of_a_side_attempt_introduced_on_the_line_before_is_not_the_reports():
+    an = _analyze([
+        "Qwen3.5 prefix cache hit rate stuck at 0.0% with the same ~700-token preamble on every request.",
+        "vllm serve Qwen/Qwen3.5-27B --enable-prefix-caching",
+        "(APIServer pid=7) INFO 09-02 14:11:06 [interface.py:918] Setting attention block size to 784 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+        "I tried --block-size 16 but the log still says 784. Also tried --mamba-cache-mode all: ",
+        "  ValueError: ... (didn't save it, something about all mode not supported)",
+    ])
+    assert an.facts.root is None
+    assert an.findings[0].category in ("prefix_cache_degraded", "block_size_alignment")
+
+
+def test_a_check_against_an_expression_is_not_a_check_against_its_first_constant():
+    from vllm_diag.postmortem.numbers import check_numbers
+
+    assert check_numbers("assert m.max_query_len == 1 + self.num_spec_tokens") == {}
+    assert check_numbers("Assertion failed: next_n <= 4")["check_threshold"] == 4

@@ -145,6 +145,7 @@ model_runner                           "V1"/"V2" from the model-runner fallback 
 hybrid_kv_cache_manager_disabled       ``Hybrid KV cache manager is disabled …``
 kv_page_unify_fallback                 ``KV cache page sizes cannot be unified; treating sliding-window layers …``
 dsa_use_flattening                     ``DSA indexer decode path: use_flattening=…``
+dsa_flattened_next_n                   next_n of a start whose DSA indexer flattens its decode
 engine_init_seconds                    ``init engine (profile, create kv cache, warmup model) took N``
 kv_connector, kv_role                  the KV connector(s) (comma-separated; a MultiConnector's inner ones
                                        follow it) and ``kv_producer``/``kv_consumer``/``kv_both``, from

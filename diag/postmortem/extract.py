@@ -189,6 +189,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self._dump_line = 0
         self.dump_text: tuple[int, str] | None = None
         self.error_lines: list[tuple[int, str]] = []  # error-like lines outside tracebacks (kernel text, excerpts)
+        self.side_attempt_lines: set[int] = set()  # lines of the reporter's side attempts ("I also tried X: <error>")
         self._err_open = False
         self._err_last = 0
         self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text

@@ -473,7 +473,8 @@ _CHECK_MACRO = re.compile(r"\b(?:TVM_FFI_|PADDLE_|FLASHINFER_)?I?CHECK_(GT|GE|LT
 # "q.size(1) == 128 INTERNAL ASSERT FAILED at ..."
 _CHECK_CMP = re.compile(r"(?:Check failed:?|TORCH_CHECK\(|Assertion failed:?|Assertion [`'\"]|[Aa]ssert(?:ion)?\s*\(?|"
                         r"\bExpected(?= [A-Za-z_][\w.\->\[\]()]{0,80}? ?(?:<=|>=|<|>|==|!=) ?-?\d+ to be true))\s*\(?\s*"
-                        r"([A-Za-z_][\w.\->\[\]()]{0,80}?)\s*(<=|>=|<|>|==|!=)\s*(-?\d+)\b")
+                        # (not a constant that an expression continues: "max_query_len == 1 + self.num_spec_tokens")
+                        r"([A-Za-z_][\w.\->\[\]()]{0,80}?)\s*(<=|>=|<|>|==|!=)\s*(-?\d+)\b(?!\s*[-+*/%]\s*[\w(])")
 # PyTorch's INTERNAL_ASSERT without a message: "q.size(1) == 128 INTERNAL ASSERT FAILED at ..." (searched only in such text)
 _INTERNAL_ASSERT = re.compile(r"(?<![\w.])([A-Za-z_][\w.\->\[\]()]{0,80}?)\s*(<=|>=|<|>|==|!=)\s*(-?\d+) INTERNAL ASSERT")
 _MUST_CMP = re.compile(r"(?<![\w.])([A-Za-z_][\w.\[\]()]{0,80}?)\s+(?:must|should|has to|needs to) be\s+(<=|>=|<|>|==|"

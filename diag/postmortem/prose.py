@@ -95,7 +95,10 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            # "pure garbage", "nondeterministic junk", "completions are garbage": greedy decoding that
                            # does not repeat itself is the same symptom
                            # an evaluation's quality gate: "the spec-decode accuracy gate fails", "gsm8k 0.7104 < baseline"
-                           r"\b(?:accuracy|quality|eval\w*|regression) (?:gate|check|threshold) (?:fails?|failed|failing)\b|"
+                           r"\b(?:accuracy|quality|eval\w*|regression)[- ](?:gate|check|threshold):? (?:fails?|failed|failing)\b|"
+                           # "scores still ~2 points down", "determinism check ... FAIL"
+                           r"\bscores? (?:are |is |still |stay )*~?\d+(?:\.\d+)? (?:points?|pts) (?:down|lower|worse)\b|"
+                           r"\bdeterminism check\b[^\n]{0,80}?\bFAIL|"
                            r"\b(?:gsm8k|mmlu|humaneval|accuracy|acc|score|exact_match)\b[^\n;]{0,60}? (?:<|below) (?:the )?"
                            r"(?:baseline|threshold)\b|"
                            # greedy outputs that stop matching the run without drafts
@@ -358,6 +361,11 @@ _COLLECTIVE_FRAME = re.compile(r"\b(?:all_reduce|all_gather\w*|reduce_scatter\w*
 # (a template's field, not a JSON object: no quotes or colons inside the braces)
 _VARYING_PREFIX = re.compile(r"\{[^{}\n\"':]{0,40}?(?:uuid\d?\(\)|uuid\.uuid\d\(\)|datetime\.(?:utc)?now\(\)|time\.time\(\)|"
                              r"\b(?:request|session|trace|conversation)_?id\b|\btimestamp\b)[^{}\n\"':]{0,40}\}", re.I)
+_VARYING_PREFIX_TOLD = re.compile(
+    r"\b(?:prepend\w*|inject\w*|insert\w*|adds?|added|adding|puts?|putting)\b[^.\n]{0,120}?\b(?:request[-_ ]?ids?|"
+    r"trace[-_ ]?ids?|uuids?|timestamps?|current (?:time|date)|date and time)\b[^\n]{0,120}?\b(?:to|at|in) the "
+    r"\W{0,2}(?:start|beginning|front|top|head)\W{0,2} of (?:every|each|all|the) (?:system )?(?:prompts?|requests?|"
+    r"messages?)\b", re.I)
 # a debugger's or sanitizer's report retold in prose, naming the kernel that faulted: "compute-sanitizer reports the
 # invalid __global__ read in _causal_conv1d_update_kernel", "the faulting kernel is fused_recurrent_..._kernel"
 _PROSE_FAULT_KERNEL = re.compile(
@@ -467,7 +475,7 @@ class ProseLines:
         # a reporter's sentence hard-wrapped over two lines ("... of responses are complete" / "junk from the first
         # token"): the symptom phrases are also looked for across the break
         prev = getattr(self, "_prev_prose", None)
-        wide = f"{prev[1][-80:].rstrip()} {text.strip()}" if prev and prev[0] == line.lineno - 1 and text.strip() else text
+        wide = f"{prev[1][-200:].rstrip()} {text.strip()}" if prev and prev[0] == line.lineno - 1 and text.strip() else text
         self._prev_prose = (line.lineno, text) if text.strip() and len(text) < 2000 else None
         # a `model:` key inside a nested speculative_config block names the draft, not the served model
         m = _MODEL_LINE.match(text) if getattr(self, "_block", None) is None else None
@@ -553,6 +561,11 @@ class ProseLines:
             # the client's prompt template puts a per-request value into the prompt ("Current time:
             # {datetime.utcnow().isoformat()}", "trace: {uuid4()}"): no two requests share that prefix
             self._first_words("varying_prefix_prose", _VARYING_PREFIX, text, line)
+        if line.level is None and len(text) < 2000 and "varying_prefix_prose" not in self.facts.startup and (
+                "prepend" in wide or "start" in wide or "beginning" in wide or "front" in wide):
+            # told in words: "the gateway prepends a line like `Request-ID: ...; Received: <time>` to the start of
+            # every system prompt"
+            self._first_words("varying_prefix_prose", _VARYING_PREFIX_TOLD, wide, line)
         if line.level is None and "shared_prefix_tokens" not in self.facts.startup and len(text) < 2000 and "token" in text:
             m = _SHARED_PREFIX.search(text) or _SHARED_PREFIX_BEFORE.search(text)
             if m:

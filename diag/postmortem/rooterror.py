@@ -85,6 +85,9 @@ _SIDE_ATTEMPT = re.compile(r"^\W{0,3}(?:(?:I |we )?(?:also|then|later|additional
                            # crash instead (AssertionError ...)")
                            r"(?:after |when )?(?:upgrading|downgrading|updating|switching) to (?:vllm |v)?\d+\.\d+)\b", re.I)
 
+# a sentence that ends by introducing the side attempt's error on the next line ("Also tried --mamba-cache-mode all:")
+_SIDE_ATTEMPT_TAIL = re.compile(r"\b(?:I |we )?(?:also |then |later |additionally |separately )?tried\b[^.]{0,100}:\s*$", re.I)
+
 # the reporter saying what is NOT in the logs ("No errors anywhere", "transfers complete, no \"failed to load KV\"
 # messages", "without any exception"): a statement about the logs, not an error line
 _NEGATED_ERROR = re.compile(r"\b(?:no|without|never|nor|zero)\s+(?:any\s+|other\s+|single\s+)?(?:[\w-]+\s+)?(?:errors?|"
@@ -93,7 +96,10 @@ _NAMED_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception):")
 # "failed" as the reporter's adjective for their own requests ("resubmitting the failed prompt", "the failed ones"):
 # which requests went wrong, not an error the log reports
 _FAILED_ADJECTIVE = re.compile(r"\b(?:the|a|those|these|each|every|all|of)\s+failed\s+(?:prompts?|requests?|ones?|cases?|"
-                               r"samples?|items?|queries?|responses?|answers?|generations?|completions?)\b", re.I)
+                               r"samples?|items?|queries?|responses?|answers?|generations?|completions?)\b|"
+                               # an evaluation's verdict on the output ("the MTP config failed the gate twice")
+                               r"\bfailed (?:the |our |its )?(?:quality |eval(?:uation)? |accuracy )?(?:gate|eval\w*|"
+                               r"threshold|regression)\b", re.I)
 
 
 class ErrorLines:
@@ -122,7 +128,10 @@ class ErrorLines:
             self._err_last = line.lineno
             return
         self._err_open = False
-        if line.level is None and _SIDE_ATTEMPT.match(t):
+        if line.level is None and _SIDE_ATTEMPT_TAIL.search(t):
+            self.side_attempt_lines.add(line.lineno + 1)  # "Also tried --mamba-cache-mode all:" / its error below
+        if line.level is None and (_SIDE_ATTEMPT.match(t) or line.lineno in self.side_attempt_lines):
+            self.side_attempt_lines.add(line.lineno)
             return
         cue = t
         if line.level is None and ("no " in t.lower() or "without" in t or "never" in t or "zero" in t) \
@@ -162,6 +171,11 @@ class ErrorLines:
         # frames never followed by an exception line are evidence (diagnosis reads them), never the root
         orphans = [e for e in excs if e.exc_type == ORPHAN_TYPE]
         excs = [e for e in excs if e.exc_type != ORPHAN_TYPE]
+        side = {id(e) for e in excs if not e.frames and (e.log_line or 0) in self.side_attempt_lines}
+        if side:
+            # an error line of the reporter's side attempt ("Also tried X:" then its error): not the report's failure
+            excs = [e for e in excs if id(e) not in side]
+            f.exceptions = [e for e in f.exceptions if id(e) not in side]
         teardown = _teardown_errors(excs, f.lines.get("shutdown_requested", (0, ""))[0])
         if teardown:
             # the server was told to stop and the engine client then reported the engine gone: a shutdown, not a

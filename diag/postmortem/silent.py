@@ -366,7 +366,8 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or varying_prefix(facts, base_numbers)
          or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
          or eager_slowdown(facts, base_numbers) or collective_hang(facts, base_numbers)
-         or capture_ceiling_slowdown(facts, setup, base_numbers) or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers))
+         or capture_ceiling_slowdown(facts, setup, base_numbers) or indexer_flattening_slowdown(facts, base_numbers)
+         or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers))
     if d is not None:
         d.answers_symptom = any(facts.startup.get(k) for k in _SYMPTOMS)
     return d
@@ -573,6 +574,27 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
                                "concurrent_requests"),
         missing=["vLLM's CUDA-graph stats (--cudagraph-metrics) at that load, or a run with --max-cudagraph-capture-size "
                  f"{load * (k + 1)}"])
+
+
+def indexer_flattening_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slower, and vLLM's DSA indexer says it flattens its decode (``use_flattening=True (next_n=N)``):
+    DeepGEMM's paged-MQA-logits kernel does not take that next_n natively on this GPU, so every spec-decode row of the
+    indexer is scored as its own one-token query -- the kernel's next_n limit, seen as performance (``medium``)."""
+    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    next_n = facts.startup.get("dsa_flattened_next_n")
+    if not slow or not isinstance(next_n, int) or next_n < 2:
+        return None
+    return Diagnosis(
+        category="spec_kernel_limit", confidence="medium", rule="failure_class", severity="warning",
+        basis=(f"no error; the report says serving got slower ('{slow}') and vLLM's DSA indexer logged "
+               f"'use_flattening=True (next_n={next_n})': DeepGEMM's paged-MQA-logits kernel does not take next_n = "
+               f"k + 1 = {next_n} natively on this GPU, so the indexer scores every draft position as a separate "
+               "one-token query -- the kernel's next_n limit under drafts, paid in latency"),
+        title=f"{title_of('spec_kernel_limit')} (silent: the DSA indexer flattens next_n={next_n})",
+        message=f"slower with drafts: {slow}",
+        numbers={**base_numbers, **facts.numbers, "next_n": next_n, "num_speculative_tokens": next_n - 1},
+        evidence=fact_evidence(facts, "slow_prose", "spec_slower_prose", "dsa_flattened_next_n"),
+        missing=["the same load with num_speculative_tokens = 1 (next_n = 2, native on Hopper), or on Blackwell"])
 
 
 def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:

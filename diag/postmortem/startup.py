@@ -71,6 +71,9 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
                                               r"Hugging Face generation config()"), lambda s: True),
     ("generation_config_sampling", re.compile(r"Using default (?:chat |completion )?sampling params from model: (\{[^}]{1,200}\})"),
      str),
+    # 0.17+: "Default vLLM sampling parameters have been overridden by the model's `generation_config.json`: `{...}`"
+    ("generation_config_sampling", re.compile(r"Default vLLM sampling parameters have been overridden by [^:]{1,80}: `?"
+                                              r"(\{[^}]{1,200}\})"), str),
     # no tuned fused-MoE kernel config for this expert shape and GPU: the MoE GEMMs run with default tile sizes
     ("moe_default_config", re.compile(r"Using default MoE config\. Performance might be sub-optimal!.{0,40}?"
                                       r"(E=\d+,N=\d+[^\s]*?)?(?:\.json)?(?:\s|$)"), lambda s: s or True),
@@ -86,6 +89,8 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("dsa_use_flattening", re.compile(r"DSA indexer decode path: use_flattening=(\w+)"), lambda s: s == "True"),
     # (the same line's next_n is num_speculative_tokens + 1: sparse_attn_indexer.py sets it from the spec config)
     ("dsa_next_n", re.compile(r"DSA indexer decode path: .{0,80}?\(next_n=(\d+)"), int),
+    # the start whose indexer flattens its multi-token decode (next_n above the kernel's native set on this GPU)
+    ("dsa_flattened_next_n", re.compile(r"DSA indexer decode path: use_flattening=True \(next_n=(\d+)"), int),
     ("engine_init_seconds", re.compile(r"init engine \(profile, create kv cache, warmup model\) took " + _FLOAT), float),
     # "Graph capturing finished in 9 secs, took 1.24 GiB"
     ("cudagraph_memory_gib", re.compile(r"Graph capturing finished in \d+ secs?, took " + _FLOAT + r" ?GiB"), float),

@@ -86,6 +86,8 @@ NOISE_TYPES = {
     "KeyboardInterrupt", "SystemExit", "asyncio.exceptions.CancelledError", "CancelledError", "BrokenPipeError",
     "ConnectionResetError", "EngineDeadError", "vllm.v1.engine.exceptions.EngineDeadError", "GeneratorExit",
     "EngineGenerateError", "ResourceWarning", "UserWarning", "DeprecationWarning", "FutureWarning", "RuntimeWarning",
+    # a client (a benchmark, the OpenAI SDK) losing its connection to a server that died: the aftermath, not the cause
+    "ServerDisconnectedError", "RemoteProtocolError", "RemoteDisconnected", "APIConnectionError", "ClientPayloadError",
 }
 ORPHAN_TYPE = "(traceback without an exception line)"
 NOISE_MESSAGES = ("Found no NVIDIA driver", "cannot schedule new futures after", "Event loop is closed")
