@@ -28,6 +28,14 @@ def _outside(facts: LogFacts, base_numbers: dict, *, basis: str, title: str, mes
                      evidence=fact_evidence(facts, *evidence), missing=missing)
 
 
+def _family_warning(facts: LogFacts, base_numbers: dict, category: str, confidence: str, *, basis: str, title: str,
+                    message: str, evidence: tuple[str, ...], missing: list[str], numbers: dict | None = None) -> Diagnosis:
+    """A no-error report read as one of the families from numbers the log holds (a warning: nothing failed)."""
+    return Diagnosis(category=category, confidence=confidence, rule="failure_class", severity="warning", basis=basis,
+                     title=title, message=message, numbers={**base_numbers, **facts.numbers, **(numbers or {})},
+                     evidence=fact_evidence(facts, *evidence), missing=missing)
+
+
 def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error; a hybrid model with prefix caching on whose metrics report a 0 % prefix-cache hit rate on every line:
     its Mamba/GDN states are cached only at block boundaries of a block raised to hold a state page (hundreds to
@@ -101,8 +109,8 @@ def unrounded_capture_sizes(facts: LogFacts, setup: Setup, base_numbers: dict) -
     odd = [x for x in sizes if x % (k + 1)]
     if padded is None or padded == tokens or not odd:
         return None  # (the step has a graph of its own size, or the sizes are rounded to 1 + k)
-    return Diagnosis(
-        category="cudagraph_shape", confidence="low", rule="failure_class", severity="warning",
+    return _family_warning(
+        facts, base_numbers, "cudagraph_shape", "low",
         basis=(f"no error; the report says '{said}' at {n} concurrent requests under speculative decoding (k={k}) on vLLM "
                f"{facts.vllm_version}: a uniform spec-decode step of {n} x {k + 1} = {tokens} tokens has no CUDA graph of "
                f"its size and is padded to {padded}; the release captures its full decode graphs at sizes that are not "
@@ -110,9 +118,9 @@ def unrounded_capture_sizes(facts: LogFacts, setup: Setup, base_numbers: dict) -
                f"(releases before 0.12 do not round the capture sizes to multiples of 1 + k)"),
         title=f"{title_of('cudagraph_shape')} (silent: {tokens}-token spec-decode steps padded to a {padded}-token graph)",
         message=f"spec decoding degrades at some concurrencies: {said}",
-        numbers={**base_numbers, **facts.numbers, "num_speculative_tokens": k, "concurrent_requests": n,
+        numbers={"num_speculative_tokens": k, "concurrent_requests": n,
                  "num_scheduled_tokens": tokens, "padded_num_tokens": padded},
-        evidence=fact_evidence(facts, "acceptance_prose", "wrong_output_prose", "cudagraph_capture_sizes",
+        evidence=("acceptance_prose", "wrong_output_prose", "cudagraph_capture_sizes",
                                "concurrent_requests", "engine_config"),
         missing=["the same load with --enforce-eager or cudagraph_capture_sizes that are multiples of "
                  f"{k + 1}, or on vLLM 0.12+"])
@@ -258,8 +266,8 @@ def kv_quant_block_growth(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     if big // small not in (2, 4) or big % small:
         return None
     hits = facts.startup.get("hit_rate_prose")
-    return Diagnosis(
-        category="kv_page_size", confidence="low", rule="failure_class", severity="warning",
+    return _family_warning(
+        facts, base_numbers, "kv_page_size", "low",
         basis=(f"no error; two starts of {', '.join(setup.why)}: with --kv-cache-dtype {kv} vLLM raised the attention "
                f"block from {small} to {big} tokens, because the quantized KV halves the attention bytes per token but "
                "not the Mamba/GDN state page that every page must match; the report's symptom ('" + str(said) + "') follows "
@@ -269,9 +277,9 @@ def kv_quant_block_growth(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
                                        "not grow") + " -- quantized KV on a hybrid"),
         title=f"{title_of('kv_page_size')} (silent: {kv} KV raised the hybrid's block from {small} to {big} tokens)",
         message=f"{said} after --kv-cache-dtype {kv}",
-        numbers={**base_numbers, **facts.numbers, "attention_block_size_before": small, "attention_block_size": big,
+        numbers={"attention_block_size_before": small, "attention_block_size": big,
                  "kv_cache_dtype": kv},
-        evidence=fact_evidence(facts, "attention_block_size", "hit_rate_prose", "capacity_prose", "gpu_kv_cache_tokens"),
+        evidence=("attention_block_size", "hit_rate_prose", "capacity_prose", "gpu_kv_cache_tokens"),
         missing=["the same load with --kv-cache-dtype auto and the shared-prefix lengths of the requests"])
 
 
@@ -290,8 +298,8 @@ def padding_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     if not (worst >= 20.0 or len(runs) >= 2 and worst >= 5.0 and worst >= 2 * least):
         return None
     blocks = [b for b in facts.startup.get("attention_block_size_runs") or [] if isinstance(b, int)]
-    return Diagnosis(
-        category="kv_page_size", confidence="low", rule="failure_class", severity="warning",
+    return _family_warning(
+        facts, base_numbers, "kv_page_size", "low",
         basis=(f"no error; the report says '{said}', and vLLM padded every Mamba/GDN state page by {worst:g}% to match "
                "the attention page" + (f" (the other start: {least:g}%)" if least < worst else "")
                + (f", with attention blocks of {' and '.join(map(str, blocks[-2:]))} tokens" if len(blocks) >= 2 else "")
@@ -299,9 +307,8 @@ def padding_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
                  "requests at once -- the hybrid's page-size unification"),
         title=f"{title_of('kv_page_size')} (silent: state pages padded by {worst:g}%)",
         message=f"capacity lost to Mamba page padding: {said}",
-        numbers={**base_numbers, **facts.numbers, "mamba_padding_percent": worst}
-                | ({"mamba_padding_percent_least": least} if least < worst else {}),
-        evidence=fact_evidence(facts, "capacity_prose", "slow_prose", "mamba_padding_percent", "attention_block_size"),
+        numbers={"mamba_padding_percent": worst, **({"mamba_padding_percent_least": least} if least < worst else {})},
+        evidence=("capacity_prose", "slow_prose", "mamba_padding_percent", "attention_block_size"),
         missing=["the 'Available KV cache memory' and block counts of both starts; a start with the block size vLLM picks "
                  "itself"])
 
@@ -560,18 +567,18 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
     if not isinstance(cap, int) or cap <= 0 or not loads or max(loads) * (k + 1) <= cap:
         return None
     load = max(loads)
-    return Diagnosis(
-        category="cudagraph_shape", confidence="low", rule="failure_class", severity="warning",
+    return _family_warning(
+        facts, base_numbers, "cudagraph_shape", "low",
         basis=(f"no error; the report says serving gets slower ('{slow}') with speculative decoding (k={k}) at {load} "
                f"concurrent requests: a decode step of n requests carries n x {k + 1} tokens, so {load} requests make "
                f"{load * (k + 1)} tokens, above the largest CUDA graph ({cap} tokens, {cap // (k + 1)} requests) -- those "
                "steps run without a full decode graph, a latency cliff past that concurrency"),
         title=f"{title_of('cudagraph_shape')} (silent: decode steps of {load * (k + 1)} tokens above the largest graph, {cap})",
         message=f"slower under drafts at high concurrency: {slow}",
-        numbers={**base_numbers, **facts.numbers, "max_cudagraph_capture_size": cap, "num_speculative_tokens": k,
+        numbers={"max_cudagraph_capture_size": cap, "num_speculative_tokens": k,
                  "decode_tokens_at_load": load * (k + 1), "requests_per_graph": cap // (k + 1)},
-        evidence=fact_evidence(facts, "slow_prose", "spec_slower_prose", "cudagraph_capture_sizes", "num_requests_running",
-                               "concurrent_requests"),
+        evidence=("slow_prose", "spec_slower_prose", "cudagraph_capture_sizes", "num_requests_running",
+                  "concurrent_requests"),
         missing=["vLLM's CUDA-graph stats (--cudagraph-metrics) at that load, or a run with --max-cudagraph-capture-size "
                  f"{load * (k + 1)}"])
 
@@ -584,16 +591,16 @@ def indexer_flattening_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosi
     next_n = facts.startup.get("dsa_flattened_next_n")
     if not slow or not isinstance(next_n, int) or next_n < 2:
         return None
-    return Diagnosis(
-        category="spec_kernel_limit", confidence="medium", rule="failure_class", severity="warning",
+    return _family_warning(
+        facts, base_numbers, "spec_kernel_limit", "medium",
         basis=(f"no error; the report says serving got slower ('{slow}') and vLLM's DSA indexer logged "
                f"'use_flattening=True (next_n={next_n})': DeepGEMM's paged-MQA-logits kernel does not take next_n = "
                f"k + 1 = {next_n} natively on this GPU, so the indexer scores every draft position as a separate "
                "one-token query -- the kernel's next_n limit under drafts, paid in latency"),
         title=f"{title_of('spec_kernel_limit')} (silent: the DSA indexer flattens next_n={next_n})",
         message=f"slower with drafts: {slow}",
-        numbers={**base_numbers, **facts.numbers, "next_n": next_n, "num_speculative_tokens": next_n - 1},
-        evidence=fact_evidence(facts, "slow_prose", "spec_slower_prose", "dsa_flattened_next_n"),
+        numbers={"next_n": next_n, "num_speculative_tokens": next_n - 1},
+        evidence=("slow_prose", "spec_slower_prose", "dsa_flattened_next_n"),
         missing=["the same load with num_speculative_tokens = 1 (next_n = 2, native on Hopper), or on Blackwell"])
 
 
@@ -697,33 +704,25 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
             title=f"{title_of('kv_page_size')} (silent: fp8 KV scales calibrated on a hybrid's uninitialised state)",
             evidence=fact_evidence(facts, "args", "command", "non_default_args", "wrong_output_prose"),
             missing=["the same run without --calculate-kv-scales (default scale 1.0), or on vLLM 0.19+"])
-    if setup.spec_k > 0 and symptom and setup.hybrid and isinstance(chunk, int) and 1 <= chunk <= 1 + setup.spec_k:
-        # with drafts: a last prefill chunk of at most 1 + k tokens is as short as a spec decode, so the builders, which
-        # split decodes from prefills by query length, and the full-graph dispatch take it for one -- its state is read
-        # and written on the spec-decode rows of a batch that mixes kinds of rows
+    k = setup.spec_k
+    if symptom and setup.hybrid and isinstance(chunk, int) and (k == 0 and chunk == 1 or k > 0 and 1 <= chunk <= 1 + k):
+        # a chunked prompt's last chunk as short as a decode: without drafts, one token beside plain decodes makes a
+        # step of one-token rows replayed as a decode CUDA graph while the Mamba builder (0.20-0.21:
+        # split_decodes_and_prefills(..., treat_short_extends_as_decodes=False)) counts the chunk as a prefill; with
+        # drafts, at most 1 + k tokens, split by query length onto the spec-decode rows -- either way a builder on a
+        # batch mixing kinds of rows
+        how = (f"that chunk beside plain decodes makes a step of one-token rows, replayed as a decode CUDA graph, while "
+               f"the Mamba/GDN builder counts the chunk as a prefill -- the builder's split of a mixed step (hybrid "
+               f"model, no drafts needed)" if k == 0 else
+               f"no longer than a spec decode's 1 + {k}, the Mamba/GDN builders split decodes from prefills by query "
+               f"length (and the full CUDA-graph dispatch by the step's shape), so that chunk runs on the spec-decode "
+               f"rows beside the drafts -- the builder's split of a mixed batch")
         return told(
             "mixed_batch", "low", last_chunk_tokens=chunk,
             basis=(f"the report says the output goes wrong ({symptom}) for prompts whose last prefill chunk is "
-                   f"{chunk} token(s), no longer than a spec decode's 1 + {setup.spec_k}: the Mamba/GDN builders split "
-                   f"decodes from prefills by query length (and the full CUDA-graph dispatch by the step's shape), so "
-                   f"that chunk runs on the spec-decode rows beside the drafts -- the builder's split of a mixed batch"),
-            title=f"{title_of('mixed_batch')} (silent: a last prefill chunk of {chunk} token(s) among spec decodes)",
-            evidence=fact_evidence(facts, "wrong_output_prose", "last_chunk_tokens") + batch_ev,
-            missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) records each step's batch and the "
-                     "builders' split", "whether --max-num-batched-tokens above the longest prompt (no chunking) or "
-                     "--compilation-config '{\"cudagraph_mode\": \"PIECEWISE\"}' makes it go away"])
-    if setup.spec_k == 0 and symptom and setup.hybrid and isinstance(chunk, int) and chunk == 1:
-        # no drafts, but a chunked prompt's last chunk of one token beside plain decodes: every row of the step has one
-        # query token, so it is replayed as a decode CUDA graph while the Mamba builder (0.20-0.21:
-        # split_decodes_and_prefills(..., treat_short_extends_as_decodes=False)) counts the chunk as a prefill and
-        # leaves the graph's decode buffers stale -- a builder on a batch mixing kinds of rows
-        return told(
-            "mixed_batch", "low", last_chunk_tokens=chunk,
-            basis=(f"the report says the output goes wrong ({symptom}) for prompts whose last "
-                   f"prefill chunk is one token: that chunk beside plain decodes makes a step of one-token rows, "
-                   f"replayed as a decode CUDA graph, while the Mamba/GDN builder counts the chunk as a prefill -- the "
-                   f"builder's split of a mixed step (hybrid model, no drafts needed)"),
-            title=f"{title_of('mixed_batch')} (silent: a one-token last prefill chunk beside decodes)",
+                   f"{'one token' if chunk == 1 else f'{chunk} tokens'}: {how}"),
+            title=f"{title_of('mixed_batch')} (silent: a last prefill chunk of {chunk} token(s) "
+                  f"{'beside decodes' if k == 0 else 'among spec decodes'})",
             evidence=fact_evidence(facts, "wrong_output_prose", "last_chunk_tokens") + batch_ev,
             missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) records each step's batch and the "
                      "builders' split", "whether --max-num-batched-tokens above the longest prompt (no chunking) or "
