@@ -303,3 +303,60 @@ def test_a_check_against_an_expression_is_not_a_check_against_its_first_constant
 
     assert check_numbers("assert m.max_query_len == 1 + self.num_spec_tokens") == {}
     assert check_numbers("Assertion failed: next_n <= 4")["check_threshold"] == 4
+
+
+def test_two_logged_prompts_that_part_at_a_timestamp_explain_the_missing_prefix_hits():
+    """vLLM's request log shows each prompt starting with the current time: they part at a digit in their first
+    characters, so no block is shared -- the client's template, not the hybrid's block size."""
+    def req(rid: str, sec: str) -> str:
+        return (f"(APIServer pid=1) DEBUG 07-03 14:29:{sec} [request_logger.py:53] Request chatcmpl-{rid} details: prompt: "
+                f"\"<|start_of_role|>system<|end_of_role|>Current date and time: Thursday, 2026-07-03 14:29:{sec} CEST. "
+                "You are the company assistant ...\"")
+    an = _analyze(["Is prefix caching broken for granite-4.0-h? The prefix cache hit rate is 0.4%.",
+                   "vllm serve ibm-granite/granite-4.0-h-tiny --enable-prefix-caching", req("8e1f", "57"), req("21a9", "58")])
+    assert "part at character" in an.facts.startup["varying_prefix_prose"]
+    assert an.findings[0].category == "other" and "per-request value" in an.findings[0].title
+
+
+def test_a_batch_pinned_at_its_peak_with_an_empty_kv_cache_is_the_schedulers_cap():
+    stats = ("(APIServer pid=1) INFO 05-12 09:15:{s} [loggers.py:271] Engine 000: Avg prompt throughput: 3012.5 tokens/s, "
+             "Avg generation throughput: 1450.1 tokens/s, Running: 16 reqs, Waiting: {w} reqs, GPU KV cache usage: 7.9%, "
+             "Prefix cache hit rate: 12.0%")
+    an = _analyze(["Nemotron-3-Nano + MTP: never more than 16 running requests, the rest queue up.",
+                   "vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8 --enable-prefix-caching "
+                   "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+                   stats.format(s="40", w=84), stats.format(s="50", w=86)])
+    top = an.findings[0]
+    assert top.category == "other" and "16 running requests" in top.title
+    # the same words with the KV cache full: the pool is the limit, not the scheduler
+    full = _analyze(["never more than 16 running requests, the rest queue up.",
+                     stats.format(s="40", w=84).replace("7.9%", "97.9%")])
+    assert not full.findings or "scheduler" not in full.findings[0].title
+
+
+def test_a_symptom_reading_outranks_a_crash_predicted_from_the_configuration_alone():
+    """vLLM 0.17's GDN builder could not mix decodes and spec decodes (a pre-flight prediction); the report has no
+    crash, only garbage on follow-up turns that hit the prefix cache: the reading of that symptom leads."""
+    lines = [
+        "Qwen3-Next + MTP + prefix caching on vLLM 0.17.0: from the 2nd/3rd turn on, maybe 1 in 5 responses goes off "
+        "the rails.",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --enable-prefix-caching --speculative-config "
+        "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+        "(APIServer pid=1) INFO 02-11 09:03:22 [loggers.py:259] Engine 000: Avg prompt throughput: 2210.5 tokens/s, "
+        "Avg generation throughput: 1644.8 tokens/s, Running: 48 reqs, Waiting: 0 reqs, GPU KV cache usage: 21.7%, "
+        "Prefix cache hit rate: 63.0%",
+        "(EngineCore_DP0 pid=9) INFO 02-11 09:01:02 [core.py:97] Initializing a V1 LLM engine (v0.17.0) with config: "
+        "model='Qwen/Qwen3-Next-80B-A3B-Instruct'",
+    ]
+    an = analyze_text("\n".join(lines), "t.log", use_preflight=True)
+    assert any(f.rule == "gdn_mixed_batch" and f.severity == "error" for f in an.findings)  # the prediction stands
+    assert an.findings[0].category == "state_index"
+
+
+def test_the_reporters_words_for_lost_capacity_and_changed_greedy_output():
+    an = _analyze(["turning on --enable-prefix-caching makes the server fit ~8x fewer requests"])
+    assert an.facts.startup["capacity_prose"] == "fit ~8x fewer requests"
+    an = _analyze(["ngram speculative decoding changes greedy outputs on Qwen3.5 but not on dense models"])
+    assert an.facts.startup["wrong_output_prose"] == "changes greedy outputs"
+    an = _analyze(["The JSON goes into `\"notes\": \"` and then emits the same 3-4 tokens until max_tokens."])
+    assert an.facts.startup["wrong_output_prose"] == "emits the same 3-4 tokens"

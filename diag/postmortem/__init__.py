@@ -184,7 +184,8 @@ num_requests_waiting,                  usage: 87.4%`` (last values)
 gpu_kv_cache_usage_percent
 num_preemptions_max,                   the highest ``Preemptions: N``, ``Waiting: N reqs`` and ``GPU KV cache
 num_requests_waiting_max,              usage: N%`` of the stats lines (a preemption storm's peak)
-gpu_kv_cache_usage_percent_max
+gpu_kv_cache_usage_percent_max,
+num_requests_running_max               the highest ``Running: N reqs``
 max_cudagraph_capture_size_requested,  ``Capping cudagraph capture sizes from max 512 to 48 to fit Mamba
 max_cudagraph_capture_size_capped,     cache blocks (50 blocks available)``; when none fits (``No valid cudagraph
 mamba_cache_blocks_available,          capture sizes remain after capping to Mamba cache blocks (6). The smallest
@@ -198,6 +199,8 @@ printed_values (dict)                  values the reporter printed in prose: ``n
                                        (``[some_backend.py:233]`` -> some_backend_line)
 near_limit_prose                       the reporter's words for requests close to their length limit
                                        (``close to max_model_len``), where fewer drafts are scheduled
+varying_prefix_prose                   a prompt template's per-request value, in words or where two prompts of
+                                       vLLM's request log part (at a digit, in their first 200 characters)
 request_params (dict)                  max_tokens / temperature / top_k ... of the failing request (curl
                                        body, client call, ``SamplingParams(...)``)
 request_params_last (dict)             the last request's, where a later request samples otherwise (a

@@ -397,7 +397,10 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
         # low confidence `other`: a rule that explains the root error keeps the lead
         if any(cites_root(f) and f.severity == "error" for f in findings):
             return findings + [new]
-    if root is None and d.confidence == "low" and any(f.severity == "error" for f in findings):
+    if root is None and d.confidence == "low" and any(f.severity == "error" and (
+            not d.answers_symptom or any(e.source in (None, "log") for e in f.evidence)) for f in findings):
+        # (a rule's error the log itself shows keeps the lead; one predicted from the configuration alone does not
+        # outrank the reading of the symptom the report states)
         return findings + [new]
     if d.category != "other" and d.confidence in ("high", "medium") and root is not None:
         # an `other` rule that names the same exception generically ("VllmConfig rejected the configuration") beside

@@ -189,6 +189,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self._dump_line = 0
         self.dump_text: tuple[int, str] | None = None
         self.error_lines: list[tuple[int, str]] = []  # error-like lines outside tracebacks (kernel text, excerpts)
+        self.logged_prompts: list[tuple[int, str]] = []  # the request log's prompts (their first 400 characters)
         self.side_attempt_lines: set[int] = set()  # lines of the reporter's side attempts ("I also tried X: <error>")
         self._err_open = False
         self._err_last = 0
@@ -370,6 +371,20 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self._dump = None
 
     # -------------------------------------------------------------- finish
+    def _prompts_part(self) -> None:
+        """Two logged prompts that part within their first 200 characters at a digit (a time, a date, an id the client
+        put at the start): no request shares a cached block with another -- the varying prefix, in vLLM's own log."""
+        texts = [t for _, t in self.logged_prompts]
+        if len(texts) < 2 or "varying_prefix_prose" in self.facts.startup:
+            return
+        a, b = texts[0], texts[1]
+        i = next((n for n, (x, y) in enumerate(zip(a, b)) if x != y), None)
+        if i is None or i >= 200 or not (a[i].isdigit() or b[i].isdigit()):
+            return
+        start = max(0, i - 40)
+        self.facts.startup["varying_prefix_prose"] = f"the logged prompts part at character {i}: '{a[start:i + 12]}'"
+        self.facts.lines["varying_prefix_prose"] = self.logged_prompts[1]
+
     def finish(self) -> LogFacts:
         self._end_argv()
         self._end_yaml()
@@ -387,6 +402,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             self.facts.startup["request_failures"] = sum(self.request_failures.values())
         if self.prose_terms:
             self.facts.startup["prose_terms"] = list(self.prose_terms)
+        self._prompts_part()
         f = self.facts
         f.total_lines = self.last_line
         if self.hit_rate_count:

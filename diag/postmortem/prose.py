@@ -105,6 +105,11 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"\b(?:outputs?|text|generations?|completions?)\b[^.;\n]{0,30}?\b(?:diverges?|diverged|"
                            r"differ|differs|start(?:s|ed)? to (?:differ|diverge))\b (?:from|after|at)\b|"
                            r"\bdegrade[sd]? into (?:repetition|garbage|gibberish|nonsense|broken)\b|"
+                           # "spec decoding changes greedy outputs", "emits the same 3-4 tokens until max_tokens",
+                           # "values that parse but are obviously wrong"
+                           r"\bchang(?:es|ed|ing) (?:the )?greedy (?:outputs?|results?|generations?|text)\b|"
+                           r"\b(?:emits?|emitting|outputs?|generates?|keeps? (?:emitting|generating)) the same "
+                           r"(?:[\d-]+ )?(?:tokens?|words?|phrases?)\b|\b(?:obviously|clearly|completely|plainly) wrong\b|"
                            # "logprobs / outputs go bad", "other sequences in the batch get corrupted"
                            r"\b(?:outputs?|answers?|logprobs|text|generations?|completions?|responses?) (?:go|goes|went|"
                            r"going|gone) bad\b|\b(?:sequences?|outputs?|requests?|answers?|generations?|completions?|"
@@ -162,7 +167,7 @@ _NEAR_LIMIT = re.compile(r"\b(?:close to|near(?:ing)?|approach(?:es|ing)?|within
 # what the reporter has read or fears, not what the run did
 _HEARSAY = re.compile(r"\b(?:read|heard|seen)\s+(?:about|of|that|reports?|people|others|somewhere)\b|\bworried\b|"
                       r"\breports? of\b|\bknown issues? (?:with|of|about)\b|\bpeople (?:say|report|mention)", re.I)
-WRONG_OUTPUT_HINTS = ("garbl", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
+WRONG_OUTPUT_HINTS = ("garbl", "greedy", "the same", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
@@ -328,7 +333,13 @@ _CAPACITY_PROSE = re.compile(
     r"(?:more |higher )?(?:max(?:imum)? )?(?:concurrency|kv capacity|kv[ -]cache capacity|running requests)\b|"
     # fewer requests fit than before: "starts preempting at a concurrency it handled fine", "where the memory went"
     r"\b(?:starts?|started|begins?|began) preempting\b|\bpreemptions (?:appear|start|show up|began|begin)\b|"
-    r"\bfewer requests fit\b|\bwhere (?:the|my|our) memory (?:went|goes)\b|\bwhere (?:did|does) the memory go\b", re.I)
+    r"\bfewer requests fit\b|\bwhere (?:the|my|our) memory (?:went|goes)\b|\bwhere (?:did|does) the memory go\b|"
+    # "fit ~8x fewer requests", "caps out way lower", "memory is being wasted"
+    r"\bfits? (?:~|about )?\d+(?:\.\d+)?\s*x fewer (?:requests|sequences|users)\b|\bcaps? out (?:\w+ )?lower\b|"
+    r"\bmemory (?:is |was )?(?:being )?wasted\b|"
+    # the batch stops growing: "never more than 16 running requests", "the rest queue up"
+    r"\bnever (?:more than|above|over) \d+ (?:running |concurrent )?(?:requests|reqs|sequences)\b|"
+    r"\b(?:rest|everything else|the others) (?:queues?|queued|waits?|sits?) (?:up|in the queue)?", re.I)
 # the reporter saying draft acceptance fell: "MTP acceptance ... drops from ~3.2 to ~1.3", "terrible in production",
 # "acceptance collapses once the cache warms up", "low acceptance"
 _ACCEPTANCE_PROSE = re.compile(
@@ -624,7 +635,8 @@ class ProseLines:
                 self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)
             if "cceptance" in wide:
                 self._first_words("acceptance_prose", _ACCEPTANCE_PROSE, wide, line)
-            if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide:
+            if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
+                    or "never" in wide or "queue" in wide or "cap" in wide:
                 self._first_words("capacity_prose", _CAPACITY_PROSE, wide, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)

@@ -313,6 +313,32 @@ def padding_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
                  "itself"])
 
 
+def scheduler_cap(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error; the report says fewer requests run than it expects, and the stats lines show the running count pinned
+    at its peak while requests wait and the KV cache (which holds the Mamba/GDN states too) stays mostly empty: the
+    scheduler's own limit (max_num_seqs, set or defaulted) caps the batch, not the KV layout or the state budget."""
+    said = facts.startup.get("capacity_prose")
+    st = facts.startup
+    running, peak = st.get("num_requests_running"), st.get("num_requests_running_max")
+    waiting, usage = st.get("num_requests_waiting_max"), st.get("gpu_kv_cache_usage_percent_max")
+    if not said or not isinstance(running, int) or running != peak or not isinstance(waiting, int) or waiting < 1 \
+            or not isinstance(usage, (int, float)) or usage >= 50 or st.get("max_cudagraph_capture_size_capped") \
+            or (st.get("num_preemptions_max") or 0) > 0:
+        return None
+    seqs = facts.args.get("max_num_seqs")
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says fewer requests run than expected ('{said}'), and the stats lines show "
+               f"{running} requests running at most while up to {waiting} wait and the KV cache is {usage:g}% used: "
+               "the pool that holds the KV pages and the Mamba/GDN states has room, so the scheduler's own cap on "
+               "running requests (max_num_seqs" + (f" = {seqs}" if isinstance(seqs, int) else ", set or defaulted")
+               + ") is what holds the batch -- outside the hybrid/spec-decode failure classes"),
+        title=f"Batch capped at {running} running requests by the scheduler (max_num_seqs), not by KV memory",
+        message=f"requests wait with the KV cache {usage:g}% used: {said}",
+        evidence=("capacity_prose", "num_requests_running", "num_requests_waiting_max", "gpu_kv_cache_usage_percent_max"),
+        missing=["the engine config's max_num_seqs (the 'Initializing a V1 LLM engine' line or the non-default args)"])
+
+
 def sampled_by_generation_config(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, an evaluation's quality differs between runs, the requests set no temperature and vLLM says the
     model's generation_config supplies the sampling defaults: the "greedy" evaluation is sampled, so the gap is
@@ -367,7 +393,8 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
          or padding_capacity_loss(facts, setup, base_numbers) or unrounded_capture_sizes(facts, setup, base_numbers)
          or fp8_kv_quality(facts, setup, base_numbers)
-         or activation_reserve_capacity(facts, base_numbers) or silent_corruption(facts, setup, base_numbers, batch_ev)
+         or activation_reserve_capacity(facts, base_numbers) or scheduler_cap(facts, base_numbers)
+         or silent_corruption(facts, setup, base_numbers, batch_ev)
          or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
          or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
          or varying_prefix(facts, base_numbers)

@@ -115,7 +115,9 @@ _STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, co
 # usage: 100.0%" -- a preemption counter appears once requests were preempted (recomputed) for want of KV blocks; a
 # preemption storm shows in the highest values over the log (<name>_max), not the last
 _PREEMPTIONS = re.compile(r"Preemptions: (\d+)")
-_PEAKED = ("num_requests_waiting", "gpu_kv_cache_usage_percent")
+# vLLM's request log: "Received request chatcmpl-..: prompt: '...'" (older) / "Request chatcmpl-.. details: prompt: "...""
+_LOGGED_PROMPT = re.compile(r"\bRe(?:ceived re)?quest \S+(?: details)?:? prompt: ['\"](.{20,})")
+_PEAKED = ("num_requests_waiting", "gpu_kv_cache_usage_percent", "num_requests_running")
 _KV_SIZE = re.compile(r"\b(GPU|CPU|XPU|TPU|HPU)(?: \+ host)? KV cache size: " + _INT + r" tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _FLOAT + r"x")
 _HIT_RATE = re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: (?:GPU: )?" + _FLOAT + r"%")
@@ -250,6 +252,10 @@ class StartupLines:
             self._cudagraph_stats(line)
         if "SamplingParams(" in text and len(text) < 4000:  # vLLM's request log (--enable-log-requests)
             self._request_params(text)
+        if "prompt: " in text and "equest" in text and len(self.logged_prompts) < 8:
+            m = _LOGGED_PROMPT.search(text)
+            if m:  # (the request log's prompt text: where two requests' prompts part says what they share)
+                self.logged_prompts.append((line.lineno, m.group(1)[:400]))
         for kw, name, rx, conv in _STARTUP_PATTERNS:
             if kw not in text:
                 continue
