@@ -258,7 +258,6 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                   + (f"; max_num_seqs x (1 + k) = {mx * (1 + k)} tokens" if isinstance(mx, int) and k else ""))
         if isinstance(mx, int) and k:
             nums.setdefault("decode_tokens_max", mx * (1 + k))
-    dumped_mixed = bool((setup.batch or {}).get("mixed"))  # the crash dump's batch mixes kinds of rows
     rows = _spec_rows_vs_batch(site, root.message or "", setup) if cat == "state_index" else None
     if rows is not None:
         batch, spec_rows, width = rows
@@ -276,23 +275,22 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         basis += ("; the assert compares the state indices' rows with the batch's rows under speculative decoding "
                   f"(k = {setup.spec_k}): a kernel counting 1 + k tokens per spec decode meets one state row per "
                   "request -- the batch's rows counted two ways (a mixed batch), not the indices' width")
-    elif cat == "state_index" and REQUEST_COUNT_CHECK.search(site.condition or "") and (
-            not setup.prefix_cached_states or setup.spec_k != 0 and dumped_mixed):
-        if setup.prefix_cached_states and _padded_rows(root.message or "", setup):
-            basis += ("; every request of the crash dump's step is counted (Expected = its "
-                      f"{setup.batch['num_reqs']} requests, spec decodes included) and the state indices have more rows: "
-                      "padded rows handed to the Mamba group (a CUDA-graph batch), not the step split two ways")
+    elif cat == "state_index" and REQUEST_COUNT_CHECK.search(site.condition or ""):
+        if setup.prefix_cached_states:
+            # with prefix caching the rows come through the block table: the state indices (writers and real reports
+            # alike, a mixed crash dump or not)
+            if _padded_rows(root.message or "", setup):
+                basis += ("; every request of the crash dump's step is counted (Expected = its "
+                          f"{setup.batch['num_reqs']} requests, spec decodes included) and the state indices have more "
+                          "rows: padded rows handed to the Mamba group (a CUDA-graph batch), not the step split two ways")
         else:
             # the requests of the step counted two ways (the metadata built for one group vs the rows handed to
             # another, padded for a CUDA graph or split otherwise): without prefix caching the state indices hold one
-            # row per request, so the builder's accounting of the batch differs, not an index -- the mixed-batch
-            # class; with prefix caching the rows come through the block table (state_index)
+            # row per request, so the builder's accounting of the batch differs, not an index -- the mixed-batch class
             cat = "mixed_batch"
-            basis += ("; the check counts the step's requests (prefills + decodes) against the state indices' rows"
-                      + (" with no prefix caching (one state row per request)" if not setup.prefix_cached_states else
-                         " and the crash dump shows a mixed batch")
-                      + ": the batch's requests counted two ways by the builder"
-                      + (f" under speculative decoding (k = {setup.spec_k})" if setup.spec_k else "")
+            basis += ("; the check counts the step's requests (prefills + decodes) against the state indices' rows with "
+                      "no prefix caching (one state row per request): the batch's requests counted two ways by the "
+                      "builder" + (f" under speculative decoding (k = {setup.spec_k})" if setup.spec_k else "")
                       + ", not an index width")
     caller = attention_allocation(root.message or "") if site.file.endswith("worker/workspace.py") else None
     if cat == "other" and caller and setup.spec_k:
