@@ -360,3 +360,23 @@ def test_the_reporters_words_for_lost_capacity_and_changed_greedy_output():
     assert an.facts.startup["wrong_output_prose"] == "changes greedy outputs"
     an = _analyze(["The JSON goes into `\"notes\": \"` and then emits the same 3-4 tokens until max_tokens."])
     assert an.facts.startup["wrong_output_prose"] == "emits the same 3-4 tokens"
+
+
+def test_a_captured_request_whose_system_prompt_opens_with_a_session_id_and_time_explains_lost_hits():
+    an = _analyze([
+        "Prefix cache hit rate ~0 on Qwen3-Next even with a long identical system prompt.",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --enable-prefix-caching",
+        '{"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "messages": [',
+        ' {"role": "system", "content": "Session: 7f3c2a9e-11b4-4d0e-9a55-2c81f0e3d6b1 | Now: 2026-04-27T09:40:11.482Z\\n'
+        'You are Atlas, an operations assistant..."},',
+    ])
+    assert "opens with a per-request value" in an.facts.startup["varying_prefix_prose"]
+    assert an.findings[0].category == "other"
+
+
+def test_a_deeper_draft_much_slower_than_a_shallower_one_on_an_mla_model_is_the_kernel_limit():
+    an = _analyze(["DeepSeek-V3.2-Exp: num_speculative_tokens=3 much slower than 1 on H200 (0.14.0)",
+                   "vllm serve deepseek-ai/DeepSeek-V3.2-Exp -tp 8 --speculative-config "
+                   "'{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":3}'"])
+    assert an.facts.startup["spec_slower_prose"] == "num_speculative_tokens=3 much slower"
+    assert an.findings[0].category == "spec_kernel_limit"

@@ -319,8 +319,8 @@ _SPEC_SLOWER = re.compile(
     r"output )?throughput|(?:lowers?|reduces?|hurts?|halves?) (?:the )?(?:decode |generation |output )?throughput)\b|"
     r"\bslower (?:with|when (?:using|enabling|adding)) (?:MTP|EAGLE|[Ee]agle|spec|drafts?|speculative|ngram)|"
     # a deeper draft slower than a shallower one ("num_speculative_tokens=3 is ~2.5x SLOWER than ...=1", "k=3 runs slower")
-    r"\b(?:num_spec(?:ulative)?_tokens|k)\s*[=:]\s*\d+\b[^.\n]{0,20}?\b(?:is|runs?|was|gets?)\s+(?:~?\s*[\d.]+\s*x\s+|\w+\s+)?"
-    r"slower\b", re.I)
+    r"\b(?:num_spec(?:ulative)?_tokens|k)\s*[=:]\s*\d+\b[^.\n]{0,20}?\b(?:(?:is|runs?|was|gets?)\s+)?(?:~?\s*[\d.]+\s*x\s+|"
+    r"(?:much|far|way|a lot|significantly|noticeably)\s+)?slower\b", re.I)
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 _CAPACITY_PROSE = re.compile(
@@ -372,6 +372,11 @@ _COLLECTIVE_FRAME = re.compile(r"\b(?:all_reduce|all_gather\w*|reduce_scatter\w*
 # (a template's field, not a JSON object: no quotes or colons inside the braces)
 _VARYING_PREFIX = re.compile(r"\{[^{}\n\"':]{0,40}?(?:uuid\d?\(\)|uuid\.uuid\d\(\)|datetime\.(?:utc)?now\(\)|time\.time\(\)|"
                              r"\b(?:request|session|trace|conversation)_?id\b|\btimestamp\b)[^{}\n\"':]{0,40}\}", re.I)
+# a captured request whose system prompt opens with a per-request value: a UUID or an ISO time within its first 80
+# characters ({"role": "system", "content": "Session: 7f3c2a9e-... | Now: 2026-04-27T09:40:11Z\n..."})
+_SYSTEM_HEAD_VALUE = re.compile(r"[\"']role[\"']\s*:\s*[\"']system[\"']\s*,\s*[\"']content[\"']\s*:\s*[\"']([^\"']{0,80}?"
+                                r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|"
+                                r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}))", re.I)
 _VARYING_PREFIX_TOLD = re.compile(
     r"\b(?:prepend\w*|inject\w*|insert\w*|adds?|added|adding|puts?|putting)\b[^.\n]{0,120}?\b(?:request[-_ ]?ids?|"
     r"trace[-_ ]?ids?|uuids?|timestamps?|current (?:time|date)|date and time)\b[^\n]{0,120}?\b(?:to|at|in) the "
@@ -572,6 +577,10 @@ class ProseLines:
             # the client's prompt template puts a per-request value into the prompt ("Current time:
             # {datetime.utcnow().isoformat()}", "trace: {uuid4()}"): no two requests share that prefix
             self._first_words("varying_prefix_prose", _VARYING_PREFIX, text, line)
+        if line.level is None and len(text) < 4000 and "varying_prefix_prose" not in self.facts.startup and "system" in text \
+                and "content" in text and (m := _SYSTEM_HEAD_VALUE.search(text)):
+            self.facts.startup["varying_prefix_prose"] = f"the system prompt opens with a per-request value: '{m.group(1)}'"
+            self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000 and "varying_prefix_prose" not in self.facts.startup and (
                 "prepend" in wide or "start" in wide or "beginning" in wide or "front" in wide):
             # told in words: "the gateway prepends a line like `Request-ID: ...; Received: <time>` to the start of
