@@ -296,6 +296,10 @@ def test_the_error_of_a_side_attempt_introduced_on_the_line_before_is_not_the_re
     ])
     assert an.facts.root is None
     assert an.findings[0].category in ("prefix_cache_degraded", "block_size_alignment")
+    # the same at the start of a sentence
+    capital = _analyze(["Qwen3.5 prefix cache hit rate stuck at 0.0%.", "Tried `--mamba-block-size 64`:",
+                        "  AssertionError: In Mamba cache align mode, block_size (544) must be <= max_num_batched_tokens"])
+    assert capital.facts.root is None
 
 
 def test_a_check_against_an_expression_is_not_a_check_against_its_first_constant():

@@ -128,7 +128,7 @@ class ErrorLines:
             self._err_last = line.lineno
             return
         self._err_open = False
-        if line.level is None and "tried" in t and _SIDE_ATTEMPT_TAIL.search(t):
+        if line.level is None and "ried" in t and _SIDE_ATTEMPT_TAIL.search(t):
             self.side_attempt_lines.add(line.lineno + 1)  # "Also tried --mamba-cache-mode all:" / its error below
         if line.level is None and (_SIDE_ATTEMPT.match(t) or line.lineno in self.side_attempt_lines):
             self.side_attempt_lines.add(line.lineno)
