@@ -158,7 +158,6 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"\b(?:gsm8k|mmlu|humaneval|math500|aime\d*|accuracy|eval scores?|win rate)\b (?:is |was |gets? )?"
                            r"(?:lower|worse) (?:with|when)\b|\bregression (?:vs\.?|versus|against|from) "
                            r"(?:the )?baseline\b)", re.I)
-# words of which every match of _WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
 # requests close to their length limit, where the scheduler drafts fewer tokens for them than for the rest ("the
 # sequences that run close to max_model_len", "within 3 tokens of max_model_len", "near the context limit")
 _NEAR_LIMIT = re.compile(r"\b(?:close to|near(?:ing)?|approach(?:es|ing)?|within (?:a few|\d+|k|num_speculative_tokens) "
@@ -167,6 +166,7 @@ _NEAR_LIMIT = re.compile(r"\b(?:close to|near(?:ing)?|approach(?:es|ing)?|within
 # what the reporter has read or fears, not what the run did
 _HEARSAY = re.compile(r"\b(?:read|heard|seen)\s+(?:about|of|that|reports?|people|others|somewhere)\b|\bworried\b|"
                       r"\breports? of\b|\bknown issues? (?:with|of|about)\b|\bpeople (?:say|report|mention)", re.I)
+# words of which every match of _WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
 WRONG_OUTPUT_HINTS = ("garbl", "greedy", "the same", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",

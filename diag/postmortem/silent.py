@@ -8,6 +8,7 @@ import re
 
 from ..catalog import vtuple
 from ..model import Evidence, LogException, LogFacts
+from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, title_of
@@ -120,8 +121,8 @@ def unrounded_capture_sizes(facts: LogFacts, setup: Setup, base_numbers: dict) -
         message=f"spec decoding degrades at some concurrencies: {said}",
         numbers={"num_speculative_tokens": k, "concurrent_requests": n,
                  "num_scheduled_tokens": tokens, "padded_num_tokens": padded},
-        evidence=("acceptance_prose", "wrong_output_prose", "cudagraph_capture_sizes",
-                               "concurrent_requests", "engine_config"),
+        evidence=("acceptance_prose", "wrong_output_prose", "cudagraph_capture_sizes", "concurrent_requests",
+                  "engine_config"),
         missing=["the same load with --enforce-eager or cudagraph_capture_sizes that are multiples of "
                  f"{k + 1}, or on vLLM 0.12+"])
 
@@ -247,9 +248,6 @@ def draft_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> Di
                  "VLLM_DIAG_DB=run.db), or the 'Setting attention block size' lines of both runs"])
 
 
-_QUANTIZED_KV = ("fp8", "int8", "nvfp4", "fp4", "turboquant")
-
-
 def kv_quant_block_growth(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error; two starts of a hybrid pasted side by side, the quantized-KV one with an attention block two or four
     times the other's, and the report says what got worse (prefix-cache hits, capacity, speed): the KV dtype halves the
@@ -260,7 +258,7 @@ def kv_quant_block_growth(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     runs = [b for b in facts.startup.get("attention_block_size_runs") or [] if isinstance(b, int) and b > 0]
     said = (facts.startup.get("capacity_prose") or facts.startup.get("slow_prose")
             or ("prefix-cache hits" if facts.startup.get("hit_rate_prose") else None))
-    if not setup.hybrid or not kv.startswith(_QUANTIZED_KV) or len(runs) < 2 or not said:
+    if not setup.hybrid or not kv.startswith(QUANTIZED_KV_DTYPES) or len(runs) < 2 or not said:
         return None
     small, big = min(runs[-2:]), max(runs[-2:])
     if big // small not in (2, 4) or big % small:

@@ -20,7 +20,8 @@ from .base import Rule, RuleContext
 
 ID = "kv_quant_hybrid_capacity"
 
-_QUANTIZED = ("fp8", "int8", "nvfp4", "fp4", "turboquant")
+# KV cache dtypes that pack or quantize the attention bytes per token (the post-mortem reads the same list)
+QUANTIZED_KV_DTYPES = ("fp8", "int8", "nvfp4", "fp4", "turboquant")
 
 
 def check(ctx: RuleContext) -> list[Finding]:
@@ -28,7 +29,7 @@ def check(ctx: RuleContext) -> list[Finding]:
     if log is None or log.root is not None or not log.startup.get("attention_block_size"):
         return []
     kv = str(cfg(ctx, "kv_cache_dtype") or "")
-    if not kv.lower().startswith(_QUANTIZED):
+    if not kv.lower().startswith(QUANTIZED_KV_DTYPES):
         return []
     block = log.startup["attention_block_size"]
     runs = [b for b in log.startup.get("attention_block_size_runs") or [] if isinstance(b, int)]
