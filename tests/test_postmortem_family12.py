@@ -364,6 +364,11 @@ def test_the_reporters_words_for_lost_capacity_and_changed_greedy_output():
     assert an.facts.startup["wrong_output_prose"] == "changes greedy outputs"
     an = _analyze(["The JSON goes into `\"notes\": \"` and then emits the same 3-4 tokens until max_tokens."])
     assert an.facts.startup["wrong_output_prose"] == "emits the same 3-4 tokens"
+    # (each phrase on its own line, with no other word of the cheap pre-test beside it)
+    an = _analyze(["With MTP the logprobs go bad for long generations."])
+    assert an.facts.startup["wrong_output_prose"] == "logprobs go bad"
+    an = _analyze(["determinism check: canary run   FAIL"])
+    assert an.facts.startup["wrong_output_prose"].startswith("determinism check")
 
 
 def test_a_captured_request_whose_system_prompt_opens_with_a_session_id_and_time_explains_lost_hits():

@@ -167,7 +167,7 @@ _NEAR_LIMIT = re.compile(r"\b(?:close to|near(?:ing)?|approach(?:es|ing)?|within
 _HEARSAY = re.compile(r"\b(?:read|heard|seen)\s+(?:about|of|that|reports?|people|others|somewhere)\b|\bworried\b|"
                       r"\breports? of\b|\bknown issues? (?:with|of|about)\b|\bpeople (?:say|report|mention)", re.I)
 # words of which every match of _WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
-WRONG_OUTPUT_HINTS = ("garbl", "greedy", "the same", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
+WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
