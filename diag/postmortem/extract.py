@@ -70,6 +70,10 @@ _PROCESS_FACTS = [
     # ("Restart Count:  4")
     ("restart_count", "CrashLoopBackOff", re.compile(r"\b(?:CrashLoopBackOff|Error|OOMKilled)\s+(\d{1,5})(?:\s+\(|\s+\d+[smhd])")),
     ("restart_count", "Restart Count", re.compile(r"\bRestart Count:\s+(\d{1,5})\b")),
+    # the pod's health probes as the manifest sets them (how long a start may take before the kubelet kills it)
+    ("probe_initial_delay_seconds", "initialDelaySeconds", re.compile(r"\binitialDelaySeconds\W{1,3}(\d{1,6})\b")),
+    ("probe_period_seconds", "periodSeconds", re.compile(r"\bperiodSeconds\W{1,3}(\d{1,6})\b")),
+    ("probe_failure_threshold", "failureThreshold", re.compile(r"\bfailureThreshold\W{1,3}(\d{1,4})\b")),
     # PyTorch's CUDA initialisation warning: "The NVIDIA driver on your system is too old (found version 12080)"
     ("driver_cuda_version", "found version", re.compile(r"driver on your system is too old \(found version (\d{4,6})\)")),
 ]

@@ -1,0 +1,51 @@
+"""Post-mortem, round thirteen: what a pod's own events say. The logs are written here in vLLM's and the kubelet's
+own formats."""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem.analyze import analyze_text
+
+_START = [
+    "args: [\"--model\", \"Qwen/Qwen3-Next-80B-A3B-Instruct\", \"--tensor-parallel-size\", \"4\", "
+    "\"--speculative-config\", \"{\\\"method\\\":\\\"qwen3_next_mtp\\\",\\\"num_speculative_tokens\\\":2}\"]",
+    "livenessProbe:",
+    "  httpGet: {path: /health, port: 8000}",
+    "  initialDelaySeconds: 240",
+    "  periodSeconds: 20",
+    "  failureThreshold: 4",
+    "(Worker_TP0 pid=201) INFO 03-02 11:20:41 [gpu_model_runner.py:4118] Model loading took 37.80 GiB memory and "
+    "251.402117 seconds",
+    "(Worker_TP0 pid=201) INFO 03-02 11:22:02 [backends.py:609] Dynamo bytecode transform time: 31.20 s",
+    "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  12%|#2        | 8/67 [00:03<00:21,  2.7it/s]",
+]
+
+
+def _analyze(lines: list[str]):
+    return analyze_text("\n".join(lines), "t.log", use_preflight=False)
+
+
+def test_a_container_killed_by_its_liveness_probe_mid_start_is_a_near_miss_with_the_probes_numbers():
+    events = [
+        "  Warning  Unhealthy  4m10s (x4 over 5m30s)  kubelet  Liveness probe failed: Get "
+        "\"http://10.4.1.9:8000/health\": dial tcp 10.4.1.9:8000: connect: connection refused",
+        "  Normal   Killing    4m10s                  kubelet  Container vllm failed liveness probe, will be restarted",
+        "    Last State:     Terminated",
+        "      Exit Code:    137",
+        "    Restart Count:  5",
+    ]
+    an = _analyze(_START + events)
+    d = an.findings[0] if an.findings else None
+    assert d is not None and d.category == "other" and d.rule == "near_miss"
+    assert "probe" in d.title
+    for name, value in (("probe_initial_delay_seconds", 240), ("probe_period_seconds", 20),
+                        ("probe_failure_threshold", 4), ("restart_count", 5), ("exit_code", 137)):
+        assert d.numbers[name] == value, name
+    assert abs(d.numbers["model_loading_seconds"] - 251.402117) < 1e-6
+
+
+def test_a_failing_readiness_probe_alone_is_not_a_kill():
+    events = ["  Warning  Unhealthy  40s (x9 over 3m)  kubelet  Readiness probe failed: Get "
+              "\"http://10.4.1.9:8000/health\": dial tcp 10.4.1.9:8000: connect: connection refused"]
+    an = _analyze(_START + events)
+    d = an.findings[0] if an.findings else None
+    assert d is None or "probe" not in d.title
