@@ -49,3 +49,38 @@ def test_a_failing_readiness_probe_alone_is_not_a_kill():
     an = _analyze(_START + events)
     d = an.findings[0] if an.findings else None
     assert d is None or "probe" not in d.title
+
+
+_W = "(Worker_TP1 pid=388) ERROR 05-14 09:02:11 [multiproc_executor.py:839] "
+_SP = "/usr/local/lib/python3.12/site-packages"
+
+
+def _split_crash(file: str, function: str, line: int, code: str, sizes: str, rows: int) -> list[str]:
+    return [
+        "vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":3}'",
+        _W + "Traceback (most recent call last):",
+        _W + f'  File "{_SP}/vllm/v1/worker/gpu_model_runner.py", line 1781, in _prepare_inputs',
+        _W + "    attn_metadata_i = builder.build(",
+        _W + f'  File "{_SP}/vllm/{file}", line {line}, in {function}',
+        _W + f"    {code}",
+        _W + f'  File "{_SP}/torch/functional.py", line 222, in split',
+        _W + "    return tensor.split(split_size_or_sections, dim)",
+        _W + f"RuntimeError: split_with_sizes expects split_sizes to sum exactly to {rows} (input tensor's size at "
+             f"dimension 0), but got split_sizes=[{sizes}]",
+    ]
+
+
+def test_a_builders_state_index_split_names_its_parts_decodes_and_prefills():
+    an = _analyze(_split_crash("v1/attention/backends/mamba_attn.py", "build", 330,
+                               "state_indices_tensor_d, state_indices_tensor_p = torch.split(", "13, 2", 16))
+    assert (an.facts.numbers["num_decodes"], an.facts.numbers["num_prefills"]) == (13, 2)
+    assert an.facts.numbers["split_sizes_expected_sum"] == 16
+
+
+def test_a_mixers_split_is_per_token_and_another_split_is_left_unnamed():
+    mixer = _analyze(_split_crash("model_executor/layers/mamba/mamba_mixer2.py", "forward_cuda", 640,
+                                  "dt_d, dt_p = torch.split(", "40, 512", 560))
+    assert (mixer.facts.numbers["num_decode_tokens"], mixer.facts.numbers["num_prefill_tokens"]) == (40, 512)
+    other = _analyze(_split_crash("model_executor/layers/rotary_embedding.py", "forward", 88,
+                                  "q, k = torch.split(", "64, 64", 160))
+    assert "num_decodes" not in other.facts.numbers and "num_decode_tokens" not in other.facts.numbers

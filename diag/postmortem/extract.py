@@ -155,6 +155,28 @@ _NO_CACHE_SALT = re.compile(r"\b(?:no|without|not|never|don'?t|doesn'?t|didn'?t)
                             r"[`\"']?cache_salt", re.I)
 
 
+# a builder's or mixer's split of a batch tensor into its decode and prefill parts ("state_indices_tensor_d,
+# state_indices_tensor_p = torch.split(" -- the sizes are on the source's next line, not in the traceback)
+_DECODE_PREFILL_SPLIT = re.compile(r"^(\w+)_d, \1_p = torch\.split\(")
+
+
+def _split_parts(frames: list, numbers: dict[str, Any]) -> None:
+    """Name the two split sizes of a decode/prefill split as vLLM's source names them: per request for the state
+    indices ([num_decodes, num_prefills], the Mamba/linear-attention builders), per token in the Mamba mixers
+    ([num_decode_tokens, num_prefill_tokens])."""
+    fr = next((fr for fr in reversed(frames) if fr.code and _DECODE_PREFILL_SPLIT.match(fr.code.strip())), None)
+    if fr is None:
+        return
+    if fr.code.strip().startswith("state_indices_tensor_d"):
+        names = ("num_decodes", "num_prefills")
+    elif fr.file.endswith(("mamba_mixer2.py", "mamba_mixer.py")):
+        names = ("num_decode_tokens", "num_prefill_tokens")
+    else:
+        return
+    for name, val in zip(names, numbers["split_sizes"]):
+        numbers.setdefault(name, val)
+
+
 class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ErrorLines):
     def __init__(self) -> None:
         self.tb = TracebackParser()
@@ -478,6 +500,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                         f.numbers.setdefault(arg, val)
         if code and f.root is not None:
             _statement_operands(code, f.root.message, f.numbers)
+        if f.root is not None and len(f.numbers.get("split_sizes") or []) == 2:
+            _split_parts(f.root.frames, f.numbers)
         if f.root is not None:
             _bound_numbers(f.root.message[:400], f.numbers)
         for e in ([f.root] if f.root is not None else []) + [e for e in f.exceptions if e.exc_type == ORPHAN_TYPE]:
