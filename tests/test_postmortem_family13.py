@@ -84,3 +84,13 @@ def test_a_mixers_split_is_per_token_and_another_split_is_left_unnamed():
     other = _analyze(_split_crash("model_executor/layers/rotary_embedding.py", "forward", 88,
                                   "q, k = torch.split(", "64, 64", 160))
     assert "num_decodes" not in other.facts.numbers and "num_decode_tokens" not in other.facts.numbers
+
+
+def test_cached_requests_elided_to_their_count_still_count_beside_a_new_one():
+    from vllm_diag.postmortem.dump import parse_scheduler_output
+
+    step = parse_scheduler_output(
+        "SchedulerOutput(scheduled_new_reqs=[NewRequestData(req_id=cmpl-7,prompt_token_ids_len=5120,...)], "
+        "scheduled_cached_reqs=CachedRequestData(req_ids=[...64 ids...], ...), num_scheduled_tokens={...}, "
+        "total_num_scheduled_tokens=4420, scheduled_spec_decode_tokens={...})")
+    assert step["num_reqs"] == 65 and step["num_new_reqs"] == 1 and step["num_cached_reqs"] == 64

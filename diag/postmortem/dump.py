@@ -153,9 +153,10 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
     ids = list(dict.fromkeys(new_ids + cached_ids + list(scheduled)))
     if not ids and not spec:
         return None
-    out["num_reqs"] = len(ids) if ids else None
+    # (cached requests elided to their count, "req_ids=[...131 ids...]", are requests of the step all the same)
+    out["num_reqs"] = len(ids) + counted_reqs if ids or counted_reqs else None
     out["num_new_reqs"] = len(new_ids)
-    out["num_cached_reqs"] = len(cached_ids)
+    out["num_cached_reqs"] = len(cached_ids) + counted_reqs
     if scheduled:
         out["tokens_per_req"] = [scheduled[r] for r in ids if r in scheduled]
         out["num_scheduled_tokens"] = out["tokens_per_req"]  # the dump's own name for them (a dict by request id there)
