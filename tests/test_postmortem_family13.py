@@ -94,3 +94,23 @@ def test_cached_requests_elided_to_their_count_still_count_beside_a_new_one():
         "scheduled_cached_reqs=CachedRequestData(req_ids=[...64 ids...], ...), num_scheduled_tokens={...}, "
         "total_num_scheduled_tokens=4420, scheduled_spec_decode_tokens={...})")
     assert step["num_reqs"] == 65 and step["num_new_reqs"] == 1 and step["num_cached_reqs"] == 64
+
+
+def test_what_vllm_says_it_chose_at_startup_replaces_the_pre_flights_prediction():
+    """The pre-flight predicts the Mamba cache mode and the raised attention block from config.json; vLLM's own
+    startup lines say what ran, and the findings quote those."""
+    a = "(APIServer pid=1) WARNING 09-03 08:14:45 "
+    an = analyze_text("\n".join([
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --tensor-parallel-size 4 --enable-prefix-caching",
+        a + "[config.py:367] Mamba cache mode is set to 'all' for Qwen3NextForCausalLM by default when prefix "
+            "caching is enabled",
+        a + "[interface.py:606] Setting attention block size to 1088 tokens to ensure that attention page size is "
+            ">= mamba page size.",
+        a + "[interface.py:630] Padding mamba page size by 0.37% to ensure that mamba page size and attention page "
+            "size are exactly equal.",
+        "Prefix cache hit rate stays at 0.0% although every request shares a 900-token system prompt.",
+    ]), "t.log")
+    assert an.predicted is not None and "replaces the predicted" in an.preflight_note
+    assert an.predicted.config["mamba_cache_mode"] == "all" and an.predicted.config["block_size"] == 1088
+    raised = next(f for f in an.findings if f.rule == "block_size_inflated")
+    assert raised.numbers["block_size"] == 1088 and raised.numbers["mamba_padding_percent"] == 0.37

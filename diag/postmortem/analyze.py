@@ -240,6 +240,19 @@ def run_preflight(facts: LogFacts, version, gpu: GpuInfo | None,
     src = getattr(mfacts, "source", None) or "config.json"
     bundled = " (bundled demo config)" if getattr(mfacts, "bundled", False) else ""
     note = f"pre-flight predicted the KV plan from {src}{bundled}{inferred}{draft_note}"
+    # what vLLM's own startup lines say it chose is what ran: the findings quote it, not the prediction
+    mode = facts.startup.get("mamba_cache_mode")
+    if mode in ("none", "align", "all") and state.config.get("mamba_cache_mode") not in (None, mode):
+        note += f"; the log's Mamba cache mode '{mode}' replaces the predicted '{state.config['mamba_cache_mode']}'"
+        state.config["mamba_cache_mode"] = mode
+    logged, predicted = facts.startup.get("attention_block_size"), state.config.get("block_size")
+    if isinstance(logged, int) and not isinstance(logged, bool) and state.config.get("block_size_raised_by_mamba") \
+            and isinstance(predicted, int) and logged != predicted:
+        # (vLLM's "Setting attention block size to N tokens")
+        state.config["block_size"] = logged
+        if state.config.get("mamba_cache_mode") in ("align", "all"):
+            state.config["mamba_block_size"] = logged
+        note += f"; the log's attention block size {logged} replaces the predicted {predicted}"
     if dm and draft is None:
         note += f"; the draft model's config.json ({dm}) was not reachable"
     return state, note

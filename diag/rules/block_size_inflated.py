@@ -29,6 +29,8 @@ def check(ctx: RuleContext) -> list[Finding]:
         requested = st.environment.get("block_size_requested")
         actual = st.config.get("block_size")
         pad = st.environment.get("mamba_padding_percent")
+        if ctx.log is not None and ctx.log.startup.get("mamba_padding_percent") is not None:
+            pad = ctx.log.startup["mamba_padding_percent"]  # vLLM's own figure for the run, over the prediction
         evidence.append(Evidence(f"block_size {requested} -> {actual} (Mamba page {st.environment.get('mamba_page_config'):,} B, "
                                  f"{st.environment.get('attn_page_per_token_alignment')} B/token attention)", source=state_source(st)))
         if ctx.log is not None and ctx.log.startup.get("attention_block_size"):
