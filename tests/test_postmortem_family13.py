@@ -114,3 +114,52 @@ def test_what_vllm_says_it_chose_at_startup_replaces_the_pre_flights_prediction(
     assert an.predicted.config["mamba_cache_mode"] == "all" and an.predicted.config["block_size"] == 1088
     raised = next(f for f in an.findings if f.rule == "block_size_inflated")
     assert raised.numbers["block_size"] == 1088 and raised.numbers["mamba_padding_percent"] == 0.37
+
+
+_FP8_KV_RUN = [
+    "Qwen3.5-27B with MTP (k=2) and prefix caching, --kv-cache-dtype fp8: accuracy on our long-document QA eval dropped from 71% to 58% after the switch.",
+    "(EngineCore pid=90) INFO 04-02 10:01:02 [cache.py:211] Using fp8 data type to store kv cache. It reduces the GPU "
+    "memory footprint and boosts the performance. Meanwhile, it may cause accuracy drop without a proper scaling factor.",
+    "(EngineCore pid=90) WARNING 04-02 10:03:40 [kv_cache.py:147] Using KV cache scaling factor 1.0 for fp8_e4m3. If this "
+    "is unintended, verify that k/v_scale scaling factors are properly set in the checkpoint.",
+    "vllm serve Qwen/Qwen3.5-27B --kv-cache-dtype fp8 --enable-prefix-caching "
+    "--speculative-config '{\"method\":\"qwen3_5_mtp\",\"num_speculative_tokens\":2}'",
+]
+
+
+def test_a_quality_loss_that_grows_with_the_context_under_an_uncalibrated_fp8_kv_cache_is_numerics_even_with_drafts():
+    an = _analyze(_FP8_KV_RUN + ["The drop grows with context length; short prompts look fine."])
+    top = an.findings[0]
+    assert an.facts.startup["kv_scale_default_dtype"] == "fp8_e4m3"
+    assert top.category == "other" and "fp8" in top.title and "grows with" in top.basis
+
+
+def test_the_same_loss_without_a_length_dependence_stays_with_the_families_under_drafts():
+    an = _analyze(_FP8_KV_RUN)
+    assert "length_dependent_prose" not in an.facts.startup
+    assert not an.findings or "fp8" not in an.findings[0].title
+
+
+def test_the_reporters_words_for_a_deeper_draft_losing_to_no_drafts_and_for_another_requests_text():
+    slow = _analyze(["With 3 spec tokens it's *slower than no MTP at all*, with 1 it is 1.6x faster."])
+    assert slow.facts.startup["spec_slower_prose"]
+    wrong = _analyze(["At concurrency 64 outputs sometimes switch topic mid-answer or copy numbers from another question."])
+    assert wrong.facts.startup["wrong_output_prose"].startswith("switch topic mid")
+    fewer = _analyze(["KV cache reported way smaller than I expected for a model with 12 attention layers."])
+    assert fewer.facts.startup["capacity_prose"].startswith("KV cache")
+
+
+def test_a_switch_the_reporter_says_is_off_is_off():
+    assert _analyze(["No crash, no warnings. `--enable-prefix-caching` is OFF."]).facts.args["enable_prefix_caching"] is False
+    assert "enforce_eager" not in _analyze(["--enforce-eager: disabled"]).facts.args
+    assert _analyze(["vllm serve m --enable-prefix-caching --max-num-seqs 8"]).facts.args["enable_prefix_caching"] is True
+
+
+def test_a_batch_that_stops_below_max_num_seqs_is_not_the_schedulers_cap():
+    stats = ("(APIServer pid=9) INFO 05-06 13:09:22 [loggers.py:259] Engine 000: Avg prompt throughput: 1011.6 tokens/s, "
+             "Avg generation throughput: 706.4 tokens/s, Running: {r} reqs, Waiting: 344 reqs, GPU KV cache usage: 23.1%, "
+             "Prefix cache hit rate: 0.5%")
+    capped = _analyze(["vllm serve m --max-num-seqs 28", stats.format(r=28), "Running never gets above ~28."])
+    assert capped.findings and "max_num_seqs" in capped.findings[0].title
+    below = _analyze(["vllm serve m --max-num-seqs 512", stats.format(r=28), "Running never gets above ~28."])
+    assert not below.findings or "max_num_seqs" not in below.findings[0].title

@@ -58,6 +58,9 @@ _WORKS_WITH_BEFORE = re.compile(r"\b(?:works?|worked|fine|stable|no (?:crash|iss
 
 
 # words that follow a flag named in a sentence, never its value
+# a switch the reporter says is off ("`--enable-prefix-caching` is OFF", "--enforce-eager: disabled"): the run had
+# it off, whatever the flag's own meaning
+_SAID_OFF = re.compile(r"^[`'\"*]*\s*(?:is |was |=\s*|:\s*)?(?:off|disabled|false|not (?:set|enabled|used|on))\b", re.I)
 _PROSE_WORDS = frozenset({"is", "was", "are", "were", "be", "and", "or", "but", "to", "the", "a", "an", "in", "on", "with",
                           "which", "that", "it", "does", "did", "didn't", "doesn't", "also", "still", "as", "for", "by",
                           "has", "had", "helps", "helped", "makes", "made", "set", "too", "alone", "only"})
@@ -417,6 +420,11 @@ class CommandLines:
                     flag = m.group(1)
                     if flag in ("--tp", "--pp", "--dp", "--dcp", "--pcp"):  # "--tp 8": vLLM's -tp as reporters write it
                         flag = flag[1:]
+                    if (val is None or val.lower() in ("off", "disabled", "false")) \
+                            and _SAID_OFF.match(text[m.end(1):m.end(1) + 30]):
+                        if not flag.startswith(("--enable-", "--no-enable-")):
+                            continue  # another switch said to be off: not part of the run
+                        flag, val = ("--no-" + flag[2:] if flag.startswith("--enable-") else "--" + flag[5:]), None
                     self.inline_flags.append((line.lineno, flag, val))
 
     def _end_cmd(self) -> None:

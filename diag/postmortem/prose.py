@@ -70,6 +70,12 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
 _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|or|and) ?\w+)? (?:output|text|tokens|generations?|answers?)|"
                            # "answers contain repeated phrases or switch language mid sentence"
                            r"repeated (?:phrases|words|sentences|paragraphs)\b|\bswitch(?:es|ing|ed)? languages?\b|"
+                           # "switch topic mid-answer", "copy numbers from another question": another request's state
+                           r"\bswitch(?:es|ing|ed)? (?:the )?topics? (?:mid|in the middle)\b|"
+                           r"\bcop(?:y|ies|ied|ying) (?:\w+ ){0,2}from (?:another|a different|other) (?:user'?s? )?"
+                           r"(?:question|prompt|request|conversation)s?\b|"
+                           # "it's only wrong when many requests are in flight"
+                           r"\b(?:it'?s|it is|they'?re|they are|(?:answers?|outputs?) (?:is|are)) only wrong\b|"
                            # "sometimes answer nonsense", "the reply is unrelated to the conversation", "answers a
                            # different question": the answer belongs to another request's state
                            r"\b(?:answers?|answering|repl(?:y|ies)|responds?|says?) (?:\w+ )?nonsense\b|"
@@ -99,6 +105,9 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            # "scores still ~2 points down", "determinism check ... FAIL"
                            r"\bscores? (?:are |is |still |stay )*~?\d+(?:\.\d+)? (?:points?|pts) (?:down|lower|worse)\b|"
                            r"\bdeterminism check\b[^\n]{0,80}?\bFAIL|"
+                           # "accuracy on the long-document eval dropped from 71% to 58%"
+                           r"\b(?:accuracy|scores?|quality|pass@\d|exact[_ ]match|gsm8k|mmlu)\b[^.;\n]{0,50}?\b(?:dropped|drops|"
+                           r"fell|falls|regressed|went down|decreased) (?:from )?~?\d+(?:\.\d+)?%? (?:to|->|\u2192) ~?\d|"
                            r"\b(?:gsm8k|mmlu|humaneval|accuracy|acc|score|exact_match)\b[^\n;]{0,60}? (?:<|below) (?:the )?"
                            r"(?:baseline|threshold)\b|"
                            # greedy outputs that stop matching the run without drafts
@@ -172,7 +181,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
-                      "thread", "flip", "jump", "win rate", "belong", "cross")
+                      "thread", "flip", "jump", "win rate", "belong", "cross", "topic", "copy", "copies")
 # the size before the noun ("the same 350-token system prompt", "same ~900-token preamble") or the system prompt's
 # size stated ("our system prompt is ~420 tokens")
 _SHARED_PREFIX_BEFORE = re.compile(r"\b(?:(?:same|shared|common|identical)\s+(?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
@@ -224,6 +233,15 @@ _EVERY_REQUEST = re.compile(r"\b(?:every|each|all) (?:single )?(?:requests?|prom
                             r"\beven (?:a |with a |for a |with one |for one )?(?:lone|single|one) (?:request|prompt|user|client)\b",
                             re.I)
 # the reporter's words that the failure depends on the batch: fine alone, wrong only with other requests in flight
+# the reporter's words that the loss grows with the context: the signature of quantized K/V numerics (the error of each
+# cached token adds up over the attention span), not of a state-index or batch fault
+_LENGTH_DEPENDENT = re.compile(
+    r"\b(?:grows?|gets? worse|worsens?|increases?|scales?) with (?:the )?(?:context|sequence|prompt|input) length\b|"
+    r"\b(?:worse|degrad\w*|drops?|regress\w*) (?:\w+ ){0,2}(?:with|at|on|for|as) (?:the )?(?:longer|long|growing) "
+    r"(?:contexts?|prompts?|inputs?|sequences?|documents?)\b|"
+    r"\bshort (?:tasks?|prompts?|contexts?|inputs?|evals?) (?:barely|hardly|don'?t|do not|are|look|stay) "
+    r"(?:move|change|fine|ok|unaffected|unchanged)\b|"
+    r"\bonly (?:on|at|for|with) long(?:er)?[- ](?:context|prompt|input|document)s?\b", re.I)
 _BATCH_DEPENDENT = re.compile(
     r"\bonly (?:\w+ ){0,4}(?:when|with|under|at) (?:\w+ ){0,3}(?:concurren\w*|parallel requests|(?:high )?load|"
     r"multiple requests|several requests|many requests|batch(?:es|ing)?)\b|"
@@ -318,6 +336,11 @@ _SPEC_SLOWER = re.compile(
     r"drops? (?:the )?(?:decode |generation |"
     r"output )?throughput|(?:lowers?|reduces?|hurts?|halves?) (?:the )?(?:decode |generation |output )?throughput)\b|"
     r"\bslower (?:with|when (?:using|enabling|adding)) (?:MTP|EAGLE|[Ee]agle|spec|drafts?|speculative|ngram)|"
+    # "it's slower than no MTP at all", "slower than running without speculation"
+    r"\bslower than (?:(?:running|serving|decoding|using) )?(?:no|without|plain|vanilla|baseline) (?:any )?(?:MTP|EAGLE|"
+    r"[Ee]agle|spec\w*|drafts?|drafting|speculat\w*|ngram)\b|"
+    # "with 3 spec tokens it's slower", "2 draft tokens are slower than 1"
+    r"\b\d+ (?:spec(?:ulative)?|draft|MTP) tokens?\b[^.\n]{0,30}?\bslower\b|"
     # a deeper draft slower than a shallower one ("num_speculative_tokens=3 is ~2.5x SLOWER than ...=1", "k=3 runs slower")
     r"\b(?:num_spec(?:ulative)?_tokens|k)\s*[=:]\s*\d+\b[^.\n]{0,20}?\b(?:(?:is|runs?|was|gets?)\s+)?(?:~?\s*[\d.]+\s*x\s+|"
     r"(?:much|far|way|a lot|significantly|noticeably)\s+)?slower\b", re.I)
@@ -339,7 +362,13 @@ _CAPACITY_PROSE = re.compile(
     r"\bmemory (?:is |was )?(?:being )?wasted\b|"
     # the batch stops growing: "never more than 16 running requests", "the rest queue up"
     r"\bnever (?:more than|above|over) \d+ (?:running |concurrent )?(?:requests|reqs|sequences)\b|"
-    r"\b(?:rest|everything else|the others) (?:queues?|queued|waits?|sits?) (?:up|in the queue)?", re.I)
+    r"\brunning(?: count| requests?| reqs)?\b[^.\n]{0,20}?\bnever (?:gets? |goes? |climbs? |rises? )?(?:more than|above|over|"
+    r"past|beyond) ~?\d+|"
+    r"\b(?:rest|everything else|the others) (?:queues?|queued|waits?|sits?)(?: up| in the queue)?\b|"
+    # "KV cache reported way smaller than I expected", "I would expect hundreds of sequences to fit"
+    r"\bkv[ -]cache\b[^.\n]{0,40}?\b(?:way |much |far )?(?:smaller|lower|less) than (?:I |we )?(?:had )?expect\w*|"
+    r"\bexpect(?:ed)? (?:hundreds|thousands|far more|many more|way more|much more) (?:of )?(?:concurrent )?"
+    r"(?:sequences|requests|users|seqs)\b", re.I)
 # the reporter saying draft acceptance fell: "MTP acceptance ... drops from ~3.2 to ~1.3", "terrible in production",
 # "acceptance collapses once the cache warms up", "low acceptance"
 _ACCEPTANCE_PROSE = re.compile(
@@ -615,6 +644,8 @@ class ProseLines:
                 if n:
                     self.facts.startup["short_prompt_tokens"] = int(n)
                 self.facts.lines["short_prompt_prose"] = (line.lineno, text.strip()[:500])
+        if line.level is None and len(text) < 2000 and ("ength" in text or "long" in text or "short" in text):
+            self._first_words("length_dependent_prose", _LENGTH_DEPENDENT, text, line)
         if "batch_dependent_prose" not in self.facts.startup and len(text) < 2000 and (
                 "oncurren" in text or "ingle" in text or " load" in text or "equests" in text):
             m = _BATCH_DEPENDENT.search(text)

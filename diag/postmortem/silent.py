@@ -324,6 +324,8 @@ def scheduler_cap(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
             or (st.get("num_preemptions_max") or 0) > 0:
         return None
     seqs = facts.args.get("max_num_seqs")
+    if isinstance(seqs, int) and running < seqs:
+        return None  # the batch stops below max_num_seqs: another limit holds it (the token budget, drafts' slots)
     return _outside(
         facts, base_numbers,
         basis=(f"no error; the report says fewer requests run than expected ('{said}'), and the stats lines show "
@@ -409,18 +411,24 @@ def fp8_kv_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnos
     """No error, quality down, no drafts, and an fp8 KV cache without calibrated scales: K/V quantized with a scale of
     1.0 lose precision, most over long contexts -- numerics, outside the families (``low``: the report's A/B says it)."""
     symptom = facts.startup.get("wrong_output_prose")
-    kv = str(facts.args.get("kv_cache_dtype") or "").lower()
-    if not symptom or setup.spec_k > 0 or not kv.startswith("fp8") or (setup.hybrid and calibrates_scales(
+    kv = str(facts.args.get("kv_cache_dtype") or facts.startup.get("kv_cache_dtype_logged") or "").lower()
+    # with drafts on, only a loss that grows with the context names the K/V numerics (a draft or state fault does not)
+    lengthwise = facts.startup.get("length_dependent_prose")
+    if not symptom or (setup.spec_k > 0 and not lengthwise) or not kv.startswith("fp8") or (setup.hybrid and calibrates_scales(
             facts.args.get("calculate_kv_scales"), kv, vtuple(facts.vllm_version) if facts.vllm_version else None)):
         return None  # (scales calibrated on a hybrid's uninitialised state: the KV layout class, silent_corruption)
+    default_scales = facts.startup.get("kv_scale_default_dtype")
+    why = (f"and the loss grows with the context ('{lengthwise}')" if setup.spec_k > 0 else "and no drafts")
     return Diagnosis(
         category="other", confidence="low", rule="near_miss", severity="warning",
-        basis=(f"no error; the report says quality dropped ('{symptom}') with --kv-cache-dtype {kv} and no drafts: K/V "
-               "quantized to fp8 without calibrated scales (a checkpoint without k/v scales runs with 1.0) lose precision, "
-               "most over long contexts -- numerics, outside the hybrid/spec-decode families"),
+        basis=(f"no error; the report says quality dropped ('{symptom}') with an {kv} KV cache {why}: K/V quantized to "
+               "fp8 without calibrated scales (a checkpoint without k/v scales runs with 1.0"
+               + (", as vLLM logged" if default_scales else "") + ") lose precision, most over long contexts -- "
+               "numerics, outside the hybrid/spec-decode families"),
         title=f"Quality drop from an uncalibrated {kv} KV cache (numerics, not the engine's state)",
         message=f"quality drop without an error: {symptom}", numbers={**base_numbers, **facts.numbers},
-        evidence=fact_evidence(facts, "wrong_output_prose", "non_default_args", "command"),
+        evidence=fact_evidence(facts, "wrong_output_prose", "length_dependent_prose", "kv_scale_default_dtype",
+                               "non_default_args", "command"),
         missing=["the same evaluation with --kv-cache-dtype auto, and with a checkpoint that carries k/v scales"])
 
 

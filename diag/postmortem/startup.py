@@ -81,6 +81,10 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("dtype_cast_to", re.compile(r"Casting torch\.\w+ to torch\.(\w+)"), str),
     # the KV connector's hits (vLLM's stats line: "External prefix cache hit rate: 99.9%")
     ("external_prefix_cache_hit_rate", re.compile(r"External prefix cache hit rate: " + _FLOAT + r"%"), float),
+    # vLLM's own word that the KV cache is quantized and that its scales are the defaults, not calibrated
+    # (vllm/config/cache.py; vllm/model_executor/layers/quantization/kv_cache.py)
+    ("kv_cache_dtype_logged", re.compile(r"Using (fp8\w*) data type to store kv cache"), str),
+    ("kv_scale_default_dtype", re.compile(r"Using KV cache scaling factor 1\.0 for (fp8\w*)"), str),
     ("model_loading_gib", re.compile(r"Model loading took " + _FLOAT + r" ?Gi?B"), float),
     # "Model loading took 31.06 GiB memory and 286.11 seconds": how long the weights took (a slow start)
     ("model_loading_seconds", re.compile(r"Model loading took [^,\n]{0,40}? and " + _FLOAT + r" ?s(?:ec(?:ond)?s?)?\b"), float),
