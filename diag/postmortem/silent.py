@@ -645,17 +645,20 @@ def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosi
     said = facts.startup.get("spec_slower_prose")
     if not said or not setup.spec_k or not setup.mla:
         return None
+    backend = facts.startup.get("attention_backend_selected")
     return Diagnosis(
         category="spec_kernel_limit", confidence="low", rule="failure_class", severity="warning",
         basis=(f"no error in the log; the report says speculative decoding made serving slower ('{said}') on an MLA "
-               f"model ({', '.join(setup.why)}): an MLA decode backend that takes one query token per request runs the "
+               f"model ({', '.join(setup.why)}): an MLA decode backend"
+               + (f" ({backend}, as vLLM logged)" if backend else "") + " that takes one query token per request runs the "
                "1 + k verification rows of every step through the prefill path (or without full CUDA graphs), so the "
                "drafts cost more than they save -- the backend's query-length limit under drafts"),
         title=f"{title_of('spec_kernel_limit')} (slower with drafts, no error)",
         message=f"slower with speculative decoding: {said}", numbers={**base_numbers, **facts.numbers},
-        evidence=fact_evidence(facts, "spec_slower_prose", "command", "non_default_args"),
-        missing=["the attention backend vLLM chose (its 'Using ... backend' line) and whether its decode takes "
-                 "q_len > 1 in this release; a profile of one decode step with and without drafts"])
+        evidence=fact_evidence(facts, "spec_slower_prose", "attention_backend_selected", "command", "non_default_args"),
+        missing=([] if backend else ["the attention backend vLLM chose (its 'Using ... backend' line)"])
+        + [f"whether {backend or 'the backend'}'s decode takes q_len > 1 in this release; a profile of one decode step "
+           "with and without drafts"])
 
 
 def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
