@@ -163,3 +163,19 @@ def test_a_batch_that_stops_below_max_num_seqs_is_not_the_schedulers_cap():
     assert capped.findings and "max_num_seqs" in capped.findings[0].title
     below = _analyze(["vllm serve m --max-num-seqs 512", stats.format(r=28), "Running never gets above ~28."])
     assert not below.findings or "max_num_seqs" not in below.findings[0].title
+
+
+def test_page_sizes_a_reporter_printed_are_numbers_of_the_failure_by_role():
+    from vllm_diag.postmortem.numbers import quoted_page_sizes
+
+    assert quoted_page_sizes("page_size_bytes per spec type: {'SlidingWindowSpec': 49152, "
+                             "'FullAttentionSpec(draft)': 65536}") == {"sliding_window_page_size": 49152,
+                                                                        "draft_page_size": 65536}
+    assert quoted_page_sizes("page_sizes={73728, 28672}") == {"page_sizes": [73728, 28672]}
+    assert quoted_page_sizes("attention layers of the 80B have page_size_bytes 1114112 (block 544)") == {
+        "attention_page_size": 1114112}
+    assert quoted_page_sizes("the draft is fine at 2,048 tokens") == {}
+    an = _analyze(["NotImplementedError: The page size of the layer is not divisible by the maximum page size. "
+                   "Cannot unify by adjusting block_size.",
+                   "I added a print: the target layers are 16384 bytes/page."])
+    assert an.facts.numbers["target_page_size"] == 16384

@@ -33,6 +33,7 @@ from .numbers import (
     frame_line_numbers,
     message_numbers,
     phrase_numbers,
+    quoted_page_sizes,
 )
 from .prose import ProseLines
 from .rooterror import ErrorLines, unflatten
@@ -324,6 +325,13 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 if not self.request_failures:
                     self._note("request_failure", line)
                 self.request_failures[reason] = self.request_failures.get(reason, 0) + 1
+        if "age" in line.text and len(line.text) < 4000 and ("page_size" in line.text or "age size" in line.text
+                                                             or "/page" in line.text or "Spec" in line.text):
+            quoted = quoted_page_sizes(line.text)
+            if quoted:  # page sizes the reporter printed (vLLM's own unification errors name none before 0.20)
+                pages = self.facts.startup.setdefault("quoted_page_sizes", {})
+                for name, val in quoted.items():
+                    pages.setdefault(name, val)
         for name, needle, rx in _PROCESS_FACTS:
             if needle in line.text and name not in self.facts.startup and (name != "errno" or line.level not in _CALM_LEVELS):
                 m = rx.search(line.text[:2000])
@@ -510,6 +518,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 for name, val in check_numbers(code).items():
                     f.numbers.setdefault(name, val)
         for name, val in self.nccl_warn.items():
+            f.numbers.setdefault(name, val)
+        for name, val in (f.startup.get("quoted_page_sizes") or {}).items():
             f.numbers.setdefault(name, val)
         if self.host_frame_line:
             f.numbers.setdefault(*self.host_frame_line)

@@ -690,3 +690,32 @@ def error_line_numbers(texts: list[str], numbers: dict[str, Any]) -> None:
         numbers.setdefault("kernel_source_line", at_line or paren_line)
         if paren_line and at_line and paren_line != at_line:
             numbers.setdefault("kernel_definition_line", paren_line)
+
+
+# page sizes a reporter printed while chasing a unification error (vLLM's message names none before 0.20):
+# "page_sizes={73728, 28672}", "{'FullAttentionSpec(draft)': 65536, ...}", "the draft layer is 24576 bytes/page"
+_PAGE_SET = re.compile(r"\bpage_sizes?(?:_bytes)?\s*[=:]\s*\{\s*(\d{3,10}(?:\s*,\s*\d{3,10})+)\s*\}")
+_PAGE_SPEC = re.compile(r"'(\w*Spec)(?:\((\w+)\))?'\s*:\s*(\d{3,10})\b")
+_PAGE_ROLE = re.compile(r"\b(draft(?:er)?|target|attention|attn|mla|mamba|gdn|linear[- ]attention|sliding[ _-]window|"
+                        r"full[ _-]attention)\b(?: (?:model|head|layers?|specs?))?[^.;\n]{0,60}?"
+                        r"(?:page_size_bytes|page[ _]size|bytes ?/ ?page|bytes per page)\D{0,24}?(\d{3,10})\b|"
+                        r"\b(draft(?:er)?|target|attention|attn|mla|mamba|gdn)\b(?: (?:model|head|layers?))?[^.;\n\d]{0,60}?"
+                        r"\b(?:is|are|come out at|at|of|=|:)\s*(\d{4,10})\s*(?:bytes|B)?\s*(?:/|per )\s*page\b", re.I)
+_ROLE_NAME = {"drafter": "draft", "attn": "attention", "linear attention": "gdn", "linear-attention": "gdn"}
+
+
+def quoted_page_sizes(text: str) -> dict[str, Any]:
+    """The page sizes (bytes) a reporter quotes, by role: ``draft_page_size``, ``target_page_size``,
+    ``attention_page_size``, ``mla_page_size``, ``mamba_page_size`` ...; a bare set of them as ``page_sizes``."""
+    out: dict[str, Any] = {}
+    m = _PAGE_SET.search(text)
+    if m:
+        out["page_sizes"] = [int(x) for x in re.findall(r"\d+", m.group(1))]
+    for spec, role, val in _PAGE_SPEC.findall(text):
+        name = (role or re.sub(r"(?<!^)([A-Z])", r"_\1", spec[:-4]).lower()).lower()
+        out.setdefault(f"{_ROLE_NAME.get(name, name)}_page_size", int(val))
+    for m in _PAGE_ROLE.finditer(text):
+        role = (m.group(1) or m.group(3)).lower()
+        role = _ROLE_NAME.get(role, re.sub(r"[ -]", "_", role))
+        out.setdefault(f"{role}_page_size", int(m.group(2) or m.group(4)))
+    return out
