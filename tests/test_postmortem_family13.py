@@ -179,3 +179,28 @@ def test_page_sizes_a_reporter_printed_are_numbers_of_the_failure_by_role():
                    "Cannot unify by adjusting block_size.",
                    "I added a print: the target layers are 16384 bytes/page."])
     assert an.facts.numbers["target_page_size"] == 16384
+
+
+def test_a_dump_list_cut_after_its_first_ids_counts_its_stated_length():
+    from vllm_diag.postmortem.dump import parse_scheduler_output
+
+    def step(ids: str) -> dict:
+        return parse_scheduler_output(
+            "SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(req_ids=" + ids + "), "
+            "num_scheduled_tokens={'b-1': 3, 'b-2': 3, 'b-3': 2, ...}, total_num_scheduled_tokens=136)", spec_k=2)
+
+    assert step("['b-1', 'b-2', ... 46 total]")["num_reqs"] == 46
+    assert step("['b-1', 'b-2', ... 44 more]")["num_reqs"] == 46
+    assert step("['b-1', 'b-2', 'b-3']")["num_reqs"] == 3
+
+
+def test_a_hang_whose_report_says_the_first_all_reduce_never_completes_is_the_transport():
+    an = _analyze([
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --speculative-config "
+        "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+        "(EngineCore_DP0 pid=22101) INFO 12-29 19:41:45 [shm_broadcast.py:542] No available shared memory broadcast "
+        "block found in 60 seconds. This typically happens when some processes are hanging.",
+        "The server hangs forever at startup; the first all_reduce never completes.",
+    ])
+    top = an.findings[0]
+    assert top.category == "other" and "collective" in top.title and "all_reduce never completes" in top.basis

@@ -34,6 +34,8 @@ _SPEC_ITEM = re.compile(r"['\"]?([^:'\"\s,{}]+)['\"]?\s*:\s*\[([^\]]*)\]")
 _PAIR = re.compile(r"['\"]?([^:'\"\s,{}]+)['\"]?\s*:\s*(\d+)")
 _TO_SCHEDULE = re.compile(r"num_spec_tokens_to_schedule=(\d+)")
 # a list or dict the reporter elided down to its length: "[...27 ids...]", "{... 26 entries ...}", "[27 reqs]"
+# the last item of a list elided after its first ids: "... 31 entries", "... 46 total", "... 29 more"
+_COUNT_TAIL = re.compile(r"^(?:\.\.\.|\u2026)?\s*(\d+)\s+(entries|total|ids|requests|reqs|items|more)\s*(?:\.\.\.|\u2026)?$", re.I)
 _COUNTED = re.compile(r"^\s*(?:\.\.\.|\u2026)?\s*(\d+)\s+(?:ids?|req(?:uest)?s?|entries|items|elements)\s*(?:\.\.\.|\u2026)?\s*$")
 
 
@@ -101,7 +103,14 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
         if m and _COUNTED.match(m.group(1)):
             counted_reqs = int(_COUNTED.match(m.group(1)).group(1))
         elif m:  # (an elision mark in the list is no request)
-            cached_ids = [x.strip().strip("'\"") for x in m.group(1).split(",") if x.strip() and x.strip() not in ("...", "\u2026")]
+            items = [x.strip() for x in m.group(1).split(",") if x.strip()]
+            tail = _COUNT_TAIL.match(items[-1]) if items else None
+            if tail:  # "['a', 'b', ... 46 total]": the list's length, its first ids shown; "... 29 more": those after
+                items = items[:-1]
+            cached_ids = [x.strip("'\"") for x in items if x not in ("...", "\u2026")]
+            if tail:
+                n = int(tail.group(1))
+                counted_reqs = n if tail.group(2).lower() == "more" else max(0, n - len(cached_ids))
         m = re.search(_LIST_FIELD.format(name="num_computed_tokens"), body)
         if m:
             for rid, n in zip(cached_ids, _ints(m.group(1))):
@@ -122,6 +131,7 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
             m = re.search(_LIST_FIELD.format(name="resumed_from_preemption"), body)
             flags = [x.strip().lower() == "true" for x in m.group(1).split(",")] if m else []
             resumed = [rid for rid, f in zip(cached_ids, flags) if f]
+    cached_total = len(cached_ids) + counted_reqs  # the cached list's length, its elided ids included
     scheduled: dict[str, int] = {}
     m = _SCHED.search(t)
     if m:
@@ -154,9 +164,9 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
     if not ids and not spec:
         return None
     # (cached requests elided to their count, "req_ids=[...131 ids...]", are requests of the step all the same)
-    out["num_reqs"] = len(ids) + counted_reqs if ids or counted_reqs else None
+    out["num_reqs"] = max(len(ids), len(new_ids) + cached_total) if ids or cached_total else None
     out["num_new_reqs"] = len(new_ids)
-    out["num_cached_reqs"] = len(cached_ids) + counted_reqs
+    out["num_cached_reqs"] = cached_total
     if scheduled:
         out["tokens_per_req"] = [scheduled[r] for r in ids if r in scheduled]
         out["num_scheduled_tokens"] = out["tokens_per_req"]  # the dump's own name for them (a dict by request id there)
@@ -215,7 +225,9 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
         hidden = (total - listed) // (1 + spec_k)
         kinds["spec_decode"] += hidden
         out["elided_spec_decodes"] = hidden
-        out["num_reqs"] = (out.get("num_reqs") or 0) + hidden  # (the requests the listed ids do not show)
+        # (the requests the listed ids do not show; a list elided to its length counts them already)
+        out["num_reqs"] = max(out.get("num_reqs") or 0, len(ids) + hidden) if counted_reqs else \
+            (out.get("num_reqs") or 0) + hidden
     if decode_tokens and not out.get("elided_spec_decodes"):
         out["num_decode_tokens"] = decode_tokens
     out["num_spec_decodes"] = kinds["spec_decode"]

@@ -397,6 +397,12 @@ _HANG_PROSE = re.compile(r"\b(?:hangs?|hung|hanging|(?:gets? |is |are |just |was
 # a stack dump's frame (py-spy, faulthandler) inside a collective: "all_reduce (torch/distributed/distributed_c10d.py:2875)"
 _COLLECTIVE_FRAME = re.compile(r"\b(?:all_reduce|all_gather\w*|reduce_scatter\w*|broadcast|ncclAllReduce|ncclAllGather|"
                                r"ncclBroadcast)\s*\((?:[\w/.-]*(?:distributed|nccl|communicator)[\w/.-]*\.(?:py|cc|cpp)\b)", re.I)
+# the reporter's words for the same wait without a stack: "the first all_reduce never completes", or the transport
+# switch that makes it start ("NCCL_P2P_DISABLE=1 + --disable-custom-all-reduce -> starts in 4 min and serves fine")
+_COLLECTIVE_TOLD = re.compile(r"\b(?:all[_-]?reduce|all[_-]?gather|collective|ncclCommInitRank|nccl init\w*)\b[^.\n]{0,40}?\b"
+                              r"(?:never (?:completes?|returns?|finish\w*|ends?)|hangs?|hung|(?:is |gets? )?stuck|blocks? forever)\b|"
+                              r"\bNCCL_P2P_DISABLE=1\b[^.\n]{0,80}?\b(?:works?|worked|fix\w*|starts?|started|serves?|runs?|"
+                              r"fine|solves?|solved)\b", re.I)
 # a per-request value interpolated into a prompt template: a time, a UUID, a request / session / trace id
 # (a template's field, not a JSON object: no quotes or colons inside the braces)
 _VARYING_PREFIX = re.compile(r"\{[^{}\n\"':]{0,40}?(?:uuid\d?\(\)|uuid\.uuid\d\(\)|datetime\.(?:utc)?now\(\)|time\.time\(\)|"
@@ -686,6 +692,8 @@ class ProseLines:
                 self._first_words("hang_prose", _HANG_PROSE, text, line)
             if ("reduce" in text or "gather" in text or "nccl" in text or "broadcast" in text) and "(" in text:
                 self._first_words("collective_stack", _COLLECTIVE_FRAME, text, line)
+            if "reduce" in text or "gather" in text or "ollective" in text or "P2P" in text or "nccl" in text.lower():
+                self._first_words("collective_prose", _COLLECTIVE_TOLD, text, line)
             if ("__" in text or "ernel" in text) and "prose_fault_kernel" not in self.facts.startup \
                     and (m := _PROSE_FAULT_KERNEL.search(text)):
                 name = next(g for g in m.groups() if g)

@@ -491,18 +491,22 @@ def collective_hang(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, the engine hangs, and a stack dump of the workers (py-spy, faulthandler) waits inside a collective
     (NCCL all_reduce / all_gather / broadcast), with no device fault reported (no Xid, no illegal access): a collective
     that never completes -- the GPUs' transport (P2P over PCIe, IOMMU/ACS, a VM), outside the families."""
-    hang, stack = facts.startup.get("hang_prose"), facts.startup.get("collective_stack")
+    hang = facts.startup.get("hang_prose")
+    stack = facts.startup.get("collective_stack") or facts.startup.get("collective_prose")
     if not hang or not stack or facts.numbers.get("xid") or any(
             _FAULT_WORDS.search(str(t)) for _, t in facts.startup.get("error_lines") or []):
         return None
     return _outside(
         facts, base_numbers,
-        basis=(f"no error; the report says the engine hangs ('{hang}') and its stack dump waits in a collective "
-               f"('{stack}') with no device fault reported: the ranks never complete a collective -- the GPUs' "
+        basis=(f"no error; the report says the engine hangs ('{hang}') and "
+               + (f"its stack dump waits in a collective ('{stack}')" if facts.startup.get("collective_stack") else
+                  f"tells the collective or the transport ('{stack}')")
+               + " with no device fault reported: the ranks never complete a collective -- the GPUs' "
                "transport (NCCL P2P over PCIe, IOMMU/ACS, a VM's passthrough) or a peer that never arrived, outside the "
                "hybrid/spec-decode families"),
         title="Hang in a collective (NCCL): the ranks never complete an all-reduce",
-        message=f"hang without an error: {hang}", evidence=("hang_prose", "collective_stack", "shm_broadcast_wait_seconds"),
+        message=f"hang without an error: {hang}", evidence=("hang_prose", "collective_stack", "collective_prose",
+                                                            "shm_broadcast_wait_seconds"),
         missing=["NCCL_DEBUG=INFO output of the hang, and the same run with NCCL_P2P_DISABLE=1 (and with one GPU)"])
 
 
