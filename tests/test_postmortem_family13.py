@@ -204,3 +204,22 @@ def test_a_hang_whose_report_says_the_first_all_reduce_never_completes_is_the_tr
     ])
     top = an.findings[0]
     assert top.category == "other" and "collective" in top.title and "all_reduce never completes" in top.basis
+
+
+def test_a_gates_verdict_and_a_count_of_failed_requests_are_not_error_lines():
+    an = _analyze(["Canary quality gate failed, p50 latency gate passed.",
+                   "No errors, no restarts, 0 failed requests. The reasoning goes off the rails after a few thousand tokens."])
+    assert not an.facts.startup.get("error_lines")
+    assert an.facts.startup["wrong_output_prose"]
+
+
+def test_a_gateway_that_sends_no_temperature_leaves_the_sampling_to_the_generation_config():
+    an = _analyze([
+        "(APIServer pid=1) WARNING 05-12 09:24:41 [model.py:1893] Default vLLM sampling parameters have been overridden "
+        "by the model's `generation_config.json`: `{'temperature': 1.0, 'top_k': 0, 'top_p': 1.0}`. If this is not "
+        "intended, please relaunch vLLM instance with `--generation-config vllm`.",
+        "Canary quality gate failed after the new revision. Our gateway doesn't send temperature/top_p for this "
+        "product, it relies on server defaults.",
+    ])
+    top = an.findings[0]
+    assert top.category == "other" and "generation_config" in top.title

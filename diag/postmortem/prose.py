@@ -378,7 +378,11 @@ _ACCEPTANCE_PROSE = re.compile(
 # defaults"): with a model's generation_config the server samples them
 _NO_TEMPERATURE = re.compile(r"\b(?:no|without|never set|not set(?:ting)?|didn'?t set|omit\w*) (?:a |any |the )?temperature\b|"
                              r"\btemperature (?:is |was )?(?:not set|unset|omitted)\b|\brel(?:y|ied|ying) on (?:the )?greedy "
-                             r"defaults?\b", re.I)
+                             r"defaults?\b|"
+                             # "our gateway doesn't send temperature/top_p, it relies on server defaults"
+                             r"\b(?:doesn'?t|does not|don'?t|do not|never) (?:send|set|pass|specify|include)s? (?:a |any |the )?"
+                             r"temperature\b|\brel(?:y|ies|ied|ying) on (?:the )?(?:server|vllm|model|engine)(?:'s)? "
+                             r"(?:sampling )?defaults?\b", re.I)
 # the reporter saying serving is slow, without naming speculative decoding as the cause: "throughput on H20 is ~3x
 # below what others report", "TPOT far worse than expected", "it is very slow"
 _SLOW_PROSE = re.compile(

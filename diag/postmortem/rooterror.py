@@ -95,11 +95,14 @@ _NEGATED_ERROR = re.compile(r"\b(?:no|without|never|nor|zero)\s+(?:any\s+|other\
 _NAMED_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception):")
 # "failed" as the reporter's adjective for their own requests ("resubmitting the failed prompt", "the failed ones"):
 # which requests went wrong, not an error the log reports
-_FAILED_ADJECTIVE = re.compile(r"\b(?:the|a|those|these|each|every|all|of)\s+failed\s+(?:prompts?|requests?|ones?|cases?|"
+_FAILED_ADJECTIVE = re.compile(r"\b(?:the|a|those|these|each|every|all|of|no|zero|\d+)\s+failed\s+(?:prompts?|requests?|ones?|cases?|"
                                r"samples?|items?|queries?|responses?|answers?|generations?|completions?)\b|"
                                # an evaluation's verdict on the output ("the MTP config failed the gate twice")
                                r"\bfailed (?:the |our |its )?(?:quality |eval(?:uation)? |accuracy )?(?:gate|eval\w*|"
-                               r"threshold|regression)\b", re.I)
+                               r"threshold|regression)\b|"
+                               # the gate's verdict the other way round ("Canary quality gate failed", "eval gate FAILED")
+                               r"\b(?:quality|eval\w*|accuracy|canary|latency|judge|regression|slo) (?:gates?|checks?) "
+                               r"(?:has |have )?failed\b", re.I)
 
 
 class ErrorLines:
@@ -137,7 +140,7 @@ class ErrorLines:
         if line.level is None and ("no " in t.lower() or "without" in t or "never" in t or "zero" in t) \
                 and not _NAMED_ERROR.search(t):
             cue = _NEGATED_ERROR.sub(" ", t)  # an error word the reporter negates is no cue
-        if line.level is None and "failed " in cue:
+        if line.level is None and "failed" in cue:
             cue = _FAILED_ADJECTIVE.sub(" ", cue)
         if (line.level is None or line.level == "ERROR") and not t.startswith(("  File ", "    ")) and (
                 "rror" in cue or "ailed" in cue or "ssert" in cue or "llegal" in cue or "Check" in cue or "kernel" in cue

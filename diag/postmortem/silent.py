@@ -412,9 +412,14 @@ def fp8_kv_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnos
     1.0 lose precision, most over long contexts -- numerics, outside the families (``low``: the report's A/B says it)."""
     symptom = facts.startup.get("wrong_output_prose")
     kv = str(facts.args.get("kv_cache_dtype") or facts.startup.get("kv_cache_dtype_logged") or "").lower()
-    # with drafts on, only a loss that grows with the context names the K/V numerics (a draft or state fault does not)
+    # with drafts on, only a loss that grows with the context under scales vLLM itself says are the defaults names the
+    # K/V numerics (a draft or state fault does not grow with the context; an MLA kernel that warned of an uneven
+    # query is the drafts' own limit)
     lengthwise = facts.startup.get("length_dependent_prose")
-    if not symptom or (setup.spec_k > 0 and not lengthwise) or not kv.startswith("fp8") or (setup.hybrid and calibrates_scales(
+    if setup.spec_k > 0 and not (lengthwise and facts.startup.get("kv_scale_default_dtype")
+                                 and not facts.startup.get("mla_uneven_query")):
+        return None
+    if not symptom or not kv.startswith("fp8") or (setup.hybrid and calibrates_scales(
             facts.args.get("calculate_kv_scales"), kv, vtuple(facts.vllm_version) if facts.vllm_version else None)):
         return None  # (scales calibrated on a hybrid's uninitialised state: the KV layout class, silent_corruption)
     default_scales = facts.startup.get("kv_scale_default_dtype")
