@@ -223,3 +223,26 @@ def test_a_gateway_that_sends_no_temperature_leaves_the_sampling_to_the_generati
     ])
     top = an.findings[0]
     assert top.category == "other" and "generation_config" in top.title
+
+
+def test_the_kubelets_events_pasted_indented_still_name_the_probe_kill():
+    an = _analyze(_START + ["  Events:",
+                            "    Normal   Killing    2m3s (x6 over 41m)   kubelet  Container vllm failed liveness probe, "
+                            "will be restarted"])
+    assert an.findings[0].category == "other" and "probe" in an.findings[0].title
+
+
+_DSR1_MTP = ("vllm serve deepseek-ai/DeepSeek-R1-0528 -tp 8 --speculative-config "
+             "'{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":2}'")
+
+
+def test_a_tail_that_got_worse_under_drafts_on_an_mla_model_is_the_kernel_limit_but_a_slow_load_is_not():
+    tail = _analyze([_DSR1_MTP, "Canary = MTP, stable = no spec. p50 looks like a win, the tail is terrible."])
+    assert tail.findings[0].category == "spec_kernel_limit"
+    load = _analyze([_DSR1_MTP, "The weights are on NFS, the first load after a restart is slow."])
+    assert not load.findings or load.findings[0].category != "spec_kernel_limit"
+
+
+def test_an_eval_diffs_fail_verdict_is_the_wrong_output():
+    an = _analyze(["ruler_niah_16k  acc  0.962  0.713  -0.249   <-- FAIL (threshold -0.02)"])
+    assert an.facts.startup["wrong_output_prose"].endswith("FAIL (threshold -0.02)")

@@ -456,16 +456,11 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                              numbers={**base_numbers, **facts.numbers},
                              evidence=fact_evidence(facts, "engine_config") + batch_ev,
                              missing=["the exception of the failing step (the lines after the dump)"])
-    # (the line that states the wrong output -- a test's failed score check -- is the symptom, not another error)
-    symptom_line = (facts.lines.get("wrong_output_prose") or (None,))[0]
-    quiet = all(ln == symptom_line for ln, _ in lines)
-    quiet_reading = quiet_report(facts, setup, base_numbers, batch_ev) if quiet else None
-    if quiet_reading is not None:
-        return quiet_reading
-    probe = next(((ln, t) for ln, t in reversed(lines) if _PROBE_KILL.search(t)), None)
-    if probe is not None:
+    probe = facts.startup.get("probe_kill")
+    if probe and not any(_REAL_ERROR.search(t) for _, t in lines if "probe" not in t and "Killing" not in t):
         # the kubelet restarted the container because its liveness/startup probe got no answer: a start (weights,
         # compilation, CUDA-graph capture) slower than the probe allows, not an engine failure
+        ln = (facts.lines.get("probe_kill") or (None,))[0]
         probe_numbers = {k: facts.startup[k] for k in ("probe_initial_delay_seconds", "probe_period_seconds",
                                                        "probe_failure_threshold", "model_loading_seconds",
                                                        "restart_count", "exit_code") if k in facts.startup}
@@ -474,10 +469,16 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                                "answer (the API server answers only once the engine has started): a start slower than "
                                "the probe allows, outside the hybrid/spec-decode families",
                          title="Container restarted by its Kubernetes probe before the engine finished starting",
-                         message=probe[1][:300], numbers={**base_numbers, **facts.numbers, **probe_numbers},
-                         evidence=[Evidence(text=probe[1][:500], line=probe[0], source="log")],
+                         message=probe[:300], numbers={**base_numbers, **facts.numbers, **probe_numbers},
+                         evidence=[Evidence(text=probe, line=ln, source="log")],
                          missing=["the log's last lines before the kill (where the start was), and a startupProbe or "
                                   "initialDelaySeconds above the measured start time"])
+    # (the line that states the wrong output -- a test's failed score check -- is the symptom, not another error)
+    symptom_line = (facts.lines.get("wrong_output_prose") or (None,))[0]
+    quiet = all(ln == symptom_line for ln, _ in lines)
+    quiet_reading = quiet_report(facts, setup, base_numbers, batch_ev) if quiet else None
+    if quiet_reading is not None:
+        return quiet_reading
     died = next(((ln, t) for ln, t in reversed(lines) if _DIED.search(t)), None)
     if died is not None and all(_DIED.search(t) or not _REAL_ERROR.search(t) for _, t in lines):
         # the process died and printed no error of its own: nothing here names a class
@@ -611,8 +612,5 @@ _WRAPPER = re.compile(r"^(?:Executor failed|Engine core initialization failed|En
                       r"Worker proc \S+ died|The actor died unexpectedly)|ActorDiedError$")
 _RAY_EXEC_NOTE = re.compile(r"\s*Error executing method '?\w+'?\. This might cause deadlock in distributed execution\.")
 _CXX_WHAT = re.compile(r"\s*what\(\):")
-# the kubelet's event for a container its probe failed ("Container vllm failed liveness probe, will be restarted";
-# "Liveness probe failed: Get ...: connection refused"): a readiness probe only stops traffic, so it is not here
-_PROBE_KILL = re.compile(r"failed (?:liveness|startup) probe|(?:Liveness|Startup) probe failed", re.I)
 _DIED = re.compile(r"died unexpectedly|[Ss]egmentation fault|core dumped|killed by signal", re.I)
 _REAL_ERROR = re.compile(r"Error|error:|Assertion|Check failed|illegal|fault|Xid|failed", re.I)

@@ -156,6 +156,9 @@ _NO_CACHE_SALT = re.compile(r"\b(?:no|without|not|never|don'?t|doesn'?t|didn'?t)
                             r"[`\"']?cache_salt", re.I)
 
 
+# the kubelet's event for a container its probe failed ("Container vllm failed liveness probe, will be restarted";
+# "Liveness probe failed: Get ...: connection refused"): a readiness probe only stops traffic, so it is not here
+_PROBE_KILL = re.compile(r"failed (?:liveness|startup) probe|(?:Liveness|Startup) probe failed", re.I)
 # a builder's or mixer's split of a batch tensor into its decode and prefill parts ("state_indices_tensor_d,
 # state_indices_tensor_p = torch.split(" -- the sizes are on the source's next line, not in the traceback)
 _DECODE_PREFILL_SPLIT = re.compile(r"^(\w+)_d, \1_p = torch\.split\(")
@@ -332,6 +335,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 pages = self.facts.startup.setdefault("quoted_page_sizes", {})
                 for name, val in quoted.items():
                     pages.setdefault(name, val)
+        if "probe" in line.text and "probe_kill" not in self.facts.startup and _PROBE_KILL.search(line.text):
+            self._set_startup("probe_kill", line.text.strip()[:500], line)  # the kubelet's event (any indentation)
         for name, needle, rx in _PROCESS_FACTS:
             if needle in line.text and name not in self.facts.startup and (name != "errno" or line.level not in _CALM_LEVELS):
                 m = rx.search(line.text[:2000])

@@ -105,6 +105,8 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            # "scores still ~2 points down", "determinism check ... FAIL"
                            r"\bscores? (?:are |is |still |stay )*~?\d+(?:\.\d+)? (?:points?|pts) (?:down|lower|worse)\b|"
                            r"\bdeterminism check\b[^\n]{0,80}?\bFAIL|"
+                           # an eval diff's verdict on a row: "acc 0.962 0.713 -0.249 <-- FAIL (threshold -0.02)"
+                           r"(?:<-+|=>)\s*FAIL(?:ED)?\b(?: \(threshold[^)\n]{0,20}\))?|\bFAIL(?:ED)? \(threshold[^)\n]{0,20}\)|"
                            # "accuracy on the long-document eval dropped from 71% to 58%"
                            r"\b(?:accuracy|scores?|quality|pass@\d|exact[_ ]match|gsm8k|mmlu)\b[^.;\n]{0,50}?\b(?:dropped|drops|"
                            r"fell|falls|regressed|went down|decreased) (?:from )?~?\d+(?:\.\d+)?%? (?:to|->|\u2192) ~?\d|"
@@ -394,7 +396,10 @@ _SLOW_PROSE = re.compile(
     r"\blos(?:es|ing|t|e) (?:~|about |around )?\d+(?:\.\d+)?\s*% (?:of )?(?:its |the )?(?:\w+ )?throughput\b|"
     r"\b(?:TPOT|TTFT|ITL|latency)\b (?:\w+ )?(?:doubles|doubled|triples|tripled)\b|"
     r"\b\d+(?:\.\d+)?\s*x (?:throughput |perf(?:ormance)? |speed )?regression\b|"
-    r"\b(?:falls?|fell|falling|drops?|dropped) off a cliff\b|\b(?:throughput|latency|performance) cliff\b", re.I)
+    r"\b(?:falls?|fell|falling|drops?|dropped) off a cliff\b|\b(?:throughput|latency|performance) cliff\b|"
+    # the tail only: "p50 looks like a win, the tail is terrible", "p99 TPOT got much worse"
+    r"\b(?:the )?(?:tail|p9[05]|p99(?:\.9)?)(?: latency| TPOT| TTFT| ITL)? (?:is|are|looks?|got|gets|went) (?:\w+ )?"
+    r"(?:terrible|awful|bad|horrible|worse|much worse|way worse)\b", re.I)
 # the reporter saying the engine stops answering without an error: "Server hangs on the first request", "just stuck",
 # "the call never returns", "freezes after a few minutes"
 _HANG_PROSE = re.compile(r"\b(?:hangs?|hung|hanging|(?:gets? |is |are |just |was )stuck|never returns?|freez(?:es|ing)|froze)\b", re.I)
@@ -690,7 +695,8 @@ class ProseLines:
                 self._first_words("capacity_prose", _CAPACITY_PROSE, wide, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
-            if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression")):
+            if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
+                                       "p99", "p95", "p90")):
                 self._first_words("slow_prose", _SLOW_PROSE, wide, line)
             if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
                 self._first_words("hang_prose", _HANG_PROSE, text, line)

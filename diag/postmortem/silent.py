@@ -515,6 +515,8 @@ def collective_hang(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         missing=["NCCL_DEBUG=INFO output of the hang, and the same run with NCCL_P2P_DISABLE=1 (and with one GPU)"])
 
 
+# a slow start, not slow serving: the weights' load, a download, compilation, the engine's start-up
+_STARTUP_SLOW = re.compile(r"\b(?:load\w*|download\w*|compil\w*|start(?:s|ing|up|-up)?|boot\w*|init\w*|warm[- ]?up)\b", re.I)
 _FAULT_WORDS = re.compile(r"illegal memory access|illegal address|device-side assert|\bXid\b|unspecified launch failure",
                           re.I)
 
@@ -651,7 +653,10 @@ def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosi
     takes one query token per request (FlashInfer / TRT-LLM MLA before 0.12, FlashMLA's early releases, AITER) send
     the 1 + k verification rows down the prefill path -- the kernel-limit class without a crash. Other models: not
     modelled (vLLM's own warning that full CUDA graphs were dropped is a rule of its own)."""
-    said = facts.startup.get("spec_slower_prose")
+    # (a slowdown told without naming the drafts counts too on an MLA model serving them, unless vLLM's own warning of
+    # untuned MoE tiles explains it)
+    said = facts.startup.get("spec_slower_prose") or (None if facts.startup.get("moe_default_config") or _STARTUP_SLOW.search(
+        (facts.lines.get("slow_prose") or (0, ""))[1]) else facts.startup.get("slow_prose"))
     if not said or not setup.spec_k or not setup.mla:
         return None
     backend = facts.startup.get("attention_backend_selected")
@@ -664,7 +669,8 @@ def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosi
                "drafts cost more than they save -- the backend's query-length limit under drafts"),
         title=f"{title_of('spec_kernel_limit')} (slower with drafts, no error)",
         message=f"slower with speculative decoding: {said}", numbers={**base_numbers, **facts.numbers},
-        evidence=fact_evidence(facts, "spec_slower_prose", "attention_backend_selected", "command", "non_default_args"),
+        evidence=fact_evidence(facts, "spec_slower_prose", "slow_prose", "attention_backend_selected", "command",
+                               "non_default_args"),
         missing=([] if backend else ["the attention backend vLLM chose (its 'Using ... backend' line)"])
         + [f"whether {backend or 'the backend'}'s decode takes q_len > 1 in this release; a profile of one decode step "
            "with and without drafts"])
