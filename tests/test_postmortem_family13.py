@@ -246,3 +246,10 @@ def test_a_tail_that_got_worse_under_drafts_on_an_mla_model_is_the_kernel_limit_
 def test_an_eval_diffs_fail_verdict_is_the_wrong_output():
     an = _analyze(["ruler_niah_16k  acc  0.962  0.713  -0.249   <-- FAIL (threshold -0.02)"])
     assert an.facts.startup["wrong_output_prose"].endswith("FAIL (threshold -0.02)")
+
+
+def test_a_side_run_told_in_a_chat_export_is_not_the_reports_symptom():
+    an = _analyze(["[10:03] dmitri.k: fp8 KV buys us nothing on nemotron, max concurrency stays at 32x.",
+                   "[10:15] dmitri.k: tried --mamba-ssm-cache-dtype bfloat16 and concurrency went up a lot but "
+                   "accuracy dropped on long generations"])
+    assert "wrong_output_prose" not in an.facts.startup

@@ -584,7 +584,10 @@ class ProseLines:
         if "near_limit_prose" not in self.facts.startup and len(text) < 2000 and ("max_model_len" in wide or "limit" in wide
                                                                                  or "max_tokens" in wide):
             self._first_words("near_limit_prose", _NEAR_LIMIT, wide, line)
-        if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 and any(
+        # (a side attempt's outcome -- "tried --mamba-ssm-cache-dtype bfloat16 and accuracy dropped" -- is not the
+        # report's symptom)
+        if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 \
+                and line.lineno not in self.side_attempt_lines and any(
                 k in wide.lower() for k in WRONG_OUTPUT_HINTS):
             m = _WRONG_OUTPUT.search(wide)
             if m and _HEARSAY.search(wide[max(0, m.start() - 80):m.start()]):

@@ -80,7 +80,10 @@ _CI_JOB_STATUS = re.compile(r"^\W{0,4}(?:(?:ERROR|Error): (?:Job failed: exit co
 
 # a reporter's side attempt told in prose ("I also tried --mamba-block-size 272 -> ValueError: ..."): the error it
 # quotes is that attempt's, not the failure the report is about
-_SIDE_ATTEMPT = re.compile(r"^\W{0,3}(?:(?:I |we )?(?:also|then|later|additionally|separately) tried|"
+_SIDE_ATTEMPT = re.compile(r"^\W{0,3}(?:\[[\d:. ]{4,12}\]\s*[\w.@-]{1,30}:\s*)?"  # (a chat export's "[10:15] name: ")
+                           r"(?:(?:I |we )?(?:also|then|later|additionally|separately) tried|"
+                           # a flag changed for a side run: "tried --mamba-ssm-cache-dtype bfloat16 and ..."
+                           r"(?:I |we )?tried (?:--[a-z][\w-]*|setting |adding |removing |lowering |raising |disabling |enabling )|"
                            # what another release does with the same set-up ("- upgrading to 0.17.0 turns this into a
                            # crash instead (AssertionError ...)")
                            r"(?:after |when )?(?:upgrading|downgrading|updating|switching) to (?:vllm |v)?\d+\.\d+)\b", re.I)
