@@ -253,3 +253,47 @@ def test_a_side_run_told_in_a_chat_export_is_not_the_reports_symptom():
                    "[10:15] dmitri.k: tried --mamba-ssm-cache-dtype bfloat16 and concurrency went up a lot but "
                    "accuracy dropped on long generations"])
     assert "wrong_output_prose" not in an.facts.startup
+
+
+def test_scores_that_drop_under_concurrency_are_the_output_not_the_capacity():
+    an = _analyze(["Under our eval harness at concurrency 128 the scores drop and accuracy drops only under load."])
+    assert "capacity_prose" not in an.facts.startup
+    assert an.facts.startup["wrong_output_prose"] in ("scores drop", "accuracy drops")
+    worse = _analyze(["vLLM answers are noticeably worse and change between runs."])
+    assert worse.facts.startup["wrong_output_prose"] == "answers are noticeably worse"
+
+
+def test_a_stack_dump_told_in_words_names_the_collective():
+    an = _analyze(["The server hangs at startup; py-spy dump on Worker_TP0 shows it inside ncclAllReduce called from "
+                   "GroupCoordinator.all_reduce."])
+    assert an.findings[0].category == "other" and "collective" in an.findings[0].title
+
+
+_RL_RESET = [
+    "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --enable-prefix-caching --speculative-config "
+    "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+    "(APIServer pid=1) INFO 01-12 10:00:00 [api_server.py:1839] vLLM API server version 0.16.0",
+    "Qwen3-Next rollouts come back as garbage after an in-flight weight update.",
+    "    llm.collective_rpc(\"update_weights_from_ipc\", args=(handles,))",
+    "    llm.reset_prefix_cache(reset_running_requests=True)",
+    "The garbage completions are always among the requests that were running when we reset.",
+    "(APIServer pid=1) INFO 01-12 10:21:40 [loggers.py:236] Engine 000: Avg prompt throughput: 912.4 tokens/s, Avg "
+    "generation throughput: 1766.0 tokens/s, Running: 32 reqs, Waiting: 0 reqs, GPU KV cache usage: 21.0%, Prefix "
+    "cache hit rate: 40.0%",
+]
+
+
+def test_garbage_after_a_reset_of_running_requests_on_a_hybrid_is_a_stale_state_index_before_0_17():
+    an = _analyze(_RL_RESET)
+    assert an.facts.startup["reset_running_requests"] is True
+    top = an.findings[0]
+    assert top.category == "state_index" and "reset of running requests" in top.title
+    later = _analyze([line.replace("0.16.0", "0.17.0") for line in _RL_RESET])
+    assert not later.findings or "reset of running requests" not in later.findings[0].title
+
+
+def test_a_start_up_refusal_predicted_for_an_engine_the_log_shows_serving_is_only_a_note():
+    an = analyze_text("\n".join(_RL_RESET), "t.log")  # (with the pre-flight: its table says 0.16 refuses this start)
+    predicted = [f for f in an.findings if f.rule == "startup_validation"]
+    assert predicted and all(f.severity == "info" and "contradicted by the log" in f.title for f in predicted)
+    assert an.findings[0].category == "state_index"

@@ -285,6 +285,7 @@ def analyze_facts(facts: LogFacts, source: str = "<log>", files: list[dict] | No
             if (f.rule, f.category) not in seen:
                 findings.append(f)
         an.rule_failures += [x for x in again.failures if x not in an.rule_failures]
+    _served_despite_prediction(facts, findings)
     findings = _root_first(facts, findings)
     findings = apply_diagnosis(facts, findings)
     findings = _unexplained_root(facts, findings)
@@ -293,6 +294,21 @@ def analyze_facts(facts: LogFacts, source: str = "<log>", files: list[dict] | No
     _localise_evidence(an, findings)
     an.findings = findings
     return an
+
+
+def _served_despite_prediction(facts: LogFacts, findings: list[Finding]) -> None:
+    """A start-up refusal the pre-flight predicts from the configuration, in a log whose engine went on to serve
+    (its stats lines count running requests): vLLM did not refuse this start, so the prediction is kept as a note,
+    not as the error of the run."""
+    if facts.root is not None or not isinstance(facts.startup.get("num_requests_running_max"), int):
+        return
+    for f in findings:
+        if f.rule == "startup_validation" and f.severity == "error" and f.evidence \
+                and all(e.source == "preflight" for e in f.evidence):
+            f.severity = "info"
+            f.title = f"Predicted by the pre-flight, contradicted by the log: {f.title}"
+            f.basis = ((f.basis + "; ") if f.basis else "") + ("but the log shows the engine serving requests, so vLLM "
+                                                               "did not refuse this start (not modelled for this release)")
 
 
 def apply_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:

@@ -159,6 +159,9 @@ _NO_CACHE_SALT = re.compile(r"\b(?:no|without|not|never|don'?t|doesn'?t|didn'?t)
 # the kubelet's event for a container its probe failed ("Container vllm failed liveness probe, will be restarted";
 # "Liveness probe failed: Get ...: connection refused"): a readiness probe only stops traffic, so it is not here
 _PROBE_KILL = re.compile(r"failed (?:liveness|startup) probe|(?:Liveness|Startup) probe failed", re.I)
+# an RL trainer resetting the prefix cache with requests still running (weights updated mid-rollout): vLLM
+# force-preempts them and they resume from recomputation
+_RESET_RUNNING = re.compile(r"reset_running_requests\s*=\s*True")
 # a builder's or mixer's split of a batch tensor into its decode and prefill parts ("state_indices_tensor_d,
 # state_indices_tensor_p = torch.split(" -- the sizes are on the source's next line, not in the traceback)
 _DECODE_PREFILL_SPLIT = re.compile(r"^(\w+)_d, \1_p = torch\.split\(")
@@ -335,6 +338,9 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 pages = self.facts.startup.setdefault("quoted_page_sizes", {})
                 for name, val in quoted.items():
                     pages.setdefault(name, val)
+        if "reset_running_requests" in line.text and "reset_running_requests" not in self.facts.startup \
+                and _RESET_RUNNING.search(line.text):
+            self._set_startup("reset_running_requests", True, line)  # LLM.reset_prefix_cache(reset_running_requests=True)
         if "probe" in line.text and "probe_kill" not in self.facts.startup and _PROBE_KILL.search(line.text):
             self._set_startup("probe_kill", line.text.strip()[:500], line)  # the kubelet's event (any indentation)
         for name, needle, rx in _PROCESS_FACTS:

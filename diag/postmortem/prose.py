@@ -107,6 +107,12 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"\bdeterminism check\b[^\n]{0,80}?\bFAIL|"
                            # an eval diff's verdict on a row: "acc 0.962 0.713 -0.249 <-- FAIL (threshold -0.02)"
                            r"(?:<-+|=>)\s*FAIL(?:ED)?\b(?: \(threshold[^)\n]{0,20}\))?|\bFAIL(?:ED)? \(threshold[^)\n]{0,20}\)|"
+                           # "vLLM answers are noticeably worse and change between runs", "different/worse answers"
+                           r"\b(?:answers?|outputs?|responses?|completions?) (?:are|is|were|was|looks?) (?:\w+ )?worse\b|"
+                           r"\b(?:different|worse)/(?:different|worse) (?:answers|outputs?|results)\b|"
+                           r"\b(?:answers?|outputs?) (?:\w+ ){0,3}change between runs\b|"
+                           # "accuracy drops only under concurrency", "the scores drop"
+                           r"\b(?:accuracy|(?:eval )?scores) (?:drops?|dropped|falls?|fell|degrades?|degraded|regress\w*)\b|"
                            # "accuracy on the long-document eval dropped from 71% to 58%"
                            r"\b(?:accuracy|scores?|quality|pass@\d|exact[_ ]match|gsm8k|mmlu)\b[^.;\n]{0,50}?\b(?:dropped|drops|"
                            r"fell|falls|regressed|went down|decreased) (?:from )?~?\d+(?:\.\d+)?%? (?:to|->|\u2192) ~?\d|"
@@ -349,7 +355,9 @@ _SPEC_SLOWER = re.compile(
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 _CAPACITY_PROSE = re.compile(
-    r"\b(?:max(?:imum)? concurrency|kv[ -]cache(?: size| capacity| tokens)?|kv capacity|kv tokens|concurrency)\b[^.\n]{0,60}?"
+    # (what drops must be the capacity: "at concurrency 128 the scores drop" is the output's quality)
+    r"\b(?:max(?:imum)? concurrency|kv[ -]cache(?: size| capacity| tokens)?|kv capacity|kv tokens|concurrency)\b"
+    r"(?:(?!scores?\b|accuracy|acceptance|quality|evals?\b)[^.\n]){0,60}?"
     r"\b(?:halve[sd]?|drops?|dropped|falls?|fell|shrinks?|shrank|less than half|cut in half|way lower|much lower|far lower)\b|"
     r"\b(?:halves|halved|halving|cuts?|reduces?|reduced) (?:the |our |my )?(?:max(?:imum)? )?(?:concurrency|kv[ -]cache|kv capacity)\b|"
     r"\b~?\d+(?:\.\d+)?\s*x fewer (?:kv )?(?:cache )?tokens\b|\bkv capacity (?:is )?(?:way |much |far )?lower\b|"
@@ -411,7 +419,10 @@ _COLLECTIVE_FRAME = re.compile(r"\b(?:all_reduce|all_gather\w*|reduce_scatter\w*
 _COLLECTIVE_TOLD = re.compile(r"\b(?:all[_-]?reduce|all[_-]?gather|collective|ncclCommInitRank|nccl init\w*)\b[^.\n]{0,40}?\b"
                               r"(?:never (?:completes?|returns?|finish\w*|ends?)|hangs?|hung|(?:is |gets? )?stuck|blocks? forever)\b|"
                               r"\bNCCL_P2P_DISABLE=1\b[^.\n]{0,80}?\b(?:works?|worked|fix\w*|starts?|started|serves?|runs?|"
-                              r"fine|solves?|solved)\b", re.I)
+                              r"fine|solves?|solved)\b|"
+                              # a stack dump told in words: "py-spy shows it inside ncclAllReduce"
+                              r"\b(?:inside|stuck in|waiting in|blocked in|sits in|hangs? in|hung in) (?:the )?(?:\w+\.)?"
+                              r"(?:ncclAllReduce|ncclAllGather|ncclBroadcast|ncclCommInitRank|all_reduce|all_gather)\b", re.I)
 # a per-request value interpolated into a prompt template: a time, a UUID, a request / session / trace id
 # (a template's field, not a JSON object: no quotes or colons inside the braces)
 _VARYING_PREFIX = re.compile(r"\{[^{}\n\"':]{0,40}?(?:uuid\d?\(\)|uuid\.uuid\d\(\)|datetime\.(?:utc)?now\(\)|time\.time\(\)|"
@@ -705,7 +716,7 @@ class ProseLines:
                 self._first_words("hang_prose", _HANG_PROSE, text, line)
             if ("reduce" in text or "gather" in text or "nccl" in text or "broadcast" in text) and "(" in text:
                 self._first_words("collective_stack", _COLLECTIVE_FRAME, text, line)
-            if "reduce" in text or "gather" in text or "ollective" in text or "P2P" in text or "nccl" in text.lower():
+            if "educe" in text or "ather" in text or "ollective" in text or "P2P" in text or "nccl" in text.lower():
                 self._first_words("collective_prose", _COLLECTIVE_TOLD, text, line)
             if ("__" in text or "ernel" in text) and "prose_fault_kernel" not in self.facts.startup \
                     and (m := _PROSE_FAULT_KERNEL.search(text)):

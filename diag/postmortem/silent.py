@@ -394,6 +394,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or padding_capacity_loss(facts, setup, base_numbers) or unrounded_capture_sizes(facts, setup, base_numbers)
          or fp8_kv_quality(facts, setup, base_numbers)
          or activation_reserve_capacity(facts, base_numbers) or scheduler_cap(facts, base_numbers)
+         or reset_running_stale_state(facts, setup, base_numbers)
          or silent_corruption(facts, setup, base_numbers, batch_ev)
          or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
          or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
@@ -674,6 +675,29 @@ def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosi
         missing=([] if backend else ["the attention backend vLLM chose (its 'Using ... backend' line)"])
         + [f"whether {backend or 'the backend'}'s decode takes q_len > 1 in this release; a profile of one decode step "
            "with and without drafts"])
+
+
+def reset_running_stale_state(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, wrong output on a hybrid after ``reset_prefix_cache(reset_running_requests=True)`` (an RL trainer
+    updating weights mid-rollout): the running requests are force-preempted and resume by recomputation, but before
+    0.17 the Mamba align-mode bookkeeping cleared a request's state-block index only for finished or preempted ids the
+    scheduler listed, so a resumed request keeps a stale state index -- the state-index class (``medium``)."""
+    if not facts.startup.get("wrong_output_prose") or not facts.startup.get("reset_running_requests") \
+            or setup.hybrid is not True:
+        return None
+    v = vtuple(facts.vllm_version) if facts.vllm_version else None
+    if v is not None and v >= (0, 17):
+        return None
+    return _family_warning(
+        facts, base_numbers, "state_index", "medium",
+        basis=(f"no error; the report says the output goes wrong ('{facts.startup['wrong_output_prose']}') on a hybrid "
+               "model after reset_prefix_cache(reset_running_requests=True): the running requests are force-preempted "
+               "and resume by recomputation, and before vLLM 0.17 their Mamba state-block index was not cleared (only "
+               "finished or listed preempted requests were), so a resumed request reads its state from a stale slot"),
+        title=f"{title_of('state_index')} (silent: stale state index after a reset of running requests)",
+        message=f"wrong output after a prefix-cache reset with requests running: {facts.startup['wrong_output_prose']}",
+        evidence=("wrong_output_prose", "reset_running_requests"),
+        missing=["the same rollout with the weight update after the running requests finish (or on vLLM 0.17+)"])
 
 
 def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
