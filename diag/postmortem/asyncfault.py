@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import re
 
-from ..catalog import vtuple
 from ..model import Evidence, LogException, LogFacts
 from .configuration import Setup, truthy
-from .diagnosis import Diagnosis, describe_batch, exc_evidence, fact_evidence, title_of
+from .diagnosis import Diagnosis, describe_batch, exc_evidence, fact_evidence, log_version, title_of
 from .shapes import capture_sizes
 from .specpath import model_names, no_spec_path
 
@@ -204,7 +203,7 @@ def unrounded_spec_padding(facts: LogFacts, setup: Setup) -> tuple[int, int, int
     """A hybrid's uniform spec-decode step (every request 1 + k tokens, from the crash dump) that full decode CUDA
     graphs pad to a capture size that is not a multiple of 1 + k, in a release that does not round the sizes (before
     0.12.0): (tokens, padded size, requests)."""
-    v = vtuple(facts.vllm_version) if facts.vllm_version else None
+    v = log_version(facts)
     batch = setup.batch or {}
     k, reqs = setup.spec_k, batch.get("num_reqs") or 0
     if not (setup.hybrid and k > 0 and v and v < (0, 12, 0) and reqs and batch.get("num_spec_decodes") == reqs):

@@ -57,10 +57,10 @@ _WORKS_WITH_BEFORE = re.compile(r"\b(?:works?|worked|fine|stable|no (?:crash|iss
                                 r"(?:with|when|if|after) $", re.I)
 
 
-# words that follow a flag named in a sentence, never its value
 # a switch the reporter says is off ("`--enable-prefix-caching` is OFF", "--enforce-eager: disabled"): the run had
 # it off, whatever the flag's own meaning
 _SAID_OFF = re.compile(r"^[`'\"*]*\s*(?:is |was |=\s*|:\s*)?(?:off|disabled|false|not (?:set|enabled|used|on))\b", re.I)
+# words that follow a flag named in a sentence, never its value
 _PROSE_WORDS = frozenset({"is", "was", "are", "were", "be", "and", "or", "but", "to", "the", "a", "an", "in", "on", "with",
                           "which", "that", "it", "does", "did", "didn't", "doesn't", "also", "still", "as", "for", "by",
                           "has", "had", "helps", "helped", "makes", "made", "set", "too", "alone", "only"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..catalog import vtuple
 from ..model import Comparison, Evidence, Finding, LogException, LogFacts
 from ..rules.other_common import exc_evidence as rule_exc_evidence, fact_evidence as rule_fact_evidence
 
@@ -40,6 +41,11 @@ class Diagnosis:
 
 def exc_evidence(exc: LogException, frames: int = 2) -> list[Evidence]:
     return rule_exc_evidence(exc, frames, limit=500)
+
+
+def log_version(facts: LogFacts) -> tuple | None:
+    """The release the log names, as a comparable tuple; ``None`` when it names none."""
+    return vtuple(facts.vllm_version) if facts.vllm_version else None
 
 
 def fact_evidence(facts: LogFacts, *names: str) -> list[Evidence]:

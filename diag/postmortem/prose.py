@@ -240,7 +240,6 @@ _EVERY_REQUEST = re.compile(r"\b(?:every|each|all) (?:single )?(?:requests?|prom
                             r"\b(?:even|including) (?:a |the )?(?:lone|single|first|one)\b|"
                             r"\beven (?:a |with a |for a |with one |for one )?(?:lone|single|one) (?:request|prompt|user|client)\b",
                             re.I)
-# the reporter's words that the failure depends on the batch: fine alone, wrong only with other requests in flight
 # the reporter's words that the loss grows with the context: the signature of quantized K/V numerics (the error of each
 # cached token adds up over the attention span), not of a state-index or batch fault
 _LENGTH_DEPENDENT = re.compile(
@@ -250,6 +249,7 @@ _LENGTH_DEPENDENT = re.compile(
     r"\bshort (?:tasks?|prompts?|contexts?|inputs?|evals?) (?:barely|hardly|don'?t|do not|are|look|stay) "
     r"(?:move|change|fine|ok|unaffected|unchanged)\b|"
     r"\bonly (?:on|at|for|with) long(?:er)?[- ](?:context|prompt|input|document)s?\b", re.I)
+# the reporter's words that the failure depends on the batch: fine alone, wrong only with other requests in flight
 _BATCH_DEPENDENT = re.compile(
     r"\bonly (?:\w+ ){0,4}(?:when|with|under|at) (?:\w+ ){0,3}(?:concurren\w*|parallel requests|(?:high )?load|"
     r"multiple requests|several requests|many requests|batch(?:es|ing)?)\b|"

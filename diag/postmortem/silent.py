@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import re
 
-from ..catalog import vtuple
 from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .configuration import Setup, truthy
-from .diagnosis import Diagnosis, fact_evidence, title_of
+from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .specpath import model_names, no_spec_path
 
 __all__ = ["own_quality_gate", "quiet_report", "silent_corruption", "unexplained_symptom"]
@@ -94,7 +93,7 @@ def unrounded_capture_sizes(facts: LogFacts, setup: Setup, base_numbers: dict) -
     load, not a recorded step)."""
     said = facts.startup.get("acceptance_prose") or facts.startup.get("wrong_output_prose")
     k = setup.spec_k
-    v = vtuple(facts.vllm_version) if facts.vllm_version else None
+    v = log_version(facts)
     sizes = sorted({s for s in facts.startup.get("cudagraph_capture_sizes") or [] if isinstance(s, int) and s > 0})
     n = facts.startup.get("concurrent_requests")
     # (--enforce-eager quoted as the reporter's comparison: the run that captured graphs was not eager)
@@ -417,13 +416,12 @@ def fp8_kv_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnos
     # K/V numerics (a draft or state fault does not grow with the context; an MLA kernel that warned of an uneven
     # query is the drafts' own limit)
     lengthwise = facts.startup.get("length_dependent_prose")
-    if setup.spec_k > 0 and not (lengthwise and facts.startup.get("kv_scale_default_dtype")
-                                 and not facts.startup.get("mla_uneven_query")):
+    default_scales = facts.startup.get("kv_scale_default_dtype")
+    if setup.spec_k > 0 and not (lengthwise and default_scales and not facts.startup.get("mla_uneven_query")):
         return None
     if not symptom or not kv.startswith("fp8") or (setup.hybrid and calibrates_scales(
-            facts.args.get("calculate_kv_scales"), kv, vtuple(facts.vllm_version) if facts.vllm_version else None)):
+            facts.args.get("calculate_kv_scales"), kv, log_version(facts))):
         return None  # (scales calibrated on a hybrid's uninitialised state: the KV layout class, silent_corruption)
-    default_scales = facts.startup.get("kv_scale_default_dtype")
     why = (f"and the loss grows with the context ('{lengthwise}')" if setup.spec_k > 0 else "and no drafts")
     return Diagnosis(
         category="other", confidence="low", rule="near_miss", severity="warning",
@@ -656,8 +654,10 @@ def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosi
     modelled (vLLM's own warning that full CUDA graphs were dropped is a rule of its own)."""
     # (a slowdown told without naming the drafts counts too on an MLA model serving them, unless vLLM's own warning of
     # untuned MoE tiles explains it)
-    said = facts.startup.get("spec_slower_prose") or (None if facts.startup.get("moe_default_config") or _STARTUP_SLOW.search(
-        (facts.lines.get("slow_prose") or (0, ""))[1]) else facts.startup.get("slow_prose"))
+    said = facts.startup.get("spec_slower_prose")
+    if not said and not facts.startup.get("moe_default_config") \
+            and not _STARTUP_SLOW.search((facts.lines.get("slow_prose") or (0, ""))[1]):
+        said = facts.startup.get("slow_prose")
     if not said or not setup.spec_k or not setup.mla:
         return None
     backend = facts.startup.get("attention_backend_selected")
@@ -685,7 +685,7 @@ def reset_running_stale_state(facts: LogFacts, setup: Setup, base_numbers: dict)
     if not facts.startup.get("wrong_output_prose") or not facts.startup.get("reset_running_requests") \
             or setup.hybrid is not True:
         return None
-    v = vtuple(facts.vllm_version) if facts.vllm_version else None
+    v = log_version(facts)
     if v is not None and v >= (0, 17):
         return None
     return _family_warning(
@@ -764,7 +764,7 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
             evidence=fact_evidence(facts, "draft_kv_group_unidentified", "wrong_output_prose"),
             missing=["the KV-cache groups vLLM planned (the probes record them: VLLM_DIAG_DB=run.db)"])
     if symptom and setup.hybrid and calibrates_scales(facts.args.get("calculate_kv_scales"), facts.args.get(
-            "kv_cache_dtype"), vtuple(facts.vllm_version) if facts.vllm_version else None):
+            "kv_cache_dtype"), log_version(facts)):
         # --calculate-kv-scales on a Mamba/GDN hybrid before 0.19: the calibration pass computes the fp8 KV scales of
         # the attention layers while the recurrent state is uninitialised (vLLM 0.19+ turns the flag off for hybrids:
         # "uninitialized recurrent state corrupts scales during the calibration pass", issue #37554)
