@@ -1,0 +1,63 @@
+"""Post-mortem, round fourteen: symptoms told in words the readers did not know yet. The reports are written here;
+the startup and metrics lines are in vLLM's own formats."""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem.analyze import analyze_text
+
+
+def _analyze(lines: list[str]):
+    return analyze_text("\n".join(lines), "t.log", use_preflight=False)
+
+
+_HYBRID_EAGLE = [
+    "vllm serve nvidia/Nemotron-H-8B-Base-8K --enable-prefix-caching \\",
+    "   --speculative-config '{\"method\": \"eagle\", \"model\": \"/ckpt/eagle-head\", \"num_speculative_tokens\": 3}'",
+    "(EngineCore pid=51) INFO 02-11 10:01:12 [config.py:520] Setting attention block size to 656 tokens to ensure "
+    "that attention page size is >= mamba page size.",
+    "(APIServer pid=50) INFO 02-11 10:05:40 [loggers.py:257] Engine 000: Avg prompt throughput: 310.2 tokens/s, "
+    "Avg generation throughput: 88.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.2%, "
+    "Prefix cache hit rate: 87.5%",
+]
+
+
+def test_a_hybrid_that_answers_in_garbage_on_prefix_hits_with_drafts_reads_as_a_stale_state():
+    said = ("Every request that reuses the shared system prompt answers in garbage (repeated tokens, mixed "
+            "languages); --no-enable-prefix-caching fixes it, so does turning the drafts off.")
+    an = _analyze([said] + _HYBRID_EAGLE)
+    assert an.findings and an.findings[0].category == "state_index"
+    assert "answers in garbage" in an.findings[0].message
+
+
+def test_mixed_languages_alone_is_the_wrong_output_symptom():
+    an = _analyze(["The replies mix languages after a few turns."] + _HYBRID_EAGLE)
+    assert an.findings and an.findings[0].category == "state_index"
+
+
+def test_the_same_words_about_a_dense_model_make_no_hybrid_finding():
+    dense = ["vllm serve meta-llama/Llama-3.1-8B-Instruct --enable-prefix-caching \\",
+             "   --speculative-config '{\"method\": \"eagle\", \"model\": \"/ckpt/eagle-head\", "
+             "\"num_speculative_tokens\": 3}'"]
+    an = _analyze(["It answers in garbage on cache hits."] + dense)
+    assert not [f for f in an.findings if f.category == "state_index"]
+
+
+_MLA_SUFFIX = [
+    "(EngineCore pid=611) INFO 05-14 08:02:19 [cuda.py:341] Using FLASHMLA backend.",
+    "(EngineCore pid=611) INFO 05-14 08:02:19 [core.py:97] Initializing a V1 LLM engine (v0.24.0) with config: "
+    "model='deepseek-ai/DeepSeek-V3', speculative_config=SpeculativeConfig(method='suffix', model=None, "
+    "num_spec_tokens=8), tensor_parallel_size=8, ...",
+]
+
+
+def test_a_latency_figure_worse_than_no_spec_on_an_mla_model_is_the_kernel_limit_without_a_crash():
+    said = "ITL goes from 21.4 ms to 20.9 ms at low load, and at 64 concurrent it's worse than no spec at all."
+    an = _analyze(_MLA_SUFFIX + [said])
+    d = an.findings[0] if an.findings else None
+    assert d is not None and d.category == "spec_kernel_limit" and d.severity == "warning"
+    assert "FLASHMLA" in d.basis and d.numbers["num_speculative_tokens"] == 8
+
+
+def test_answers_worse_than_no_spec_are_not_a_slowdown():
+    an = _analyze(_MLA_SUFFIX + ["The answers are worse than no spec, but the latency is fine."])
+    assert not [f for f in an.findings if f.category == "spec_kernel_limit" and "slower" in f.title]
