@@ -61,3 +61,50 @@ def test_a_latency_figure_worse_than_no_spec_on_an_mla_model_is_the_kernel_limit
 def test_answers_worse_than_no_spec_are_not_a_slowdown():
     an = _analyze(_MLA_SUFFIX + ["The answers are worse than no spec, but the latency is fine."])
     assert not [f for f in an.findings if f.category == "spec_kernel_limit" and "slower" in f.title]
+
+
+def test_a_bullet_list_of_trials_is_not_the_command():
+    report = [
+        "docker run --gpus all vllm/vllm-openai:v0.29.0 \\",
+        "  --model Qwen/Qwen3.5-27B --max-num-seqs 32 \\",
+        "  --enable-prefix-caching \\",
+        "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+        "",
+        "Follow-up turns come back as garbage; the first turn of each chat is fine.",
+        "",
+        "- --no-enable-prefix-caching -> problem gone",
+        "- keep prefix caching, remove --speculative-config -> problem gone",
+        "",
+        "(APIServer pid=1) INFO 11-04 10:31:12 [loggers.py:304] Engine 000: Avg prompt throughput: 412.6 tokens/s, "
+        "Avg generation throughput: 188.3 tokens/s, Running: 6 reqs, Waiting: 0 reqs, GPU KV cache usage: 7.9%, "
+        "Prefix cache hit rate: 71.4%",
+    ]
+    an = _analyze(report)
+    assert an.facts.args.get("model") == "Qwen/Qwen3.5-27B"
+    assert an.findings and an.findings[0].category == "state_index"
+    assert "prefix caching on" in an.findings[0].basis
+
+
+def test_a_yaml_argv_list_is_still_a_command():
+    manifest = ["args:", "  - --model", "  - Qwen/Qwen3.5-27B", "  - --max-num-seqs", "  - \"32\"",
+                "  - --enable-prefix-caching --max-model-len 8192"]
+    an = _analyze(manifest + ["Follow-up turns come back as garbage."])
+    assert an.facts.args.get("model") == "Qwen/Qwen3.5-27B" and str(an.facts.args.get("max_num_seqs")) == "32"
+
+
+def test_an_error_seen_on_another_run_does_not_outrank_the_logged_failure():
+    log = [
+        "vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 8 "
+        "--speculative-config '{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}'",
+        "[rank3]:[E1014 02:22:08.771203624 ProcessGroupNCCL.cpp:685] [Rank 3] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=88211, OpType=ALLREDUCE, NumelIn=7340032, NumelOut=7340032, Timeout(ms)=600000) "
+        "ran for 600031 milliseconds before timing out.",
+        "(EngineCore_DP0 pid=48290) ERROR 10-14 02:22:09 [multiproc_executor.py:154] Worker proc VllmWorker-3 died "
+        "unexpectedly, shutting down executor.",
+        "",
+        "The GPUs sit at 100% before it dies. We also see",
+        "\"CUDA error: an illegal memory access was encountered\" on one run but not the others, so not sure.",
+    ]
+    an = _analyze(log)
+    assert an.findings and an.findings[0].category == "other"
+    assert not [f for f in an.findings if f.category == "spec_kernel_limit"]

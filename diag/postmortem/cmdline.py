@@ -26,6 +26,10 @@ _ARGV_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
 
 # a YAML block sequence item: "  - --tensor-parallel-size" / '  - "4"'
 _YAML_ITEM = re.compile(r"^\s*-\s+(.*?)\s*$")
+# a bullet of prose, not an argv item: an arrow to an outcome, or words that do not open with a flag, a JSON value or
+# the command itself ("keep prefix caching, remove --speculative-config -> problem gone")
+_OUTCOME_ARROW = re.compile(r"\s(?:->|=>|\u2192)\s")
+_PROSE_ITEM = re.compile(_OUTCOME_ARROW.pattern + r"|^(?![-{\[\"']|vllm\s|python)\S+\s+\S+\s+\S+")
 _INLINE_FLAG = re.compile(
     r"(?<![\w-])(--[a-z][a-z0-9_-]+(?:\.[a-z_]+)?)(?:[ =](?!-{1,2}[a-z])('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)`]+))?"
     # vLLM's short parallel-size aliases with a number ("-tp 4", "-pp 2", "-dcp 8"; "--tp 2" as reporters write it)
@@ -247,6 +251,8 @@ class CommandLines:
         if self._yaml is not None:
             lineno, items = self._yaml
             self._yaml = None
+            if any(_PROSE_ITEM.search(item) for item in items):
+                return  # a bullet list of the reporter's trials ("- --no-enable-prefix-caching -> problem gone")
             argv: list[str] = []
             for item in items:
                 # one item holding several flags ("- --enable-prefix-caching --max-num-seqs 8"): split it where
@@ -358,7 +364,7 @@ class CommandLines:
             return
         if line.level is None and "--" in text:
             m = _FLAG_LINE.match(text)
-            if m:
+            if m and not _OUTCOME_ARROW.search(text):  # "- --no-enable-prefix-caching -> problem gone": a trial, told
                 self.flag_lines.append((line.lineno, m.group(2).strip()))
                 return
         m = _ARGV_LIST.search(text) if line.level is None and "serve" in text else None

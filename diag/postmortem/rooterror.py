@@ -89,7 +89,15 @@ _SIDE_ATTEMPT = re.compile(r"^\W{0,3}(?:\[[\d:. ]{4,12}\]\s*[\w.@-]{1,30}:\s*)?"
                            r"(?:after |when )?(?:upgrading|downgrading|updating|switching) to (?:vllm |v)?\d+\.\d+)\b", re.I)
 
 # a sentence that ends by introducing the side attempt's error on the next line ("Also tried --mamba-cache-mode all:")
-_SIDE_ATTEMPT_TAIL = re.compile(r"\b(?:I |we )?(?:also |then |later |additionally |separately )?tried\b[^.]{0,100}:\s*$", re.I)
+_SIDE_ATTEMPT_TAIL = re.compile(r"\b(?:I |we )?(?:also |then |later |additionally |separately )?tried\b[^.]{0,100}:\s*$|"
+                                # a side observation wrapped onto the next line ("We also see" / "\"NCCL WARN ...\" on
+                                # one run")
+                                r"\b(?:I|we) (?:also|sometimes|occasionally|once) (?:see|saw|got|get|hit|observed?)\s*:?\s*$",
+                                re.I)
+# an error the reporter saw in another run than the one the report is about ("... on one run but not the others, so not
+# sure")
+_SIDE_RUN = re.compile(r"\bon (?:one|a single|another|an earlier|a later|a previous) run\b(?: but not (?:on )?(?:the )?others?)?|"
+                       r"\bnot (?:on|in) (?:the )?other runs\b", re.I)
 
 # the reporter saying what is NOT in the logs ("No errors anywhere", "transfers complete, no \"failed to load KV\"
 # messages", "without any exception"): a statement about the logs, not an error line
@@ -134,9 +142,11 @@ class ErrorLines:
             self._err_last = line.lineno
             return
         self._err_open = False
-        if line.level is None and "ried" in t and _SIDE_ATTEMPT_TAIL.search(t):
+        if line.level is None and ("ried" in t or " see" in t or " saw" in t or " got" in t or " get" in t
+                                   or " hit" in t or "bserve" in t) and _SIDE_ATTEMPT_TAIL.search(t):
             self.side_attempt_lines.add(line.lineno + 1)  # "Also tried --mamba-cache-mode all:" / its error below
-        if line.level is None and (_SIDE_ATTEMPT.match(t) or line.lineno in self.side_attempt_lines):
+        if line.level is None and (_SIDE_ATTEMPT.match(t) or line.lineno in self.side_attempt_lines
+                                   or (" run" in t and _SIDE_RUN.search(t))):
             self.side_attempt_lines.add(line.lineno)
             return
         cue = t
