@@ -108,3 +108,19 @@ def test_an_error_seen_on_another_run_does_not_outrank_the_logged_failure():
     an = _analyze(log)
     assert an.findings and an.findings[0].category == "other"
     assert not [f for f in an.findings if f.category == "spec_kernel_limit"]
+
+
+def test_an_eval_bots_verdict_naming_its_task_before_the_threshold_is_wrong_output():
+    report = [
+        "| task   | baseline | canary | delta |",
+        "| gsm8k  | 0.902    | 0.811  | -9.1  |",
+        "VERDICT: FAIL (gsm8k threshold -2.0)",
+        "INFO 06-02 09:14:03 [utils.py:253] non-default args: {'model': 'Qwen/Qwen3.5-35B-A3B', "
+        "'enable_prefix_caching': True, 'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 2}}",
+        "INFO 06-02 09:31:12 [loggers.py:259] Engine 000: Avg prompt throughput: 18211.4 tokens/s, Avg generation "
+        "throughput: 2410.7 tokens/s, Running: 96 reqs, Waiting: 0 reqs, GPU KV cache usage: 41.2%, Prefix cache hit "
+        "rate: 71.3%",
+    ]
+    an = _analyze(report)
+    assert an.facts.startup.get("wrong_output_prose") == "FAIL (gsm8k threshold -2.0)"
+    assert an.findings and an.findings[0].category == "state_index"
