@@ -124,3 +124,34 @@ def test_an_eval_bots_verdict_naming_its_task_before_the_threshold_is_wrong_outp
     an = _analyze(report)
     assert an.facts.startup.get("wrong_output_prose") == "FAIL (gsm8k threshold -2.0)"
     assert an.findings and an.findings[0].category == "state_index"
+
+
+def test_the_error_after_the_last_pasted_command_is_the_reports_not_the_first_attempts():
+    report = [
+        "First I tried TP=4, which ran out of memory while loading:",
+        "```",
+        "(Worker_TP2 pid=18813) ERROR 03-02 07:15:41 [multiproc_executor.py:772] torch.OutOfMemoryError: CUDA out of "
+        "memory. Tried to allocate 3.50 GiB. GPU 2 has a total capacity of 139.81 GiB of which 2.11 GiB is free.",
+        "```",
+        "Then the full node:",
+        "```",
+        "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 \\",
+        "   --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+        "```",
+        "(Worker_TP0 pid=22045) ERROR 03-02 07:32:24 [multiproc_executor.py:772] RuntimeError: Assertion error "
+        "(/workspace/DeepGEMM/csrc/apis/../jit_kernels/impls/sm90_fp8_paged_mqa_logits.hpp:187): next_n == 1 or next_n == 2",
+    ]
+    an = _analyze(report)
+    assert an.facts.root is not None and "next_n" in an.facts.root.message
+    assert an.findings and an.findings[0].category == "spec_kernel_limit"
+
+
+def test_a_command_pasted_after_the_traceback_does_not_move_the_root_error():
+    report = [
+        "(Worker_TP0 pid=22045) ERROR 03-02 07:32:24 [multiproc_executor.py:772] RuntimeError: Assertion error "
+        "(/workspace/DeepGEMM/csrc/apis/../jit_kernels/impls/sm90_fp8_paged_mqa_logits.hpp:187): next_n == 1 or next_n == 2",
+        "command:",
+        "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+    ]
+    an = _analyze(report)
+    assert an.facts.root is not None and "next_n" in an.facts.root.message

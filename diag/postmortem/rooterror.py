@@ -180,7 +180,9 @@ class ErrorLines:
         for e in self.tb.exceptions:
             key = message_key(e)
             first_seen[key] = min(first_seen.get(key, e.log_line or 0), e.log_line or 0)
-        last_launch = self.launches[-1] if self.launches else 0
+        # a pasted `vllm serve` command opens a run as vLLM's own start-up lines do: errors printed before the last one
+        # belong to an earlier attempt
+        last_launch = max([*self.launches[-1:], *(ln for ln, _ in self.commands)], default=0)
         chain_of = self.tb.chain_of
         ids = {id(e): e for e in self.tb.exceptions}
 
