@@ -156,3 +156,46 @@ def test_a_command_pasted_after_the_traceback_does_not_move_the_root_error():
     ]
     an = _analyze(report)
     assert an.facts.root is not None and "next_n" in an.facts.root.message
+
+
+_W1 = "(Worker_TP1 pid=3391) ERROR 12-04 11:06:02 [multiproc_executor.py:703] "
+
+
+def _ima(command: str, *told: str) -> list[str]:
+    return [command,
+            _W1 + "Traceback (most recent call last):",
+            _W1 + '  File ".../vllm/v1/worker/gpu_model_runner.py", line 4660, in _to_list',
+            _W1 + "    self.transfer_event.synchronize()",
+            _W1 + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+            _W1 + "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+                  "below might be incorrect.",
+            *told]
+
+
+_QWEN_NEXT_MTP = ("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --tensor-parallel-size 2 --enable-prefix-caching "
+                  "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'")
+
+
+def test_an_async_fault_the_reporters_toggles_clear_of_the_drafts_is_a_near_miss():
+    an = _analyze(_ima(_QWEN_NEXT_MTP,
+                       "Update: `--disable-custom-all-reduce` -> no more crashes (ran 20h).",
+                       "Also ran without MTP: crashed after 3h. So MTP is not the trigger."))
+    d = an.findings[0]
+    assert d.category == "other" and "--disable-custom-all-reduce" in d.basis
+    assert not [f for f in an.findings if f.category != "other"]
+
+
+def test_an_mla_fault_that_persists_with_the_drafts_off_has_no_class_left():
+    cmd = "vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'"
+    an = _analyze(_ima(cmd, "Turning off MTP did not help; it still dies every few hours."))
+    assert an.findings[0].category == "other" and "Turning off MTP did not help" in an.findings[0].basis
+
+
+def test_a_hybrid_fault_that_persists_without_drafts_alone_keeps_its_configuration_reading():
+    an = _analyze(_ima(_QWEN_NEXT_MTP, "Without MTP it still crashes, just later."))
+    assert an.findings[0].category != "other"
+
+
+def test_a_symptom_told_after_a_comma_is_no_fix():
+    an = _analyze(_ima(_QWEN_NEXT_MTP, "Requests just stop coming back, no crash in the client."))
+    assert "other_fix_prose" not in an.facts.startup

@@ -200,6 +200,18 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
         hardware = _hardware_fault(facts)
         if hardware is not None:
             return _hardware_near_miss(facts, hardware, message, base_numbers, exc_evidence(root, 1))
+        ruled_out = _toggles_rule_out_families(facts, setup)
+        if ruled_out is not None:
+            return Diagnosis(category="other", confidence="medium", rule="near_miss",
+                             basis=f"the fault is reported asynchronously, so its class would come from the configuration, "
+                                   f"but the report's own A/B tests take the hybrid/spec-decode classes out of it: "
+                                   f"{ruled_out}",
+                             title="Asynchronous fault outside the hybrid/spec-decode classes (the report's A/B tests)",
+                             message=(message.strip().splitlines() or ["asynchronous fault"])[0][:300],
+                             numbers={**base_numbers, **facts.numbers},
+                             evidence=exc_evidence(root, 1) + fact_evidence(facts, "faults_without_spec_prose",
+                                                                            "other_fix_prose", "one_host_prose"),
+                             missing=["rerun with CUDA_LAUNCH_BLOCKING=1 so the faulting kernel is the frame shown"])
         kernel = faulting_kernel(facts.startup.get("error_lines") or [])
         if kernel is None and facts.blocking_launches():
             kernel = _launching_frame(root)  # synchronous launches: the frame that launched is the kernel that faulted
@@ -581,6 +593,18 @@ def _hardware_fault(facts: LogFacts) -> str | None:
             return f"Xid {xid}: {_HARDWARE_XIDS[xid]}"
     hit = next((t for _, t in facts.startup.get("error_lines") or [] if LOST_GPU.search(t)), None)
     return LOST_GPU.search(hit).group(0) if hit else None
+
+
+def _toggles_rule_out_families(facts: LogFacts, setup: Setup) -> str | None:
+    """What in the reporter's A/B tests clears an asynchronous fault of the hybrid/spec-decode classes: it persists
+    with the drafts off, and a toggle outside those classes ends it or it stays on one host (a model without Mamba/GDN
+    layers has no class left once the drafts are out). ``None`` when the tests do not."""
+    said = facts.startup
+    without_spec = said.get("faults_without_spec_prose")
+    others = [f"'{said[k]}'" for k in ("other_fix_prose", "one_host_prose") if said.get(k)]
+    if not without_spec or not (others or setup.hybrid is False):
+        return None
+    return "; ".join([f"it persists without speculative decoding ('{without_spec}')", *others])
 
 
 def _hardware_near_miss(facts: LogFacts, hardware: str, message: str, base_numbers: dict,

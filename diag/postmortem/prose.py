@@ -361,6 +361,33 @@ _SPEC_SLOWER = re.compile(
     # a deeper draft slower than a shallower one ("num_speculative_tokens=3 is ~2.5x SLOWER than ...=1", "k=3 runs slower")
     r"\b(?:num_spec(?:ulative)?_tokens|k)\s*[=:]\s*\d+\b[^.\n]{0,20}?\b(?:(?:is|runs?|was|gets?)\s+)?(?:~?\s*[\d.]+\s*x\s+|"
     r"(?:much|far|way|a lot|significantly|noticeably)\s+)?slower\b", re.I)
+# the reporter's A/B tests that take speculative decoding out of a fault: "Turning off MTP did not help", "without MTP
+# + custom AR: crashed after 3h", "num_spec_tokens 0 (no spec): same crash", "So MTP is not the trigger"
+_SPEC = r"(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|speculation)"
+_FAULTS_WITHOUT_SPEC = re.compile(
+    r"\b(?:turning off|disabling|disabled|removing|dropping|without|no)\s+(?:the\s+)?" + _SPEC + r"\b[^.\n]{0,30}?\b"
+    r"(?:did(?: not|n't)|does(?: not|n't)) (?:help|fix it|fix anything|change anything)\b|"
+    r"\bwithout\s+(?:the\s+)?" + _SPEC + r"\b[^.\n]{0,40}?(?:\bit\s+|:\s*)(?:still\s+|also\s+)?(?:crash(?:ed|es)|fail(?:ed|s)|"
+    r"died|dies|faulted|hangs?|hung)\b|"
+    r"\b(?:still|same|also)\s+(?:crash\w*|fail\w*|fault\w*|assert\w*|error)\b[^.\n]{0,30}?\b(?:without|with no)\s+"
+    + _SPEC + r"\b|"
+    r"\bnum_spec(?:ulative)?_tokens\s*[=:]?\s*0\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:crash|error|fault|assert)|"
+    r"\b" + _SPEC + r"\s+(?:is|are|was|were)(?: clearly)? not the (?:trigger|cause|culprit|problem)\b", re.I)
+# the reporter tying a fault to one host or GPU: "only on this host", "never on the other three nodes", "Always GPU 5"
+_ONE_HOST = re.compile(r"\bonly (?:on|with) (?:this|one|that|a single|the one) (?:host|node|machine|box|server|GPU|card)\b|"
+                       r"\bnever on the other (?:\w+ )?(?:nodes?|hosts?|machines?|boxes|servers?|GPUs?|cards?)\b|"
+                       r"\balways (?:on )?(?:the same )?GPU ?#?\d+\b|\bsame (?:container|image)(?: and flags)? on (?:our |the )?"
+                       r"other\b", re.I)
+# what made the fault go away, told by the reporter ("--disable-custom-all-reduce -> no more crashes (ran 20h)",
+# "without `--enable-eplb`: runs for days", "After updating the driver and reseating, 5 days clean")
+_FAULT_GONE = re.compile(r"(?:->|=>|\u2192|:)\s*(?:no more (?:crash\w*|errors?|faults?|IMAs?)|no (?:crash|fault|IMA)\w*|"
+                         r"runs? (?:fine|for (?:hours|days)|clean|stable)|(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable|fine)|"
+                         r"(?:problem |crash |it's )?(?:fixed|gone))\b|,\s*(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable)\b", re.I)
+# a toggle that belongs to the hybrid / spec-decode classes: what it fixes says nothing against them
+_FAMILY_TOGGLE = re.compile(r"prefix|cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
+                            r"block|max[-_ ]num|chunked|async|gdn|flashinfer|flashmla|attention|backend|kv", re.I)
+
+
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 _CAPACITY_PROSE = re.compile(
@@ -530,6 +557,17 @@ def _failing_k(text: str) -> int | None:
 
 class ProseLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: text outside log records."""
+
+    def _fault_toggles(self, text: str, line: Line) -> None:
+        """The reporter's A/B tests of a fault: that it persists without the drafts, that it stays on one host, and a
+        toggle outside the hybrid/spec-decode classes that made it go away."""
+        self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC, text, line)
+        self._first_words("one_host_prose", _ONE_HOST, text, line)
+        if "other_fix_prose" not in self.facts.startup and (m := _FAULT_GONE.search(text)):
+            toggle = text[:m.start()].rsplit(". ", 1)[-1].strip(" -*")
+            if toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(toggle):
+                self.facts.startup["other_fix_prose"] = f"{toggle} {m.group(0).strip()}"
+                self.facts.lines["other_fix_prose"] = (line.lineno, text.strip()[:500])
 
     def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
         """The first match of the reporter's words for ``name``, with its line as evidence."""
@@ -717,6 +755,7 @@ class ProseLines:
             if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
                     or "never" in wide or "queue" in wide or "cap" in wide:
                 self._first_words("capacity_prose", _CAPACITY_PROSE, wide, line)
+            self._fault_toggles(wide, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
