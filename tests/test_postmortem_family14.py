@@ -199,3 +199,69 @@ def test_a_hybrid_fault_that_persists_without_drafts_alone_keeps_its_configurati
 def test_a_symptom_told_after_a_comma_is_no_fix():
     an = _analyze(_ima(_QWEN_NEXT_MTP, "Requests just stop coming back, no crash in the client."))
     assert "other_fix_prose" not in an.facts.startup
+
+
+def test_disabling_the_drafts_still_crashes_and_a_kept_feature_is_no_toggle():
+    cmd = ("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -dp 8 --enable-expert-parallel --enable-eplb "
+           "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'")
+    an = _analyze(_ima(cmd, "IMA every ~3000 steps. Disabling MTP: still crashes. Disabling EPLB (keep MTP): stable 24h."))
+    assert an.facts.startup["faults_without_spec_prose"] == "Disabling MTP: still crashes"
+    assert an.facts.startup["other_fix_prose"].startswith("Disabling EPLB (keep MTP)")
+    assert an.findings[0].category == "other"
+
+
+def test_a_title_that_says_super_slow_on_an_eager_engine_is_the_eager_near_miss():
+    report = ["nemotron-h 8b + ngram spec decode super slow, ~9 tok/s",
+              "vllm serve nvidia/Nemotron-H-8B-Base-8K --enforce-eager "
+              "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 4, \"prompt_lookup_max\": 4}'",
+              "(EngineCore pid=51) INFO 02-11 10:01:12 [config.py:520] Setting attention block size to 656 tokens to "
+              "ensure that attention page size is >= mamba page size."]
+    an = _analyze(report)
+    assert an.findings[0].category == "other" and "eager" in an.findings[0].title
+
+
+def test_a_super_slow_start_is_no_serving_slowdown():
+    an = _analyze(["vllm serve nvidia/Nemotron-H-8B-Base-8K --enforce-eager", "super slow startup on our cluster"])
+    assert "slow_prose" not in an.facts.startup
+
+
+_DSA_START = [
+    "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 4}'",
+    "(Worker_TP0 pid=455) INFO 07-14 08:22:41 [indexer.py:306] DSA indexer decode path: use_flattening=False "
+    "(next_n=5, use_fp4_indexer_cache=False)",
+    "(Worker_TP0 pid=455) INFO 07-14 10:11:02 [indexer.py:306] DSA indexer decode path: use_flattening=False "
+    "(next_n=2, use_fp4_indexer_cache=False)",
+]
+
+
+def test_wrong_output_with_the_dsa_indexer_passing_next_n_above_two_is_the_kernel_limit():
+    an = _analyze(["Our long-context eval (needle + summarisation) drops from 0.81 to 0.37 with k=4; k=1 is fine."]
+                  + _DSA_START)
+    d = an.findings[0]
+    assert d.category == "spec_kernel_limit" and d.numbers["next_n"] == 5
+    assert d.message.endswith("drops from 0.81 to 0.37")
+
+
+def test_the_dsa_indexer_line_alone_makes_no_finding():
+    an = _analyze(_DSA_START)
+    assert not [f for f in an.findings if f.category == "spec_kernel_limit" and "DSA indexer" in f.title]
+
+
+def test_outputs_corrupted_and_completions_that_degrade_are_wrong_output():
+    for said in ("Qwen3.6 + MTP: outputs corrupted only under concurrency",
+                 "~8% of completions degrade partway through: repeated tokens, broken JSON"):
+        assert _analyze([said]).facts.startup.get("wrong_output_prose"), said
+
+
+def test_the_request_count_assert_on_a_batch_told_as_mixed_is_the_mixed_batch_class():
+    w = "(Worker_TP0 pid=355) ERROR 10-07 03:12:44 [multiproc_executor.py:1007] "
+    log = ["vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 -tp 4 --enable-prefix-caching "
+           "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+           w + "Traceback (most recent call last):",
+           w + '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/attention/backends/mamba_attn.py", line 664, '
+               "in update_block_table",
+           w + "AssertionError: Mismatch in number of requests when updating block table. Expected 45, got 48."]
+    plain = _analyze(log)
+    told = _analyze(log + ["Before the crash the batch had a mix of plain decodes (no drafts yet) and spec decodes."])
+    assert plain.findings[0].category == "state_index"
+    assert told.findings[0].category == "mixed_batch"

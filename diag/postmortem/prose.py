@@ -31,6 +31,10 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"(?:spec(?:ulative)?|draft)(?:-| )?decodes? (?:and|with|mixed with) (?:plain |non-spec )?decodes?|"
                           r"decodes? (?:and|with) spec(?:ulative)?(?:-| )?decodes?|non-spec (?:and|with) spec|"
                           r"spec and non-spec|"
+                          # "the batch had a mix of plain decodes (...) and spec decodes"
+                          r"\bmix(?:ture)? of (?:plain |normal |non-spec )?decodes?\b[^.]{0,80}?\band (?:\w+ )?"
+                          r"spec(?:ulative)?[- ]?decodes?\b|\bmix(?:ture)? of spec(?:ulative)?[- ]?decodes?\b[^.]{0,80}?\band "
+                          r"(?:plain |normal |non-spec )decodes?\b|"
                           # rows of one spec batch without drafts: zero accepted tokens, ragged / uneven draft lengths
                           r"(?:zero|no|0) (?:accepted|draft(?:ed)?) (?:draft )?tokens?|num_accepted(?:_tokens)?\s*(?:=+|of|is)\s*0\b|"
                           r"ragged drafts?|(?:uneven|variable|different) (?:draft|proposal) lengths?|"
@@ -68,6 +72,8 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"(?:batch|step)|draft (?:lengths?|counts?) (?:differ|vary)", re.I)
 # the reporter's words about wrong output with no error (a silent corruption): garbled / repeated text
 _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|or|and) ?\w+)? (?:output|text|tokens|generations?|answers?)|"
+                           # a title's verdict without its verb: "outputs corrupted only when ..."
+                           r"\b(?:outputs?|completions?|answers?|responses?|generations?) (?:\w+ )?corrupted\b|"
                            # "answers contain repeated phrases or switch language mid sentence"
                            r"repeated (?:phrases|words|sentences|paragraphs)\b|\bswitch(?:es|ing|ed)? languages?\b|"
                            # "answers in garbage (repeated tokens, mixed languages)": the verb before the verdict
@@ -95,7 +101,7 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"\b(?:json|tool[- ]call|structured|outputs?)\b[^.;\n]{0,30}?\b(?:becomes?|became|is|are|turns?) "
                            r"(?:\w+ )?(?:invalid|malformed|broken|unparsable)\b|\bfail(?:s|ed)? json\.loads\b|"
                            r"\binvalid json\b|\b(?:fall|falls|fell|falling|get|gets|got|go|goes|went) into (?:\w+ )?loops?\b|"
-                           r"repeated fragments|(?:output|text|answers?|generations?) (?:degrades?|degenerates?|"
+                           r"repeated fragments|(?:output|text|answers?|generations?|completions?|responses?) (?:degrades?|degenerates?|"
                            r"become(?:s)? (?:garbage|gibberish|nonsense))|nonsense (?:output|text)|garbage (?:output|text)|"
                            r"(?:returns?|returning|turns? into|produces?|producing|outputs?|generates?|gives?|giving|spits? out) (?:\w+ )?"
                            r"(?:garbage|gibberish|nonsense|word salad)\b|word salad|broken (?:outputs?|text|answers?)|"
@@ -120,8 +126,8 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            # "accuracy drops only under concurrency", "the scores drop"
                            r"\b(?:accuracy|(?:eval )?scores) (?:drops?|dropped|falls?|fell|degrades?|degraded|regress\w*)\b|"
                            # "accuracy on the long-document eval dropped from 71% to 58%"
-                           r"\b(?:accuracy|scores?|quality|pass@\d|exact[_ ]match|gsm8k|mmlu)\b[^.;\n]{0,50}?\b(?:dropped|drops|"
-                           r"fell|falls|regressed|went down|decreased) (?:from )?~?\d+(?:\.\d+)?%? (?:to|->|\u2192) ~?\d|"
+                           r"\b(?:accuracy|scores?|quality|pass@\d|exact[_ ]match|gsm8k|mmlu|evals?)\b[^.;\n]{0,60}?\b(?:dropped|drops|"
+                           r"fell|falls|regressed|went down|decreased) (?:from )?~?\d+(?:\.\d+)?%? (?:to|->|\u2192) ~?\d+(?:\.\d+)?%?|"
                            r"\b(?:gsm8k|mmlu|humaneval|accuracy|acc|score|exact_match)\b[^\n;]{0,60}? (?:<|below) (?:the )?"
                            r"(?:baseline|threshold)\b|"
                            # greedy outputs that stop matching the run without drafts
@@ -369,6 +375,9 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     r"(?:did(?: not|n't)|does(?: not|n't)) (?:help|fix it|fix anything|change anything)\b|"
     r"\bwithout\s+(?:the\s+)?" + _SPEC + r"\b[^.\n]{0,40}?(?:\bit\s+|:\s*)(?:still\s+|also\s+)?(?:crash(?:ed|es)|fail(?:ed|s)|"
     r"died|dies|faulted|hangs?|hung)\b|"
+    # "Disabling MTP: still crashes"
+    r"\b(?:turning off|disabling|disabled|removing|dropping)\s+(?:the\s+)?" + _SPEC + r"\b\s*[:,-]?\s*(?:it\s+)?still\s+"
+    r"(?:crash|fail|fault|die|hang)\w*|"
     r"\b(?:still|same|also)\s+(?:crash\w*|fail\w*|fault\w*|assert\w*|error)\b[^.\n]{0,30}?\b(?:without|with no)\s+"
     + _SPEC + r"\b|"
     r"\bnum_spec(?:ulative)?_tokens\s*[=:]?\s*0\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:crash|error|fault|assert)|"
@@ -382,7 +391,7 @@ _ONE_HOST = re.compile(r"\bonly (?:on|with) (?:this|one|that|a single|the one) (
 # "without `--enable-eplb`: runs for days", "After updating the driver and reseating, 5 days clean")
 _FAULT_GONE = re.compile(r"(?:->|=>|\u2192|:)\s*(?:no more (?:crash\w*|errors?|faults?|IMAs?)|no (?:crash|fault|IMA)\w*|"
                          r"runs? (?:fine|for (?:hours|days)|clean|stable)|(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable|fine)|"
-                         r"(?:problem |crash |it's )?(?:fixed|gone))\b|,\s*(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable)\b", re.I)
+                         r"(?:problem |crash |it's )?(?:fixed|gone)|stable)\b|,\s*(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable)\b", re.I)
 # a toggle that belongs to the hybrid / spec-decode classes: what it fixes says nothing against them
 _FAMILY_TOGGLE = re.compile(r"prefix|cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
                             r"block|max[-_ ]num|chunked|async|gdn|flashinfer|flashmla|attention|backend|kv", re.I)
@@ -436,6 +445,8 @@ _SLOW_PROSE = re.compile(
     r"worse|less)|\b(?:far|way|much|significantly) (?:below|lower|worse)|\btoo (?:low|slow))\b|"
     r"(?:\b~?\d+(?:\.\d+)?\s*(?:x|%)|\bmuch|\bway|\bfar|\bsignificantly) slower\b|\bslow(?:er)? than (?:expected|others|what others)\b|"
     r"\b(?:is|are|runs?|feels?) (?:\w+ly |very |so |too |way too |super )?slow\b|\beven slower\b|"
+    # a title's verdict without its verb: "nemotron-h 47b + ngram spec decode super slow, ~9 tok/s"
+    r"\b(?:super|very|really|extremely|painfully|insanely|incredibly) slow\b(?! (?:start\w*|load\w*|boot\w*|download\w*|compil\w*))|"
     # "loses ~40% throughput", "TPOT doubles", "a 2x regression", "falls off a cliff above ~100 requests"
     r"\blos(?:es|ing|t|e) (?:~|about |around )?\d+(?:\.\d+)?\s*% (?:of )?(?:its |the )?(?:\w+ )?throughput\b|"
     r"\b(?:TPOT|TTFT|ITL|latency)\b (?:\w+ )?(?:doubles|doubled|triples|tripled)\b|"
@@ -565,7 +576,8 @@ class ProseLines:
         self._first_words("one_host_prose", _ONE_HOST, text, line)
         if "other_fix_prose" not in self.facts.startup and (m := _FAULT_GONE.search(text)):
             toggle = text[:m.start()].rsplit(". ", 1)[-1].strip(" -*")
-            if toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(toggle):
+            # (what the reporter kept as it was is no toggle: "Disabling EPLB (keep MTP)")
+            if toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(re.sub(r"\([^)]*\)", "", toggle)):
                 self.facts.startup["other_fix_prose"] = f"{toggle} {m.group(0).strip()}"
                 self.facts.lines["other_fix_prose"] = (line.lineno, text.strip()[:500])
 

@@ -393,7 +393,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or padding_capacity_loss(facts, setup, base_numbers) or unrounded_capture_sizes(facts, setup, base_numbers)
          or fp8_kv_quality(facts, setup, base_numbers)
          or activation_reserve_capacity(facts, base_numbers) or scheduler_cap(facts, base_numbers)
-         or reset_running_stale_state(facts, setup, base_numbers)
+         or indexer_native_next_n_quality(facts, base_numbers) or reset_running_stale_state(facts, setup, base_numbers)
          or silent_corruption(facts, setup, base_numbers, batch_ev)
          or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
          or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
@@ -645,6 +645,29 @@ def indexer_flattening_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosi
         numbers={"next_n": next_n, "num_speculative_tokens": next_n - 1},
         evidence=("slow_prose", "spec_slower_prose", "dsa_flattened_next_n"),
         missing=["the same load with num_speculative_tokens = 1 (next_n = 2, native on Hopper), or on Blackwell"])
+
+
+def indexer_native_next_n_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the output wrong, and vLLM's DSA indexer says it hands its multi-token decode to the kernel as it is
+    (``use_flattening=False (next_n=N)``, N > 2): DeepGEMM's paged-MQA-logits kernel took next_n 1 or 2 for most of its
+    life, and vLLM trusts the build on this GPU to take N -- a build that does not scores the draft positions wrongly,
+    and sparse attention then reads the wrong tokens. The kernel's next_n limit, seen as quality (``low``)."""
+    symptom = facts.startup.get("wrong_output_prose")
+    next_n = facts.startup.get("dsa_native_next_n_max")
+    if not symptom or not isinstance(next_n, int) or next_n <= 2:
+        return None
+    return _family_warning(
+        facts, base_numbers, "spec_kernel_limit", "low",
+        basis=(f"no error; the report says the output went wrong ('{symptom}') and vLLM's DSA indexer logged "
+               f"'use_flattening=False (next_n={next_n})': the indexer hands next_n = k + 1 = {next_n} query rows per "
+               "request to DeepGEMM's paged-MQA-logits kernel as they are, and a kernel build that takes only next_n 1 "
+               "or 2 scores the draft positions wrongly, so sparse attention reads the wrong tokens -- the kernel's "
+               "next_n limit under drafts, seen as quality"),
+        title=f"{title_of('spec_kernel_limit')} (silent: the DSA indexer passes next_n={next_n} to the kernel)",
+        message=f"wrong output with drafts: {symptom}",
+        numbers={"next_n": next_n, "num_speculative_tokens": next_n - 1},
+        evidence=("wrong_output_prose", "dsa_native_next_n_max"),
+        missing=["the same evaluation with num_speculative_tokens = 1 (next_n = 2), and the DeepGEMM build's version"])
 
 
 def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:

@@ -276,7 +276,12 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                   f"(k = {setup.spec_k}): a kernel counting 1 + k tokens per spec decode meets one state row per "
                   "request -- the batch's rows counted two ways (a mixed batch), not the indices' width")
     elif cat == "state_index" and REQUEST_COUNT_CHECK.search(site.condition or ""):
-        if setup.prefix_cached_states:
+        if setup.prefix_cached_states and facts.startup.get("mixed_prose"):
+            # the report tells the step's batch: plain decodes beside spec decodes -- the builder's split of one step
+            cat = "mixed_batch"
+            basis += (f"; the report says the failing batch mixed kinds of rows ('{facts.startup['mixed_prose']}'): "
+                      "the step's requests counted two ways by the builder, not an index width")
+        elif setup.prefix_cached_states:
             # with prefix caching the rows come through the block table: the state indices (writers and real reports
             # alike, a mixed crash dump or not)
             if _padded_rows(root.message or "", setup):

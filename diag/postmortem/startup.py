@@ -97,6 +97,9 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("dsa_next_n", re.compile(r"DSA indexer decode path: .{0,80}?\(next_n=(\d+)"), int),
     # the start whose indexer flattens its multi-token decode (next_n above the kernel's native set on this GPU)
     ("dsa_flattened_next_n", re.compile(r"DSA indexer decode path: use_flattening=True \(next_n=(\d+)"), int),
+    # ... and the start whose indexer hands its multi-token decode to the kernel as it is (its peak: a report may
+    # hold a run at k = 1 after the one at k = 4)
+    ("dsa_native_next_n", re.compile(r"DSA indexer decode path: use_flattening=False \(next_n=(\d+)"), int),
     ("engine_init_seconds", re.compile(r"init engine \(profile, create kv cache, warmup model\) took " + _FLOAT), float),
     # "Graph capturing finished in 9 secs, took 1.24 GiB"
     ("cudagraph_memory_gib", re.compile(r"Graph capturing finished in \d+ secs?, took " + _FLOAT + r" ?GiB"), float),
@@ -123,7 +126,7 @@ _STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, co
 _PREEMPTIONS = re.compile(r"Preemptions: (\d+)")
 # vLLM's request log: "Received request chatcmpl-..: prompt: '...'" (older) / "Request chatcmpl-.. details: prompt: "...""
 _LOGGED_PROMPT = re.compile(r"\bRe(?:ceived re)?quest \S+(?: details)?:? prompt: ['\"](.{20,})")
-_PEAKED = ("num_requests_waiting", "gpu_kv_cache_usage_percent", "num_requests_running")
+_PEAKED = ("num_requests_waiting", "gpu_kv_cache_usage_percent", "num_requests_running", "dsa_native_next_n")
 _KV_SIZE = re.compile(r"\b(GPU|CPU|XPU|TPU|HPU)(?: \+ host)? KV cache size: " + _INT + r" tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _FLOAT + r"x")
 _HIT_RATE = re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: (?:GPU: )?" + _FLOAT + r"%")
