@@ -265,3 +265,15 @@ def test_the_request_count_assert_on_a_batch_told_as_mixed_is_the_mixed_batch_cl
     told = _analyze(log + ["Before the crash the batch had a mix of plain decodes (no drafts yet) and spec decodes."])
     assert plain.findings[0].category == "state_index"
     assert told.findings[0].category == "mixed_batch"
+
+
+def test_the_state_index_row_check_on_a_step_told_as_ragged_is_the_mixed_batch_class():
+    w = "(Worker_TP2 pid=3318) ERROR 05-20 11:05:31 [multiproc_executor.py:949] "
+    log = ["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 "
+           "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3, \"prompt_lookup_max\": 4}'",
+           w + "Traceback (most recent call last):",
+           w + '  File ".../vllm/model_executor/layers/mamba/ops/causal_conv1d.py", line 1157, in causal_conv1d_update',
+           w + "AssertionError: ERROR: conv_state_indices should have shape (24,*) but got torch.Size([19])"]
+    told = _analyze(log + ["At the crash 19 requests had ngram drafts and several without a match (0 drafts)."])
+    assert told.findings[0].category == "mixed_batch"
+    assert _analyze(log).findings[0].category == "state_index"

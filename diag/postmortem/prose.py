@@ -42,6 +42,9 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"(?:requests?|reqs|rows?) (?:get|gets|got|have|has|had|find|finds|found) no (?:ngram |n-gram )?"
                           r"(?:match(?:es)?|drafts?|proposals?)\b|"
                           r"\d+ drafts? for some (?:requests?|reqs|rows?)\b|"
+                          # "19 requests with ngram drafts and several without a match (0 drafts)"
+                          r"\b(?:some|several|others?|many|a few|\d+)\s+(?:\w+\s+)?(?:without|with no) (?:an? )?(?:ngram |n-gram )?"
+                          r"(?:match(?:es)?|drafts?|proposals?)\b|\((?:0|zero|no) drafts?\)|"
                           # a new prompt (a prefill chunk) scheduled while other requests decode with drafts
                           r"(?:prompts?|prefills?|requests?)\b[^.]{0,40}\b(?:arrives?|comes? in|starts?|lands?) while "
                           r"(?:other |the other )?(?:requests?|streams?|sequences?)\b[^.]{0,15}\b(?:decod|generat)\w*|"

@@ -266,6 +266,14 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                   f"for a batch of {batch}: the rows differ, not the columns -- the builder's split of the step into "
                   f"spec decodes and plain decodes disagrees with the rows the kernel runs on (a mixed batch)")
         nums.update({"batch": batch, "spec_rows": spec_rows, "state_index_width": width})
+    elif cat == "state_index" and setup.spec_k > 0 and facts.startup.get("mixed_prose") and (
+            _ROW_CHECK.search(site.condition or "") or _BARE_ROWS_CHECK.search(site.condition or "")):
+        # the state indices' rows against the batch's rows, on a step the report tells as mixed (drafted rows beside
+        # rows without drafts or a prefill chunk): the builder's split of the step, not an index width
+        cat = "mixed_batch"
+        basis += (f"; the check compares the state indices' rows with the batch's rows, and the report says the failing "
+                  f"batch mixed kinds of rows ('{facts.startup['mixed_prose']}'): the builder's split of one step into "
+                  "spec decodes, plain decodes and prefills disagrees with the rows the kernel runs on (a mixed batch)")
     elif cat == "state_index" and setup.spec_k > 0 and not root.message.strip() and _BARE_ROWS_CHECK.search(
             site.condition or ""):
         # a bare assert that the state indices have a row for every row of the batch (selective_state_update's
