@@ -277,3 +277,38 @@ def test_the_state_index_row_check_on_a_step_told_as_ragged_is_the_mixed_batch_c
     told = _analyze(log + ["At the crash 19 requests had ngram drafts and several without a match (0 drafts)."])
     assert told.findings[0].category == "mixed_batch"
     assert _analyze(log).findings[0].category == "state_index"
+
+
+def test_a_small_kv_cache_with_state_pages_padded_and_padding_layers_is_the_page_size_class():
+    report = [
+        "Why is KV cache so small for Qwen3-Next on 8x H100 compared to 4x? Concurrency barely moved.",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 8 --max-model-len 131072",
+        "INFO 01-20 16:02:32 [config.py:477] Setting attention block size to 160 tokens to ensure that attention page "
+        "size is >= mamba page size.",
+        "INFO 01-20 16:02:32 [config.py:501] Padding mamba page size by 7.39% to ensure that mamba page size and "
+        "attention page size are exactly equal.",
+        "(EngineCore_DP0 pid=9912) WARNING 01-20 16:04:39 [kv_cache_utils.py:1048] Add 3 padding layers, may waste at "
+        "most 8.33% KV cache memory",
+    ]
+    an = _analyze(report)
+    d = an.findings[0]
+    assert d.category == "kv_page_size" and "3 empty padding layers" in d.basis and "8.33%" in d.basis
+
+
+_PCIE = ("(Worker_TP0 pid=702) WARNING 07-08 12:31:09 [custom_all_reduce.py:152] Custom allreduce is disabled because "
+         "it's not supported on more than two PCIe-only GPUs. To silence this warning, specify "
+         "disable_custom_all_reduce=True explicitly.")
+
+
+def test_low_throughput_with_tp_over_pcie_is_a_near_miss():
+    report = ["Low throughput Qwen3-Next-80B TP4 on 4x L40S (no NVLink)",
+              "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 -tp 4", _PCIE,
+              "(Worker_TP0 pid=702) INFO 07-08 12:33:52 [interface.py:811] Setting attention block size to 272 tokens "
+              "to ensure that attention page size is >= mamba page size."]
+    d = _analyze(report).findings[0]
+    assert d.category == "other" and "PCIe" in d.title and "4 GPUs" in d.basis
+
+
+def test_the_pcie_warning_alone_makes_no_slowdown():
+    an = _analyze(["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 -tp 4", _PCIE])
+    assert not [f for f in an.findings if "PCIe" in f.title]

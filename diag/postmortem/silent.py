@@ -292,7 +292,11 @@ def padding_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     if not said or not runs or setup.hybrid is False:
         return None
     worst, least = max(runs), min(runs)
-    if not (worst >= 20.0 or len(runs) >= 2 and worst >= 5.0 and worst >= 2 * least):
+    # (vLLM's own warning that it added empty layers to group the KV specs: "Add 3 padding layers, may waste at most
+    # 8.33% KV cache memory" -- more of the same memory holding nothing)
+    layers = facts.startup.get("kv_padding_waste_percent")
+    layers = layers if isinstance(layers, (int, float)) and layers >= 5.0 else None
+    if not (worst >= 20.0 or len(runs) >= 2 and worst >= 5.0 and worst >= 2 * least or layers and worst >= 5.0):
         return None
     blocks = [b for b in facts.startup.get("attention_block_size_runs") or [] if isinstance(b, int)]
     return _family_warning(
@@ -300,12 +304,14 @@ def padding_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
         basis=(f"no error; the report says '{said}', and vLLM padded every Mamba/GDN state page by {worst:g}% to match "
                "the attention page" + (f" (the other start: {least:g}%)" if least < worst else "")
                + (f", with attention blocks of {' and '.join(map(str, blocks[-2:]))} tokens" if len(blocks) >= 2 else "")
+               + (f", and added {facts.startup.get('kv_padding_layers')} empty padding layers to group the KV specs (up "
+                  f"to {layers:g}% of the KV memory)" if layers else "")
                + ": that share of every state page holds nothing, so the same KV memory holds fewer blocks and fewer "
                  "requests at once -- the hybrid's page-size unification"),
         title=f"{title_of('kv_page_size')} (silent: state pages padded by {worst:g}%)",
         message=f"capacity lost to Mamba page padding: {said}",
         numbers={"mamba_padding_percent": worst, **({"mamba_padding_percent_least": least} if least < worst else {})},
-        evidence=("capacity_prose", "slow_prose", "mamba_padding_percent", "attention_block_size"),
+        evidence=("capacity_prose", "slow_prose", "mamba_padding_percent", "attention_block_size", "kv_padding_layers"),
         missing=["the 'Available KV cache memory' and block counts of both starts; a start with the block size vLLM picks "
                  "itself"])
 
@@ -399,7 +405,8 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
          or varying_prefix(facts, base_numbers)
          or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
-         or eager_slowdown(facts, base_numbers) or collective_hang(facts, base_numbers)
+         or eager_slowdown(facts, base_numbers) or pcie_allreduce_slowdown(facts, base_numbers)
+         or collective_hang(facts, base_numbers)
          or capture_ceiling_slowdown(facts, setup, base_numbers) or indexer_flattening_slowdown(facts, base_numbers)
          or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers))
     if d is not None:
@@ -489,6 +496,27 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose", "non_default_args",
                                                                      "command"),
         missing=["the same load without --enforce-eager (CUDA graphs captured: 'Capturing CUDA graphs' lines at start)"])
+
+
+def pcie_allreduce_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow, and vLLM says its custom all-reduce is off because the TP group's GPUs talk over PCIe
+    without P2P: every layer's all-reduce crosses the host link through NCCL, so decode is bound by communication,
+    whatever the model's layers or drafts -- outside the families."""
+    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    why = facts.startup.get("custom_allreduce_off")
+    if not slow or not why:
+        return None
+    tp = facts.args.get("tensor_parallel_size")
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says serving is slow ('{slow}') and vLLM disabled its custom all-reduce because "
+               f"{why}: every layer's all-reduce" + (f" across the {tp} GPUs" if tp else "") + " goes through NCCL over "
+               "the host's PCIe / socket link, so each step waits on communication, with or without drafts -- outside "
+               "the hybrid/spec-decode families"),
+        title="Slow from tensor parallelism over PCIe (no P2P: vLLM's custom all-reduce is off)",
+        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose",
+                                                                     "custom_allreduce_off", "command"),
+        missing=["the same load at a smaller TP size (or pipeline parallelism across the sockets), and `nvidia-smi topo -m`"])
 
 
 def collective_hang(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -100,6 +100,10 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     # ... and the start whose indexer hands its multi-token decode to the kernel as it is (its peak: a report may
     # hold a run at k = 1 after the one at k = 4)
     ("dsa_native_next_n", re.compile(r"DSA indexer decode path: use_flattening=False \(next_n=(\d+)"), int),
+    # vLLM's own word that the GPUs of a TP group talk over PCIe without P2P (custom_all_reduce.py): every layer's
+    # all-reduce goes through NCCL over the host's PCIe / socket link
+    ("custom_allreduce_off", re.compile(r"Custom allreduce is disabled because (it's not supported on more than two "
+                                        r"PCIe-only GPUs|your platform lacks GPU P2P capability)"), str),
     ("engine_init_seconds", re.compile(r"init engine \(profile, create kv cache, warmup model\) took " + _FLOAT), float),
     # "Graph capturing finished in 9 secs, took 1.24 GiB"
     ("cudagraph_memory_gib", re.compile(r"Graph capturing finished in \d+ secs?, took " + _FLOAT + r" ?GiB"), float),
