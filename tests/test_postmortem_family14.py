@@ -312,3 +312,19 @@ def test_low_throughput_with_tp_over_pcie_is_a_near_miss():
 def test_the_pcie_warning_alone_makes_no_slowdown():
     an = _analyze(["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 -tp 4", _PCIE])
     assert not [f for f in an.findings if "PCIe" in f.title]
+
+
+def test_a_metrics_scrape_with_queries_and_no_hit_on_a_hybrid_is_the_prefix_cache_class():
+    m = "{engine=\"0\",model_name=\"nvidia/Nemotron-H-8B-Base-8K\"}"
+    report = ["Prefix cache hit rate is flat 0 on Nemotron-H with MTP though every request shares a 6k-token prompt.",
+              "vllm serve nvidia/Nemotron-H-8B-Base-8K --enable-prefix-caching "
+              "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+              "# TYPE vllm:prefix_cache_queries_total counter",
+              f"vllm:prefix_cache_queries_total{m} 2.6143872e+07",
+              "# TYPE vllm:prefix_cache_hits_total counter",
+              f"vllm:prefix_cache_hits_total{m} 0.0",
+              f"vllm:num_requests_running{m} 37.0"]
+    an = _analyze(report)
+    assert an.findings and an.findings[0].category == "prefix_cache_degraded"
+    hits = [f for f in an.findings if f.category == "prefix_cache_degraded" and f.rule == "failure_class"]
+    assert not hits or "26143872" in hits[0].basis.replace(",", "") or "2.61439e+07" in hits[0].basis

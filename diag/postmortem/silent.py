@@ -42,7 +42,11 @@ def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -
     thousands of tokens), so prefixes shorter than a block -- or a step that never lands on one -- never hit."""
     st = facts.startup
     rate, samples = st.get("prefix_cache_hit_rate_max"), st.get("prefix_cache_hit_rate_samples") or 0
-    if not (setup.hybrid and setup.prefix_caching) or rate is None or float(rate) != 0.0 or samples < 2:
+    # (a /metrics scrape's counters are the whole run's: queries looked up and not one token hit)
+    scraped = _never_hit_counters(st.get("metrics") or {})
+    if scraped is not None and (rate is None or samples < 2):
+        rate, samples = 0.0, 0
+    if not (setup.hybrid and setup.prefix_caching) or rate is None or float(rate) != 0.0 or (samples < 2 and not scraped):
         return None
     if not st.get("hit_rate_prose"):
         return None  # the report does not speak of the hits: a workload without shared prefixes reads the same
@@ -58,20 +62,34 @@ def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -
     return Diagnosis(
         category="prefix_cache_degraded", confidence="medium" if shorter else "low", rule="failure_class",
         severity="warning",
-        basis=(f"no error; {samples} metrics lines report a 0% prefix-cache hit rate with prefix caching on, on "
+        basis=((f"no error; {samples} metrics lines report" if samples else
+                f"no error; the /metrics counters report {scraped:g} prefix-cache queries and no hit:") +
+               f" a 0% prefix-cache hit rate with prefix caching on, on "
                f"{', '.join(setup.why)}: a hybrid caches its Mamba/GDN states only at block boundaries"
                + (f" of {block}-token blocks" if block else " of its raised attention block (hundreds to thousands of "
                   "tokens)") + ", so shared prefixes that do not span a whole block -- or whose state was not "
                "checkpointed there -- never hit"
                + (f"; the requests share {shared} tokens, less than one {block}-token block" if shorter else "")),
         title=f"{title_of('prefix_cache_degraded')}: a hybrid's prefix cache never hit",
-        message=f"prefix cache hit rate 0.0% over {samples} metrics lines", numbers={
+        message=(f"prefix cache hit rate 0.0% over {samples} metrics lines" if samples else
+                 f"no prefix-cache hit in {scraped:g} queried tokens (/metrics)"), numbers={
             **base_numbers, "prefix_cache_hit_rate_max": rate, "prefix_cache_hit_rate_samples": samples,
             **({"attention_block_size": block} if block else {}),
             **({"shared_prefix_tokens": shared} if isinstance(shared, int) else {})},
         evidence=fact_evidence(facts, "prefix_cache_hit_rate", "attention_block_size", "block_size_prose",
                                "shared_prefix_tokens"),
         missing=missing)
+
+
+def _never_hit_counters(metrics: dict) -> float | None:
+    """The tokens a /metrics scrape counts as looked up in the prefix cache when it counts no hit (vllm:prefix_cache_*;
+    vllm:gpu_prefix_cache_* before 0.11); ``None`` otherwise."""
+    for prefix in ("vllm:prefix_cache", "vllm:gpu_prefix_cache"):
+        queries = metrics.get(f"{prefix}_queries_total", metrics.get(f"{prefix}_queries"))
+        hits = metrics.get(f"{prefix}_hits_total", metrics.get(f"{prefix}_hits"))
+        if isinstance(queries, (int, float)) and queries > 0 and hits == 0:
+            return float(queries)
+    return None
 
 
 def _never_accepted(metrics: dict) -> str | None:
