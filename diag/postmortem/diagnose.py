@@ -31,6 +31,8 @@ The pieces: :mod:`.configuration` (what the log says was configured), :mod:`.sit
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import re
 
 from ..model import Evidence, LogException, LogFacts
@@ -202,16 +204,13 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
             return _hardware_near_miss(facts, hardware, message, base_numbers, exc_evidence(root, 1))
         ruled_out = _toggles_rule_out_families(facts, setup)
         if ruled_out is not None:
-            return Diagnosis(category="other", confidence="medium", rule="near_miss",
-                             basis=f"the fault is reported asynchronously, so its class would come from the configuration, "
-                                   f"but the report's own A/B tests take the hybrid/spec-decode classes out of it: "
-                                   f"{ruled_out}",
-                             title="Asynchronous fault outside the hybrid/spec-decode classes (the report's A/B tests)",
-                             message=(message.strip().splitlines() or ["asynchronous fault"])[0][:300],
-                             numbers={**base_numbers, **facts.numbers},
-                             evidence=exc_evidence(root, 1) + fact_evidence(facts, "faults_without_spec_prose",
-                                                                            "other_fix_prose", "one_host_prose"),
-                             missing=["rerun with CUDA_LAUNCH_BLOCKING=1 so the faulting kernel is the frame shown"])
+            return _async_near_miss(
+                facts, "Asynchronous fault outside the hybrid/spec-decode classes (the report's A/B tests)",
+                "the fault is reported asynchronously, so its class would come from the configuration, but the report's "
+                f"own A/B tests take the hybrid/spec-decode classes out of it: {ruled_out}", message, base_numbers,
+                exc_evidence(root, 1) + fact_evidence(facts, "faults_without_spec_prose", "other_fix_prose",
+                                                      "one_host_prose"),
+                missing=["rerun with CUDA_LAUNCH_BLOCKING=1 so the faulting kernel is the frame shown"])
         kernel = faulting_kernel(facts.startup.get("error_lines") or [])
         if kernel is None and facts.blocking_launches():
             kernel = _launching_frame(root)  # synchronous launches: the frame that launched is the kernel that faulted
@@ -609,11 +608,19 @@ def _toggles_rule_out_families(facts: LogFacts, setup: Setup) -> str | None:
 
 def _hardware_near_miss(facts: LogFacts, hardware: str, message: str, base_numbers: dict,
                         evidence: list[Evidence]) -> Diagnosis:
-    return Diagnosis(category="other", confidence="medium", rule="near_miss",
-                     basis=f"the driver reports a failure of the GPU itself ({hardware}); the errors the process printed "
-                           f"are that device failing under it, outside the hybrid/spec-decode families",
-                     title=f"GPU hardware fault ({hardware})", message=(message.strip().splitlines() or [hardware])[0][:300],
-                     numbers={**base_numbers, **facts.numbers}, evidence=evidence + fact_evidence(facts, "xid"))
+    return _async_near_miss(facts, f"GPU hardware fault ({hardware})",
+                            f"the driver reports a failure of the GPU itself ({hardware}); the errors the process printed "
+                            f"are that device failing under it, outside the hybrid/spec-decode families",
+                            message if message.strip() else hardware, base_numbers,
+                            evidence + fact_evidence(facts, "xid"))
+
+
+def _async_near_miss(facts: LogFacts, title: str, basis: str, message: str, base_numbers: dict,
+                     evidence: list[Evidence], missing: Sequence[str] = ()) -> Diagnosis:
+    """A device fault the log itself places outside the families (the driver's report, the reporter's A/B tests)."""
+    return Diagnosis(category="other", confidence="medium", rule="near_miss", basis=basis, title=title,
+                     message=(message.strip().splitlines() or [title])[0][:300], numbers={**base_numbers, **facts.numbers},
+                     evidence=evidence, missing=list(missing))
 
 
 def _a(phrase: str) -> str:
