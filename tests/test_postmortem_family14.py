@@ -328,3 +328,33 @@ def test_a_metrics_scrape_with_queries_and_no_hit_on_a_hybrid_is_the_prefix_cach
     assert an.findings and an.findings[0].category == "prefix_cache_degraded"
     hits = [f for f in an.findings if f.category == "prefix_cache_degraded" and f.rule == "failure_class"]
     assert not hits or "26143872" in hits[0].basis.replace(",", "") or "2.61439e+07" in hits[0].basis
+
+
+def test_an_ab_table_that_clears_the_drafts_makes_the_fault_a_near_miss():
+    cmd = ("vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct -tp 4 "
+           "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 5, \"prompt_lookup_max\": 5}'")
+    an = _analyze(_ima(cmd, "| config | result |", "|---|---|", "| as above | IMA (3/3) |",
+                       "| no spec decode | IMA (2/3) |", "| `--disable-custom-all-reduce` | no crash (3/3) |"))
+    assert an.facts.startup["faults_without_spec_prose"] == "no spec decode: IMA"
+    assert "--disable-custom-all-reduce" in an.facts.startup["other_fix_prose"]
+    assert an.findings[0].category == "other"
+
+
+def test_a_fault_fine_without_a_connector_and_with_the_drafts_removed_still_there_is_a_near_miss():
+    an = _analyze(_ima(_QWEN_NEXT_MTP,
+                       "The decode node alone (no connector, same MTP config) is fine for hours, and P/D with "
+                       "`num_speculative_tokens` removed ALSO IMAs."))
+    assert an.findings[0].category == "other"
+
+
+def test_bullets_where_only_an_outside_toggle_ends_the_fault_on_a_hybrid():
+    an = _analyze(_ima(_QWEN_NEXT_MTP, "- no speculative config at all: **still crashes** (took 45 min)",
+                       "- without `--enable-expert-parallel`: no crash in 4h"))
+    assert an.facts.startup["other_fix_prose"].startswith("without `--enable-expert-parallel`")
+    assert an.findings[0].category == "other"
+
+
+def test_a_toggle_told_the_other_way_round_is_not_read_as_persisting():
+    an = _analyze(_ima(_QWEN_NEXT_MTP, "without MTP, no crash, with MTP - crashes within minutes"))
+    assert "faults_without_spec_prose" not in an.facts.startup
+    assert an.findings[0].category != "other"

@@ -372,15 +372,21 @@ _SPEC_SLOWER = re.compile(
     r"(?:much|far|way|a lot|significantly|noticeably)\s+)?slower\b", re.I)
 # the reporter's A/B tests that take speculative decoding out of a fault: "Turning off MTP did not help", "without MTP
 # + custom AR: crashed after 3h", "num_spec_tokens 0 (no spec): same crash", "So MTP is not the trigger"
-_SPEC = r"(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|speculation)"
+_SPEC = r"(?:MTP|EAGLE-?3?|[Ee]agle-?3?|num_spec(?:ulative)?_tokens|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|" \
+        r"speculation)"
 _FAULTS_WITHOUT_SPEC = re.compile(
     r"\b(?:turning off|disabling|disabled|removing|dropping|without|no)\s+(?:the\s+)?" + _SPEC + r"\b[^.\n]{0,30}?\b"
     r"(?:did(?: not|n't)|does(?: not|n't)) (?:help|fix it|fix anything|change anything)\b|"
     r"\bwithout\s+(?:the\s+)?" + _SPEC + r"\b[^.\n]{0,40}?(?:\bit\s+|:\s*)(?:still\s+|also\s+)?(?:crash(?:ed|es)|fail(?:ed|s)|"
     r"died|dies|faulted|hangs?|hung)\b|"
-    # "Disabling MTP: still crashes"
-    r"\b(?:turning off|disabling|disabled|removing|dropping)\s+(?:the\s+)?" + _SPEC + r"\b\s*[:,-]?\s*(?:it\s+)?still\s+"
-    r"(?:crash|fail|fault|die|hang)\w*|"
+    # "Disabling MTP: still crashes", "no speculative config at all: **still crashes**", "no spec decode: IMA (2/3)"
+    r"\b(?:turning off|disabling|disabled|removing|dropping|without|no)\s+(?:the\s+)?" + _SPEC
+    # (nothing between the toggle and its outcome that turns it round: "without MTP, no crash - with MTP: crashes")
+    + r"\b(?:(?!\b(?:no|not|with|fine|works?|ok)\b)[^.\n:]){0,30}?\s*[:,-]"
+    r"\s*[*_]{0,2}(?:it\s+)?(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|"
+    # "P/D with `num_speculative_tokens` removed ALSO IMAs"
+    r"\bwith\s+[`'\"]?" + _SPEC + r"\w*[`'\"]?\s+(?:removed|disabled|off|turned off)\b[^.\n]{0,20}?\b(?:still|also)\s+"
+    r"(?:crash|fail|fault|die|hang|IMA)\w*|"
     r"\b(?:still|same|also)\s+(?:crash\w*|fail\w*|fault\w*|assert\w*|error)\b[^.\n]{0,30}?\b(?:without|with no)\s+"
     + _SPEC + r"\b|"
     r"\bnum_spec(?:ulative)?_tokens\s*[=:]?\s*0\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:crash|error|fault|assert)|"
@@ -395,6 +401,11 @@ _ONE_HOST = re.compile(r"\bonly (?:on|with) (?:this|one|that|a single|the one) (
 _FAULT_GONE = re.compile(r"(?:->|=>|\u2192|:)\s*(?:no more (?:crash\w*|errors?|faults?|IMAs?)|no (?:crash|fault|IMA)\w*|"
                          r"runs? (?:fine|for (?:hours|days)|clean|stable)|(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable|fine)|"
                          r"(?:problem |crash |it's )?(?:fixed|gone)|stable)\b|,\s*(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable)\b", re.I)
+# ... or told the other way round: "the decode node alone (no connector, same MTP config) is fine for hours"
+_FINE_WITHOUT = re.compile(r"\b(?:no|without)\s+([\w`'\- ]{2,40}?)[,)][^.\n]{0,40}?\b(?:is|was|runs?|ran|stays?|stayed)\s+"
+                           r"(?:fine|stable|clean|ok)\b", re.I)
+# a markdown table row of an A/B test: "| `--disable-custom-all-reduce` | no crash (3/3) |" reads as "toggle: outcome"
+_TABLE_ROW = re.compile(r"^\s*\|([^|]{2,80})\|([^|]{2,80})\|")
 # a toggle that belongs to the hybrid / spec-decode classes: what it fixes says nothing against them
 _FAMILY_TOGGLE = re.compile(r"prefix|cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
                             r"block|max[-_ ]num|chunked|async|gdn|flashinfer|flashmla|attention|backend|kv", re.I)
@@ -578,17 +589,26 @@ def _failing_k(text: str) -> int | None:
 class ProseLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: text outside log records."""
 
-    def _fault_toggles(self, text: str, line: Line) -> None:
+    def _fault_toggles(self, wide: str, text: str, line: Line) -> None:
         """The reporter's A/B tests of a fault: that it persists without the drafts, that it stays on one host, and a
-        toggle outside the hybrid/spec-decode classes that made it go away."""
-        self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC, text, line)
-        self._first_words("one_host_prose", _ONE_HOST, text, line)
-        if "other_fix_prose" not in self.facts.startup and (m := _FAULT_GONE.search(text)):
-            toggle = text[:m.start()].rsplit(". ", 1)[-1].strip(" -*")
-            # (what the reporter kept as it was is no toggle: "Disabling EPLB (keep MTP)")
-            if toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(re.sub(r"\([^)]*\)", "", toggle)):
-                self.facts.startup["other_fix_prose"] = f"{toggle} {m.group(0).strip()}"
-                self.facts.lines["other_fix_prose"] = (line.lineno, text.strip()[:500])
+        toggle outside the hybrid/spec-decode classes that made it go away (read on the line itself: the toggle is
+        what precedes its outcome there)."""
+        row = _TABLE_ROW.match(text) if "|" in text else None
+        if row:
+            text = wide = f"{row.group(1).strip()}: {row.group(2).strip()}"
+        self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC, wide, line)
+        self._first_words("one_host_prose", _ONE_HOST, wide, line)
+        if "other_fix_prose" in self.facts.startup:
+            return
+        m = _FAULT_GONE.search(text)
+        toggle = text[:m.start()].rsplit(". ", 1)[-1].strip(" -*") if m else None
+        if m is None and (m := _FINE_WITHOUT.search(text)):
+            toggle = "no " + m.group(1).strip()
+        # (what the reporter kept as it was is no toggle: "Disabling EPLB (keep MTP)")
+        if m and toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(re.sub(r"\([^)]*\)", "", toggle)):
+            self.facts.startup["other_fix_prose"] = f"{toggle} {m.group(0).strip()}" if toggle not in m.group(0) \
+                else m.group(0).strip()
+            self.facts.lines["other_fix_prose"] = (line.lineno, line.text.strip()[:500])
 
     def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
         """The first match of the reporter's words for ``name``, with its line as evidence."""
@@ -776,7 +796,7 @@ class ProseLines:
             if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
                     or "never" in wide or "queue" in wide or "cap" in wide:
                 self._first_words("capacity_prose", _CAPACITY_PROSE, wide, line)
-            self._fault_toggles(wide, line)
+            self._fault_toggles(wide, text, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
