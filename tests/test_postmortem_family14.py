@@ -358,3 +358,30 @@ def test_a_toggle_told_the_other_way_round_is_not_read_as_persisting():
     an = _analyze(_ima(_QWEN_NEXT_MTP, "without MTP, no crash, with MTP - crashes within minutes"))
     assert "faults_without_spec_prose" not in an.facts.startup
     assert an.findings[0].category != "other"
+
+
+_QWEN_NEXT_APC_MTP = [
+    "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --enable-prefix-caching "
+    "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+    "WARNING 02-11 02:30:17 [config.py:382] Mamba cache mode is set to 'align' for Qwen3NextForCausalLM by default "
+    "when prefix caching is enabled",
+]
+
+
+def test_chat_shorthand_and_a_quoted_repetition_are_wrong_output():
+    for said, expected in (("[2:41 AM] dev: qwen3next + mtp2 + apc = garbage after 2nd turn lol", "garbage"),
+                           ('[2:41 AM] dev: 2nd turn starts spitting "the the the" and repeats half of turn 1',
+                            '"the the the')):
+        an = _analyze([said] + _QWEN_NEXT_APC_MTP)
+        assert an.facts.startup.get("wrong_output_prose") == expected, said
+        assert an.findings[0].category == "state_index", said
+
+
+def test_wrong_output_told_in_other_languages():
+    for said in ("第二轮对话开始输出乱码", "二回目の応答から出力が文字化けする", "a resposta começa normal e depois vira lixo",
+                 "со второго сообщения ответ превращается в мусор", "la segunda respuesta sale corrompida"):
+        assert _analyze([said] + _QWEN_NEXT_APC_MTP).facts.startup.get("wrong_output_prose"), said
+
+
+def test_a_word_said_twice_is_no_repetition():
+    assert "wrong_output_prose" not in _analyze(['we set "the the" by mistake in the prompt']).facts.startup

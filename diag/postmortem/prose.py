@@ -73,6 +73,19 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"some (?:requests? )?with \d+ drafts?\b[^.]{0,40}\bsome (?:\w+ )?with \d+|"
                           r"(?:different|varying|mixed) (?:numbers? of )?drafts? (?:lengths? )?(?:in|within) (?:the same|one) "
                           r"(?:batch|step)|draft (?:lengths?|counts?) (?:differ|vary)", re.I)
+# the reporter's verdict on the output where a word boundary cannot open it (a sign, a quote, a script without
+# spaces): chat shorthand, a quoted output that repeats one word, the same verdict in the languages reports come in
+_WRONG_OUTPUT_ANYWHERE = (
+    # chat shorthand: "qwen3next + mtp2 + apc = garbage", "just garbage", "turns into soup", a quoted output of one
+    # word over and over ("the the the")
+    r"(?:=|->|\u2192)\s*(?:garbage|gibberish|nonsense|junk|soup)\b|\bjust (?:garbage|gibberish|junk|nonsense)\b|"
+    r"\b(?:turns?|turning|turned) into (?:word )?soup\b|[\"'\u201c](\w+)(?: \1){2,}\b|"
+    # the same verdict in the languages reports come in: garbled / nonsense / corrupted output
+    r"\u4e71\u7801|\u80e1\u8a00\u4e71\u8bed|\u4e71\u4e03\u516b\u7cdf|\u6587\u5b57\u5316\u3051|\u610f\u5473\u4e0d\u660e|"
+    r"\u652f\u96e2\u6ec5\u88c2|\ud6a1\uc124\uc218\uc124|\uae68\uc9c4 (?:\ucd9c\ub825|\uc751\ub2f5)|"
+    r"\bvir(?:a|ou) lixo\b|\b(?:sa[ií]|saem|sale|salen|respostas?|respuestas?|sa[ií]da) (?:\w+ )?"
+    r"corromp\w*|\bsin sentido\b|\bsem sentido\b|\b(?:es|son) basura\b|"
+    r"\u043c\u0443\u0441\u043e\u0440|\u0431\u0440\u0435\u0434\w*|\bKauderwelsch\b|\b(?:nur|reiner) M\u00fcll\b")
 # the reporter's words about wrong output with no error (a silent corruption): garbled / repeated text
 _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|or|and) ?\w+)? (?:output|text|tokens|generations?|answers?)|"
                            # a title's verdict without its verb: "outputs corrupted only when ..."
@@ -189,7 +202,7 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            # an evaluation's score lower with a feature than without ("gsm8k lower with MTP on than off")
                            r"\b(?:gsm8k|mmlu|humaneval|math500|aime\d*|accuracy|eval scores?|win rate)\b (?:is |was |gets? )?"
                            r"(?:lower|worse) (?:with|when)\b|\bregression (?:vs\.?|versus|against|from) "
-                           r"(?:the )?baseline\b)", re.I)
+                           r"(?:the )?baseline\b)|" + _WRONG_OUTPUT_ANYWHERE, re.I)
 # requests close to their length limit, where the scheduler drafts fewer tokens for them than for the rest ("the
 # sequences that run close to max_model_len", "within 3 tokens of max_model_len", "near the context limit")
 _NEAR_LIMIT = re.compile(r"\b(?:close to|near(?:ing)?|approach(?:es|ing)?|within (?:a few|\d+|k|num_speculative_tokens) "
@@ -204,7 +217,10 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
-                      "thread", "flip", "jump", "win rate", "belong", "cross", "topic", "copy", "copies", "languages")
+                      "thread", "flip", "jump", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
+                      "soup", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2",
+                      "\ud6a1\uc124", "\uae68\uc9c4", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
+                      "kauderwelsch", "m\u00fcll")
 # the size before the noun ("the same 350-token system prompt", "same ~900-token preamble") or the system prompt's
 # size stated ("our system prompt is ~420 tokens")
 _SHARED_PREFIX_BEFORE = re.compile(r"\b(?:(?:same|shared|common|identical)\s+(?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
@@ -691,8 +707,8 @@ class ProseLines:
             m = _WRONG_OUTPUT.search(wide)
             if m and _HEARSAY.search(wide[max(0, m.start() - 80):m.start()]):
                 m = None  # "I've read about MTP + hybrids giving garbage": another report's symptom, not this one's
-            if m:
-                self.facts.startup["wrong_output_prose"] = m.group(0)
+            if m:  # (without the sign of chat shorthand's verdict: "apc = garbage")
+                self.facts.startup["wrong_output_prose"] = m.group(0).lstrip("=->\u2192 ")
                 self.facts.lines["wrong_output_prose"] = (line.lineno, text.strip()[:500])
         if "spec_tied_prose" not in self.facts.startup and len(text) < 2000 and any(
                 w in text.lower() for w in ("specul", "mtp", "ngram", "n-gram", "draft", "suffix")):
