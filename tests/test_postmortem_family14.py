@@ -385,3 +385,33 @@ def test_wrong_output_told_in_other_languages():
 
 def test_a_word_said_twice_is_no_repetition():
     assert "wrong_output_prose" not in _analyze(['we set "the the" by mistake in the prompt']).facts.startup
+
+
+def test_a_sparse_indexer_model_at_k3_with_wrong_output_is_the_kernel_limit_inferred():
+    report = ["DeepSeek-V3.2 with MTP: k=1 works great; with num_speculative_tokens=3 long answers get noticeably worse.",
+              "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+              "(Worker_TP0 pid=4528) INFO 04-02 09:11:52 [cuda.py:341] Using FLASHMLA_SPARSE attention backend out of "
+              "potential backends: ['FLASHMLA_SPARSE']"]
+    d = _analyze(report).findings[0]
+    assert d.category == "spec_kernel_limit" and d.numbers["next_n"] == 4 and "no 'DSA indexer decode path'" in d.basis
+    one = _analyze([r.replace("num_speculative_tokens\":3", "num_speculative_tokens\":1") for r in report])
+    assert not [f for f in one.findings if "DSA indexer" in f.title]
+
+
+def test_forgetting_earlier_turns_and_responses_that_become_junk_are_wrong_output():
+    for said in ('from turn 2 the model "forgets" the earlier turns', "it answers an older question on cache hits",
+                 "about 1 in 10 responses becomes junk mid-stream (unicode soup)"):
+        assert _analyze([said]).facts.startup.get("wrong_output_prose"), said
+
+
+def test_a_tiny_kv_cache_under_a_low_memory_share_is_a_near_miss():
+    report = ["Granite-4.0-H-Small: KV cache capacity is tiny, is the hybrid page padding eating it?",
+              "(APIServer pid=1) INFO 03-30 17:45:02 [utils.py:276] non-default args: {'model': "
+              "'ibm-granite/granite-4.0-h-small', 'max_model_len': 32768, 'gpu_memory_utilization': 0.45}",
+              "(EngineCore_DP0 pid=97) INFO 03-30 17:45:11 [interface.py:773] Setting attention block size to 400 "
+              "tokens to ensure that attention page size is >= mamba page size.",
+              "(EngineCore_DP0 pid=97) INFO 03-30 17:46:55 [gpu_worker.py:372] Available KV cache memory: 0.71 GiB"]
+    d = _analyze(report).findings[0]
+    assert d.category == "other" and "0.45" in d.title and "0.71 GiB" in d.basis
+    high = _analyze([r.replace("0.45", "0.92") for r in report])
+    assert not [f for f in high.findings if "gpu-memory-utilization" in f.title]

@@ -79,7 +79,7 @@ _WRONG_OUTPUT_ANYWHERE = (
     # chat shorthand: "qwen3next + mtp2 + apc = garbage", "just garbage", "turns into soup", a quoted output of one
     # word over and over ("the the the")
     r"(?:=|->|\u2192)\s*(?:garbage|gibberish|nonsense|junk|soup)\b|\bjust (?:garbage|gibberish|junk|nonsense)\b|"
-    r"\b(?:turns?|turning|turned) into (?:word )?soup\b|[\"'\u201c](\w+)(?: \1){2,}\b|"
+    r"\b(?:turns?|turning|turned) into (?:word )?soup\b|\b(?:unicode|token|word) soup\b|[\"'\u201c](\w+)(?: \1){2,}\b|"
     # the same verdict in the languages reports come in: garbled / nonsense / corrupted output
     r"\u4e71\u7801|\u80e1\u8a00\u4e71\u8bed|\u4e71\u4e03\u516b\u7cdf|\u6587\u5b57\u5316\u3051|\u610f\u5473\u4e0d\u660e|"
     r"\u652f\u96e2\u6ec5\u88c2|\ud6a1\uc124\uc218\uc124|\uae68\uc9c4 (?:\ucd9c\ub825|\uc751\ub2f5)|"
@@ -168,14 +168,18 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            # "returns different / degraded text", "flips to Chinese mid-sentence", "repeats a phrase",
                            # "the answer is sometimes subtly wrong"
                            r"\bdegraded (?:text|outputs?|answers?|responses?|generations?)\b|"
-                           r"\b(?:answers?|outputs?|responses?|completions?) (?:get|gets|got|getting|become|becomes) worse\b|"
+                           r"\b(?:answers?|outputs?|responses?|completions?) (?:get|gets|got|getting|become|becomes) (?:\w+ )?worse\b|"
                            r"\b(?:flips?|flipping|flipped|jumps?|jumped) (?:in)?to (?:chinese|english|another language|"
                            r"random (?:languages?|tokens))\b|\brepeats? (?:a|one|the same) (?:phrase|word|sentence|line)\b|"
                            r"\b(?:answers?|outputs?|text|responses?|completions?) (?:is|are|was|were|gets?|becomes?) (?:\w+ ){0,2}"
                            r"wrong\b|"
                            r"(?:pure|complete|total|utter|nondeterministic|non-deterministic|random) "
                            r"(?:garbage|junk|gibberish|nonsense)|"
-                           r"(?:completions?|outputs?|responses?|generations?|requests) (?:are|is|were|was|turns?|goes?) "
+                           # "the model 'forgets' the earlier turns or answers an older question"
+                           r"\banswers? (?:an? )?(?:older|earlier|previous|stale) (?:question|prompt|turn|message)\b|"
+                           r"\bforgets[\"']? (?:the )?(?:earlier|previous|prior|first) (?:turns?|messages?|context)\b|"
+                           r"(?:completions?|outputs?|responses?|generations?|requests) (?:are|is|were|was|turns?|goes?|"
+                           r"becomes?|became) "
                            r"(?:\w+ ){0,2}(?:garbage|junk|gibberish|nonsense)\b|"
                            # "answers for requests that hit the prefix cache are garbage": the subject and its verdict
                            # a clause apart
@@ -218,7 +222,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
                       "thread", "flip", "jump", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
-                      "soup", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2",
+                      "soup", "forget", "older", "stale", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2",
                       "\ud6a1\uc124", "\uae68\uc9c4", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
                       "kauderwelsch", "m\u00fcll")
 # the size before the noun ("the same 350-token system prompt", "same ~900-token preamble") or the system prompt's
@@ -442,7 +446,9 @@ _CAPACITY_PROSE = re.compile(
     # fewer requests fit than before: "starts preempting at a concurrency it handled fine", "where the memory went"
     r"\b(?:starts?|started|begins?|began) preempting\b|\bpreemptions (?:appear|start|show up|began|begin)\b|"
     # "Why is KV cache so small", "concurrency barely moved"
-    r"\bkv[ -]cache (?:is |so |this |that |too |very ){1,2}small\b|"
+    r"\bkv[ -]cache(?: capacity| size)? (?:is |so |this |that |too |very ){1,2}(?:small|tiny|low)\b|"
+    # "preemptions at only ~10 concurrent requests"
+    r"\bpreemptions? (?:at|with|from) (?:only |just )?~?\d+ (?:concurrent|parallel|simultaneous)\b|"
     r"\b(?:max(?:imum)? )?concurrency (?:barely|hardly|only slightly|did not|didn'?t) (?:move|moved|change|changed|grew|grow|"
     r"increase|increased|improve|improved)\b|"
     r"\bfewer requests fit\b|\bwhere (?:the|my|our) memory (?:went|goes)\b|\bwhere (?:did|does) the memory go\b|"

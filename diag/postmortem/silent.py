@@ -334,6 +334,32 @@ def padding_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
                  "itself"])
 
 
+def low_memory_share_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, fewer requests fit than the reporter expects, and the engine was given a small share of the GPU's
+    memory (``--gpu-memory-utilization`` 0.6 or less): the weights come out of that share first, the KV cache gets the
+    rest -- the setting, outside the families."""
+    said = facts.startup.get("capacity_prose")
+    share = facts.args.get("gpu_memory_utilization")
+    try:
+        share = float(share)
+    except (TypeError, ValueError):
+        return None
+    if not said or not 0 < share <= 0.6:
+        return None
+    kv = facts.startup.get("available_kv_cache_gib_runs") or [facts.startup.get("available_kv_cache_gib")]
+    kv = kv[0] if kv and isinstance(kv[0], (int, float)) else None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says '{said}', and the engine runs with --gpu-memory-utilization {share:g}: vLLM "
+               f"budgets only that share of the GPU's memory, the weights and activations come out of it first and the KV "
+               "cache gets the rest" + (f" ({kv:g} GiB here, as vLLM logged)" if kv is not None else "")
+               + " -- the memory setting, outside the hybrid/spec-decode families"),
+        title=f"Small KV cache from --gpu-memory-utilization {share:g} (the engine's share of the GPU)",
+        message=f"capacity without an error: {said}",
+        evidence=("capacity_prose", "available_kv_cache_gib", "non_default_args", "command"),
+        missing=["the same start with a larger --gpu-memory-utilization (0.9) when nothing else shares the GPU"])
+
+
 def scheduler_cap(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error; the report says fewer requests run than it expects, and the stats lines show the running count pinned
     at its peak while requests wait and the KV cache (which holds the Mamba/GDN states too) stays mostly empty: the
@@ -414,10 +440,11 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     and settings."""
     d = (sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
          or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
+         or low_memory_share_capacity(facts, base_numbers)
          or padding_capacity_loss(facts, setup, base_numbers) or unrounded_capture_sizes(facts, setup, base_numbers)
          or fp8_kv_quality(facts, setup, base_numbers)
          or activation_reserve_capacity(facts, base_numbers) or scheduler_cap(facts, base_numbers)
-         or indexer_native_next_n_quality(facts, base_numbers) or reset_running_stale_state(facts, setup, base_numbers)
+         or indexer_native_next_n_quality(facts, setup, base_numbers) or reset_running_stale_state(facts, setup, base_numbers)
          or silent_corruption(facts, setup, base_numbers, batch_ev)
          or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
          or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
@@ -693,27 +720,40 @@ def indexer_flattening_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosi
         missing=["the same load with num_speculative_tokens = 1 (next_n = 2, native on Hopper), or on Blackwell"])
 
 
-def indexer_native_next_n_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+# a model whose attention runs vLLM's DSA sparse indexer (DeepSeek-V3.2's lightning indexer, GLM-5), or its backend
+_SPARSE_INDEXER = re.compile(r"deepseek[-_ ]?v3\.?2|DeepseekV32|glm-?5|Glm5|FLASHMLA_SPARSE|sparse[-_ ]mla", re.I)
+
+
+def indexer_native_next_n_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error, the output wrong, and vLLM's DSA indexer says it hands its multi-token decode to the kernel as it is
     (``use_flattening=False (next_n=N)``, N > 2): DeepGEMM's paged-MQA-logits kernel took next_n 1 or 2 for most of its
     life, and vLLM trusts the build on this GPU to take N -- a build that does not scores the draft positions wrongly,
-    and sparse attention then reads the wrong tokens. The kernel's next_n limit, seen as quality (``low``)."""
+    and sparse attention then reads the wrong tokens. The kernel's next_n limit, seen as quality (``low``). Without the
+    indexer's line, a sparse-indexer model run at k >= 2 is read the same way, said as inferred."""
     symptom = facts.startup.get("wrong_output_prose")
     next_n = facts.startup.get("dsa_native_next_n_max")
+    logged = isinstance(next_n, int)
+    if not logged and setup.spec_k >= 2 and facts.startup.get("dsa_flattened_next_n") is None and any(
+            _SPARSE_INDEXER.search(str(n or "")) for n in (*model_names(facts), facts.startup.get("attention_backend_selected"))):
+        next_n = setup.spec_k + 1
     if not symptom or not isinstance(next_n, int) or next_n <= 2:
         return None
+    told = (f"vLLM's DSA indexer logged 'use_flattening=False (next_n={next_n})': the indexer hands" if logged else
+            f"the model runs vLLM's DSA sparse indexer with k = {next_n - 1} (the log has no 'DSA indexer decode path' "
+            "line to say whether it flattens): unflattened, the indexer hands")
     return _family_warning(
         facts, base_numbers, "spec_kernel_limit", "low",
-        basis=(f"no error; the report says the output went wrong ('{symptom}') and vLLM's DSA indexer logged "
-               f"'use_flattening=False (next_n={next_n})': the indexer hands next_n = k + 1 = {next_n} query rows per "
-               "request to DeepGEMM's paged-MQA-logits kernel as they are, and a kernel build that takes only next_n 1 "
-               "or 2 scores the draft positions wrongly, so sparse attention reads the wrong tokens -- the kernel's "
-               "next_n limit under drafts, seen as quality"),
-        title=f"{title_of('spec_kernel_limit')} (silent: the DSA indexer passes next_n={next_n} to the kernel)",
+        basis=(f"no error; the report says the output went wrong ('{symptom}') and {told} next_n = k + 1 = {next_n} "
+               "query rows per request to DeepGEMM's paged-MQA-logits kernel as they are, and a kernel build that takes "
+               "only next_n 1 or 2 scores the draft positions wrongly, so sparse attention reads the wrong tokens -- the "
+               "kernel's next_n limit under drafts, seen as quality"),
+        title=f"{title_of('spec_kernel_limit')} (silent: the DSA indexer " + (f"passes next_n={next_n} to the kernel)"
+                                                                             if logged else f"at next_n={next_n})"),
         message=f"wrong output with drafts: {symptom}",
         numbers={"next_n": next_n, "num_speculative_tokens": next_n - 1},
-        evidence=("wrong_output_prose", "dsa_native_next_n_max"),
-        missing=["the same evaluation with num_speculative_tokens = 1 (next_n = 2), and the DeepGEMM build's version"])
+        evidence=("wrong_output_prose", "dsa_native_next_n_max", "attention_backend_selected", "command"),
+        missing=["the same evaluation with num_speculative_tokens = 1 (next_n = 2), and the DeepGEMM build's version"]
+        + ([] if logged else ["vLLM's 'DSA indexer decode path: use_flattening=...' line (INFO, at start)"]))
 
 
 def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
