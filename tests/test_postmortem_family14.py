@@ -415,3 +415,49 @@ def test_a_tiny_kv_cache_under_a_low_memory_share_is_a_near_miss():
     assert d.category == "other" and "0.45" in d.title and "0.71 GiB" in d.basis
     high = _analyze([r.replace("0.45", "0.92") for r in report])
     assert not [f for f in high.findings if "gpu-memory-utilization" in f.title]
+
+
+_DSV32_MTP = ("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --enable-expert-parallel "
+              "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'")
+
+
+def test_a_header_aware_ab_table_clears_the_drafts_of_a_fault():
+    table = ["| # | MTP | prefix caching | VLLM_USE_DEEP_GEMM | result |",
+             "|---|-----|----------------|--------------------|--------|",
+             "| 1 | k=1 | on  | 1 | IMA ~20 min |",
+             "| 2 | off | on  | 1 | IMA ~35 min |",
+             "| 3 | k=1 | on  | 0 | clean 14h |"]
+    an = _analyze(_ima(_DSV32_MTP, *table))
+    assert an.facts.startup["faults_without_spec_prose"] == "MTP off: IMA ~35 min"
+    assert an.facts.startup["other_fix_prose"] == "VLLM_USE_DEEP_GEMM 0: clean 14h"
+    assert an.findings[0].category == "other"
+
+
+def test_an_ab_table_where_only_the_drafts_matter_keeps_the_family_reading():
+    table = ["| MTP | prefix caching | result |", "|---|---|---|", "| k=2 | on | IMA |", "| off | on | clean 10h |"]
+    an = _analyze(_ima(_QWEN_NEXT_MTP, *table))
+    assert "faults_without_spec_prose" not in an.facts.startup
+    assert an.findings[0].category != "other"
+
+
+def test_spec_off_same_fault_and_a_sampler_toggle_with_the_drafts_kept():
+    an = _analyze(_ima(_QWEN_NEXT_MTP, "<prab> tried spec off this morning, same IMA in top_k_mask_logits",
+                       "<prab> VLLM_USE_FLASHINFER_SAMPLER=0 + mtp on: 18h clean"))
+    assert "VLLM_USE_FLASHINFER_SAMPLER=0" in an.facts.startup["other_fix_prose"]
+    assert an.findings[0].category == "other"
+
+
+def _capture_sizes_error(sizes: str) -> list[str]:
+    p = "(APIServer pid=5521) "
+    return [f"vllm serve deepseek-ai/DeepSeek-V3-0324 -tp 8 --speculative-config '{{\"method\":\"mtp\",\"num_speculative_tokens\":2}}' "
+            f"--compilation-config '{{\"cudagraph_capture_sizes\":{sizes}}}'",
+            p + "Traceback (most recent call last):",
+            p + '  File "/usr/local/lib/python3.12/dist-packages/vllm/engine/arg_utils.py", line 2617, in create_engine_config',
+            p + "pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig",
+            p + "  Assertion failed, cudagraph_capture_sizes should contain at least one element when using cuda graph. "
+                "[type=assertion_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]"]
+
+
+def test_an_empty_capture_size_list_given_is_an_invalid_value_not_the_capture_class():
+    assert _analyze(_capture_sizes_error("[]")).findings[0].category == "other"
+    assert _analyze(_capture_sizes_error("[1, 2]")).findings[0].category == "cudagraph_shape"

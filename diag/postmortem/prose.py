@@ -404,6 +404,8 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     # (nothing between the toggle and its outcome that turns it round: "without MTP, no crash - with MTP: crashes")
     + r"\b(?:(?!\b(?:no|not|with|fine|works?|ok)\b)[^.\n:]){0,30}?\s*[:,-]"
     r"\s*[*_]{0,2}(?:it\s+)?(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|"
+    # "tried spec off this morning, same IMA in top_k_mask_logits"
+    r"\b" + _SPEC + r"\s+(?:off|disabled)\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:IMA|crash|error|fault|failure)\w*|"
     # "P/D with `num_speculative_tokens` removed ALSO IMAs"
     r"\bwith\s+[`'\"]?" + _SPEC + r"\w*[`'\"]?\s+(?:removed|disabled|off|turned off)\b[^.\n]{0,20}?\b(?:still|also)\s+"
     r"(?:crash|fail|fault|die|hang|IMA)\w*|"
@@ -426,9 +428,18 @@ _FINE_WITHOUT = re.compile(r"\b(?:no|without)\s+([\w`'\- ]{2,40}?)[,)][^.\n]{0,4
                            r"(?:fine|stable|clean|ok)\b", re.I)
 # a markdown table row of an A/B test: "| `--disable-custom-all-reduce` | no crash (3/3) |" reads as "toggle: outcome"
 _TABLE_ROW = re.compile(r"^\s*\|([^|]{2,80})\|([^|]{2,80})\|")
+# what the reporter kept as it was beside a toggle: "(keep MTP)", "+ mtp on", "with MTP still enabled"
+_KEPT = re.compile(r"\([^)]*\)|[+&,]?\s*(?:with |and )?(?:mtp|spec\w*|drafts?|ngram|eagle\w*|prefix caching|apc)\s+"
+                   r"(?:still )?(?:on|enabled|kept)\b|\bkeep(?:ing)? (?:the )?\w+", re.I)
+# a fault word in an A/B table's outcome cell, and a clean outcome
+_FAULT_CELL = re.compile(r"\b(?:IMA|crash\w*|fail\w*|fault\w*|error|assert\w*|dies|died|hangs?|hung|Xid)\b", re.I)
+_CLEAN_CELL = re.compile(r"\b(?:clean|fine|stable|ok|no (?:crash|fault|IMA|error)\w*|works?)\b", re.I)
+_OFF_CELL = re.compile(r"^(?:off|no|none|0|false|disabled|-|n/?a)$", re.I)
 # a toggle that belongs to the hybrid / spec-decode classes: what it fixes says nothing against them
 _FAMILY_TOGGLE = re.compile(r"prefix|cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
-                            r"block|max[-_ ]num|chunked|async|gdn|flashinfer|flashmla|attention|backend|kv", re.I)
+                            r"block|max[-_ ]num|chunked|async|gdn|flashinfer(?!_?sampler)|flashmla|attention|backend|kv", re.I)
+# an A/B table's run-number column, whose value changes every row
+_RUN_COLUMN = re.compile(r"^(?:#|no\.?|n|nr|run|id|test|case|attempt|try)$", re.I)
 
 
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
@@ -611,10 +622,41 @@ def _failing_k(text: str) -> int | None:
 class ProseLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: text outside log records."""
 
+    def _ab_table_row(self, text: str, line: Line) -> bool:
+        """A row of an A/B table with a header (``| MTP | prefix caching | EP | result |``): a run with the drafts' column
+        off that still faults, and a run that is clean where a column outside the classes changed from the first run.
+        True when the row belongs to such a table (read here, not as a two-cell row)."""
+        cells = [c.strip(" `*") for c in text.strip().strip("|").split("|")]
+        if len(cells) < 3 or all(set(c) <= set("-: ") for c in cells):
+            return len(cells) >= 3
+        table = self._ab_table
+        if table is None or line.lineno != table["last"] + 1 and line.lineno != table["last"] + 2:
+            self._ab_table = {"header": cells, "first": None, "last": line.lineno}
+            return True
+        table["last"] = line.lineno
+        header, outcome = table["header"], cells[-1]
+        if len(cells) != len(header):
+            return True
+        if table["first"] is None:
+            table["first"] = cells
+        st = self.facts.startup
+        for name, value, base in zip(header[:-1], cells[:-1], table["first"][:-1]):
+            if re.fullmatch(_SPEC, name, re.I) and _OFF_CELL.match(value) and _FAULT_CELL.search(outcome) \
+                    and "faults_without_spec_prose" not in st:
+                st["faults_without_spec_prose"] = f"{name} {value}: {outcome}"
+                self.facts.lines["faults_without_spec_prose"] = (line.lineno, text.strip()[:500])
+            if value != base and _CLEAN_CELL.search(outcome) and not _FAULT_CELL.search(outcome.replace("no ", "no_")) \
+                    and not _FAMILY_TOGGLE.search(name) and not _RUN_COLUMN.match(name) and "other_fix_prose" not in st:
+                st["other_fix_prose"] = f"{name} {value}: {outcome}"
+                self.facts.lines["other_fix_prose"] = (line.lineno, text.strip()[:500])
+        return True
+
     def _fault_toggles(self, wide: str, text: str, line: Line) -> None:
         """The reporter's A/B tests of a fault: that it persists without the drafts, that it stays on one host, and a
         toggle outside the hybrid/spec-decode classes that made it go away (read on the line itself: the toggle is
         what precedes its outcome there)."""
+        if text.lstrip().startswith("|") and self._ab_table_row(text, line):
+            return
         row = _TABLE_ROW.match(text) if "|" in text else None
         if row:
             text = wide = f"{row.group(1).strip()}: {row.group(2).strip()}"
@@ -627,7 +669,7 @@ class ProseLines:
         if m is None and (m := _FINE_WITHOUT.search(text)):
             toggle = "no " + m.group(1).strip()
         # (what the reporter kept as it was is no toggle: "Disabling EPLB (keep MTP)")
-        if m and toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(re.sub(r"\([^)]*\)", "", toggle)):
+        if m and toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(_KEPT.sub("", toggle)):
             self.facts.startup["other_fix_prose"] = f"{toggle} {m.group(0).strip()}" if toggle not in m.group(0) \
                 else m.group(0).strip()
             self.facts.lines["other_fix_prose"] = (line.lineno, line.text.strip()[:500])

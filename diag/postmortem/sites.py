@@ -305,6 +305,13 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                       "no prefix caching (one state row per request): the batch's requests counted two ways by the "
                       "builder" + (f" under speculative decoding (k = {setup.spec_k})" if setup.spec_k else "")
                       + ", not an index width")
+    if cat == "cudagraph_shape" and facts.args.get("cudagraph_capture_sizes") == [] \
+            and re.search(r"capture_sizes\W.{0,40}\bat least one\b", root.message or ""):
+        # the command itself gave an empty list of capture sizes (the spec-decode rounding that empties a list given
+        # with sizes is the class; an empty list given is an invalid value)
+        cat = "other"
+        basis += ("; the command passes cudagraph_capture_sizes: [] itself -- an invalid value (use cudagraph_mode "
+                  "NONE or --enforce-eager to capture no graphs), not sizes the spec-decode rounding emptied")
     caller = attention_allocation(root.message or "") if site.file.endswith("worker/workspace.py") else None
     if cat == "other" and caller and setup.spec_k:
         # the locked workspace asked for more by an attention kernel under drafts: its scratch was sized before capture
