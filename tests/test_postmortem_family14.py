@@ -461,3 +461,31 @@ def _capture_sizes_error(sizes: str) -> list[str]:
 def test_an_empty_capture_size_list_given_is_an_invalid_value_not_the_capture_class():
     assert _analyze(_capture_sizes_error("[]")).findings[0].category == "other"
     assert _analyze(_capture_sizes_error("[1, 2]")).findings[0].category == "cudagraph_shape"
+
+
+_NEXT_MTP3 = ("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --max-num-seqs 128 "
+              "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'")
+_STATS_128 = ("(APIServer pid=200) INFO 10-30 10:20:41 [loggers.py:215] Engine 000: Avg prompt throughput: 2211.9 tokens/s, "
+              "Avg generation throughput: 4108.3 tokens/s, Running: 96 reqs, Waiting: 0 reqs, GPU KV cache usage: 9.8%, "
+              "Prefix cache hit rate: 0.0%")
+
+
+def test_drafts_that_make_throughput_worse_at_a_large_batch_are_a_near_miss():
+    said = "MTP makes throughput WORSE at high concurrency: at 128 users output tok/s drops from ~5900 to ~4100."
+    d = _analyze([said, _NEXT_MTP3, _STATS_128]).findings[0]
+    assert d.category == "other" and "large batch" in d.title and "1 + k = 4" in d.basis
+
+
+def test_the_same_slowdown_with_a_token_budget_below_the_drafts_stays_with_the_family():
+    cmd = _NEXT_MTP3 + " --max-num-batched-tokens 256"
+    an = _analyze(["MTP makes throughput WORSE at high concurrency.", cmd, _STATS_128])
+    assert not [f for f in an.findings if "large batch" in f.title]
+
+
+def test_few_requests_at_once_when_the_cache_holds_two_full_length_requests_is_a_near_miss():
+    report = ["We only get 2-3 requests running at once, the rest wait. Is the mamba cache limiting us?",
+              "vllm serve ai21labs/AI21-Jamba-Mini-1.7 -tp 2 --max-model-len 262144 --max-num-seqs 64",
+              "(EngineCore_DP0 pid=96) INFO 12-01 15:32:02 [kv_cache_utils.py:1234] Maximum concurrency for 262,144 "
+              "tokens per request: 2.33x"]
+    d = _analyze(report).findings[0]
+    assert d.category == "other" and "262,144" in d.title

@@ -379,6 +379,9 @@ _SPEC_SLOWER = re.compile(
     r"drops? (?:the )?(?:decode |generation |"
     r"output )?throughput|(?:lowers?|reduces?|hurts?|halves?) (?:the )?(?:decode |generation |output )?throughput)\b|"
     r"\bslower (?:with|when (?:using|enabling|adding)) (?:MTP|EAGLE|[Ee]agle|spec|drafts?|speculative|ngram)|"
+    # "MTP makes throughput WORSE at high concurrency"
+    r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|drafts?|ngram|suffix(?: decoding)?)\b[^.\n]{0,30}?\b(?:makes?|made)"
+    r" (?:the )?(?:throughput|latency|TPOT|ITL|decode|performance) (?:\w+ )?worse\b|"
     # "it's slower than no MTP at all", "slower than running without speculation"
     r"\bslower than (?:(?:running|serving|decoding|using) )?(?:no|without|plain|vanilla|baseline) (?:any )?(?:MTP|EAGLE|"
     r"[Ee]agle|spec\w*|drafts?|drafting|speculat\w*|ngram)\b|"
@@ -496,6 +499,9 @@ _SLOW_PROSE = re.compile(
     r"worse|less)|\b(?:far|way|much|significantly) (?:below|lower|worse)|\btoo (?:low|slow))\b|"
     r"(?:\b~?\d+(?:\.\d+)?\s*(?:x|%)|\bmuch|\bway|\bfar|\bsignificantly) slower\b|\bslow(?:er)? than (?:expected|others|what others)\b|"
     r"\b(?:is|are|runs?|feels?) (?:\w+ly |very |so |too |way too |super )?slow\b|\beven slower\b|"
+    # "output tok/s drops from ~5900 to ~4100"
+    r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL)\b (?:\w+ ){0,2}(?:drops?|dropped|falls?|fell|goes down|went down) from "
+    r"~?\d[\d,.]*\s*(?:tok(?:ens)?/s)? to ~?\d|"
     # "Low throughput Qwen3-Next TP4 on 4x L40S"
     r"\b(?:low|poor|bad|terrible|disappointing) (?:decode |generation |output )?(?:throughput|tok(?:ens)?/s)\b|"
     # a title's verdict without its verb: "nemotron-h 47b + ngram spec decode super slow, ~9 tok/s"
@@ -858,7 +864,7 @@ class ProseLines:
             if "cceptance" in wide:
                 self._first_words("acceptance_prose", _ACCEPTANCE_PROSE, wide, line)
             if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
-                    or "never" in wide or "queue" in wide or "cap" in wide:
+                    or "never" in wide or "queue" in wide or "cap" in wide or " wait" in wide:
                 self._first_words("capacity_prose", _CAPACITY_PROSE, wide, line)
             self._fault_toggles(wide, text, line)
             if "emperature" in text or "greedy" in text:

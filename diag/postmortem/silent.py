@@ -453,7 +453,8 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or eager_slowdown(facts, base_numbers) or pcie_allreduce_slowdown(facts, base_numbers)
          or collective_hang(facts, base_numbers)
          or capture_ceiling_slowdown(facts, setup, base_numbers) or indexer_flattening_slowdown(facts, base_numbers)
-         or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers))
+         or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers)
+         or spec_batch_slowdown(facts, setup, base_numbers) or long_context_capacity(facts, base_numbers))
     if d is not None:
         d.answers_symptom = any(facts.startup.get(k) for k in _SYMPTOMS)
     return d
@@ -784,6 +785,54 @@ def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosi
         missing=([] if backend else ["the attention backend vLLM chose (its 'Using ... backend' line)"])
         + [f"whether {backend or 'the backend'}'s decode takes q_len > 1 in this release; a profile of one decode step "
            "with and without drafts"])
+
+
+def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error; drafts said to make serving slower at a large batch, on a model without MLA: at that batch the GPUs
+    are compute-bound, and every step verifies 1 + k tokens per request for the few it accepts -- speculative decoding's
+    own trade-off, outside the families (an MLA model's decode backend is :func:`spec_slowdown`'s)."""
+    said = facts.startup.get("spec_slower_prose")
+    load = max(int(facts.startup.get("concurrent_requests") or 0), int(facts.startup.get("num_requests_running_max") or 0))
+    if not said or not setup.spec_k or setup.mla or load < 32:
+        return None
+    # (vLLM's own word that the drafts' steps outgrew the graphs or the token budget is the families' reading)
+    seqs, budget = facts.args.get("max_num_seqs"), facts.args.get("max_num_batched_tokens")
+    if facts.startup.get("max_cudagraph_capture_size_truncated") is not None or (
+            isinstance(seqs, int) and isinstance(budget, int) and budget < seqs * (setup.spec_k + 1)):
+        return None
+    acc = (facts.startup.get("metrics") or {}).get("spec_mean_acceptance_length")
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says the drafts make serving slower ('{said}') at {load} concurrent requests: at "
+               f"that batch the GPUs are compute-bound, and each step verifies 1 + k = {setup.spec_k + 1} tokens per "
+               "request" + (f" for a mean acceptance length of {acc:g}" if isinstance(acc, (int, float)) else "")
+               + " -- the drafts cost more compute than they save, speculative decoding's own trade-off at large "
+               "batches, outside the hybrid/spec-decode failure families"),
+        title="Slower with drafts at a large batch (compute-bound verification, no failure)",
+        message=f"slower with speculative decoding at {load} concurrent requests: {said}",
+        evidence=("spec_slower_prose", "slow_prose", "num_requests_running", "command"),
+        missing=["the same load with fewer speculative tokens, and the throughput at low and high concurrency"])
+
+
+def long_context_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error; fewer requests run at once than the reporter expects, and vLLM's own 'Maximum concurrency for L tokens
+    per request: X' says the KV cache holds only a few requests of the configured length: the context length (and
+    what the clients ask for), not the KV layout -- outside the families."""
+    said = facts.startup.get("capacity_prose")
+    x, tokens = facts.startup.get("max_concurrency"), facts.startup.get("max_concurrency_tokens")
+    if not said or not isinstance(x, (int, float)) or x > 4 or not isinstance(tokens, int) or tokens < 65536:
+        return None
+    asked = (facts.startup.get("request_params") or {}).get("max_tokens")
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says '{said}', and vLLM logged 'Maximum concurrency for {tokens:,} tokens per "
+               f"request: {x:g}x': the KV cache holds about {x:g} requests of the configured length"
+               + (f", and the clients ask for max_tokens {asked:,}" if isinstance(asked, int) else "")
+               + " -- long contexts fill the cache, not a hybrid/spec-decode failure"),
+        title=f"Few requests at once from {tokens:,}-token requests (the KV cache holds {x:g} of them)",
+        message=f"capacity without an error: {said}",
+        evidence=("capacity_prose", "max_concurrency", "request_params", "command"),
+        missing=["the requests' real lengths (prompt + max_tokens) against the KV cache size"])
 
 
 def reset_running_stale_state(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
