@@ -489,3 +489,30 @@ def test_few_requests_at_once_when_the_cache_holds_two_full_length_requests_is_a
               "tokens per request: 2.33x"]
     d = _analyze(report).findings[0]
     assert d.category == "other" and "262,144" in d.title
+
+
+def test_kv_capacity_down_after_an_upgrade_with_state_pages_padded_is_the_page_size_class():
+    report = ["granite-4.0-h-small: after bump 0.14.0 -> 0.17.0 kv capacity down ~10%. same flags. no errors.",
+              "vllm serve ibm-granite/granite-4.0-h-small --max-model-len 32768 --enable-prefix-caching",
+              "INFO 01-19 07:02:11 [config.py:499] Padding mamba page size by 0.48% to ensure that mamba page size and "
+              "attention page size are exactly equal.",
+              "INFO 01-26 09:40:02 [config.py:574] Padding mamba page size by 12.50% to ensure that mamba page size and "
+              "attention page size are exactly equal."]
+    assert _analyze(report).findings[0].category == "kv_page_size"
+
+
+def test_throughput_below_no_spec_on_an_mla_model_is_the_kernel_limit_slowdown():
+    report = ["from k=2 on the throughput collapses to below no-spec, though acceptance keeps going up",
+              "llm = LLM(model=\"deepseek-ai/DeepSeek-V3.2-Exp\", tensor_parallel_size=8, "
+              "speculative_config={\"method\": \"mtp\", \"num_speculative_tokens\": 3})"]
+    assert _analyze(report).findings[0].category == "spec_kernel_limit"
+
+
+def test_a_share_of_0_7_with_the_reporters_rerun_finding_four_times_the_kv_is_a_near_miss():
+    report = ["Jamba + ngram: we get way less KV cache than a comparable dense model",
+              "(APIServer pid=1) INFO 10-14 15:20:11 [utils.py:233] non-default args: {'model': "
+              "'ai21labs/AI21-Jamba-Mini-1.7', 'gpu_memory_utilization': 0.7}",
+              "(EngineCore_DP0 pid=2) INFO 10-14 15:23:01 [gpu_worker.py:298] Available KV cache memory: 5.31 GiB",
+              "With 0.92 I get \"Available KV cache memory: 22.97 GiB\" and 33x concurrency."]
+    d = _analyze(report).findings[0]
+    assert d.category == "other" and "0.7" in d.title

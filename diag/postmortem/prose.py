@@ -382,6 +382,8 @@ _SPEC_SLOWER = re.compile(
     # "MTP makes throughput WORSE at high concurrency"
     r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|drafts?|ngram|suffix(?: decoding)?)\b[^.\n]{0,30}?\b(?:makes?|made)"
     r" (?:the )?(?:throughput|latency|TPOT|ITL|decode|performance) (?:\w+ )?worse\b|"
+    # "from k=2 on the throughput collapses to below no-spec"
+    r"\b(?:collapses?|collapsed|drops?|dropped|falls?|fell) (?:to )?below (?:the )?no[- ]?spec\w*\b|"
     # "it's slower than no MTP at all", "slower than running without speculation"
     r"\bslower than (?:(?:running|serving|decoding|using) )?(?:no|without|plain|vanilla|baseline) (?:any )?(?:MTP|EAGLE|"
     r"[Ee]agle|spec\w*|drafts?|drafting|speculat\w*|ngram)\b|"
@@ -451,7 +453,10 @@ _CAPACITY_PROSE = re.compile(
     # (what drops must be the capacity: "at concurrency 128 the scores drop" is the output's quality)
     r"\b(?:max(?:imum)? concurrency|kv[ -]cache(?: size| capacity| tokens)?|kv capacity|kv tokens|concurrency)\b"
     r"(?:(?!scores?\b|accuracy|acceptance|quality|evals?\b)[^.\n]){0,60}?"
-    r"\b(?:halve[sd]?|drops?|dropped|falls?|fell|shrinks?|shrank|less than half|cut in half|way lower|much lower|far lower)\b|"
+    r"\b(?:halve[sd]?|drops?|dropped|falls?|fell|shrinks?|shrank|less than half|cut in half|way lower|much lower|far lower|"
+    r"(?:went )?down)\b|"
+    # "we get way less KV cache than a comparable dense model", '"Maximum concurrency" only 1.9x'
+    r"\b(?:way |much |far )?less kv[ -]cache\b|\bmax(?:imum)? concurrency[\"']? (?:is )?only\b|"
     r"\b(?:halves|halved|halving|cuts?|reduces?|reduced) (?:the |our |my )?(?:max(?:imum)? )?(?:concurrency|kv[ -]cache|kv capacity)\b|"
     r"\b~?\d+(?:\.\d+)?\s*x fewer (?:kv )?(?:cache )?tokens\b|\bkv capacity (?:is )?(?:way |much |far )?lower\b|"
     # a change that should have added capacity and did not: "fp8 KV cache doesn't give more concurrency"
@@ -856,7 +861,7 @@ class ProseLines:
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000:
             if "lower" in wide or "LOWER" in wide or "hroughput" in wide or "othing" in wide or "help" in wide \
-                    or "worse than" in wide:
+                    or "worse than" in wide or "below" in wide:
                 # ("is SLOWER than no speculation", "gives almost nothing", "barely helps", "worse than no spec")
                 self._first_words("spec_slower_prose", _SPEC_SLOWER, wide, line)
             if "okenizer" in text or "emplate" in text:
