@@ -656,6 +656,7 @@ class ProseLines:
                     and "faults_without_spec_prose" not in st:
                 st["faults_without_spec_prose"] = f"{name} {value}: {outcome}"
                 self.facts.lines["faults_without_spec_prose"] = (line.lineno, text.strip()[:500])
+            # (a clean outcome: "no crash" is no fault word once joined to its "no")
             if value != base and _CLEAN_CELL.search(outcome) and not _FAULT_CELL.search(outcome.replace("no ", "no_")) \
                     and not _FAMILY_TOGGLE.search(name) and not _RUN_COLUMN.match(name) and "other_fix_prose" not in st:
                 st["other_fix_prose"] = f"{name} {value}: {outcome}"
