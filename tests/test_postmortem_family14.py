@@ -516,3 +516,22 @@ def test_a_share_of_0_7_with_the_reporters_rerun_finding_four_times_the_kv_is_a_
               "With 0.92 I get \"Available KV cache memory: 22.97 GiB\" and 33x concurrency."]
     d = _analyze(report).findings[0]
     assert d.category == "other" and "0.7" in d.title
+
+
+def test_huge_ttft_under_a_small_step_budget_is_a_near_miss():
+    report = ["Zamba2-7B: long prompts have huge TTFT, even with one request in flight",
+              "vllm serve Zyphra/Zamba2-7B-instruct --max-model-len 32768 --max-num-batched-tokens 512",
+              "(EngineCore_DP0 pid=93) INFO 11-19 15:02:18 [interface.py:584] Setting attention block size to 160 tokens "
+              "to ensure that attention page size is >= mamba page size."]
+    d = _analyze(report).findings[0]
+    assert d.category == "other" and "512-token" in d.title
+    wide = _analyze([r.replace("--max-num-batched-tokens 512", "--max-num-batched-tokens 16384") for r in report])
+    assert not [f for f in wide.findings if "step budget" in f.title]
+
+
+def test_extremely_slowly_with_cpu_offload_is_the_offload_near_miss():
+    report = ["It answers correctly, just extremely slowly: 2.4 tok/s for a single request.",
+              "python -m vllm.entrypoints.openai.api_server --model ai21labs/AI21-Jamba-Mini-1.7 --cpu-offload-gb 40 "
+              "--enable-prefix-caching"]
+    d = _analyze(report).findings[0]
+    assert d.category == "other" and "offload" in d.title

@@ -510,7 +510,10 @@ _SLOW_PROSE = re.compile(
     # "Low throughput Qwen3-Next TP4 on 4x L40S"
     r"\b(?:low|poor|bad|terrible|disappointing) (?:decode |generation |output )?(?:throughput|tok(?:ens)?/s)\b|"
     # a title's verdict without its verb: "nemotron-h 47b + ngram spec decode super slow, ~9 tok/s"
-    r"\b(?:super|very|really|extremely|painfully|insanely|incredibly) slow\b(?! (?:start\w*|load\w*|boot\w*|download\w*|compil\w*))|"
+    r"\b(?:super|very|really|extremely|painfully|insanely|incredibly) slow(?:ly)?\b(?! (?:start\w*|load\w*|boot\w*|download\w*|"
+    r"compil\w*))|"
+    # "long prompts have huge TTFT", "throughput plateaus at ~3.5k tok/s"
+    r"\b(?:huge|high|terrible|awful|massive|very long) (?:TTFT|TPOT|ITL|latency)\b|\bthroughput plateaus\b|"
     # "loses ~40% throughput", "TPOT doubles", "a 2x regression", "falls off a cliff above ~100 requests"
     r"\blos(?:es|ing|t|e) (?:~|about |around )?\d+(?:\.\d+)?\s*% (?:of )?(?:its |the )?(?:\w+ )?throughput\b|"
     r"\b(?:TPOT|TTFT|ITL|latency)\b (?:\w+ )?(?:doubles|doubled|triples|tripled)\b|"
@@ -876,7 +879,7 @@ class ProseLines:
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
-                                       "p99", "p95", "p90")):
+                                       "p99", "p95", "p90", "TTFT", "ITL", "atency")):
                 self._first_words("slow_prose", _SLOW_PROSE, wide, line)
             if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
                 self._first_words("hang_prose", _HANG_PROSE, text, line)

@@ -457,7 +457,8 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or collective_hang(facts, base_numbers)
          or capture_ceiling_slowdown(facts, setup, base_numbers) or indexer_flattening_slowdown(facts, base_numbers)
          or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers)
-         or spec_batch_slowdown(facts, setup, base_numbers) or long_context_capacity(facts, base_numbers))
+         or spec_batch_slowdown(facts, setup, base_numbers) or long_context_capacity(facts, base_numbers)
+         or prefill_budget_slowdown(facts, setup, base_numbers))
     if d is not None:
         d.answers_symptom = any(facts.startup.get(k) for k in _SYMPTOMS)
     return d
@@ -836,6 +837,27 @@ def long_context_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
         message=f"capacity without an error: {said}",
         evidence=("capacity_prose", "max_concurrency", "request_params", "command"),
         missing=["the requests' real lengths (prompt + max_tokens) against the KV cache size"])
+
+
+def prefill_budget_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error; the time to the first token is said to be long, and the step's token budget is small (2,048 or less):
+    chunked prefill splits every prompt into chunks of that many tokens, one chunk a step -- the setting, outside the
+    families (drafts whose slots eat into that budget are the token-budget class)."""
+    slow = facts.startup.get("slow_prose") or ""
+    budget = facts.args.get("max_num_batched_tokens")
+    if "TTFT" not in slow.upper() and "first token" not in slow.lower() or not isinstance(budget, int) or budget > 2048:
+        return None
+    if setup.spec_k > 0 or facts.startup.get("max_num_scheduled_tokens_reduced") is not None:
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says '{slow}', and the engine runs with max_num_batched_tokens {budget}: chunked "
+               f"prefill feeds each prompt {budget} tokens a step, so a long prompt takes many steps before its first "
+               "token -- the token budget, outside the hybrid/spec-decode families"),
+        title=f"Long time to first token from a {budget}-token step budget (chunked prefill)",
+        message=f"slow first tokens without an error: {slow}",
+        evidence=("slow_prose", "non_default_args", "command"),
+        missing=["the same load with a larger --max-num-batched-tokens (8192 or more)"])
 
 
 def reset_running_stale_state(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
