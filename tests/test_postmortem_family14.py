@@ -535,3 +535,29 @@ def test_extremely_slowly_with_cpu_offload_is_the_offload_near_miss():
               "--enable-prefix-caching"]
     d = _analyze(report).findings[0]
     assert d.category == "other" and "offload" in d.title
+
+
+def test_a_quiet_report_whose_symptom_stays_without_drafts_and_without_prefix_caching_is_a_near_miss():
+    report = ["Kimi-Linear answers are gibberish, only through our gateway.",
+              "vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct -tp 2 --enable-prefix-caching "
+              "--speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":4}'",
+              "- turning off ngram: same behaviour", "- --no-enable-prefix-caching: same behaviour"]
+    an = _analyze(report)
+    assert an.facts.startup["persists_without_pc_prose"] == "--no-enable-prefix-caching: same behaviour"
+    assert an.findings[0].category == "other" and "A/B" in an.findings[0].title
+
+
+def test_a_hang_that_stays_without_drafts_and_ends_without_p2p_is_a_near_miss():
+    report = ["DeepSeek-V3.2 + MTP just hangs after the first few requests. No crash, no traceback.",
+              "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'",
+              "- without --speculative-config: also hangs", "- NCCL_P2P_DISABLE=1: no hang (but slower)"]
+    d = _analyze(report).findings[0]
+    assert d.category == "other" and "NCCL_P2P_DISABLE=1" in d.basis
+
+
+def test_drafts_off_alone_on_a_hybrid_with_prefix_caching_keeps_the_family_reading():
+    report = ["Qwen3-Next answers are garbage on the second turn.",
+              "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --enable-prefix-caching "
+              "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+              "- turning off MTP: same behaviour", "- --no-enable-prefix-caching: answers are fine"]
+    assert _analyze(report).findings[0].category != "other"

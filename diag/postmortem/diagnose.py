@@ -208,8 +208,8 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
                 facts, "Asynchronous fault outside the hybrid/spec-decode classes (the report's A/B tests)",
                 "the fault is reported asynchronously, so its class would come from the configuration, but the report's "
                 f"own A/B tests take the hybrid/spec-decode classes out of it: {ruled_out}", message, base_numbers,
-                exc_evidence(root, 1) + fact_evidence(facts, "faults_without_spec_prose", "other_fix_prose",
-                                                      "one_host_prose"),
+                exc_evidence(root, 1) + fact_evidence(facts, "faults_without_spec_prose", "persists_without_pc_prose",
+                                                      "other_fix_prose", "one_host_prose"),
                 missing=["rerun with CUDA_LAUNCH_BLOCKING=1 so the faulting kernel is the frame shown"])
         kernel = faulting_kernel(facts.startup.get("error_lines") or [])
         if kernel is None and facts.blocking_launches():
@@ -596,11 +596,12 @@ def _hardware_fault(facts: LogFacts) -> str | None:
 
 def _toggles_rule_out_families(facts: LogFacts, setup: Setup) -> str | None:
     """What in the reporter's A/B tests clears an asynchronous fault of the hybrid/spec-decode classes: it persists
-    with the drafts off, and a toggle outside those classes ends it or it stays on one host (a model without Mamba/GDN
-    layers has no class left once the drafts are out). ``None`` when the tests do not."""
+    with the drafts off, and with prefix caching off too, or a toggle outside those classes ends it, or it stays on one
+    host (a model without Mamba/GDN layers has no class left once the drafts are out). ``None`` when the tests do
+    not."""
     said = facts.startup
     without_spec = said.get("faults_without_spec_prose")
-    others = [f"'{said[k]}'" for k in ("other_fix_prose", "one_host_prose") if said.get(k)]
+    others = [f"'{said[k]}'" for k in ("persists_without_pc_prose", "other_fix_prose", "one_host_prose") if said.get(k)]
     if not without_spec or not (others or setup.hybrid is False):
         return None
     return "; ".join([f"it persists without speculative decoding ('{without_spec}')", *others])

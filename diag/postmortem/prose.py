@@ -183,7 +183,7 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"(?:\w+ ){0,2}(?:garbage|junk|gibberish|nonsense)\b|"
                            # "answers for requests that hit the prefix cache are garbage": the subject and its verdict
                            # a clause apart
-                           r"\b(?:answers?|replies|responses?|completions?|outputs?|generations?)\b[^.;:\n]{1,60}? "
+                           r"\b(?:answers?|replies|responses?|completions?|outputs?|generations?)\b[^.;:\n]{0,60}? "
                            r"(?:are|is|were|was|become|becomes|turns? into) (?:\w+ ){0,2}(?:garbage|junk|gibberish|"
                            r"nonsense)\b|"
                            # a model switching language mid-answer is the same symptom
@@ -395,6 +395,14 @@ _SPEC_SLOWER = re.compile(
     # a deeper draft slower than a shallower one ("num_speculative_tokens=3 is ~2.5x SLOWER than ...=1", "k=3 runs slower")
     r"\b(?:num_spec(?:ulative)?_tokens|k)\s*[=:]\s*\d+\b[^.\n]{0,20}?\b(?:(?:is|runs?|was|gets?)\s+)?(?:~?\s*[\d.]+\s*x\s+|"
     r"(?:much|far|way|a lot|significantly|noticeably)\s+)?slower\b", re.I)
+# the outcome of a toggle that changed nothing: "turning off ngram: same behaviour", "--no-enable-prefix-caching: no
+# difference"
+_SAME_OUTCOME = r"same (?:behaviou?r|result|problem|issue|thing|output|garbage|crash|error|hang)\b|no (?:change|difference)\b"
+# ... for prefix caching: the symptom does not need the cached states
+_PERSISTS_WITHOUT_PC = re.compile(
+    r"(?:--no-enable-prefix-caching|\b(?:turning off|disabling|disabled|without|no)\s+[`'\"]?(?:--enable-)?"
+    r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,20}?\s*[:,-]\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
+    r"|(?:still|also)\s+(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*))", re.I)
 # the reporter's A/B tests that take speculative decoding out of a fault: "Turning off MTP did not help", "without MTP
 # + custom AR: crashed after 3h", "num_spec_tokens 0 (no spec): same crash", "So MTP is not the trigger"
 _SPEC = r"(?:MTP|EAGLE-?3?|[Ee]agle-?3?|num_spec(?:ulative)?_tokens|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|" \
@@ -405,10 +413,10 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     r"\bwithout\s+(?:the\s+)?" + _SPEC + r"\b[^.\n]{0,40}?(?:\bit\s+|:\s*)(?:still\s+|also\s+)?(?:crash(?:ed|es)|fail(?:ed|s)|"
     r"died|dies|faulted|hangs?|hung)\b|"
     # "Disabling MTP: still crashes", "no speculative config at all: **still crashes**", "no spec decode: IMA (2/3)"
-    r"\b(?:turning off|disabling|disabled|removing|dropping|without|no)\s+(?:the\s+)?" + _SPEC
+    r"\b(?:turning off|disabling|disabled|removing|dropping|without|no)\s+(?:the\s+)?[`'\"]?(?:--)?" + _SPEC
     # (nothing between the toggle and its outcome that turns it round: "without MTP, no crash - with MTP: crashes")
     + r"\b(?:(?!\b(?:no|not|with|fine|works?|ok)\b)[^.\n:]){0,30}?\s*[:,-]"
-    r"\s*[*_]{0,2}(?:it\s+)?(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|"
+    r"\s*[*_]{0,2}(?:it\s+)?(?:(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|" + _SAME_OUTCOME + r")|"
     # "tried spec off this morning, same IMA in top_k_mask_logits"
     r"\b" + _SPEC + r"\s+(?:off|disabled)\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:IMA|crash|error|fault|failure)\w*|"
     # "P/D with `num_speculative_tokens` removed ALSO IMAs"
@@ -425,7 +433,7 @@ _ONE_HOST = re.compile(r"\bonly (?:on|with) (?:this|one|that|a single|the one) (
                        r"other\b", re.I)
 # what made the fault go away, told by the reporter ("--disable-custom-all-reduce -> no more crashes (ran 20h)",
 # "without `--enable-eplb`: runs for days", "After updating the driver and reseating, 5 days clean")
-_FAULT_GONE = re.compile(r"(?:->|=>|\u2192|:)\s*(?:no more (?:crash\w*|errors?|faults?|IMAs?)|no (?:crash|fault|IMA)\w*|"
+_FAULT_GONE = re.compile(r"(?:->|=>|\u2192|:)\s*(?:no more (?:crash\w*|errors?|faults?|IMAs?|hangs?)|no (?:crash|fault|IMA|hang)\w*|"
                          r"runs? (?:fine|for (?:hours|days)|clean|stable)|(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable|fine)|"
                          r"(?:problem |crash |it's )?(?:fixed|gone)|stable)\b|,\s*(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable)\b", re.I)
 # ... or told the other way round: "the decode node alone (no connector, same MTP config) is fine for hours"
@@ -677,6 +685,8 @@ class ProseLines:
             text = wide = f"{row.group(1).strip()}: {row.group(2).strip()}"
         self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC, wide, line)
         self._first_words("one_host_prose", _ONE_HOST, wide, line)
+        if "refix" in wide or "apc" in wide.lower():
+            self._first_words("persists_without_pc_prose", _PERSISTS_WITHOUT_PC, wide, line)
         if "other_fix_prose" in self.facts.startup:
             return
         m = _FAULT_GONE.search(text)

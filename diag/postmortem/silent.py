@@ -441,7 +441,8 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     """A report without an error: the first reading that fits, those a cause outside the families explains first
     (sampling defaults, a RoPE override), then the families' silent classes, then the near misses read from metrics
     and settings."""
-    d = (sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
+    d = (toggles_clear_families(facts, setup, base_numbers)
+         or sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
          or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
          or low_memory_share_capacity(facts, base_numbers)
          or padding_capacity_loss(facts, setup, base_numbers) or unrounded_capture_sizes(facts, setup, base_numbers)
@@ -462,6 +463,26 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     if d is not None:
         d.answers_symptom = any(facts.startup.get(k) for k in _SYMPTOMS)
     return d
+
+
+def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error; the report's own A/B tests say the symptom stays with the drafts off, and stays with prefix caching
+    off too, or ends with a toggle outside the classes, or follows one host (a model without Mamba/GDN layers has no
+    class left once the drafts are out): the hybrid/spec-decode readings are out -- a near miss."""
+    st = facts.startup
+    without_spec = st.get("faults_without_spec_prose")
+    others = [f"'{st[k]}'" for k in ("persists_without_pc_prose", "other_fix_prose", "one_host_prose") if st.get(k)]
+    if not without_spec or not (others or setup.hybrid is False):
+        return None
+    symptom = next((st[k] for k in _SYMPTOMS + ("hang_prose",) if st.get(k)), "the reported symptom")
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says '{symptom}', and its own A/B tests take the hybrid/spec-decode classes out: "
+               + "; ".join([f"it stays without speculative decoding ('{without_spec}')", *others])),
+        title="Symptom outside the hybrid/spec-decode classes (the report's A/B tests)",
+        message=f"symptom without an error: {symptom}",
+        evidence=("faults_without_spec_prose", "persists_without_pc_prose", "other_fix_prose", "one_host_prose"),
+        missing=["the run that shows the symptom with the suspected setting alone changed"])
 
 
 def fp8_kv_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
