@@ -10,6 +10,18 @@ def _analyze(lines: list[str]):
     return analyze_text("\n".join(lines), "t.log", use_preflight=False)
 
 
+def _block_line(tokens: int) -> str:
+    """vLLM's start-up line for a hybrid's raised attention block."""
+    return (f"(EngineCore pid=51) INFO 02-11 10:01:12 [config.py:520] Setting attention block size to {tokens} tokens to "
+            "ensure that attention page size is >= mamba page size.")
+
+
+def _padding_line(percent: str) -> str:
+    """vLLM's start-up line for the Mamba state pages padded to the attention page."""
+    return (f"(EngineCore pid=51) INFO 02-11 10:01:12 [config.py:549] Padding mamba page size by {percent}% to ensure that "
+            "mamba page size and attention page size are exactly equal.")
+
+
 def _metrics(hit_rate: float, running: int = 6) -> str:
     """vLLM's periodic stats line (loggers.py) with a prefix-cache hit rate."""
     return (f"(APIServer pid=1) INFO 11-04 10:31:12 [loggers.py:304] Engine 000: Avg prompt throughput: 412.6 tokens/s, "
@@ -20,8 +32,7 @@ def _metrics(hit_rate: float, running: int = 6) -> str:
 _HYBRID_EAGLE = [
     "vllm serve nvidia/Nemotron-H-8B-Base-8K --enable-prefix-caching \\",
     "   --speculative-config '{\"method\": \"eagle\", \"model\": \"/ckpt/eagle-head\", \"num_speculative_tokens\": 3}'",
-    "(EngineCore pid=51) INFO 02-11 10:01:12 [config.py:520] Setting attention block size to 656 tokens to ensure "
-    "that attention page size is >= mamba page size.",
+    _block_line(656),
     _metrics(87.5, running=1),
 ]
 
@@ -214,8 +225,7 @@ def test_a_title_that_says_super_slow_on_an_eager_engine_is_the_eager_near_miss(
     report = ["nemotron-h 8b + ngram spec decode super slow, ~9 tok/s",
               "vllm serve nvidia/Nemotron-H-8B-Base-8K --enforce-eager "
               "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 4, \"prompt_lookup_max\": 4}'",
-              "(EngineCore pid=51) INFO 02-11 10:01:12 [config.py:520] Setting attention block size to 656 tokens to "
-              "ensure that attention page size is >= mamba page size."]
+              _block_line(656)]
     an = _analyze(report)
     assert an.findings[0].category == "other" and "eager" in an.findings[0].title
 
@@ -283,10 +293,8 @@ def test_a_small_kv_cache_with_state_pages_padded_and_padding_layers_is_the_page
     report = [
         "Why is KV cache so small for Qwen3-Next on 8x H100 compared to 4x? Concurrency barely moved.",
         "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 8 --max-model-len 131072",
-        "INFO 01-20 16:02:32 [config.py:477] Setting attention block size to 160 tokens to ensure that attention page "
-        "size is >= mamba page size.",
-        "INFO 01-20 16:02:32 [config.py:501] Padding mamba page size by 7.39% to ensure that mamba page size and "
-        "attention page size are exactly equal.",
+        _block_line(160),
+        _padding_line("7.39"),
         "(EngineCore_DP0 pid=9912) WARNING 01-20 16:04:39 [kv_cache_utils.py:1048] Add 3 padding layers, may waste at "
         "most 8.33% KV cache memory",
     ]
@@ -303,8 +311,7 @@ _PCIE = ("(Worker_TP0 pid=702) WARNING 07-08 12:31:09 [custom_all_reduce.py:152]
 def test_low_throughput_with_tp_over_pcie_is_a_near_miss():
     report = ["Low throughput Qwen3-Next-80B TP4 on 4x L40S (no NVLink)",
               "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 -tp 4", _PCIE,
-              "(Worker_TP0 pid=702) INFO 07-08 12:33:52 [interface.py:811] Setting attention block size to 272 tokens "
-              "to ensure that attention page size is >= mamba page size."]
+              _block_line(272)]
     d = _analyze(report).findings[0]
     assert d.category == "other" and "PCIe" in d.title and "4 GPUs" in d.basis
 
@@ -408,8 +415,7 @@ def test_a_tiny_kv_cache_under_a_low_memory_share_is_a_near_miss():
     report = ["Granite-4.0-H-Small: KV cache capacity is tiny, is the hybrid page padding eating it?",
               "(APIServer pid=1) INFO 03-30 17:45:02 [utils.py:276] non-default args: {'model': "
               "'ibm-granite/granite-4.0-h-small', 'max_model_len': 32768, 'gpu_memory_utilization': 0.45}",
-              "(EngineCore_DP0 pid=97) INFO 03-30 17:45:11 [interface.py:773] Setting attention block size to 400 "
-              "tokens to ensure that attention page size is >= mamba page size.",
+              _block_line(400),
               "(EngineCore_DP0 pid=97) INFO 03-30 17:46:55 [gpu_worker.py:372] Available KV cache memory: 0.71 GiB"]
     d = _analyze(report).findings[0]
     assert d.category == "other" and "0.45" in d.title and "0.71 GiB" in d.basis
@@ -494,10 +500,8 @@ def test_few_requests_at_once_when_the_cache_holds_two_full_length_requests_is_a
 def test_kv_capacity_down_after_an_upgrade_with_state_pages_padded_is_the_page_size_class():
     report = ["granite-4.0-h-small: after bump 0.14.0 -> 0.17.0 kv capacity down ~10%. same flags. no errors.",
               "vllm serve ibm-granite/granite-4.0-h-small --max-model-len 32768 --enable-prefix-caching",
-              "INFO 01-19 07:02:11 [config.py:499] Padding mamba page size by 0.48% to ensure that mamba page size and "
-              "attention page size are exactly equal.",
-              "INFO 01-26 09:40:02 [config.py:574] Padding mamba page size by 12.50% to ensure that mamba page size and "
-              "attention page size are exactly equal."]
+              _padding_line("0.48"),
+              _padding_line("12.50")]
     assert _analyze(report).findings[0].category == "kv_page_size"
 
 
@@ -521,8 +525,7 @@ def test_a_share_of_0_7_with_the_reporters_rerun_finding_four_times_the_kv_is_a_
 def test_huge_ttft_under_a_small_step_budget_is_a_near_miss():
     report = ["Zamba2-7B: long prompts have huge TTFT, even with one request in flight",
               "vllm serve Zyphra/Zamba2-7B-instruct --max-model-len 32768 --max-num-batched-tokens 512",
-              "(EngineCore_DP0 pid=93) INFO 11-19 15:02:18 [interface.py:584] Setting attention block size to 160 tokens "
-              "to ensure that attention page size is >= mamba page size."]
+              _block_line(160)]
     d = _analyze(report).findings[0]
     assert d.category == "other" and "512-token" in d.title
     wide = _analyze([r.replace("--max-num-batched-tokens 512", "--max-num-batched-tokens 16384") for r in report])
