@@ -228,6 +228,18 @@ def _kv_transfer(facts: LogFacts) -> tuple[str | None, str | None]:
     return (conn if isinstance(conn, str) else None), (role if isinstance(role, str) else None)
 
 
+def ab_tests_clear_families(facts: LogFacts, setup: Setup) -> str | None:
+    """What in the reporter's A/B tests clears a failure of the hybrid/spec-decode classes: it persists with the drafts
+    off, and with prefix caching off too, or a toggle outside those classes ends it, or it stays on one host (a model
+    without Mamba/GDN layers has no class left once the drafts are out). ``None`` when the tests do not."""
+    said = facts.startup
+    without_spec = said.get("faults_without_spec_prose")
+    others = [f"'{said[k]}'" for k in ("persists_without_pc_prose", "other_fix_prose", "one_host_prose") if said.get(k)]
+    if not without_spec or not (others or setup.hybrid is False):
+        return None
+    return "; ".join([f"it persists without speculative decoding ('{without_spec}')", *others])
+
+
 def config_known(facts: LogFacts) -> bool:
     """The log states the whole configuration: vLLM's own config line, its non-default args, or a command
     pasted whole (an excerpt that cuts the command proves nothing by what it lacks)."""

@@ -38,7 +38,7 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from .accepted import negative_accepted
 from .asyncfault import ASYNC, from_async, hybrid_spec_fault_class
-from .configuration import Setup, config_known, precondition_fails, read_setup
+from .configuration import Setup, ab_tests_clear_families, config_known, precondition_fails, read_setup
 from .connectors import connector_class
 from .diagnosis import Diagnosis, batch_numbers, config_numbers, exc_evidence, fact_evidence, frame_lines, title_of
 from .nearmiss import LOST_GPU, near_miss
@@ -202,7 +202,7 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
         hardware = _hardware_fault(facts)
         if hardware is not None:
             return _hardware_near_miss(facts, hardware, message, base_numbers, exc_evidence(root, 1))
-        ruled_out = _toggles_rule_out_families(facts, setup)
+        ruled_out = ab_tests_clear_families(facts, setup)
         if ruled_out is not None:
             return _async_near_miss(
                 facts, "Asynchronous fault outside the hybrid/spec-decode classes (the report's A/B tests)",
@@ -592,19 +592,6 @@ def _hardware_fault(facts: LogFacts) -> str | None:
             return f"Xid {xid}: {_HARDWARE_XIDS[xid]}"
     hit = next((t for _, t in facts.startup.get("error_lines") or [] if LOST_GPU.search(t)), None)
     return LOST_GPU.search(hit).group(0) if hit else None
-
-
-def _toggles_rule_out_families(facts: LogFacts, setup: Setup) -> str | None:
-    """What in the reporter's A/B tests clears an asynchronous fault of the hybrid/spec-decode classes: it persists
-    with the drafts off, and with prefix caching off too, or a toggle outside those classes ends it, or it stays on one
-    host (a model without Mamba/GDN layers has no class left once the drafts are out). ``None`` when the tests do
-    not."""
-    said = facts.startup
-    without_spec = said.get("faults_without_spec_prose")
-    others = [f"'{said[k]}'" for k in ("persists_without_pc_prose", "other_fix_prose", "one_host_prose") if said.get(k)]
-    if not without_spec or not (others or setup.hybrid is False):
-        return None
-    return "; ".join([f"it persists without speculative decoding ('{without_spec}')", *others])
 
 
 def _hardware_near_miss(facts: LogFacts, hardware: str, message: str, base_numbers: dict,

@@ -9,7 +9,7 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
-from .configuration import Setup, truthy
+from .configuration import Setup, ab_tests_clear_families, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .specpath import model_names, no_spec_path
 
@@ -466,19 +466,17 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
 
 
 def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
-    """No error; the report's own A/B tests say the symptom stays with the drafts off, and stays with prefix caching
-    off too, or ends with a toggle outside the classes, or follows one host (a model without Mamba/GDN layers has no
-    class left once the drafts are out): the hybrid/spec-decode readings are out -- a near miss."""
-    st = facts.startup
-    without_spec = st.get("faults_without_spec_prose")
-    others = [f"'{st[k]}'" for k in ("persists_without_pc_prose", "other_fix_prose", "one_host_prose") if st.get(k)]
-    if not without_spec or not (others or setup.hybrid is False):
+    """No error; the report's own A/B tests take the hybrid/spec-decode readings out (:func:`ab_tests_clear_families`)
+    -- a near miss, as an asynchronous fault with the same tests is."""
+    cleared = ab_tests_clear_families(facts, setup)
+    if cleared is None:
         return None
+    st = facts.startup
     symptom = next((st[k] for k in _SYMPTOMS + ("hang_prose",) if st.get(k)), "the reported symptom")
     return _outside(
         facts, base_numbers,
         basis=(f"no error; the report says '{symptom}', and its own A/B tests take the hybrid/spec-decode classes out: "
-               + "; ".join([f"it stays without speculative decoding ('{without_spec}')", *others])),
+               f"{cleared}"),
         title="Symptom outside the hybrid/spec-decode classes (the report's A/B tests)",
         message=f"symptom without an error: {symptom}",
         evidence=("faults_without_spec_prose", "persists_without_pc_prose", "other_fix_prose", "one_host_prose"),
