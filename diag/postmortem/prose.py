@@ -426,6 +426,10 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     + _SPEC + r"\b|"
     r"\bnum_spec(?:ulative)?_tokens\s*[=:]?\s*0\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:crash|error|fault|assert)|"
     r"\b" + _SPEC + r"\s+(?:is|are|was|were)(?: clearly)? not the (?:trigger|cause|culprit|problem)\b", re.I)
+# words of which every match of _FAULTS_WITHOUT_SPEC / _ONE_HOST / _FAULT_GONE or _FINE_WITHOUT holds one (lower case)
+_SPEC_HINTS = ("mtp", "eagle", "spec", "draft", "ngram")
+_ONE_HOST_HINTS = ("only ", "never on", "always", "same container", "same image")
+_FIXED_HINTS = ("no ", "run", "clean", "stable", "fine", "fixed", "gone", "ok")
 # the reporter tying a fault to one host or GPU: "only on this host", "never on the other three nodes", "Always GPU 5"
 _ONE_HOST = re.compile(r"\bonly (?:on|with) (?:this|one|that|a single|the one) (?:host|node|machine|box|server|GPU|card)\b|"
                        r"\bnever on the other (?:\w+ )?(?:nodes?|hosts?|machines?|boxes|servers?|GPUs?|cards?)\b|"
@@ -683,11 +687,16 @@ class ProseLines:
         row = _TABLE_ROW.match(text) if "|" in text else None
         if row:
             text = wide = f"{row.group(1).strip()}: {row.group(2).strip()}"
-        self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC, wide, line)
-        self._first_words("one_host_prose", _ONE_HOST, wide, line)
-        if "refix" in wide or "apc" in wide.lower():
+        # (each regex only after a word every one of its matches holds: these run on every prose line)
+        low = wide.lower()
+        if any(w in low for w in _SPEC_HINTS):
+            self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC, wide, line)
+        if any(w in low for w in _ONE_HOST_HINTS):
+            self._first_words("one_host_prose", _ONE_HOST, wide, line)
+        if "refix" in low or "apc" in low:
             self._first_words("persists_without_pc_prose", _PERSISTS_WITHOUT_PC, wide, line)
-        if "other_fix_prose" in self.facts.startup:
+        low = text.lower()
+        if "other_fix_prose" in self.facts.startup or not any(w in low for w in _FIXED_HINTS):
             return
         m = _FAULT_GONE.search(text)
         toggle = text[:m.start()].rsplit(". ", 1)[-1].strip(" -*") if m else None
