@@ -40,6 +40,7 @@ from .accepted import negative_accepted
 from .asyncfault import ASYNC, from_async, hybrid_spec_fault_class
 from .configuration import Setup, ab_tests_clear_families, config_known, precondition_fails, read_setup
 from .connectors import connector_class
+from .emptyroot import empty_root_crash
 from .diagnosis import Diagnosis, batch_numbers, config_numbers, exc_evidence, fact_evidence, frame_lines, title_of
 from .nearmiss import LOST_GPU, near_miss
 from .numbers import message_numbers, named_numbers
@@ -319,7 +320,8 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
                          title=f"{title_of(cat)} (inferred from {fr.function})",
                          message=(message.strip().splitlines() or [""])[0][:300] or root.exc_type,
                          numbers={**base_numbers, **facts.numbers}, evidence=exc_evidence(root, 3) + batch_ev)
-    return None
+    # the only error is vLLM's report that a worker failed: the class from the configuration and the A/B tests
+    return empty_root_crash(facts, root, setup, base_numbers, batch_ev)
 
 
 _LAUNCH = re.compile(r"\b(\w+)\[[^\]]{1,40}\]\(|torch\.ops\.\w+\.(\w+)\(|\bops\.(\w+)\(")

@@ -1,0 +1,89 @@
+"""Crashes whose only error is vLLM's wrapper: the engine says a worker failed ("Worker failed with error ''",
+"EngineCore encountered an issue", "Engine core initialization failed ... Failed core proc(s): {}") and the
+worker's own exception never reached the log (a log shipper's line limit, a message-less ``assert``, an excerpt).
+As with an asynchronous fault, the class then comes from the configuration and the report's own A/B tests
+(``low``), and the finding says the worker's error is missing."""
+
+from __future__ import annotations
+
+import re
+
+from ..model import Evidence, LogException, LogFacts
+from .asyncfault import hybrid_spec_fault_class, separate_draft
+from .configuration import Setup, ab_tests_clear_families
+from .diagnosis import Diagnosis, exc_evidence, fact_evidence, title_of
+
+# the engine's and the API server's reports that something below them failed, which carry no cause of their own
+# (a worker's error relayed with an empty message: ``Worker failed with error ''``)
+_WRAPPER_TEXT = re.compile(
+    r"Worker failed with error (?:''|\"\")|EngineCore encountered (?:an issue|a fatal error)|"
+    r"Engine core initialization failed|EngineCore failed to start|output_handler failed|Executor failed|"
+    r"Worker proc \S+ died unexpectedly|Failed core proc\(s\)|EngineDeadError\s*$|shutting down executor", re.I)
+# a signal that says who ended the worker (the OOM killer's SIGKILL, a segfault): a cause of its own, not modelled here
+_SIGNALLED = re.compile(r"SIGKILL|SIGSEGV|signal 9|exit ?code[:= ]+13[79]|Segmentation fault|core dumped|OOMKilled|"
+                        r"out of memory", re.I)
+
+
+def wrapper_only(facts: LogFacts, root: LogException) -> bool:
+    """The root error and every error line are vLLM's wrappers: no line holds the worker's own error."""
+    text = f"{root.exc_type}: {root.message}"
+    if not _WRAPPER_TEXT.search(text) or _SIGNALLED.search(text):
+        return False
+    lines = [str(t) for _, t in facts.startup.get("error_lines") or []]
+    return all(_WRAPPER_TEXT.search(t) and not _SIGNALLED.search(t) for t in lines)
+
+
+def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_numbers: dict,
+                     batch_ev: list[Evidence]) -> Diagnosis | None:
+    """The reading of a crash whose worker error is missing: a near miss when the report's A/B tests clear the
+    families, else the class the configuration points at (None when it points at none)."""
+    if not wrapper_only(facts, root):
+        return None
+    nums = {**base_numbers, **facts.numbers}
+    first = (root.message.strip().splitlines() or [root.exc_type])[0][:300]
+    missing = ["the worker's own traceback: the lines above 'EngineCore encountered a fatal error' / 'EngineCore "
+               "failed to start' on every rank (a log shipper may drop long lines; VLLM_LOGGING_LEVEL=DEBUG and "
+               "CUDA_LAUNCH_BLOCKING=1 show more)"]
+    ev = exc_evidence(root, 1) + batch_ev + fact_evidence(facts, "command", "non_default_args", "engine_config")
+    wrapped = "the only error is vLLM's report that a worker failed; the worker's own error is not in the log"
+    cleared = ab_tests_clear_families(facts, setup)
+    if cleared is not None:
+        return Diagnosis(category="other", confidence="medium", rule="near_miss", title=(
+            "Worker failure outside the hybrid/spec-decode classes (the report's A/B tests)"),
+            basis=f"{wrapped}; the report's own A/B tests take the hybrid/spec-decode classes out: {cleared}",
+            message=first, numbers=nums,
+            evidence=ev + fact_evidence(facts, "faults_without_spec_prose", "persists_without_pc_prose",
+                                        "other_fix_prose", "one_host_prose"), missing=missing)
+    at_start = bool(re.search(r"initialization failed|failed to start", f"{root.message} " + " ".join(
+        str(t) for _, t in facts.startup.get("error_lines") or []), re.I))
+    tied = facts.startup.get("spec_tied_prose")
+    why = ", ".join(setup.why) or "the configuration"
+    if at_start:
+        if not (setup.hybrid and setup.spec_k and (separate_draft(setup) or tied)):
+            return None
+        # a hybrid's engine start with drafts: the KV-cache configuration (after the memory profile) unifies the
+        # pages of the target's Mamba/GDN and attention layers with those of the drafter's layers
+        cat = "kv_page_size"
+        drafter = "a separate draft model" if separate_draft(setup) else f"the {setup.spec_method or 'spec'} drafter"
+        reason = (f"{drafter} on a hybrid target: the KV-cache configuration at start unifies the page sizes of the "
+                  f"target's Mamba/GDN and attention layers with the drafter's layers"
+                  + (f" (the report: '{tied}')" if tied else ""))
+        if facts.startup.get("available_kv_cache_gib") is not None:
+            reason += "; the engine died after the memory profile ('Available KV cache memory'), where that happens"
+    elif setup.hybrid and setup.spec_k:
+        cat, reason = hybrid_spec_fault_class(setup, facts.startup.get("structured_outputs_prose"))
+    elif setup.mla and setup.spec_k:
+        cat = "spec_kernel_limit"
+        reason = (f"MLA / sparse-indexer attention with multi-token decode: each decode request carries "
+                  f"1 + k = {setup.spec_k + 1} query tokens, past what some of those kernels take (DeepGEMM's "
+                  f"paged-MQA logits on Hopper: next_n 1 or 2)")
+        if setup.spec_k > 0:
+            nums.setdefault("next_n", setup.spec_k + 1)
+    else:
+        return None
+    return Diagnosis(
+        category=cat, confidence="low", rule="failure_class",
+        basis=f"{wrapped}; inferred from the configuration: {why} -> {reason}"
+              + (f"; the report ties it to the drafts ('{tied}')" if tied and not at_start else ""),
+        title=f"{title_of(cat)} (inferred: the worker's error is missing from the log)",
+        message=first, numbers=nums, evidence=ev + fact_evidence(facts, "spec_tied_prose"), missing=missing)
