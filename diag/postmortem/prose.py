@@ -203,6 +203,9 @@ _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|
                            r"collapsed|falls?|fell|degrades?|degraded|regress\w*|tanks?|tanked)\b|"
                            # an evaluation harness failing its quality gate
                            r"\b(?:accuracy|quality|eval|score) regression\b|\bquality (?:drops?|dropped|regress\w*|degrad\w*)\b|"
+                           # "quality falls apart as soon as k > 1", "tool calls have wrong argument names"
+                           r"\b(?:quality|accuracy|outputs?|answers?) (?:\w+ )?(?:falls?|fell|falling|comes?|came) apart\b|"
+                           r"\btool[- ]calls? (?:have|has|get|gets|with) (?:\w+ )?wrong (?:argument|parameter|function)s?\b|"
                            # an evaluation's score lower with a feature than without ("gsm8k lower with MTP on than off")
                            r"\b(?:gsm8k|mmlu|humaneval|math500|aime\d*|accuracy|eval scores?|win rate)\b (?:is |was |gets? )?"
                            r"(?:lower|worse) (?:with|when)\b|\bregression (?:vs\.?|versus|against|from) "

@@ -448,7 +448,8 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or padding_capacity_loss(facts, setup, base_numbers) or unrounded_capture_sizes(facts, setup, base_numbers)
          or fp8_kv_quality(facts, setup, base_numbers)
          or activation_reserve_capacity(facts, base_numbers) or scheduler_cap(facts, base_numbers)
-         or indexer_native_next_n_quality(facts, setup, base_numbers) or reset_running_stale_state(facts, setup, base_numbers)
+         or indexer_native_next_n_quality(facts, setup, base_numbers) or mla_decode_quality(facts, setup, base_numbers)
+         or reset_running_stale_state(facts, setup, base_numbers)
          or silent_corruption(facts, setup, base_numbers, batch_ev)
          or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
          or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
@@ -778,6 +779,31 @@ def indexer_native_next_n_quality(facts: LogFacts, setup: Setup, base_numbers: d
         evidence=("wrong_output_prose", "dsa_native_next_n_max", "attention_backend_selected", "command"),
         missing=["the same evaluation with num_speculative_tokens = 1 (next_n = 2), and the DeepGEMM build's version"]
         + ([] if logged else ["vLLM's 'DSA indexer decode path: use_flattening=...' line (INFO, at start)"]))
+
+
+def mla_decode_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, the output wrong with drafts on an MLA model, and vLLM logged the MLA decode backend it runs: MLA
+    decode kernels take a request's 1 + k verification rows as one uniform query (``QueryLenSupport.UNIFORM``) or, in
+    older releases, as one token (rocm_aiter_mla.py 0.11: ``max_seqlen_qo = 1``), so rows past the kernel's query
+    length are attended wrongly and wrong drafts get verified -- the kernel's limit under drafts, seen as quality
+    (``low``). A sparse indexer's next_n is :func:`indexer_native_next_n_quality`'s."""
+    symptom = facts.startup.get("wrong_output_prose")
+    backend = str(facts.startup.get("attention_backend_selected") or "")
+    if not (symptom and setup.spec_k and setup.mla and not setup.hybrid and "MLA" in backend):
+        return None
+    q = setup.spec_k + 1 if setup.spec_k > 0 else None
+    return _family_warning(
+        facts, base_numbers, "spec_kernel_limit", "low",
+        basis=(f"no error; the report says the output went wrong ('{symptom}') with drafts on an MLA model "
+               f"({', '.join(setup.why)}), decoded by {backend} as vLLM logged: the MLA decode kernel takes each "
+               f"request's {q or '1 + k'} verification rows as one query of a fixed length (one token in older "
+               "releases), so rows past what the kernel attends are scored wrongly and wrong drafts are accepted -- the "
+               "kernel's query-length limit under drafts, seen as quality"),
+        title=f"{title_of('spec_kernel_limit')} (silent: {backend} decode with {q or '1 + k'} query rows a request)",
+        message=f"wrong output with drafts: {symptom}", numbers={"decode_query_len": q} if q else {},
+        evidence=("wrong_output_prose", "attention_backend_selected", "command", "non_default_args"),
+        missing=["the same evaluation with num_speculative_tokens = 1 and with another MLA backend "
+                 "(VLLM_ATTENTION_BACKEND, or VLLM_ROCM_USE_AITER_MLA=0 on ROCm)"])
 
 
 def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:

@@ -12,6 +12,13 @@ from .pylit import LiteralError, parse_kwargs, parse_literal_prefix
 
 # (fact name, regex, converter); first group is the value
 _SPEC_DOWNGRADE = "is not supported with spec-decode for attention backend "
+# the platform's words for an attention backend (vllm/platforms/cuda.py, rocm.py 0.10-0.11) -> its enum name
+_BACKEND_WORDS = {"sparse mla": "FLASHMLA_SPARSE", "flashmla sparse mla": "FLASHMLA_SPARSE", "cutlass mla": "CUTLASS_MLA",
+                  "flashinfer mla": "FLASHINFER_MLA", "flashmla": "FLASHMLA", "flashattention mla": "FLASH_ATTN_MLA",
+                  "triton mla": "TRITON_MLA", "aiter mla": "ROCM_AITER_MLA", "flashinfer": "FLASHINFER",
+                  "flexattention": "FLEX_ATTENTION", "triton": "TRITON_ATTN", "triton attention": "TRITON_ATTN",
+                  "flash attention": "FLASH_ATTN", "tree attention": "TREE_ATTN", "xformers": "XFORMERS",
+                  "rocm/aiter attention": "ROCM_AITER_FA"}
 _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("attention_block_size", re.compile(r"Setting attention block size to (\d+) tokens"), int),
     ("mamba_padding_percent", re.compile(r"Padding mamba page size by " + _FLOAT + r"%"), float),
@@ -31,6 +38,10 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     # the attention backend vLLM picked ("Using FLASHINFER attention backend out of potential backends: [...]",
     # "Using FLASHMLA backend"), and FlashInfer's TRTLLM-gen decode on Blackwell ("Using TRTLLM attention")
     ("attention_backend_selected", re.compile(r"\bUsing ([A-Z][A-Z0-9_]{3,}) (?:attention )?backend\b"), str),
+    # the platform's older words for the same choice ("Using AITER MLA backend on V1 engine.", "Using Triton MLA backend
+    # on V1 engine.", vllm/platforms/cuda.py and rocm.py before the registry): the backend's enum name
+    ("attention_backend_selected", re.compile(r"Using ([A-Z][\w/]*(?: [A-Z][\w/]*){0,3}) backend on V1 engine\b"),
+     lambda s: _BACKEND_WORDS.get(s.lower(), re.sub(r"\W+", "_", s).upper())),
     ("trtllm_attention", re.compile(r"\bUsing TRTLLM attention\b()"), lambda s: True),
     # an MLA decode given decodes of different query lengths falls back to one query row per token (vllm/v1/attention/
     # backends/mla/flashinfer_mla.py, tokenspeed_mla.py: "FlashInferMLAImpl got a query of uneven length.")
