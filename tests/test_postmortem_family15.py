@@ -53,3 +53,38 @@ def test_an_mla_model_without_drafts_gets_no_kernel_limit_finding():
     an = _analyze(["The quality falls apart on long prompts.", "vllm serve deepseek-ai/DeepSeek-R1-0528 -tp 8",
                    _backend_line("AITER MLA")])
     assert not [f for f in an.findings if f.category == "spec_kernel_limit"]
+
+
+def _truncated(size: int) -> str:
+    """vLLM's warning (vllm/config/vllm.py) that it cut the largest capture size to fit the drafts."""
+    return f"(EngineCore_DP0 pid=33) WARNING 12-09 16:20:44 [vllm.py:1454] Truncating max_cudagraph_capture_size to {size}"
+
+
+_HYBRID_MTP = ["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --max-cudagraph-capture-size 6 \\",
+               "    --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'"]
+
+
+def test_a_slowdown_above_the_truncated_largest_graph_reads_as_the_capture_sizes():
+    an = _analyze(["Throughput is worse than with no spec decoding once there are >1 concurrent requests."]
+                  + _HYBRID_MTP + [_truncated(4)])
+    assert an.facts.startup["concurrent_requests"] == 2  # more than one
+    assert an.findings[0].category == "cudagraph_shape"
+
+
+def test_clients_waiting_in_the_api_server_are_not_the_engines_batch():
+    stats = ("(APIServer pid=1) INFO 06-30 21:22:51 [loggers.py:261] Engine 000: Avg prompt throughput: 641.2 tokens/s, "
+             "Avg generation throughput: 3488.0 tokens/s, Running: 141 reqs, Waiting: 0 reqs, GPU KV cache usage: 9.8%, "
+             "Prefix cache hit rate: 12.0%")
+    an = _analyze(["Throughput plateaus with 500 concurrent clients; the API server sits at 100% of one core.",
+                   "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --max-num-seqs 512 \\",
+                   "    --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'", _truncated(510), stats])
+    assert not [f for f in an.findings if f.category == "cudagraph_shape"]  # 141 x 3 = 423 tokens fit the 510 graph
+
+
+def test_a_model_named_only_in_prose_as_an_attention_only_family_is_not_a_hybrid():
+    an = _analyze([
+        "GLM-4.6 FP8, P/D disagg with NixlConnector, decode node TP8 with MTP k=1.",
+        "(Worker_TP0 pid=301) ERROR 10-03 18:22:50 [multiproc_executor.py:851] torch.AcceleratorError: CUDA error: an "
+        "illegal memory access was encountered",
+        "Disagg without MTP: same IMA. Prefill node block_size 64, decode node 16; matching them fixed it."])
+    assert all(f.category == "other" for f in an.findings if f.severity == "error")

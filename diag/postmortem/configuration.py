@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import LogException, LogFacts
-from ..rules._modelnames import HYBRID_ARCH, HYBRID_MODEL, MLA_ARCH, MLA_MODEL
+from ..rules._modelnames import DENSE_MODEL, HYBRID_ARCH, HYBRID_MODEL, MLA_ARCH, MLA_MODEL
 
 HYBRID_WORDS = re.compile(r"\bGDN\b|gated ?deltanet|\bmamba\d?\b|linear[ -]attention", re.I)
 MLA_WORDS = re.compile(r"\bMLA\b|\bDSA\b|sparse[ -]?MLA|indexer|DeepGEMM", re.I)
@@ -84,7 +84,8 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     prose = " ".join([t for _, t in (facts.startup.get("error_lines") or [])][-20:]
                      + list(facts.startup.get("repo_mentions") or []) + [terms])
     if not model and not arch:
-        m = HYBRID_MODEL.search(prose) or MLA_MODEL.search(prose)
+        # (an attention-only family named in the prose only when no hybrid or MLA name is there)
+        m = HYBRID_MODEL.search(prose) or MLA_MODEL.search(prose) or DENSE_MODEL.search(terms)
         if m:
             model = m.group(0)
     hybrid = None

@@ -388,10 +388,10 @@ _SPEC_SLOWER = re.compile(
     # "from k=2 on the throughput collapses to below no-spec"
     r"\b(?:collapses?|collapsed|drops?|dropped|falls?|fell) (?:to )?below (?:the )?no[- ]?spec\w*\b|"
     # "it's slower than no MTP at all", "slower than running without speculation"
-    r"\bslower than (?:(?:running|serving|decoding|using) )?(?:no|without|plain|vanilla|baseline) (?:any )?(?:MTP|EAGLE|"
+    r"\bslower than (?:(?:running|serving|decoding|using|with) )?(?:no|without|plain|vanilla|baseline) (?:any )?(?:MTP|EAGLE|"
     r"[Ee]agle|spec\w*|drafts?|drafting|speculat\w*|ngram)\b|"
     # a latency figure "worse than no spec": "TPOT only drops 16.9 -> 15.2 ms, and at 48 concurrent it's worse than no spec"
-    r"\b(?:TPOT|ITL|TTFT|latency|throughput|tok(?:en)?s?/s)\b(?:[^.\n]|\.\d){0,80}?\bworse than (?:(?:running|serving|using) )?"
+    r"\b(?:TPOT|ITL|TTFT|latency|throughput|tok(?:en)?s?/s)\b(?:[^.\n]|\.\d){0,80}?\bworse than (?:(?:running|serving|using|with) )?"
     r"(?:no|without|plain|vanilla|baseline) (?:any )?(?:MTP|EAGLE|[Ee]agle|spec\w*|drafts?|drafting|speculat\w*|ngram|suffix)\b|"
     # "with 3 spec tokens it's slower", "2 draft tokens are slower than 1"
     r"\b\d+ (?:spec(?:ulative)?|draft|MTP) tokens?\b[^.\n]{0,30}?\bslower\b|"
@@ -970,7 +970,10 @@ class ProseLines:
             after = [m for m in ms if _FAILS.search(text[m.end():m.end() + 30])]
             m = (before or after or ms or [None])[0]
             if m:
-                self.facts.startup.setdefault("concurrent_requests", int(m.group(1) or m.group(2)))
+                n = int(m.group(1) or m.group(2))
+                # ">1 concurrent requests", "more than 8 concurrent": the load is above the number said
+                above = m.group(1) and re.search(r"(?:>|\bmore than |\bover )$", text[max(0, m.start() - 10):m.start()])
+                self.facts.startup.setdefault("concurrent_requests", n + 1 if above else n)
         if len(text) < 4000 and _REQ_HINT.search(text):
             self._request_params(text)
         # the same facts also come from pasted INFO lines that lost their prefix

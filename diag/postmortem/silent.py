@@ -702,9 +702,13 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
     if not slow or not k or k < 1 or truthy(facts.args.get("enforce_eager")):
         return None
     sizes = [s for s in facts.startup.get("cudagraph_capture_sizes") or [] if isinstance(s, int)]
-    cap = max(sizes) if sizes else facts.args.get("max_cudagraph_capture_size")
-    loads = [n for n in (facts.startup.get("num_requests_running"), facts.startup.get("concurrent_requests"))
-             if isinstance(n, int) and n > 0]
+    # (vLLM's own "Truncating max_cudagraph_capture_size to N" is the largest graph it captured)
+    cap = facts.startup.get("max_cudagraph_capture_size_truncated") or (
+        max(sizes) if sizes else facts.args.get("max_cudagraph_capture_size"))
+    # the requests the engine ran (its stats line) are what a step carries; clients connected may wait in the server
+    running = facts.startup.get("num_requests_running_max") or facts.startup.get("num_requests_running")
+    loads = [n for n in ((running,) if isinstance(running, int) and running > 0 else
+                         (facts.startup.get("concurrent_requests"),)) if isinstance(n, int) and n > 0]
     if not isinstance(cap, int) or cap <= 0 or not loads or max(loads) * (k + 1) <= cap:
         return None
     load = max(loads)
@@ -717,7 +721,10 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
         title=f"{title_of('cudagraph_shape')} (silent: decode steps of {load * (k + 1)} tokens above the largest graph, {cap})",
         message=f"slower under drafts at high concurrency: {slow}",
         numbers={"max_cudagraph_capture_size": cap, "num_speculative_tokens": k,
-                 "decode_tokens_at_load": load * (k + 1), "requests_per_graph": cap // (k + 1)},
+                 "decode_tokens_at_load": load * (k + 1), "requests_per_graph": cap // (k + 1),
+                 **({"max_cudagraph_capture_size": facts.args["max_cudagraph_capture_size"],
+                     "truncated_capture_size": cap} if facts.startup.get("max_cudagraph_capture_size_truncated")
+                    and isinstance(facts.args.get("max_cudagraph_capture_size"), int) else {})},
         evidence=("slow_prose", "spec_slower_prose", "cudagraph_capture_sizes", "num_requests_running",
                   "concurrent_requests"),
         missing=["vLLM's CUDA-graph stats (--cudagraph-metrics) at that load, or a run with --max-cudagraph-capture-size "

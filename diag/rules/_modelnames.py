@@ -20,6 +20,9 @@ HYBRID_MODEL = re.compile(r"qwen3[-_.]?next|qwen3\.[5-9]|qwen3[-_]coder[-_]next|
 MLA_ARCH = re.compile(r"DeepseekV[23]|DeepseekV32|DeepseekV4|Deepseek|KimiK2|Glm.*Dsa|GlmMoeDsa|MiniMaxM3|Kimi", re.I)
 # (a DeepSeek-R1 distill is a Llama / Qwen model: dense attention)
 MLA_MODEL = re.compile(r"deepseek(?![\w./-]*distill)|kimi[-_]k2|glm[-_]?5|dsv[34]|minimax[-_]m3|longcat", re.I)
+# attention-only families, for a model named only in the reporter's prose ("GLM-4.6 FP8, P/D with NIXL ...")
+DENSE_MODEL = re.compile(r"\bglm[-_]?4(?:\.[5-7])?(?![\w.]*dsa)|\bllama[-_ ]?[234]|\bmistral|\bmixtral|\bqwen[-_]?2(?:\.5)?\b|"
+                         r"\bqwen3(?![-_.]?(?:next|\.?[5-9]|coder[-_]next))|\bgpt[-_]oss|\bgemma[-_]?[23]|\bphi[-_]?[34]", re.I)
 
 # model names -> layer family, for logs without a 'Resolved architecture' line or a reachable config.json
 NAME_FAMILIES = (
