@@ -82,3 +82,63 @@ def test_a_worker_the_oom_killer_ended_is_not_read_from_the_configuration():
                    "(EngineCore_DP0 pid=88) ERROR 05-14 09:40:40 [multiproc_executor.py:232] Worker proc VllmWorker-0 "
                    "died unexpectedly, shutting down executor. (killed by SIGKILL)"] + _DEAD)
     assert not [f for f in an.findings if f.category == "mixed_batch"]
+
+
+_START_FAILED = [
+    "(EngineCore pid=90) ERROR 04-14 09:15:07 [core.py:1136] EngineCore failed to start.",
+    "(EngineCore pid=90) ERROR 04-14 09:15:07 [core.py:1136] RuntimeError: Worker failed with error '', please check the "
+    "stack trace above for the root cause",
+    "(EngineCore pid=90) INFO 04-14 09:15:08 [multiproc_executor.py:744] Parent process exited, terminating worker queues",
+    "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+]
+
+
+def test_an_empty_relayed_error_is_not_read_as_the_text_after_it():
+    an = _analyze(_START_FAILED)
+    assert an.facts.root.message.startswith("Worker failed with error ''")
+
+
+def test_a_hybrid_with_mtp_that_fails_to_start_only_above_one_draft_reads_as_the_kv_layout():
+    spec = "{'method': 'mtp', 'num_speculative_tokens': 2}"
+    an = _analyze(["Qwen3-Next + MTP dies during startup as soon as I go to 2 speculative tokens. With 1 token it boots "
+                   "fine.", _args("Qwen/Qwen3-Next-80B-A3B-Instruct", spec)] + _START_FAILED)
+    assert an.facts.startup["fewer_drafts_work"] == 1
+    lead = an.findings[0]
+    assert lead.category == "kv_page_size" and lead.confidence == "low"
+
+
+def test_a_hybrid_with_mtp_that_fails_to_start_with_nothing_tying_it_to_the_drafts_gets_no_family():
+    spec = "{'method': 'mtp', 'num_speculative_tokens': 2}"
+    an = _analyze(["Qwen3-Next + MTP dies during startup.", _args("Qwen/Qwen3-Next-80B-A3B-Instruct", spec)]
+                  + _START_FAILED)
+    assert all(f.category == "other" for f in an.findings if f.severity == "error")
+
+
+def test_a_sparse_indexer_start_cancelled_above_one_draft_reads_as_the_kernel_limit():
+    spec = "{'method': 'mtp', 'num_speculative_tokens': 3}"
+    an = _analyze([
+        "- num_speculative_tokens 1  -> starts, works", "- num_speculative_tokens 3  -> dies right after the model load",
+        _args("deepseek-ai/DeepSeek-V3.2", spec, "'tensor_parallel_size': 8, "),
+        "(EngineCore_DP0 pid=2190) ERROR 03-21 02:17:44 [core.py:1100] EngineCore failed to start.",
+        "(EngineCore_DP0 pid=2190) ERROR 03-21 02:17:44 [core.py:1100] Traceback (most recent call last):",
+        "(EngineCore_DP0 pid=2190) ERROR 03-21 02:17:44 [core.py:1100]   File \"/usr/local/lib/python3.12/dist-packages/"
+        "vllm/distributed/device_communicators/shm_broadcast.py\", line 537, in acquire_read",
+        "(EngineCore_DP0 pid=2190) ERROR 03-21 02:17:44 [core.py:1100]     raise RuntimeError(\"cancelled\")",
+        "(EngineCore_DP0 pid=2190) ERROR 03-21 02:17:44 [core.py:1100] RuntimeError: cancelled",
+        "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ])
+    lead = an.findings[0]
+    assert lead.category == "spec_kernel_limit" and lead.numbers["next_n"] == 4
+
+
+def test_an_nccl_watchdog_timeout_before_the_wrapper_is_not_read_from_the_configuration():
+    spec = "{'method': 'deepseek_mtp', 'num_speculative_tokens': 1}"
+    an = _analyze([
+        _args("deepseek-ai/DeepSeek-V3", spec),
+        "[rank11]:[E1104 03:12:55.120311 ProcessGroupNCCL.cpp:632] [Rank 11] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=918244, OpType=ALLREDUCE, NumelIn=14336, NumelOut=14336, Timeout(ms)=600000) ran for "
+        "600043 milliseconds before timing out.",
+        "(EngineCore_DP0 pid=812) ERROR 11-04 03:13:01 [core.py:710] EngineCore encountered a fatal error.",
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the "
+        "root cause."])
+    assert not [f for f in an.findings if f.category == "spec_kernel_limit"]

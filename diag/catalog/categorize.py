@@ -559,6 +559,11 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # decoding (B), as the reports of it are labelled, not prefix caching merely unavailable
     ("models/config.py", "verify_and_update_config", "align' is currently not compatible with speculative decoding",
      "state_index", "align_mode_refuses_drafts"),
+    # ... and asking for chunked prefill (0.15+): align mode checkpoints a request's Mamba/GDN state at each block
+    # boundary, which the scheduler reaches by cutting prefills into block-aligned chunks -- the same state copies
+    # through the block table (B), not prefix caching merely unavailable
+    ("models/config.py", "verify_and_update_config", "chunked prefill is required for mamba cache mode 'align'",
+     "state_index", "align_mode_needs_chunked_prefill"),
     # the Mamba block size set without prefix caching (it only sizes the 'align' mode's state blocks): the hybrid
     # block-size configuration refused before any engine runs -- block-size alignment (E), as three of the four
     # labels of it say (the fourth, a GPU run's, called it a bad flag)

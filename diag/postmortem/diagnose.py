@@ -159,6 +159,10 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
                              numbers={**message_numbers(what[1]), **facts.numbers},
                              evidence=[Evidence(text=what[1][:500], line=what[0], source="log")] + exc_evidence(root, 1))
     text = f"{root.exc_type}: {message}"
+    # the only error is vLLM's report that a worker failed: the class from the configuration and the A/B tests
+    empty = empty_root_crash(facts, root, setup, base_numbers, batch_ev)
+    if empty is not None:
+        return empty
 
     # 0. a KV-memory error the log itself ties to the hybrid KV layout (checked before the site: the
     #    memory check is an `other` site, the disabled hybrid manager is the cause)
@@ -320,8 +324,7 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
                          title=f"{title_of(cat)} (inferred from {fr.function})",
                          message=(message.strip().splitlines() or [""])[0][:300] or root.exc_type,
                          numbers={**base_numbers, **facts.numbers}, evidence=exc_evidence(root, 3) + batch_ev)
-    # the only error is vLLM's report that a worker failed: the class from the configuration and the A/B tests
-    return empty_root_crash(facts, root, setup, base_numbers, batch_ev)
+    return None
 
 
 _LAUNCH = re.compile(r"\b(\w+)\[[^\]]{1,40}\]\(|torch\.ops\.\w+\.(\w+)\(|\bops\.(\w+)\(")

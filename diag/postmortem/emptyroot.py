@@ -18,7 +18,9 @@ from .diagnosis import Diagnosis, exc_evidence, fact_evidence, title_of
 _WRAPPER_TEXT = re.compile(
     r"Worker failed with error (?:''|\"\")|EngineCore encountered (?:an issue|a fatal error)|"
     r"Engine core initialization failed|EngineCore failed to start|output_handler failed|Executor failed|"
-    r"Worker proc \S+ died unexpectedly|Failed core proc\(s\)|EngineDeadError\s*$|shutting down executor", re.I)
+    r"Worker proc \S+ died unexpectedly|Failed core proc\(s\)|EngineDeadError\s*$|shutting down executor|"
+    # the engine's shared-memory queue to its workers, cancelled as they died (shm_broadcast.py acquire_read)
+    r"^RuntimeError: cancelled\s*$", re.I | re.M)
 # a signal that says who ended the worker (the OOM killer's SIGKILL, a segfault): a cause of its own, not modelled here
 _SIGNALLED = re.compile(r"SIGKILL|SIGSEGV|signal 9|exit ?code[:= ]+13[79]|Segmentation fault|core dumped|OOMKilled|"
                         r"out of memory", re.I)
@@ -28,6 +30,11 @@ def wrapper_only(facts: LogFacts, root: LogException) -> bool:
     """The root error and every error line are vLLM's wrappers: no line holds the worker's own error."""
     text = f"{root.exc_type}: {root.message}"
     if not _WRAPPER_TEXT.search(text) or _SIGNALLED.search(text):
+        return False
+    # an NCCL watchdog's timeout, the driver's Xid report, a kubelet's probe kill or a hang before the death name a
+    # cause the wrapper does not carry
+    if any(k in facts.lines for k in ("nccl_watchdog", "xid")) or facts.startup.get("probe_kill") \
+            or facts.startup.get("hang_prose") or facts.startup.get("xids"):
         return False
     lines = [str(t) for _, t in facts.startup.get("error_lines") or []]
     return all(_WRAPPER_TEXT.search(t) and not _SIGNALLED.search(t) for t in lines)
@@ -57,8 +64,18 @@ def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_num
     at_start = bool(re.search(r"initialization failed|failed to start", f"{root.message} " + " ".join(
         str(t) for _, t in facts.startup.get("error_lines") or []), re.I))
     tied = facts.startup.get("spec_tied_prose")
+    fewer = facts.startup.get("fewer_drafts_work")
+    if not tied and isinstance(fewer, int) and 0 <= fewer < setup.spec_k:
+        tied = f"{fewer} draft token(s) work, {setup.spec_k} do not"
     why = ", ".join(setup.why) or "the configuration"
-    if at_start:
+    if at_start and setup.mla and setup.spec_k and tied and not setup.hybrid:
+        # the start's dummy run and CUDA-graph capture run the MLA / sparse-indexer decode with 1 + k query rows
+        cat = "spec_kernel_limit"
+        reason = (f"the engine's start runs the MLA / sparse-indexer decode kernels on dummy batches of 1 + k = "
+                  f"{setup.spec_k + 1} query tokens a request, past what some of them take (DeepGEMM's paged-MQA logits "
+                  f"on Hopper: next_n 1 or 2); the report: '{tied}'")
+        nums.setdefault("next_n", setup.spec_k + 1)
+    elif at_start:
         if not (setup.hybrid and setup.spec_k and (separate_draft(setup) or tied)):
             return None
         # a hybrid's engine start with drafts: the KV-cache configuration (after the memory profile) unifies the
@@ -86,4 +103,4 @@ def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_num
         basis=f"{wrapped}; inferred from the configuration: {why} -> {reason}"
               + (f"; the report ties it to the drafts ('{tied}')" if tied and not at_start else ""),
         title=f"{title_of(cat)} (inferred: the worker's error is missing from the log)",
-        message=first, numbers=nums, evidence=ev + fact_evidence(facts, "spec_tied_prose"), missing=missing)
+        message=first, numbers=nums, evidence=ev + fact_evidence(facts, "spec_tied_prose", "fewer_drafts_work"), missing=missing)

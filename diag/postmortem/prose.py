@@ -246,6 +246,13 @@ _SPEC_TIED = re.compile(r"\b(?:without|removing|removed|remove|disabl\w+|turn\w*
                         r"(?:--)?(?:speculative[-_ ]config|spec(?:ulative)?[- ]decod\w*|mtp|ngram|n-gram|suffix decoding|"
                         r"drafts?|the draft(?:er| model))`?(?:\s+removed)?[^.]{0,100}?\b(?:fine|correct(?:ly)?|ok|okay|works?|clean|"
                         r"good|normal|sane|coherent)\b", re.I)
+# the reporter saying fewer drafts work ("With 1 token it boots fine", "num_speculative_tokens 1 -> starts, works",
+# "k=1 is fine", '"num_speculative_tokens": 1`: survived 2h'): the failure grows with k
+_FEWER_DRAFTS_WORK = re.compile(
+    r"(?:\bk|\bn_?spec|\bnum_spec(?:ulative)?_tokens|\bspec(?:ulative)? tokens)[\"'`]?\s*[=:]?\s*(\d)\b(?![.\d])[^.\n]{0,25}?"
+    r"\b(?:is |was |it )?(?:fine|works?|worked|ok|okay|starts?|started|boots?|booted|serves?|survived|(?:runs?|ran) (?:fine|ok|clean|stable)|stable)\b|"
+    r"\bwith (\d) (?:speculative |spec |draft |MTP )?tokens?,? (?:it |everything )?(?:boots|starts|works|runs|serves|is fine)\b",
+    re.I)
 # the reporter's words for the last prefill chunk of a chunked prompt: "prompt_len % 2048 == 1", "(4096*n + 1)",
 # "the final chunk ... was exactly one token", "a 1-token last chunk"
 _LAST_CHUNK = re.compile(r"%\s*(?:max_num_batched_tokens|\d{3,6})\s*==\s*(\d{1,2})\b|"
@@ -801,6 +808,12 @@ class ProseLines:
             if m:
                 self.facts.startup["spec_tied_prose"] = m.group(0)
                 self.facts.lines["spec_tied_prose"] = (line.lineno, text.strip()[:500])
+        if "fewer_drafts_work" not in self.facts.startup and len(text) < 2000 and any(
+                w in text.lower() for w in ("k=", "k =", "spec", "token")):
+            m = _FEWER_DRAFTS_WORK.search(text)
+            if m:
+                self.facts.startup["fewer_drafts_work"] = int(m.group(1) or m.group(2))
+                self.facts.lines["fewer_drafts_work"] = (line.lineno, text.strip()[:500])
         if "last_chunk_tokens" not in self.facts.startup and len(text) < 2000 and (
                 "%" in text or "chunk" in text or "+" in text or "mod" in text):
             m = _LAST_CHUNK.search(text)

@@ -379,6 +379,8 @@ def inner_error(exc: LogException) -> tuple[str, str] | None:
     if not m:
         return None
     inner = m.group(2)
+    if re.match(r"(['\"])?, please check the stack trace above", inner):
+        return None  # an empty error relayed ("Worker failed with error ''"), a later line joined after it
     inner = re.sub(r"\s*\n\s*", " ", inner).strip().rstrip("'\"")
     inner = re.sub(r", please check the stack trace above for the root cause\.?$", "", inner).rstrip("'\"")
     if not inner:
