@@ -88,3 +88,42 @@ def test_a_model_named_only_in_prose_as_an_attention_only_family_is_not_a_hybrid
         "illegal memory access was encountered",
         "Disagg without MTP: same IMA. Prefill node block_size 64, decode node 16; matching them fixed it."])
     assert all(f.category == "other" for f in an.findings if f.severity == "error")
+
+
+def test_only_so_many_tokens_a_second_over_pcie_without_p2p_is_the_transport():
+    an = _analyze([
+        "Qwen3-Next on 4x L40S (PCIe). Only ~35 tok/s single stream, an H100 box does 150+.",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 --tensor-parallel-size 4",
+        "(Worker_TP0 pid=1402) WARNING 03-30 16:05:14 [custom_all_reduce.py:154] Custom allreduce is disabled because "
+        "your platform lacks GPU P2P capability or P2P test failed. To silence this warning, specify "
+        "disable_custom_all_reduce=True explicitly."])
+    lead = an.findings[0]
+    assert lead.category == "other" and lead.rule == "near_miss" and "PCIe" in lead.title
+
+
+def test_only_twenty_running_with_a_small_memory_share_is_the_setting():
+    an = _analyze(["Requests queue with only ~20 running.",
+                   "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --gpu-memory-utilization 0.6 \\",
+                   "    --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'"])
+    lead = an.findings[0]
+    assert lead.category == "other" and "gpu-memory-utilization 0.6" in lead.title
+
+
+def test_a_first_token_that_takes_seconds_with_a_small_step_budget_is_the_budget():
+    an = _analyze(["TTFT for 60k-token documents is 9-12 s.",
+                   "vllm serve nvidia/Nemotron-H-47B-Reasoning-128K --max-num-batched-tokens 1024"])
+    lead = an.findings[0]
+    assert lead.category == "other" and "1024-token step budget" in lead.title
+
+
+def test_slowness_beside_vllms_slow_tokenizer_warning_is_the_tokenizer():
+    an = _analyze([
+        "Latency is terrible at low load: first token ~3 s even for 2k prompts, GPUs mostly idle.",
+        "(APIServer pid=212) WARNING 02-27 15:33:01 [registry.py:223] Using a slow tokenizer. This might cause a "
+        "significant slowdown. Consider using a fast tokenizer instead.",
+        "vllm serve MiniMaxAI/MiniMax-M1-40k -tp 8",
+        "(Worker_TP0 pid=401) INFO 02-27 15:35:10 [interface.py:502] Setting attention block size to 272 tokens to "
+        "ensure that attention page size is >= mamba page size."])
+    lead = an.findings[0]
+    assert lead.category == "other" and "tokenizer" in lead.title
+    assert not [f for f in an.findings if f.severity in ("error", "warning") and f.category != "other"]

@@ -472,6 +472,8 @@ _RUN_COLUMN = re.compile(r"^(?:#|no\.?|n|nr|run|id|test|case|attempt|try)$", re.
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 _CAPACITY_PROSE = re.compile(
+    # "requests queue ('Waiting') with only ~20 running"
+    r"\bonly (?:~|about |around )?\d+ (?:requests? |reqs? |seqs? )?(?:are )?running\b|"
     # (what drops must be the capacity: "at concurrency 128 the scores drop" is the output's quality)
     r"\b(?:max(?:imum)? concurrency|kv[ -]cache(?: size| capacity| tokens)?|kv capacity|kv tokens|concurrency)\b"
     r"(?:(?!scores?\b|accuracy|acceptance|quality|evals?\b)[^.\n]){0,60}?"
@@ -536,6 +538,14 @@ _SLOW_PROSE = re.compile(
     r"compil\w*))|"
     # "long prompts have huge TTFT", "throughput plateaus at ~3.5k tok/s"
     r"\b(?:huge|high|terrible|awful|massive|very long) (?:TTFT|TPOT|ITL|latency)\b|\bthroughput plateaus\b|"
+    # "TTFT for 60k-token documents is 9-12 s", "first token ~3 s": a first token that takes seconds
+    r"\b(?:TTFT|(?:time to )?first token)\b[^.\n]{0,40}?\b(?:is|of|=|at|hits?|reaches?|around|~)\s*~?\d+(?:\.\d+)?"
+    r"(?:\s*[-\u2013]\s*\d+(?:\.\d+)?)?\s*(?:s|sec|secs|seconds)\b|"
+    # "Latency is terrible at low load"
+    r"\b(?:latency|TTFT|TPOT|ITL|throughput)\b (?:is|are|was|were|looks|got) (?:just |really |so |pretty )?(?:terrible|awful|"
+    r"horrible|abysmal|atrocious)\b|"
+    # "Only ~35 tok/s single stream, H100 box does 150+"
+    r"\bonly (?:~|about |around |roughly )?\d[\d,.]*\s*k?\s*(?:output )?(?:tok(?:ens)?/s|t/s|tps)\b|"
     # "loses ~40% throughput", "TPOT doubles", "a 2x regression", "falls off a cliff above ~100 requests"
     r"\blos(?:es|ing|t|e) (?:~|about |around )?\d+(?:\.\d+)?\s*% (?:of )?(?:its |the )?(?:\w+ )?throughput\b|"
     r"\b(?:TPOT|TTFT|ITL|latency)\b (?:\w+ )?(?:doubles|doubled|triples|tripled)\b|"
@@ -908,13 +918,13 @@ class ProseLines:
             if "cceptance" in wide:
                 self._first_words("acceptance_prose", _ACCEPTANCE_PROSE, wide, line)
             if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
-                    or "never" in wide or "queue" in wide or "cap" in wide or " wait" in wide:
+                    or "never" in wide or "queue" in wide or "cap" in wide or " wait" in wide or "running" in wide:
                 self._first_words("capacity_prose", _CAPACITY_PROSE, wide, line)
             self._fault_toggles(wide, text, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
-                                       "p99", "p95", "p90", "TTFT", "ITL", "atency")):
+                                       "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token")):
                 self._first_words("slow_prose", _SLOW_PROSE, wide, line)
             if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
                 self._first_words("hang_prose", _HANG_PROSE, text, line)

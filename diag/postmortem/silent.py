@@ -236,6 +236,13 @@ _ON_HIT = re.compile(r"\b(?:second|repeated|identical|same (?:prompt|request|que
 _OWN_KV_DRAFT = re.compile(r"eagle|draft_model|draft model|dflash|dspark|medusa", re.I)
 
 
+def kv_cache_idle(facts: LogFacts) -> bool:
+    """The engine's stats lines show the KV cache mostly empty (below half at its peak) and no request preempted: what
+    holds requests back is not the KV capacity."""
+    usage = facts.startup.get("gpu_kv_cache_usage_percent_max")
+    return isinstance(usage, (int, float)) and usage < 50 and not (facts.startup.get("num_preemptions_max") or 0)
+
+
 def draft_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error, the report says the KV capacity fell, on a Mamba/GDN hybrid (or an MLA model) with a drafter that has
     attention layers of its own (EAGLE / a draft model): the drafter's layers need KV pages of their own, and the
@@ -243,7 +250,7 @@ def draft_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> Di
     pads every state page to it, so the same memory holds fewer blocks (the draft vs hybrid KV layout, ``low``)."""
     said = facts.startup.get("capacity_prose")
     method = str(setup.spec_method or "")
-    if not said or not (setup.hybrid or setup.mla) or not _OWN_KV_DRAFT.search(method):
+    if not said or not (setup.hybrid or setup.mla) or not _OWN_KV_DRAFT.search(method) or kv_cache_idle(facts):
         return None
     block = facts.startup.get("attention_block_size")
     runs = [t for t in facts.startup.get("gpu_kv_cache_tokens_runs") or [] if isinstance(t, int)]
@@ -441,7 +448,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     """A report without an error: the first reading that fits, those a cause outside the families explains first
     (sampling defaults, a RoPE override), then the families' silent classes, then the near misses read from metrics
     and settings."""
-    d = (toggles_clear_families(facts, setup, base_numbers)
+    d = (toggles_clear_families(facts, setup, base_numbers) or slow_tokenizer_latency(facts, base_numbers)
          or sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
          or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
          or low_memory_share_capacity(facts, base_numbers)
@@ -566,6 +573,24 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose", "non_default_args",
                                                                      "command"),
         missing=["the same load without --enforce-eager (CUDA graphs captured: 'Capturing CUDA graphs' lines at start)"])
+
+
+def slow_tokenizer_latency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow, and vLLM warned that it loaded a slow (Python) tokenizer: the API server tokenizes every
+    prompt and detokenizes every streamed token in Python, on one core, while the GPUs wait -- outside the families."""
+    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    if not slow or not facts.startup.get("slow_tokenizer"):
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says serving is slow ('{slow}') and vLLM warned that it uses a slow tokenizer "
+               "('Using a slow tokenizer'): without a tokenizer.json the Python tokenizer encodes every prompt and "
+               "decodes every streamed token on the API server's CPU while the GPUs wait -- outside the "
+               "hybrid/spec-decode families"),
+        title="Slow from a slow (Python) tokenizer: vLLM's own warning",
+        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "slow_tokenizer", "command",
+                                                                     "non_default_args"),
+        missing=["the same load with a fast tokenizer (a tokenizer.json in the tokenizer folder)"])
 
 
 def pcie_allreduce_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
@@ -813,6 +838,9 @@ def mla_decode_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Dia
                  "(VLLM_ATTENTION_BACKEND, or VLLM_ROCM_USE_AITER_MLA=0 on ROCm)"])
 
 
+_FIRST_TOKEN = re.compile(r"\bTTFT\b|first token", re.I)
+
+
 def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error, but speculative decoding made an MLA model slower (``low``): the MLA decode kernels of a backend that
     takes one query token per request (FlashInfer / TRT-LLM MLA before 0.12, FlashMLA's early releases, AITER) send
@@ -822,7 +850,9 @@ def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosi
     # untuned MoE tiles explains it)
     said = facts.startup.get("spec_slower_prose")
     if not said and not facts.startup.get("moe_default_config") \
-            and not _STARTUP_SLOW.search((facts.lines.get("slow_prose") or (0, ""))[1]):
+            and not _STARTUP_SLOW.search((facts.lines.get("slow_prose") or (0, ""))[1]) \
+            and not _FIRST_TOKEN.search(str(facts.startup.get("slow_prose") or "")):
+        # (a slow first token is the prefill's and the queue's: drafts verify during decode)
         said = facts.startup.get("slow_prose")
     if not said or not setup.spec_k or not setup.mla:
         return None

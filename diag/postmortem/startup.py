@@ -43,6 +43,8 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("attention_backend_selected", re.compile(r"Using ([A-Z][\w/]*(?: [A-Z][\w/]*){0,3}) backend on V1 engine\b"),
      lambda s: _BACKEND_WORDS.get(s.lower(), re.sub(r"\W+", "_", s).upper())),
     ("trtllm_attention", re.compile(r"\bUsing TRTLLM attention\b()"), lambda s: True),
+    # transformers' Python tokenizer (no tokenizer.json): vLLM warns (transformers_utils/tokenizer.py, registry.py)
+    ("slow_tokenizer", re.compile(r"Using a slow tokenizer()"), lambda s: True),
     # an MLA decode given decodes of different query lengths falls back to one query row per token (vllm/v1/attention/
     # backends/mla/flashinfer_mla.py, tokenspeed_mla.py: "FlashInferMLAImpl got a query of uneven length.")
     ("mla_uneven_query", re.compile(r"MLAImpl got a query of uneven length()"), lambda s: True),
