@@ -127,3 +127,52 @@ def test_slowness_beside_vllms_slow_tokenizer_warning_is_the_tokenizer():
     lead = an.findings[0]
     assert lead.category == "other" and "tokenizer" in lead.title
     assert not [f for f in an.findings if f.severity in ("error", "warning") and f.category != "other"]
+
+
+_HYBRID_MTP_ZH = ["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-AWQ --tensor-parallel-size 2 \\",
+                  "  --speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+                  "\u8f93\u51fa\u4e71\u7801\u3002"]  # "the output is garbled"
+
+
+def test_a_chinese_ab_test_that_clears_the_drafts_and_names_another_checkpoint_is_a_near_miss():
+    an = _analyze(_HYBRID_MTP_ZH + [
+        "1. \u53bb\u6389 --speculative-config\uff1a\u8fd8\u662f\u4e71\u7801\u3002",  # without spec: still garbled
+        # switched to the official FP8 checkpoint + the same MTP config: completely normal
+        "2. \u6362\u6210\u5b98\u65b9 Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 + \u540c\u6837\u7684 MTP \u914d\u7f6e\uff1a"
+        "\u5b8c\u5168\u6b63\u5e38\u3002"])
+    assert an.facts.startup["faults_without_spec_prose"].startswith("\u53bb\u6389")
+    lead = an.findings[0]
+    assert lead.category == "other" and lead.rule == "near_miss"
+
+
+def test_the_same_report_without_its_ab_tests_stays_a_family_reading():
+    an = _analyze(_HYBRID_MTP_ZH)
+    assert an.findings[0].category != "other"
+
+
+def test_drafts_off_and_still_broken_reads_in_german_spanish_french():
+    for said in ("Ohne MTP immer noch M\u00fcll.", "Sin MTP sigue igual.", "Sans MTP toujours pareil."):
+        an = _analyze([said] + _MLA_EAGLE)
+        assert an.facts.startup.get("faults_without_spec_prose"), said
+
+
+def test_a_rerun_with_synchronous_launches_that_did_not_fault_is_not_a_synchronous_run():
+    an = _analyze(["- CUDA_LAUNCH_BLOCKING=1: could not reproduce in 30 min (timing?)"] + _MLA_EAGLE)
+    assert not an.facts.blocking_launches()
+
+
+def test_requests_generating_then_a_new_prompt_is_a_mixed_batch_in_words():
+    an = _analyze(["A few requests are generating, then a new request comes in whose prompt is longer than the "
+                   "chunk budget; within 1-2 steps the engine is dead."] + _HYBRID_MTP)
+    assert an.facts.startup.get("mixed_prose")
+
+
+def test_the_smaller_of_two_truncated_graphs_and_the_batch_said_give_the_capture_cliff():
+    an = _analyze(["Throughput with draft spec decoding on Nemotron-H is terrible at batch > 4.",
+                   "vllm serve nvidia/NVIDIA-Nemotron-Nano-12B-v2 --max-num-seqs 2 \\",
+                   "  --speculative-config '{\"method\":\"draft_model\",\"model\":\"nvidia/NVIDIA-Nemotron-Nano-9B-v2\","
+                   "\"num_speculative_tokens\":4}'", _truncated(10),
+                   "With --max-num-seqs 16 it says \"Truncating max_cudagraph_capture_size to 80\" and it is fast again."])
+    assert an.facts.startup["concurrent_requests"] == 5
+    lead = an.findings[0]
+    assert lead.category == "cudagraph_shape" and lead.numbers["truncated_capture_size"] == 10

@@ -48,6 +48,11 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           # a new prompt (a prefill chunk) scheduled while other requests decode with drafts
                           r"(?:prompts?|prefills?|requests?)\b[^.]{0,40}\b(?:arrives?|comes? in|starts?|lands?) while "
                           r"(?:other |the other )?(?:requests?|streams?|sequences?)\b[^.]{0,15}\b(?:decod|generat)\w*|"
+                          # ... told the other way round: "a few requests are generating, then a new request comes in"
+                          r"(?:requests?|streams?|sequences?) (?:are|were|is|was) (?:generating|decoding)\b[^.]{0,30}?\b"
+                          r"(?:then|when|and) (?:a |another )?new (?:request|prompt)s?\b|"
+                          # the reporter's own control: "--max-num-seqs 1: fine (obviously no mixing)"
+                          r"\b(?:obviously |so |hence |i\.e\. )?no mixing\b|"
                           # a prefill chunk of at most 1 + k tokens that the builders' split counts as a decode
                           r"(?:prefill|prompt)\w*(?: chunk)?\b[^.]{0,40}\b(?:counted|classified|classed|treated|run) as "
                           r"(?:an? )?(?:spec(?:ulative)?[- ]?)?decodes?\b|"
@@ -436,8 +441,31 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     + _SPEC + r"\b|"
     r"\bnum_spec(?:ulative)?_tokens\s*[=:]?\s*0\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:crash|error|fault|assert)|"
     r"\b" + _SPEC + r"\s+(?:is|are|was|were)(?: clearly)? not the (?:trigger|cause|culprit|problem)\b", re.I)
+# the same A/B test in the languages reports come in: the drafts off, the fault (or the garbled output) still there --
+# "去掉 --speculative-config：还是乱码", "MTPを無効にしても文字化け", "ohne MTP immer noch Müll", "sin MTP sigue igual",
+# "sans MTP toujours pareil", "MTP를 꺼도 여전히 깨짐"
+_DRAFTS_I18N = (r"(?:--)?speculative[-_]config|MTP|mtp|EAGLE\w*|[Ee]agle\w*|ngram|spec\w*|drafts?|\u6295\u673a\w*|"
+                r"\u63a8\u6d4b\u89e3\u7801|\u6295\u6a5f\u7684\w*|\uc2a4\ud399\w*|\ucd94\uce21\s*\ub514\ucf54\ub529|"
+                r"spekulativ\w*(?: Dekodierung)?|decodifica\w* especulativa|d[\u00e9e]codage sp[\u00e9e]culatif")
+_FAULTS_WITHOUT_SPEC_I18N = re.compile(
+    r"(?:\u53bb\u6389|\u5173\u6389|\u5173\u95ed|\u7981\u7528|\u4e0d\u5f00|\u4e0d\u7528|\u4e0d\u52a0|\u53bb\u9664)\s*[`'\"]?(?:" + _DRAFTS_I18N
+    + r")[`'\"]?[^\u3002\n]{0,20}?(?:\u8fd8\u662f|\u4f9d\u7136|\u4ecd\u7136|\u7167\u6837|\u4e5f)(?:\u4f1a)?"
+    r"(?:\u4e71\u7801|\u5d29\u6e83?|\u62a5\u9519|\u51fa\u9519|\u6302|\u4e00\u6837)|"
+    r"(?:" + _DRAFTS_I18N + r")\s*(?:\u3092)?(?:\u7121\u52b9|\u30aa\u30d5|\u5916)[^\u3002\n]{0,20}?(?:\u3067\u3082|\u3066\u3082)"
+    r"[^\u3002\n]{0,15}?(?:\u6587\u5b57\u5316\u3051|\u30af\u30e9\u30c3\u30b7\u30e5|\u30a8\u30e9\u30fc|\u843d\u3061|\u540c\u3058)|"
+    r"\b(?:ohne|sin|sem|sans) (?:" + _DRAFTS_I18N + r")\b[^.\n]{0,40}?\b(?:immer noch|weiterhin|genauso|sigue|siguen|"
+    r"todav[\u00edi]a|continua|continuam|ainda|toujours|encore|pareil)\b|"
+    r"(?:" + _DRAFTS_I18N + r")\s*(?:\uc744|\ub97c)?\s*(?:\ub044|\ube7c|\ub048|\ube80|\uc81c\uac70|\ube44\ud65c\uc131)[^.\n]{0,20}?"
+    r"(?:\uc5ec\uc804\ud788|\ub611\uac19|\ub9c8\ucc2c\uac00\uc9c0)", re.I)
+# a switch outside the families that made it right, told in Chinese: "换成官方 FP8 版 + 同样的 MTP 配置：完全正常"
+_FIXED_BY_SWITCH_ZH = re.compile(r"(?:\u6362\u6210|\u6362\u7528|\u6539\u7528|\u5207\u6362\u5230|\u6362\u4e86)"
+                                 r"([^\u3002\n\uff1a:]{1,100}?)[\uff1a:\uff0c,]\s*(?:\u5b8c\u5168\u6b63\u5e38|"
+                                 r"\u4e00\u5207\u6b63\u5e38|\u6b63\u5e38\u4e86|\u5c31\u597d\u4e86|\u6ca1\u95ee\u9898)")
+# what the Chinese switch kept as it was: "同样的 MTP 配置" (the same MTP config), a parenthesis
+_KEPT_ZH = re.compile(r"\u540c\u6837\u7684\s*\S+\s*\u914d\u7f6e|\uff08[^\uff09]*\uff09|\([^)]*\)")
 # words of which every match of _FAULTS_WITHOUT_SPEC / _ONE_HOST / _FAULT_GONE or _FINE_WITHOUT holds one (lower case)
-_SPEC_HINTS = ("mtp", "eagle", "spec", "draft", "ngram")
+_SPEC_HINTS = ("mtp", "eagle", "spec", "draft", "ngram", "\u6295\u673a", "\u63a8\u6d4b", "\u6295\u6a5f", "\uc2a4\ud399",
+               "\ucd94\uce21", "spekul", "especul", "sp\u00e9cul")
 _ONE_HOST_HINTS = ("only ", "never on", "always", "same container", "same image")
 _FIXED_HINTS = ("no ", "run", "clean", "stable", "fine", "fixed", "gone", "ok")
 # the reporter tying a fault to one host or GPU: "only on this host", "never on the other three nodes", "Always GPU 5"
@@ -542,7 +570,7 @@ _SLOW_PROSE = re.compile(
     r"\b(?:TTFT|(?:time to )?first token)\b[^.\n]{0,40}?\b(?:is|of|=|at|hits?|reaches?|around|~)\s*~?\d+(?:\.\d+)?"
     r"(?:\s*[-\u2013]\s*\d+(?:\.\d+)?)?\s*(?:s|sec|secs|seconds)\b|"
     # "Latency is terrible at low load"
-    r"\b(?:latency|TTFT|TPOT|ITL|throughput)\b (?:is|are|was|were|looks|got) (?:just |really |so |pretty )?(?:terrible|awful|"
+    r"\b(?:latency|TTFT|TPOT|ITL|throughput)\b[^.\n]{0,50}? (?:is|are|was|were|looks|got) (?:just |really |so |pretty )?(?:terrible|awful|"
     r"horrible|abysmal|atrocious)\b|"
     # "Only ~35 tok/s single stream, H100 box does 150+"
     r"\bonly (?:~|about |around |roughly )?\d[\d,.]*\s*k?\s*(?:output )?(?:tok(?:ens)?/s|t/s|tps)\b|"
@@ -623,8 +651,9 @@ _FAILS = re.compile(r"^\W{0,3}(?:it |that |this |still |also |then |always )?(?:
                     r"error|throw|raise|abort|segfault|does not work|doesn't work|is broken)", re.I)
 
 
-_CONCURRENCY = re.compile(r"(?<![\w.])(\d{1,5})\+?\s+concurrent(?:ly)?\b|\bconcurrency\s*(?:of|=|:|>=|>|at|level)?\s*~?(\d{1,5})\b(?!\.\d)",
-                          re.I)
+_CONCURRENCY = re.compile(r"(?<![\w.])(\d{1,5})\+?\s+concurrent(?:ly)?\b|\bconcurrency\s*(?:of|=|:|>=|>|at|level)?\s*~?(\d{1,5})\b(?!\.\d)|"
+                          # the load a slowdown starts at: "terrible at batch > 4", "at batch size 32"
+                          r"\bat batch(?: size)?\s*(>=?|of|=)?\s*(\d{1,5})\b(?!\.\d)", re.I)
 _COUNT_NOUN = re.compile(r"(?<![\w.\-])(\d{1,4})\s+(KV heads|kv heads|query heads|attention heads|heads|hidden layers|layers|experts)\b")
 _IDENT_VALUE = re.compile(r"(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(\d{1,7})\b(?!\.\d|\s*[%x×*/])")
 _SHAPE_WORDS = re.compile(r"\d\s+(?:KV |kv |query |attention )?(?:heads|layers|experts)\b|_(?:dim|size)\w*\s+\d")
@@ -711,11 +740,17 @@ class ProseLines:
         low = wide.lower()
         if any(w in low for w in _SPEC_HINTS):
             self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC, wide, line)
+            self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC_I18N, wide, line)
         if any(w in low for w in _ONE_HOST_HINTS):
             self._first_words("one_host_prose", _ONE_HOST, wide, line)
         if "refix" in low or "apc" in low:
             self._first_words("persists_without_pc_prose", _PERSISTS_WITHOUT_PC, wide, line)
         low = text.lower()
+        if "other_fix_prose" not in self.facts.startup and (zh := _FIXED_BY_SWITCH_ZH.search(text)):
+            switched = _KEPT_ZH.sub("", zh.group(1)).strip(" +")
+            if switched and not _FAMILY_TOGGLE.search(switched):
+                self.facts.startup["other_fix_prose"] = zh.group(0).strip()
+                self.facts.lines["other_fix_prose"] = (line.lineno, line.text.strip()[:500])
         if "other_fix_prose" in self.facts.startup or not any(w in low for w in _FIXED_HINTS):
             return
         m = _FAULT_GONE.search(text)
@@ -793,7 +828,8 @@ class ProseLines:
                     prose["k"] = k
         # (vLLM's capture progress bar names its graphs "mixed prefill-decode": no batch of the failure)
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and "Capturing CUDA graphs" not in text and any(
-                k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a", "match")):
+                k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a", "match",
+                                    "generating", "mixing")):
             m = _MIXED_PROSE.search(text)
             if m:
                 self.facts.startup["mixed_prose"] = m.group(0)
@@ -986,16 +1022,17 @@ class ProseLines:
                 _printed(printed, name, int(val))
             if not printed:
                 del self.facts.startup["printed_values"]
-        if "oncurren" in text and len(text) < 2000:  # the load it fails under: "~40 concurrent requests", "concurrency 32"
+        if ("oncurren" in text or "at batch" in text) and len(text) < 2000:  # the load it fails under: "~40 concurrent requests", "concurrency 32"
             ms = list(_CONCURRENCY.finditer(text))
             # of several ("fine at concurrency 8, dies at 32"), the load said to fail
             before = [m for m in ms if _FAILS_BEFORE.search(text[max(0, m.start() - 25):m.start()])]
             after = [m for m in ms if _FAILS.search(text[m.end():m.end() + 30])]
             m = (before or after or ms or [None])[0]
             if m:
-                n = int(m.group(1) or m.group(2))
-                # ">1 concurrent requests", "more than 8 concurrent": the load is above the number said
-                above = m.group(1) and re.search(r"(?:>|\bmore than |\bover )$", text[max(0, m.start() - 10):m.start()])
+                n = int(m.group(1) or m.group(2) or m.group(4))
+                # ">1 concurrent requests", "more than 8 concurrent", "at batch > 4": the load is above the number said
+                above = m.group(1) and re.search(r"(?:>|\bmore than |\bover )$", text[max(0, m.start() - 10):m.start()]) \
+                    or m.group(3) == ">"
                 self.facts.startup.setdefault("concurrent_requests", n + 1 if above else n)
         if len(text) < 4000 and _REQ_HINT.search(text):
             self._request_params(text)

@@ -728,8 +728,10 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
         return None
     sizes = [s for s in facts.startup.get("cudagraph_capture_sizes") or [] if isinstance(s, int)]
     # (vLLM's own "Truncating max_cudagraph_capture_size to N" is the largest graph it captured)
-    cap = facts.startup.get("max_cudagraph_capture_size_truncated") or (
-        max(sizes) if sizes else facts.args.get("max_cudagraph_capture_size"))
+    # (of two starts -- the report's and a rerun it tells of -- the smaller graph is the one with the cliff)
+    truncated = [t for t in facts.startup.get("max_cudagraph_capture_size_truncated_runs")
+                 or [facts.startup.get("max_cudagraph_capture_size_truncated")] if isinstance(t, int) and t > 0]
+    cap = min(truncated) if truncated else (max(sizes) if sizes else facts.args.get("max_cudagraph_capture_size"))
     # the requests the engine ran (its stats line) are what a step carries; clients connected may wait in the server
     running = facts.startup.get("num_requests_running_max") or facts.startup.get("num_requests_running")
     loads = [n for n in ((running,) if isinstance(running, int) and running > 0 else
@@ -747,8 +749,8 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
         message=f"slower under drafts at high concurrency: {slow}",
         numbers={"max_cudagraph_capture_size": cap, "num_speculative_tokens": k,
                  "decode_tokens_at_load": load * (k + 1), "requests_per_graph": cap // (k + 1),
-                 **({"max_cudagraph_capture_size": facts.args["max_cudagraph_capture_size"],
-                     "truncated_capture_size": cap} if facts.startup.get("max_cudagraph_capture_size_truncated")
+                 **({"truncated_capture_size": cap} if truncated else {}),
+                 **({"max_cudagraph_capture_size": facts.args["max_cudagraph_capture_size"]} if truncated
                     and isinstance(facts.args.get("max_cudagraph_capture_size"), int) else {})},
         evidence=("slow_prose", "spec_slower_prose", "cudagraph_capture_sizes", "num_requests_running",
                   "concurrent_requests"),
