@@ -14,6 +14,7 @@ returns and what ``vllm-diag show --json`` prints.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -65,6 +66,11 @@ def from_dict(cls, data: dict | None):
 # Engine state (recorded, predicted, or reconstructed from a log)
 # --------------------------------------------------------------------------------------------
 
+
+
+# a rerun the reporter tells as one that did not fault
+_NO_REPRO = re.compile(r"CUDA_LAUNCH_BLOCKING\s*=\s*['\"]?1\b[^.\n]{0,30}?(?:could ?n[o']t|can'?t|cannot|unable to|did ?n[o']t|"
+                       r"never) (?:reproduce|repro|crash|fault|trigger)", re.I)
 
 @dataclass
 class LayerSpec:
@@ -562,6 +568,8 @@ class LogFacts:
         the fault surfaced, not the kernel that faulted."""
         if not self.startup.get("cuda_launch_blocking"):
             return False
-        first = self.lines.get("cuda_launch_blocking_first", self.lines.get("cuda_launch_blocking", (0, "")))[0]
+        first, said = self.lines.get("cuda_launch_blocking_first", self.lines.get("cuda_launch_blocking", (0, "")))
+        if _NO_REPRO.search(str(said)):
+            return False  # a rerun told as one that did not fault ("CUDA_LAUNCH_BLOCKING=1: could not reproduce")
         at = self.root.log_line if self.root is not None else None
         return not at or first <= at
