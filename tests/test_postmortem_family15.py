@@ -176,3 +176,11 @@ def test_the_smaller_of_two_truncated_graphs_and_the_batch_said_give_the_capture
     assert an.facts.startup["concurrent_requests"] == 5
     lead = an.findings[0]
     assert lead.category == "cudagraph_shape" and lead.numbers["truncated_capture_size"] == 10
+
+
+def test_a_graph_cut_to_one_requests_decode_is_a_cliff_at_any_load():
+    an = _analyze(["Not a crash: Nemotron-3-Super with MTP (k=3) is slower than without spec decode.",
+                   "vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 \\",
+                   "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'", _truncated(4)])
+    lead = an.findings[0]
+    assert lead.category == "cudagraph_shape" and "at any load above 1 request" in lead.basis

@@ -736,13 +736,20 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
     running = facts.startup.get("num_requests_running_max") or facts.startup.get("num_requests_running")
     loads = [n for n in ((running,) if isinstance(running, int) and running > 0 else
                          (facts.startup.get("concurrent_requests"),)) if isinstance(n, int) and n > 0]
+    if not loads and truncated and isinstance(cap, int) and cap // (k + 1) < 4:
+        # no load stated, but vLLM cut the largest graph to fewer than four requests' decode steps: any load past
+        # that few runs without a full decode graph
+        loads = [cap // (k + 1) + 1]
+        told_load = f"at any load above {cap // (k + 1)} request(s) (the report states none)"
+    else:
+        told_load = f"at {max(loads, default=0)} concurrent requests"
     if not isinstance(cap, int) or cap <= 0 or not loads or max(loads) * (k + 1) <= cap:
         return None
     load = max(loads)
     return _family_warning(
         facts, base_numbers, "cudagraph_shape", "low",
-        basis=(f"no error; the report says serving gets slower ('{slow}') with speculative decoding (k={k}) at {load} "
-               f"concurrent requests: a decode step of n requests carries n x {k + 1} tokens, so {load} requests make "
+        basis=(f"no error; the report says serving gets slower ('{slow}') with speculative decoding (k={k}) {told_load}"
+               f": a decode step of n requests carries n x {k + 1} tokens, so {load} requests make "
                f"{load * (k + 1)} tokens, above the largest CUDA graph ({cap} tokens, {cap // (k + 1)} requests) -- those "
                "steps run without a full decode graph, a latency cliff past that concurrency"),
         title=f"{title_of('cudagraph_shape')} (silent: decode steps of {load * (k + 1)} tokens above the largest graph, {cap})",
