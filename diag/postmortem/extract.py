@@ -35,6 +35,7 @@ from .numbers import (
     phrase_numbers,
     quoted_page_sizes,
 )
+from .abtests import ABTestReader
 from .prose import ProseLines
 from .rooterror import ErrorLines, unflatten
 from .startup import StartupLines
@@ -224,7 +225,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.error_lines: list[tuple[int, str]] = []  # error-like lines outside tracebacks (kernel text, excerpts)
         self.logged_prompts: list[tuple[int, str]] = []  # the request log's prompts (their first 400 characters)
         self.side_attempt_lines: set[int] = set()  # lines of the reporter's side attempts ("I also tried X: <error>")
-        self._ab_table: dict | None = None  # the reporter's A/B table being read (header, first run, last line)
+        self.ab_tests = ABTestReader(self.facts)  # the reporter's A/B tests (sentences, bullets, tables)
         self._err_open = False
         self._err_last = 0
         self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text

@@ -410,91 +410,6 @@ _SPEC_SLOWER = re.compile(
     # a deeper draft slower than a shallower one ("num_speculative_tokens=3 is ~2.5x SLOWER than ...=1", "k=3 runs slower")
     r"\b(?:num_spec(?:ulative)?_tokens|k)\s*[=:]\s*\d+\b[^.\n]{0,20}?\b(?:(?:is|runs?|was|gets?)\s+)?(?:~?\s*[\d.]+\s*x\s+|"
     r"(?:much|far|way|a lot|significantly|noticeably)\s+)?slower\b", re.I)
-# the outcome of a toggle that changed nothing: "turning off ngram: same behaviour", "--no-enable-prefix-caching: no
-# difference"
-_SAME_OUTCOME = r"same (?:behaviou?r|result|problem|issue|thing|output|garbage|crash|error|hang)\b|no (?:change|difference)\b"
-# ... for prefix caching: the symptom does not need the cached states
-_PERSISTS_WITHOUT_PC = re.compile(
-    r"(?:--no-enable-prefix-caching|\b(?:turning off|disabling|disabled|without|no)\s+[`'\"]?(?:--enable-)?"
-    r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,20}?\s*[:,-]\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
-    r"|(?:still|also)\s+(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*))", re.I)
-# the reporter's A/B tests that take speculative decoding out of a fault: "Turning off MTP did not help", "without MTP
-# + custom AR: crashed after 3h", "num_spec_tokens 0 (no spec): same crash", "So MTP is not the trigger"
-_SPEC = r"(?:MTP|EAGLE-?3?|[Ee]agle-?3?|num_spec(?:ulative)?_tokens|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|" \
-        r"speculation)"
-_FAULTS_WITHOUT_SPEC = re.compile(
-    r"\b(?:turning off|disabling|disabled|removing|dropping|without|no)\s+(?:the\s+)?" + _SPEC + r"\b[^.\n]{0,30}?\b"
-    r"(?:did(?: not|n't)|does(?: not|n't)) (?:help|fix it|fix anything|change anything)\b|"
-    r"\bwithout\s+(?:the\s+)?" + _SPEC + r"\b[^.\n]{0,40}?(?:\bit\s+|:\s*)(?:still\s+|also\s+)?(?:crash(?:ed|es)|fail(?:ed|s)|"
-    r"died|dies|faulted|hangs?|hung)\b|"
-    # "Disabling MTP: still crashes", "no speculative config at all: **still crashes**", "no spec decode: IMA (2/3)"
-    r"\b(?:turning off|disabling|disabled|removing|dropping|without|no)\s+(?:the\s+)?[`'\"]?(?:--)?" + _SPEC
-    # (nothing between the toggle and its outcome that turns it round: "without MTP, no crash - with MTP: crashes")
-    + r"\b(?:(?!\b(?:no|not|with|fine|works?|ok)\b)[^.\n:]){0,30}?\s*[:,-]"
-    r"\s*[*_]{0,2}(?:it\s+)?(?:(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|" + _SAME_OUTCOME + r")|"
-    # "tried spec off this morning, same IMA in top_k_mask_logits"
-    r"\b" + _SPEC + r"\s+(?:off|disabled)\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:IMA|crash|error|fault|failure)\w*|"
-    # "P/D with `num_speculative_tokens` removed ALSO IMAs"
-    r"\bwith\s+[`'\"]?" + _SPEC + r"\w*[`'\"]?\s+(?:removed|disabled|off|turned off)\b[^.\n]{0,20}?\b(?:still|also)\s+"
-    r"(?:crash|fail|fault|die|hang|IMA)\w*|"
-    r"\b(?:still|same|also)\s+(?:crash\w*|fail\w*|fault\w*|assert\w*|error)\b[^.\n]{0,30}?\b(?:without|with no)\s+"
-    + _SPEC + r"\b|"
-    r"\bnum_spec(?:ulative)?_tokens\s*[=:]?\s*0\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:crash|error|fault|assert)|"
-    r"\b" + _SPEC + r"\s+(?:is|are|was|were)(?: clearly)? not the (?:trigger|cause|culprit|problem)\b", re.I)
-# the same A/B test in the languages reports come in: the drafts off, the fault (or the garbled output) still there --
-# "去掉 --speculative-config：还是乱码", "MTPを無効にしても文字化け", "ohne MTP immer noch Müll", "sin MTP sigue igual",
-# "sans MTP toujours pareil", "MTP를 꺼도 여전히 깨짐"
-_DRAFTS_I18N = (r"(?:--)?speculative[-_]config|MTP|mtp|EAGLE\w*|[Ee]agle\w*|ngram|spec\w*|drafts?|\u6295\u673a\w*|"
-                r"\u63a8\u6d4b\u89e3\u7801|\u6295\u6a5f\u7684\w*|\uc2a4\ud399\w*|\ucd94\uce21\s*\ub514\ucf54\ub529|"
-                r"spekulativ\w*(?: Dekodierung)?|decodifica\w* especulativa|d[\u00e9e]codage sp[\u00e9e]culatif")
-_FAULTS_WITHOUT_SPEC_I18N = re.compile(
-    r"(?:\u53bb\u6389|\u5173\u6389|\u5173\u95ed|\u7981\u7528|\u4e0d\u5f00|\u4e0d\u7528|\u4e0d\u52a0|\u53bb\u9664)\s*[`'\"]?(?:" + _DRAFTS_I18N
-    + r")[`'\"]?[^\u3002\n]{0,20}?(?:\u8fd8\u662f|\u4f9d\u7136|\u4ecd\u7136|\u7167\u6837|\u4e5f)(?:\u4f1a)?"
-    r"(?:\u4e71\u7801|\u5d29\u6e83?|\u62a5\u9519|\u51fa\u9519|\u6302|\u4e00\u6837)|"
-    r"(?:" + _DRAFTS_I18N + r")\s*(?:\u3092)?(?:\u7121\u52b9|\u30aa\u30d5|\u5916)[^\u3002\n]{0,20}?(?:\u3067\u3082|\u3066\u3082)"
-    r"[^\u3002\n]{0,15}?(?:\u6587\u5b57\u5316\u3051|\u30af\u30e9\u30c3\u30b7\u30e5|\u30a8\u30e9\u30fc|\u843d\u3061|\u540c\u3058)|"
-    r"\b(?:ohne|sin|sem|sans) (?:" + _DRAFTS_I18N + r")\b[^.\n]{0,40}?\b(?:immer noch|weiterhin|genauso|sigue|siguen|"
-    r"todav[\u00edi]a|continua|continuam|ainda|toujours|encore|pareil)\b|"
-    r"(?:" + _DRAFTS_I18N + r")\s*(?:\uc744|\ub97c)?\s*(?:\ub044|\ube7c|\ub048|\ube80|\uc81c\uac70|\ube44\ud65c\uc131)[^.\n]{0,20}?"
-    r"(?:\uc5ec\uc804\ud788|\ub611\uac19|\ub9c8\ucc2c\uac00\uc9c0)", re.I)
-# a switch outside the families that made it right, told in Chinese: "换成官方 FP8 版 + 同样的 MTP 配置：完全正常"
-_FIXED_BY_SWITCH_ZH = re.compile(r"(?:\u6362\u6210|\u6362\u7528|\u6539\u7528|\u5207\u6362\u5230|\u6362\u4e86)"
-                                 r"([^\u3002\n\uff1a:]{1,100}?)[\uff1a:\uff0c,]\s*(?:\u5b8c\u5168\u6b63\u5e38|"
-                                 r"\u4e00\u5207\u6b63\u5e38|\u6b63\u5e38\u4e86|\u5c31\u597d\u4e86|\u6ca1\u95ee\u9898)")
-# what the Chinese switch kept as it was: "同样的 MTP 配置" (the same MTP config), a parenthesis
-_KEPT_ZH = re.compile(r"\u540c\u6837\u7684\s*\S+\s*\u914d\u7f6e|\uff08[^\uff09]*\uff09|\([^)]*\)")
-# words of which every match of _FAULTS_WITHOUT_SPEC / _ONE_HOST / _FAULT_GONE or _FINE_WITHOUT holds one (lower case)
-_SPEC_HINTS = ("mtp", "eagle", "spec", "draft", "ngram", "\u6295\u673a", "\u63a8\u6d4b", "\u6295\u6a5f", "\uc2a4\ud399",
-               "\ucd94\uce21", "spekul", "especul", "sp\u00e9cul")
-_ONE_HOST_HINTS = ("only ", "never on", "always", "same container", "same image")
-_FIXED_HINTS = ("no ", "run", "clean", "stable", "fine", "fixed", "gone", "ok")
-# the reporter tying a fault to one host or GPU: "only on this host", "never on the other three nodes", "Always GPU 5"
-_ONE_HOST = re.compile(r"\bonly (?:on|with) (?:this|one|that|a single|the one) (?:host|node|machine|box|server|GPU|card)\b|"
-                       r"\bnever on the other (?:\w+ )?(?:nodes?|hosts?|machines?|boxes|servers?|GPUs?|cards?)\b|"
-                       r"\balways (?:on )?(?:the same )?GPU ?#?\d+\b|\bsame (?:container|image)(?: and flags)? on (?:our |the )?"
-                       r"other\b", re.I)
-# what made the fault go away, told by the reporter ("--disable-custom-all-reduce -> no more crashes (ran 20h)",
-# "without `--enable-eplb`: runs for days", "After updating the driver and reseating, 5 days clean")
-_FAULT_GONE = re.compile(r"(?:->|=>|\u2192|:)\s*(?:no more (?:crash\w*|errors?|faults?|IMAs?|hangs?)|no (?:crash|fault|IMA|hang)\w*|"
-                         r"runs? (?:fine|for (?:hours|days)|clean|stable)|(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable|fine)|"
-                         r"(?:problem |crash |it's )?(?:fixed|gone)|stable)\b|,\s*(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable)\b", re.I)
-# ... or told the other way round: "the decode node alone (no connector, same MTP config) is fine for hours"
-_FINE_WITHOUT = re.compile(r"\b(?:no|without)\s+([\w`'\- ]{2,40}?)[,)][^.\n]{0,40}?\b(?:is|was|runs?|ran|stays?|stayed)\s+"
-                           r"(?:fine|stable|clean|ok)\b", re.I)
-# a markdown table row of an A/B test: "| `--disable-custom-all-reduce` | no crash (3/3) |" reads as "toggle: outcome"
-_TABLE_ROW = re.compile(r"^\s*\|([^|]{2,80})\|([^|]{2,80})\|")
-# what the reporter kept as it was beside a toggle: "(keep MTP)", "+ mtp on", "with MTP still enabled"
-_KEPT = re.compile(r"\([^)]*\)|[+&,]?\s*(?:with |and )?(?:mtp|spec\w*|drafts?|ngram|eagle\w*|prefix caching|apc)\s+"
-                   r"(?:still )?(?:on|enabled|kept)\b|\bkeep(?:ing)? (?:the )?\w+", re.I)
-# a fault word in an A/B table's outcome cell, and a clean outcome
-_FAULT_CELL = re.compile(r"\b(?:IMA|crash\w*|fail\w*|fault\w*|error|assert\w*|dies|died|hangs?|hung|Xid)\b", re.I)
-_CLEAN_CELL = re.compile(r"\b(?:clean|fine|stable|ok|no (?:crash|fault|IMA|error)\w*|works?)\b", re.I)
-_OFF_CELL = re.compile(r"^(?:off|no|none|0|false|disabled|-|n/?a)$", re.I)
-# a toggle that belongs to the hybrid / spec-decode classes: what it fixes says nothing against them
-_FAMILY_TOGGLE = re.compile(r"prefix|cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
-                            r"block|max[-_ ]num|chunked|async|gdn|flashinfer(?!_?sampler)|flashmla|attention|backend|kv", re.I)
-# an A/B table's run-number column, whose value changes every row
-_RUN_COLUMN = re.compile(r"^(?:#|no\.?|n|nr|run|id|test|case|attempt|try)$", re.I)
 
 
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
@@ -697,72 +612,6 @@ def _failing_k(text: str) -> int | None:
 class ProseLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: text outside log records."""
 
-    def _ab_table_row(self, text: str, line: Line) -> bool:
-        """A row of an A/B table with a header (``| MTP | prefix caching | EP | result |``): a run with the drafts' column
-        off that still faults, and a run that is clean where a column outside the classes changed from the first run.
-        True when the row belongs to such a table (read here, not as a two-cell row)."""
-        cells = [c.strip(" `*") for c in text.strip().strip("|").split("|")]
-        if len(cells) < 3 or all(set(c) <= set("-: ") for c in cells):
-            return len(cells) >= 3
-        table = self._ab_table
-        if table is None or line.lineno != table["last"] + 1 and line.lineno != table["last"] + 2:
-            self._ab_table = {"header": cells, "first": None, "last": line.lineno}
-            return True
-        table["last"] = line.lineno
-        header, outcome = table["header"], cells[-1]
-        if len(cells) != len(header):
-            return True
-        if table["first"] is None:
-            table["first"] = cells
-        st = self.facts.startup
-        for name, value, base in zip(header[:-1], cells[:-1], table["first"][:-1]):
-            if re.fullmatch(_SPEC, name, re.I) and _OFF_CELL.match(value) and _FAULT_CELL.search(outcome) \
-                    and "faults_without_spec_prose" not in st:
-                st["faults_without_spec_prose"] = f"{name} {value}: {outcome}"
-                self.facts.lines["faults_without_spec_prose"] = (line.lineno, text.strip()[:500])
-            # (a clean outcome: "no crash" is no fault word once joined to its "no")
-            if value != base and _CLEAN_CELL.search(outcome) and not _FAULT_CELL.search(outcome.replace("no ", "no_")) \
-                    and not _FAMILY_TOGGLE.search(name) and not _RUN_COLUMN.match(name) and "other_fix_prose" not in st:
-                st["other_fix_prose"] = f"{name} {value}: {outcome}"
-                self.facts.lines["other_fix_prose"] = (line.lineno, text.strip()[:500])
-        return True
-
-    def _fault_toggles(self, wide: str, text: str, line: Line) -> None:
-        """The reporter's A/B tests of a fault: that it persists without the drafts, that it stays on one host, and a
-        toggle outside the hybrid/spec-decode classes that made it go away (read on the line itself: the toggle is
-        what precedes its outcome there)."""
-        if text.lstrip().startswith("|") and self._ab_table_row(text, line):
-            return
-        row = _TABLE_ROW.match(text) if "|" in text else None
-        if row:
-            text = wide = f"{row.group(1).strip()}: {row.group(2).strip()}"
-        # (each regex only after a word every one of its matches holds: these run on every prose line)
-        low = wide.lower()
-        if any(w in low for w in _SPEC_HINTS):
-            self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC, wide, line)
-            self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC_I18N, wide, line)
-        if any(w in low for w in _ONE_HOST_HINTS):
-            self._first_words("one_host_prose", _ONE_HOST, wide, line)
-        if "refix" in low or "apc" in low:
-            self._first_words("persists_without_pc_prose", _PERSISTS_WITHOUT_PC, wide, line)
-        low = text.lower()
-        if "other_fix_prose" not in self.facts.startup and (zh := _FIXED_BY_SWITCH_ZH.search(text)):
-            switched = _KEPT_ZH.sub("", zh.group(1)).strip(" +")
-            if switched and not _FAMILY_TOGGLE.search(switched):
-                self.facts.startup["other_fix_prose"] = zh.group(0).strip()
-                self.facts.lines["other_fix_prose"] = (line.lineno, line.text.strip()[:500])
-        if "other_fix_prose" in self.facts.startup or not any(w in low for w in _FIXED_HINTS):
-            return
-        m = _FAULT_GONE.search(text)
-        toggle = text[:m.start()].rsplit(". ", 1)[-1].strip(" -*") if m else None
-        if m is None and (m := _FINE_WITHOUT.search(text)):
-            toggle = "no " + m.group(1).strip()
-        # (what the reporter kept as it was is no toggle: "Disabling EPLB (keep MTP)")
-        if m and toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(_KEPT.sub("", toggle)):
-            self.facts.startup["other_fix_prose"] = f"{toggle} {m.group(0).strip()}" if toggle not in m.group(0) \
-                else m.group(0).strip()
-            self.facts.lines["other_fix_prose"] = (line.lineno, line.text.strip()[:500])
-
     def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
         """The first match of the reporter's words for ``name``, with its line as evidence."""
         if name not in self.facts.startup and (m := rx.search(text)):
@@ -956,7 +805,7 @@ class ProseLines:
             if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
                     or "never" in wide or "queue" in wide or "cap" in wide or " wait" in wide or "running" in wide:
                 self._first_words("capacity_prose", _CAPACITY_PROSE, wide, line)
-            self._fault_toggles(wide, text, line)
+            self.ab_tests.read(wide, text, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
