@@ -142,3 +142,34 @@ def test_an_nccl_watchdog_timeout_before_the_wrapper_is_not_read_from_the_config
         "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the "
         "root cause."])
     assert not [f for f in an.findings if f.category == "spec_kernel_limit"]
+
+
+def test_a_hybrid_with_an_eagle_head_that_fails_to_start_empty_reads_as_the_kv_layout():
+    spec = "{'method': 'eagle3', 'model': '/models/qwen35-eagle3', 'num_speculative_tokens': 3}"
+    an = _analyze(["Qwen3.5 starts fine alone; with our EAGLE3 head it dies at start with an empty error.",
+                   _args("Qwen/Qwen3.5-27B", spec)] + _START_FAILED)
+    lead = an.findings[0]
+    assert lead.category == "kv_page_size" and "attention layers of its own" in lead.basis
+
+
+def test_a_hybrid_whose_kv_manager_vllm_disabled_and_that_fails_to_start_empty_reads_as_the_kv_layout():
+    an = _analyze([
+        _args("ibm-granite/granite-4.0-h-small", "None"),
+        "(EngineCore_DP0 pid=212) WARNING 01-21 14:04:40 [kv_cache_utils.py:1163] Hybrid KV cache manager is disabled "
+        "for this hybrid model, This means we do not enable any optimizations for saving KV cache memory.",
+        "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+        "| 4 | yes + `--no-disable-hybrid-kv-cache-manager` | ValueError at startup |"])
+    lead = an.findings[0]
+    assert lead.category == "kv_page_size" and "hybrid KV cache manager is disabled" in lead.basis
+
+
+def test_a_cancelled_queue_beside_an_xid_13_on_a_hybrid_with_drafts_and_prefix_caching_is_the_state_class():
+    spec = "{'method': 'mtp', 'num_speculative_tokens': 2}"
+    an = _analyze([
+        _args("Qwen/Qwen3.5-122B-A10B-FP8", spec, "'enable_prefix_caching': True, "),
+        "(EngineCore pid=187) ERROR 09-02 11:41:13 [core.py:1332] EngineCore encountered a fatal error.",
+        "(EngineCore pid=187) ERROR 09-02 11:41:13 [core.py:1332] RuntimeError: cancelled",
+        "dmesg: NVRM: Xid (PCI:0000:9b:00): 13, pid=4242, name=VLLM::Worker_TP, Graphics Exception: ESR 0x50dc30=0x0",
+        "| 2 tokens | off | stable |"])
+    assert an.findings[0].category in ("state_index", "mixed_batch")
+    assert an.findings[0].rule == "async_fault"

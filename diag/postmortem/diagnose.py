@@ -633,7 +633,8 @@ def _v0_release(version: str | None) -> str | None:
 
 # the engine's / Ray's report that a worker process died, which says nothing of why
 _WRAPPER = re.compile(r"^(?:Executor failed|Engine core initialization failed|EngineCore encountered an issue|"
-                      r"Worker proc \S+ died|The actor died unexpectedly)|ActorDiedError$")
+                      # (the engine's queue to its workers, cancelled as they died: shm_broadcast.py acquire_read)
+                      r"Worker proc \S+ died|The actor died unexpectedly|cancelled$)|ActorDiedError$")
 _RAY_EXEC_NOTE = re.compile(r"\s*Error executing method '?\w+'?\. This might cause deadlock in distributed execution\.")
 _CXX_WHAT = re.compile(r"\s*what\(\):")
 _DIED = re.compile(r"died unexpectedly|[Ss]egmentation fault|core dumped|killed by signal", re.I)

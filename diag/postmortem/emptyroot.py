@@ -22,6 +22,8 @@ _WRAPPER_TEXT = re.compile(
     # the engine's shared-memory queue to its workers, cancelled as they died (shm_broadcast.py acquire_read)
     r"^RuntimeError: cancelled\s*$", re.I | re.M)
 # a signal that says who ended the worker (the OOM killer's SIGKILL, a segfault): a cause of its own, not modelled here
+# drafters with attention layers (and KV pages) of their own beside the target's: EAGLE heads, Medusa, DFlash
+_OWN_KV_DRAFTER = re.compile(r"eagle|medusa|dflash|dspark", re.I)
 _SIGNALLED = re.compile(r"SIGKILL|SIGSEGV|signal 9|exit ?code[:= ]+13[79]|Segmentation fault|core dumped|OOMKilled|"
                         r"out of memory", re.I)
 
@@ -36,7 +38,8 @@ def wrapper_only(facts: LogFacts, root: LogException) -> bool:
     if any(k in facts.lines for k in ("nccl_watchdog", "xid")) or facts.startup.get("probe_kill") \
             or facts.startup.get("hang_prose") or facts.startup.get("xids"):
         return False
-    lines = [str(t) for _, t in facts.startup.get("error_lines") or []]
+    # (a row of the reporter's A/B table is another run's outcome, not this run's error)
+    lines = [str(t) for _, t in facts.startup.get("error_lines") or [] if not str(t).lstrip().startswith("|")]
     return all(_WRAPPER_TEXT.search(t) and not _SIGNALLED.search(t) for t in lines)
 
 
@@ -75,13 +78,24 @@ def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_num
                   f"{setup.spec_k + 1} query tokens a request, past what some of them take (DeepGEMM's paged-MQA logits "
                   f"on Hopper: next_n 1 or 2); the report: '{tied}'")
         nums.setdefault("next_n", setup.spec_k + 1)
+    elif at_start and setup.hybrid and facts.startup.get("hybrid_kv_cache_manager_disabled"):
+        # vLLM said it runs this hybrid with the hybrid KV cache manager off: every layer's spec must then fold into
+        # one type, which Mamba/GDN state specs beside attention cannot ("Hybrid KV cache manager is disabled but
+        # failed to convert the KV cache specs to one unified type")
+        cat = "kv_page_size"
+        reason = ("vLLM logged that the hybrid KV cache manager is disabled for this hybrid model: the KV-cache "
+                  "configuration at start must then fold the Mamba/GDN state specs and the attention specs into one "
+                  "type, which it cannot")
     elif at_start:
-        if not (setup.hybrid and setup.spec_k and (separate_draft(setup) or tied)):
+        own_kv = separate_draft(setup) or bool(_OWN_KV_DRAFTER.search(str(setup.spec_method or "")))
+        if not (setup.hybrid and setup.spec_k and (own_kv or tied)):
             return None
         # a hybrid's engine start with drafts: the KV-cache configuration (after the memory profile) unifies the
         # pages of the target's Mamba/GDN and attention layers with those of the drafter's layers
         cat = "kv_page_size"
-        drafter = "a separate draft model" if separate_draft(setup) else f"the {setup.spec_method or 'spec'} drafter"
+        drafter = ("a separate draft model" if separate_draft(setup) else
+                   f"an {setup.spec_method} draft with attention layers of its own" if own_kv else
+                   f"the {setup.spec_method or 'spec'} drafter")
         reason = (f"{drafter} on a hybrid target: the KV-cache configuration at start unifies the page sizes of the "
                   f"target's Mamba/GDN and attention layers with the drafter's layers"
                   + (f" (the report: '{tied}')" if tied else ""))
