@@ -184,3 +184,14 @@ def test_a_graph_cut_to_one_requests_decode_is_a_cliff_at_any_load():
                    "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'", _truncated(4)])
     lead = an.findings[0]
     assert lead.category == "cudagraph_shape" and "at any load above 1 request" in lead.basis
+
+
+def test_wrong_output_that_reproduces_in_transformers_is_outside_vllm():
+    said = ["The answers turn into garbage (repeated '!!!!').",
+            "Our own AWQ in transformers (without vLLM): 7 of 20 answers with the same garbage."]
+    an = _analyze(said + _HYBRID_MTP)
+    lead = an.findings[0]
+    assert lead.category == "other" and lead.rule == "near_miss" and "without vLLM" in lead.basis
+    # the other engine being fine is no such test
+    fine = _analyze([said[0], "The same prompts in transformers are fine."] + _HYBRID_MTP)
+    assert fine.findings[0].category != "other"

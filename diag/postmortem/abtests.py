@@ -96,6 +96,15 @@ _FAMILY_TOGGLE = re.compile(r"prefix|cach|mtp|spec|draft|eagle|ngram|medusa|suff
 # an A/B table's run-number column, whose value changes every row
 _RUN_COLUMN = re.compile(r"^(?:#|no\.?|n|nr|run|id|test|case|attempt|try)$", re.I)
 
+# the failure reproduced without vLLM ("our AWQ in transformers (without vLLM): 7 of 20 with the same '!!!!'", "same
+# garbage in plain HF transformers", "sglang does the same"): no vLLM code path is the cause
+_OTHER_ENGINE = re.compile(r"\b(?:transformers|sglang|llama\.cpp|TGI|TensorRT-LLM|trt-llm)\b|"
+                           r"(?:without|w/o|outside|no|\u0431\u0435\u0437) vLLM\b", re.I)
+_SAME_THERE = re.compile(r"\b(?:same|also|too|as well|identical|reproduces?|equally)\b|\u0442\u043e\u0442 \u0436\u0435|"
+                         r"\u0442\u043e \u0436\u0435|\u0442\u0430\u043a\u043e\u0439 \u0436\u0435|\u0442\u0430\u043a\u0438\u0435 \u0436\u0435|"
+                         r"\u540c\u6837|\u4e00\u6837|\u540c\u3058|\bauch\b|\bmismo\b|\bm\u00eame\b|\bmesmo\b", re.I)
+_NOT_THERE = re.compile(r"\b(?:fine|correct(?:ly)?|works?|clean|ok|okay|normal|no (?:garbage|issue|problem))\b", re.I)
+
 
 class ABTestReader:
     """Reads one log's A/B tests into ``facts.startup`` (``faults_without_spec_prose``, ``persists_without_pc_prose``,
@@ -153,6 +162,10 @@ class ABTestReader:
             self._first_words("one_host_prose", _ONE_HOST, wide, line)
         if "refix" in low or "apc" in low:
             self._first_words("persists_without_pc_prose", _PERSISTS_WITHOUT_PC, wide, line)
+        if "other_engine_prose" not in self.facts.startup and len(wide) < 600 and (m := _OTHER_ENGINE.search(wide)) \
+                and _SAME_THERE.search(wide, m.end()) and not _NOT_THERE.search(wide, m.end()):
+            self.facts.startup["other_engine_prose"] = wide[max(0, m.start() - 40):m.end() + 80].strip()
+            self.facts.lines["other_engine_prose"] = (line.lineno, line.text.strip()[:500])
         low = text.lower()
         if "other_fix_prose" not in self.facts.startup and (zh := _FIXED_BY_SWITCH_ZH.search(text)):
             switched = _KEPT_ZH.sub("", zh.group(1)).strip(" +")

@@ -229,11 +229,19 @@ def _kv_transfer(facts: LogFacts) -> tuple[str | None, str | None]:
     return (conn if isinstance(conn, str) else None), (role if isinstance(role, str) else None)
 
 
+# the facts the reporter's A/B tests leave (abtests.ABTestReader): the evidence of a reading they decide
+AB_TEST_FACTS = ("faults_without_spec_prose", "persists_without_pc_prose", "other_fix_prose", "one_host_prose",
+                 "other_engine_prose")
+
+
 def ab_tests_clear_families(facts: LogFacts, setup: Setup) -> str | None:
     """What in the reporter's A/B tests clears a failure of the hybrid/spec-decode classes: it persists with the drafts
     off, and with prefix caching off too, or a toggle outside those classes ends it, or it stays on one host (a model
     without Mamba/GDN layers has no class left once the drafts are out). ``None`` when the tests do not."""
     said = facts.startup
+    if said.get("other_engine_prose"):
+        # the same failure without vLLM at all (transformers, another engine): no vLLM path is its cause
+        return f"it reproduces without vLLM ('{said['other_engine_prose']}')"
     without_spec = said.get("faults_without_spec_prose")
     others = [f"'{said[k]}'" for k in ("persists_without_pc_prose", "other_fix_prose", "one_host_prose") if said.get(k)]
     if not without_spec or not (others or setup.hybrid is False):

@@ -38,7 +38,7 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from .accepted import negative_accepted
 from .asyncfault import ASYNC, from_async, hybrid_spec_fault_class
-from .configuration import Setup, ab_tests_clear_families, config_known, precondition_fails, read_setup
+from .configuration import AB_TEST_FACTS, Setup, ab_tests_clear_families, config_known, precondition_fails, read_setup
 from .connectors import connector_class
 from .emptyroot import empty_root_crash
 from .diagnosis import Diagnosis, batch_numbers, config_numbers, exc_evidence, fact_evidence, frame_lines, title_of
@@ -213,8 +213,7 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
                 facts, "Asynchronous fault outside the hybrid/spec-decode classes (the report's A/B tests)",
                 "the fault is reported asynchronously, so its class would come from the configuration, but the report's "
                 f"own A/B tests take the hybrid/spec-decode classes out of it: {ruled_out}", message, base_numbers,
-                exc_evidence(root, 1) + fact_evidence(facts, "faults_without_spec_prose", "persists_without_pc_prose",
-                                                      "other_fix_prose", "one_host_prose"),
+                exc_evidence(root, 1) + fact_evidence(facts, *AB_TEST_FACTS),
                 missing=["rerun with CUDA_LAUNCH_BLOCKING=1 so the faulting kernel is the frame shown"])
         kernel = faulting_kernel(facts.startup.get("error_lines") or [])
         if kernel is None and facts.blocking_launches():

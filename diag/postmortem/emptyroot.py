@@ -10,7 +10,7 @@ import re
 
 from ..model import Evidence, LogException, LogFacts
 from .asyncfault import hybrid_spec_fault_class, separate_draft
-from .configuration import Setup, ab_tests_clear_families
+from .configuration import AB_TEST_FACTS, Setup, ab_tests_clear_families
 from .diagnosis import Diagnosis, exc_evidence, fact_evidence, title_of
 
 # the engine's and the API server's reports that something below them failed, which carry no cause of their own
@@ -62,8 +62,7 @@ def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_num
             "Worker failure outside the hybrid/spec-decode classes (the report's A/B tests)"),
             basis=f"{wrapped}; the report's own A/B tests take the hybrid/spec-decode classes out: {cleared}",
             message=first, numbers=nums,
-            evidence=ev + fact_evidence(facts, "faults_without_spec_prose", "persists_without_pc_prose",
-                                        "other_fix_prose", "one_host_prose"), missing=missing)
+            evidence=ev + fact_evidence(facts, *AB_TEST_FACTS), missing=missing)
     at_start = bool(re.search(r"initialization failed|failed to start", f"{root.message} " + " ".join(
         str(t) for _, t in facts.startup.get("error_lines") or []), re.I))
     tied = facts.startup.get("spec_tied_prose")

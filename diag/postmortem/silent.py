@@ -9,7 +9,7 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
-from .configuration import Setup, ab_tests_clear_families, truthy
+from .configuration import AB_TEST_FACTS, Setup, ab_tests_clear_families, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .specpath import model_names, no_spec_path
 
@@ -487,7 +487,7 @@ def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) ->
                f"{cleared}"),
         title="Symptom outside the hybrid/spec-decode classes (the report's A/B tests)",
         message=f"symptom without an error: {symptom}",
-        evidence=("faults_without_spec_prose", "persists_without_pc_prose", "other_fix_prose", "one_host_prose"),
+        evidence=AB_TEST_FACTS,
         missing=["the run that shows the symptom with the suspected setting alone changed"])
 
 
