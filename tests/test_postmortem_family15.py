@@ -195,3 +195,47 @@ def test_wrong_output_that_reproduces_in_transformers_is_outside_vllm():
     # the other engine being fine is no such test
     fine = _analyze([said[0], "The same prompts in transformers are fine."] + _HYBRID_MTP)
     assert fine.findings[0].category != "other"
+
+
+_GRANITE = ["vllm serve ibm-granite/granite-4.0-h-tiny --max-model-len 32768 --enable-prefix-caching",
+            "INFO 07-18 15:02:33 [config.py:553] Setting attention block size to 400 tokens to ensure that attention "
+            "page size is >= mamba page size."]
+
+
+def test_answers_cut_at_the_token_cap_are_the_requests_max_tokens():
+    an = _analyze(["Answers are cut off after a couple of words on /v1/completions."] + _GRANITE + [
+        '{"choices":[{"index":0,"text":" The French Revolution was a period of","finish_reason":"length"}]}'])
+    lead = an.findings[0]
+    assert lead.category == "other" and "token cap" in lead.title
+    assert not [f for f in an.findings if f.category != "other" and f.severity in ("error", "warning")]
+
+
+def test_a_pasted_output_the_reporter_truncated_is_no_symptom():
+    an = _analyze(["Output of request 2 (truncated):"] + _GRANITE)
+    assert "truncated_prose" not in an.facts.startup
+
+
+def test_requests_waiting_for_lora_slots_are_the_schedulers_limit():
+    an = _analyze([
+        "Throughput collapses once more than one customer is active: Running stays at 3-5 and Waiting grows.",
+        "vllm serve tiiuae/Falcon-H1-34B-Instruct -tp 2 --enable-lora --max-lora-rank 64 \\",
+        "  --lora-modules cust_a=/loras/a cust_b=/loras/b cust_c=/loras/c --max-num-seqs 128"])
+    lead = an.findings[0]
+    assert lead.category == "other" and "3 adapters, --max-loras 1" in lead.title
+
+
+def test_a_few_tokens_a_second_against_an_expectation_with_cpu_offload_is_the_offload():
+    an = _analyze(["It runs at 2-3 tokens/s even with a single short request. I was expecting 60+.",
+                   "vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct --cpu-offload-gb 56"])
+    assert "CPU weight offload" in an.findings[0].title
+
+
+def test_a_question_about_what_to_expect_is_no_slowness():
+    an = _analyze(["We get 600 tok/s. Is CUTLASS MLA + MTP expected to be faster?"] + _MLA_EAGLE)
+    assert "slow_prose" not in an.facts.startup
+
+
+def test_a_comparison_with_transformers_that_differs_is_no_reproduction_outside_vllm():
+    an = _analyze(["Scores are 6 points lower than our transformers baseline and answers differ run to run."]
+                  + _HYBRID_MTP)
+    assert "other_engine_prose" not in an.facts.startup

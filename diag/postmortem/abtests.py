@@ -106,6 +106,12 @@ _SAME_THERE = re.compile(r"\b(?:same|also|too|as well|identical|reproduces?|equa
 _NOT_THERE = re.compile(r"\b(?:fine|correct(?:ly)?|works?|clean|ok|okay|normal|no (?:garbage|issue|problem))\b", re.I)
 
 
+
+def _clause_after(text: str, start: int) -> str:
+    """The rest of the clause after ``start`` (to the sentence's end, 100 characters at most)."""
+    return re.split(r"[.!?\u3002](?:\s|$)", text[start:start + 100], maxsplit=1)[0]
+
+
 class ABTestReader:
     """Reads one log's A/B tests into ``facts.startup`` (``faults_without_spec_prose``, ``persists_without_pc_prose``,
     ``one_host_prose``, ``other_fix_prose``) with their lines in ``facts.lines``; the first words of each win."""
@@ -163,7 +169,7 @@ class ABTestReader:
         if "refix" in low or "apc" in low:
             self._first_words("persists_without_pc_prose", _PERSISTS_WITHOUT_PC, wide, line)
         if "other_engine_prose" not in self.facts.startup and len(wide) < 600 and (m := _OTHER_ENGINE.search(wide)) \
-                and _SAME_THERE.search(wide, m.end()) and not _NOT_THERE.search(wide, m.end()):
+                and (same := _clause_after(wide, m.end())) and _SAME_THERE.search(same) and not _NOT_THERE.search(same):
             self.facts.startup["other_engine_prose"] = wide[max(0, m.start() - 40):m.end() + 80].strip()
             self.facts.lines["other_engine_prose"] = (line.lineno, line.text.strip()[:500])
         low = text.lower()

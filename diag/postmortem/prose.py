@@ -311,6 +311,12 @@ _BATCH_DEPENDENT = re.compile(
 # SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
 _REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
                         r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
+# an answer ended by its token cap (the OpenAI API's body, vLLM's request log): "finish_reason":"length"
+_FINISH_LENGTH = re.compile(r"""finish_reason["']?\s*[:=]\s*["']?length\b""")
+# the reporter saying the answers end early: "answers are cut off after a couple of words", "responses get truncated"
+_TRUNCATED_PROSE = re.compile(r"\b(?:answers?|responses?|outputs?|completions?|replies|generations?|text)\b[^.\n]{0,30}?\b"
+                              r"(?:(?:are|is|get|gets|got|were|was) )?(?:cut off|cut short|(?<!\()truncated|stops? (?:mid|early|after)|"
+                              r"incomplete)\b|\b(?:cut off|truncated) (?:mid|after|at)\b|\bends? mid[- ]sentence\b", re.I)
 _REQ_HINT = re.compile(r"max_tokens|temperature|top_|logprobs|min_tokens|max_completion|_penalty")
 # startup / stats records pasted without their prefix (one search instead of a keyword loop per prose line)
 _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
@@ -415,8 +421,12 @@ _SPEC_SLOWER = re.compile(
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 _CAPACITY_PROSE = re.compile(
-    # "requests queue ('Waiting') with only ~20 running"
+    # "requests queue ('Waiting') with only ~20 running", "requests queue at ~8 users", "Running stays at 3-5"
     r"\bonly (?:~|about |around )?\d+ (?:requests? |reqs? |seqs? )?(?:are )?running\b|"
+    r"\brequests? (?:queue|pile up|wait|start queu\w*)(?: up)? (?:at|with|after|beyond|above) (?:~|about |only )?\d+\b|"
+    r"\bRunning (?:stays|stuck|sits|is stuck|never goes above|caps|plateaus) (?:at )?(?:~|about )?\d+|"
+    # "only gives 'Maximum concurrency ... 1.93x'"
+    r"\bonly (?:gives?|gets?|shows?|reports?) [\"'`]?Maximum concurrency\b|"
     # (what drops must be the capacity: "at concurrency 128 the scores drop" is the output's quality)
     r"\b(?:max(?:imum)? concurrency|kv[ -]cache(?: size| capacity| tokens)?|kv capacity|kv tokens|concurrency)\b"
     r"(?:(?!scores?\b|accuracy|acceptance|quality|evals?\b)[^.\n]){0,60}?"
@@ -487,6 +497,11 @@ _SLOW_PROSE = re.compile(
     # "Latency is terrible at low load"
     r"\b(?:latency|TTFT|TPOT|ITL|throughput)\b[^.\n]{0,50}? (?:is|are|was|were|looks|got) (?:just |really |so |pretty )?(?:terrible|awful|"
     r"horrible|abysmal|atrocious)\b|"
+    # "runs at 2-3 tokens/s even with a single short request ... I was expecting 60+"
+    r"\b\d+(?:\.\d+)?(?:\s*[-\u2013]\s*\d+(?:\.\d+)?)?\s*(?:tok(?:en)?s?/s|t/s|tps)\b[^\n]{0,80}?(?:\b(?:was |were |I'?m |am |I )"
+    r"expect(?:ing|ed)|[.;]\s+[Ee]xpected)\b|"
+    # "Throughput collapses once more than one customer is active"
+    r"\b(?:throughput|tok(?:en)?s?/s|performance)\b (?:\w+ )?(?:collapses|collapsed|tanks|tanked|craters|cratered)\b|"
     # "Only ~35 tok/s single stream, H100 box does 150+"
     r"\bonly (?:~|about |around |roughly )?\d[\d,.]*\s*k?\s*(?:output )?(?:tok(?:ens)?/s|t/s|tps)\b|"
     # "loses ~40% throughput", "TPOT doubles", "a 2x regression", "falls off a cliff above ~100 requests"
@@ -803,13 +818,14 @@ class ProseLines:
             if "cceptance" in wide:
                 self._first_words("acceptance_prose", _ACCEPTANCE_PROSE, wide, line)
             if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
-                    or "never" in wide or "queue" in wide or "cap" in wide or " wait" in wide or "running" in wide:
+                    or "never" in wide or "queue" in wide or "cap" in wide or " wait" in wide or "unning" in wide \
+                    or "oncurrency" in wide:
                 self._first_words("capacity_prose", _CAPACITY_PROSE, wide, line)
             self.ab_tests.read(wide, text, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
-                                       "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token")):
+                                       "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token", "/s")):
                 self._first_words("slow_prose", _SLOW_PROSE, wide, line)
             if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
                 self._first_words("hang_prose", _HANG_PROSE, text, line)
@@ -885,6 +901,12 @@ class ProseLines:
                 self.facts.startup.setdefault("concurrent_requests", n + 1 if above else n)
         if len(text) < 4000 and _REQ_HINT.search(text):
             self._request_params(text)
+        if "finish_reason" in text and "finish_reason_length" not in self.facts.startup and _FINISH_LENGTH.search(text):
+            self.facts.startup["finish_reason_length"] = True  # an answer the API server ended at its token cap
+            self.facts.lines["finish_reason_length"] = (line.lineno, text.strip()[:500])
+        if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
+                w in text for w in ("cut ", "runcat", "stop", "mid", "incomplete")):
+            self._first_words("truncated_prose", _TRUNCATED_PROSE, text, line)
         # the same facts also come from pasted INFO lines that lost their prefix
         if _PASTED_RECORD.search(text):
             self._record_line(line)

@@ -440,7 +440,7 @@ def untuned_moe_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
 
 
 # the reporter's words for what went wrong without an error (prose.py)
-_SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance_prose", "capacity_prose",
+_SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance_prose", "capacity_prose", "truncated_prose",
              "hit_rate_prose")
 
 
@@ -449,6 +449,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     (sampling defaults, a RoPE override), then the families' silent classes, then the near misses read from metrics
     and settings."""
     d = (toggles_clear_families(facts, setup, base_numbers) or slow_tokenizer_latency(facts, base_numbers)
+         or token_cap_truncation(facts, base_numbers) or lora_slot_queueing(facts, base_numbers)
          or sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
          or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
          or low_memory_share_capacity(facts, base_numbers)
@@ -573,6 +574,54 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose", "non_default_args",
                                                                      "command"),
         missing=["the same load without --enforce-eager (CUDA graphs captured: 'Capturing CUDA graphs' lines at start)"])
+
+
+def token_cap_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error; the answers are said to end early and the API server says it ended them at their token cap
+    (``finish_reason: length``): the request's max_tokens -- 16 by default on the OpenAI completions endpoint when the
+    request sets none -- not the model's layers or drafts, outside the families."""
+    said = facts.startup.get("truncated_prose")
+    if not said or not facts.startup.get("finish_reason_length"):
+        return None
+    cap = (facts.startup.get("request_params") or {}).get("max_tokens")
+    why = (f"the request's max_tokens ({cap})" if isinstance(cap, int) else
+           "the request's max_tokens -- the OpenAI completions endpoint defaults it to 16 when the request sets none")
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says the answers end early ('{said}') and the API server ended them at their token "
+               f"cap (finish_reason 'length'): {why}, outside the hybrid/spec-decode families"),
+        title="Answers cut at the request's token cap (finish_reason 'length')",
+        message=f"truncated answers without an error: {said}",
+        evidence=("truncated_prose", "finish_reason_length", "request_params"),
+        missing=["the same request with max_tokens set (or max_completion_tokens on chat)"])
+
+
+def lora_slot_queueing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error; serving slow or requests queueing, with more LoRA adapters in use than the engine's adapter slots
+    (``--max-loras``, 1 by default): a step runs the requests of at most that many adapters, the others wait --
+    the scheduler's LoRA limit, outside the families."""
+    said = facts.startup.get("capacity_prose") or facts.startup.get("slow_prose")
+    if not said or not truthy(facts.args.get("enable_lora")):
+        return None
+    text = " ".join(str(t) for t in (facts.command, (facts.lines.get("non_default_args") or (0, ""))[1]) if t)
+    adapters = max(len(_LORA_PATH.findall(text)), len(re.findall(r"LoRAModulePath\(", text)))
+    slots = facts.args.get("max_loras")
+    slots = slots if isinstance(slots, int) and slots > 0 else 1
+    if adapters <= slots:
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says '{said}', and the engine serves {adapters} LoRA adapters with {slots} adapter "
+               f"slot(s) a step (--max-loras{'' if facts.args.get('max_loras') else ', default 1'}): requests of the "
+               "other adapters wait for a slot -- the scheduler's LoRA limit, outside the hybrid/spec-decode families"),
+        title=f"Requests waiting for LoRA slots ({adapters} adapters, --max-loras {slots})",
+        message=f"queueing without an error: {said}", evidence=("capacity_prose", "slow_prose", "command",
+                                                                  "non_default_args"),
+        missing=[f"the same load with --max-loras {adapters} (and the memory it takes)"])
+
+
+# an adapter given to --lora-modules as name=path
+_LORA_PATH = re.compile(r"(?<![\w-])[\w.-]+=(?:/|\./|~/)[^\s'\",]+")
 
 
 def slow_tokenizer_latency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
