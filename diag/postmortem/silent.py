@@ -9,8 +9,14 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
-from .configuration import AB_TEST_FACTS, Setup, ab_tests_clear_families, truthy
+from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
+from .quietmisses import (SYMPTOMS, activation_reserve_capacity, collective_hang, cpu_offload_slowdown,
+                          drafts_never_accepted, eager_slowdown, long_context_capacity, lora_slot_queueing,
+                          low_memory_share_capacity, pcie_allreduce_slowdown, prefill_budget_slowdown, salted_prefixes,
+                          sampled_away_acceptance, sampled_by_generation_config, scheduler_cap, slow_tokenizer_latency,
+                          spec_batch_slowdown, static_rope_quality, toggles_clear_families, token_cap_truncation,
+                          untuned_moe_slowdown, varying_prefix)
 from .specpath import model_names, no_spec_path
 
 __all__ = ["own_quality_gate", "quiet_report", "silent_corruption", "unexplained_symptom"]
@@ -18,14 +24,6 @@ __all__ = ["own_quality_gate", "quiet_report", "silent_corruption", "unexplained
 
 # hybrids whose linear-attention builder has no speculative-decoding path (MiniMax's lightning attention)
 _NO_SPEC_BUILDER = re.compile(r"MiniMaxText01|MiniMaxM1|minimax[-_]?(?:m1|text)", re.I)
-
-
-def _outside(facts: LogFacts, base_numbers: dict, *, basis: str, title: str, message: str, evidence: tuple[str, ...],
-             missing: list[str]) -> Diagnosis:
-    """A no-error report read as a cause outside the families (``medium``, a warning: nothing failed)."""
-    return Diagnosis(category="other", confidence="medium", rule="near_miss", severity="warning", basis=basis,
-                     title=title, message=message, numbers={**base_numbers, **facts.numbers},
-                     evidence=fact_evidence(facts, *evidence), missing=missing)
 
 
 def _family_warning(facts: LogFacts, base_numbers: dict, category: str, confidence: str, *, basis: str, title: str,
@@ -92,17 +90,6 @@ def _never_hit_counters(metrics: dict) -> float | None:
     return None
 
 
-def _never_accepted(metrics: dict) -> str | None:
-    """The spec-decode metrics say no draft was accepted, on the first line as on the last: a mean acceptance length
-    of ~1 (the bonus token alone) or a draft acceptance rate of ~0 %."""
-    for name, ceiling, text in (("spec_mean_acceptance_length", 1.05, "mean acceptance length {v}"),
-                                ("spec_avg_draft_acceptance_rate", 2.0, "draft acceptance rate {v}%")):
-        v, first = metrics.get(name), metrics.get(f"{name}_first")
-        if isinstance(v, (int, float)) and v <= ceiling and (first is None or first <= ceiling):
-            return text.format(v=v)
-    return None
-
-
 def unrounded_capture_sizes(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error; before 0.12 vLLM did not round the CUDA-graph capture sizes to multiples of 1 + k (issue #28207, fixed
     by CompilationConfig.adjust_cudagraph_sizes_for_spec_decode): a uniform spec-decode step of n x (1 + k) tokens that
@@ -142,89 +129,6 @@ def unrounded_capture_sizes(facts: LogFacts, setup: Setup, base_numbers: dict) -
                   "engine_config"),
         missing=["the same load with --enforce-eager or cudagraph_capture_sizes that are multiples of "
                  f"{k + 1}, or on vLLM 0.12+"])
-
-
-def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
-    """No error, and vLLM's spec-decode metrics show no draft accepted from the first line on (``medium``): the drafter
-    proposes what the target never agrees with -- its weights (an MTP head a quantized or exported checkpoint left
-    out, so vLLM runs it randomly initialised; a draft model of another tokenizer or vocabulary) -- not one of the
-    hybrid/spec failure classes, which break the output or the engine rather than acceptance alone from step one."""
-    said = _never_accepted(facts.startup.get("metrics") or {})
-    if said is None or facts.startup.get("wrong_output_prose"):
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the spec-decode metrics show no accepted drafts from the first line on ({said}): the "
-               "drafter's proposals never match the target -- typically its weights (an MTP head missing from a quantized "
-               "or re-exported checkpoint and left randomly initialised, a draft model with another tokenizer or "
-               "vocabulary); outside the hybrid/spec-decode failure classes -- not modelled beyond the metrics"),
-        title="Drafts never accepted (the drafter's weights or vocabulary, not an engine failure)",
-        message=f"no draft accepted: {said}", evidence=("command", "non_default_args"),
-        missing=["the draft weights the checkpoint holds (for MTP: the mtp.* tensors in its safetensors index) and the "
-                 "acceptance with the original checkpoint"])
-
-
-def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, prefix-cache hits at 0 %, and the requests carry a ``cache_salt`` (``medium``): vLLM mixes the salt into
-    the first block's hash, so requests with different salts never share a cached prefix -- the client's isolation
-    of the cache, not a hybrid's block granularity."""
-    if not facts.startup.get("cache_salt_seen") or facts.startup.get("wrong_output_prose"):
-        return None
-    rate = facts.startup.get("prefix_cache_hit_rate_max")
-    if not facts.startup.get("hit_rate_prose") and not (isinstance(rate, (int, float)) and rate == 0):
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=("no error; the requests carry a cache_salt, which vLLM mixes into the hash of their first block: requests "
-               "with different salts never share a cached prefix, whatever the model -- outside the hybrid/spec-decode "
-               "failure classes"),
-        title="Prefix cache isolated by per-request cache_salt (no shared prefix can hit)",
-        message="requests carry a cache_salt: prefix-cache hits only between requests of the same salt",
-        evidence=("cache_salt_seen", "prefix_cache_hit_rate_max"),
-        missing=["the hit rate of requests that share one salt (or of requests without it)"])
-
-
-def varying_prefix(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, prefix-cache hits near 0 %, and the report's prompt template interpolates a per-request value (a time,
-    a UUID, a request or trace id): the prompts differ from their first tokens, so no block is ever shared -- the
-    client's prompt, not a hybrid's block granularity."""
-    said = facts.startup.get("varying_prefix_prose")
-    rate = facts.startup.get("prefix_cache_hit_rate_max")
-    if not said or facts.startup.get("wrong_output_prose") or not (
-            facts.startup.get("hit_rate_prose") or isinstance(rate, (int, float)) and rate < 5):
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the prompt template the report shows puts a per-request value into the prompt ('{said}'): "
-               "prefix caching shares whole blocks of identical leading tokens, so prompts that differ where that value "
-               "stands share nothing after it, whatever the model -- outside the hybrid/spec-decode failure classes"),
-        title="Prefix cache cannot hit: the prompt carries a per-request value (time, UUID, id)",
-        message=f"prompts differ per request: {said}",
-        evidence=("varying_prefix_prose", "prefix_cache_hit_rate_max", "hit_rate_prose"),
-        missing=["the hit rate with the per-request value moved to the end of the prompt (or dropped)"])
-
-
-_ROPE_OVERRIDE = re.compile(r"rope_(?:scaling|parameters|type)\W+[^}]{0,120}?(?:yarn|dynamic|factor)", re.I)
-
-
-def static_rope_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, output quality down, and the command overrides the model's RoPE scaling (``hf_overrides`` /
-    ``--rope-scaling`` with YaRN or a factor): vLLM applies a static scaling to every request whatever its length, so
-    short prompts are encoded with the long-context positions (model cards warn of it) -- outside the families."""
-    symptom = facts.startup.get("wrong_output_prose")
-    said = " ".join(str(facts.args.get(k) or "") for k in ("hf_overrides", "rope_scaling", "rope_parameters"))
-    m = _ROPE_OVERRIDE.search(said)
-    if not symptom or m is None:
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says quality dropped ('{symptom}') and the command overrides the model's RoPE "
-               f"scaling ({m.group(0)[:80]}): vLLM applies static scaling to every request, so short prompts are "
-               "encoded with long-context positions and lose quality -- outside the hybrid/spec-decode families"),
-        title="Quality drop from a static RoPE scaling override (hf_overrides), not the engine's state or drafts",
-        message=f"quality drop without an error: {symptom}", evidence=("wrong_output_prose", "non_default_args", "command"),
-        missing=["the same evaluation without the RoPE override (the model's native context), drafts and KV dtype "
-                 "unchanged"])
 
 
 # the report ties wrong output to a cache hit: "the second identical request returns nonsense", "garbage on repeated
@@ -341,109 +245,6 @@ def padding_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
                  "itself"])
 
 
-def low_memory_share_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, fewer requests fit than the reporter expects, and the engine was given a small share of the GPU's
-    memory (``--gpu-memory-utilization`` 0.6 or less): the weights come out of that share first, the KV cache gets the
-    rest -- the setting, outside the families."""
-    said = facts.startup.get("capacity_prose")
-    share = facts.args.get("gpu_memory_utilization")
-    try:
-        share = float(share)
-    except (TypeError, ValueError):
-        return None
-    runs = [k for k in facts.startup.get("available_kv_cache_gib_runs") or [facts.startup.get("available_kv_cache_gib")]
-            if isinstance(k, (int, float))]
-    kv = runs[0] if runs else None
-    # (up to 0.75 when the report's own rerun with a larger share found several times the KV memory)
-    rerun = len(runs) >= 2 and kv is not None and max(runs[1:]) >= 2 * kv
-    if not said or not 0 < share <= (0.75 if rerun else 0.6):
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says '{said}', and the engine runs with --gpu-memory-utilization {share:g}: vLLM "
-               f"budgets only that share of the GPU's memory, the weights and activations come out of it first and the KV "
-               "cache gets the rest" + (f" ({kv:g} GiB here, as vLLM logged)" if kv is not None else "")
-               + " -- the memory setting, outside the hybrid/spec-decode families"),
-        title=f"Small KV cache from --gpu-memory-utilization {share:g} (the engine's share of the GPU)",
-        message=f"capacity without an error: {said}",
-        evidence=("capacity_prose", "available_kv_cache_gib", "non_default_args", "command"),
-        missing=["the same start with a larger --gpu-memory-utilization (0.9) when nothing else shares the GPU"])
-
-
-def scheduler_cap(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error; the report says fewer requests run than it expects, and the stats lines show the running count pinned
-    at its peak while requests wait and the KV cache (which holds the Mamba/GDN states too) stays mostly empty: the
-    scheduler's own limit (max_num_seqs, set or defaulted) caps the batch, not the KV layout or the state budget."""
-    said = facts.startup.get("capacity_prose")
-    st = facts.startup
-    running, peak = st.get("num_requests_running"), st.get("num_requests_running_max")
-    waiting, usage = st.get("num_requests_waiting_max"), st.get("gpu_kv_cache_usage_percent_max")
-    if not said or not isinstance(running, int) or running != peak or not isinstance(waiting, int) or waiting < 1 \
-            or not isinstance(usage, (int, float)) or usage >= 50 or st.get("max_cudagraph_capture_size_capped") \
-            or (st.get("num_preemptions_max") or 0) > 0:
-        return None
-    seqs = facts.args.get("max_num_seqs")
-    if isinstance(seqs, int) and running < seqs:
-        return None  # the batch stops below max_num_seqs: another limit holds it (the token budget, drafts' slots)
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says fewer requests run than expected ('{said}'), and the stats lines show "
-               f"{running} requests running at most while up to {waiting} wait and the KV cache is {usage:g}% used: "
-               "the pool that holds the KV pages and the Mamba/GDN states has room, so the scheduler's own cap on "
-               "running requests (max_num_seqs" + (f" = {seqs}" if isinstance(seqs, int) else ", set or defaulted")
-               + ") is what holds the batch -- outside the hybrid/spec-decode failure classes"),
-        title=f"Batch capped at {running} running requests by the scheduler (max_num_seqs), not by KV memory",
-        message=f"requests wait with the KV cache {usage:g}% used: {said}",
-        evidence=("capacity_prose", "num_requests_running", "num_requests_waiting_max", "gpu_kv_cache_usage_percent_max"),
-        missing=["the engine config's max_num_seqs (the 'Initializing a V1 LLM engine' line or the non-default args)"])
-
-
-def sampled_by_generation_config(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, an evaluation's quality differs between runs, the requests set no temperature and vLLM says the
-    model's generation_config supplies the sampling defaults: the "greedy" evaluation is sampled, so the gap is
-    run-to-run noise -- outside the families."""
-    symptom = facts.startup.get("wrong_output_prose")
-    unset = facts.startup.get("no_temperature_prose")
-    defaults = facts.startup.get("generation_config_sampling")
-    if not (symptom and unset and defaults):
-        return None
-    shown = f" {defaults}" if isinstance(defaults, str) else ""
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report's requests set no temperature ('{unset}') and vLLM took the model's "
-               f"generation_config sampling defaults{shown}: the evaluation is sampled, not greedy, so its scores "
-               f"vary from run to run ('{symptom}') -- outside the hybrid/spec-decode families"),
-        title="Sampled, not greedy: the model's generation_config sets the default temperature",
-        message=f"quality difference without an error: {symptom}",
-        evidence=("generation_config_sampling", "no_temperature_prose", "wrong_output_prose"),
-        missing=["the same evaluation with temperature 0 in the requests (or --generation-config vllm), several runs "
-                 "each way"])
-
-
-def untuned_moe_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, serving slower than the reporter expects, and vLLM warned that it has no tuned fused-MoE kernel
-    config for this expert shape on this GPU: the MoE GEMMs run with default tiles -- outside the families."""
-    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
-    moe = facts.startup.get("moe_default_config")
-    if not slow or not moe or facts.startup.get("wrong_output_prose"):
-        return None
-    shape = f" ({moe})" if isinstance(moe, str) else ""
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says serving is slow ('{slow}') and vLLM warned 'Using default MoE config. "
-               f"Performance might be sub-optimal!'{shape}: no tuned fused-MoE config exists for this expert shape "
-               "and GPU, so the MoE GEMMs run with default tile sizes -- outside the hybrid/spec-decode families"),
-        title="Slow MoE layers: no tuned fused-MoE config for this GPU (default tiles)",
-        message=f"slow serving without an error: {slow}", evidence=("moe_default_config", "slow_prose", "spec_slower_prose"),
-        missing=["a profile of one step (the share of fused_moe kernels); a tuned config from "
-                 "benchmarks/kernels/benchmark_moe.py --tune for this GPU"])
-
-
-# the reporter's words for what went wrong without an error (prose.py)
-_SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance_prose", "capacity_prose", "truncated_prose",
-             "hit_rate_prose")
-
-
 def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
     """A report without an error: the first reading that fits, those a cause outside the families explains first
     (sampling defaults, a RoPE override), then the families' silent classes, then the near misses read from metrics
@@ -470,26 +271,8 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or spec_batch_slowdown(facts, setup, base_numbers) or long_context_capacity(facts, base_numbers)
          or prefill_budget_slowdown(facts, setup, base_numbers))
     if d is not None:
-        d.answers_symptom = any(facts.startup.get(k) for k in _SYMPTOMS)
+        d.answers_symptom = any(facts.startup.get(k) for k in SYMPTOMS)
     return d
-
-
-def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
-    """No error; the report's own A/B tests take the hybrid/spec-decode readings out (:func:`ab_tests_clear_families`)
-    -- a near miss, as an asynchronous fault with the same tests is."""
-    cleared = ab_tests_clear_families(facts, setup)
-    if cleared is None:
-        return None
-    st = facts.startup
-    symptom = next((st[k] for k in _SYMPTOMS + ("hang_prose",) if st.get(k)), "the reported symptom")
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says '{symptom}', and its own A/B tests take the hybrid/spec-decode classes out: "
-               f"{cleared}"),
-        title="Symptom outside the hybrid/spec-decode classes (the report's A/B tests)",
-        message=f"symptom without an error: {symptom}",
-        evidence=AB_TEST_FACTS,
-        missing=["the run that shows the symptom with the suspected setting alone changed"])
 
 
 def fp8_kv_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
@@ -521,199 +304,8 @@ def fp8_kv_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnos
         missing=["the same evaluation with --kv-cache-dtype auto, and with a checkpoint that carries k/v scales"])
 
 
-def activation_reserve_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, KV capacity lower than the reporter expects, and a very large token budget: vLLM's memory profiler
-    runs a dummy step of max_num_batched_tokens and reserves its activation peak before sizing the KV cache."""
-    said = facts.startup.get("capacity_prose")
-    budget = facts.args.get("max_num_batched_tokens")
-    if not said or not isinstance(budget, int) or budget < _HUGE_TOKEN_BUDGET:
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says the KV capacity is lower than expected ('{said}') and the token budget is "
-               f"{budget:,} tokens: vLLM's memory profiler runs one step of max_num_batched_tokens and keeps its activation "
-               "peak out of the KV cache, so a huge budget leaves little for KV -- outside the hybrid/spec-decode families"),
-        title=f"KV capacity spent on a {budget:,}-token step's activations (max_num_batched_tokens)",
-        message=f"KV capacity lower than expected: {said}", evidence=("capacity_prose", "non_default_args", "command"),
-        missing=["the 'Available KV cache memory' with the default --max-num-batched-tokens (and capture sizes)"])
-
-
-_HUGE_TOKEN_BUDGET = 65536  # (vLLM's defaults: 2,048-16,384 tokens a step)
-
-
-def cpu_offload_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, serving slow, and the command offloads weights to the CPU (``--cpu-offload-gb``): every step streams
-    those weights over PCIe, whatever the model's layers or drafts -- outside the families."""
-    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
-    gb = facts.args.get("cpu_offload_gb")
-    if not slow or not isinstance(gb, (int, float)) or gb <= 0:
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says serving is slow ('{slow}') and the command offloads {gb:g} GB of weights to the "
-               "CPU (--cpu-offload-gb): every forward pass streams them over PCIe, so decode is bound by the host link "
-               "(drafts only add passes) -- outside the hybrid/spec-decode families"),
-        title=f"Slow from CPU weight offload ({gb:g} GB streamed over PCIe every step)",
-        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose", "command"),
-        missing=["the same load on enough GPU memory (more GPUs, a quantized checkpoint) without --cpu-offload-gb"])
-
-
-def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, serving slow, and the command runs eager (``--enforce-eager``): no torch.compile and no CUDA graphs,
-    so each decode step launches every small kernel from Python and the GPU idles between them -- outside the
-    families (the capture-size class needs graphs to be captured at all)."""
-    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
-    if not slow or not truthy(facts.args.get("enforce_eager")):
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says serving is slow ('{slow}') and the engine runs with --enforce-eager: without "
-               "torch.compile and CUDA graphs every decode step launches its many small kernels from Python, so decode "
-               "is launch-bound (low GPU utilisation), with or without drafts -- outside the hybrid/spec-decode families"),
-        title="Slow decode from eager mode (--enforce-eager: no CUDA graphs, launch-bound steps)",
-        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose", "non_default_args",
-                                                                     "command"),
-        missing=["the same load without --enforce-eager (CUDA graphs captured: 'Capturing CUDA graphs' lines at start)"])
-
-
-def token_cap_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error; the answers are said to end early and the API server says it ended them at their token cap
-    (``finish_reason: length``): the request's max_tokens -- 16 by default on the OpenAI completions endpoint when the
-    request sets none -- not the model's layers or drafts, outside the families."""
-    said = facts.startup.get("truncated_prose")
-    if not said or not facts.startup.get("finish_reason_length"):
-        return None
-    cap = (facts.startup.get("request_params") or {}).get("max_tokens")
-    why = (f"the request's max_tokens ({cap})" if isinstance(cap, int) else
-           "the request's max_tokens -- the OpenAI completions endpoint defaults it to 16 when the request sets none")
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says the answers end early ('{said}') and the API server ended them at their token "
-               f"cap (finish_reason 'length'): {why}, outside the hybrid/spec-decode families"),
-        title="Answers cut at the request's token cap (finish_reason 'length')",
-        message=f"truncated answers without an error: {said}",
-        evidence=("truncated_prose", "finish_reason_length", "request_params"),
-        missing=["the same request with max_tokens set (or max_completion_tokens on chat)"])
-
-
-def lora_slot_queueing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error; serving slow or requests queueing, with more LoRA adapters in use than the engine's adapter slots
-    (``--max-loras``, 1 by default): a step runs the requests of at most that many adapters, the others wait --
-    the scheduler's LoRA limit, outside the families."""
-    said = facts.startup.get("capacity_prose") or facts.startup.get("slow_prose")
-    if not said or not truthy(facts.args.get("enable_lora")):
-        return None
-    text = " ".join(str(t) for t in (facts.command, (facts.lines.get("non_default_args") or (0, ""))[1]) if t)
-    adapters = max(len(_LORA_PATH.findall(text)), len(re.findall(r"LoRAModulePath\(", text)))
-    slots = facts.args.get("max_loras")
-    slots = slots if isinstance(slots, int) and slots > 0 else 1
-    if adapters <= slots:
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says '{said}', and the engine serves {adapters} LoRA adapters with {slots} adapter "
-               f"slot(s) a step (--max-loras{'' if facts.args.get('max_loras') else ', default 1'}): requests of the "
-               "other adapters wait for a slot -- the scheduler's LoRA limit, outside the hybrid/spec-decode families"),
-        title=f"Requests waiting for LoRA slots ({adapters} adapters, --max-loras {slots})",
-        message=f"queueing without an error: {said}", evidence=("capacity_prose", "slow_prose", "command",
-                                                                  "non_default_args"),
-        missing=[f"the same load with --max-loras {adapters} (and the memory it takes)"])
-
-
-# an adapter given to --lora-modules as name=path
-_LORA_PATH = re.compile(r"(?<![\w-])[\w.-]+=(?:/|\./|~/)[^\s'\",]+")
-
-
-def slow_tokenizer_latency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, serving slow, and vLLM warned that it loaded a slow (Python) tokenizer: the API server tokenizes every
-    prompt and detokenizes every streamed token in Python, on one core, while the GPUs wait -- outside the families."""
-    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
-    if not slow or not facts.startup.get("slow_tokenizer"):
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says serving is slow ('{slow}') and vLLM warned that it uses a slow tokenizer "
-               "('Using a slow tokenizer'): without a tokenizer.json the Python tokenizer encodes every prompt and "
-               "decodes every streamed token on the API server's CPU while the GPUs wait -- outside the "
-               "hybrid/spec-decode families"),
-        title="Slow from a slow (Python) tokenizer: vLLM's own warning",
-        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "slow_tokenizer", "command",
-                                                                     "non_default_args"),
-        missing=["the same load with a fast tokenizer (a tokenizer.json in the tokenizer folder)"])
-
-
-def pcie_allreduce_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, serving slow, and vLLM says its custom all-reduce is off because the TP group's GPUs talk over PCIe
-    without P2P: every layer's all-reduce crosses the host link through NCCL, so decode is bound by communication,
-    whatever the model's layers or drafts -- outside the families."""
-    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
-    why = facts.startup.get("custom_allreduce_off")
-    if not slow or not why:
-        return None
-    tp = facts.args.get("tensor_parallel_size")
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says serving is slow ('{slow}') and vLLM disabled its custom all-reduce because "
-               f"{why}: every layer's all-reduce" + (f" across the {tp} GPUs" if tp else "") + " goes through NCCL over "
-               "the host's PCIe / socket link, so each step waits on communication, with or without drafts -- outside "
-               "the hybrid/spec-decode families"),
-        title="Slow from tensor parallelism over PCIe (no P2P: vLLM's custom all-reduce is off)",
-        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose",
-                                                                     "custom_allreduce_off", "command"),
-        missing=["the same load at a smaller TP size (or pipeline parallelism across the sockets), and `nvidia-smi topo -m`"])
-
-
-def collective_hang(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, the engine hangs, and a stack dump of the workers (py-spy, faulthandler) waits inside a collective
-    (NCCL all_reduce / all_gather / broadcast), with no device fault reported (no Xid, no illegal access): a collective
-    that never completes -- the GPUs' transport (P2P over PCIe, IOMMU/ACS, a VM), outside the families."""
-    hang = facts.startup.get("hang_prose")
-    stack = facts.startup.get("collective_stack") or facts.startup.get("collective_prose")
-    if not hang or not stack or facts.numbers.get("xid") or any(
-            _FAULT_WORDS.search(str(t)) for _, t in facts.startup.get("error_lines") or []):
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says the engine hangs ('{hang}') and "
-               + (f"its stack dump waits in a collective ('{stack}')" if facts.startup.get("collective_stack") else
-                  f"tells the collective or the transport ('{stack}')")
-               + " with no device fault reported: the ranks never complete a collective -- the GPUs' "
-               "transport (NCCL P2P over PCIe, IOMMU/ACS, a VM's passthrough) or a peer that never arrived, outside the "
-               "hybrid/spec-decode families"),
-        title="Hang in a collective (NCCL): the ranks never complete an all-reduce",
-        message=f"hang without an error: {hang}", evidence=("hang_prose", "collective_stack", "collective_prose",
-                                                            "shm_broadcast_wait_seconds"),
-        missing=["NCCL_DEBUG=INFO output of the hang, and the same run with NCCL_P2P_DISABLE=1 (and with one GPU)"])
-
-
 # a slow start, not slow serving: the weights' load, a download, compilation, the engine's start-up
 _STARTUP_SLOW = re.compile(r"\b(?:load\w*|download\w*|compil\w*|start(?:s|ing|up|-up)?|boot\w*|init\w*|warm[- ]?up)\b", re.I)
-_FAULT_WORDS = re.compile(r"illegal memory access|illegal address|device-side assert|\bXid\b|unspecified launch failure",
-                          re.I)
-
-
-_SAMPLING_KNOBS = ("presence_penalty", "frequency_penalty", "repetition_penalty")
-
-
-def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, draft acceptance low, and the requests sample at a high temperature or with penalties: the target's
-    sampled tokens disagree with the drafts more often (a property of the sampling, not of the engine)."""
-    said = facts.startup.get("acceptance_prose")
-    params = facts.startup.get("request_params_last") or facts.startup.get("request_params") or {}
-    temp = params.get("temperature")
-    knobs = [k for k in _SAMPLING_KNOBS if isinstance(params.get(k), (int, float)) and params[k] not in (0, 1)]
-    if not said or facts.startup.get("wrong_output_prose") or not (
-            isinstance(temp, (int, float)) and temp >= 1.0 or knobs):
-        return None
-    how = ", ".join(([f"temperature {temp:g}"] if isinstance(temp, (int, float)) else []) + [f"{k} {params[k]:g}" for k in knobs])
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says draft acceptance is low ('{said}') and the requests sample with {how}: "
-               "rejection sampling accepts a draft token with the target's probability of it, which high temperatures "
-               "and penalties spread thin -- acceptance falls with the sampling, outside the hybrid/spec-decode families"),
-        title="Low draft acceptance from the requests' sampling (high temperature / penalties)",
-        message=f"low acceptance without an error: {said}", evidence=("acceptance_prose", "request_params"),
-        missing=["the acceptance of the same prompts sent with temperature 0 and no penalties"])
 
 
 def acceptance_lost_on_prefix_hits(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
@@ -931,75 +523,6 @@ def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosi
            "with and without drafts"])
 
 
-def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
-    """No error; drafts said to make serving slower at a large batch, on a model without MLA: at that batch the GPUs
-    are compute-bound, and every step verifies 1 + k tokens per request for the few it accepts -- speculative decoding's
-    own trade-off, outside the families (an MLA model's decode backend is :func:`spec_slowdown`'s)."""
-    said = facts.startup.get("spec_slower_prose")
-    load = max(int(facts.startup.get("concurrent_requests") or 0), int(facts.startup.get("num_requests_running_max") or 0))
-    if not said or not setup.spec_k or setup.mla or load < 32:
-        return None
-    # (vLLM's own word that the drafts' steps outgrew the graphs or the token budget is the families' reading)
-    seqs, budget = facts.args.get("max_num_seqs"), facts.args.get("max_num_batched_tokens")
-    if facts.startup.get("max_cudagraph_capture_size_truncated") is not None or (
-            isinstance(seqs, int) and isinstance(budget, int) and budget < seqs * (setup.spec_k + 1)):
-        return None
-    acc = (facts.startup.get("metrics") or {}).get("spec_mean_acceptance_length")
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says the drafts make serving slower ('{said}') at {load} concurrent requests: at "
-               f"that batch the GPUs are compute-bound, and each step verifies 1 + k = {setup.spec_k + 1} tokens per "
-               "request" + (f" for a mean acceptance length of {acc:g}" if isinstance(acc, (int, float)) else "")
-               + " -- the drafts cost more compute than they save, speculative decoding's own trade-off at large "
-               "batches, outside the hybrid/spec-decode failure families"),
-        title="Slower with drafts at a large batch (compute-bound verification, no failure)",
-        message=f"slower with speculative decoding at {load} concurrent requests: {said}",
-        evidence=("spec_slower_prose", "slow_prose", "num_requests_running", "command"),
-        missing=["the same load with fewer speculative tokens, and the throughput at low and high concurrency"])
-
-
-def long_context_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error; fewer requests run at once than the reporter expects, and vLLM's own 'Maximum concurrency for L tokens
-    per request: X' says the KV cache holds only a few requests of the configured length: the context length (and
-    what the clients ask for), not the KV layout -- outside the families."""
-    said = facts.startup.get("capacity_prose")
-    x, tokens = facts.startup.get("max_concurrency"), facts.startup.get("max_concurrency_tokens")
-    if not said or not isinstance(x, (int, float)) or x > 4 or not isinstance(tokens, int) or tokens < 65536:
-        return None
-    asked = (facts.startup.get("request_params") or {}).get("max_tokens")
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says '{said}', and vLLM logged 'Maximum concurrency for {tokens:,} tokens per "
-               f"request: {x:g}x': the KV cache holds about {x:g} requests of the configured length"
-               + (f", and the clients ask for max_tokens {asked:,}" if isinstance(asked, int) else "")
-               + " -- long contexts fill the cache, not a hybrid/spec-decode failure"),
-        title=f"Few requests at once from {tokens:,}-token requests (the KV cache holds {x:g} of them)",
-        message=f"capacity without an error: {said}",
-        evidence=("capacity_prose", "max_concurrency", "request_params", "command"),
-        missing=["the requests' real lengths (prompt + max_tokens) against the KV cache size"])
-
-
-def prefill_budget_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
-    """No error; the time to the first token is said to be long, and the step's token budget is small (2,048 or less):
-    chunked prefill splits every prompt into chunks of that many tokens, one chunk a step -- the setting, outside the
-    families (drafts whose slots eat into that budget are the token-budget class)."""
-    slow = facts.startup.get("slow_prose") or ""
-    budget = facts.args.get("max_num_batched_tokens")
-    if "TTFT" not in slow.upper() and "first token" not in slow.lower() or not isinstance(budget, int) or budget > 2048:
-        return None
-    if setup.spec_k > 0 or facts.startup.get("max_num_scheduled_tokens_reduced") is not None:
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says '{slow}', and the engine runs with max_num_batched_tokens {budget}: chunked "
-               f"prefill feeds each prompt {budget} tokens a step, so a long prompt takes many steps before its first "
-               "token -- the token budget, outside the hybrid/spec-decode families"),
-        title=f"Long time to first token from a {budget}-token step budget (chunked prefill)",
-        message=f"slow first tokens without an error: {slow}",
-        evidence=("slow_prose", "non_default_args", "command"),
-        missing=["the same load with a larger --max-num-batched-tokens (8192 or more)"])
-
-
 def reset_running_stale_state(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error, wrong output on a hybrid after ``reset_prefix_cache(reset_running_requests=True)`` (an RL trainer
     updating weights mid-rollout): the running requests are force-preempted and resume by recomputation, but before
@@ -1109,9 +632,9 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
         # split_decodes_and_prefills(..., treat_short_extends_as_decodes=False)) counts the chunk as a prefill; with
         # drafts, at most 1 + k tokens, split by query length onto the spec-decode rows -- either way a builder on a
         # batch mixing kinds of rows
-        how = (f"that chunk beside plain decodes makes a step of one-token rows, replayed as a decode CUDA graph, while "
-               f"the Mamba/GDN builder counts the chunk as a prefill -- the builder's split of a mixed step (hybrid "
-               f"model, no drafts needed)" if k == 0 else
+        how = ("that chunk beside plain decodes makes a step of one-token rows, replayed as a decode CUDA graph, while "
+               "the Mamba/GDN builder counts the chunk as a prefill -- the builder's split of a mixed step (hybrid "
+               "model, no drafts needed)" if k == 0 else
                f"no longer than a spec decode's 1 + {k}, the Mamba/GDN builders split decodes from prefills by query "
                f"length (and the full CUDA-graph dispatch by the step's shape), so that chunk runs on the spec-decode "
                f"rows beside the drafts -- the builder's split of a mixed batch")
