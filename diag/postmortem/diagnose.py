@@ -26,7 +26,9 @@ the failing step: a mixed decode + spec-decode batch or the draft length is show
 The pieces: :mod:`.configuration` (what the log says was configured), :mod:`.sites` (vLLM's failure sites),
 :mod:`.asyncfault` and :mod:`.placement` (asynchronous faults), :mod:`.shapes` (shape / index errors by place),
 :mod:`.stages` (excerpts without their exception), :mod:`.connectors` (KV-connector bookkeeping on hybrids),
-:mod:`.nearmiss`, :mod:`.silent` (failures that raise nothing); this module orders them.
+:mod:`.nearmiss`, :mod:`.silent` (failures that raise nothing) with :mod:`.quietmisses` (quiet reports whose cause is
+a setting), :mod:`.emptyroot` (crashes whose only error is vLLM's wrapper) and :mod:`.abtests` (the reporter's A/B
+tests); this module orders them.
 """
 
 from __future__ import annotations
