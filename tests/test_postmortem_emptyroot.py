@@ -173,3 +173,16 @@ def test_a_cancelled_queue_beside_an_xid_13_on_a_hybrid_with_drafts_and_prefix_c
         "| 2 tokens | off | stable |"])
     assert an.findings[0].category in ("state_index", "mixed_batch")
     assert an.findings[0].rule == "async_fault"
+
+
+def test_a_reporters_sentence_about_the_dead_worker_is_not_an_error_line_of_the_run():
+    spec = "{'method': 'mtp', 'num_speculative_tokens': 3}"
+    an = _analyze([
+        "- num_speculative_tokens=1 -> ran 3 hours without a problem", "- 3 -> dies every time",
+        _args("deepseek-ai/DeepSeek-V3.2-Exp", spec, "'tensor_parallel_size': 8, "),
+        "(EngineCore_DP0 pid=412) ERROR 03-11 14:09:51 [multiproc_executor.py:253] Worker proc VllmWorker-3 died "
+        "unexpectedly, shutting down executor.",
+        "(EngineCore_DP0 pid=412) ERROR 03-11 14:09:51 [core.py:949] RuntimeError: cancelled",
+        "The worker that died printed nothing (stdout of that rank was already closed?). dmesg is clean, no Xid."])
+    lead = an.findings[0]
+    assert lead.category == "spec_kernel_limit" and lead.confidence == "low"

@@ -22,6 +22,10 @@ _WRAPPER_TEXT = re.compile(
     # the engine's shared-memory queue to its workers, cancelled as they died (shm_broadcast.py acquire_read)
     r"^RuntimeError: cancelled\s*$", re.I | re.M)
 # a signal that says who ended the worker (the OOM killer's SIGKILL, a segfault): a cause of its own, not modelled here
+# what an error line carries that a reporter's sentence does not: an exception's type, a log level, a runtime's name
+_ERROR_MARK = re.compile(r"\b(?:ERROR|\w*(?:Error|Exception)\b|error:|Assertion|Check failed|CUDA|NCCL|Xid(?:\s*[(:]|\s+\d)|illegal|"
+                         r"fault|Traceback|terminate|what\(\)|[Kk]illed|signal|SIG[A-Z]+|Segmentation|died unexpectedly|"
+                         r"exit code)")
 # drafters with attention layers (and KV pages) of their own beside the target's: EAGLE heads, Medusa, DFlash
 _OWN_KV_DRAFTER = re.compile(r"eagle|medusa|dflash|dspark", re.I)
 _SIGNALLED = re.compile(r"SIGKILL|SIGSEGV|signal 9|exit ?code[:= ]+13[79]|Segmentation fault|core dumped|OOMKilled|"
@@ -38,8 +42,10 @@ def wrapper_only(facts: LogFacts, root: LogException) -> bool:
     if any(k in facts.lines for k in ("nccl_watchdog", "xid")) or facts.startup.get("probe_kill") \
             or facts.startup.get("hang_prose") or facts.startup.get("xids"):
         return False
-    # (a row of the reporter's A/B table is another run's outcome, not this run's error)
-    lines = [str(t) for _, t in facts.startup.get("error_lines") or [] if not str(t).lstrip().startswith("|")]
+    # (a row of the reporter's A/B table is another run's outcome, and a sentence of theirs with no error's marks --
+    # "The worker that died printed nothing" -- is prose, not this run's error)
+    lines = [str(t) for _, t in facts.startup.get("error_lines") or []
+             if not str(t).lstrip().startswith("|") and _ERROR_MARK.search(str(t))]
     return all(_WRAPPER_TEXT.search(t) and not _SIGNALLED.search(t) for t in lines)
 
 
