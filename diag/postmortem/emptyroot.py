@@ -20,7 +20,7 @@ _WRAPPER_TEXT = re.compile(
     r"Engine core initialization failed|EngineCore failed to start|output_handler failed|Executor failed|"
     r"Worker proc \S+ died unexpectedly|Failed core proc\(s\)|EngineDeadError\s*$|shutting down executor|"
     # the engine's shared-memory queue to its workers, cancelled as they died (shm_broadcast.py acquire_read)
-    r"^RuntimeError: cancelled\s*$", re.I | re.M)
+    r"\bRuntimeError: cancelled\b(?!\s*(?:by|due|because))", re.I)
 # a signal that says who ended the worker (the OOM killer's SIGKILL, a segfault): a cause of its own, not modelled here
 # what an error line carries that a reporter's sentence does not: an exception's type, a log level, a runtime's name
 _ERROR_MARK = re.compile(r"\b(?:ERROR|\w*(?:Error|Exception)\b|error:|Assertion|Check failed|CUDA|NCCL|Xid(?:\s*[(:]|\s+\d)|illegal|"
