@@ -239,3 +239,32 @@ def test_a_comparison_with_transformers_that_differs_is_no_reproduction_outside_
     an = _analyze(["Scores are 6 points lower than our transformers baseline and answers differ run to run."]
                   + _HYBRID_MTP)
     assert "other_engine_prose" not in an.facts.startup
+
+
+def test_a_mamba_capture_check_with_capture_sizes_not_multiples_of_one_plus_k_is_the_capture_sizes():
+    frame = ("(Worker_TP0 pid=6150) ERROR 05-27 10:32:01 [multiproc_executor.py:861]   File \"/usr/local/lib/python3.12/"
+             "dist-packages/vllm/v1/attention/backends/mamba_attn.py\", line 183, in build_for_cudagraph_capture")
+    base = ["(Worker_TP0 pid=6150) ERROR 05-27 10:32:01 [multiproc_executor.py:861] Traceback (most recent call last):",
+            frame,
+            "(Worker_TP0 pid=6150) ERROR 05-27 10:32:01 [multiproc_executor.py:861]     assert m.max_query_len == 1 + "
+            "self.num_spec_tokens  # decode-only",
+            "(Worker_TP0 pid=6150) ERROR 05-27 10:32:01 [multiproc_executor.py:861] AssertionError",
+            "Version: 0.24.0"]
+    cmd = ("vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 --speculative-config "
+           "'{\"method\":\"mtp\",\"num_speculative_tokens\":3}'")
+    given = _analyze([cmd + " --compilation-config '{\"cudagraph_capture_sizes\":[1,2,4,8,16,32,64]}'"] + base)
+    assert given.findings[0].category == "cudagraph_shape" and "1, 2" in given.findings[0].title
+    default = _analyze([cmd] + base)
+    assert default.findings[0].category == "mixed_batch"
+
+
+def test_drafts_off_with_another_switch_on_that_still_crashes_clears_the_drafts():
+    an = _analyze(["- MTP off, EPLB on: crash, same timing", "- MTP on, EPLB off: 48h clean"] + _MLA_EAGLE + [
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"])
+    assert an.facts.startup.get("faults_without_spec_prose")
+    assert an.findings[0].category == "other"
+
+
+def test_an_arrow_after_the_drafts_off_reads_as_the_outcome():
+    an = _analyze(["- decode without MTP -> same crash"] + _MLA_EAGLE)
+    assert an.facts.startup.get("faults_without_spec_prose")

@@ -30,8 +30,11 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     # "Disabling MTP: still crashes", "no speculative config at all: **still crashes**", "no spec decode: IMA (2/3)"
     r"\b(?:turning off|disabling|disabled|removing|dropping|without|no)\s+(?:the\s+)?[`'\"]?(?:--)?" + _SPEC
     # (nothing between the toggle and its outcome that turns it round: "without MTP, no crash - with MTP: crashes")
-    + r"\b(?:(?!\b(?:no|not|with|fine|works?|ok)\b)[^.\n:]){0,30}?\s*[:,-]"
+    + r"\b(?:(?!\b(?:no|not|with|fine|works?|ok)\b)[^.\n:]){0,30}?\s*(?:->|=>|\u2192|[:,-])"
     r"\s*[*_]{0,2}(?:it\s+)?(?:(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|" + _SAME_OUTCOME + r")|"
+    # "MTP off, EPLB on: crash, same timing"
+    r"\b" + _SPEC + r"\s+(?:off|disabled)\b[^.\n:]{0,30}?(?:->|=>|\u2192|:)\s*[*_]{0,2}(?:still\s+)?"
+    r"(?:crash|fail|fault|die|hang|IMA)\w*|"
     # "tried spec off this morning, same IMA in top_k_mask_logits"
     r"\b" + _SPEC + r"\s+(?:off|disabled)\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:IMA|crash|error|fault|failure)\w*|"
     # "P/D with `num_speculative_tokens` removed ALSO IMAs"
@@ -54,7 +57,7 @@ _FAULTS_WITHOUT_SPEC_I18N = re.compile(
     r"(?:" + _DRAFTS_I18N + r")\s*(?:\u3092)?(?:\u7121\u52b9|\u30aa\u30d5|\u5916)[^\u3002\n]{0,20}?(?:\u3067\u3082|\u3066\u3082)"
     r"[^\u3002\n]{0,15}?(?:\u6587\u5b57\u5316\u3051|\u30af\u30e9\u30c3\u30b7\u30e5|\u30a8\u30e9\u30fc|\u843d\u3061|\u540c\u3058)|"
     r"\b(?:ohne|sin|sem|sans) (?:" + _DRAFTS_I18N + r")\b[^.\n]{0,40}?\b(?:immer noch|weiterhin|genauso|sigue|siguen|"
-    r"todav[\u00edi]a|continua|continuam|ainda|toujours|encore|pareil)\b|"
+    r"todav[\u00edi]a|continua|continuam|ainda|toujours|encore|pareil|igual)\b|"
     r"(?:" + _DRAFTS_I18N + r")\s*(?:\uc744|\ub97c)?\s*(?:\ub044|\ube7c|\ub048|\ube80|\uc81c\uac70|\ube44\ud65c\uc131)[^.\n]{0,20}?"
     r"(?:\uc5ec\uc804\ud788|\ub611\uac19|\ub9c8\ucc2c\uac00\uc9c0)", re.I)
 # a switch outside the families that made it right, told in Chinese: "换成官方 FP8 版 + 同样的 MTP 配置：完全正常"
@@ -100,10 +103,19 @@ _RUN_COLUMN = re.compile(r"^(?:#|no\.?|n|nr|run|id|test|case|attempt|try)$", re.
 # garbage in plain HF transformers", "sglang does the same"): no vLLM code path is the cause
 _OTHER_ENGINE = re.compile(r"\b(?:transformers|sglang|llama\.cpp|TGI|TensorRT-LLM|trt-llm)\b|"
                            r"(?:without|w/o|outside|no|\u0431\u0435\u0437) vLLM\b", re.I)
-_SAME_THERE = re.compile(r"\b(?:same|also|too|as well|identical|reproduces?|equally)\b|\u0442\u043e\u0442 \u0436\u0435|"
-                         r"\u0442\u043e \u0436\u0435|\u0442\u0430\u043a\u043e\u0439 \u0436\u0435|\u0442\u0430\u043a\u0438\u0435 \u0436\u0435|"
-                         r"\u540c\u6837|\u4e00\u6837|\u540c\u3058|\bauch\b|\bmismo\b|\bm\u00eame\b|\bmesmo\b", re.I)
-_NOT_THERE = re.compile(r"\b(?:fine|correct(?:ly)?|works?|clean|ok|okay|normal|no (?:garbage|issue|problem))\b", re.I)
+_SAME_THERE = re.compile(r"\bsame (?:\w+ )?(?:garbage|output|error|crash|problem|issue|results?|behaviou?r|thing|failure|fault|"
+                         r"nonsense|gibberish|junk|IMA|symptoms?)\b|\balso (?:\w+ )?(?:garbage|broken|wrong|crash\w*|fail\w*|bad)\b|"
+                         r"\b(?:garbage|broken|wrong|crashes) (?:too|as well)\b|\breproduces?\b|\bidentical (?:garbage|output)\b|"
+                         # the same outcome in the report languages: "тот же мусор", "同样乱码", "也一样", "同じ症状",
+                         # "derselbe Fehler", "lixo igual", "mismo error", "même problème"
+                         r"\u0442\u043e\u0442 \u0436\u0435|\u0442\u043e \u0436\u0435|\u0442\u0430\u043a\u043e\u0439 \u0436\u0435|"
+                         r"\u540c\u6837(?:\u4e71\u7801|\u7684\u95ee\u9898|\u62a5\u9519)|\u4e5f(?:\u4e71\u7801|\u4e00\u6837)|"
+                         r"\u540c\u3058(?:\u75c7\u72b6|\u554f\u984c|\u30a8\u30e9\u30fc|\u7d50\u679c)|"
+                         r"\b(?:dasselbe|derselbe|dieselbe|gleiche[nr]?)\b|\bigual\b|\bmism[oa]s? (?:error|problema|resultado|basura)\b|"
+                         r"\bm\u00eame (?:probl\u00e8me|erreur|r\u00e9sultat|charabia)\b|\bmesm[oa] (?:erro|problema|resultado|lixo)\b",
+                         re.I)
+_NOT_THERE = re.compile(r"\b(?:fine|correct(?:ly)?|works?|clean|ok|okay|normal|no (?:garbage|issue|problem))\b|"
+                        r"(?<![\d.])0\s*/\s*\d+", re.I)  # ("0 / 200": none of the runs broke)
 
 
 

@@ -87,6 +87,9 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
                     "slice misaligns: the state-index class, not counted as mixed_batch")
         d.title = "Mamba/GDN state index or block table mismatch (mode 'all' under speculative decoding)"
         d.category = "state_index"
+    if d is not None and d.category == "mixed_batch" and site is not None and site.function.endswith(
+            "build_for_cudagraph_capture") and setup.spec_k > 0:
+        _capture_sizes_given(d, facts, setup)
     old = _v0_release(facts.vllm_version)
     if d is not None and d.category != "other" and old:
         # the families are failures of the V1 engine's hybrid KV cache manager, Mamba/GDN builders and spec-decode
@@ -104,6 +107,26 @@ def diagnose(facts: LogFacts) -> Diagnosis | None:
     if d is not None:  # the configured value of what the failed check compares: does it break the check?
         confirm_by_numbers(d, setup, facts)
     return d
+
+
+def _capture_sizes_given(d: Diagnosis, facts: LogFacts, setup: Setup) -> None:
+    """A builder's decode-only capture check (the dummy batch's query length against 1 + k) failed while the command
+    gave capture sizes that are not multiples of 1 + k: a captured size that cannot hold whole spec decodes makes the
+    dummy batch -- the capture sizes vs the drafts, not a batch mixing kinds of rows."""
+    sizes = facts.args.get("cudagraph_capture_sizes")
+    q = setup.spec_k + 1
+    if not (isinstance(sizes, list) and all(isinstance(x, int) for x in sizes)):
+        return
+    odd = sorted(x for x in sizes if x % q)
+    if not odd:
+        return
+    d.basis += (f"; but the command's cudagraph_capture_sizes {sorted(sizes)} hold sizes that are not multiples of "
+                f"1 + k = {q} ({', '.join(map(str, odd[:6]))}): a captured decode of that many tokens cannot be whole "
+                f"spec decodes, so the capture's dummy batch fails the check -- the capture sizes vs the drafts, not "
+                f"counted as mixed_batch")
+    d.title = f"{title_of('cudagraph_shape')} (capture sizes {', '.join(map(str, odd[:6]))} not multiples of {q})"
+    d.category = "cudagraph_shape"
+    d.numbers.setdefault("uniform_decode_query_len", q)
 
 
 def _no_spec_path(d: Diagnosis, facts: LogFacts, setup: Setup) -> None:

@@ -316,7 +316,12 @@ _FINISH_LENGTH = re.compile(r"""finish_reason["']?\s*[:=]\s*["']?length\b""")
 # the reporter saying the answers end early: "answers are cut off after a couple of words", "responses get truncated"
 _TRUNCATED_PROSE = re.compile(r"\b(?:answers?|responses?|outputs?|completions?|replies|generations?|text)\b[^.\n]{0,30}?\b"
                               r"(?:(?:are|is|get|gets|got|were|was) )?(?:cut off|cut short|(?<!\()truncated|stops? (?:mid|early|after)|"
-                              r"incomplete)\b|\b(?:cut off|truncated) (?:mid|after|at)\b|\bends? mid[- ]sentence\b", re.I)
+                              r"incomplete)\b|\b(?:cut off|truncated) (?:mid|after|at)\b|\bends? mid[- ]sentence\b|"
+                              # the same in the report languages: "途中で切れ" (ja), "被截断" / "说到一半" (zh), "잘려" (ko),
+                              # "abgeschnitten" (de), "se corta" / "cortad" (es, pt), "coupé" (fr), "обрыва" (ru)
+                              r"\u9014\u4e2d\u3067\u5207\u308c|\u88ab\u622a\u65ad|\u8bf4\u5230\u4e00\u534a|\uc798\ub824|"
+                              r"\uc798\ub9bd|\babgeschnitten\b|\bse corta\b|\bcortad[oa]s?\b|\bcoup\u00e9e?s?\b|"
+                              r"\u043e\u0431\u0440\u044b\u0432\u0430", re.I)
 _REQ_HINT = re.compile(r"max_tokens|temperature|top_|logprobs|min_tokens|max_completion|_penalty")
 # startup / stats records pasted without their prefix (one search instead of a keyword loop per prose line)
 _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
@@ -905,7 +910,8 @@ class ProseLines:
             self.facts.startup["finish_reason_length"] = True  # an answer the API server ended at its token cap
             self.facts.lines["finish_reason_length"] = (line.lineno, text.strip()[:500])
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
-                w in text for w in ("cut ", "runcat", "stop", "mid", "incomplete")):
+                w in text for w in ("cut ", "runcat", "stop", "mid", "incomplete", "\u5207\u308c", "\u622a\u65ad", "\u4e00\u534a",
+                                    "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):
             self._first_words("truncated_prose", _TRUNCATED_PROSE, text, line)
         # the same facts also come from pasted INFO lines that lost their prefix
         if _PASTED_RECORD.search(text):
