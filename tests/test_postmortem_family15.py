@@ -268,3 +268,29 @@ def test_drafts_off_with_another_switch_on_that_still_crashes_clears_the_drafts(
 def test_an_arrow_after_the_drafts_off_reads_as_the_outcome():
     an = _analyze(["- decode without MTP -> same crash"] + _MLA_EAGLE)
     assert an.facts.startup.get("faults_without_spec_prose")
+
+
+def test_a_gateway_that_prepends_a_request_id_shown_on_the_next_line_varies_the_prefix():
+    an = _analyze(_HYBRID_MTP + [
+        "(APIServer pid=1) INFO 01-14 08:10:40 [loggers.py:337] Engine 000: Avg prompt throughput: 16032.4 tokens/s, "
+        "Avg generation throughput: 611.7 tokens/s, Running: 14 reqs, Waiting: 0 reqs, GPU KV cache usage: 6.1%, "
+        "Prefix cache hit rate: 0.0%",
+        "Prefix cache hit rate is stuck at 0%. Our gateway hook prepends a line to the system message:",
+        '   "[request_id=7f2c9a1e-55aa | ts=2026-01-14T08:10:39.412Z]\\n\\nYou are Atlas, an agent..."'])
+    assert "per-request value" in an.findings[0].title
+
+
+def test_a_flat_throughput_beside_the_slow_tokenizer_warning_and_a_serving_engine_predicts_no_refusal():
+    an = _analyze([
+        "Throughput flat-lines at ~9 req/s no matter how many clients.",
+        "vllm serve /models/zamba2-7b-ft --max-model-len 8192 --max-num-seqs 128",
+        "(APIServer pid=811) WARNING 08-05 13:02:51 [registry.py:234] Using a slow tokenizer. This might cause a "
+        "significant slowdown. Consider using a fast tokenizer instead.",
+        "(EngineCore pid=1002) INFO 08-05 13:04:12 [interface.py:774] Setting attention block size to 784 tokens to "
+        "ensure that attention page size is >= mamba page size.",
+        "(EngineCore pid=1002) INFO 08-05 13:05:01 [kv_cache_utils.py:1795] GPU KV cache size: 54,880 tokens",
+        "(APIServer pid=811) INFO 08-05 13:21:30 [loggers.py:259] Engine 000: Avg prompt throughput: 31420.6 tokens/s, "
+        "Avg generation throughput: 71.8 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 14.3%, "
+        "Prefix cache hit rate: 0.0%", "Version: 0.24.0"])
+    assert "tokenizer" in an.findings[0].title
+    assert not [f for f in an.findings if f.category == "mamba_block_budget"]

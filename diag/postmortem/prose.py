@@ -505,6 +505,9 @@ _SLOW_PROSE = re.compile(
     # "runs at 2-3 tokens/s even with a single short request ... I was expecting 60+"
     r"\b\d+(?:\.\d+)?(?:\s*[-\u2013]\s*\d+(?:\.\d+)?)?\s*(?:tok(?:en)?s?/s|t/s|tps)\b[^\n]{0,80}?(?:\b(?:was |were |I'?m |am |I )"
     r"expect(?:ing|ed)|[.;]\s+[Ee]xpected)\b|"
+    # "Throughput flat-lines at ~9 req/s no matter how many clients"
+    r"\b(?:throughput|tok(?:en)?s?/s|req(?:uest)?s?/s)\b[^.\n]{0,20}?\b(?:flat-?lines?|flatlines|stays? flat|"
+    r"(?:does(?:n'?t| not)|won'?t) scale)\b|"
     # "Throughput collapses once more than one customer is active"
     r"\b(?:throughput|tok(?:en)?s?/s|performance)\b (?:\w+ )?(?:collapses|collapsed|tanks|tanked|craters|cratered)\b|"
     # "Only ~35 tok/s single stream, H100 box does 150+"
@@ -546,6 +549,11 @@ _VARYING_PREFIX_TOLD = re.compile(
     r"trace[-_ ]?ids?|uuids?|timestamps?|current (?:time|date)|date and time)\b[^\n]{0,120}?\b(?:to|at|in) the "
     r"\W{0,2}(?:start|beginning|front|top|head)\W{0,2} of (?:every|each|all|the) (?:system )?(?:prompts?|requests?|"
     r"messages?)\b", re.I)
+# a hook that prepends something to the prompt, the value it prepends shown on the next line
+_PREPENDS = re.compile(r"\bprepend\w*\b[^.\n]{0,60}?\b(?:to|at|in) (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b",
+                       re.I)
+_PER_REQUEST_VALUE = re.compile(r"\b(?:request[-_ ]?id|trace[-_ ]?id|session[-_ ]?id)\s*[=:]\s*\S+|"
+                                r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}", re.I)
 # a debugger's or sanitizer's report retold in prose, naming the kernel that faulted: "compute-sanitizer reports the
 # invalid __global__ read in _causal_conv1d_update_kernel", "the faulting kernel is fused_recurrent_..._kernel"
 _PROSE_FAULT_KERNEL = re.compile(
@@ -761,6 +769,12 @@ class ProseLines:
             # told in words: "the gateway prepends a line like `Request-ID: ...; Received: <time>` to the start of
             # every system prompt"
             self._first_words("varying_prefix_prose", _VARYING_PREFIX_TOLD, wide, line)
+            if "varying_prefix_prose" not in self.facts.startup and _PREPENDS.search(text):
+                self._prepend_line = line.lineno  # the line it prepends may follow ("... prepends a line: \n '[id=...]'")
+        if line.level is None and "varying_prefix_prose" not in self.facts.startup \
+                and 0 < line.lineno - getattr(self, "_prepend_line", -9) <= 2 and (m := _PER_REQUEST_VALUE.search(text)):
+            self.facts.startup["varying_prefix_prose"] = f"the prompt is prefixed with a per-request value: '{m.group(0)}'"
+            self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and "shared_prefix_tokens" not in self.facts.startup and len(text) < 2000 and "token" in text:
             m = _SHARED_PREFIX.search(text) or _SHARED_PREFIX_BEFORE.search(text)
             if m:
