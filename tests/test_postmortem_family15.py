@@ -294,3 +294,21 @@ def test_a_flat_throughput_beside_the_slow_tokenizer_warning_and_a_serving_engin
         "Prefix cache hit rate: 0.0%", "Version: 0.24.0"])
     assert "tokenizer" in an.findings[0].title
     assert not [f for f in an.findings if f.category == "mamba_block_budget"]
+
+
+def test_an_ab_list_whose_rows_share_the_drafts_reads_the_switch_after_them():
+    an = _analyze([
+        "Tests:", "  ngram 3 tokens, default compile      -> crash", "  no speculation, default compile     -> crash",
+        "  ngram, -O0                           -> ok",
+        "vllm serve ibm-granite/granite-4.0-h-small -tp 2 --speculative-config "
+        "'{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_max\":4}'",
+        "(Worker_TP0 pid=318) ERROR 12-15 10:41:57 [multiproc_executor.py:822] torch.AcceleratorError: CUDA error: "
+        "misaligned address"])
+    assert "-O0" in an.facts.startup.get("other_fix_prose", "")
+    assert an.findings[0].category == "other"
+
+
+def test_a_chat_reply_ok_and_a_switch_to_a_dense_model_are_no_fix_outside_the_families():
+    an = _analyze(["maintainer: OK, can you share the full log?",
+                   "- same command with Llama-3.1-8B (no linear layers) -> OK"] + _HYBRID_MTP)
+    assert "other_fix_prose" not in an.facts.startup

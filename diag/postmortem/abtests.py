@@ -80,7 +80,10 @@ _ONE_HOST = re.compile(r"\bonly (?:on|with) (?:this|one|that|a single|the one) (
 # "without `--enable-eplb`: runs for days", "After updating the driver and reseating, 5 days clean")
 _FAULT_GONE = re.compile(r"(?:->|=>|\u2192|:)\s*(?:no more (?:crash\w*|errors?|faults?|IMAs?|hangs?)|no (?:crash|fault|IMA|hang)\w*|"
                          r"runs? (?:fine|for (?:hours|days)|clean|stable)|(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable|fine)|"
-                         r"(?:problem |crash |it's )?(?:fixed|gone)|stable)\b|,\s*(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable)\b", re.I)
+                         r"(?:problem |crash |it's )?(?:fixed|gone)|stable)\b|"
+                         # "-O0 -> ok" (an arrow: "maintainer: OK" in a chat is no outcome)
+                         r"(?:->|=>|\u2192)\s*(?:ok|okay)\b(?!\s*\?)|"
+                         r",\s*(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable)\b", re.I)
 # ... or told the other way round: "the decode node alone (no connector, same MTP config) is fine for hours"
 _FINE_WITHOUT = re.compile(r"\b(?:no|without)\s+([\w`'\- ]{2,40}?)[,)][^.\n]{0,40}?\b(?:is|was|runs?|ran|stays?|stayed)\s+"
                            r"(?:fine|stable|clean|ok)\b", re.I)
@@ -88,14 +91,18 @@ _FINE_WITHOUT = re.compile(r"\b(?:no|without)\s+([\w`'\- ]{2,40}?)[,)][^.\n]{0,4
 _TABLE_ROW = re.compile(r"^\s*\|([^|]{2,80})\|([^|]{2,80})\|")
 # what the reporter kept as it was beside a toggle: "(keep MTP)", "+ mtp on", "with MTP still enabled"
 _KEPT = re.compile(r"\([^)]*\)|[+&,]?\s*(?:with |and )?(?:mtp|spec\w*|drafts?|ngram|eagle\w*|prefix caching|apc)\s+"
-                   r"(?:still )?(?:on|enabled|kept)\b|\bkeep(?:ing)? (?:the )?\w+", re.I)
+                   r"(?:still )?(?:on|enabled|kept)\b|\bkeep(?:ing)? (?:the )?\w+|"
+                   # a row of an A/B list that opens with the set-up every row shares ("ngram, -O0 -> ok")
+                   r"^\s*(?:mtp|ngram|eagle\w*|spec\w*|drafts?)(?:\s+\d+(?:\s+tokens?)?)?\s*,", re.I)
 # a fault word in an A/B table's outcome cell, and a clean outcome
 _FAULT_CELL = re.compile(r"\b(?:IMA|crash\w*|fail\w*|fault\w*|error|assert\w*|dies|died|hangs?|hung|Xid)\b", re.I)
 _CLEAN_CELL = re.compile(r"\b(?:clean|fine|stable|ok|no (?:crash|fault|IMA|error)\w*|works?)\b", re.I)
 _OFF_CELL = re.compile(r"^(?:off|no|none|0|false|disabled|-|n/?a)$", re.I)
 # a toggle that belongs to the hybrid / spec-decode classes: what it fixes says nothing against them
+# (a switch to an attention-only model -- "same command with Llama-3.1-8B" -- takes the hybrid layers out too)
 _FAMILY_TOGGLE = re.compile(r"prefix|cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
-                            r"block|max[-_ ]num|chunked|async|gdn|flashinfer(?!_?sampler)|flashmla|attention|backend|kv", re.I)
+                            r"block|max[-_ ]num|chunked|async|gdn|flashinfer(?!_?sampler)|flashmla|attention|backend|kv|"
+                            r"llama|mistral|gemma|dense|linear", re.I)
 # an A/B table's run-number column, whose value changes every row
 _RUN_COLUMN = re.compile(r"^(?:#|no\.?|n|nr|run|id|test|case|attempt|try)$", re.I)
 
