@@ -312,3 +312,40 @@ def test_a_chat_reply_ok_and_a_switch_to_a_dense_model_are_no_fix_outside_the_fa
     an = _analyze(["maintainer: OK, can you share the full log?",
                    "- same command with Llama-3.1-8B (no linear layers) -> OK"] + _HYBRID_MTP)
     assert "other_fix_prose" not in an.facts.startup
+
+
+def _stats(running: int, waiting: int, usage: float, preempted: int | None = None) -> str:
+    """vLLM's periodic stats line, with the preemption count newer releases print."""
+    pre = f"Preempted: {preempted} reqs, " if preempted is not None else ""
+    return (f"(APIServer pid=1) INFO 07-14 11:52:20 [loggers.py:259] Engine 000: Avg prompt throughput: 40.1 tokens/s, "
+            f"Avg generation throughput: 2331.9 tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, {pre}"
+            f"GPU KV cache usage: {usage}%, Prefix cache hit rate: 0.0%")
+
+
+def test_a_crawl_with_the_kv_cache_full_and_requests_preempted_is_the_workload():
+    an = _analyze(["Best-of n=8 with max_tokens=32768; throughput drops to a crawl after a few minutes.",
+                   "vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct -tp 2", _stats(212, 388, 99.7, 61)])
+    assert an.facts.startup["num_preemptions_max"] == 61
+    assert "KV cache full under this workload" in an.findings[0].title
+
+
+def test_a_full_cache_at_far_fewer_requests_than_their_stated_size_fits_is_not_the_workload():
+    an = _analyze(["Short chat, ~600 tokens/request; way fewer concurrent users than expected. The queue keeps growing.",
+                   "vllm serve ibm-granite/granite-4.0-h-small --max-num-seqs 256",
+                   "(EngineCore_DP0 pid=203) INFO 10-14 15:04:50 [kv_cache_utils.py:1087] GPU KV cache size: 166,400 tokens",
+                   _stats(52, 141, 99.2)])
+    assert an.facts.startup["request_tokens_prose"] == 600
+    assert not [f for f in an.findings if "under this workload" in f.title]
+
+
+def test_a_cpu_limited_pod_that_serves_slowly_is_the_cpu():
+    an = _analyze(["GPU util ~35%, TTFT spikes to 4s, throughput half of what we get bare metal.",
+                   'resources: limits: {cpu: "2", memory: 64Gi, nvidia.com/gpu: 2}',
+                   "vllm serve nvidia/Nemotron-H-47B-Reasoning-128K -tp 2"])
+    assert "CPU-starved" in an.findings[0].title
+
+
+def test_a_queue_that_builds_up_behind_a_full_batch_with_an_idle_cache_is_the_schedulers_cap():
+    an = _analyze(["Queue builds up and p99 latency is 40s+ at only 30 rps.",
+                   "vllm serve ibm-granite/granite-4.0-h-small --max-num-seqs 8", _stats(8, 212, 3.1)])
+    assert "by the scheduler" in an.findings[0].title

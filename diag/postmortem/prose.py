@@ -426,6 +426,8 @@ _SPEC_SLOWER = re.compile(
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 _CAPACITY_PROSE = re.compile(
+    # "Queue builds up", "the queue keeps growing"
+    r"\bqueue (?:builds? up|keeps growing|grows|piles up|explodes)\b|"
     # "requests queue ('Waiting') with only ~20 running", "requests queue at ~8 users", "Running stays at 3-5"
     r"\bonly (?:~|about |around )?\d+ (?:requests? |reqs? |seqs? )?(?:are )?running\b|"
     r"\brequests? (?:queue|pile up|wait|start queu\w*)(?: up)? (?:at|with|after|beyond|above) (?:~|about |only )?\d+\b|"
@@ -505,6 +507,12 @@ _SLOW_PROSE = re.compile(
     # "runs at 2-3 tokens/s even with a single short request ... I was expecting 60+"
     r"\b\d+(?:\.\d+)?(?:\s*[-\u2013]\s*\d+(?:\.\d+)?)?\s*(?:tok(?:en)?s?/s|t/s|tps)\b[^\n]{0,80}?(?:\b(?:was |were |I'?m |am |I )"
     r"expect(?:ing|ed)|[.;]\s+[Ee]xpected)\b|"
+    # "Throughput drops to a crawl", "throughput half of what we get bare metal", "TTFT spikes to 4s",
+    # "p99 latency is 40s+"
+    r"\b(?:drops?|dropped|slows?|slowed|grinds?|ground) (?:down )?to a crawl\b|\bcrawls?\b(?= along| at)|"
+    r"\bthroughput (?:is )?(?:about |roughly |only |just )?(?:half|a third|a quarter) (?:of )?what\b|"
+    r"\b(?:TTFT|TPOT|ITL|latency)\b (?:\w+ )?spikes? (?:up )?to \d|"
+    r"\bp9[059](?:\.9)?(?: latency| TTFT| TPOT| ITL)? (?:is|are|was|hits?|reaches?|of) ~?\d+(?:\.\d+)?\s*(?:s|sec|seconds)\b|"
     # "Throughput flat-lines at ~9 req/s no matter how many clients"
     r"\b(?:throughput|tok(?:en)?s?/s|req(?:uest)?s?/s)\b[^.\n]{0,20}?\b(?:flat-?lines?|flatlines|stays? flat|"
     r"(?:does(?:n'?t| not)|won'?t) scale)\b|"
@@ -549,6 +557,12 @@ _VARYING_PREFIX_TOLD = re.compile(
     r"trace[-_ ]?ids?|uuids?|timestamps?|current (?:time|date)|date and time)\b[^\n]{0,120}?\b(?:to|at|in) the "
     r"\W{0,2}(?:start|beginning|front|top|head)\W{0,2} of (?:every|each|all|the) (?:system )?(?:prompts?|requests?|"
     r"messages?)\b", re.I)
+# the container's CPUs cut by its limit: "cpu.stat nr_throttled 18922", "limits: {cpu: "2", ...}", "CPU throttling"
+_CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\w*|\bthrottled (?:by|on) (?:the )?cpu\b|"
+                          r"\blimits:\s*\{?\s*cpu:\s*[\"']?(?:[1-4]|[1-9]\d{0,2}m)[\"']?(?=[,}\s])", re.I)
+# the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
+_REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|an)\s*(?:request|req|conversation|prompt)\b|"
+                             r"\b(?:each|every|per) request (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*tokens\b", re.I)
 # a hook that prepends something to the prompt, the value it prepends shown on the next line
 _PREPENDS = re.compile(r"\bprepend\w*\b[^.\n]{0,60}?\b(?:to|at|in) (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b",
                        re.I)
@@ -837,14 +851,14 @@ class ProseLines:
             if "cceptance" in wide:
                 self._first_words("acceptance_prose", _ACCEPTANCE_PROSE, wide, line)
             if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
-                    or "never" in wide or "queue" in wide or "cap" in wide or " wait" in wide or "unning" in wide \
+                    or "never" in wide or "ueue" in wide or "cap" in wide or " wait" in wide or "unning" in wide \
                     or "oncurrency" in wide:
                 self._first_words("capacity_prose", _CAPACITY_PROSE, wide, line)
             self.ab_tests.read(wide, text, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
-                                       "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token", "/s")):
+                                       "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token", "/s", "crawl", "half")):
                 self._first_words("slow_prose", _SLOW_PROSE, wide, line)
             if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
                 self._first_words("hang_prose", _HANG_PROSE, text, line)
@@ -923,6 +937,18 @@ class ProseLines:
         if "finish_reason" in text and "finish_reason_length" not in self.facts.startup and _FINISH_LENGTH.search(text):
             self.facts.startup["finish_reason_length"] = True  # an answer the API server ended at its token cap
             self.facts.lines["finish_reason_length"] = (line.lineno, text.strip()[:500])
+        if "request_tokens_prose" not in self.facts.startup and len(text) < 2000 and "token" in text and "request" in text \
+                and (m := _REQUEST_TOKENS.search(text)):
+            raw, kilo = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            try:
+                n = float(raw.replace(",", "")) * (1000 if kilo else 1)
+            except ValueError:
+                n = 0
+            if n >= 1:
+                self.facts.startup["request_tokens_prose"] = int(n)
+                self.facts.lines["request_tokens_prose"] = (line.lineno, text.strip()[:500])
+        if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text):
+            self._first_words("cpu_starved_prose", _CPU_STARVED, text, line)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
                 w in text for w in ("cut ", "runcat", "stop", "mid", "incomplete", "\u5207\u308c", "\u622a\u65ad", "\u4e00\u534a",
                                     "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):

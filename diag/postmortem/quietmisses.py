@@ -495,3 +495,47 @@ def prefill_budget_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -
         message=f"slow first tokens without an error: {slow}",
         evidence=("slow_prose", "non_default_args", "command"),
         missing=["the same load with a larger --max-num-batched-tokens (8192 or more)"])
+
+
+def cpu_starved_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow, and the report shows the container's CPUs cut by its limit (a cgroup's throttling
+    count, a Kubernetes CPU limit of a few cores): the API server, the engine's scheduling loop, the workers and any
+    CPU-side drafter (n-gram) share those cores, so the host loop is the bottleneck -- outside the families."""
+    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose") or facts.startup.get("capacity_prose")
+    said = facts.startup.get("cpu_starved_prose")
+    if not slow or not said:
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says serving is slow ('{slow}') and shows the container's CPUs cut ('{said}'): the "
+               "API server, the engine's scheduling loop, its workers and a CPU-side drafter share those cores, so the "
+               "GPUs wait on the host -- outside the hybrid/spec-decode families"),
+        title="Slow from a CPU-starved container (its CPU limit / throttling)",
+        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "cpu_starved_prose", "command"),
+        missing=["the same load with more CPU cores for the pod (at least one per GPU worker plus the API server)"])
+
+
+def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error; serving slow or requests queueing, and the engine's stats lines show the KV cache full with requests
+    preempted or waiting, with no family reading of the lost capacity before this one (padding, drafts' pages, KV
+    quantization): the workload's tokens (long outputs, n > 1, long prompts) outgrow the cache -- the load, outside the
+    families."""
+    said = facts.startup.get("slow_prose") or facts.startup.get("capacity_prose")
+    st = facts.startup
+    usage = st.get("gpu_kv_cache_usage_percent_max")
+    if not said or not isinstance(usage, (int, float)) or usage < 95 or not (
+            (st.get("num_preemptions_max") or 0) > 0 or (st.get("num_requests_waiting_max") or 0) > 0):
+        return None
+    tokens, per_request, running = st.get("gpu_kv_cache_tokens"), st.get("request_tokens_prose"), st.get("num_requests_running_max")
+    if all(isinstance(x, int) and x > 0 for x in (tokens, per_request, running)) and running * per_request * 2 <= tokens:
+        return None  # the requests the report sizes should fit twice over: the cache's layout, not the load, holds fewer
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says '{said}' and the engine's stats lines show the KV cache at {usage:g}% with "
+               f"{st.get('num_preemptions_max') or 0} preempted and {st.get('num_requests_waiting_max') or 0} waiting: "
+               "the running requests' tokens fill the cache, so requests wait or are recomputed -- the workload's "
+               "size against the cache, outside the hybrid/spec-decode families"),
+        title=f"KV cache full under this workload ({usage:g}% used, requests preempted or waiting)",
+        message=f"capacity without an error: {said}",
+        evidence=("slow_prose", "capacity_prose", "gpu_kv_cache_usage_percent_max", "num_preemptions_max"),
+        missing=["the load's tokens per request (prompt + max_tokens x n) against the KV cache's token count"])
