@@ -315,8 +315,8 @@ def test_a_chat_reply_ok_and_a_switch_to_a_dense_model_are_no_fix_outside_the_fa
 
 
 def _stats(running: int, waiting: int, usage: float, preempted: int | None = None) -> str:
-    """vLLM's periodic stats line, with the preemption count newer releases print."""
-    pre = f"Preempted: {preempted} reqs, " if preempted is not None else ""
+    """vLLM's periodic stats line (loggers.py), with its preemption count once requests were preempted."""
+    pre = f"Preemptions: {preempted}, " if preempted is not None else ""
     return (f"(APIServer pid=1) INFO 07-14 11:52:20 [loggers.py:259] Engine 000: Avg prompt throughput: 40.1 tokens/s, "
             f"Avg generation throughput: 2331.9 tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, {pre}"
             f"GPU KV cache usage: {usage}%, Prefix cache hit rate: 0.0%")

@@ -140,7 +140,7 @@ _STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, co
 # the engine's stats line (vLLM 0.8+ loggers.py): "Running: 170 reqs, Waiting: 80 reqs, Preemptions: 127, GPU KV cache
 # usage: 100.0%" -- a preemption counter appears once requests were preempted (recomputed) for want of KV blocks; a
 # preemption storm shows in the highest values over the log (<name>_max), not the last
-_PREEMPTIONS = re.compile(r"Preempt(?:ions|ed): (\d+)")
+_PREEMPTIONS = re.compile(r"Preemptions: (\d+)")
 # vLLM's request log: "Received request chatcmpl-..: prompt: '...'" (older) / "Request chatcmpl-.. details: prompt: "...""
 _LOGGED_PROMPT = re.compile(r"\bRe(?:ceived re)?quest \S+(?: details)?:? prompt: ['\"](.{20,})")
 _PEAKED = ("num_requests_waiting", "gpu_kv_cache_usage_percent", "num_requests_running", "dsa_native_next_n")
@@ -308,7 +308,7 @@ class StartupLines:
             for mode, count, largest in _GRAPH_GROUP.findall(text):
                 self._set_startup(f"{mode.lower()}_cudagraph_count", int(count), line)
                 self._set_startup(f"{mode.lower()}_cudagraph_largest", int(largest), line)
-        m = _PREEMPTIONS.search(text) if "Preempt" in text else None
+        m = _PREEMPTIONS.search(text) if "Preemptions: " in text else None
         if m:
             self._peak("num_preemptions", int(m.group(1)), line)
         m = _CAPPING.search(text) if "Capping cudagraph" in text else None
