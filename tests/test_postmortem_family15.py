@@ -349,3 +349,20 @@ def test_a_queue_that_builds_up_behind_a_full_batch_with_an_idle_cache_is_the_sc
     an = _analyze(["Queue builds up and p99 latency is 40s+ at only 30 rps.",
                    "vllm serve ibm-granite/granite-4.0-h-small --max-num-seqs 8", _stats(8, 212, 3.1)])
     assert "by the scheduler" in an.findings[0].title
+
+
+def test_a_hybrid_without_drafts_whose_fault_persists_without_prefix_caching_is_cleared():
+    an = _analyze([
+        "Kimi-Linear-48B-A3B-Instruct, vllm 0.26.0, TP2, LMCache via --kv-transfer-config. Illegal memory access on the "
+        "first request that hits a cached prefix.",
+        "With connector but --no-enable-prefix-caching: still crashes on the retrieve.",
+        "MTP is not even configured here.",
+        "(Worker_TP0 pid=1402) ERROR 04-17 13:20:05 [multiproc_executor.py:901] RuntimeError: CUDA error: an illegal "
+        "memory access was encountered"])
+    assert "spec_prose" not in an.facts.startup and an.facts.startup.get("no_spec_prose")
+    assert an.findings[0].category == "other"
+
+
+def test_dropping_the_drafts_and_still_crashing_reads_as_the_drafts_off_test():
+    an = _analyze(["1. drop --speculative-config      -> still crashes (same place)"] + _MLA_EAGLE)
+    assert an.facts.startup.get("faults_without_spec_prose")

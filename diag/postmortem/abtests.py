@@ -22,13 +22,18 @@ _PERSISTS_WITHOUT_PC = re.compile(
 # + custom AR: crashed after 3h", "num_spec_tokens 0 (no spec): same crash", "So MTP is not the trigger"
 _SPEC = r"(?:MTP|EAGLE-?3?|[Ee]agle-?3?|num_spec(?:ulative)?_tokens|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|" \
         r"speculation)"
+# the report saying the run has no drafts at all: "MTP is not even configured here", "no speculative decoding at all"
+_NO_SPEC_RUN = re.compile(r"\b(?:MTP|spec(?:ulative)?[ -]decod\w*|drafts?|EAGLE\w*|ngram)\b (?:is |was |are )?not (?:even )?"
+                          r"(?:configured|enabled|used|on|in use)\b|\bno (?:spec(?:ulative)?[ -]decod\w*|MTP|drafts?) "
+                          r"(?:at all|configured|in (?:this|the) (?:run|setup|config))\b", re.I)
 _FAULTS_WITHOUT_SPEC = re.compile(
     r"\b(?:turning off|disabling|disabled|removing|dropping|without|no)\s+(?:the\s+)?" + _SPEC + r"\b[^.\n]{0,30}?\b"
     r"(?:did(?: not|n't)|does(?: not|n't)) (?:help|fix it|fix anything|change anything)\b|"
     r"\bwithout\s+(?:the\s+)?" + _SPEC + r"\b[^.\n]{0,40}?(?:\bit\s+|:\s*)(?:still\s+|also\s+)?(?:crash(?:ed|es)|fail(?:ed|s)|"
     r"died|dies|faulted|hangs?|hung)\b|"
     # "Disabling MTP: still crashes", "no speculative config at all: **still crashes**", "no spec decode: IMA (2/3)"
-    r"\b(?:turning off|disabling|disabled|removing|dropping|without|no)\s+(?:the\s+)?[`'\"]?(?:--)?" + _SPEC
+    r"\b(?:turning off|turn off|disabling|disabled?|removing|removed?|dropping|dropped|drop|without|no)\s+(?:the\s+)?"
+    r"[`'\"]?(?:--)?" + _SPEC
     # (nothing between the toggle and its outcome that turns it round: "without MTP, no crash - with MTP: crashes")
     + r"\b(?:(?!\b(?:no|not|with|fine|works?|ok)\b)[^.\n:]){0,30}?\s*(?:->|=>|\u2192|[:,-])"
     r"\s*[*_]{0,2}(?:it\s+)?(?:(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|" + _SAME_OUTCOME + r")|"
@@ -183,6 +188,7 @@ class ABTestReader:
         if any(w in low for w in _SPEC_HINTS):
             self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC, wide, line)
             self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC_I18N, wide, line)
+            self._first_words("no_spec_prose", _NO_SPEC_RUN, wide, line)
         if any(w in low for w in _ONE_HOST_HINTS):
             self._first_words("one_host_prose", _ONE_HOST, wide, line)
         if "refix" in low or "apc" in low:

@@ -231,22 +231,31 @@ def _kv_transfer(facts: LogFacts) -> tuple[str | None, str | None]:
 
 # the facts the reporter's A/B tests leave (abtests.ABTestReader): the evidence of a reading they decide
 AB_TEST_FACTS = ("faults_without_spec_prose", "persists_without_pc_prose", "other_fix_prose", "one_host_prose",
-                 "other_engine_prose")
+                 "other_engine_prose", "no_spec_prose")
 
 
-def ab_tests_clear_families(facts: LogFacts, setup: Setup) -> str | None:
+def ab_tests_clear_families(facts: LogFacts, setup: Setup, *, no_drafts_counts: bool = True) -> str | None:
     """What in the reporter's A/B tests clears a failure of the hybrid/spec-decode classes: it persists with the drafts
     off, and with prefix caching off too, or a toggle outside those classes ends it, or it stays on one host (a model
-    without Mamba/GDN layers has no class left once the drafts are out). ``None`` when the tests do not."""
+    without Mamba/GDN layers has no class left once the drafts are out). ``None`` when the tests do not.
+    ``no_drafts_counts``: a run with no drafts at all counts as the drafts-off test (for a fault; a quiet report's own
+    readings of a setting say more than a toggle beside it)."""
     said = facts.startup
     if said.get("other_engine_prose"):
         # the same failure without vLLM at all (transformers, another engine): no vLLM path is its cause
         return f"it reproduces without vLLM ('{said['other_engine_prose']}')"
     without_spec = said.get("faults_without_spec_prose")
+    if without_spec:
+        without_spec = f"it persists without speculative decoding ('{without_spec}')"
+    elif no_drafts_counts and setup.spec_k == 0 and (said.get("no_spec_prose") or config_known(facts)):
+        # no drafts in the run at all (the whole configuration shows none, or the report says so): the spec-decode
+        # classes are out from the start
+        without_spec = ("the run has no speculative decoding" +
+                        (f" ('{said['no_spec_prose']}')" if said.get("no_spec_prose") else " (its configuration has none)"))
     others = [f"'{said[k]}'" for k in ("persists_without_pc_prose", "other_fix_prose", "one_host_prose") if said.get(k)]
     if not without_spec or not (others or setup.hybrid is False):
         return None
-    return "; ".join([f"it persists without speculative decoding ('{without_spec}')", *others])
+    return "; ".join([without_spec, *others])
 
 
 def config_known(facts: LogFacts) -> bool:

@@ -563,6 +563,9 @@ _CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\
 # the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
 _REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|an)\s*(?:request|req|conversation|prompt)\b|"
                              r"\b(?:each|every|per) request (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*tokens\b", re.I)
+# a term negated after it: "MTP is not even configured here", "spec decode is off"
+_NEGATED_AFTER = re.compile(r"\W{0,3}(?:is |was |are )?(?:not (?:even )?(?:configured|enabled|used|on|in use|set)\b|"
+                            r"(?:off|disabled)\b)", re.I)
 # a hook that prepends something to the prompt, the value it prepends shown on the next line
 _PREPENDS = re.compile(r"\bprepend\w*\b[^.\n]{0,60}?\b(?:to|at|in) (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b",
                        re.I)
@@ -704,8 +707,8 @@ class ProseLines:
                                  and ("k=" in text or "k =" in text or " tokens" in text or "TP" in text
                                       or "tp" in text or "num_spec" in text)):
             m = _SPEC_PROSE.search(text)
-            if m and _NEGATED.search(text[max(0, m.start() - 24):m.start()]):
-                m = None  # "no spec decode", "without MTP": the set-up has none
+            if m and (_NEGATED.search(text[max(0, m.start() - 24):m.start()]) or _NEGATED_AFTER.match(text, m.end())):
+                m = None  # "no spec decode", "without MTP", "MTP is not even configured": the set-up has none
             if m and prose is None:
                 method = m.group(1)
                 if method.lower().endswith(" tokens"):  # "3 draft tokens": speculative decoding, method not named

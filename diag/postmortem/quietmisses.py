@@ -220,7 +220,7 @@ SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance
 def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error; the report's own A/B tests take the hybrid/spec-decode readings out (:func:`ab_tests_clear_families`)
     -- a near miss, as an asynchronous fault with the same tests is."""
-    cleared = ab_tests_clear_families(facts, setup)
+    cleared = ab_tests_clear_families(facts, setup, no_drafts_counts=False)
     if cleared is None:
         return None
     st = facts.startup
