@@ -186,3 +186,8 @@ def test_a_reporters_sentence_about_the_dead_worker_is_not_an_error_line_of_the_
         "The worker that died printed nothing (stdout of that rank was already closed?). dmesg is clean, no Xid."])
     lead = an.findings[0]
     assert lead.category == "spec_kernel_limit" and lead.confidence == "low"
+
+
+def test_a_hybrid_with_an_fp8_kv_cache_that_fails_to_start_empty_reads_as_the_kv_layout():
+    an = _analyze([_args("tiiuae/Falcon-H1-34B-Instruct", "None", "'kv_cache_dtype': 'fp8', ")] + _START_FAILED)
+    assert an.findings[0].category == "kv_page_size" and "kv-cache-dtype fp8" in an.findings[0].basis

@@ -366,3 +366,8 @@ def test_a_hybrid_without_drafts_whose_fault_persists_without_prefix_caching_is_
 def test_dropping_the_drafts_and_still_crashing_reads_as_the_drafts_off_test():
     an = _analyze(["1. drop --speculative-config      -> still crashes (same place)"] + _MLA_EAGLE)
     assert an.facts.startup.get("faults_without_spec_prose")
+
+
+def test_drafting_is_not_the_problem_keeps_the_drafts_in():
+    an = _analyze(["Acceptance is normal for k=3, so drafting is not the problem."] + _MLA_EAGLE)
+    assert "faults_without_spec_prose" not in an.facts.startup

@@ -48,7 +48,9 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     r"\b(?:still|same|also)\s+(?:crash\w*|fail\w*|fault\w*|assert\w*|error)\b[^.\n]{0,30}?\b(?:without|with no)\s+"
     + _SPEC + r"\b|"
     r"\bnum_spec(?:ulative)?_tokens\s*[=:]?\s*0\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:crash|error|fault|assert)|"
-    r"\b" + _SPEC + r"\s+(?:is|are|was|were)(?: clearly)? not the (?:trigger|cause|culprit|problem)\b", re.I)
+    # ("drafting is not the problem" says the drafts' quality is fine, not that speculative decoding is out)
+    r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|ngram|speculation)\s+(?:is|are|was|were)(?: clearly)? not "
+    r"the (?:trigger|cause|culprit|problem)\b", re.I)
 # the same A/B test in the languages reports come in: the drafts off, the fault (or the garbled output) still there --
 # "去掉 --speculative-config：还是乱码", "MTPを無効にしても文字化け", "ohne MTP immer noch Müll", "sin MTP sigue igual",
 # "sans MTP toujours pareil", "MTP를 꺼도 여전히 깨짐"

@@ -91,6 +91,13 @@ def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_num
         reason = ("vLLM logged that the hybrid KV cache manager is disabled for this hybrid model: the KV-cache "
                   "configuration at start must then fold the Mamba/GDN state specs and the attention specs into one "
                   "type, which it cannot")
+    elif at_start and setup.hybrid and str(facts.args.get("kv_cache_dtype") or "").lower().startswith("fp8"):
+        # a quantized KV cache on a hybrid: the attention pages shrink with the dtype while the Mamba/GDN state pages
+        # do not, and the KV-cache configuration at start must still unify them
+        cat = "kv_page_size"
+        reason = (f"--kv-cache-dtype {facts.args['kv_cache_dtype']} on a hybrid: the attention layers' pages shrink with "
+                  "the 1-byte KV dtype while the Mamba/GDN state pages keep theirs, and the KV-cache configuration at start "
+                  "must unify the two")
     elif at_start:
         own_kv = separate_draft(setup) or bool(_OWN_KV_DRAFTER.search(str(setup.spec_method or "")))
         if not (setup.hybrid and setup.spec_k and (own_kv or tied)):
