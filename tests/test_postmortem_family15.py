@@ -371,3 +371,19 @@ def test_dropping_the_drafts_and_still_crashing_reads_as_the_drafts_off_test():
 def test_drafting_is_not_the_problem_keeps_the_drafts_in():
     an = _analyze(["Acceptance is normal for k=3, so drafting is not the problem."] + _MLA_EAGLE)
     assert "faults_without_spec_prose" not in an.facts.startup
+
+
+def test_a_table_row_clean_three_of_three_with_a_switch_outside_the_families_clears_the_fault():
+    an = _analyze(_HYBRID_MTP + [
+        "(Worker_TP2 pid=5512) ERROR 10-14 21:07:33 [multiproc_executor.py:654] RuntimeError: CUDA error: an illegal "
+        "memory access was encountered",
+        "| config | result |", "|---|---|",
+        "| MTP off (no --speculative-config) | IMA 3/3, later |",
+        "| MTP on + --disable-custom-all-reduce | clean 3/3 (2h) |"])
+    assert "--disable-custom-all-reduce" in an.facts.startup.get("other_fix_prose", "")
+    assert an.findings[0].category == "other"
+
+
+def test_a_smaller_load_that_is_fine_is_no_fix_outside_the_families():
+    an = _analyze(["- single user chat: fine for hours", "- concurrency 1 (or --max-num-seqs 1): no crash"] + _HYBRID_MTP)
+    assert "other_fix_prose" not in an.facts.startup

@@ -88,6 +88,8 @@ _ONE_HOST = re.compile(r"\bonly (?:on|with) (?:this|one|that|a single|the one) (
 _FAULT_GONE = re.compile(r"(?:->|=>|\u2192|:)\s*(?:no more (?:crash\w*|errors?|faults?|IMAs?|hangs?)|no (?:crash|fault|IMA|hang)\w*|"
                          r"runs? (?:fine|for (?:hours|days)|clean|stable)|(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable|fine)|"
                          r"(?:problem |crash |it's )?(?:fixed|gone)|stable)\b|"
+                         # "| MTP on + --disable-custom-all-reduce | clean 3/3 (2h) |"
+                         r"(?:->|=>|\u2192|:)\s*\**clean \d+\s*/\s*\d+\b|"
                          # "-O0 -> ok" (an arrow: "maintainer: OK" in a chat is no outcome)
                          r"(?:->|=>|\u2192)\s*(?:ok|okay)\b(?!\s*\?)|"
                          r",\s*(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable)\b", re.I)
@@ -110,6 +112,11 @@ _OFF_CELL = re.compile(r"^(?:off|no|none|0|false|disabled|-|n/?a)$", re.I)
 _FAMILY_TOGGLE = re.compile(r"prefix|cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
                             r"block|max[-_ ]num|chunked|async|gdn|flashinfer(?!_?sampler)|flashmla|attention|backend|kv|"
                             r"llama|mistral|gemma|dense|linear", re.I)
+# a change of the load, not of a setting: "single user: fine", "only decode traffic: fine", "k=1: fine" -- fewer
+# requests, one kind of rows or fewer drafts is what the mixed-batch and kernel-limit classes predict, no cause elsewhere
+_WORKLOAD_TOGGLE = re.compile(r"\b(?:single|one|1) (?:user|client|request|stream|conversation)s?\b|\bonly\b|\btraffic\b|"
+                              r"\bload\b|\bk\s*=|\bconcurren\w*|\bbatch\b|\bctx\b|\bcontext\b|\bprompts?\b|"
+                              r"\bwithout (?:\w+ )?requests\b|\bsmaller model\b|\b(?:attempt|comment|run)\s*#?\d", re.I)
 # an A/B table's run-number column, whose value changes every row
 _RUN_COLUMN = re.compile(r"^(?:#|no\.?|n|nr|run|id|test|case|attempt|try)$", re.I)
 
@@ -212,7 +219,8 @@ class ABTestReader:
         if m is None and (m := _FINE_WITHOUT.search(text)):
             toggle = "no " + m.group(1).strip()
         # (what the reporter kept as it was is no toggle: "Disabling EPLB (keep MTP)")
-        if m and toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(_KEPT.sub("", toggle)):
+        if m and toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(_KEPT.sub("", toggle)) \
+                and not _WORKLOAD_TOGGLE.search(_KEPT.sub("", toggle)):
             self.facts.startup["other_fix_prose"] = f"{toggle} {m.group(0).strip()}" if toggle not in m.group(0) \
                 else m.group(0).strip()
             self.facts.lines["other_fix_prose"] = (line.lineno, line.text.strip()[:500])
