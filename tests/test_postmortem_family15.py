@@ -387,3 +387,13 @@ def test_a_table_row_clean_three_of_three_with_a_switch_outside_the_families_cle
 def test_a_smaller_load_that_is_fine_is_no_fix_outside_the_families():
     an = _analyze(["- single user chat: fine for hours", "- concurrency 1 (or --max-num-seqs 1): no crash"] + _HYBRID_MTP)
     assert "other_fix_prose" not in an.facts.startup
+
+
+def test_the_drafts_off_and_it_works_in_chinese_ties_the_failure_to_the_drafts():
+    an = _analyze(["\u53bb\u6389 --speculative-config \u5c31\u80fd\u6b63\u5e38\u8d77\u6765\u3002"] + _HYBRID_MTP)
+    assert an.facts.startup.get("spec_tied_prose")
+
+
+def test_mixed_long_prefill_and_short_decode_traffic_is_a_mixed_batch_in_words():
+    an = _analyze(["Crashes mid-benchmark (mixed long prefill + short decode traffic)."] + _HYBRID_MTP)
+    assert an.facts.startup.get("mixed_prose")

@@ -28,6 +28,8 @@ _SPEC_K = re.compile(r"(?:num_speculative_tokens|num_spec_tokens)\W{0,3}(\d+)|(?
                      r"(\d+)\s+(?:speculative|draft|spec|MTP) tokens|(?:MTP|mtp)\s*[=-]?\s*(\d)\b(?![\w.])|"
                      r"(?:[Ss]peculative|[Dd]raft|[Ss]pec) tokens\s*[:=]\s*(\d+)\b")
 _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?:-| )?decode)|"
+                          # "mixed long prefill + short decode traffic"
+                          r"\bmixed (?:\w+ )?prefills?\s*(?:\+|and|/|&)\s*(?:\w+ )?decodes?\b|"
                           r"(?:spec(?:ulative)?|draft)(?:-| )?decodes? (?:and|with|mixed with) (?:plain |non-spec )?decodes?|"
                           r"decodes? (?:and|with) spec(?:ulative)?(?:-| )?decodes?|non-spec (?:and|with) spec|"
                           r"spec and non-spec|"
@@ -258,6 +260,17 @@ _FEWER_DRAFTS_WORK = re.compile(
     r"\b(?:is |was |it )?(?:fine|works?|worked|ok|okay|starts?|started|boots?|booted|serves?|survived|(?:runs?|ran) (?:fine|ok|clean|stable)|stable)\b|"
     r"\bwith (\d) (?:speculative |spec |draft |MTP )?tokens?,? (?:it |everything )?(?:boots|starts|works|runs|serves|is fine)\b",
     re.I)
+# the same tie in the languages reports come in: the drafts off and it works -- "去掉 --speculative-config 就能正常起来",
+# "MTPを外すと正常", "ohne MTP läuft es", "sin MTP funciona", "sans MTP ça marche", "MTP를 끄면 정상"
+_DRAFTS_WORDS = r"(?:--)?speculative[-_]config|MTP|mtp|EAGLE\w*|[Ee]agle\w*|ngram|spec\w*|drafts?"
+_SPEC_TIED_I18N = re.compile(
+    r"(?:\u53bb\u6389|\u5173\u6389|\u5173\u95ed|\u7981\u7528|\u4e0d\u5f00)\s*[`'\"]?(?:" + _DRAFTS_WORDS
+    + r")[`'\"]?[^\u3002\n]{0,12}?(?:\u5c31|\u4fbf)?(?:\u80fd)?(?:\u6b63\u5e38|\u597d\u4e86|\u6ca1\u95ee\u9898|\u8d77\u6765)|"
+    r"(?:" + _DRAFTS_WORDS + r")\s*(?:\u3092)?(?:\u5916\u3059|\u7121\u52b9\u306b\u3059\u308b|\u30aa\u30d5\u306b\u3059\u308b)"
+    r"[^\u3002\n]{0,8}?(?:\u6b63\u5e38|\u8d77\u52d5\u3059\u308b|\u52d5\u304f)|"
+    r"\b(?:ohne|sin|sem|sans) (?:" + _DRAFTS_WORDS + r")\b[^.\n]{0,25}?\b(?:l\u00e4uft|startet|funktioniert|funciona|arranca|"
+    r"funciona|marche|d\u00e9marre|fonctionne|normal)\b|"
+    r"(?:" + _DRAFTS_WORDS + r")\s*(?:\uc744|\ub97c)?\s*(?:\ub044\uba74|\ube7c\uba74)[^.\n]{0,10}?\uc815\uc0c1")
 # the reporter's words for the last prefill chunk of a chunked prompt: "prompt_len % 2048 == 1", "(4096*n + 1)",
 # "the final chunk ... was exactly one token", "a 1-token last chunk"
 _LAST_CHUNK = re.compile(r"%\s*(?:max_num_batched_tokens|\d{3,6})\s*==\s*(\d{1,2})\b|"
@@ -743,8 +756,8 @@ class ProseLines:
                 self.facts.startup["wrong_output_prose"] = m.group(0).lstrip("=->\u2192 ")
                 self.facts.lines["wrong_output_prose"] = (line.lineno, text.strip()[:500])
         if "spec_tied_prose" not in self.facts.startup and len(text) < 2000 and any(
-                w in text.lower() for w in ("specul", "mtp", "ngram", "n-gram", "draft", "suffix")):
-            m = _SPEC_TIED.search(text)
+                w in text.lower() for w in ("specul", "mtp", "ngram", "n-gram", "draft", "suffix", "eagle")):
+            m = _SPEC_TIED.search(text) or _SPEC_TIED_I18N.search(text)
             if m:
                 self.facts.startup["spec_tied_prose"] = m.group(0)
                 self.facts.lines["spec_tied_prose"] = (line.lineno, text.strip()[:500])
