@@ -397,3 +397,9 @@ def test_the_drafts_off_and_it_works_in_chinese_ties_the_failure_to_the_drafts()
 def test_mixed_long_prefill_and_short_decode_traffic_is_a_mixed_batch_in_words():
     an = _analyze(["Crashes mid-benchmark (mixed long prefill + short decode traffic)."] + _HYBRID_MTP)
     assert an.facts.startup.get("mixed_prose")
+
+
+def test_slower_with_drafts_in_korean_on_a_sparse_indexer_model_is_the_kernel_limit():
+    an = _analyze(["DeepSeek-V3.2-Exp MTP num_speculative_tokens=3 \uc73c\ub85c \uc62c\ub9ac\uba74 \uc624\ud788\ub824 "
+                   "\ub290\ub824\uc9d1\ub2c8\ub2e4"] + _MLA_EAGLE)  # "raising k to 3 makes it slower"
+    assert an.findings[0].category == "spec_kernel_limit"

@@ -520,6 +520,10 @@ _SLOW_PROSE = re.compile(
     # "runs at 2-3 tokens/s even with a single short request ... I was expecting 60+"
     r"\b\d+(?:\.\d+)?(?:\s*[-\u2013]\s*\d+(?:\.\d+)?)?\s*(?:tok(?:en)?s?/s|t/s|tps)\b[^\n]{0,80}?(?:\b(?:was |were |I'?m |am |I )"
     r"expect(?:ing|ed)|[.;]\s+[Ee]xpected)\b|"
+    # slower / lower throughput in the languages reports come in: "느려집니다", "变慢", "更慢", "遅くなる", "langsamer",
+    # "más lento", "plus lent", "mais lento", "медленнее"
+    r"\ub290\ub824|\ub290\ub9bd|\u53d8\u6162|\u66f4\u6162|\u6162\u4e86|\u9045\u304f|\u9045\u3044|\blangsamer\b|"
+    r"\bm\u00e1s lent[oa]s?\b|\bplus lente?s?\b|\bmais lent[oa]s?\b|\u043c\u0435\u0434\u043b\u0435\u043d\u043d\u0435\u0435|"
     # "Throughput drops to a crawl", "throughput half of what we get bare metal", "TTFT spikes to 4s",
     # "p99 latency is 40s+"
     r"\b(?:drops?|dropped|slows?|slowed|grinds?|ground) (?:down )?to a crawl\b|\bcrawls?\b(?= along| at)|"
@@ -874,7 +878,8 @@ class ProseLines:
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
-                                       "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token", "/s", "crawl", "half")):
+                                       "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token", "/s", "crawl", "half",
+                                       "\ub290", "\u6162", "\u9045", "langsam", "lent", "\u043c\u0435\u0434\u043b")):
                 self._first_words("slow_prose", _SLOW_PROSE, wide, line)
             if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
                 self._first_words("hang_prose", _HANG_PROSE, text, line)
