@@ -20,6 +20,21 @@ def _outside(facts: LogFacts, base_numbers: dict, *, basis: str, title: str, mes
                      evidence=fact_evidence(facts, *evidence), missing=missing)
 
 
+def _said_slow(facts: LogFacts) -> str | None:
+    """The reporter's words that serving is slow (with or without naming the drafts)."""
+    return facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+
+
+def _slow_from(facts: LogFacts, base_numbers: dict, slow: str, *, cause: str, title: str, evidence: tuple[str, ...],
+               missing: str) -> Diagnosis:
+    """A slowdown the report tells, read as ``cause`` outside the families (a setting, the platform)."""
+    return _outside(facts, base_numbers,
+                    basis=f"no error; the report says serving is slow ('{slow}') and {cause} -- outside the "
+                          "hybrid/spec-decode families",
+                    title=title, message=f"slow serving without an error: {slow}",
+                    evidence=("slow_prose", "spec_slower_prose", *evidence), missing=[missing])
+
+
 def _never_accepted(metrics: dict) -> str | None:
     """The spec-decode metrics say no draft was accepted, on the first line as on the last: a mean acceptance length
     of ~1 (the bonus token alone) or a draft acceptance rate of ~0 %."""
@@ -196,7 +211,7 @@ def sampled_by_generation_config(facts: LogFacts, base_numbers: dict) -> Diagnos
 def untuned_moe_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slower than the reporter expects, and vLLM warned that it has no tuned fused-MoE kernel
     config for this expert shape on this GPU: the MoE GEMMs run with default tiles -- outside the families."""
-    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    slow = _said_slow(facts)
     moe = facts.startup.get("moe_default_config")
     if not slow or not moe or facts.startup.get("wrong_output_prose"):
         return None
@@ -258,37 +273,33 @@ _HUGE_TOKEN_BUDGET = 65536  # (vLLM's defaults: 2,048-16,384 tokens a step)
 def cpu_offload_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slow, and the command offloads weights to the CPU (``--cpu-offload-gb``): every step streams
     those weights over PCIe, whatever the model's layers or drafts -- outside the families."""
-    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    slow = _said_slow(facts)
     gb = facts.args.get("cpu_offload_gb")
     if not slow or not isinstance(gb, (int, float)) or gb <= 0:
         return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says serving is slow ('{slow}') and the command offloads {gb:g} GB of weights to the "
-               "CPU (--cpu-offload-gb): every forward pass streams them over PCIe, so decode is bound by the host link "
-               "(drafts only add passes) -- outside the hybrid/spec-decode families"),
-        title=f"Slow from CPU weight offload ({gb:g} GB streamed over PCIe every step)",
-        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose", "command"),
-        missing=["the same load on enough GPU memory (more GPUs, a quantized checkpoint) without --cpu-offload-gb"])
+    return _slow_from(
+        facts, base_numbers, slow,
+        cause=(f"the command offloads {gb:g} GB of weights to the CPU (--cpu-offload-gb): every forward pass streams "
+               "them over PCIe, so decode is bound by the host link (drafts only add passes)"),
+        title=f"Slow from CPU weight offload ({gb:g} GB streamed over PCIe every step)", evidence=("command",),
+        missing="the same load on enough GPU memory (more GPUs, a quantized checkpoint) without --cpu-offload-gb")
 
 
 def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slow, and the command runs eager (``--enforce-eager``): no torch.compile and no CUDA graphs,
     so each decode step launches every small kernel from Python and the GPU idles between them -- outside the
     families (the capture-size class needs graphs to be captured at all)."""
-    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    slow = _said_slow(facts)
     if not slow or not truthy(facts.args.get("enforce_eager")):
         return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says serving is slow ('{slow}') and the engine runs with --enforce-eager: without "
-               "torch.compile and CUDA graphs every decode step launches its many small kernels from Python, so decode "
-               "is launch-bound (low GPU utilisation), with or without drafts -- outside the hybrid/spec-decode families"),
+    return _slow_from(
+        facts, base_numbers, slow,
+        cause=("the engine runs with --enforce-eager: without torch.compile and CUDA graphs every decode step launches "
+               "its many small kernels from Python, so decode is launch-bound (low GPU utilisation), with or without "
+               "drafts"),
         title="Slow decode from eager mode (--enforce-eager: no CUDA graphs, launch-bound steps)",
-        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose", "non_default_args",
-                                                                     "command"),
-        missing=["the same load without --enforce-eager (CUDA graphs captured: 'Capturing CUDA graphs' lines at start)"])
-
+        evidence=("non_default_args", "command"),
+        missing="the same load without --enforce-eager (CUDA graphs captured: 'Capturing CUDA graphs' lines at start)")
 
 def token_cap_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error; the answers are said to end early and the API server says it ended them at their token cap
@@ -341,40 +352,36 @@ _LORA_PATH = re.compile(r"(?<![\w-])[\w.-]+=(?:/|\./|~/)[^\s'\",]+")
 def slow_tokenizer_latency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slow, and vLLM warned that it loaded a slow (Python) tokenizer: the API server tokenizes every
     prompt and detokenizes every streamed token in Python, on one core, while the GPUs wait -- outside the families."""
-    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    slow = _said_slow(facts)
     if not slow or not facts.startup.get("slow_tokenizer"):
         return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says serving is slow ('{slow}') and vLLM warned that it uses a slow tokenizer "
-               "('Using a slow tokenizer'): without a tokenizer.json the Python tokenizer encodes every prompt and "
-               "decodes every streamed token on the API server's CPU while the GPUs wait -- outside the "
-               "hybrid/spec-decode families"),
+    return _slow_from(
+        facts, base_numbers, slow,
+        cause=("vLLM warned that it uses a slow tokenizer ('Using a slow tokenizer'): without a tokenizer.json the "
+               "Python tokenizer encodes every prompt and decodes every streamed token on the API server's CPU while "
+               "the GPUs wait"),
         title="Slow from a slow (Python) tokenizer: vLLM's own warning",
-        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "slow_tokenizer", "command",
-                                                                     "non_default_args"),
-        missing=["the same load with a fast tokenizer (a tokenizer.json in the tokenizer folder)"])
+        evidence=("slow_tokenizer", "command", "non_default_args"),
+        missing="the same load with a fast tokenizer (a tokenizer.json in the tokenizer folder)")
 
 
 def pcie_allreduce_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slow, and vLLM says its custom all-reduce is off because the TP group's GPUs talk over PCIe
     without P2P: every layer's all-reduce crosses the host link through NCCL, so decode is bound by communication,
     whatever the model's layers or drafts -- outside the families."""
-    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    slow = _said_slow(facts)
     why = facts.startup.get("custom_allreduce_off")
     if not slow or not why:
         return None
     tp = facts.args.get("tensor_parallel_size")
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says serving is slow ('{slow}') and vLLM disabled its custom all-reduce because "
-               f"{why}: every layer's all-reduce" + (f" across the {tp} GPUs" if tp else "") + " goes through NCCL over "
-               "the host's PCIe / socket link, so each step waits on communication, with or without drafts -- outside "
-               "the hybrid/spec-decode families"),
+    return _slow_from(
+        facts, base_numbers, slow,
+        cause=(f"vLLM disabled its custom all-reduce because {why}: every layer's all-reduce"
+               + (f" across the {tp} GPUs" if tp else "") + " goes through NCCL over the host's PCIe / socket link, so "
+               "each step waits on communication, with or without drafts"),
         title="Slow from tensor parallelism over PCIe (no P2P: vLLM's custom all-reduce is off)",
-        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "spec_slower_prose",
-                                                                     "custom_allreduce_off", "command"),
-        missing=["the same load at a smaller TP size (or pipeline parallelism across the sockets), and `nvidia-smi topo -m`"])
+        evidence=("custom_allreduce_off", "command"),
+        missing="the same load at a smaller TP size (or pipeline parallelism across the sockets), and `nvidia-smi topo -m`")
 
 
 def collective_hang(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
@@ -501,18 +508,16 @@ def cpu_starved_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
     """No error, serving slow, and the report shows the container's CPUs cut by its limit (a cgroup's throttling
     count, a Kubernetes CPU limit of a few cores): the API server, the engine's scheduling loop, the workers and any
     CPU-side drafter (n-gram) share those cores, so the host loop is the bottleneck -- outside the families."""
-    slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose") or facts.startup.get("capacity_prose")
+    slow = _said_slow(facts) or facts.startup.get("capacity_prose")
     said = facts.startup.get("cpu_starved_prose")
     if not slow or not said:
         return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says serving is slow ('{slow}') and shows the container's CPUs cut ('{said}'): the "
-               "API server, the engine's scheduling loop, its workers and a CPU-side drafter share those cores, so the "
-               "GPUs wait on the host -- outside the hybrid/spec-decode families"),
-        title="Slow from a CPU-starved container (its CPU limit / throttling)",
-        message=f"slow serving without an error: {slow}", evidence=("slow_prose", "cpu_starved_prose", "command"),
-        missing=["the same load with more CPU cores for the pod (at least one per GPU worker plus the API server)"])
+    return _slow_from(
+        facts, base_numbers, slow,
+        cause=(f"shows the container's CPUs cut ('{said}'): the API server, the engine's scheduling loop, its workers "
+               "and a CPU-side drafter share those cores, so the GPUs wait on the host"),
+        title="Slow from a CPU-starved container (its CPU limit / throttling)", evidence=("cpu_starved_prose", "command"),
+        missing="the same load with more CPU cores for the pod (at least one per GPU worker plus the API server)")
 
 
 def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
