@@ -403,3 +403,17 @@ def test_slower_with_drafts_in_korean_on_a_sparse_indexer_model_is_the_kernel_li
     an = _analyze(["DeepSeek-V3.2-Exp MTP num_speculative_tokens=3 \uc73c\ub85c \uc62c\ub9ac\uba74 \uc624\ud788\ub824 "
                    "\ub290\ub824\uc9d1\ub2c8\ub2e4"] + _MLA_EAGLE)  # "raising k to 3 makes it slower"
     assert an.findings[0].category == "spec_kernel_limit"
+
+
+def test_token_gaps_from_a_huge_step_budget_are_the_prefill_chunks_not_the_drafts():
+    an = _analyze(["GLM-5: inter-token latency spikes to 2-3 s whenever a long prompt arrives.",
+                   "vllm serve zai-org/GLM-5-FP8 -tp 8 --max-num-batched-tokens 65536 "
+                   "--speculative-config.method mtp --speculative-config.num_speculative_tokens 1"])
+    assert "65536-token prefill chunks" in an.findings[0].title
+    assert not [f for f in an.findings if f.category == "spec_kernel_limit"]
+
+
+def test_a_reply_that_stops_mid_sentence_at_the_token_cap_is_the_cap():
+    an = _analyze(["A third of our requests come back with a reply that stops mid-sentence."] + _HYBRID_MTP + [
+        '{"choices":[{"index":0,"message":{"role":"assistant","content":null},"finish_reason":"length"}]}'])
+    assert "token cap" in an.findings[0].title

@@ -327,7 +327,8 @@ _REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|mi
 # an answer ended by its token cap (the OpenAI API's body, vLLM's request log): "finish_reason":"length"
 _FINISH_LENGTH = re.compile(r"""finish_reason["']?\s*[:=]\s*["']?length\b""")
 # the reporter saying the answers end early: "answers are cut off after a couple of words", "responses get truncated"
-_TRUNCATED_PROSE = re.compile(r"\b(?:answers?|responses?|outputs?|completions?|replies|generations?|text)\b[^.\n]{0,30}?\b"
+_TRUNCATED_PROSE = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
+                              r"\b(?:answers?|responses?|outputs?|completions?|repl(?:y|ies)|generations?|text)\b[^.\n]{0,30}?\b"
                               r"(?:(?:are|is|get|gets|got|were|was) )?(?:cut off|cut short|(?<!\()truncated|stops? (?:mid|early|after)|"
                               r"incomplete)\b|\b(?:cut off|truncated) (?:mid|after|at)\b|\bends? mid[- ]sentence\b|"
                               # the same in the report languages: "途中で切れ" (ja), "被截断" / "说到一半" (zh), "잘려" (ko),

@@ -544,3 +544,27 @@ def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
         message=f"capacity without an error: {said}",
         evidence=("slow_prose", "capacity_prose", "gpu_kv_cache_usage_percent_max", "num_preemptions_max"),
         missing=["the load's tokens per request (prompt + max_tokens x n) against the KV cache's token count"])
+
+
+def prefill_chunks_stall_decodes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error; the time between tokens spikes (streams freeze) when long prompts arrive, and the step's token budget
+    is large (``--max-num-batched-tokens`` 16,384 or more): chunked prefill puts that many prompt tokens into one step
+    beside the running decodes, so every decode waits for the whole chunk -- the setting, outside the families."""
+    slow = _said_slow(facts)
+    budget = facts.args.get("max_num_batched_tokens")
+    if not slow or not _INTER_TOKEN.search(slow + " " + str((facts.lines.get("slow_prose") or (0, ""))[1])) \
+            or not isinstance(budget, int) or budget < 16384:
+        return None
+    return _slow_from(
+        facts, base_numbers, slow,
+        cause=(f"the engine runs with max_num_batched_tokens {budget}: chunked prefill puts up to that many prompt tokens "
+               "into one step beside the running decodes, so each decode waits for the whole chunk and the streams stall "
+               "whenever long prompts arrive"),
+        title=f"Token gaps from {budget}-token prefill chunks (the step budget), not the drafts or the layers",
+        evidence=("non_default_args", "command"),
+        missing="the same load with a smaller --max-num-batched-tokens (8192) or --max-num-partial-prefills / "
+                "--long-prefill-token-threshold")
+
+
+# the time between tokens, in the report's words: ITL / TPOT / a stream that freezes or stalls
+_INTER_TOKEN = re.compile(r"\b(?:ITL|TPOT|inter[- ]token|time per output token|stream\w* (?:freez|stall|stutter))", re.I)
