@@ -417,3 +417,12 @@ def test_a_reply_that_stops_mid_sentence_at_the_token_cap_is_the_cap():
     an = _analyze(["A third of our requests come back with a reply that stops mid-sentence."] + _HYBRID_MTP + [
         '{"choices":[{"index":0,"message":{"role":"assistant","content":null},"finish_reason":"length"}]}'])
     assert "token cap" in an.findings[0].title
+
+
+def test_tritons_mlir_pipeline_failing_on_an_old_gpu_is_the_gpu_generation():
+    an = _analyze(_HYBRID_MTP + [
+        "(Worker_TP0 pid=3452) ERROR 07-19 08:53:58 [multiproc_executor.py:812] Traceback (most recent call last):",
+        "(Worker_TP0 pid=3452) ERROR 07-19 08:53:58 [multiproc_executor.py:812]   File \".../vllm/model_executor/layers/"
+        "fla/ops/chunk.py\", line 61, in chunk_gated_delta_rule_fwd",
+        "(Worker_TP0 pid=3452) ERROR 07-19 08:53:58 [multiproc_executor.py:812] RuntimeError: PassManager::run failed"])
+    assert an.findings[0].category == "other" and "Triton" in an.findings[0].title

@@ -45,7 +45,10 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
                                            r"compute capability|sm_?\d{2,3}\b.{0,40}not supported|"
                                            # a Triton kernel's tile needs more shared memory / registers than
                                            # this GPU has (the GDN/FLA kernels on T4/V100/consumer cards)
-                                           r"OutOfResources|out of resource: (?:shared memory|registers)", re.I)),
+                                           r"OutOfResources|out of resource: (?:shared memory|registers)|"
+                                           # Triton's MLIR pipeline failing to lower a kernel for this GPU
+                                           # ("PassManager::run failed", "TritonGPUAccelerateMatmul")
+                                           r"PassManager::run failed|MLIR pass pipeline", re.I)),
 ]
 
 
