@@ -214,3 +214,22 @@ def test_the_report_draws_offline_in_headless_chromium(seed_43626_db, tmp_path):
         assert png.stat().st_size > 10_000
     finally:
         driver.quit()
+
+
+def test_markdown_evidence_that_quotes_backticks_stays_one_code_span():
+    """A log line that quotes a flag in backticks (a reporter's bullet) is shown whole: the span's fence is longer than
+    any run of backticks inside it."""
+    from vllm_diag.postmortem.analyze import analyze_text
+    from vllm_diag.render.markdown import render_markdown
+    from vllm_diag.views import build
+
+    text = "\n".join([
+        "vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --speculative-config "
+        "'{\"method\": \"ngram\", \"num_speculative_tokens\": 4}'",
+        "- `\"num_speculative_tokens\": 1`: survived 2h load test",
+        "- same load, no speculative config: fine",
+        "(EngineCore pid=118) ERROR 07-02 13:47:41 [core.py:1140] RuntimeError: Worker failed with error '', please "
+        "check the stack trace above for the root cause"])
+    md = render_markdown(build(analyze_text(text, "t.log", use_preflight=False).to_record()))
+    line = next(x for x in md.splitlines() if "survived 2h" in x)
+    assert line.endswith("``- `\"num_speculative_tokens\": 1`: survived 2h load test``"), line

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 from ..views import ReportVM
 from ..views.primitives import fmt, known
 
 
 def _esc(text: object) -> str:
     return (text if isinstance(text, str) else fmt(text)).replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """An inline code span that holds ``text`` whole: a fence of more backticks than any run inside it (CommonMark),
+    spaced where the text starts or ends with one -- a log line that quotes `--flags` stays one span."""
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def render_markdown(vm: ReportVM) -> str:
@@ -54,7 +64,7 @@ def render_markdown(vm: ReportVM) -> str:
         if f.confidence or f.basis:
             o.append(f"   - confidence: {f.confidence or '?'}" + (f" — {f.basis}" if f.basis else ""))
         for e in f.evidence:
-            o.append(f"   - evidence ({e.where or ''}): `{_esc(e.text)[:200]}`")
+            o.append(f"   - evidence ({e.where or ''}): {_code(_esc(e.text)[:200])}")
         o += [f"   - missing evidence: {m}" for m in f.missing_evidence]
         if f.anchors:
             o.append("   - where: " + ", ".join(f"`{a.key}`" for a in f.anchors))
