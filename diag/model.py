@@ -67,11 +67,6 @@ def from_dict(cls, data: dict | None):
 # --------------------------------------------------------------------------------------------
 
 
-
-# a rerun the reporter tells as one that did not fault
-_NO_REPRO = re.compile(r"CUDA_LAUNCH_BLOCKING\s*=\s*['\"]?1\b[^.\n]{0,30}?(?:could ?n[o']t|can'?t|cannot|unable to|did ?n[o']t|"
-                       r"never) (?:reproduce|repro|crash|fault|trigger)", re.I)
-
 @dataclass
 class LayerSpec:
     """One layer's KV-cache spec, as vLLM's ``KVCacheSpec`` describes it.
@@ -529,6 +524,11 @@ class LogException:
     @property
     def last_frame(self) -> Frame | None:
         return self.frames[-1] if self.frames else None
+
+
+# a CUDA_LAUNCH_BLOCKING=1 rerun the reporter tells as one that did not fault (LogFacts.blocking_launches)
+_NO_REPRO = re.compile(r"CUDA_LAUNCH_BLOCKING\s*=\s*['\"]?1\b[^.\n]{0,30}?(?:could ?n[o']t|can'?t|cannot|unable to|did ?n[o']t|"
+                       r"never) (?:reproduce|repro|crash|fault|trigger)", re.I)
 
 
 @dataclass

@@ -54,7 +54,9 @@ _FAULTS_WITHOUT_SPEC = re.compile(
 # the same A/B test in the languages reports come in: the drafts off, the fault (or the garbled output) still there --
 # "去掉 --speculative-config：还是乱码", "MTPを無効にしても文字化け", "ohne MTP immer noch Müll", "sin MTP sigue igual",
 # "sans MTP toujours pareil", "MTP를 꺼도 여전히 깨짐"
-_DRAFTS_I18N = (r"(?:--)?speculative[-_]config|MTP|mtp|EAGLE\w*|[Ee]agle\w*|ngram|spec\w*|drafts?|\u6295\u673a\w*|"
+# the drafts' names a reporter toggles (the flag, the methods), and the same in the report languages' words
+DRAFTS_WORDS = r"(?:--)?speculative[-_]config|MTP|mtp|EAGLE\w*|[Ee]agle\w*|ngram|spec\w*|drafts?"
+_DRAFTS_I18N = (DRAFTS_WORDS + r"|\u6295\u673a\w*|"
                 r"\u63a8\u6d4b\u89e3\u7801|\u6295\u6a5f\u7684\w*|\uc2a4\ud399\w*|\ucd94\uce21\s*\ub514\ucf54\ub529|"
                 r"spekulativ\w*(?: Dekodierung)?|decodifica\w* especulativa|d[\u00e9e]codage sp[\u00e9e]culatif")
 _FAULTS_WITHOUT_SPEC_I18N = re.compile(
@@ -139,7 +141,6 @@ _NOT_THERE = re.compile(r"\b(?:fine|correct(?:ly)?|works?|clean|ok|okay|normal|n
                         r"(?<![\d.])0\s*/\s*\d+", re.I)  # ("0 / 200": none of the runs broke)
 
 
-
 def _clause_after(text: str, start: int) -> str:
     """The rest of the clause after ``start`` (to the sentence's end, 100 characters at most)."""
     return re.split(r"[.!?\u3002](?:\s|$)", text[start:start + 100], maxsplit=1)[0]
@@ -219,13 +220,19 @@ class ABTestReader:
         if m is None and (m := _FINE_WITHOUT.search(text)):
             toggle = "no " + m.group(1).strip()
         # (what the reporter kept as it was is no toggle: "Disabling EPLB (keep MTP)")
-        if m and toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(_KEPT.sub("", toggle)) \
-                and not _WORKLOAD_TOGGLE.search(_KEPT.sub("", toggle)):
+        changed = _KEPT.sub("", toggle) if m and toggle else ""
+        if m and toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(changed) \
+                and not _WORKLOAD_TOGGLE.search(changed):
             self.facts.startup["other_fix_prose"] = f"{toggle} {m.group(0).strip()}" if toggle not in m.group(0) \
                 else m.group(0).strip()
             self.facts.lines["other_fix_prose"] = (line.lineno, line.text.strip()[:500])
 
     def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
-        if name not in self.facts.startup and (m := rx.search(text)):
-            self.facts.startup[name] = m.group(0)
-            self.facts.lines[name] = (line.lineno, text.strip()[:500])
+        first_words(self.facts, name, rx, text, line)
+
+
+def first_words(facts: LogFacts, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
+    """The first match of the reporter's words for ``name``, with its line as evidence (later lines keep it)."""
+    if name not in facts.startup and (m := rx.search(text)):
+        facts.startup[name] = m.group(0)
+        facts.lines[name] = (line.lineno, text.strip()[:500])

@@ -33,8 +33,6 @@ tests); this module orders them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import re
 
 from ..model import Evidence, LogException, LogFacts
@@ -43,7 +41,8 @@ from .asyncfault import ASYNC, from_async, hybrid_spec_fault_class
 from .configuration import AB_TEST_FACTS, Setup, ab_tests_clear_families, config_known, precondition_fails, read_setup
 from .connectors import connector_class
 from .emptyroot import empty_root_crash
-from .diagnosis import Diagnosis, batch_numbers, config_numbers, exc_evidence, fact_evidence, frame_lines, title_of
+from .diagnosis import (Diagnosis, batch_numbers, config_numbers, crash_near_miss, exc_evidence, fact_evidence,
+                        frame_lines, title_of)
 from .nearmiss import LOST_GPU, near_miss
 from .numbers import message_numbers, named_numbers
 from .placement import faulting_kernel, kernel_fault, kernel_place
@@ -234,7 +233,7 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
             return _hardware_near_miss(facts, hardware, message, base_numbers, exc_evidence(root, 1))
         ruled_out = ab_tests_clear_families(facts, setup)
         if ruled_out is not None:
-            return _async_near_miss(
+            return crash_near_miss(
                 facts, "Asynchronous fault outside the hybrid/spec-decode classes (the report's A/B tests)",
                 "the fault is reported asynchronously, so its class would come from the configuration, but the report's "
                 f"own A/B tests take the hybrid/spec-decode classes out of it: {ruled_out}", message, base_numbers,
@@ -625,19 +624,11 @@ def _hardware_fault(facts: LogFacts) -> str | None:
 
 def _hardware_near_miss(facts: LogFacts, hardware: str, message: str, base_numbers: dict,
                         evidence: list[Evidence]) -> Diagnosis:
-    return _async_near_miss(facts, f"GPU hardware fault ({hardware})",
+    return crash_near_miss(facts, f"GPU hardware fault ({hardware})",
                             f"the driver reports a failure of the GPU itself ({hardware}); the errors the process printed "
                             f"are that device failing under it, outside the hybrid/spec-decode families",
                             message if message.strip() else hardware, base_numbers,
                             evidence + fact_evidence(facts, "xid"))
-
-
-def _async_near_miss(facts: LogFacts, title: str, basis: str, message: str, base_numbers: dict,
-                     evidence: list[Evidence], missing: Sequence[str] = ()) -> Diagnosis:
-    """A device fault the log itself places outside the families (the driver's report, the reporter's A/B tests)."""
-    return Diagnosis(category="other", confidence="medium", rule="near_miss", basis=basis, title=title,
-                     message=(message.strip().splitlines() or [title])[0][:300], numbers={**base_numbers, **facts.numbers},
-                     evidence=evidence, missing=list(missing))
 
 
 def _a(phrase: str) -> str:

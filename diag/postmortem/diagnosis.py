@@ -3,6 +3,7 @@ facts as evidence, the configuration's numbers, the frame lines, the crash-dump 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,15 @@ def log_version(facts: LogFacts) -> tuple | None:
 
 def fact_evidence(facts: LogFacts, *names: str) -> list[Evidence]:
     return rule_fact_evidence(facts, *names, limit=500)
+
+
+def crash_near_miss(facts: LogFacts, title: str, basis: str, message: str, base_numbers: dict,
+                    evidence: list[Evidence], missing: Sequence[str] = ()) -> Diagnosis:
+    """A crash or device fault the log itself places outside the families (the driver's report, the reporter's A/B
+    tests): ``other``, ``medium``, with the error's first line as its message."""
+    return Diagnosis(category="other", confidence="medium", rule="near_miss", basis=basis, title=title,
+                     message=(message.strip().splitlines() or [title])[0][:300], numbers={**base_numbers, **facts.numbers},
+                     evidence=evidence, missing=list(missing))
 
 
 def config_numbers(facts: LogFacts, setup: Setup) -> dict[str, Any]:

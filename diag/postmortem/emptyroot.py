@@ -11,7 +11,7 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from .asyncfault import hybrid_spec_fault_class, separate_draft
 from .configuration import AB_TEST_FACTS, Setup, ab_tests_clear_families
-from .diagnosis import Diagnosis, exc_evidence, fact_evidence, title_of
+from .diagnosis import Diagnosis, crash_near_miss, exc_evidence, fact_evidence, title_of
 
 # the engine's and the API server's reports that something below them failed, which carry no cause of their own
 # (a worker's error relayed with an empty message: ``Worker failed with error ''``)
@@ -21,13 +21,13 @@ _WRAPPER_TEXT = re.compile(
     r"Worker proc \S+ died unexpectedly|Failed core proc\(s\)|EngineDeadError\s*$|shutting down executor|"
     # the engine's shared-memory queue to its workers, cancelled as they died (shm_broadcast.py acquire_read)
     r"\bRuntimeError: cancelled\b(?!\s*(?:by|due|because))", re.I)
-# a signal that says who ended the worker (the OOM killer's SIGKILL, a segfault): a cause of its own, not modelled here
 # what an error line carries that a reporter's sentence does not: an exception's type, a log level, a runtime's name
 _ERROR_MARK = re.compile(r"\b(?:ERROR|\w*(?:Error|Exception)\b|error:|Assertion|Check failed|CUDA|NCCL|Xid(?:\s*[(:]|\s+\d)|illegal|"
                          r"fault|Traceback|terminate|what\(\)|[Kk]illed|signal|SIG[A-Z]+|Segmentation|died unexpectedly|"
                          r"exit code)")
 # drafters with attention layers (and KV pages) of their own beside the target's: EAGLE heads, Medusa, DFlash
 _OWN_KV_DRAFTER = re.compile(r"eagle|medusa|dflash|dspark", re.I)
+# a signal that says who ended the worker (the OOM killer's SIGKILL, a segfault): a cause of its own, not modelled here
 _SIGNALLED = re.compile(r"SIGKILL|SIGSEGV|signal 9|exit ?code[:= ]+13[79]|Segmentation fault|core dumped|OOMKilled|"
                         r"out of memory", re.I)
 
@@ -64,11 +64,10 @@ def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_num
     wrapped = "the only error is vLLM's report that a worker failed; the worker's own error is not in the log"
     cleared = ab_tests_clear_families(facts, setup)
     if cleared is not None:
-        return Diagnosis(category="other", confidence="medium", rule="near_miss", title=(
-            "Worker failure outside the hybrid/spec-decode classes (the report's A/B tests)"),
-            basis=f"{wrapped}; the report's own A/B tests take the hybrid/spec-decode classes out: {cleared}",
-            message=first, numbers=nums,
-            evidence=ev + fact_evidence(facts, *AB_TEST_FACTS), missing=missing)
+        return crash_near_miss(
+            facts, "Worker failure outside the hybrid/spec-decode classes (the report's A/B tests)",
+            f"{wrapped}; the report's own A/B tests take the hybrid/spec-decode classes out: {cleared}", first,
+            base_numbers, ev + fact_evidence(facts, *AB_TEST_FACTS), missing)
     at_start = bool(re.search(r"initialization failed|failed to start", f"{root.message} " + " ".join(
         str(t) for _, t in facts.startup.get("error_lines") or []), re.I))
     tied = facts.startup.get("spec_tied_prose")

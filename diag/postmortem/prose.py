@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from .abtests import DRAFTS_WORDS, first_words
 from .lines import Line
 
 _MODEL_LINE = re.compile(r"^\W{0,4}(?:Main(?: model)?|Model|Target(?: model)?|model)\s*[:=]\s*`?([\w.\-]+/[\w.\-/]+)`?")
@@ -262,15 +263,14 @@ _FEWER_DRAFTS_WORK = re.compile(
     re.I)
 # the same tie in the languages reports come in: the drafts off and it works -- "去掉 --speculative-config 就能正常起来",
 # "MTPを外すと正常", "ohne MTP läuft es", "sin MTP funciona", "sans MTP ça marche", "MTP를 끄면 정상"
-_DRAFTS_WORDS = r"(?:--)?speculative[-_]config|MTP|mtp|EAGLE\w*|[Ee]agle\w*|ngram|spec\w*|drafts?"
 _SPEC_TIED_I18N = re.compile(
-    r"(?:\u53bb\u6389|\u5173\u6389|\u5173\u95ed|\u7981\u7528|\u4e0d\u5f00)\s*[`'\"]?(?:" + _DRAFTS_WORDS
+    r"(?:\u53bb\u6389|\u5173\u6389|\u5173\u95ed|\u7981\u7528|\u4e0d\u5f00)\s*[`'\"]?(?:" + DRAFTS_WORDS
     + r")[`'\"]?[^\u3002\n]{0,12}?(?:\u5c31|\u4fbf)?(?:\u80fd)?(?:\u6b63\u5e38|\u597d\u4e86|\u6ca1\u95ee\u9898|\u8d77\u6765)|"
-    r"(?:" + _DRAFTS_WORDS + r")\s*(?:\u3092)?(?:\u5916\u3059|\u7121\u52b9\u306b\u3059\u308b|\u30aa\u30d5\u306b\u3059\u308b)"
+    r"(?:" + DRAFTS_WORDS + r")\s*(?:\u3092)?(?:\u5916\u3059|\u7121\u52b9\u306b\u3059\u308b|\u30aa\u30d5\u306b\u3059\u308b)"
     r"[^\u3002\n]{0,8}?(?:\u6b63\u5e38|\u8d77\u52d5\u3059\u308b|\u52d5\u304f)|"
-    r"\b(?:ohne|sin|sem|sans) (?:" + _DRAFTS_WORDS + r")\b[^.\n]{0,25}?\b(?:l\u00e4uft|startet|funktioniert|funciona|arranca|"
-    r"funciona|marche|d\u00e9marre|fonctionne|normal)\b|"
-    r"(?:" + _DRAFTS_WORDS + r")\s*(?:\uc744|\ub97c)?\s*(?:\ub044\uba74|\ube7c\uba74)[^.\n]{0,10}?\uc815\uc0c1")
+    r"\b(?:ohne|sin|sem|sans) (?:" + DRAFTS_WORDS + r")\b[^.\n]{0,25}?\b(?:l\u00e4uft|startet|funktioniert|funciona|arranca|"
+    r"marche|d\u00e9marre|fonctionne|normal)\b|"
+    r"(?:" + DRAFTS_WORDS + r")\s*(?:\uc744|\ub97c)?\s*(?:\ub044\uba74|\ube7c\uba74)[^.\n]{0,10}?\uc815\uc0c1")
 # the reporter's words for the last prefill chunk of a chunked prompt: "prompt_len % 2048 == 1", "(4096*n + 1)",
 # "the final chunk ... was exactly one token", "a 1-token last chunk"
 _LAST_CHUNK = re.compile(r"%\s*(?:max_num_batched_tokens|\d{3,6})\s*==\s*(\d{1,2})\b|"
@@ -676,10 +676,7 @@ class ProseLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: text outside log records."""
 
     def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
-        """The first match of the reporter's words for ``name``, with its line as evidence."""
-        if name not in self.facts.startup and (m := rx.search(text)):
-            self.facts.startup[name] = m.group(0)
-            self.facts.lines[name] = (line.lineno, text.strip()[:500])
+        first_words(self.facts, name, rx, text, line)
 
     def _request_params(self, text: str) -> None:
         """A request's sampling parameters (a curl body, a client call, vLLM's request log ``SamplingParams(...)``)."""
@@ -872,8 +869,7 @@ class ProseLines:
             if "cceptance" in wide:
                 self._first_words("acceptance_prose", _ACCEPTANCE_PROSE, wide, line)
             if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
-                    or "never" in wide or "ueue" in wide or "cap" in wide or " wait" in wide or "unning" in wide \
-                    or "oncurrency" in wide:
+                    or "never" in wide or "ueue" in wide or "cap" in wide or " wait" in wide or "unning" in wide:
                 self._first_words("capacity_prose", _CAPACITY_PROSE, wide, line)
             self.ab_tests.read(wide, text, line)
             if "emperature" in text or "greedy" in text:

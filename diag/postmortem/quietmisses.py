@@ -158,6 +158,13 @@ def low_memory_share_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis 
         missing=["the same start with a larger --gpu-memory-utilization (0.9) when nothing else shares the GPU"])
 
 
+def kv_cache_idle(facts: LogFacts) -> bool:
+    """The engine's stats lines show the KV cache mostly empty (below half at its peak) and no request preempted: what
+    holds requests back is not the KV capacity."""
+    usage = facts.startup.get("gpu_kv_cache_usage_percent_max")
+    return isinstance(usage, (int, float)) and usage < 50 and not (facts.startup.get("num_preemptions_max") or 0)
+
+
 def scheduler_cap(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error; the report says fewer requests run than it expects, and the stats lines show the running count pinned
     at its peak while requests wait and the KV cache (which holds the Mamba/GDN states too) stays mostly empty: the
@@ -167,8 +174,7 @@ def scheduler_cap(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     running, peak = st.get("num_requests_running"), st.get("num_requests_running_max")
     waiting, usage = st.get("num_requests_waiting_max"), st.get("gpu_kv_cache_usage_percent_max")
     if not said or not isinstance(running, int) or running != peak or not isinstance(waiting, int) or waiting < 1 \
-            or not isinstance(usage, (int, float)) or usage >= 50 or st.get("max_cudagraph_capture_size_capped") \
-            or (st.get("num_preemptions_max") or 0) > 0:
+            or not kv_cache_idle(facts) or st.get("max_cudagraph_capture_size_capped"):
         return None
     seqs = facts.args.get("max_num_seqs")
     if isinstance(seqs, int) and running < seqs:

@@ -11,7 +11,7 @@ from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
-from .quietmisses import (SYMPTOMS, activation_reserve_capacity, collective_hang, cpu_offload_slowdown,
+from .quietmisses import (SYMPTOMS, activation_reserve_capacity, kv_cache_idle, collective_hang, cpu_offload_slowdown,
                           cpu_starved_slowdown, kv_saturated_workload, prefill_chunks_stall_decodes,
                           drafts_never_accepted, eager_slowdown, long_context_capacity, lora_slot_queueing,
                           low_memory_share_capacity, pcie_allreduce_slowdown, prefill_budget_slowdown, salted_prefixes,
@@ -139,13 +139,6 @@ _ON_HIT = re.compile(r"\b(?:second|repeated|identical|same (?:prompt|request|que
 
 
 _OWN_KV_DRAFT = re.compile(r"eagle|draft_model|draft model|dflash|dspark|medusa", re.I)
-
-
-def kv_cache_idle(facts: LogFacts) -> bool:
-    """The engine's stats lines show the KV cache mostly empty (below half at its peak) and no request preempted: what
-    holds requests back is not the KV capacity."""
-    usage = facts.startup.get("gpu_kv_cache_usage_percent_max")
-    return isinstance(usage, (int, float)) and usage < 50 and not (facts.startup.get("num_preemptions_max") or 0)
 
 
 def draft_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
