@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vllm_diag.postmortem import facts_from_text
+from vllm_diag.postmortem.analyze import analyze_text
 from vllm_diag.postmortem.extract import message_numbers
 from vllm_diag.postmortem.lines import clean_line
 from vllm_diag.postmortem.pylit import LiteralError, parse_kwargs, parse_literal
@@ -231,6 +232,22 @@ def test_startup_facts_and_args():
     assert a["speculative_method"] == "mtp" and a["num_speculative_tokens"] == 2 and a["tensor_parallel_size"] == 4
     assert "sk-secret" not in repr(a)
     assert f.lines["attention_block_size"][0] == 3
+    assert "prefix_cache_zero_run_samples" not in s  # one engine run: its zero is the whole log's
+
+
+def test_a_restart_that_hits_does_not_hide_the_run_that_never_hit():
+    """Two engine runs in one log (drafts on, then a restart without them): the run whose metrics stayed at 0 % is
+    kept apart from the whole log's largest rate, and read as a hybrid's prefix cache that never hit."""
+    restart = ("Same traffic, restart without --speculative-config:\n"
+               "(APIServer pid=9) INFO 06-23 19:04:05 [loggers.py:1] Engine 000: Avg prompt throughput: 1.0 tokens/s, "
+               "GPU KV cache usage: 1.0%, Prefix cache hit rate: 71.4%\n")
+    f = facts_from_text(STARTUP + "Our prefix cache hit rate stays at 0 with MTP.\n" + restart)
+    assert f.startup["prefix_cache_hit_rate_max"] == 71.4 and f.startup["prefix_cache_zero_run_samples"] == 2
+    lead = analyze_text(STARTUP + "Our prefix cache hit rate stays at 0 with MTP.\n" + restart, "t.log").findings[0]
+    assert lead.category == "prefix_cache_degraded"
+    # both runs hit: nothing stayed at zero
+    both = facts_from_text(STARTUP.replace("hit rate: 0.0%", "hit rate: 12.0%") + restart)
+    assert "prefix_cache_zero_run_samples" not in both.startup
 
 
 def test_multiline_command_with_json_flags():

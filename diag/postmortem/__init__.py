@@ -138,6 +138,9 @@ prefix_cache_hit_rate_max,             largest value and number of values read: 
 prefix_cache_hit_rate_samples          line of a small log; the first and last metrics line of
                                        each 8 MiB chunk of a large one (enough to tell "stuck at
                                        0 %" from "hits" without a pass over every line)
+prefix_cache_zero_run_samples          metrics lines of one engine process (its ``pid=``) that
+                                       all read 0 % while another process of the log hit (a
+                                       restart with a setting changed); small logs only
 available_kv_cache_gib                 ``Available KV cache memory: 12.3 GiB``
 model_loading_gib                      ``Model loading took 1.2 GiB``
 num_gpu_blocks                         ``# GPU blocks: N``

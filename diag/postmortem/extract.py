@@ -212,6 +212,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.hit_rates: list[float] = []
         self.hit_rate_count = 0
         self.hit_rate_max = 0.0
+        self.hit_rate_runs: dict[str, list] = {}  # engine process (pid, "" unprefixed) -> [samples, largest rate]
         self.arch_mentions: list[str] = []
         self.model_lines: list[tuple[int, str]] = []
         self.draft_lines: list[tuple[int, str]] = []
@@ -455,6 +456,10 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         if self.hit_rate_count:
             f.startup["prefix_cache_hit_rate_max"] = self.hit_rate_max
             f.startup["prefix_cache_hit_rate_samples"] = self.hit_rate_count
+            # one engine run that never hit while another did (the reporter's restart with a setting changed)
+            zero_runs = [n for n, top in self.hit_rate_runs.values() if n >= 2 and top == 0]
+            if zero_runs and len(self.hit_rate_runs) > 1 and self.hit_rate_max > 0:
+                f.startup["prefix_cache_zero_run_samples"] = max(zero_runs)
         self._finish_args()
         if self.dump_text is not None:  # (after the arguments: the dump's elided drafts are counted with their k)
             from .dump import parse_scheduler_output

@@ -45,6 +45,9 @@ def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -
     scraped = _never_hit_counters(st.get("metrics") or {})
     if scraped is not None and (rate is None or samples < 2):
         rate, samples = 0.0, 0
+    one_run = st.get("prefix_cache_zero_run_samples")  # one engine run of the log never hit; another did
+    if one_run:
+        rate, samples = 0.0, one_run
     if not (setup.hybrid and setup.prefix_caching) or rate is None or float(rate) != 0.0 or (samples < 2 and not scraped):
         return None
     if not st.get("hit_rate_prose"):
@@ -61,7 +64,8 @@ def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -
     return Diagnosis(
         category="prefix_cache_degraded", confidence="medium" if shorter else "low", rule="failure_class",
         severity="warning",
-        basis=((f"no error; {samples} metrics lines report" if samples else
+        basis=((f"no error; {samples} metrics lines of one engine run (another run of the log hits) report"
+                if one_run else f"no error; {samples} metrics lines report" if samples else
                 f"no error; the /metrics counters report {scraped:g} prefix-cache queries and no hit:") +
                f" a 0% prefix-cache hit rate with prefix caching on, on "
                f"{', '.join(setup.why)}: a hybrid caches its Mamba/GDN states only at block boundaries"

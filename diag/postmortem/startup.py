@@ -147,6 +147,7 @@ _PEAKED = ("num_requests_waiting", "gpu_kv_cache_usage_percent", "num_requests_r
 _KV_SIZE = re.compile(r"\b(GPU|CPU|XPU|TPU|HPU)(?: \+ host)? KV cache size: " + _INT + r" tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _FLOAT + r"x")
 _HIT_RATE = re.compile(r"(?<!External )(?<!MM )Prefix cache hit rate: (?:GPU: )?" + _FLOAT + r"%")
+_PID = re.compile(r"\bpid=(\d+)")
 # a record that states a setting (logged_numbers reads it); not the engine's config dump or the crash dump
 _LOGGED_HINT = re.compile(r"[a-z]_[a-z]\w*\s*=\s*-?\d|Using (?:a |the )?(?:max |min )?[a-z]|\bfrom (?:max )?\d+ to \d")
 _VOCAB = re.compile(r"\b(?:draft_)?vocab_size\b[\"']?\s*[:=]\s*(\d{4,7})\b|"
@@ -247,6 +248,11 @@ class StartupLines:
         """One prefix-cache metrics value (``Prefix cache hit rate: X%``)."""
         self.hit_rate_count += 1
         self.hit_rate_max = max(self.hit_rate_max, value)
+        # (per engine process: a log of two runs -- drafts on, then a restart without them -- has a rate of each)
+        pid = _PID.search(display)
+        run = self.hit_rate_runs.setdefault(pid.group(1) if pid else "", [0, 0.0])
+        run[0] += 1
+        run[1] = max(run[1], value)
         self.hit_rates.append(value)
         if len(self.hit_rates) > 64:
             del self.hit_rates[:32]
