@@ -93,7 +93,15 @@ _WRONG_OUTPUT_ANYWHERE = (
     r"\u652f\u96e2\u6ec5\u88c2|\ud6a1\uc124\uc218\uc124|\uae68\uc9c4 (?:\ucd9c\ub825|\uc751\ub2f5)|"
     r"\bvir(?:a|ou) lixo\b|\b(?:sa[ií]|saem|sale|salen|respostas?|respuestas?|sa[ií]da) (?:\w+ )?"
     r"corromp\w*|\bsin sentido\b|\bsem sentido\b|\b(?:es|son) basura\b|"
-    r"\u043c\u0443\u0441\u043e\u0440|\u0431\u0440\u0435\u0434\w*|\bKauderwelsch\b|\b(?:nur|reiner) M\u00fcll\b")
+    r"\u043c\u0443\u0441\u043e\u0440|\u0431\u0440\u0435\u0434\w*|\bKauderwelsch\b|\bM\u00fcll\b|\bUnsinn\b|\bfalsche (?:Ausgaben?|Antworten?)\b|"
+    r"\b(?:Ausgaben?|Antworten?) (?:ist|sind|wird|werden|war|waren) (?:\w+ ){0,2}(?:kaputt|falsch|unbrauchbar)\b|"
+
+    # French, Italian, Dutch, Polish, Turkish, Vietnamese, Indonesian, Ukrainian, Hindi, Arabic
+    r"\bcharabia\b|\bsorties? (?:\w+ )?corrompue?s?\b|\br\u00e9ponses? (?:\w+ )?incoh\u00e9rentes?\b|"
+    r"\bn'importe quoi\b|\bsenza senso\b|\boutput (?:\w+ )?corrott[oi]\b|\bspazzatura\b|\bonzin\b|"
+    r"\bbe\u0142kot\w*|\b\u015bmieci\b|\banlams\u0131z\b|\bbozuk \u00e7\u0131kt\u0131|\bv\u00f4 ngh\u0129a\b|"
+    r"\b(?:output|jawaban) (?:\w+ )?(?:rusak|ngawur|kacau)\b|\u0441\u043c\u0456\u0442\u0442\u044f|"
+    r"\u043c\u0430\u044f\u0447\u043d\w*|\u092c\u0915\u0935\u093e\u0938|\u0647\u0631\u0627\u0621")
 # the reporter's words about wrong output with no error (a silent corruption): garbled / repeated text
 _WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|or|and) ?\w+)? (?:output|text|tokens|generations?|answers?)|"
                            # a title's verdict without its verb: "outputs corrupted only when ..."
@@ -226,6 +234,9 @@ _NEAR_LIMIT = re.compile(r"\b(?:close to|near(?:ing)?|approach(?:es|ing)?|within
 # what the reporter has read or fears, not what the run did
 _HEARSAY = re.compile(r"\b(?:read|heard|seen)\s+(?:about|of|that|reports?|people|others|somewhere)\b|\bworried\b|"
                       r"\breports? of\b|\bknown issues? (?:with|of|about)\b|\bpeople (?:say|report|mention)", re.I)
+# an answer quoted in the report that repeats one word three times ("und und und", "dem dem dem"): degenerate output
+# in any language (letters only: "1 1 1" is a table's row)
+_REPEATED_WORD = re.compile(r"\b([^\W\d_]{2,})(?: \1){2,}\b")
 # words of which every match of _WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
 WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
@@ -235,7 +246,10 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "thread", "flip", "jump", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
                       "soup", "forget", "older", "stale", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2",
                       "\ud6a1\uc124", "\uae68\uc9c4", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
-                      "kauderwelsch", "m\u00fcll")
+                      "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",
+                      "corrott", "spazzatura", "onzin", "be\u0142kot", "\u015bmieci", "anlams\u0131z", "bozuk", "ngh\u0129a",
+                      "rusak", "ngawur", "kacau", "\u0441\u043c\u0456\u0442\u0442\u044f", "\u043c\u0430\u044f\u0447", "\u092c\u0915\u0935\u093e\u0938",
+                      "\u0647\u0631\u0627\u0621")
 # the size before the noun ("the same 350-token system prompt", "same ~900-token preamble") or the system prompt's
 # size stated ("our system prompt is ~420 tokens")
 _SHARED_PREFIX_BEFORE = re.compile(r"\b(?:(?:same|shared|common|identical)\s+(?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
@@ -329,7 +343,7 @@ _FINISH_LENGTH = re.compile(r"""finish_reason["']?\s*[:=]\s*["']?length\b""")
 # the reporter saying the answers end early: "answers are cut off after a couple of words", "responses get truncated"
 _TRUNCATED_PROSE = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
                               r"\b(?:answers?|responses?|outputs?|completions?|repl(?:y|ies)|generations?|text)\b[^.\n]{0,30}?\b"
-                              r"(?:(?:are|is|get|gets|got|were|was) )?(?:cut off|cut short|(?<!\()truncated|stops? (?:mid|early|after)|"
+                              r"(?:(?:are|is|get|gets|got|were|was) )?(?:cut off|cut short|cut (?:after|at|mid)|(?<!\()truncated|stops? (?:mid|early|after)|"
                               r"incomplete)\b|\b(?:cut off|truncated) (?:mid|after|at)\b|\bends? mid[- ]sentence\b|"
                               # the same in the report languages: "途中で切れ" (ja), "被截断" / "说到一半" (zh), "잘려" (ko),
                               # "abgeschnitten" (de), "se corta" / "cortad" (es, pt), "coupé" (fr), "обрыва" (ru)
@@ -749,9 +763,9 @@ class ProseLines:
         # (a side attempt's outcome -- "tried --mamba-ssm-cache-dtype bfloat16 and accuracy dropped" -- is not the
         # report's symptom)
         if "wrong_output_prose" not in self.facts.startup and len(text) < 2000 \
-                and line.lineno not in self.side_attempt_lines and any(
-                k in wide.lower() for k in WRONG_OUTPUT_HINTS):
-            m = _WRONG_OUTPUT.search(wide)
+                and line.lineno not in self.side_attempt_lines:
+            m = _WRONG_OUTPUT.search(wide) if any(k in wide.lower() for k in WRONG_OUTPUT_HINTS) else None
+            m = m or _REPEATED_WORD.search(wide)
             if m and _HEARSAY.search(wide[max(0, m.start() - 80):m.start()]):
                 m = None  # "I've read about MTP + hybrids giving garbage": another report's symptom, not this one's
             if m:  # (without the sign of chat shorthand's verdict: "apc = garbage")
@@ -861,7 +875,7 @@ class ProseLines:
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000:
             if "lower" in wide or "LOWER" in wide or "hroughput" in wide or "othing" in wide or "help" in wide \
-                    or "worse than" in wide or "below" in wide:
+                    or "worse than" in wide or "below" in wide or "peed" in wide:
                 # ("is SLOWER than no speculation", "gives almost nothing", "barely helps", "worse than no spec")
                 self._first_words("spec_slower_prose", _SPEC_SLOWER, wide, line)
             if "okenizer" in text or "emplate" in text:

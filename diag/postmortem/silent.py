@@ -384,16 +384,26 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
         told_load = f"at any load above {cap // (k + 1)} request(s) (the report states none)"
     else:
         told_load = f"at {max(loads, default=0)} concurrent requests"
-    if not isinstance(cap, int) or cap <= 0 or not loads or max(loads) * (k + 1) <= cap:
+    # (a load that fills vLLM's truncated largest graph exactly is past it too: a step that adds one prefill token to
+    # the full decode step no longer fits)
+    if not isinstance(cap, int) or cap <= 0 or not loads or max(loads) * (k + 1) < cap or (
+            max(loads) * (k + 1) == cap and not truncated):
         return None
     load = max(loads)
+    fills = load * (k + 1) == cap
+    if fills and facts.args.get("max_num_batched_tokens") == cap:
+        return None  # the step budget cut the graph and caps the load: the token-budget reading
     return _family_warning(
         facts, base_numbers, "cudagraph_shape", "low",
         basis=(f"no error; the report says serving gets slower ('{slow}') with speculative decoding (k={k}) {told_load}"
                f": a decode step of n requests carries n x {k + 1} tokens, so {load} requests make "
-               f"{load * (k + 1)} tokens, above the largest CUDA graph ({cap} tokens, {cap // (k + 1)} requests) -- those "
-               "steps run without a full decode graph, a latency cliff past that concurrency"),
-        title=f"{title_of('cudagraph_shape')} (silent: decode steps of {load * (k + 1)} tokens above the largest graph, {cap})",
+               f"{load * (k + 1)} tokens, " + (
+                   f"exactly the largest CUDA graph vLLM kept ({cap} tokens): a step that adds a prefill chunk or a "
+                   "padded draft to the full decode step runs" if fills else
+                   f"above the largest CUDA graph ({cap} tokens, {cap // (k + 1)} requests) -- those steps run") +
+               " without a full decode graph, a latency cliff past that concurrency"),
+        title=f"{title_of('cudagraph_shape')} (silent: decode steps of {load * (k + 1)} tokens "
+              + ("fill" if fills else "above") + f" the largest graph, {cap})",
         message=f"slower under drafts at high concurrency: {slow}",
         numbers={"max_cudagraph_capture_size": cap, "num_speculative_tokens": k,
                  "decode_tokens_at_load": load * (k + 1), "requests_per_graph": cap // (k + 1),
