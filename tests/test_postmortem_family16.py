@@ -91,3 +91,52 @@ def test_wrong_output_in_german_and_a_quoted_answer_that_repeats_a_word(said):
 
 def test_a_row_of_repeated_numbers_is_no_repeated_answer():
     assert not facts_from_text("the counters read 0 0 0 0 after the restart").startup.get("wrong_output_prose")
+
+
+_GRANITE_PC = [
+    "(APIServer pid=1) INFO 07-22 02:14:51 [utils.py:247] non-default args: {'model': 'ibm-granite/granite-4.0-h-small', "
+    "'max_model_len': 65536, 'max_num_seqs': 128, 'enable_prefix_caching': True}",
+    "(APIServer pid=1) INFO 07-22 02:15:00 [config.py:625] Mamba cache mode is set to 'align' for "
+    "GraniteMoeHybridForCausalLM by default when prefix caching is enabled",
+    "(EngineCore pid=88) INFO 07-22 02:16:12 [interface.py:918] Setting attention block size to 400 tokens to ensure "
+    "that attention page size is >= mamba page size.",
+    "(APIServer pid=1) INFO 07-22 03:02:40 [loggers.py:276] Engine 000: Avg prompt throughput: 3120.5 tokens/s, Avg "
+    "generation throughput: 1874.2 tokens/s, Running: 64 reqs, Waiting: 0 reqs, GPU KV cache usage: 11.9%, Prefix cache "
+    "hit rate: 38.5%",
+]
+
+
+def test_a_slowness_the_prefix_cache_granularity_does_not_speak_to_is_unexplained_first():
+    """A hybrid's raised block is a fact of the configuration; on a log whose cache hits and a report about decode
+    throughput it is no cause: the symptom is said to be unexplained before the note."""
+    an = _analyze(["Node gpu-17 delivers ~35% lower", "throughput and higher TPOT than the others."] + _GRANITE_PC)
+    assert [f.rule for f in an.findings][:2] == ["unexplained_symptom", "prefix_cache_granularity"]
+    # a report about the prefix hits is what the granularity answers
+    an = _analyze(["TTFT is much slower than expected: ~3 s for the first token."] + _GRANITE_PC)
+    assert an.findings[0].rule == "prefix_cache_granularity"
+
+
+def test_throttled_gpus_are_a_platform_near_miss():
+    an = _analyze(["Node gpu-17 delivers ~35% lower throughput than the others."] + _GRANITE_PC + [
+        "        SW Power Cap                      : Active",
+        "        HW Slowdown                       : Not Active",
+    ])
+    lead = an.findings[0]
+    assert (lead.category, lead.rule) == ("other", "near_miss") and "throttled GPUs" in lead.title
+    # "Not Active" alone is no throttling
+    calm = _analyze(["Node gpu-17 delivers ~35% lower throughput than the others."] + _GRANITE_PC + [
+        "        SW Power Cap                      : Not Active"])
+    assert calm.findings[0].rule != "near_miss"
+
+
+def test_answers_cut_at_the_checkpoints_generation_config_cap():
+    an = _analyze([
+        "Outputs always stop at exactly 512 tokens (vLLM 0.32.0, fine-tuned Falcon-H1-7B)",
+        "(APIServer pid=2231) WARNING 11-02 10:33:05 [model.py:1893] Default vLLM sampling parameters have been "
+        "overridden by the model's `generation_config.json`: `{'repetition_penalty': 1.1, 'temperature': 0.3, "
+        "'max_tokens': 512}`. If this is not intended, please relaunch vLLM instance with `--generation-config vllm`.",
+        'response: {"choices":[{"finish_reason":"length"}],"usage":{"completion_tokens":512}}',
+    ])
+    lead = an.findings[0]
+    assert (lead.category, lead.rule) == ("other", "near_miss") and lead.numbers["max_tokens"] == 512
+    assert "generation_config.json" in lead.basis

@@ -8,6 +8,7 @@ suggestions). ``Analysis.to_record()`` is the session record every output render
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -378,6 +379,9 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
             return findings
         if d.answers_symptom and not any(f.severity == "error" for f in findings):
             return [d.finding()] + findings  # (the reading of the report's own symptom before notes on the setup)
+        if d.rule == "unexplained_symptom" and not any(_answers_symptom(facts, f) for f in findings):
+            # (the rules' warnings are notes on the configuration that do not speak to the report's symptom)
+            return [d.finding()] + findings
         if any(f.severity in ("error", "warning") for f in findings):
             # (a symptom said to be unexplained is explained by the rules' own warning)
             return findings if d.rule == "unexplained_symptom" else findings + [d.finding()]
@@ -436,6 +440,21 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
         # a family diagnosis of it is the same error twice
         findings = [f for f in findings if not (f.category == "other" and f.severity == "error" and cites_root(f))]
     return [new] + [f for f in findings if f.rule != "other_unrecognised"]
+
+
+def _answers_symptom(facts: LogFacts, f: Finding) -> bool:
+    """Whether a rule's warning can be the cause of a reported symptom without an error. The hybrid's prefix-cache
+    granularity is a fact of the configuration: it answers a report about prefix hits or time to first token, not
+    slow decoding or wrong output on a log whose cache does hit."""
+    if f.severity not in ("error", "warning"):
+        return False
+    if f.rule != "prefix_cache_granularity" or not f.title.startswith("Hybrid prefix-cache hits only"):
+        return True
+    st = facts.startup
+    rate = st.get("prefix_cache_hit_rate_max")
+    said = " ".join(str((facts.lines.get(k) or (0, ""))[1]) for k in ("slow_prose", "spec_slower_prose", "capacity_prose"))
+    return bool(st.get("hit_rate_prose") or st.get("prefix_caching_prose") or st.get("shared_prefix_tokens")
+                or rate == 0 or re.search(r"TTFT|first token|prefill|prompt", said, re.I))
 
 
 def _root_first(facts: LogFacts, findings: list[Finding]) -> list[Finding]:

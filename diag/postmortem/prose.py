@@ -342,7 +342,10 @@ _REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|mi
 _FINISH_LENGTH = re.compile(r"""finish_reason["']?\s*[:=]\s*["']?length\b""")
 # the reporter saying the answers end early: "answers are cut off after a couple of words", "responses get truncated"
 _TRUNCATED_PROSE = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
-                              r"\b(?:answers?|responses?|outputs?|completions?|repl(?:y|ies)|generations?|text)\b[^.\n]{0,30}?\b"
+                              # "Outputs always stop at exactly 512 tokens", "every report is cut mid-sentence"
+                              r"\bstops? at (?:exactly |precisely )?\d+ tokens\b|\bcut mid[- ]sentence\b|"
+                              r"\b(?:answers?|responses?|outputs?|completions?|repl(?:y|ies)|generations?|text|reports?|"
+                              r"summar(?:y|ies)|articles?)\b[^.\n]{0,30}?\b"
                               r"(?:(?:are|is|get|gets|got|were|was) )?(?:cut off|cut short|cut (?:after|at|mid)|(?<!\()truncated|stops? (?:mid|early|after)|"
                               r"incomplete)\b|\b(?:cut off|truncated) (?:mid|after|at)\b|\bends? mid[- ]sentence\b|"
                               # the same in the report languages: "途中で切れ" (ja), "被截断" / "说到一半" (zh), "잘려" (ko),
@@ -519,6 +522,9 @@ _SLOW_PROSE = re.compile(
     # "output tok/s drops from ~5900 to ~4100"
     r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL)\b (?:\w+ ){0,2}(?:drops?|dropped|falls?|fell|goes down|went down) from "
     r"~?\d[\d,.]*\s*(?:tok(?:ens)?/s)? to ~?\d|"
+    # "delivers ~35% lower throughput and higher TPOT than the others"
+    r"~?\d+(?:\.\d+)?\s*(?:%|x) (?:lower|less|worse|smaller) (?:decode |generation |output )?(?:throughput|tok(?:ens)?/s)\b|"
+    r"\b(?:higher|worse|longer) (?:TPOT|ITL|TTFT|latency) than\b|"
     # "Low throughput Qwen3-Next TP4 on 4x L40S"
     r"\b(?:low|poor|bad|terrible|disappointing) (?:decode |generation |output )?(?:throughput|tok(?:ens)?/s)\b|"
     # a title's verdict without its verb: "nemotron-h 47b + ngram spec decode super slow, ~9 tok/s"
@@ -592,6 +598,11 @@ _VARYING_PREFIX_TOLD = re.compile(
 # the container's CPUs cut by its limit: "cpu.stat nr_throttled 18922", "limits: {cpu: "2", ...}", "CPU throttling"
 _CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\w*|\bthrottled (?:by|on) (?:the )?cpu\b|"
                           r"\blimits:\s*\{?\s*cpu:\s*[\"']?(?:[1-4]|[1-9]\d{0,2}m)[\"']?(?=[,}\s])", re.I)
+# the GPUs' clocks held down (nvidia-smi -q's clock event reasons, the reporter's words): "SW Power Cap : Active",
+# "HW Thermal Slowdown : Active", "power-capped", "thermal throttling"
+_GPU_THROTTLED = re.compile(r"\b(?:SW Power Cap|HW Slowdown|HW Thermal Slowdown|HW Power Brake Slowdown|SW Thermal Slowdown)"
+                            r"\s*:\s*Active\b|\bpower[- ]capped\b|\b(?:thermal(?:ly)?|power|clock) throttl\w*|"
+                            r"\bGPUs? (?:is |are |was |were )?throttl\w*", re.I)
 # the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
 _REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|an)\s*(?:request|req|conversation|prompt)\b|"
                              r"\b(?:each|every|per) request (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*tokens\b", re.I)
@@ -981,6 +992,9 @@ class ProseLines:
                 self.facts.lines["request_tokens_prose"] = (line.lineno, text.strip()[:500])
         if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text):
             self._first_words("cpu_starved_prose", _CPU_STARVED, text, line)
+        if "gpu_throttled_prose" not in self.facts.startup and len(text) < 2000 and (
+                "hrottl" in text or "Active" in text or "capped" in text):
+            self._first_words("gpu_throttled_prose", _GPU_THROTTLED, text, line)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
                 w in text for w in ("cut ", "runcat", "stop", "mid", "incomplete", "\u5207\u308c", "\u622a\u65ad", "\u4e00\u534a",
                                     "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):

@@ -315,15 +315,21 @@ def token_cap_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
     if not said or not facts.startup.get("finish_reason_length"):
         return None
     cap = (facts.startup.get("request_params") or {}).get("max_tokens")
+    # (a checkpoint's generation_config.json that vLLM took its default max_tokens from, its warning says)
+    preset = re.search(r"max_(?:new_)?tokens['\"]?\s*:\s*(\d+)", str(facts.startup.get("generation_config_sampling") or ""))
+    preset = int(preset.group(1)) if preset else None
     why = (f"the request's max_tokens ({cap})" if isinstance(cap, int) else
+           f"the default max_tokens ({preset}) vLLM took from the checkpoint's generation_config.json (its warning "
+           "says so; --generation-config vllm drops it)" if isinstance(preset, int) else
            "the request's max_tokens -- the OpenAI completions endpoint defaults it to 16 when the request sets none")
+    limit = cap if isinstance(cap, int) else preset
     return _outside(
-        facts, base_numbers,
+        facts, {**base_numbers, **({"max_tokens": limit} if isinstance(limit, int) else {})},
         basis=(f"no error; the report says the answers end early ('{said}') and the API server ended them at their token "
                f"cap (finish_reason 'length'): {why}, outside the hybrid/spec-decode families"),
         title="Answers cut at the request's token cap (finish_reason 'length')",
         message=f"truncated answers without an error: {said}",
-        evidence=("truncated_prose", "finish_reason_length", "request_params"),
+        evidence=("truncated_prose", "finish_reason_length", "request_params", "generation_config_sampling"),
         missing=["the same request with max_tokens set (or max_completion_tokens on chat)"])
 
 
@@ -524,6 +530,23 @@ def cpu_starved_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
                "and a CPU-side drafter share those cores, so the GPUs wait on the host"),
         title="Slow from a CPU-starved container (its CPU limit / throttling)", evidence=("cpu_starved_prose", "command"),
         missing="the same load with more CPU cores for the pod (at least one per GPU worker plus the API server)")
+
+
+def gpu_throttled_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow, and the report shows the GPU's clocks held down (nvidia-smi's clock event reasons: a
+    software power cap, a thermal or hardware slowdown): every kernel runs slower whatever vLLM computes -- the
+    platform, outside the families."""
+    slow = _said_slow(facts) or facts.startup.get("capacity_prose")
+    said = facts.startup.get("gpu_throttled_prose")
+    if not slow or not said:
+        return None
+    return _slow_from(
+        facts, base_numbers, slow,
+        cause=(f"shows the GPU's clocks held down ('{said}'): a power cap or a thermal / hardware slowdown slows every "
+               "kernel, whatever the engine's configuration"),
+        title="Slow from throttled GPUs (power cap or thermal slowdown)", evidence=("gpu_throttled_prose", "command"),
+        missing="nvidia-smi -q -d PERFORMANCE,POWER,CLOCK on a fast node beside the slow one, and the slow node with "
+                "its default power limit restored")
 
 
 def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
