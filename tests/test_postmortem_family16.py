@@ -140,3 +140,26 @@ def test_answers_cut_at_the_checkpoints_generation_config_cap():
     lead = an.findings[0]
     assert (lead.category, lead.rule) == ("other", "near_miss") and lead.numbers["max_tokens"] == 512
     assert "generation_config.json" in lead.basis
+
+
+@pytest.mark.parametrize("said", [
+    "My guess is the metadata side can't deal with one request in MTP-decode and another one in prefill in the same batch.",
+    "the chunked prefill of the new prompt still overlaps the decode of the first one",
+    "send a second request with a ~3k token prompt while the first is still decoding",
+    "crashes as soon as a 2nd request comes in mid-generation",
+])
+def test_a_prefill_beside_decodes_told_in_the_reporters_words_is_a_mixed_batch(said):
+    assert facts_from_text(said).startup.get("mixed_prose"), said
+
+
+def test_a_wrapper_only_crash_whose_report_tells_of_a_prefill_beside_decodes_is_the_mixed_batch():
+    an = _analyze([
+        "vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 -tp 4 --no-enable-prefix-caching \\",
+        "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+        "(EngineCore pid=377) ERROR 06-02 11:30:11 [core.py:1332] RuntimeError: Worker failed with error '', please "
+        "check the stack trace above for the root cause",
+        "Repro: start one long generation, then send a second request while the first is still decoding.",
+        "- MTP off -> fine at 32 concurrent",
+    ])
+    lead = an.findings[0]
+    assert lead.category == "mixed_batch" and lead.confidence == "low"

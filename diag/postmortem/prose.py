@@ -70,6 +70,15 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"prefill\w*\b[^.]{0,40}\bin the same (?:step|batch|forward)\b[^.]{0,15}\bas\b[^.]{0,30}\bdecod\w*|"
                           r"(?:still|partial(?:ly)?|chunked) prefill\w*\b[^.]{0,40}\band\b[^.]{0,30}\b(?<!speculative )(?<!spec )decod\w*|"
                           r"decod\w*\b[^.]{0,40}\b(?:together with|alongside|in the same (?:step|batch) as)\b[^.]{0,30}\bprefill|"
+                          # "one request in MTP-decode and another one in prefill in the same batch", "the chunked
+                          # prefill of the new prompt still overlaps the decode of the first one", "send a second request
+                          # while the first is still decoding", "a 2nd request comes in mid-generation"
+                          r"decod\w*\b[^.]{0,40}\band\b[^.]{0,40}\bprefill\w*\b[^.]{0,20}\b(?:the )?same (?:step|batch|forward)\b|"
+                          r"prefill\w*\b[^.]{0,40}\boverlap\w*\b[^.]{0,30}\bdecod\w*|"
+                          r"(?:request|prompt)s?\b[^.]{0,40}\bwhile (?:the |an? )?(?:first|other|previous|earlier|existing|"
+                          r"running)\b[^.]{0,25}\b(?:is |are )?(?:still )?(?:decod|generat|stream)\w*|"
+                          r"(?:request|prompt)s? (?:comes?|came|arrives?|arrived|lands?)(?: in)? (?:mid[- ]?(?:generation|"
+                          r"decode|stream)|during (?:the )?(?:decod|generat)\w*)|"
                           # the hybrid builders' own counters (vllm/v1/attention/backends/gdn_attn.py, mamba_attn.py)
                           # printed for one step: spec decodes together with prefills or plain decodes
                           r"num_prefills\s*[=:]\s*[1-9]\d*\W+(?:num_decodes\s*[=:]\s*\d+\W+)?num_spec_decodes\s*[=:]\s*[1-9]|"
@@ -763,7 +772,7 @@ class ProseLines:
         # (vLLM's capture progress bar names its graphs "mixed prefill-decode": no batch of the failure)
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and "Capturing CUDA graphs" not in text and any(
                 k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a", "match",
-                                    "generating", "mixing")):
+                                    "generating", "mixing", "overlap", "mid-gen", "mid gen", "while the", "during")):
             m = _MIXED_PROSE.search(text)
             if m:
                 self.facts.startup["mixed_prose"] = m.group(0)
