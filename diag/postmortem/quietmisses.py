@@ -516,37 +516,45 @@ def prefill_budget_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -
         missing=["the same load with a larger --max-num-batched-tokens (8192 or more)"])
 
 
+# the platform starving the engine, as the report shows it: (the fact read from the report, what it does, the title,
+# what would confirm it)
+_STARVED = {
+    "cpu": ("cpu_starved_prose",
+            "shows the container's CPUs cut ('{said}'): the API server, the engine's scheduling loop, its workers and a "
+            "CPU-side drafter share those cores, so the GPUs wait on the host",
+            "Slow from a CPU-starved container (its CPU limit / throttling)",
+            "the same load with more CPU cores for the pod (at least one per GPU worker plus the API server)"),
+    "gpu": ("gpu_throttled_prose",
+            "shows the GPU's clocks held down ('{said}'): a power cap or a thermal / hardware slowdown slows every kernel, "
+            "whatever the engine's configuration",
+            "Slow from throttled GPUs (power cap or thermal slowdown)",
+            "nvidia-smi -q -d PERFORMANCE,POWER,CLOCK on a fast node beside the slow one, and the slow node with its "
+            "default power limit restored"),
+}
+
+
+def _starved_slowdown(facts: LogFacts, base_numbers: dict, kind: str) -> Diagnosis | None:
+    fact, cause, title, missing = _STARVED[kind]
+    slow = _said_slow(facts) or facts.startup.get("capacity_prose")
+    said = facts.startup.get(fact)
+    if not slow or not said:
+        return None
+    return _slow_from(facts, base_numbers, slow, cause=cause.format(said=said), title=title,
+                      evidence=(fact, "command"), missing=missing)
+
+
 def cpu_starved_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slow, and the report shows the container's CPUs cut by its limit (a cgroup's throttling
     count, a Kubernetes CPU limit of a few cores): the API server, the engine's scheduling loop, the workers and any
     CPU-side drafter (n-gram) share those cores, so the host loop is the bottleneck -- outside the families."""
-    slow = _said_slow(facts) or facts.startup.get("capacity_prose")
-    said = facts.startup.get("cpu_starved_prose")
-    if not slow or not said:
-        return None
-    return _slow_from(
-        facts, base_numbers, slow,
-        cause=(f"shows the container's CPUs cut ('{said}'): the API server, the engine's scheduling loop, its workers "
-               "and a CPU-side drafter share those cores, so the GPUs wait on the host"),
-        title="Slow from a CPU-starved container (its CPU limit / throttling)", evidence=("cpu_starved_prose", "command"),
-        missing="the same load with more CPU cores for the pod (at least one per GPU worker plus the API server)")
+    return _starved_slowdown(facts, base_numbers, "cpu")
 
 
 def gpu_throttled_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slow, and the report shows the GPU's clocks held down (nvidia-smi's clock event reasons: a
     software power cap, a thermal or hardware slowdown): every kernel runs slower whatever vLLM computes -- the
     platform, outside the families."""
-    slow = _said_slow(facts) or facts.startup.get("capacity_prose")
-    said = facts.startup.get("gpu_throttled_prose")
-    if not slow or not said:
-        return None
-    return _slow_from(
-        facts, base_numbers, slow,
-        cause=(f"shows the GPU's clocks held down ('{said}'): a power cap or a thermal / hardware slowdown slows every "
-               "kernel, whatever the engine's configuration"),
-        title="Slow from throttled GPUs (power cap or thermal slowdown)", evidence=("gpu_throttled_prose", "command"),
-        missing="nvidia-smi -q -d PERFORMANCE,POWER,CLOCK on a fast node beside the slow one, and the slow node with "
-                "its default power limit restored")
+    return _starved_slowdown(facts, base_numbers, "gpu")
 
 
 def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
