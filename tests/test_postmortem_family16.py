@@ -163,3 +163,32 @@ def test_a_wrapper_only_crash_whose_report_tells_of_a_prefill_beside_decodes_is_
     ])
     lead = an.findings[0]
     assert lead.category == "mixed_batch" and lead.confidence == "low"
+
+
+@pytest.mark.parametrize("said", [
+    "Senza MTP crasha ancora.", "Zonder MTP crasht het nog steeds.", "Bez MTP nadal się wywala.", "Tanpa MTP masih crash.",
+    "Без MTP всё равно падает.", "Tắt MTP vẫn lỗi.", "MTP olmadan da aynı hata.", "Utan MTP kraschar den fortfarande.",
+])
+def test_the_fault_without_the_drafts_in_more_languages(said):
+    assert facts_from_text(said).startup.get("faults_without_spec_prose"), said
+
+
+@pytest.mark.parametrize("said", [
+    "Senza MTP funziona.", "Zonder MTP werkt het nog steeds.", "Bez MTP działa normalnie.", "Tanpa MTP tetap lancar.",
+    "Без MTP работает нормально.", "Tắt MTP thì chạy bình thường.", "MTP olmadan sorunsuz çalışıyor.",
+])
+def test_fine_without_the_drafts_in_more_languages_ties_them_and_does_not_clear_them(said):
+    s = facts_from_text(said).startup
+    assert s.get("spec_tied_prose") and not s.get("faults_without_spec_prose"), said
+
+
+@pytest.mark.parametrize("said, fact", [
+    ("Con MTP è più lento.", "slow_prose"), ("Met MTP is het langzamer.", "slow_prose"),
+    ("Z MTP jest wolniej.", "slow_prose"), ("MTP ile çok yavaş.", "slow_prose"), ("Bật MTP thì chậm hơn.", "slow_prose"),
+    ("Dengan MTP jadi lambat.", "slow_prose"), ("З MTP повільніше.", "slow_prose"),
+    ("Le risposte sono troncate.", "truncated_prose"), ("Antwoorden worden afgekapt.", "truncated_prose"),
+    ("Odpowiedzi są ucięte.", "truncated_prose"), ("Jawaban terpotong.", "truncated_prose"),
+    ("Відповіді обриваються.", "truncated_prose"),
+])
+def test_slowness_and_truncation_in_more_languages(said, fact):
+    assert facts_from_text(said).startup.get(fact), said

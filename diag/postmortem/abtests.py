@@ -59,6 +59,18 @@ DRAFTS_WORDS = r"(?:--)?speculative[-_]config|MTP|mtp|EAGLE\w*|[Ee]agle\w*|ngram
 _DRAFTS_I18N = (DRAFTS_WORDS + r"|\u6295\u673a\w*|"
                 r"\u63a8\u6d4b\u89e3\u7801|\u6295\u6a5f\u7684\w*|\uc2a4\ud399\w*|\ucd94\uce21\s*\ub514\ucf54\ub529|"
                 r"spekulativ\w*(?: Dekodierung)?|decodifica\w* especulativa|d[\u00e9e]codage sp[\u00e9e]culatif")
+# "without" and "still (the same)" in more report languages (Italian, Dutch, Polish, Czech, Indonesian, Swedish,
+# Russian / Ukrainian, Vietnamese, Turkish)
+WITHOUT_WORDS = (r"\b(?:senza|zonder|bez|tanpa|utan|\u0431\u0435\u0437|t\u1eaft|kh\u00f4ng (?:c\u00f3|d\u00f9ng|b\u1eadt))")
+STILL_WORDS = (r"\b(?:ancora|comunque|nog steeds|nog altijd|hetzelfde|nadal|wci\u0105\u017c|to samo|po\u0159\u00e1d|"
+               r"st\u00e1le|stejn\w*|masih|tetap|sama saja|fortfarande|samma|v\u1eabn|h\u00e2l\u00e2|hala|yine|ayn\u0131)\b|"
+               r"\u0432\u0441[\u0451\u0435] \u0440\u0430\u0432\u043d\u043e|\u043f\u043e-\u043f\u0440\u0435\u0436\u043d\u0435\u043c\u0443|"
+               r"\u0442\u043e\u0436\u0435|\u0432\u0441\u0435 \u043e\u0434\u043d\u043e|\u0434\u043e\u0441\u0456")
+# ... and "it works / starts / runs normally" in them
+WORKS_WORDS = (r"\b(?:funziona|parte|werkt|draait|dzia\u0142a|funguje|b\u011b\u017e\u00ed|jalan|berjalan|lancar|fungerar|"
+               r"startar|ch\u1ea1y|b\u00ecnh th\u01b0\u1eddng|\u1ed5n|sorunsuz|\u00e7al\u0131\u015f\u0131yor|normal\w*)\b|"
+               r"\u0440\u0430\u0431\u043e\u0442\u0430\u0435\u0442|\u0437\u0430\u043f\u0443\u0441\u043a\u0430\u0435\u0442\u0441\u044f|"
+               r"\u043f\u0440\u0430\u0446\u044e\u0454")
 _FAULTS_WITHOUT_SPEC_I18N = re.compile(
     r"(?:\u53bb\u6389|\u5173\u6389|\u5173\u95ed|\u7981\u7528|\u4e0d\u5f00|\u4e0d\u7528|\u4e0d\u52a0|\u53bb\u9664)\s*[`'\"]?(?:" + _DRAFTS_I18N
     + r")[`'\"]?[^\u3002\n]{0,20}?(?:\u8fd8\u662f|\u4f9d\u7136|\u4ecd\u7136|\u7167\u6837|\u4e5f)(?:\u4f1a)?"
@@ -68,7 +80,15 @@ _FAULTS_WITHOUT_SPEC_I18N = re.compile(
     r"\b(?:ohne|sin|sem|sans) (?:" + _DRAFTS_I18N + r")\b[^.\n]{0,40}?\b(?:immer noch|weiterhin|genauso|sigue|siguen|"
     r"todav[\u00edi]a|continua|continuam|ainda|toujours|encore|pareil|igual)\b|"
     r"(?:" + _DRAFTS_I18N + r")\s*(?:\uc744|\ub97c)?\s*(?:\ub044|\ube7c|\ub048|\ube80|\uc81c\uac70|\ube44\ud65c\uc131)[^.\n]{0,20}?"
-    r"(?:\uc5ec\uc804\ud788|\ub611\uac19|\ub9c8\ucc2c\uac00\uc9c0)", re.I)
+    r"(?:\uc5ec\uc804\ud788|\ub611\uac19|\ub9c8\ucc2c\uac00\uc9c0)|"
+    # Italian, Dutch, Polish, Czech, Indonesian, Swedish, Russian / Ukrainian, Vietnamese, Turkish: "senza MTP ancora
+    # crasha", "zonder MTP nog steeds", "bez MTP nadal", "tanpa MTP masih", "utan MTP fortfarande", "без MTP всё равно",
+    # "tắt MTP vẫn lỗi", "MTP olmadan da aynı hata"
+    # (not "still works": "zonder MTP werkt het nog steeds", "tanpa MTP tetap lancar")
+    r"(?:" + WITHOUT_WORDS + r")\s*[`'\"]?(?:" + _DRAFTS_I18N + r")\b(?:(?!" + WORKS_WORDS + r")[^.\n]){0,40}?(?:"
+    + STILL_WORDS + r")(?!\s*(?:" + WORKS_WORDS + r"))|"
+    r"(?:" + _DRAFTS_I18N + r")\S*\s+(?:olmadan|kapat\w*|kapal\u0131\w*)(?:(?!" + WORKS_WORDS + r")[^.\n]){0,30}?(?:"
+    + STILL_WORDS + r")(?!\s*(?:" + WORKS_WORDS + r"))", re.I)
 # a switch outside the families that made it right, told in Chinese: "换成官方 FP8 版 + 同样的 MTP 配置：完全正常"
 _FIXED_BY_SWITCH_ZH = re.compile(r"(?:\u6362\u6210|\u6362\u7528|\u6539\u7528|\u5207\u6362\u5230|\u6362\u4e86)"
                                  r"([^\u3002\n\uff1a:]{1,100}?)[\uff1a:\uff0c,]\s*(?:\u5b8c\u5168\u6b63\u5e38|"

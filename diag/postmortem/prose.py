@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .abtests import DRAFTS_WORDS, first_words
+from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
 from .lines import Line
 
 _MODEL_LINE = re.compile(r"^\W{0,4}(?:Main(?: model)?|Model|Target(?: model)?|model)\s*[:=]\s*`?([\w.\-]+/[\w.\-/]+)`?")
@@ -293,7 +293,11 @@ _SPEC_TIED_I18N = re.compile(
     r"[^\u3002\n]{0,8}?(?:\u6b63\u5e38|\u8d77\u52d5\u3059\u308b|\u52d5\u304f)|"
     r"\b(?:ohne|sin|sem|sans) (?:" + DRAFTS_WORDS + r")\b[^.\n]{0,25}?\b(?:l\u00e4uft|startet|funktioniert|funciona|arranca|"
     r"marche|d\u00e9marre|fonctionne|normal)\b|"
-    r"(?:" + DRAFTS_WORDS + r")\s*(?:\uc744|\ub97c)?\s*(?:\ub044\uba74|\ube7c\uba74)[^.\n]{0,10}?\uc815\uc0c1")
+    r"(?:" + DRAFTS_WORDS + r")\s*(?:\uc744|\ub97c)?\s*(?:\ub044\uba74|\ube7c\uba74)[^.\n]{0,10}?\uc815\uc0c1|"
+    # "senza MTP funziona", "zonder MTP werkt het", "bez MTP działa", "tanpa MTP jalan normal", "без MTP работает",
+    # "tắt MTP thì chạy bình thường", "MTP olmadan sorunsuz çalışıyor"
+    r"(?:" + WITHOUT_WORDS + r")\s*[`'\"]?(?:" + DRAFTS_WORDS + r")\b[^.\n]{0,25}?(?:" + WORKS_WORDS + r")|"
+    r"(?:" + DRAFTS_WORDS + r")\S*\s+(?:olmadan|kapat\w*|kapal\u0131\w*)[^.\n]{0,25}?(?:" + WORKS_WORDS + r")", re.I)
 # the reporter's words for the last prefill chunk of a chunked prompt: "prompt_len % 2048 == 1", "(4096*n + 1)",
 # "the final chunk ... was exactly one token", "a 1-token last chunk"
 _LAST_CHUNK = re.compile(r"%\s*(?:max_num_batched_tokens|\d{3,6})\s*==\s*(\d{1,2})\b|"
@@ -361,7 +365,11 @@ _TRUNCATED_PROSE = re.compile(r"\bcut[- ]off (?:answers|replies|responses|output
                               # "abgeschnitten" (de), "se corta" / "cortad" (es, pt), "coupé" (fr), "обрыва" (ru)
                               r"\u9014\u4e2d\u3067\u5207\u308c|\u88ab\u622a\u65ad|\u8bf4\u5230\u4e00\u534a|\uc798\ub824|"
                               r"\uc798\ub9bd|\babgeschnitten\b|\bse corta\b|\bcortad[oa]s?\b|\bcoup\u00e9e?s?\b|"
-                              r"\u043e\u0431\u0440\u044b\u0432\u0430", re.I)
+                              r"\u043e\u0431\u0440\u044b\u0432\u0430|"
+                              # Italian, Dutch, Polish, Czech, Turkish, Vietnamese, Indonesian, Swedish, Ukrainian
+                              r"\btroncat[oaie]\b|\btagliat[oaie]\b|\bafgekapt\b|\bafgebroken\b|\b(?:u|ob)ci\u0119t\w*|"
+                              r"\buseknut\w*|\bo\u0159ezan\w*|\bkesiliyor\b|\byar\u0131m kal\w*|\bb\u1ecb c\u1eaft\b|\bterpotong\b|"
+                              r"\bavklipp\w*|\u043e\u0431\u0440\u0438\u0432\u0430\w*|\u043e\u0431\u0440\u0456\u0437\u0430\u043d\w*", re.I)
 _REQ_HINT = re.compile(r"max_tokens|temperature|top_|logprobs|min_tokens|max_completion|_penalty")
 # startup / stats records pasted without their prefix (one search instead of a keyword loop per prose line)
 _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
@@ -554,6 +562,10 @@ _SLOW_PROSE = re.compile(
     # "más lento", "plus lent", "mais lento", "медленнее"
     r"\ub290\ub824|\ub290\ub9bd|\u53d8\u6162|\u66f4\u6162|\u6162\u4e86|\u9045\u304f|\u9045\u3044|\blangsamer\b|"
     r"\bm\u00e1s lent[oa]s?\b|\bplus lente?s?\b|\bmais lent[oa]s?\b|\u043c\u0435\u0434\u043b\u0435\u043d\u043d\u0435\u0435|"
+    # Italian, Dutch, Polish, Czech, Turkish, Vietnamese, Indonesian, Swedish, Ukrainian, Hindi, Arabic, Thai
+    r"\bpi\u00f9 lent[oaie]\b|\blentissim\w*|\blangzamer\b|\btrager\b|\bwolniej\b|\bpomalej\w*|\bpomal\u00e9\b|"
+    r"\byava\u015f\w*|\bch\u1eadm h\u01a1n\b|\br\u1ea5t ch\u1eadm\b|\b(?:lebih|sangat|jadi) lambat\b|\bl\u00e5ngsammare\b|"
+    r"\u043f\u043e\u0432\u0456\u043b\u044c\u043d\w*|\u0927\u0940\u092e\u093e|\u0623\u0628\u0637\u0623|\u0e0a\u0e49\u0e32\u0e25\u0e07|"
     # "Throughput drops to a crawl", "throughput half of what we get bare metal", "TTFT spikes to 4s",
     # "p99 latency is 40s+"
     r"\b(?:drops?|dropped|slows?|slowed|grinds?|ground) (?:down )?to a crawl\b|\bcrawls?\b(?= along| at)|"
@@ -910,7 +922,10 @@ class ProseLines:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
                                        "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token", "/s", "crawl", "half",
-                                       "\ub290", "\u6162", "\u9045", "langsam", "lent", "\u043c\u0435\u0434\u043b")):
+                                       "\ub290", "\u6162", "\u9045", "langsam", "lent", "\u043c\u0435\u0434\u043b", "trager", "langzam",
+                                       "wolniej", "pomal", "yava\u015f", "ch\u1eadm", "lambat", "l\u00e5ngsam",
+                                       "\u043f\u043e\u0432\u0456\u043b\u044c\u043d", "\u0927\u0940\u092e\u093e", "\u0623\u0628\u0637\u0623",
+                                       "\u0e0a\u0e49\u0e32")):
                 self._first_words("slow_prose", _SLOW_PROSE, wide, line)
             if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
                 self._first_words("hang_prose", _HANG_PROSE, text, line)
@@ -1005,7 +1020,9 @@ class ProseLines:
                 "hrottl" in text or "Active" in text or "capped" in text):
             self._first_words("gpu_throttled_prose", _GPU_THROTTLED, text, line)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
-                w in text for w in ("cut ", "runcat", "stop", "mid", "incomplete", "\u5207\u308c", "\u622a\u65ad", "\u4e00\u534a",
+                w in text for w in ("cut ", "runcat", "stop", "mid", "incomplete", "troncat", "tagliat", "afge",
+                                    "ci\u0119t", "useknut", "\u0159ezan", "kesil", "yar\u0131m", "c\u1eaft", "terpotong",
+                                    "avklipp", "\u043e\u0431\u0440\u0438\u0432", "\u043e\u0431\u0440\u0456\u0437", "\u5207\u308c", "\u622a\u65ad", "\u4e00\u534a",
                                     "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):
             self._first_words("truncated_prose", _TRUNCATED_PROSE, text, line)
         # the same facts also come from pasted INFO lines that lost their prefix
