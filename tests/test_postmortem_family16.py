@@ -192,3 +192,30 @@ def test_fine_without_the_drafts_in_more_languages_ties_them_and_does_not_clear_
 ])
 def test_slowness_and_truncation_in_more_languages(said, fact):
     assert facts_from_text(said).startup.get(fact), said
+
+
+def test_a_fault_launched_by_custom_all_reduce_under_synchronous_launches_is_outside_the_families():
+    """CUDA_LAUNCH_BLOCKING=1 makes the launching frame the faulting kernel's: a device communicator's (custom
+    all-reduce) is a collective, whatever the MLA model and its drafts."""
+    w = "(Worker_TP3 pid=5120) ERROR 05-09 05:02:44 [multiproc_executor.py:1011] "
+    an = _analyze([
+        "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'",
+        "Reran with `CUDA_LAUNCH_BLOCKING=1`:",
+        w + "Traceback (most recent call last):",
+        w + '  File ".../vllm/distributed/device_communicators/cuda_communicator.py", line 201, in all_reduce',
+        w + "    out = ca_comm.custom_all_reduce(input_)",
+        w + '  File ".../vllm/distributed/device_communicators/custom_all_reduce.py", line 459, in custom_all_reduce',
+        w + "    return self.all_reduce(input, registered=False)",
+        w + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+    ])
+    lead = an.findings[0]
+    assert lead.category == "other" and "custom_all_reduce" in lead.basis
+
+
+def test_drafts_off_that_also_crashed_is_the_fault_without_them():
+    said = facts_from_text("- MTP off, custom AR on  -> also crashed once (took 3h)").startup
+    assert said["faults_without_spec_prose"].startswith("MTP off")
+
+
+def test_cut_off_answers_is_truncation():
+    assert facts_from_text("Granite-4.0-H with ngram returns cut-off answers.").startup.get("truncated_prose")

@@ -369,7 +369,9 @@ def _launching_frame(root: LogException):
     return None
 
 
-_KERNEL_OPS = re.compile(r"model_executor/layers/(?:fla|mamba)/ops/\w+\.py$")
+# kernel modules whose wrapper is the launch (fla/ops, mamba/ops), and the device communicators (custom / quick
+# all-reduce, symmetric memory, NCCL): a frame in one of them under synchronous launches is the faulting kernel's
+_KERNEL_OPS = re.compile(r"model_executor/layers/(?:fla|mamba)/ops/\w+\.py$|distributed/device_communicators/\w+\.py$")
 
 
 _NCCL_CUDA = re.compile(r"NCCL error.{0,40}(?:unhandled cuda error|Cuda failure)|ncclUnhandledCudaError|"

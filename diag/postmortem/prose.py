@@ -1020,7 +1020,7 @@ class ProseLines:
                 "hrottl" in text or "Active" in text or "capped" in text):
             self._first_words("gpu_throttled_prose", _GPU_THROTTLED, text, line)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
-                w in text for w in ("cut ", "runcat", "stop", "mid", "incomplete", "troncat", "tagliat", "afge",
+                w in text for w in ("cut ", "cut-", "runcat", "stop", "mid", "incomplete", "troncat", "tagliat", "afge",
                                     "ci\u0119t", "useknut", "\u0159ezan", "kesil", "yar\u0131m", "c\u1eaft", "terpotong",
                                     "avklipp", "\u043e\u0431\u0440\u0438\u0432", "\u043e\u0431\u0440\u0456\u0437", "\u5207\u308c", "\u622a\u65ad", "\u4e00\u534a",
                                     "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):
