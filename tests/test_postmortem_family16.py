@@ -219,3 +219,61 @@ def test_drafts_off_that_also_crashed_is_the_fault_without_them():
 
 def test_cut_off_answers_is_truncation():
     assert facts_from_text("Granite-4.0-H with ngram returns cut-off answers.").startup.get("truncated_prose")
+
+
+_NOTE_560 = ("(EngineCore_DP0 pid=98) INFO 02-27 10:05:44 [config.py:491] Setting attention block size to 528 tokens to "
+             "ensure that attention page size is >= mamba page size.")
+
+
+def test_a_timestamp_as_the_first_line_of_the_system_prompt_is_the_clients_prefix():
+    an = _analyze([
+        "Prefix cache hit rate is ~0% on Qwen3-Next with MTP, even though every request shares a 6k-token system prompt.",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2 --enable-prefix-caching --mamba-cache-mode align",
+        "(APIServer pid=1) INFO 06-02 09:14:30 [loggers.py:259] Engine 000: Avg prompt throughput: 9120.4 tokens/s, "
+        "Running: 18 reqs, Waiting: 0 reqs, GPU KV cache usage: 22.1%, Prefix cache hit rate: 0.4%",
+        'Our gateway template puts "Current time: 2026-06-02T09:14:30.118Z" as the FIRST line of the system prompt.',
+    ])
+    assert (an.findings[0].category, an.findings[0].rule) == ("other", "near_miss")
+    assert "per-request value" in an.findings[0].title
+
+
+def test_answers_cut_at_a_short_context_window_without_max_tokens():
+    an = _analyze([
+        "Falcon-H1-34B + draft model: answers cut off mid-sentence (v0.17.0, 2x L40S)",
+        "vllm serve tiiuae/Falcon-H1-34B-Instruct -tp 2 --max-model-len 4096",
+        _NOTE_560,
+        'Responses stop at random places, finish_reason is "length". The client never sets max_tokens.',
+    ])
+    lead = an.findings[0]
+    assert (lead.category, lead.rule) == ("other", "near_miss") and "context window" in lead.title
+
+
+def test_another_models_tokenizer_is_a_near_miss_of_garbled_output():
+    lines = [
+        "Zamba2-7B-Instruct outputs mojibake after migrating to new deploy scripts (v0.11.0)",
+        "python -m vllm.entrypoints.openai.api_server --model Zyphra/Zamba2-7B-instruct --tokenizer "
+        "mistralai/Mistral-7B-Instruct-v0.3 --max-model-len 8192 --enable-prefix-caching",
+        _NOTE_560,
+    ]
+    lead = _analyze(lines).findings[0]
+    assert (lead.category, lead.rule) == ("other", "near_miss") and "tokenizer" in lead.title
+    # the model's own organisation and family (a tokenizer fix-up repo of the same model) says nothing
+    same = [lines[0], lines[1].replace("mistralai/Mistral-7B-Instruct-v0.3", "Zyphra/Zamba2-7B-instruct-tok"), lines[2]]
+    assert _analyze(same).findings[0].rule != "near_miss"
+
+
+def test_drafts_rejected_on_random_prompts_are_the_benchmarks_data():
+    lines = [
+        "DeepSeek-V3-0324, 8x H200, vLLM 0.17.0, MTP k=1 - spec decode makes things slower in our benchmark?",
+        "vllm bench serve --model deepseek-ai/DeepSeek-V3-0324 --dataset-name random --random-input-len 1024",
+        "(APIServer pid=1) INFO 12-03 20:10:05 [utils.py:263] non-default args: {'model': 'deepseek-ai/DeepSeek-V3-0324', "
+        "'tensor_parallel_size': 8, 'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 1}}",
+        "(APIServer pid=1) INFO 12-03 20:31:17 [metrics.py:100] SpecDecoding metrics: Mean acceptance length: 1.07, "
+        "Accepted throughput: 193.1 tokens/s, Drafted throughput: 2794.0 tokens/s, Accepted: 1931 tokens, Drafted: 27940 "
+        "tokens, Per-position acceptance rate: 0.069, Avg Draft acceptance rate: 6.9%",
+    ]
+    lead = _analyze(lines).findings[0]
+    assert (lead.category, lead.rule) == ("other", "near_miss") and "random prompts" in lead.title
+    # the same slowness on real traffic is not the benchmark's
+    real = [line.replace("--dataset-name random", "--dataset-name sharegpt") for line in lines]
+    assert _analyze(real).findings[0].rule != "near_miss"

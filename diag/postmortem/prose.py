@@ -108,7 +108,7 @@ _WRONG_OUTPUT_ANYWHERE = (
     # French, Italian, Dutch, Polish, Turkish, Vietnamese, Indonesian, Ukrainian, Hindi, Arabic
     r"\bcharabia\b|\bsorties? (?:\w+ )?corrompue?s?\b|\br\u00e9ponses? (?:\w+ )?incoh\u00e9rentes?\b|"
     r"\bn'importe quoi\b|\bsenza senso\b|\boutput (?:\w+ )?corrott[oi]\b|\bspazzatura\b|\bonzin\b|"
-    r"\bbe\u0142kot\w*|\b\u015bmieci\b|\banlams\u0131z\b|\bbozuk \u00e7\u0131kt\u0131|\bv\u00f4 ngh\u0129a\b|"
+    r"\bmojibake\b|\bbe\u0142kot\w*|\b\u015bmieci\b|\banlams\u0131z\b|\bbozuk \u00e7\u0131kt\u0131|\bv\u00f4 ngh\u0129a\b|"
     r"\b(?:output|jawaban) (?:\w+ )?(?:rusak|ngawur|kacau)\b|\u0441\u043c\u0456\u0442\u0442\u044f|"
     r"\u043c\u0430\u044f\u0447\u043d\w*|\u092c\u0915\u0935\u093e\u0938|\u0647\u0631\u0627\u0621")
 # the reporter's words about wrong output with no error (a silent corruption): garbled / repeated text
@@ -255,7 +255,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "thread", "flip", "jump", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
                       "soup", "forget", "older", "stale", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2",
                       "\ud6a1\uc124", "\uae68\uc9c4", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
-                      "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",
+                      "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "mojibake", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",
                       "corrott", "spazzatura", "onzin", "be\u0142kot", "\u015bmieci", "anlams\u0131z", "bozuk", "ngh\u0129a",
                       "rusak", "ngawur", "kacau", "\u0441\u043c\u0456\u0442\u0442\u044f", "\u043c\u0430\u044f\u0447", "\u092c\u0915\u0935\u093e\u0938",
                       "\u0647\u0631\u0627\u0621")
@@ -352,7 +352,7 @@ _BATCH_DEPENDENT = re.compile(
 _REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
                         r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
 # an answer ended by its token cap (the OpenAI API's body, vLLM's request log): "finish_reason":"length"
-_FINISH_LENGTH = re.compile(r"""finish_reason["']?\s*[:=]\s*["']?length\b""")
+_FINISH_LENGTH = re.compile(r"""finish_reason["'`]?\s*(?:[:=]|is|was|of)\s*["'`]?length\b""")
 # the reporter saying the answers end early: "answers are cut off after a couple of words", "responses get truncated"
 _TRUNCATED_PROSE = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
                               # "Outputs always stop at exactly 512 tokens", "every report is cut mid-sentence"
@@ -615,7 +615,15 @@ _VARYING_PREFIX_TOLD = re.compile(
     r"\b(?:prepend\w*|inject\w*|insert\w*|adds?|added|adding|puts?|putting)\b[^.\n]{0,120}?\b(?:request[-_ ]?ids?|"
     r"trace[-_ ]?ids?|uuids?|timestamps?|current (?:time|date)|date and time)\b[^\n]{0,120}?\b(?:to|at|in) the "
     r"\W{0,2}(?:start|beginning|front|top|head)\W{0,2} of (?:every|each|all|the) (?:system )?(?:prompts?|requests?|"
-    r"messages?)\b", re.I)
+    r"messages?)\b|"
+    # "puts 'Current time: ...' as the FIRST line of the system prompt", "moving the timestamp to the end -> 71%"
+    r"\b(?:request[-_ ]?ids?|trace[-_ ]?ids?|uuids?|timestamps?|current (?:time|date)|date and time)\b[^\n]{0,120}?\b"
+    r"(?:as|on|in|at) the (?:very )?first (?:line|tokens?|thing|part)s? of (?:the |every |each |all )?(?:system )?"
+    r"(?:prompts?|requests?|messages?)\b|"
+    r"\bmov(?:e|ed|es|ing) (?:the )?(?:request[-_ ]?id|trace[-_ ]?id|uuid|timestamp|current time|date)s?\b[^.\n]{0,40}?"
+    r"\bto the (?:end|bottom)\b", re.I)
+# a benchmark of random prompts (vllm bench's random dataset, the reporter's words): a drafter has nothing to predict
+_RANDOM_PROMPTS = re.compile(r"--dataset[-_]name[ =]random\b|\brandom (?:prompts?|tokens?|inputs?|dataset|data)\b", re.I)
 # the container's CPUs cut by its limit: "cpu.stat nr_throttled 18922", "limits: {cpu: "2", ...}", "CPU throttling"
 _CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\w*|\bthrottled (?:by|on) (?:the )?cpu\b|"
                           r"\blimits:\s*\{?\s*cpu:\s*[\"']?(?:[1-4]|[1-9]\d{0,2}m)[\"']?(?=[,}\s])", re.I)
@@ -843,7 +851,8 @@ class ProseLines:
             self.facts.startup["varying_prefix_prose"] = f"the system prompt opens with a per-request value: '{m.group(1)}'"
             self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000 and "varying_prefix_prose" not in self.facts.startup and (
-                "prepend" in wide or "start" in wide or "beginning" in wide or "front" in wide):
+                "prepend" in wide or "start" in wide or "beginning" in wide or "front" in wide or "first" in wide.lower()
+                or "end" in wide):
             # told in words: "the gateway prepends a line like `Request-ID: ...; Received: <time>` to the start of
             # every system prompt"
             self._first_words("varying_prefix_prose", _VARYING_PREFIX_TOLD, wide, line)
@@ -1016,6 +1025,8 @@ class ProseLines:
                 self.facts.lines["request_tokens_prose"] = (line.lineno, text.strip()[:500])
         if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text):
             self._first_words("cpu_starved_prose", _CPU_STARVED, text, line)
+        if "random_prompts_prose" not in self.facts.startup and "random" in text and len(text) < 2000:
+            self._first_words("random_prompts_prose", _RANDOM_PROMPTS, text, line)
         if "gpu_throttled_prose" not in self.facts.startup and len(text) < 2000 and (
                 "hrottl" in text or "Active" in text or "capped" in text):
             self._first_words("gpu_throttled_prose", _GPU_THROTTLED, text, line)

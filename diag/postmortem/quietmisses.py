@@ -46,6 +46,28 @@ def _never_accepted(metrics: dict) -> str | None:
     return None
 
 
+def random_prompts_acceptance(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, slower with drafts, vLLM's metrics show drafts almost never accepted, and the load is random prompts
+    (``vllm bench serve --dataset-name random``): random tokens leave a drafter nothing to predict, so every step pays
+    for drafts it throws away -- the benchmark's data, not an engine failure (a hybrid's rejected drafts can be a
+    state fault: those stay with the families)."""
+    slow = _said_slow(facts)
+    rate = (facts.startup.get("metrics") or {}).get("spec_avg_draft_acceptance_rate")
+    told = facts.startup.get("random_prompts_prose")
+    if not slow or setup.hybrid or not isinstance(rate, (int, float)) or rate >= 20 or not told:
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says serving is slower with drafts ('{slow}') and vLLM's metrics show a draft "
+               f"acceptance rate of {rate:g}% on random prompts ('{told}'): random tokens leave the drafter "
+               "nothing to predict, so each step verifies drafts it rejects -- the benchmark's data, outside the "
+               "hybrid/spec-decode families"),
+        title=f"Drafts rejected on random prompts ({rate:g}% accepted): the benchmark's data",
+        message=f"slower with drafts without an error: {slow}",
+        evidence=("spec_slower_prose", "slow_prose", "random_prompts_prose"),
+        missing=["the same benchmark on a real dataset (sharegpt, the production traffic) with and without the drafts"])
+
+
 def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error, and vLLM's spec-decode metrics show no draft accepted from the first line on (``medium``): the drafter
     proposes what the target never agrees with -- its weights (an MTP head a quantized or exported checkpoint left
@@ -318,19 +340,51 @@ def token_cap_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
     # (a checkpoint's generation_config.json that vLLM took its default max_tokens from, its warning says)
     preset = re.search(r"max_(?:new_)?tokens['\"]?\s*:\s*(\d+)", str(facts.startup.get("generation_config_sampling") or ""))
     preset = int(preset.group(1)) if preset else None
+    # (no max_tokens anywhere, and a short context: the prompt and the answer share max_model_len)
+    window = facts.args.get("max_model_len")
+    window = window if cap is None and preset is None and isinstance(window, int) and window <= 8192 else None
     why = (f"the request's max_tokens ({cap})" if isinstance(cap, int) else
            f"the default max_tokens ({preset}) vLLM took from the checkpoint's generation_config.json (its warning "
            "says so; --generation-config vllm drops it)" if isinstance(preset, int) else
+           f"the context window: --max-model-len {window} holds the prompt and the answer together, so a request "
+           "without max_tokens ends where the window does" if window else
            "the request's max_tokens -- the OpenAI completions endpoint defaults it to 16 when the request sets none")
     limit = cap if isinstance(cap, int) else preset
     return _outside(
         facts, {**base_numbers, **({"max_tokens": limit} if isinstance(limit, int) else {})},
         basis=(f"no error; the report says the answers end early ('{said}') and the API server ended them at their token "
                f"cap (finish_reason 'length'): {why}, outside the hybrid/spec-decode families"),
-        title="Answers cut at the request's token cap (finish_reason 'length')",
+        title=(f"Answers cut at the context window (--max-model-len {window}, finish_reason 'length')" if window else
+               "Answers cut at the request's token cap (finish_reason 'length')"),
         message=f"truncated answers without an error: {said}",
         evidence=("truncated_prose", "finish_reason_length", "request_params", "generation_config_sampling"),
         missing=["the same request with max_tokens set (or max_completion_tokens on chat)"])
+
+
+def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the output wrong, and the command loads the tokenizer of another model (``--tokenizer`` naming a repo
+    of another organisation and model family): token ids decode into another vocabulary's pieces -- garbled from the
+    first request, whatever the engine computes -- outside the families."""
+    said = facts.startup.get("wrong_output_prose")
+    tok, model = facts.args.get("tokenizer"), facts.args.get("model")
+    if not said or not isinstance(tok, str) or not isinstance(model, str) or tok == model:
+        return None
+    t, m = _REPO.match(tok), _REPO.match(model)
+    if not t or not m or t.group(1).lower() == m.group(1).lower() or t.group(2).lower() == m.group(2).lower():
+        return None  # (a local path or the same organisation / family says nothing)
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says the output is wrong ('{said}') and the command loads the tokenizer of another "
+               f"model (--tokenizer {tok} for {model}): the model's token ids decode through another vocabulary, so "
+               "every answer is garbled from the first request -- outside the hybrid/spec-decode families"),
+        title=f"Wrong output from another model's tokenizer (--tokenizer {tok})",
+        message=f"wrong output without an error: {said}",
+        evidence=("wrong_output_prose", "non_default_args", "command"),
+        missing=["the same request without --tokenizer (the model's own tokenizer)"])
+
+
+# a Hugging Face repo id: (organisation, the model name's first word: "Zamba2", "Mistral")
+_REPO = re.compile(r"^([\w.-]+)/([A-Za-z]+\d*)")
 
 
 def lora_slot_queueing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
