@@ -277,3 +277,20 @@ def test_drafts_rejected_on_random_prompts_are_the_benchmarks_data():
     # the same slowness on real traffic is not the benchmark's
     real = [line.replace("--dataset-name random", "--dataset-name sharegpt") for line in lines]
     assert _analyze(real).findings[0].rule != "near_miss"
+
+
+def test_vllms_choice_of_an_mla_backend_makes_the_model_mla():
+    """A model name the tool does not know as MLA (GLM-4.7-Flash) that vLLM runs on TRITON_MLA: slower with drafts is
+    the MLA decode backend's query-length limit, not the large batch's compute."""
+    an = _analyze([
+        "[Performance]: MTP makes GLM-4.7-Flash slower on A100 (k=3 slower than k=1 slower than no spec)",
+        "vllm serve zai-org/GLM-4.7-Flash -tp 2 --max-num-seqs 64 \\",
+        "  --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'",
+        "(Worker_TP0 pid=20840) INFO 07-08 14:20:58 [cuda.py:481] Using TRITON_MLA attention backend out of potential "
+        "backends: ['TRITON_MLA'].",
+        "(APIServer pid=20690) INFO 07-08 14:31:17 [loggers.py:262] Engine 000: Avg prompt throughput: 3877.1 tokens/s, "
+        "Avg generation throughput: 912.6 tokens/s, Running: 32 reqs, Waiting: 0 reqs, GPU KV cache usage: 11.2%, "
+        "Prefix cache hit rate: 0.0%",
+    ])
+    assert an.findings[0].category == "spec_kernel_limit"
+    assert "TRITON_MLA" in an.findings[0].basis

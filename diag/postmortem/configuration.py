@@ -108,6 +108,10 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     if arch and MLA_ARCH.search(arch) or not arch and MLA_MODEL.search(model) or mla_frames:
         mla = True
         why.append(f"MLA / sparse-indexer model ({arch or model or 'frames'})")
+    elif "MLA" in str(facts.startup.get("attention_backend_selected") or "").upper():
+        # vLLM's own choice of an MLA backend says the model's attention is MLA, whatever its name suggests
+        mla = True
+        why.append(f"MLA model (vLLM chose the {facts.startup['attention_backend_selected']} backend)")
     elif not arch and not a.get("model") and not facts.model and MLA_WORDS.search(terms) and not hybrid:
         mla = True
         why.append(f"MLA / sparse-indexer model (the text speaks of {MLA_WORDS.search(terms).group(0)})")
