@@ -294,3 +294,32 @@ def test_vllms_choice_of_an_mla_backend_makes_the_model_mla():
     ])
     assert an.findings[0].category == "spec_kernel_limit"
     assert "TRITON_MLA" in an.findings[0].basis
+
+
+def test_drafts_off_and_prefix_caching_off_still_garbage_clear_the_families():
+    an = _analyze([
+        "Qwen3.5-27B with MTP gives garbage after the first few tokens. I tried:",
+        "- no `--speculative-config` -> still garbage",
+        "- `--no-enable-prefix-caching` -> still garbage",
+        "- `--tensor-parallel-size 2` + `--disable-custom-all-reduce` -> correct output",
+        "vllm serve Qwen/Qwen3.5-27B --tensor-parallel-size 4 --speculative-config '{\"method\":\"mtp\","
+        "\"num_speculative_tokens\":2}'",
+        "(EngineCore pid=402) INFO 04-08 08:15:21 [config.py:451] Setting attention block size to 1056 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+    ])
+    assert (an.findings[0].category, an.findings[0].rule) == ("other", "near_miss")
+
+
+@pytest.mark.parametrize("said, fact", [
+    ("DeepSeek-V3.2-Exp 开 MTP,改成 3 反而比不开 MTP 还慢", "slow_prose"),
+    ("Nincs összeomlás, de a válaszok egy része értelmetlen.", "wrong_output_prose"),
+    ('2. kérés: "köteles köteles a bérlő bérlő 4.2 4.2 pontja pontja..."  (hibás)', "wrong_output_prose"),
+])
+def test_more_words_for_the_symptoms(said, fact):
+    assert facts_from_text(said).startup.get(fact), said
+
+
+def test_a_mixed_batch_told_over_a_hard_wrapped_sentence():
+    f = facts_from_text("- The batch right before the crash had 5 requests with\n"
+                        "  0 drafts (just finished prefill) and 19 requests with 3 drafts in the same decode step.")
+    assert f.startup.get("mixed_prose")

@@ -16,7 +16,7 @@ _SAME_OUTCOME = r"same (?:behaviou?r|result|problem|issue|thing|output|garbage|c
 # ... for prefix caching: the symptom does not need the cached states
 _PERSISTS_WITHOUT_PC = re.compile(
     r"(?:--no-enable-prefix-caching|\b(?:turning off|disabling|disabled|without|no)\s+[`'\"]?(?:--enable-)?"
-    r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,20}?\s*[:,-]\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
+    r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,20}?\s*(?:->|=>|\u2192|[:,-])\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
     r"|(?:still|also)\s+(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*))", re.I)
 # the reporter's A/B tests that take speculative decoding out of a fault: "Turning off MTP did not help", "without MTP
 # + custom AR: crashed after 3h", "num_spec_tokens 0 (no spec): same crash", "So MTP is not the trigger"
@@ -36,7 +36,8 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     r"[`'\"]?(?:--)?" + _SPEC
     # (nothing between the toggle and its outcome that turns it round: "without MTP, no crash - with MTP: crashes")
     + r"\b(?:(?!\b(?:no|not|with|fine|works?|ok)\b)[^.\n:]){0,30}?\s*(?:->|=>|\u2192|[:,-])"
-    r"\s*[*_]{0,2}(?:it\s+)?(?:(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|" + _SAME_OUTCOME + r")|"
+    r"\s*[*_]{0,2}(?:it\s+)?(?:(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|" + _SAME_OUTCOME +
+    r"|(?:still|also)\s+(?:garbage|garbled|gibberish|wrong|broken|corrupt\w*|bad)\b)|"
     # "MTP off, EPLB on: crash, same timing"
     r"\b" + _SPEC + r"\s+(?:off|disabled)\b[^.\n:]{0,30}?(?:->|=>|\u2192|:)\s*[*_]{0,2}(?:(?:still|also)\s+)?"
     r"(?:crash|fail|fault|die|hang|IMA)\w*|"
@@ -109,7 +110,8 @@ _ONE_HOST = re.compile(r"\bonly (?:on|with) (?:this|one|that|a single|the one) (
 # "without `--enable-eplb`: runs for days", "After updating the driver and reseating, 5 days clean")
 _FAULT_GONE = re.compile(r"(?:->|=>|\u2192|:)\s*(?:no more (?:crash\w*|errors?|faults?|IMAs?|hangs?)|no (?:crash|fault|IMA|hang)\w*|"
                          r"runs? (?:fine|for (?:hours|days)|clean|stable)|(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable|fine)|"
-                         r"(?:problem |crash |it's )?(?:fixed|gone)|stable)\b|"
+                         r"(?:problem |crash |it's )?(?:fixed|gone)|stable|(?:correct|normal|clean) (?:output|answers?|"
+                         r"results?|text))\b|"
                          # "| MTP on + --disable-custom-all-reduce | clean 3/3 (2h) |"
                          r"(?:->|=>|\u2192|:)\s*\**clean \d+\s*/\s*\d+\b|"
                          # "-O0 -> ok" (an arrow: "maintainer: OK" in a chat is no outcome)

@@ -108,7 +108,7 @@ _WRONG_OUTPUT_ANYWHERE = (
     # French, Italian, Dutch, Polish, Turkish, Vietnamese, Indonesian, Ukrainian, Hindi, Arabic
     r"\bcharabia\b|\bsorties? (?:\w+ )?corrompue?s?\b|\br\u00e9ponses? (?:\w+ )?incoh\u00e9rentes?\b|"
     r"\bn'importe quoi\b|\bsenza senso\b|\boutput (?:\w+ )?corrott[oi]\b|\bspazzatura\b|\bonzin\b|"
-    r"\bmojibake\b|\bbe\u0142kot\w*|\b\u015bmieci\b|\banlams\u0131z\b|\bbozuk \u00e7\u0131kt\u0131|\bv\u00f4 ngh\u0129a\b|"
+    r"\bmojibake\b|\b\u00e9rtelmetlen\w*|\bbe\u0142kot\w*|\b\u015bmieci\b|\banlams\u0131z\b|\bbozuk \u00e7\u0131kt\u0131|\bv\u00f4 ngh\u0129a\b|"
     r"\b(?:output|jawaban) (?:\w+ )?(?:rusak|ngawur|kacau)\b|\u0441\u043c\u0456\u0442\u0442\u044f|"
     r"\u043c\u0430\u044f\u0447\u043d\w*|\u092c\u0915\u0935\u093e\u0938|\u0647\u0631\u0627\u0621")
 # the reporter's words about wrong output with no error (a silent corruption): garbled / repeated text
@@ -245,7 +245,9 @@ _HEARSAY = re.compile(r"\b(?:read|heard|seen)\s+(?:about|of|that|reports?|people
                       r"\breports? of\b|\bknown issues? (?:with|of|about)\b|\bpeople (?:say|report|mention)", re.I)
 # an answer quoted in the report that repeats one word three times ("und und und", "dem dem dem"): degenerate output
 # in any language (letters only: "1 1 1" is a table's row)
-_REPEATED_WORD = re.compile(r"\b([^\W\d_]{2,})(?: \1){2,}\b")
+_REPEATED_WORD = re.compile(r"\b([^\W\d_]{2,})(?: \1){2,}\b|"
+                            # ... or two words doubled in one quoted answer ("k\u00f6teles k\u00f6teles a b\u00e9rl\u0151 b\u00e9rl\u0151")
+                            r"\b([^\W\d_]{3,}) \2\b[^\n]{0,40}?\b([^\W\d_]{3,}) \3\b")
 # words of which every match of _WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
 WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
@@ -255,7 +257,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "thread", "flip", "jump", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
                       "soup", "forget", "older", "stale", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2",
                       "\ud6a1\uc124", "\uae68\uc9c4", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
-                      "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "mojibake", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",
+                      "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "mojibake", "\u00e9rtelmetlen", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",
                       "corrott", "spazzatura", "onzin", "be\u0142kot", "\u015bmieci", "anlams\u0131z", "bozuk", "ngh\u0129a",
                       "rusak", "ngawur", "kacau", "\u0441\u043c\u0456\u0442\u0442\u044f", "\u043c\u0430\u044f\u0447", "\u092c\u0915\u0935\u093e\u0938",
                       "\u0647\u0631\u0627\u0621")
@@ -560,7 +562,7 @@ _SLOW_PROSE = re.compile(
     r"expect(?:ing|ed)|[.;]\s+[Ee]xpected)\b|"
     # slower / lower throughput in the languages reports come in: "느려집니다", "变慢", "更慢", "遅くなる", "langsamer",
     # "más lento", "plus lent", "mais lento", "медленнее"
-    r"\ub290\ub824|\ub290\ub9bd|\u53d8\u6162|\u66f4\u6162|\u6162\u4e86|\u9045\u304f|\u9045\u3044|\blangsamer\b|"
+    r"\ub290\ub824|\ub290\ub9bd|\u53d8\u6162|\u66f4\u6162|\u6162\u4e86|\u8fd8\u6162|\u6bd4[^\u3002\n]{0,15}?\u6162|\u9045\u304f|\u9045\u3044|\blangsamer\b|"
     r"\bm\u00e1s lent[oa]s?\b|\bplus lente?s?\b|\bmais lent[oa]s?\b|\u043c\u0435\u0434\u043b\u0435\u043d\u043d\u0435\u0435|"
     # Italian, Dutch, Polish, Czech, Turkish, Vietnamese, Indonesian, Swedish, Ukrainian, Hindi, Arabic, Thai
     r"\bpi\u00f9 lent[oaie]\b|\blentissim\w*|\blangzamer\b|\btrager\b|\bwolniej\b|\bpomalej\w*|\bpomal\u00e9\b|"
@@ -793,7 +795,7 @@ class ProseLines:
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and "Capturing CUDA graphs" not in text and any(
                 k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a", "match",
                                     "generating", "mixing", "overlap", "mid-gen", "mid gen", "while the", "during")):
-            m = _MIXED_PROSE.search(text)
+            m = _MIXED_PROSE.search(text) or _MIXED_PROSE.search(wide)  # (a sentence hard-wrapped over two lines)
             if m:
                 self.facts.startup["mixed_prose"] = m.group(0)
                 self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])
