@@ -323,3 +323,28 @@ def test_a_mixed_batch_told_over_a_hard_wrapped_sentence():
     f = facts_from_text("- The batch right before the crash had 5 requests with\n"
                         "  0 drafts (just finished prefill) and 19 requests with 3 drafts in the same decode step.")
     assert f.startup.get("mixed_prose")
+
+
+def test_an_mla_start_whose_worker_ended_in_a_bare_assert_told_in_prose_is_the_kernel_limit():
+    e = "(EngineCore_DP0 pid=512) ERROR 10-14 16:45:47 [core.py:708] "
+    an = _analyze([
+        "DeepSeek-V3.1 with MTP dies while capturing CUDA graphs. Without `--speculative-config` it starts too.",
+        "vllm serve deepseek-ai/DeepSeek-V3.1 --tensor-parallel-size 8 \\",
+        "  --speculative-config '{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}'",
+        e + "EngineCore failed to start.",
+        e + "RuntimeError: Worker failed with error '', please check the stack trace above for the root cause",
+        "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+        "The worker stack trace just ends in `AssertionError` with no text, I didn't copy it.",
+    ])
+    lead = an.findings[0]
+    assert lead.category == "spec_kernel_limit" and lead.numbers["next_n"] == 2
+
+
+def test_a_prompt_chunked_in_while_the_others_verify_drafts_is_a_mixed_batch():
+    f = facts_from_text("It always dies in the step where a new prompt gets chunked in while the other 22 are in MTP verify.")
+    assert f.startup.get("mixed_prose")
+
+
+def test_without_the_drafts_it_starts_ties_them():
+    assert facts_from_text("Without `--speculative-config` it starts too (with graphs).").startup.get("spec_tied_prose")
+    assert not facts_from_text("Without MTP it starts but crashes later.").startup.get("spec_tied_prose")

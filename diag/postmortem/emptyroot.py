@@ -20,7 +20,10 @@ _WRAPPER_TEXT = re.compile(
     r"Engine core initialization failed|EngineCore failed to start|output_handler failed|Executor failed|"
     r"Worker proc \S+ died unexpectedly|Failed core proc\(s\)|EngineDeadError\s*$|shutting down executor|"
     # the engine's shared-memory queue to its workers, cancelled as they died (shm_broadcast.py acquire_read)
-    r"\bRuntimeError: cancelled\b(?!\s*(?:by|due|because))", re.I)
+    r"\bRuntimeError: cancelled\b(?!\s*(?:by|due|because))|"
+    # the worker's own error told as message-less: a bare ``AssertionError`` ("just ends in `AssertionError` with no
+    # text"), which names no site either
+    r"\bAssertionError`?(?:\s*$|\s+with (?:no|an empty) (?:text|message))|\b(?:bare|empty|message-?less) `?assert", re.I)
 # what an error line carries that a reporter's sentence does not: an exception's type, a log level, a runtime's name
 _ERROR_MARK = re.compile(r"\b(?:ERROR|\w*(?:Error|Exception)\b|error:|Assertion|Check failed|CUDA|NCCL|Xid(?:\s*[(:]|\s+\d)|illegal|"
                          r"fault|Traceback|terminate|what\(\)|[Kk]illed|signal|SIG[A-Z]+|Segmentation|died unexpectedly|"

@@ -76,7 +76,8 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"decod\w*\b[^.]{0,40}\band\b[^.]{0,40}\bprefill\w*\b[^.]{0,20}\b(?:the )?same (?:step|batch|forward)\b|"
                           r"prefill\w*\b[^.]{0,40}\boverlap\w*\b[^.]{0,30}\bdecod\w*|"
                           r"(?:request|prompt)s?\b[^.]{0,40}\bwhile (?:the |an? )?(?:first|other|previous|earlier|existing|"
-                          r"running)\b[^.]{0,25}\b(?:is |are )?(?:still )?(?:decod|generat|stream)\w*|"
+                          r"running)\b[^.]{0,25}\b(?:is |are )?(?:still )?(?:in (?:the )?(?:MTP |spec\w* |draft )?)?(?:decod|generat|"
+                          r"stream|verif)\w*|"
                           r"(?:request|prompt)s? (?:comes?|came|arrives?|arrived|lands?)(?: in)? (?:mid[- ]?(?:generation|"
                           r"decode|stream)|during (?:the )?(?:decod|generat)\w*)|"
                           # the hybrid builders' own counters (vllm/v1/attention/backends/gdn_attn.py, mamba_attn.py)
@@ -278,7 +279,8 @@ _SHORT_PROMPT = re.compile(r"\b(?:very |really |extremely |tiny |super )short (?
 _SPEC_TIED = re.compile(r"\b(?:without|removing|removed|remove|disabl\w+|turn\w* off|dropping|dropped|no)\s+(?:the\s+)?`?"
                         r"(?:--)?(?:speculative[-_ ]config|spec(?:ulative)?[- ]decod\w*|mtp|ngram|n-gram|suffix decoding|"
                         r"drafts?|the draft(?:er| model))`?(?:\s+removed)?[^.]{0,100}?\b(?:fine|correct(?:ly)?|ok|okay|works?|clean|"
-                        r"good|normal|sane|coherent)\b", re.I)
+                        r"good|normal|sane|coherent|(?:it |the server |the engine |vllm )?(?:starts?|boots?|comes? up)(?! (?:but|and) "
+                        r"(?:crash|fail|die)))\b", re.I)
 # the reporter saying fewer drafts work ("With 1 token it boots fine", "num_speculative_tokens 1 -> starts, works",
 # "k=1 is fine", '"num_speculative_tokens": 1`: survived 2h'): the failure grows with k
 _FEWER_DRAFTS_WORK = re.compile(
