@@ -348,3 +348,34 @@ def test_a_prompt_chunked_in_while_the_others_verify_drafts_is_a_mixed_batch():
 def test_without_the_drafts_it_starts_ties_them():
     assert facts_from_text("Without `--speculative-config` it starts too (with graphs).").startup.get("spec_tied_prose")
     assert not facts_from_text("Without MTP it starts but crashes later.").startup.get("spec_tied_prose")
+
+
+def test_a_bare_assert_whose_traceback_was_cut_reads_like_the_wrapper():
+    """A message-less AssertionError with no frame of the module that asserted (the report cut them): no site to
+    match, so the class comes from the configuration -- an EAGLE3 draft with its own KV pages on a hybrid at start."""
+    e = "(EngineCore pid=4290) ERROR 03-02 10:16:41 [core.py:1136] "
+    an = _analyze([
+        "Server dies right after profiling. Same command without --speculative-config works.",
+        "vllm serve Qwen/Qwen3.5-27B --tensor-parallel-size 2 \\",
+        "  --speculative-config '{\"method\":\"eagle3\",\"model\":\"/models/q35-27b-eagle3\",\"num_speculative_tokens\":3}'",
+        "(Worker_TP0 pid=4412) INFO 03-02 10:15:31 [interface.py:604] Setting attention block size to 800 tokens to "
+        "ensure that attention page size is >= mamba page size.",
+        e + "EngineCore failed to start.",
+        e + "Traceback (most recent call last):",
+        e + '  File ".../vllm/v1/engine/core.py", line 261, in _initialize_kv_caches',
+        e + "    kv_cache_configs = get_kv_cache_configs(",
+        e + "[... cut, rest is vllm internals ...]",
+        e + "AssertionError",
+    ])
+    lead = an.findings[0]
+    assert lead.category == "kv_page_size" and "bare assert" in lead.title
+
+
+@pytest.mark.parametrize("said", [
+    "2ターン目以降の応答が途中から崩れます。",
+    "同じ単語の繰り返しや、前の会話の断片が混ざった出力になる。",
+    "开了 MTP 之后输出重复。",
+    "같은 단어 반복이 계속 나옵니다.",
+])
+def test_wrong_output_in_japanese_chinese_and_korean_words(said):
+    assert facts_from_text(said).startup.get("wrong_output_prose"), said

@@ -38,7 +38,12 @@ _SIGNALLED = re.compile(r"SIGKILL|SIGSEGV|signal 9|exit ?code[:= ]+13[79]|Segmen
 def wrapper_only(facts: LogFacts, root: LogException) -> bool:
     """The root error and every error line are vLLM's wrappers: no line holds the worker's own error."""
     text = f"{root.exc_type}: {root.message}"
-    if not _WRAPPER_TEXT.search(text) or _SIGNALLED.search(text):
+    # a bare ``assert`` whose traceback the report cut above the failing module (no frame, or the innermost frame is
+    # still the engine core's call): no site to match, as silent as the wrapper
+    last = root.last_frame
+    cut_bare = root.exc_type.endswith("AssertionError") and not root.message.strip() and (
+        last is None or re.search(r"v1/engine/core\.py$", last.file.replace("\\", "/")) is not None)
+    if not (cut_bare or _WRAPPER_TEXT.search(text)) or _SIGNALLED.search(text):
         return False
     # an NCCL watchdog's timeout, the driver's Xid report, a kubelet's probe kill or a hang before the death name a
     # cause the wrapper does not carry
@@ -49,7 +54,8 @@ def wrapper_only(facts: LogFacts, root: LogException) -> bool:
     # "The worker that died printed nothing" -- is prose, not this run's error)
     lines = [str(t) for _, t in facts.startup.get("error_lines") or []
              if not str(t).lstrip().startswith("|") and _ERROR_MARK.search(str(t))]
-    return all(_WRAPPER_TEXT.search(t) and not _SIGNALLED.search(t) for t in lines)
+    return all((_WRAPPER_TEXT.search(t) or cut_bare and re.fullmatch(r"\W*AssertionError\W*", t.split("]")[-1]))
+               and not _SIGNALLED.search(t) for t in lines)
 
 
 def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_numbers: dict,
@@ -64,7 +70,9 @@ def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_num
                "failed to start' on every rank (a log shipper may drop long lines; VLLM_LOGGING_LEVEL=DEBUG and "
                "CUDA_LAUNCH_BLOCKING=1 show more)"]
     ev = exc_evidence(root, 1) + batch_ev + fact_evidence(facts, "command", "non_default_args", "engine_config")
-    wrapped = "the only error is vLLM's report that a worker failed; the worker's own error is not in the log"
+    bare = root.exc_type.endswith("AssertionError") and not root.message.strip()
+    wrapped = ("the only error is a bare AssertionError whose traceback does not reach the module that asserted" if bare
+               else "the only error is vLLM's report that a worker failed; the worker's own error is not in the log")
     cleared = ab_tests_clear_families(facts, setup)
     if cleared is not None:
         return crash_near_miss(
@@ -130,5 +138,6 @@ def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_num
         category=cat, confidence="low", rule="failure_class",
         basis=f"{wrapped}; inferred from the configuration: {why} -> {reason}"
               + (f"; the report ties it to the drafts ('{tied}')" if tied and not at_start else ""),
-        title=f"{title_of(cat)} (inferred: the worker's error is missing from the log)",
+        title=f"{title_of(cat)} (inferred: " + ("a bare assert without its site)" if bare else
+                                                "the worker's error is missing from the log)"),
         message=first, numbers=nums, evidence=ev + fact_evidence(facts, "spec_tied_prose", "fewer_drafts_work"), missing=missing)

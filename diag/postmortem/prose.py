@@ -100,7 +100,9 @@ _WRONG_OUTPUT_ANYWHERE = (
     r"\b(?:turns?|turning|turned) into (?:word )?soup\b|\b(?:unicode|token|word) soup\b|[\"'\u201c](\w+)(?: \1){2,}\b|"
     # the same verdict in the languages reports come in: garbled / nonsense / corrupted output
     r"\u4e71\u7801|\u80e1\u8a00\u4e71\u8bed|\u4e71\u4e03\u516b\u7cdf|\u6587\u5b57\u5316\u3051|\u610f\u5473\u4e0d\u660e|"
-    r"\u652f\u96e2\u6ec5\u88c2|\ud6a1\uc124\uc218\uc124|\uae68\uc9c4 (?:\ucd9c\ub825|\uc751\ub2f5)|"
+    r"\u652f\u96e2\u6ec5\u88c2|\u5fdc\u7b54\w{0,6}\u5d29\u308c|\u51fa\u529b\w{0,6}(?:\u5d29\u308c|\u58ca\u308c)|"
+    r"\u540c\u3058(?:\u5358\u8a9e|\u8a00\u8449|\u6587)\u306e\u7e70\u308a\u8fd4\u3057|\u8f93\u51fa\u91cd\u590d|\u91cd\u590d\u8f93\u51fa|"
+    r"\uac19\uc740 (?:\ub2e8\uc5b4|\ub9d0)(?:\uac00|\uc774|\ub97c|\uc744)? \ubc18\ubcf5|\ud6a1\uc124\uc218\uc124|\uae68\uc9c4 (?:\ucd9c\ub825|\uc751\ub2f5)|"
     r"\bvir(?:a|ou) lixo\b|\b(?:sa[ií]|saem|sale|salen|respostas?|respuestas?|sa[ií]da) (?:\w+ )?"
     r"corromp\w*|\bsin sentido\b|\bsem sentido\b|\b(?:es|son) basura\b|"
     r"\u043c\u0443\u0441\u043e\u0440|\u0431\u0440\u0435\u0434\w*|\bKauderwelsch\b|\bM\u00fcll\b|\bUnsinn\b|\bfalsche (?:Ausgaben?|Antworten?)\b|"
@@ -256,7 +258,8 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
                       "thread", "flip", "jump", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
-                      "soup", "forget", "older", "stale", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2",
+                      "soup", "forget", "older", "stale", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
+                      "\ubc18\ubcf5",
                       "\ud6a1\uc124", "\uae68\uc9c4", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
                       "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "mojibake", "\u00e9rtelmetlen", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",
                       "corrott", "spazzatura", "onzin", "be\u0142kot", "\u015bmieci", "anlams\u0131z", "bozuk", "ngh\u0129a",
