@@ -35,13 +35,18 @@ _SIGNALLED = re.compile(r"SIGKILL|SIGSEGV|signal 9|exit ?code[:= ]+13[79]|Segmen
                         r"out of memory", re.I)
 
 
+def _bare_assert(root: LogException) -> bool:
+    """A message-less ``assert``: an AssertionError that names no condition."""
+    return root.exc_type.endswith("AssertionError") and not root.message.strip()
+
+
 def wrapper_only(facts: LogFacts, root: LogException) -> bool:
     """The root error and every error line are vLLM's wrappers: no line holds the worker's own error."""
     text = f"{root.exc_type}: {root.message}"
     # a bare ``assert`` whose traceback the report cut above the failing module (no frame, or the innermost frame is
     # still the engine core's call): no site to match, as silent as the wrapper
     last = root.last_frame
-    cut_bare = root.exc_type.endswith("AssertionError") and not root.message.strip() and (
+    cut_bare = _bare_assert(root) and (
         last is None or re.search(r"v1/engine/core\.py$", last.file.replace("\\", "/")) is not None)
     if not (cut_bare or _WRAPPER_TEXT.search(text)) or _SIGNALLED.search(text):
         return False
@@ -70,7 +75,7 @@ def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_num
                "failed to start' on every rank (a log shipper may drop long lines; VLLM_LOGGING_LEVEL=DEBUG and "
                "CUDA_LAUNCH_BLOCKING=1 show more)"]
     ev = exc_evidence(root, 1) + batch_ev + fact_evidence(facts, "command", "non_default_args", "engine_config")
-    bare = root.exc_type.endswith("AssertionError") and not root.message.strip()
+    bare = _bare_assert(root)
     wrapped = ("the only error is a bare AssertionError whose traceback does not reach the module that asserted" if bare
                else "the only error is vLLM's report that a worker failed; the worker's own error is not in the log")
     cleared = ab_tests_clear_families(facts, setup)

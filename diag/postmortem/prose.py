@@ -618,13 +618,15 @@ _VARYING_PREFIX = re.compile(r"\{[^{}\n\"':]{0,40}?(?:uuid\d?\(\)|uuid\.uuid\d\(
 _SYSTEM_HEAD_VALUE = re.compile(r"[\"']role[\"']\s*:\s*[\"']system[\"']\s*,\s*[\"']content[\"']\s*:\s*[\"']([^\"']{0,80}?"
                                 r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|"
                                 r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}))", re.I)
+# the reporter's words for a per-request value in a prompt
+_PER_REQUEST_WORDS = r"(?:request[-_ ]?ids?|trace[-_ ]?ids?|uuids?|timestamps?|current (?:time|date)|date and time)"
 _VARYING_PREFIX_TOLD = re.compile(
-    r"\b(?:prepend\w*|inject\w*|insert\w*|adds?|added|adding|puts?|putting)\b[^.\n]{0,120}?\b(?:request[-_ ]?ids?|"
-    r"trace[-_ ]?ids?|uuids?|timestamps?|current (?:time|date)|date and time)\b[^\n]{0,120}?\b(?:to|at|in) the "
+    r"\b(?:prepend\w*|inject\w*|insert\w*|adds?|added|adding|puts?|putting)\b[^.\n]{0,120}?\b" + _PER_REQUEST_WORDS +
+    r"\b[^\n]{0,120}?\b(?:to|at|in) the "
     r"\W{0,2}(?:start|beginning|front|top|head)\W{0,2} of (?:every|each|all|the) (?:system )?(?:prompts?|requests?|"
     r"messages?)\b|"
     # "puts 'Current time: ...' as the FIRST line of the system prompt", "moving the timestamp to the end -> 71%"
-    r"\b(?:request[-_ ]?ids?|trace[-_ ]?ids?|uuids?|timestamps?|current (?:time|date)|date and time)\b[^\n]{0,120}?\b"
+    r"\b" + _PER_REQUEST_WORDS + r"\b[^\n]{0,120}?\b"
     r"(?:as|on|in|at) the (?:very )?first (?:line|tokens?|thing|part)s? of (?:the |every |each |all )?(?:system )?"
     r"(?:prompts?|requests?|messages?)\b|"
     r"\bmov(?:e|ed|es|ing) (?:the )?(?:request[-_ ]?id|trace[-_ ]?id|uuid|timestamp|current time|date)s?\b[^.\n]{0,40}?"
@@ -800,7 +802,8 @@ class ProseLines:
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and "Capturing CUDA graphs" not in text and any(
                 k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a", "match",
                                     "generating", "mixing", "overlap", "mid-gen", "mid gen", "while the", "during")):
-            m = _MIXED_PROSE.search(text) or _MIXED_PROSE.search(wide)  # (a sentence hard-wrapped over two lines)
+            # (a sentence hard-wrapped over two lines: the joined pair, searched only when there is one)
+            m = _MIXED_PROSE.search(text) or (_MIXED_PROSE.search(wide) if wide != text else None)
             if m:
                 self.facts.startup["mixed_prose"] = m.group(0)
                 self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])
@@ -859,7 +862,7 @@ class ProseLines:
             self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000 and "varying_prefix_prose" not in self.facts.startup and (
                 "prepend" in wide or "start" in wide or "beginning" in wide or "front" in wide or "first" in wide.lower()
-                or "end" in wide):
+                or "mov" in wide.lower()):
             # told in words: "the gateway prepends a line like `Request-ID: ...; Received: <time>` to the start of
             # every system prompt"
             self._first_words("varying_prefix_prose", _VARYING_PREFIX_TOLD, wide, line)
