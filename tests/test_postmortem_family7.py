@@ -280,10 +280,10 @@ def test_wrong_output_the_reporter_ties_to_the_clients_tokenizer_is_a_near_miss(
 def test_accuracy_that_depends_on_concurrency_is_wrong_output():
     """"GSM8K accuracy depends on concurrency", "fluent but wrong", "repeat the question": wrong output without an
     error in a reporter's words, on a GDN hybrid with MTP -- the builders' rows, not a clean bill of health."""
-    from vllm_diag.postmortem.prose import _WRONG_OUTPUT
+    from vllm_diag.postmortem.symptom_words import WRONG_OUTPUT
 
     for said in ("GSM8K accuracy depends on concurrency", "answers are fluent but wrong", "it repeats the question"):
-        assert _WRONG_OUTPUT.search(said), said
+        assert WRONG_OUTPUT.search(said), said
     report = ("Qwen3.5-35B-A3B + MTP: GSM8K accuracy depends on concurrency, vllm 0.16.0\n"
               "vllm serve Qwen/Qwen3.5-35B-A3B --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'\n")
     assert analyze_text(report, "x.log", use_preflight=False).findings[0].category == "mixed_batch"

@@ -34,7 +34,7 @@ def test_the_same_refusal_told_as_what_happened_is_still_the_failure():
     assert "--mamba-block-size can only be set with --enable-prefix-caching" in top.message
 
 
-# one phrase for each branch of the wrong-output words (prose._WRONG_OUTPUT), in the cases reporters write them
+# one phrase for each branch of the wrong-output words (symptom_words.WRONG_OUTPUT), in the cases reporters write them
 _WRONG_OUTPUT_PHRASES = [
     "the output is GARBLED", "outputs are gibberish", "Corrupted output on long prompts", "repeated phrases everywhere",
     "it switches language mid sentence", "the model answers nonsense", "the reply is unrelated to the conversation",
@@ -57,10 +57,10 @@ _WRONG_OUTPUT_PHRASES = [
 def test_every_branch_of_the_wrong_output_words_passes_the_cheap_test_before_it():
     """The prose reader only runs the wrong-output regex on lines holding one of its hint words: a branch whose
     words are not among the hints would never be read."""
-    from vllm_diag.postmortem.prose import _WRONG_OUTPUT
+    from vllm_diag.postmortem.symptom_words import WRONG_OUTPUT
 
     for phrase in _WRONG_OUTPUT_PHRASES:
-        assert _WRONG_OUTPUT.search(phrase), phrase
+        assert WRONG_OUTPUT.search(phrase), phrase
         log = f"Qwen3-Next with MTP (num_speculative_tokens=2) on vLLM 0.26.0: {phrase}"
         assert analyze_text(log, "t.log", use_preflight=False).facts.startup.get("wrong_output_prose"), phrase
 
