@@ -213,6 +213,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.hit_rate_count = 0
         self.hit_rate_max = 0.0
         self.hit_rate_runs: dict[str, list] = {}  # engine process (pid, "" unprefixed) -> [samples, largest rate]
+        self.hit_rate_epoch = 0  # runs the reporter's headers part ("MTP off:") inside one process id (a container's pid 1)
         self.arch_mentions: list[str] = []
         self.model_lines: list[tuple[int, str]] = []
         self.draft_lines: list[tuple[int, str]] = []

@@ -82,6 +82,11 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"stream|verif)\w*|"
                           r"(?:request|prompt)s? (?:comes?|came|arrives?|arrived|lands?)(?: in)? (?:mid[- ]?(?:generation|"
                           r"decode|stream)|during (?:the )?(?:decod|generat)\w*)|"
+                          # requests decoding or finishing while others are still in their prompt: "when some requests
+                          # finish while others are mid-prefill (chunked)", "while another prompt is prefilling"
+                          r"\bwhile (?:the )?(?:others?|other (?:requests?|prompts?|sequences?)|another (?:request|prompt)|"
+                          r"(?:some|a few|new) (?:requests?|prompts?))\b[^.]{0,15}?\b(?:mid[- ]?prefill|prefilling|"
+                          r"in (?:the middle of )?(?:a |their )?(?:chunked )?prefill)|"
                           # the hybrid builders' own counters (vllm/v1/attention/backends/gdn_attn.py, mamba_attn.py)
                           # printed for one step: spec decodes together with prefills or plain decodes
                           r"num_prefills\s*[=:]\s*[1-9]\d*\W+(?:num_decodes\s*[=:]\s*\d+\W+)?num_spec_decodes\s*[=:]\s*[1-9]|"
@@ -367,6 +372,14 @@ _PC_NEEDED = re.compile(
     r")?prefix[ -]cach(?:ing|e hits?)|apc|cache hits?)\b", re.I)
 
 
+# the reporter's header for a run with a setting switched: the drafts or prefix caching named beside on/off words
+# ("MTP 끄면:", "MTP off ->", "without --speculative-config:", "ohne MTP:", "关掉 MTP 后")
+_RUN_HEADER = re.compile(r"(?:" + DRAFTS_WORDS + r"|prefix[ -]caching|--[a-z][\w-]+)\b[^\n]{0,40}?(?:\b(?:off|on|disabled|"
+                         r"enabled|removed)\b|\ub044|\ucf1c|\u5173|\u5f00|\u5916\u3059|\u7121\u52b9)|"
+                         r"(?:\b(?:without|with|no|ohne|mit|sin|con|sans|avec)\b|" + WITHOUT_WORDS + r"|\u5173\u6389|\u53bb\u6389|"
+                         r"\u4e0d\u5f00|\u5f00\u542f)\s*[`'\"]?(?:" + DRAFTS_WORDS + r"|prefix[ -]caching|--[a-z][\w-]+)")
+
+
 _FAILS = re.compile(r"^\W{0,3}(?:it |that |this |still |also |then |always )?(?:crash|die|dies|died|fail|break|hang|"
                     r"error|throw|raise|abort|segfault|does not work|doesn't work|is broken)", re.I)
 
@@ -435,6 +448,10 @@ class ProseLines:
 
     def _prose_line(self, line: Line) -> None:
         text = line.text
+        if self.hit_rate_count and len(text) < 160 and _RUN_HEADER.search(text):
+            # a header between pasted metrics naming the setting changed ("MTP 끄면:", "without --enable-prefix-caching:"):
+            # the lines after it are another run, even from a process id the restart reused (a container's pid 1)
+            self.hit_rate_epoch += 1
         # a reporter's sentence hard-wrapped over two lines ("... of responses are complete" / "junk from the first
         # token"): the symptom phrases are also looked for across the break
         prev = getattr(self, "_prev_prose", None)
@@ -480,7 +497,8 @@ class ProseLines:
         # (vLLM's capture progress bar names its graphs "mixed prefill-decode": no batch of the failure)
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and "Capturing CUDA graphs" not in text and any(
                 k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a", "match",
-                                    "generating", "mixing", "overlap", "mid-gen", "mid gen", "while the", "during")):
+                                    "generating", "mixing", "overlap", "mid-gen", "mid gen", "while the", "during",
+                                    "prefill")):
             # (a sentence hard-wrapped over two lines: the joined pair, searched only when there is one)
             m = _MIXED_PROSE.search(text) or (_MIXED_PROSE.search(wide) if wide != text else None)
             if m:

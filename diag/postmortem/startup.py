@@ -250,7 +250,7 @@ class StartupLines:
         self.hit_rate_max = max(self.hit_rate_max, value)
         # (per engine process: a log of two runs -- drafts on, then a restart without them -- has a rate of each)
         pid = _PID.search(display)
-        run = self.hit_rate_runs.setdefault(pid.group(1) if pid else "", [0, 0.0])
+        run = self.hit_rate_runs.setdefault(f"{pid.group(1) if pid else ''}#{self.hit_rate_epoch}", [0, 0.0])
         run[0] += 1
         run[1] = max(run[1], value)
         self.hit_rates.append(value)
