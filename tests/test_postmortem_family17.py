@@ -4,6 +4,8 @@ reports are written here; vLLM's lines are in its own formats."""
 
 from __future__ import annotations
 
+import pytest
+
 from vllm_diag.postmortem import facts_from_text
 from vllm_diag.postmortem.analyze import analyze_text
 
@@ -53,3 +55,21 @@ def test_requests_finishing_while_others_are_mid_prefill_is_a_mixed_batch():
     f = facts_from_text("It happens when some requests finish while others are mid-prefill (chunked).")
     assert f.startup["mixed_prose"] == "while others are mid-prefill"
     assert not facts_from_text("The server was mid-prefill when the OOM killer fired.").startup.get("mixed_prose")
+
+
+@pytest.mark.parametrize("said, words", [
+    ("Crashes as soon as new prompts get admitted while others are still speculating.",
+     "prompts get admitted while others are still speculating"),
+    ("1200 prompts, so the scheduler is constantly mixing prefill chunks with spec decodes.",
+     "mixing prefill chunks with spec decodes"),
+])
+def test_prompts_admitted_beside_drafting_requests_are_a_mixed_batch(said, words):
+    assert facts_from_text(said).startup["mixed_prose"] == words
+
+
+@pytest.mark.parametrize("said", [
+    "We are mixing long and short prompts in one benchmark.",
+    "The GPU idles while others are still downloading weights.",
+])
+def test_other_mixes_are_no_mixed_batch(said):
+    assert not facts_from_text(said).startup.get("mixed_prose")

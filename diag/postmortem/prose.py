@@ -77,9 +77,12 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           # while the first is still decoding", "a 2nd request comes in mid-generation"
                           r"decod\w*\b[^.]{0,40}\band\b[^.]{0,40}\bprefill\w*\b[^.]{0,20}\b(?:the )?same (?:step|batch|forward)\b|"
                           r"prefill\w*\b[^.]{0,40}\boverlap\w*\b[^.]{0,30}\bdecod\w*|"
-                          r"(?:request|prompt)s?\b[^.]{0,40}\bwhile (?:the |an? )?(?:first|other|previous|earlier|existing|"
+                          r"(?:request|prompt)s?\b[^.]{0,40}\bwhile (?:the |an? )?(?:first|others?|previous|earlier|existing|"
                           r"running)\b[^.]{0,25}\b(?:is |are )?(?:still )?(?:in (?:the )?(?:MTP |spec\w* |draft )?)?(?:decod|generat|"
-                          r"stream|verif)\w*|"
+                          r"stream|verif|speculat|draft)\w*|"
+                          # "the scheduler is constantly mixing prefill chunks with spec decodes"
+                          r"\bmix(?:es|ed|ing)? (?:\w+ )?prefill\w*(?: chunks?)? (?:with|and) (?:\w+ )?(?:spec(?:ulative)?[- ]?)?"
+                          r"decod\w*|"
                           r"(?:request|prompt)s? (?:comes?|came|arrives?|arrived|lands?)(?: in)? (?:mid[- ]?(?:generation|"
                           r"decode|stream)|during (?:the )?(?:decod|generat)\w*)|"
                           # requests decoding or finishing while others are still in their prompt: "when some requests
@@ -498,7 +501,7 @@ class ProseLines:
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and "Capturing CUDA graphs" not in text and any(
                 k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a", "match",
                                     "generating", "mixing", "overlap", "mid-gen", "mid gen", "while the", "during",
-                                    "prefill")):
+                                    "prefill", "while oth")):
             # (a sentence hard-wrapped over two lines: the joined pair, searched only when there is one)
             m = _MIXED_PROSE.search(text) or (_MIXED_PROSE.search(wide) if wide != text else None)
             if m:
