@@ -73,3 +73,70 @@ def test_prompts_admitted_beside_drafting_requests_are_a_mixed_batch(said, words
 ])
 def test_other_mixes_are_no_mixed_batch(said):
     assert not facts_from_text(said).startup.get("mixed_prose")
+
+
+def test_a_trial_told_with_an_arrow_is_not_the_set_up():
+    """ "1. --no-enable-prefix-caching -> output correct": the flag is what the reporter tried, not the run that failed
+    (and the arrow is no flag value)."""
+    f = facts_from_text("\n".join([
+        "vllm serve Qwen/Qwen3.5-35B-A3B --max-num-seqs 64 \\",
+        "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+        "What I tried:",
+        "1. --no-enable-prefix-caching -> output correct.",
+        "2. --enforce-eager -> still corrupt.",
+    ]))
+    assert "enable_prefix_caching" not in f.args and "enforce_eager" not in f.args and ">" not in f.args
+    assert f.args["max_num_seqs"] == 64
+
+
+_CONNECTOR_ON_HYBRID = [
+    "Granite-4.0-H with LMCache dies at start; the same command without --kv-transfer-config serves fine.",
+    "vllm serve ibm-granite/granite-4.0-h-small --enable-prefix-caching "
+    "--kv-transfer-config '{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}'",
+    "(APIServer pid=1) INFO 03-02 09:14:33 [model.py:541] Resolved architecture: GraniteMoeHybridForCausalLM",
+    "(APIServer pid=1) WARNING 03-02 09:14:33 [vllm.py:1292] Turning off hybrid kv cache manager because "
+    "`--kv-transfer-config` is set. This will reduce the performance of vLLM on LLMs with sliding window attention "
+    "or Mamba attention.",
+    "(EngineCore_DP0 pid=277) ERROR 03-02 09:16:02 [core.py:1136] EngineCore failed to start.",
+    "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    "Without the connector -> OK.",
+]
+
+
+def test_vllm_turning_the_hybrid_manager_off_is_the_manager_disabled():
+    assert facts_from_text("\n".join(_CONNECTOR_ON_HYBRID)).startup["hybrid_kv_cache_manager_disabled"] is True
+
+
+def test_a_fix_that_removes_what_turned_the_hybrid_manager_off_confirms_the_page_class():
+    """Removing the connector turns the hybrid KV cache manager back on: the A/B test points at the page-unification
+    class, it does not clear it."""
+    lead = _analyze(_CONNECTOR_ON_HYBRID).findings[0]
+    assert lead.category == "kv_page_size" and lead.confidence == "low"
+
+
+def test_a_fix_outside_the_manager_still_clears_the_families():
+    lines = [*_CONNECTOR_ON_HYBRID[1:-1], "Raising the pod's memory limit -> OK."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "memory limit" in lead.basis
+
+
+@pytest.mark.parametrize("error", [
+    "torch._inductor.exc.InductorError: OSError: [Errno 28] No space left on device: '/root/.cache/vllm/x.tmp'",
+    "OSError: [Errno 122] Disk quota exceeded",
+    "OSError: [Errno 24] Too many open files",
+])
+def test_the_host_file_system_is_a_near_miss(error):
+    lines = [
+        "vllm serve ibm-granite/granite-4.0-h-small --enable-prefix-caching "
+        "--speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":5,\"prompt_lookup_max\":5}'",
+        "(EngineCore pid=212) INFO 06-04 10:22:19 [interface.py:1096] Setting attention block size to 400 tokens to "
+        "ensure that attention page size is >= mamba page size.",
+        "(EngineCore pid=212) ERROR 06-04 10:24:40 [core.py:1203] EngineCore failed to start.",
+        "(EngineCore pid=212) ERROR 06-04 10:24:40 [core.py:1203] Traceback (most recent call last):",
+        '(EngineCore pid=212) ERROR 06-04 10:24:40 [core.py:1203]   File ".../vllm/v1/worker/gpu_model_runner.py", '
+        "line 5843, in _dummy_run",
+        "(EngineCore pid=212) ERROR 06-04 10:24:40 [core.py:1203]     outputs = self.model(",
+        f"(EngineCore pid=212) ERROR 06-04 10:24:40 [core.py:1203] {error}",
+    ]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and lead.rule == "near_miss"

@@ -29,9 +29,10 @@ _YAML_ITEM = re.compile(r"^\s*-\s+(.*?)\s*$")
 # a bullet of prose, not an argv item: an arrow to an outcome, or words that do not open with a flag, a JSON value or
 # the command itself ("keep prefix caching, remove --speculative-config -> problem gone")
 _OUTCOME_ARROW = re.compile(r"\s(?:->|=>|\u2192)\s")
+_TRIAL_ARROW_AFTER = re.compile(r"^[^.;!?\n]{0,40}?" + _OUTCOME_ARROW.pattern)
 _PROSE_ITEM = re.compile(_OUTCOME_ARROW.pattern + r"|^(?![-{\[\"']|vllm\s|python)\S+\s+\S+\s+\S+")
 _INLINE_FLAG = re.compile(
-    r"(?<![\w-])(--[a-z][a-z0-9_-]+(?:\.[a-z_]+)?)(?:[ =](?!-{1,2}[a-z])('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)`]+))?"
+    r"(?<![\w-])(--[a-z][a-z0-9_-]+(?:\.[a-z_]+)?)(?:[ =](?!-{1,2}[a-z]|[-=]>)('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)`]+))?"
     # vLLM's short parallel-size aliases with a number ("-tp 4", "-pp 2", "-dcp 8"; "--tp 2" as reporters write it)
     r"|(?<![\w-])(--?(?:tp|pp|dp|dcp|pcp|ep))[ =](\d+)\b"
 )
@@ -73,7 +74,9 @@ _PROSE_WORDS = frozenset({"is", "was", "are", "were", "be", "and", "or", "but", 
 def workaround_flag(text: str, start: int, end: int) -> bool:
     """The flag at ``text[start:end]`` is named as what avoids the failure, not as the failing set-up."""
     before, after = text[max(0, start - 90):start], text[end:end + 80]
-    return bool(_WORKAROUND_BEFORE.search(before)) or bool(_WORKAROUND_AFTER.match(after))
+    # "1. --no-enable-prefix-caching -> output correct", "4. --enforce-eager -> still corrupt": a trial and its outcome
+    return bool(_WORKAROUND_BEFORE.search(before)) or bool(_WORKAROUND_AFTER.match(after)) or bool(
+        _TRIAL_ARROW_AFTER.match(after))
 
 
 _BARE_FLAG = re.compile(r"(?<![\w.\-/$])[\"']?([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)[\"']?(?:\s*([=:])\s*[\"']?(\d+(?:\.\d+)?|True|"
@@ -391,7 +394,8 @@ class CommandLines:
                 if indented and m.group(2) != ":":
                     continue
                 # "with num_speculative_tokens=1 it never happened", "works with num_speculative_tokens 1"
-                if _WORKAROUND_AFTER.match(text[m.end():m.end() + 80]) or _WORKS_WITH_BEFORE.search(
+                if _WORKAROUND_AFTER.match(text[m.end():m.end() + 80]) or _TRIAL_ARROW_AFTER.match(
+                        text[m.end():m.end() + 80]) or _WORKS_WITH_BEFORE.search(
                         text[max(0, m.start() - 60):m.start()]):
                     continue
                 if len(self.inline_flags) < 100 and not text[max(0, m.start() - 2):m.start()].endswith("-"):

@@ -256,10 +256,23 @@ def ab_tests_clear_families(facts: LogFacts, setup: Setup, *, no_drafts_counts: 
         # classes are out from the start
         without_spec = ("the run has no speculative decoding" +
                         (f" ('{said['no_spec_prose']}')" if said.get("no_spec_prose") else " (its configuration has none)"))
-    others = [f"'{said[k]}'" for k in ("persists_without_pc_prose", "other_fix_prose", "one_host_prose") if said.get(k)]
+    others = [f"'{said[k]}'" for k in ("persists_without_pc_prose", "other_fix_prose", "one_host_prose") if said.get(k)
+              and not (k == "other_fix_prose" and _turns_hma_back_on(str(said[k]), facts, setup))]
     if not without_spec or not (others or setup.hybrid is False):
         return None
     return "; ".join([without_spec, *others])
+
+
+# what vLLM turns the hybrid KV cache manager off for: a KV connector (LMCache, NIXL, Mooncake, offloading), KV events,
+# or the flag itself
+_HMA_OFF_CAUSES = re.compile(r"connector|kv[-_ ]?transfer|lmcache|nixl|mooncake|offload\w*|kv[-_ ]events|"
+                             r"hybrid[-_ ]kv[-_ ]cache[-_ ]manager", re.I)
+
+
+def _turns_hma_back_on(fix: str, facts: LogFacts, setup: Setup) -> bool:
+    """The reporter's fix removes what made vLLM run this hybrid without its hybrid KV cache manager ("without the
+    connector -> OK"): the fix confirms the page-unification class instead of clearing it."""
+    return bool(setup.hybrid and facts.startup.get("hybrid_kv_cache_manager_disabled") and _HMA_OFF_CAUSES.search(fix))
 
 
 def config_known(facts: LogFacts) -> bool:

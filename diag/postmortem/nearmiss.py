@@ -35,6 +35,11 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
     ("host synchronisation during CUDA-graph capture", re.compile(r"operation not permitted when stream is capturing|"
                                                                    r"cudaErrorStreamCaptureUnsupported|"
                                                                    r"stream is capturing", re.I)),
+    # the host's file system: a disk (a torch.compile / Triton cache, a download) full, over quota or read-only, or
+    # the process out of file descriptors
+    ("host file system (disk full, quota, read-only, open files)", re.compile(
+        r"No space left on device|\[Errno (?:28|122|30|24)\]|\bENOSPC\b|Disk quota exceeded|Read-only file system|"
+        r"Too many open files")),
     # the API server's port (or a distributed rendezvous port) already taken by another process
     ("server address already in use", re.compile(r"Address already in use|EADDRINUSE|\[Errno 98\]")),
     ("Triton / GPU generation", re.compile(r"triton\.compiler|CompilationError|fp8e4nv not supported|"

@@ -77,7 +77,9 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           # while the first is still decoding", "a 2nd request comes in mid-generation"
                           r"decod\w*\b[^.]{0,40}\band\b[^.]{0,40}\bprefill\w*\b[^.]{0,20}\b(?:the )?same (?:step|batch|forward)\b|"
                           r"prefill\w*\b[^.]{0,40}\boverlap\w*\b[^.]{0,30}\bdecod\w*|"
-                          r"(?:request|prompt)s?\b[^.]{0,40}\bwhile (?:the |an? )?(?:first|others?|previous|earlier|existing|"
+                          # (a request that hits the prefix cache while others draft is the cached state's story)
+                          r"(?:request|prompt)s?\b(?:(?!\bhits?\b|\bcache)[^.]){0,40}\bwhile (?:the |an? )?(?:first|others?|"
+                          r"previous|earlier|existing|"
                           r"running)\b[^.]{0,25}\b(?:is |are )?(?:still )?(?:in (?:the )?(?:MTP |spec\w* |draft )?)?(?:decod|generat|"
                           r"stream|verif|speculat|draft)\w*|"
                           # "the scheduler is constantly mixing prefill chunks with spec decodes"

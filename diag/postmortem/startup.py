@@ -359,6 +359,8 @@ class StartupLines:
             m = _HYBRID_OFF_WHY.search(text)
             if m and "hybrid_kv_cache_manager_off_reason" not in self.facts.startup:
                 self._set_startup("hybrid_kv_cache_manager_off_reason", m.group(1).strip().rstrip(".")[:200], line)
+            if m:  # (the manager is off from here: on a hybrid, every spec must fold into one type)
+                self._set_startup("hybrid_kv_cache_manager_disabled", True, line)
         if "non-default args:" in text:
             i = text.index("non-default args:") + len("non-default args:")
             try:
