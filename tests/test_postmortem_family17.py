@@ -140,3 +140,51 @@ def test_the_host_file_system_is_a_near_miss(error):
     ]
     lead = _analyze(lines).findings[0]
     assert lead.category == "other" and lead.rule == "near_miss"
+
+
+@pytest.mark.parametrize("said, words", [
+    ("受理率は高いのに、MTP ありの方が TPOT が悪いです。", "TPOT が悪い"),
+    ("开了 MTP 之后吞吐下降了很多", "吞吐下降"),
+    ("MTP 켜면 TPOT이 나빠집니다", "TPOT이 나빠"),
+])
+def test_a_latency_gone_bad_in_japanese_chinese_and_korean_is_slowness(said, words):
+    assert facts_from_text(said).startup["slow_prose"] == words
+
+
+@pytest.mark.parametrize("said, n", [
+    ("- same but --max-num-seqs 256: starts", 256),
+    ("max_num_seqs=128 works fine", 128),
+    ("--max-num-seqs 64 -> comes up", 64),
+])
+def test_fewer_sequences_that_start(said, n):
+    assert facts_from_text(said).startup["fewer_seqs_work"] == n
+
+
+def test_a_flag_after_the_number_is_not_the_number_that_starts():
+    assert "fewer_seqs_work" not in facts_from_text("--max-num-seqs 512 --enforce-eager: starts").startup
+
+
+_HYBRID_DRAFT_SEQS = [
+    "Nemotron-H 8B with a draft model won't start on L40S with max_num_seqs 512.",
+    "args: --model nvidia/Nemotron-H-8B-Reasoning-128K --max-num-seqs 512 --max-model-len 131072 "
+    "--speculative-config '{\"method\":\"draft_model\",\"model\":\"nvidia/Nemotron-H-4B-Instruct-128K\","
+    "\"num_speculative_tokens\":3}'",
+    "(EngineCore pid=140) INFO 05-20 13:03:12 [gpu_worker.py:451] Available KV cache memory: 9.72 GiB",
+    "(EngineCore pid=140) ERROR 05-20 13:03:13 [core.py:1139] EngineCore failed to start.",
+    "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+]
+
+
+def test_a_hybrid_start_that_fewer_sequences_fix_is_the_mamba_block_budget():
+    lead = _analyze([*_HYBRID_DRAFT_SEQS, "- same but --max-num-seqs 256: starts"]).findings[0]
+    assert lead.category == "mamba_block_budget" and lead.confidence == "low"
+    assert lead.numbers["max_num_seqs"] == 512 and lead.numbers["max_num_seqs_that_starts"] == 256
+
+
+def test_without_the_fewer_sequences_test_the_draft_reading_stays():
+    assert _analyze(_HYBRID_DRAFT_SEQS).findings[0].category == "kv_page_size"
+
+
+def test_a_trial_that_crashes_is_the_failing_set_up():
+    f = facts_from_text("  - --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'  -> crash after ~4 min")
+    assert f.args["num_speculative_tokens"] == 3

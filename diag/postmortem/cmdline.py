@@ -29,7 +29,14 @@ _YAML_ITEM = re.compile(r"^\s*-\s+(.*?)\s*$")
 # a bullet of prose, not an argv item: an arrow to an outcome, or words that do not open with a flag, a JSON value or
 # the command itself ("keep prefix caching, remove --speculative-config -> problem gone")
 _OUTCOME_ARROW = re.compile(r"\s(?:->|=>|\u2192)\s")
-_TRIAL_ARROW_AFTER = re.compile(r"^[^.;!?\n]{0,40}?" + _OUTCOME_ARROW.pattern)
+# a trial told with its outcome: "--no-enable-prefix-caching -> output correct", "--enforce-eager -> still corrupt" (one
+# with a crash for outcome -- "--speculative-config '{...}' -> crash after 4 min" -- is the failing set-up itself)
+_TRIAL_ARROW_AFTER = re.compile(r"^[^.;!?\n]{0,40}?" + _OUTCOME_ARROW.pattern + r"\W{0,3}(?:(?:the )?output |it )?"
+                                r"(?:still|same|also|no (?:crash|error|issue|problem|fault|more)|never|fine|ok|okay|works?|"
+                                r"worked|correct|clean|stable|starts?|started|boots?|solved|fixed|gone|normal|good|"
+                                r"better|pass(?:es|ed)?|survive[sd]?)\b"
+                                # "--max-num-seqs 256: starts": a setting and the start it gave, right after it
+                                r"|^\s*:?\s*(?:it\s+|then\s+it\s+)?(?:starts?|started|boots?|booted|comes up|came up)\b", re.I)
 _PROSE_ITEM = re.compile(_OUTCOME_ARROW.pattern + r"|^(?![-{\[\"']|vllm\s|python)\S+\s+\S+\s+\S+")
 _INLINE_FLAG = re.compile(
     r"(?<![\w-])(--[a-z][a-z0-9_-]+(?:\.[a-z_]+)?)(?:[ =](?!-{1,2}[a-z]|[-=]>)('[^']*'|\"[^\"]*\"|\{[^}]*\}|[^\s,;)`]+))?"

@@ -106,6 +106,16 @@ def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_num
         reason = ("vLLM logged that the hybrid KV cache manager is disabled for this hybrid model: the KV-cache "
                   "configuration at start must then fold the Mamba/GDN state specs and the attention specs into one "
                   "type, which it cannot")
+    elif at_start and setup.hybrid and isinstance(fewer_seqs := facts.startup.get("fewer_seqs_work"), int) \
+            and isinstance(seqs := facts.args.get("max_num_seqs"), int) and fewer_seqs < seqs:
+        # a hybrid holds one Mamba state block per running request: with CUDA graphs vLLM checks at start that
+        # max_num_seqs fits in the Mamba cache blocks the KV memory left ("max_num_seqs (N) exceeds available Mamba cache
+        # blocks (M)"), and a draft model's weights and KV leave fewer
+        cat = "mamba_block_budget"
+        reason = (f"a hybrid keeps one Mamba state block per running request, and at start (with CUDA graphs) vLLM checks "
+                  f"that max_num_seqs {seqs} fits in the Mamba cache blocks the KV memory left; the report: "
+                  f"--max-num-seqs {fewer_seqs} starts")
+        nums.update({"max_num_seqs": seqs, "max_num_seqs_that_starts": fewer_seqs})
     elif at_start and setup.hybrid and str(facts.args.get("kv_cache_dtype") or "").lower().startswith("fp8"):
         # a quantized KV cache on a hybrid: the attention pages shrink with the dtype while the Mamba/GDN state pages
         # do not, and the KV-cache configuration at start must still unify them
@@ -145,4 +155,5 @@ def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_num
               + (f"; the report ties it to the drafts ('{tied}')" if tied and not at_start else ""),
         title=f"{title_of(cat)} (inferred: " + ("a bare assert without its site)" if bare else
                                                 "the worker's error is missing from the log)"),
-        message=first, numbers=nums, evidence=ev + fact_evidence(facts, "spec_tied_prose", "fewer_drafts_work"), missing=missing)
+        message=first, numbers=nums, evidence=ev + fact_evidence(
+            facts, "spec_tied_prose", "fewer_drafts_work", "fewer_seqs_work"), missing=missing)

@@ -137,6 +137,11 @@ _FEWER_DRAFTS_WORK = re.compile(
     r"\b(?:is |was |it )?(?:fine|works?|worked|ok|okay|starts?|started|boots?|booted|serves?|survived|(?:runs?|ran) (?:fine|ok|clean|stable)|stable)\b|"
     r"\bwith (\d) (?:speculative |spec |draft |MTP )?tokens?,? (?:it |everything )?(?:boots|starts|works|runs|serves|is fine)\b",
     re.I)
+# the reporter saying fewer sequences start ("--max-num-seqs 256: starts", "max_num_seqs=128 works"): the number tried
+_FEWER_SEQS_WORK = re.compile(
+    r"(?:--max-num-seqs|\bmax_num_seqs|\bmax-num-seqs)[\"'`]?\s*[=: ]?\s*(\d{1,5})\b(?![.\d])[`'\"]?(?:(?!--)[^.\n]){0,20}?"
+    r"(?:->|=>|\u2192|:)?\s*(?:it |then it |everything )?(?:is |was )?(?:fine|works?|worked|ok|okay|starts?|started|boots?|"
+    r"booted|serves?|comes up|came up|(?:runs?|ran) (?:fine|ok|clean))\b", re.I)
 # the same tie in the languages reports come in: the drafts off and it works -- "去掉 --speculative-config 就能正常起来",
 # "MTPを外すと正常", "ohne MTP läuft es", "sin MTP funciona", "sans MTP ça marche", "MTP를 끄면 정상"
 _SPEC_TIED_I18N = re.compile(
@@ -535,6 +540,10 @@ class ProseLines:
             if m:
                 self.facts.startup["fewer_drafts_work"] = int(m.group(1) or m.group(2))
                 self.facts.lines["fewer_drafts_work"] = (line.lineno, text.strip()[:500])
+        if "fewer_seqs_work" not in self.facts.startup and len(text) < 2000 and "num" in text.lower() \
+                and (m := _FEWER_SEQS_WORK.search(text)):
+            self.facts.startup["fewer_seqs_work"] = int(m.group(1))
+            self.facts.lines["fewer_seqs_work"] = (line.lineno, text.strip()[:500])
         if "last_chunk_tokens" not in self.facts.startup and len(text) < 2000 and (
                 "%" in text or "chunk" in text or "+" in text or "mod" in text):
             m = _LAST_CHUNK.search(text)
@@ -646,7 +655,8 @@ class ProseLines:
                                        "\ub290", "\u6162", "\u9045", "langsam", "lent", "\u043c\u0435\u0434\u043b", "trager", "langzam",
                                        "wolniej", "pomal", "yava\u015f", "ch\u1eadm", "lambat", "l\u00e5ngsam",
                                        "\u043f\u043e\u0432\u0456\u043b\u044c\u043d", "\u0927\u0940\u092e\u093e", "\u0623\u0628\u0637\u0623",
-                                       "\u0e0a\u0e49\u0e32")):
+                                       "\u0e0a\u0e49\u0e32", "\u60aa", "\u5dee", "\u4e0b\u964d", "\ub098\ube60", "\ub098\uc058",
+                                       "\uc545\ud654", "\ub5a8\uc5b4")):
                 self._first_words("slow_prose", SLOW, wide, line)
             if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
                 self._first_words("hang_prose", HANG, text, line)

@@ -310,6 +310,11 @@ SLOW = re.compile(
     # "más lento", "plus lent", "mais lento", "медленнее"
     r"\ub290\ub824|\ub290\ub9bd|\u53d8\u6162|\u66f4\u6162|\u6162\u4e86|\u8fd8\u6162|\u6bd4[^\u3002\n]{0,15}?\u6162|\u9045\u304f|\u9045\u3044|\blangsamer\b|"
     r"\bm\u00e1s lent[oa]s?\b|\bplus lente?s?\b|\bmais lent[oa]s?\b|\u043c\u0435\u0434\u043b\u0435\u043d\u043d\u0435\u0435|"
+    # a latency or throughput figure gone bad in Japanese, Chinese and Korean: "TPOT が悪い", "吞吐下降", "TPOT이 나빠"
+    r"(?:TPOT|ITL|TTFT|\u30b9\u30eb\u30fc\u30d7\u30c3\u30c8|\u30ec\u30a4\u30c6\u30f3\u30b7|\u541e\u5410\w?|\u5ef6\u8fdf|"
+    r"\ucc98\ub9ac\ub7c9|\uc9c0\uc5f0)\s*(?:\u304c|\u306f|\u3082|\uc774|\uac00|\uc740|\ub294)?\s*(?:\u60aa\u3044|\u60aa\u304f|"
+    r"\u60aa\u5316|\u4f4e\u4e0b|\u53d8\u5dee|\u66f4\u5dee|\u4e0b\u964d|\u6076\u5316|\ub098\ube60|\ub098\uc058|\uc545\ud654|"
+    r"\ub5a8\uc5b4)|"
     # Italian, Dutch, Polish, Czech, Turkish, Vietnamese, Indonesian, Swedish, Ukrainian, Hindi, Arabic, Thai
     r"\bpi\u00f9 lent[oaie]\b|\blentissim\w*|\blangzamer\b|\btrager\b|\bwolniej\b|\bpomalej\w*|\bpomal\u00e9\b|"
     r"\byava\u015f\w*|\bch\u1eadm h\u01a1n\b|\br\u1ea5t ch\u1eadm\b|\b(?:lebih|sangat|jadi) lambat\b|\bl\u00e5ngsammare\b|"
