@@ -188,3 +188,17 @@ def test_without_the_fewer_sequences_test_the_draft_reading_stays():
 def test_a_trial_that_crashes_is_the_failing_set_up():
     f = facts_from_text("  - --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'  -> crash after ~4 min")
     assert f.args["num_speculative_tokens"] == 3
+
+
+@pytest.mark.parametrize("said, words", [
+    ("Nemotron-H 47B: TPOT ~95 ms on H100 while the blog says ~30 ms.", "TPOT ~95 ms on H100 while the blog"),
+    ("Granite-4.0-H on 4x L40S scales terribly: TP=4 gives only ~1.3x over TP=2.", "scales terribly"),
+    ("TP=4 gives only 1.3x over TP=2", "only 1.3x over"),
+    ("Kimi-Linear throughput dropped 40% after moving to the new rack", "throughput dropped 40%"),
+])
+def test_slowness_told_against_a_reference(said, words):
+    assert facts_from_text(said).startup["slow_prose"] == words
+
+
+def test_a_figure_beside_a_reference_that_is_not_slowness():
+    assert not facts_from_text("TPOT 30 ms, as the blog says.").startup.get("slow_prose")
