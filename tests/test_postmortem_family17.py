@@ -202,3 +202,15 @@ def test_slowness_told_against_a_reference(said, words):
 
 def test_a_figure_beside_a_reference_that_is_not_slowness():
     assert not facts_from_text("TPOT 30 ms, as the blog says.").startup.get("slow_prose")
+
+
+@pytest.mark.parametrize("said", [
+    'Our gateway template starts the system prompt with "Current time: {{now}} (request id {{uuid}})".',
+    "Every request begins the system prompt with the request id and a timestamp.",
+])
+def test_a_prompt_that_opens_with_a_per_request_value(said):
+    assert facts_from_text(said).startup.get("varying_prefix_prose")
+
+
+def test_an_answer_that_opens_with_the_time_is_no_varying_prefix():
+    assert not facts_from_text("The answer begins with the current time.").startup.get("varying_prefix_prose")

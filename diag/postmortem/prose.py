@@ -306,7 +306,8 @@ _COLLECTIVE_TOLD = re.compile(r"\b(?:all[_-]?reduce|all[_-]?gather|collective|nc
 # a per-request value interpolated into a prompt template: a time, a UUID, a request / session / trace id
 # (a template's field, not a JSON object: no quotes or colons inside the braces)
 _VARYING_PREFIX = re.compile(r"\{[^{}\n\"':]{0,40}?(?:uuid\d?\(\)|uuid\.uuid\d\(\)|datetime\.(?:utc)?now\(\)|time\.time\(\)|"
-                             r"\b(?:request|session|trace|conversation)_?id\b|\btimestamp\b)[^{}\n\"':]{0,40}\}", re.I)
+                             r"\b(?:request|session|trace|conversation)_?id\b|\btimestamp\b|\buuid\b|\bnow\b|"
+                             r"\bcurrent_?(?:time|date)\b)[^{}\n\"':]{0,40}\}", re.I)
 # a captured request whose system prompt opens with a per-request value: a UUID or an ISO time within its first 80
 # characters ({"role": "system", "content": "Session: 7f3c2a9e-... | Now: 2026-04-27T09:40:11Z\n..."})
 _SYSTEM_HEAD_VALUE = re.compile(r"[\"']role[\"']\s*:\s*[\"']system[\"']\s*,\s*[\"']content[\"']\s*:\s*[\"']([^\"']{0,80}?"
@@ -319,6 +320,9 @@ _VARYING_PREFIX_TOLD = re.compile(
     r"\b[^\n]{0,120}?\b(?:to|at|in) the "
     r"\W{0,2}(?:start|beginning|front|top|head)\W{0,2} of (?:every|each|all|the) (?:system )?(?:prompts?|requests?|"
     r"messages?)\b|"
+    # "our gateway template starts the system prompt with 'Current time: {{now}} (request id {{uuid}})'"
+    r"\b(?:starts?|begins?|opens?|starting|beginning|opening) (?:the |every |each |all )?(?:system )?(?:prompts?|messages?) "
+    r"with\b[^\n]{0,80}?\b" + _PER_REQUEST_WORDS + r"|"
     # "puts 'Current time: ...' as the FIRST line of the system prompt", "moving the timestamp to the end -> 71%"
     r"\b" + _PER_REQUEST_WORDS + r"\b[^\n]{0,120}?\b"
     r"(?:as|on|in|at) the (?:very )?first (?:line|tokens?|thing|part)s? of (?:the |every |each |all )?(?:system )?"
