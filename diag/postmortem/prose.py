@@ -576,8 +576,8 @@ class ProseLines:
             self.facts.startup["varying_prefix_prose"] = f"the system prompt opens with a per-request value: '{m.group(1)}'"
             self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000 and "varying_prefix_prose" not in self.facts.startup and (
-                "prepend" in wide or "start" in wide or "beginning" in wide or "front" in wide or "first" in wide.lower()
-                or "mov" in wide.lower()):
+                "prepend" in wide or "start" in wide or "begin" in wide or "front" in wide or "first" in wide.lower()
+                or "mov" in wide.lower() or "open" in wide):
             # told in words: "the gateway prepends a line like `Request-ID: ...; Received: <time>` to the start of
             # every system prompt"
             self._first_words("varying_prefix_prose", _VARYING_PREFIX_TOLD, wide, line)
