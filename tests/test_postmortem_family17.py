@@ -214,3 +214,22 @@ def test_a_prompt_that_opens_with_a_per_request_value(said):
 
 def test_an_answer_that_opens_with_the_time_is_no_varying_prefix():
     assert not facts_from_text("The answer begins with the current time.").startup.get("varying_prefix_prose")
+
+
+@pytest.mark.parametrize("header", ["同じコマンドから --speculative-config だけ消すと:", "MTP 없이:", "去掉 MTP 后:"])
+def test_run_headers_in_japanese_korean_and_chinese(header):
+    lines = [header if x == "MTP off:" else x for x in _ONE_PID_TWO_RUNS]
+    assert facts_from_text("\n".join(lines)).startup["prefix_cache_zero_run_samples"] == 2
+
+
+def test_a_raw_prompt_without_the_chat_template_is_the_clients_cause():
+    f = facts_from_text("So it was the raw /v1/completions prompt without the chat template.")
+    assert f.startup["client_cause_prose"] == "without the chat template"
+
+
+@pytest.mark.parametrize("said, words", [
+    ("Kimi-Linear serves only ~10 requests at once, rest stuck waiting", "serves only ~10 requests at once"),
+    ("Here 'Waiting' grows all the time, latency goes to minutes.", "'Waiting' grows"),
+])
+def test_capacity_told_as_requests_that_wait(said, words):
+    assert facts_from_text(said).startup["capacity_prose"] == words

@@ -279,7 +279,9 @@ _CLIENT_CAUSE = re.compile(
     r"(?:[\w-]+[ _])?(?:tokenizer(?:_path|_name)?|chat[ _]template|prompt (?:format|template))\b[^.\n]{0,60}?\b"
     r"(?:fixed|fixes|solved|solves|resolved|resolves)\b|"
     r"\b(?:wrong|mismatched|another model's|the old|a stale|the trainer's) (?:tokenizer|chat template)\b|"
-    r"\btokenizer (?:mismatch|was wrong|of (?:another|the wrong) model)\b", re.I)
+    r"\btokenizer (?:mismatch|was wrong|of (?:another|the wrong) model)\b|"
+    # a raw completions prompt the chat template never wrapped: "the raw /v1/completions prompt without the chat template"
+    r"\b(?:without|no|missing|skipp?(?:ed|ing)) (?:the |a |any )?chat[ _]template\b", re.I)
 
 
 # the requests leave the temperature to the server ("no temperature set in the request body", "we rely on greedy
@@ -389,7 +391,9 @@ _PC_NEEDED = re.compile(
 # the reporter's header for a run with a setting switched: the drafts or prefix caching named beside on/off words
 # ("MTP 끄면:", "MTP off ->", "without --speculative-config:", "ohne MTP:", "关掉 MTP 后")
 _RUN_HEADER = re.compile(r"(?:" + DRAFTS_WORDS + r"|prefix[ -]caching|--[a-z][\w-]+)\b[^\n]{0,40}?(?:\b(?:off|on|disabled|"
-                         r"enabled|removed)\b|\ub044|\ucf1c|\u5173|\u5f00|\u5916\u3059|\u7121\u52b9)|"
+                         r"enabled|removed)\b|\ub044|\ucf1c|\u5173|\u5f00|\u5916\u3059|\u5916\u3057|\u7121\u52b9|"
+                         # 消す / 抜く (ja), 去掉 / 删 (zh), 빼 / 제거 / 없이 (ko) after the setting
+                         r"\u6d88\u3059|\u6d88\u3057|\u629c\u304f|\u629c\u3044|\u53bb\u6389|\u5220|\ube7c|\uc81c\uac70|\uc5c6\uc774)|"
                          r"(?:\b(?:without|with|no|ohne|mit|sin|con|sans|avec)\b|" + WITHOUT_WORDS + r"|\u5173\u6389|\u53bb\u6389|"
                          r"\u4e0d\u5f00|\u5f00\u542f)\s*[`'\"]?(?:" + DRAFTS_WORDS + r"|prefix[ -]caching|--[a-z][\w-]+)")
 
@@ -649,7 +653,8 @@ class ProseLines:
             if "cceptance" in wide:
                 self._first_words("acceptance_prose", ACCEPTANCE_FELL, wide, line)
             if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
-                    or "never" in wide or "ueue" in wide or "cap" in wide or " wait" in wide or "unning" in wide:
+                    or "never" in wide or "ueue" in wide or "cap" in wide or " wait" in wide or "unning" in wide \
+                    or "Wait" in wide:
                 self._first_words("capacity_prose", CAPACITY_FELL, wide, line)
             self.ab_tests.read(wide, text, line)
             if "emperature" in text or "greedy" in text:

@@ -229,6 +229,11 @@ SPEC_SLOWER = re.compile(
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 CAPACITY_FELL = re.compile(
+    # "serves only ~10 requests at once, rest stuck waiting", "'Waiting' grows all the time"
+    r"\b(?:serves?|runs?|handles?|processes|takes?) only (?:~|about |around )?\d+ (?:concurrent )?(?:requests?|reqs|sequences|"
+    r"users|sessions)(?: at (?:once|a time)| concurrently| in parallel)?\b|"
+    r"\b(?:the )?(?:rest|others) (?:are |get |gets |sit )?stuck (?:in )?(?:waiting|the queue)\b|"
+    r"[\"'`]?Waiting[\"'`]? (?:grows|keeps growing|climbs|keeps climbing|increases|piles up)\b|"
     # "Queue builds up", "the queue keeps growing"
     r"\bqueue (?:builds? up|keeps growing|grows|piles up|explodes)\b|"
     # "requests queue ('Waiting') with only ~20 running", "requests queue at ~8 users", "Running stays at 3-5"
