@@ -233,3 +233,8 @@ def test_a_raw_prompt_without_the_chat_template_is_the_clients_cause():
 ])
 def test_capacity_told_as_requests_that_wait(said, words):
     assert facts_from_text(said).startup["capacity_prose"] == words
+
+
+def test_values_printed_as_key_colon_number_in_prose():
+    f = facts_from_text("Our EAGLE3 head has `num_key_value_heads: 8`, `head_dim: 128` (Qwen3-Next has 2 and 256).")
+    assert f.startup["printed_values"] == {"num_key_value_heads": 8, "head_dim": 128}

@@ -698,7 +698,8 @@ class ProseLines:
             printed = self.facts.startup.setdefault("printed_values", {})
             for name, val in said:
                 _printed(printed, name, int(val))
-        if ("=" in text or '":' in text or "':" in text or "tensor([" in text) and "_" in text and len(text) < 4000 \
+        if ("=" in text or '":' in text or "':" in text or "tensor([" in text or ": " in text) and "_" in text \
+                and len(text) < 4000 \
                 and "with config:" not in text and "non-default args" not in text and "SchedulerOutput" not in text:
             printed = self.facts.startup.setdefault("printed_values", {})
             for rx in (_PRINTED_LIST, _PRINTED_TENSOR, _PRINTED_NAMED_LIST) if "tensor([" in text else (
