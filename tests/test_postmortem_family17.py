@@ -238,3 +238,12 @@ def test_capacity_told_as_requests_that_wait(said, words):
 def test_values_printed_as_key_colon_number_in_prose():
     f = facts_from_text("Our EAGLE3 head has `num_key_value_heads: 8`, `head_dim: 128` (Qwen3-Next has 2 and 256).")
     assert f.startup["printed_values"] == {"num_key_value_heads": 8, "head_dim": 128}
+
+
+def test_wrong_output_and_ragged_drafts_in_spanish():
+    f = facts_from_text("\n".join([
+        "Con Granite-4.0-H-Small y ngram las respuestas salen corruptas solo con concurrencia.",
+        "Parece que cuando en el mismo batch hay peticiones con borradores de distinto largo se mezclan los estados.",
+    ]))
+    assert f.startup["wrong_output_prose"] == "respuestas salen corruptas"
+    assert f.startup["mixed_prose"] == "borradores de distinto largo"

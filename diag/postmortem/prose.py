@@ -102,7 +102,10 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"[^.]{0,25}\bwith (?:none|no drafts?|no draft tokens|0|\d+)\b|"
                           r"some (?:requests? )?with \d+ drafts?\b[^.]{0,40}\bsome (?:\w+ )?with \d+|"
                           r"(?:different|varying|mixed) (?:numbers? of )?drafts? (?:lengths? )?(?:in|within) (?:the same|one) "
-                          r"(?:batch|step)|draft (?:lengths?|counts?) (?:differ|vary)", re.I)
+                          r"(?:batch|step)|draft (?:lengths?|counts?) (?:differ|vary)|"
+                          # the same in Spanish / Portuguese: "peticiones con borradores de distinto largo"
+                          r"\b(?:borradores|rascunhos) (?:de|com) (?:distint[oa]s?|diferentes?) (?:largos?|longitud(?:es)?|"
+                          r"tamaños?|tamanhos?|comprimentos?)\b", re.I)
 # requests close to their length limit, where the scheduler drafts fewer tokens for them than for the rest ("the
 # sequences that run close to max_model_len", "within 3 tokens of max_model_len", "near the context limit")
 _NEAR_LIMIT = re.compile(r"\b(?:close to|near(?:ing)?|approach(?:es|ing)?|within (?:a few|\d+|k|num_speculative_tokens) "
@@ -516,7 +519,7 @@ class ProseLines:
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and "Capturing CUDA graphs" not in text and any(
                 k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a", "match",
                                     "generating", "mixing", "overlap", "mid-gen", "mid gen", "while the", "during",
-                                    "prefill", "while oth")):
+                                    "prefill", "while oth", "borrador", "rascunho")):
             # (a sentence hard-wrapped over two lines: the joined pair, searched only when there is one)
             m = _MIXED_PROSE.search(text) or (_MIXED_PROSE.search(wide) if wide != text else None)
             if m:

@@ -19,7 +19,7 @@ WRONG_OUTPUT_ANYWHERE = (
     r"\u540c\u3058(?:\u5358\u8a9e|\u8a00\u8449|\u6587)\u306e\u7e70\u308a\u8fd4\u3057|\u8f93\u51fa\u91cd\u590d|\u91cd\u590d\u8f93\u51fa|"
     r"\uac19\uc740 (?:\ub2e8\uc5b4|\ub9d0)(?:\uac00|\uc774|\ub97c|\uc744)? \ubc18\ubcf5|\ud6a1\uc124\uc218\uc124|\uae68\uc9c4 (?:\ucd9c\ub825|\uc751\ub2f5)|"
     r"\bvir(?:a|ou) lixo\b|\b(?:sa[ií]|saem|sale|salen|respostas?|respuestas?|sa[ií]da) (?:\w+ )?"
-    r"corromp\w*|\bsin sentido\b|\bsem sentido\b|\b(?:es|son) basura\b|"
+    r"corromp\w*|\b(?:sa[ií]|saem|sale|salen|respostas?|respuestas?|sa[ií]da) (?:\w+ )?corrupt[oa]s?\b|\btexto repetido\b|\bmezclad[oa]s? (?:\w+ )?de otras? (?:petici[oó]n|peticiones|solicitud\w*)\b|\bsin sentido\b|\bsem sentido\b|\b(?:es|son) basura\b|"
     r"\u043c\u0443\u0441\u043e\u0440|\u0431\u0440\u0435\u0434\w*|\bKauderwelsch\b|\bM\u00fcll\b|\bUnsinn\b|\bfalsche (?:Ausgaben?|Antworten?)\b|"
     r"\b(?:Ausgaben?|Antworten?) (?:ist|sind|wird|werden|war|waren) (?:\w+ ){0,2}(?:kaputt|falsch|unbrauchbar)\b|"
 
