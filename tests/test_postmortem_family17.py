@@ -247,3 +247,17 @@ def test_wrong_output_and_ragged_drafts_in_spanish():
     ]))
     assert f.startup["wrong_output_prose"] == "respuestas salen corruptas"
     assert f.startup["mixed_prose"] == "borradores de distinto largo"
+
+
+def test_a_pydantic_schema_error_names_a_field_but_is_the_value():
+    """mamba_cache_mode outside its Literal: the value is rejected by the schema, no state-index check ran."""
+    lead = _analyze([
+        "$ vllm serve Qwen/Qwen3.5-397B-A17B-FP8 -tp 8 --enable-prefix-caching --mamba-cache-mode all "
+        "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+        "Traceback (most recent call last):",
+        "  ...",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for CacheConfig",
+        "mamba_cache_mode",
+        "  Input should be 'align' or 'none' [type=literal_error, input_value='all', input_type=str]",
+    ]).findings[0]
+    assert lead.category == "other" and lead.rule == "other_config_invalid"

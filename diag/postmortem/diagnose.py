@@ -299,8 +299,11 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
         sc = shape_class(root, message, setup, facts)
         if sc is not None:
             return sc
+    # a pydantic schema error (a value outside a Literal, an unknown key, a wrong type) is the value itself, whatever
+    # field it names: no family's check raised it
+    schema = bool(_SCHEMA_ERROR.search(message))
     fc = frame_category(root, message)
-    if fc is not None and fc[0] != "other":
+    if fc is not None and fc[0] != "other" and not schema:
         cat, rid, fr = fc
         conf = "medium"
         d = Diagnosis(category=cat, confidence=conf, rule="failure_class",
@@ -315,7 +318,7 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     sc = shape_class(root, message, setup, facts)
     if sc is not None:
         return sc
-    if not any("vllm/" in f.file or f.file.count("/") <= 2 for f in root.frames):
+    if not schema and not any("vllm/" in f.file or f.file.count("/") <= 2 for f in root.frames):
         # no vLLM frame printed (an excerpt of the message alone): the message's own words, the modules it
         # names (causal_conv1d, gdn, indexer ...) standing in for the file
         from ..catalog.categorize import categorize
@@ -350,6 +353,9 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     return None
 
 
+# pydantic's schema errors: "[type=literal_error, input_value='all', ...]", "[type=extra_forbidden, ...]"
+_SCHEMA_ERROR = re.compile(r"\[type=(?:literal_error|extra_forbidden|missing|enum|\w+_parsing|\w+_type|union_tag_\w+|"
+                           r"greater_than\w*|less_than\w*|too_short|too_long|multiple_of)\b")
 _LAUNCH = re.compile(r"\b(\w+)\[[^\]]{1,40}\]\(|torch\.ops\.\w+\.(\w+)\(|\bops\.(\w+)\(")
 
 
