@@ -261,3 +261,61 @@ def test_a_pydantic_schema_error_names_a_field_but_is_the_value():
         "  Input should be 'align' or 'none' [type=literal_error, input_value='all', input_type=str]",
     ]).findings[0]
     assert lead.category == "other" and lead.rule == "other_config_invalid"
+
+
+@pytest.mark.parametrize("said, words", [
+    ("Kimi-Linear-48B-A3B: TTFT 40+ s for 100k-token prompts while other requests decode", "TTFT 40+ s"),
+    ('Zamba2-2.7B on Tesla T4: 4 tok/s and "Triton" warnings', "4 tok/s"),
+])
+def test_a_bare_slow_figure_is_slowness(said, words):
+    assert facts_from_text(said).startup["slow_prose"] == words
+
+
+def test_a_large_throughput_figure_is_no_slowness():
+    assert not facts_from_text("we get 1,500 tok/s on one H100").startup.get("slow_prose")
+
+
+_TWO_NODES = [
+    "DeepSeek-V3-0324 over 2 nodes (2x8 H100) only does ~9 tok/s per user, single node H200 box does 40+.",
+    "vllm serve deepseek-ai/DeepSeek-V3-0324 --tensor-parallel-size 8 --pipeline-parallel-size 2 "
+    "--distributed-executor-backend ray --speculative-config '{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}'",
+    "(RayWorkerWrapper pid=2231, ip=10.20.0.12) node-b:2231:2231 [0] NCCL INFO NET/IB : No device found.",
+    "(RayWorkerWrapper pid=2231, ip=10.20.0.12) node-b:2231:2231 [0] NCCL INFO NET/Socket : Using [0]eth0:10.20.0.12<0>",
+    "(RayWorkerWrapper pid=1420, ip=10.20.0.11) node-a:1420:1420 [0] NCCL INFO NET/Socket : Using [0]eth0:10.20.0.11<0>",
+]
+
+
+def test_nodes_talking_over_sockets_explain_a_slow_mla_with_drafts():
+    lead = _analyze(_TWO_NODES).findings[0]
+    assert lead.category == "other" and "TCP sockets" in lead.title
+
+
+def test_one_nodes_socket_transport_says_nothing():
+    lines = [_TWO_NODES[0].replace("over 2 nodes (2x8 H100) ", ""), _TWO_NODES[1],
+             *(x.replace(", ip=10.20.0.12", "").replace(", ip=10.20.0.11", "") for x in _TWO_NODES[2:])]
+    assert "socket_network_prose" not in facts_from_text("\n".join(lines)).startup
+
+
+def test_a_tokenizer_of_another_generation_of_the_family_is_foreign():
+    lead = _analyze([
+        "Qwen3.5-27B with MTP + prefix caching returns garbage after the first few tokens.",
+        "(APIServer pid=1) INFO 05-07 13:21:44 [utils.py:319] non-default args: {'model': 'Qwen/Qwen3.5-27B', "
+        "'tokenizer': 'Qwen/Qwen3-32B', 'enable_prefix_caching': True, "
+        "'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 2}}",
+    ]).findings[0]
+    assert lead.category == "other" and "tokenizer" in lead.title
+
+
+def test_a_context_length_note_does_not_explain_waiting_with_an_idle_cache():
+    """Requests wait while the KV cache is 12% used: the configured length does not fill the cache."""
+    from vllm_diag.postmortem.quietmisses import long_context_capacity
+
+    f = facts_from_text("\n".join([
+        "With --max-num-seqs 64 the server never runs more than ~38 requests at once, the rest sit in Waiting.",
+        "(EngineCore_DP0 pid=233) INFO 02-02 10:03:41 [kv_cache_utils.py:1319] Maximum concurrency for 131,072 tokens "
+        "per request: 2.30x",
+        "(APIServer pid=1) INFO 02-02 10:09:15 [loggers.py:257] Engine 000: Avg prompt throughput: 2110.4 tokens/s, "
+        "Avg generation throughput: 1187.2 tokens/s, Running: 38 reqs, Waiting: 26 reqs, GPU KV cache usage: 11.8%, "
+        "Prefix cache hit rate: 64.2%",
+    ]))
+    assert long_context_capacity(f, {}) is None

@@ -91,6 +91,12 @@ _REQUEST_FAILED = re.compile(r"\bRequest \S+ failed due to ((?:[A-Za-z_][\w.]*)(
 # an INFO/WARNING record quoting an error ("... can cause fd limit errors like `OSError: [Errno 24] ...`") is no failure
 _CALM_LEVELS = frozenset({"INFO", "WARNING", "DEBUG"})
 _HOST_PY_FRAME = re.compile(r"Host Frame:\s*\S+ in (?:\S*/)?([A-Za-z_][\w\-]*)\.py:(\d+)\b")
+# NCCL's traffic between nodes over TCP: its own INFO lines ("NET/Socket : Using [0]eth0", "Using network Socket",
+# "NET/IB : No device found") or the reporter's words ("a plain 25GbE VLAN", "over Ethernet")
+_SOCKET_NET = re.compile(r"\bUsing network Socket\b|NET/Socket\s*:\s*Using\b|NET/IB\s*:\s*No device found|\b\d+\s*GbE\b|"
+                         r"\b(?:over|via|across) (?:a |the |plain )?(?:TCP|Ethernet|sockets)\b")
+_RAY_NODE_IP = re.compile(r"\bip=(\d{1,3}(?:\.\d{1,3}){3})\b")
+_MULTI_NODE = re.compile(r"\b(?:[2-9]|two|three|four|multiple|several) nodes\b|\bmulti-?node\b|\bacross (?:the )?nodes\b", re.I)
 _NCCL_SRC = re.compile(r"\s(?:[\w.\-]+/)*([A-Za-z_]\w*)\.(?:cc|cu|cpp|h):(\d+) NCCL WARN")
 # PyTorch's index_copy_/index_add_ size check (aten/src/ATen/native/TensorAdvancedIndexing.cpp)
 _INDEX_COUNT = re.compile(r"Number of indices \((\d+)\) should be equal to source\.size\(dim\) \((\d+)\)")
@@ -234,6 +240,9 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.numeric_flags: dict[str, Any] = {}  # --flag NUMBER anywhere (bench/eval commands too)
         self.metrics: dict[str, Any] = {}  # Prometheus counters and spec-decode metrics quoted in the log
         self.nccl_warn: dict[str, int] = {}  # numbers of NCCL's own WARN lines (the cause behind "NCCL error")
+        self.socket_net: tuple[int, str] | None = None  # NCCL between nodes over TCP sockets (first line saying so)
+        self.node_ips: set[str] = set()  # Ray workers' node addresses ("ip=10.20.0.12")
+        self.multi_node_prose = False
         self.http_errors: dict[str, int] = {}  # the API server's failed answers by status (its access log)
         self.request_failures: dict[str, int] = {}  # why requests failed inside the server, by message
         self.host_frame_line: tuple[str, int] | None = None  # compute-sanitizer's launching Python frame
@@ -305,6 +314,13 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             m = _HOST_PY_FRAME.search(line.text[:600])
             if m:
                 self.host_frame_line = (f"{m.group(1).replace('-', '_')}_line", int(m.group(2)))
+        if self.socket_net is None and ("Socket" in line.text or "GbE" in line.text or "thernet" in line.text
+                                        or "NET/IB" in line.text) and _SOCKET_NET.search(line.text):
+            self.socket_net = (line.lineno, line.text.strip()[:500])
+        if "ip=" in line.text and len(self.node_ips) < 64 and (m := _RAY_NODE_IP.search(line.text)):
+            self.node_ips.add(m.group(1))
+        if not self.multi_node_prose and "node" in line.text and line.level is None and _MULTI_NODE.search(line.text):
+            self.multi_node_prose = True
         if "NCCL WARN" in line.text and len(self.nccl_warn) < 12:
             # NCCL's own warning says what its "unhandled system/cuda error" was: "NCCL WARN Cuda failure 801 'operation
             # not supported'", "NET/IB : Got completion from peer ... with status=5 ... vendor err 244"
@@ -536,6 +552,11 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             if code:  # the failing statement is a check against a constant (a kernel's TVM/C++ check macro)
                 for name, val in check_numbers(code).items():
                     f.numbers.setdefault(name, val)
+        if self.socket_net is not None and (len(self.node_ips) >= 2 or self.multi_node_prose):
+            # (one node's NCCL also names its socket transport: only a run across nodes sends its collectives there)
+            m = _SOCKET_NET.search(self.socket_net[1])
+            self.facts.startup["socket_network_prose"] = m.group(0) if m else self.socket_net[1][:200]
+            self.facts.lines["socket_network_prose"] = self.socket_net
         for name, val in self.nccl_warn.items():
             f.numbers.setdefault(name, val)
         for name, val in (f.startup.get("quoted_page_sizes") or {}).items():

@@ -370,8 +370,8 @@ def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     if not said or not isinstance(tok, str) or not isinstance(model, str) or tok == model:
         return None
     t, m = _REPO.match(tok), _REPO.match(model)
-    if not t or not m or t.group(1).lower() == m.group(1).lower() or t.group(2).lower() == m.group(2).lower():
-        return None  # (a local path or the same organisation / family says nothing)
+    if not t or not m or t.group(2).lower() == m.group(2).lower():
+        return None  # (a local path or the same family and generation says nothing)
     return _outside(
         facts, base_numbers,
         basis=(f"no error; the report says the output is wrong ('{said}') and the command loads the tokenizer of another "
@@ -383,8 +383,9 @@ def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         missing=["the same request without --tokenizer (the model's own tokenizer)"])
 
 
-# a Hugging Face repo id: (organisation, the model name's first word: "Zamba2", "Mistral")
-_REPO = re.compile(r"^([\w.-]+)/([A-Za-z]+\d*)")
+# a Hugging Face repo id: (organisation, the model name's first word with its generation: "Zamba2", "Mistral",
+# "Qwen3.5" -- a tokenizer of another generation of one family has another vocabulary)
+_REPO = re.compile(r"^([\w.-]+)/([A-Za-z]+\d*(?:\.\d+)?)")
 
 
 def lora_slot_queueing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
@@ -537,6 +538,10 @@ def long_context_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
     if not said or not isinstance(x, (int, float)) or x > 4 or not isinstance(tokens, int) or tokens < 65536:
         return None
     asked = (facts.startup.get("request_params") or {}).get("max_tokens")
+    if kv_cache_idle(facts) and not (isinstance(asked, int) and asked * 4 >= tokens):
+        # the stats lines show the cache mostly empty while requests wait, and no client asks for a context-long
+        # answer: the configured length does not fill it
+        return None
     return _outside(
         facts, base_numbers,
         basis=(f"no error; the report says '{said}', and vLLM logged 'Maximum concurrency for {tokens:,} tokens per "
@@ -584,6 +589,11 @@ _STARVED = {
             "Slow from throttled GPUs (power cap or thermal slowdown)",
             "nvidia-smi -q -d PERFORMANCE,POWER,CLOCK on a fast node beside the slow one, and the slow node with its "
             "default power limit restored"),
+    "net": ("socket_network_prose",
+            "shows NCCL between the nodes going over TCP sockets ('{said}'): every step's all-reduce or pipeline "
+            "hand-off crosses an Ethernet link, so decode waits on the network whatever the engine's configuration",
+            "Slow from collectives between nodes over TCP sockets (no InfiniBand / RDMA)",
+            "the same model on one node (or with the nodes on InfiniBand / RoCE: NCCL's 'NET/IB : Using' line)"),
 }
 
 
@@ -609,6 +619,13 @@ def gpu_throttled_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | N
     software power cap, a thermal or hardware slowdown): every kernel runs slower whatever vLLM computes -- the
     platform, outside the families."""
     return _starved_slowdown(facts, base_numbers, "gpu")
+
+
+def socket_network_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow, and the run spans nodes whose NCCL traffic goes over TCP sockets (NCCL's own 'NET/Socket'
+    lines, or the reporter's Ethernet link): the collectives of every step wait on the network -- the platform,
+    outside the families."""
+    return _starved_slowdown(facts, base_numbers, "net")
 
 
 def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
