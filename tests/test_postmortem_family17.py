@@ -319,3 +319,9 @@ def test_a_context_length_note_does_not_explain_waiting_with_an_idle_cache():
         "Prefix cache hit rate: 64.2%",
     ]))
     assert long_context_capacity(f, {}) is None
+
+
+def test_a_progress_bars_speed_is_no_slowness():
+    bar = ("Processed prompts:   0%|          | 0/2 [00:00<?, ?it/s, est. speed input: 1.36 toks/s, "
+           "output: 0.00 toks/s]")
+    assert not facts_from_text(bar).startup.get("slow_prose")

@@ -323,8 +323,9 @@ SLOW = re.compile(
     r"\b(?:TPOT|ITL|TTFT|latency|throughput)\b[^.\n]{0,20}?~?\d+(?:\.\d+)?\s*(?:ms|s|tok/s)\b[^.\n]{0,40}?\b(?:while|but|"
     r"whereas|vs\.?|compared to)\b[^.\n]{0,30}?\b(?:blog|docs?|model card|others|benchmarks?|paper|advertised|claimed|"
     r"reported|published)\b|"
-    # "TTFT 40+ s for 100k-token prompts"; a decode of a few tokens a second ("4 tok/s and Triton warnings")
-    r"\bTTFT\s*~?\d+(?:\.\d+)?\+?\s*(?:s|sec|secs|seconds)\b|(?<![\d.,])\d(?:\.\d+)?\s*(?:tok(?:en)?s?/s|t/s|tps)\b|"
+    # "TTFT 40+ s for 100k-token prompts"; a decode of a few tokens a second ("4 tok/s and Triton warnings"; not a
+    # progress bar's "est. speed input: 1.36 toks/s, output: ...]")
+    r"\bTTFT\s*~?\d+(?:\.\d+)?\+?\s*(?:s|sec|secs|seconds)\b|(?<![\d.,])(?<!input: )(?<!output: )[1-9](?:\.\d+)?\s*(?:tok(?:en)?s?/s|t/s|tps)\b(?![^\n]{0,40}\])|"
     # a latency or throughput figure gone bad in Japanese, Chinese and Korean: "TPOT が悪い", "吞吐下降", "TPOT이 나빠"
     r"(?:TPOT|ITL|TTFT|\u30b9\u30eb\u30fc\u30d7\u30c3\u30c8|\u30ec\u30a4\u30c6\u30f3\u30b7|\u541e\u5410\w?|\u5ef6\u8fdf|"
     r"\ucc98\ub9ac\ub7c9|\uc9c0\uc5f0)\s*(?:\u304c|\u306f|\u3082|\uc774|\uac00|\uc740|\ub294)?\s*(?:\u60aa\u3044|\u60aa\u304f|"
