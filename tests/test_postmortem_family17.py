@@ -325,3 +325,31 @@ def test_a_progress_bars_speed_is_no_slowness():
     bar = ("Processed prompts:   0%|          | 0/2 [00:00<?, ?it/s, est. speed input: 1.36 toks/s, "
            "output: 0.00 toks/s]")
     assert not facts_from_text(bar).startup.get("slow_prose")
+
+
+@pytest.mark.parametrize("said, words", [
+    ("the model starts repeating tokens / drifting into chinese", "starts repeating tokens"),
+    ("các câu trả lời bắt đầu bị rác: lặp từ, lẫn tiếng Trung", "bị rác"),
+])
+def test_more_words_for_wrong_output(said, words):
+    assert facts_from_text(said).startup["wrong_output_prose"] == words
+
+
+def test_hit_rate_in_japanese_and_a_japanese_run_header():
+    lines = ["Prefix cache のヒット率が 0.0% のまま。" if x.startswith("Qwen3-Next") else x for x in _ONE_PID_TWO_RUNS]
+    lines = ["spec なし:" if x == "MTP off:" else x for x in lines]
+    f = facts_from_text("\n".join(lines))
+    assert f.startup["hit_rate_prose"] is True and f.startup["prefix_cache_zero_run_samples"] == 2
+
+
+def test_an_ab_table_with_the_drafts_and_prefix_caching_off_and_still_garbage():
+    f = facts_from_text("\n".join([
+        "| run | prefix caching | MTP (k=2) | result |",
+        "|---|---|---|---|",
+        "| 1 | on | on | garbage after ~80 tok |",
+        "| 2 | off | on | garbage after ~80 tok |",
+        "| 3 | off | off | garbage after ~80 tok |",
+    ]))
+    assert f.startup["faults_without_spec_prose"] == "MTP (k=2) off: garbage after ~80 tok"
+    assert f.startup["persists_without_pc_prose"] == "prefix caching off: garbage after ~80 tok"
+

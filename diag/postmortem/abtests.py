@@ -128,7 +128,8 @@ _KEPT = re.compile(r"\([^)]*\)|[+&,]?\s*(?:with |and )?(?:mtp|spec\w*|drafts?|ng
                    # a row of an A/B list that opens with the set-up every row shares ("ngram, -O0 -> ok")
                    r"^\s*(?:mtp|ngram|eagle\w*|spec\w*|drafts?)(?:\s+\d+(?:\s+tokens?)?)?\s*,", re.I)
 # a fault word in an A/B table's outcome cell, and a clean outcome
-_FAULT_CELL = re.compile(r"\b(?:IMA|crash\w*|fail\w*|fault\w*|error|assert\w*|dies|died|hangs?|hung|Xid)\b", re.I)
+_FAULT_CELL = re.compile(r"\b(?:IMA|crash\w*|fail\w*|fault\w*|error|assert\w*|dies|died|hangs?|hung|Xid|garbage|garbled|"
+                         r"gibberish|corrupt\w*)\b", re.I)
 _CLEAN_CELL = re.compile(r"\b(?:clean|fine|stable|ok|no (?:crash|fault|IMA|error)\w*|works?)\b", re.I)
 _OFF_CELL = re.compile(r"^(?:off|no|none|0|false|disabled|-|n/?a)$", re.I)
 # a toggle that belongs to the hybrid / spec-decode classes: what it fixes says nothing against them
@@ -195,10 +196,16 @@ class ABTestReader:
             table["first"] = cells
         st = self.facts.startup
         for name, value, base in zip(header[:-1], cells[:-1], table["first"][:-1]):
-            if re.fullmatch(_SPEC, name, re.I) and _OFF_CELL.match(value) and _FAULT_CELL.search(outcome) \
+            # (a column named for the drafts or prefix caching, its depth beside it: "MTP (k=2)")
+            off_fault = _OFF_CELL.match(value) and _FAULT_CELL.search(outcome)
+            if off_fault and re.match(_SPEC + r"(?:\s*\([^)]{0,20}\))?$", name, re.I) \
                     and "faults_without_spec_prose" not in st:
                 st["faults_without_spec_prose"] = f"{name} {value}: {outcome}"
                 self.facts.lines["faults_without_spec_prose"] = (line.lineno, text.strip()[:500])
+            if off_fault and re.fullmatch(r"(?:automatic )?prefix[ -]caching|apc", name, re.I) \
+                    and "persists_without_pc_prose" not in st:
+                st["persists_without_pc_prose"] = f"{name} {value}: {outcome}"
+                self.facts.lines["persists_without_pc_prose"] = (line.lineno, text.strip()[:500])
             # (a clean outcome: "no crash" is no fault word once joined to its "no")
             if value != base and _CLEAN_CELL.search(outcome) and not _FAULT_CELL.search(outcome.replace("no ", "no_")) \
                     and not _FAMILY_TOGGLE.search(name) and not _RUN_COLUMN.match(name) and "other_fix_prose" not in st:

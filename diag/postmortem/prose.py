@@ -395,10 +395,14 @@ _PC_NEEDED = re.compile(
 # ("MTP 끄면:", "MTP off ->", "without --speculative-config:", "ohne MTP:", "关掉 MTP 后")
 _RUN_HEADER = re.compile(r"(?:" + DRAFTS_WORDS + r"|prefix[ -]caching|--[a-z][\w-]+)\b[^\n]{0,40}?(?:\b(?:off|on|disabled|"
                          r"enabled|removed)\b|\ub044|\ucf1c|\u5173|\u5f00|\u5916\u3059|\u5916\u3057|\u7121\u52b9|"
-                         # 消す / 抜く (ja), 去掉 / 删 (zh), 빼 / 제거 / 없이 (ko) after the setting
-                         r"\u6d88\u3059|\u6d88\u3057|\u629c\u304f|\u629c\u3044|\u53bb\u6389|\u5220|\ube7c|\uc81c\uac70|\uc5c6\uc774)|"
+                         # 消す / 抜く / なし (ja), 去掉 / 删 (zh), 빼 / 제거 / 없이 (ko) after the setting
+                         r"\u6d88\u3059|\u6d88\u3057|\u629c\u304f|\u629c\u3044|\u53bb\u6389|\u5220|\ube7c|\uc81c\uac70|\uc5c6\uc774|\u306a\u3057)|"
                          r"(?:\b(?:without|with|no|ohne|mit|sin|con|sans|avec)\b|" + WITHOUT_WORDS + r"|\u5173\u6389|\u53bb\u6389|"
                          r"\u4e0d\u5f00|\u5f00\u542f)\s*[`'\"]?(?:" + DRAFTS_WORDS + r"|prefix[ -]caching|--[a-z][\w-]+)")
+
+
+# "hit rate" in Japanese, Chinese and Korean (ヒット率, 命中率, 히트율 / 적중률)
+_HIT_RATE_I18N = ("\u30d2\u30c3\u30c8\u7387", "\u547d\u4e2d\u7387", "\ud788\ud2b8\uc728", "\uc801\uc911\ub960")
 
 
 _FAILS = re.compile(r"^\W{0,3}(?:it |that |this |still |also |then |always )?(?:crash|die|dies|died|fail|break|hang|"
@@ -569,7 +573,8 @@ class ProseLines:
                 self.facts.startup["structured_outputs_prose"] = m.group(0)
                 self.facts.lines["structured_outputs_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and "hit_rate_prose" not in self.facts.startup and len(text) < 2000 and (
-                "hit rate" in text.lower() or "cache hit" in text.lower()) and "Engine 000" not in text:
+                "hit rate" in text.lower() or "cache hit" in text.lower() or "hit-rate" in text.lower()
+                or any(w in text for w in _HIT_RATE_I18N)) and "Engine 000" not in text:
             # the reporter speaks of the prefix cache's hits (not vLLM's stats line): the complaint is about them
             self.facts.startup["hit_rate_prose"] = True
             self.facts.lines["hit_rate_prose"] = (line.lineno, text.strip()[:500])
