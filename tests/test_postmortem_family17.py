@@ -57,16 +57,6 @@ def test_requests_finishing_while_others_are_mid_prefill_is_a_mixed_batch():
     assert not facts_from_text("The server was mid-prefill when the OOM killer fired.").startup.get("mixed_prose")
 
 
-@pytest.mark.parametrize("said, words", [
-    ("Crashes as soon as new prompts get admitted while others are still speculating.",
-     "prompts get admitted while others are still speculating"),
-    ("1200 prompts, so the scheduler is constantly mixing prefill chunks with spec decodes.",
-     "mixing prefill chunks with spec decodes"),
-])
-def test_prompts_admitted_beside_drafting_requests_are_a_mixed_batch(said, words):
-    assert facts_from_text(said).startup["mixed_prose"] == words
-
-
 @pytest.mark.parametrize("said", [
     "We are mixing long and short prompts in one benchmark.",
     "The GPU idles while others are still downloading weights.",
@@ -142,15 +132,6 @@ def test_the_host_file_system_is_a_near_miss(error):
     assert lead.category == "other" and lead.rule == "near_miss"
 
 
-@pytest.mark.parametrize("said, words", [
-    ("受理率は高いのに、MTP ありの方が TPOT が悪いです。", "TPOT が悪い"),
-    ("开了 MTP 之后吞吐下降了很多", "吞吐下降"),
-    ("MTP 켜면 TPOT이 나빠집니다", "TPOT이 나빠"),
-])
-def test_a_latency_gone_bad_in_japanese_chinese_and_korean_is_slowness(said, words):
-    assert facts_from_text(said).startup["slow_prose"] == words
-
-
 @pytest.mark.parametrize("said, n", [
     ("- same but --max-num-seqs 256: starts", 256),
     ("max_num_seqs=128 works fine", 128),
@@ -190,16 +171,6 @@ def test_a_trial_that_crashes_is_the_failing_set_up():
     assert f.args["num_speculative_tokens"] == 3
 
 
-@pytest.mark.parametrize("said, words", [
-    ("Nemotron-H 47B: TPOT ~95 ms on H100 while the blog says ~30 ms.", "TPOT ~95 ms on H100 while the blog"),
-    ("Granite-4.0-H on 4x L40S scales terribly: TP=4 gives only ~1.3x over TP=2.", "scales terribly"),
-    ("TP=4 gives only 1.3x over TP=2", "only 1.3x over"),
-    ("Kimi-Linear throughput dropped 40% after moving to the new rack", "throughput dropped 40%"),
-])
-def test_slowness_told_against_a_reference(said, words):
-    assert facts_from_text(said).startup["slow_prose"] == words
-
-
 def test_a_figure_beside_a_reference_that_is_not_slowness():
     assert not facts_from_text("TPOT 30 ms, as the blog says.").startup.get("slow_prose")
 
@@ -225,14 +196,6 @@ def test_run_headers_in_japanese_korean_and_chinese(header):
 def test_a_raw_prompt_without_the_chat_template_is_the_clients_cause():
     f = facts_from_text("So it was the raw /v1/completions prompt without the chat template.")
     assert f.startup["client_cause_prose"] == "without the chat template"
-
-
-@pytest.mark.parametrize("said, words", [
-    ("Kimi-Linear serves only ~10 requests at once, rest stuck waiting", "serves only ~10 requests at once"),
-    ("Here 'Waiting' grows all the time, latency goes to minutes.", "'Waiting' grows"),
-])
-def test_capacity_told_as_requests_that_wait(said, words):
-    assert facts_from_text(said).startup["capacity_prose"] == words
 
 
 def test_values_printed_as_key_colon_number_in_prose():
@@ -261,14 +224,6 @@ def test_a_pydantic_schema_error_names_a_field_but_is_the_value():
         "  Input should be 'align' or 'none' [type=literal_error, input_value='all', input_type=str]",
     ]).findings[0]
     assert lead.category == "other" and lead.rule == "other_config_invalid"
-
-
-@pytest.mark.parametrize("said, words", [
-    ("Kimi-Linear-48B-A3B: TTFT 40+ s for 100k-token prompts while other requests decode", "TTFT 40+ s"),
-    ('Zamba2-2.7B on Tesla T4: 4 tok/s and "Triton" warnings', "4 tok/s"),
-])
-def test_a_bare_slow_figure_is_slowness(said, words):
-    assert facts_from_text(said).startup["slow_prose"] == words
 
 
 def test_a_large_throughput_figure_is_no_slowness():
@@ -327,14 +282,6 @@ def test_a_progress_bars_speed_is_no_slowness():
     assert not facts_from_text(bar).startup.get("slow_prose")
 
 
-@pytest.mark.parametrize("said, words", [
-    ("the model starts repeating tokens / drifting into chinese", "starts repeating tokens"),
-    ("các câu trả lời bắt đầu bị rác: lặp từ, lẫn tiếng Trung", "bị rác"),
-])
-def test_more_words_for_wrong_output(said, words):
-    assert facts_from_text(said).startup["wrong_output_prose"] == words
-
-
 def test_hit_rate_in_japanese_and_a_japanese_run_header():
     lines = ["Prefix cache のヒット率が 0.0% のまま。" if x.startswith("Qwen3-Next") else x for x in _ONE_PID_TWO_RUNS]
     lines = ["spec なし:" if x == "MTP off:" else x for x in lines]
@@ -353,3 +300,35 @@ def test_an_ab_table_with_the_drafts_and_prefix_caching_off_and_still_garbage():
     assert f.startup["faults_without_spec_prose"] == "MTP (k=2) off: garbage after ~80 tok"
     assert f.startup["persists_without_pc_prose"] == "prefix caching off: garbage after ~80 tok"
 
+
+# the reporter's words and what they are read as: (the fact, the sentence, the words the fact keeps)
+_WORDS = [
+    # prompts admitted beside drafting requests are a mixed batch
+    ("mixed_prose", "Crashes as soon as new prompts get admitted while others are still speculating.",
+     "prompts get admitted while others are still speculating"),
+    ("mixed_prose", "1200 prompts, so the scheduler is constantly mixing prefill chunks with spec decodes.",
+     "mixing prefill chunks with spec decodes"),
+    # a latency gone bad in japanese chinese and korean is slowness
+    ("slow_prose", "受理率は高いのに、MTP ありの方が TPOT が悪いです。", "TPOT が悪い"),
+    ("slow_prose", "开了 MTP 之后吞吐下降了很多", "吞吐下降"),
+    ("slow_prose", "MTP 켜면 TPOT이 나빠집니다", "TPOT이 나빠"),
+    # slowness told against a reference
+    ("slow_prose", "Nemotron-H 47B: TPOT ~95 ms on H100 while the blog says ~30 ms.", "TPOT ~95 ms on H100 while the blog"),
+    ("slow_prose", "Granite-4.0-H on 4x L40S scales terribly: TP=4 gives only ~1.3x over TP=2.", "scales terribly"),
+    ("slow_prose", "TP=4 gives only 1.3x over TP=2", "only 1.3x over"),
+    ("slow_prose", "Kimi-Linear throughput dropped 40% after moving to the new rack", "throughput dropped 40%"),
+    # capacity told as requests that wait
+    ("capacity_prose", "Kimi-Linear serves only ~10 requests at once, rest stuck waiting", "serves only ~10 requests at once"),
+    ("capacity_prose", "Here 'Waiting' grows all the time, latency goes to minutes.", "'Waiting' grows"),
+    # a bare slow figure is slowness
+    ("slow_prose", "Kimi-Linear-48B-A3B: TTFT 40+ s for 100k-token prompts while other requests decode", "TTFT 40+ s"),
+    ("slow_prose", 'Zamba2-2.7B on Tesla T4: 4 tok/s and "Triton" warnings', "4 tok/s"),
+    # more words for wrong output
+    ("wrong_output_prose", "the model starts repeating tokens / drifting into chinese", "starts repeating tokens"),
+    ("wrong_output_prose", "các câu trả lời bắt đầu bị rác: lặp từ, lẫn tiếng Trung", "bị rác"),
+]
+
+
+@pytest.mark.parametrize("fact, said, words", _WORDS)
+def test_the_reporters_words(fact, said, words):
+    assert facts_from_text(said).startup[fact] == words
