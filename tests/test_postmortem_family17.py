@@ -187,7 +187,8 @@ def test_an_answer_that_opens_with_the_time_is_no_varying_prefix():
     assert not facts_from_text("The answer begins with the current time.").startup.get("varying_prefix_prose")
 
 
-@pytest.mark.parametrize("header", ["同じコマンドから --speculative-config だけ消すと:", "MTP 없이:", "去掉 MTP 后:"])
+@pytest.mark.parametrize("header", ["同じコマンドから --speculative-config だけ消すと:", "MTP 없이:", "去掉 MTP 后:",
+                                    "Without MTP, same image, same traffic:"])
 def test_run_headers_in_japanese_korean_and_chinese(header):
     lines = [header if x == "MTP off:" else x for x in _ONE_PID_TWO_RUNS]
     assert facts_from_text("\n".join(lines)).startup["prefix_cache_zero_run_samples"] == 2
@@ -326,6 +327,9 @@ _WORDS = [
     # more words for wrong output
     ("wrong_output_prose", "the model starts repeating tokens / drifting into chinese", "starts repeating tokens"),
     ("wrong_output_prose", "các câu trả lời bắt đầu bị rác: lặp từ, lẫn tiếng Trung", "bị rác"),
+    ("wrong_output_prose", "두 번째 턴부터 출력이 깨짐 (에러 없음)", "출력이 깨"),
+    # the drafts' depth written after the method
+    ("spec_prose", "qwen3.5-27b + mtp n=3 on a single H200", {"method": "mtp", "k": 3}),
 ]
 
 

@@ -29,7 +29,9 @@ _SPEC_PROSE = re.compile(r"(?<![\w/.-])(MTP|mtp|EAGLE-?3?|[Ee]agle-?3?|ngram|n-g
 _NEGATED = re.compile(r"(?:\bno|\bwithout|\bw/o|\bnot using|\bnot|\bdisabled?|\bnever used)\s+(?:any\s+)?$", re.I)
 _SPEC_K = re.compile(r"(?:num_speculative_tokens|num_spec_tokens)\W{0,3}(\d+)|(?<![\w-])[kK]\s*=\s*(\d+)\b|"
                      r"(\d+)\s+(?:speculative|draft|spec|MTP) tokens|(?:MTP|mtp)\s*[=-]?\s*(\d)\b(?![\w.])|"
-                     r"(?:[Ss]peculative|[Dd]raft|[Ss]pec) tokens\s*[:=]\s*(\d+)\b")
+                     r"(?:[Ss]peculative|[Dd]raft|[Ss]pec) tokens\s*[:=]\s*(\d+)\b|"
+                     # "mtp n=3", "eagle3 n=4": the depth written after the method
+                     r"(?:MTP|mtp|EAGLE\w*|[Ee]agle\w*|ngram)\s+n\s*=\s*(\d)\b(?![\w.])")
 _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?:-| )?decode)|"
                           # "mixed long prefill + short decode traffic"
                           r"\bmixed (?:\w+ )?prefills?\s*(?:\+|and|/|&)\s*(?:\w+ )?decodes?\b|"
@@ -398,7 +400,7 @@ _RUN_HEADER = re.compile(r"(?:" + DRAFTS_WORDS + r"|prefix[ -]caching|--[a-z][\w
                          # 消す / 抜く / なし (ja), 去掉 / 删 (zh), 빼 / 제거 / 없이 (ko) after the setting
                          r"\u6d88\u3059|\u6d88\u3057|\u629c\u304f|\u629c\u3044|\u53bb\u6389|\u5220|\ube7c|\uc81c\uac70|\uc5c6\uc774|\u306a\u3057)|"
                          r"(?:\b(?:without|with|no|ohne|mit|sin|con|sans|avec)\b|" + WITHOUT_WORDS + r"|\u5173\u6389|\u53bb\u6389|"
-                         r"\u4e0d\u5f00|\u5f00\u542f)\s*[`'\"]?(?:" + DRAFTS_WORDS + r"|prefix[ -]caching|--[a-z][\w-]+)")
+                         r"\u4e0d\u5f00|\u5f00\u542f)\s*[`'\"]?(?:" + DRAFTS_WORDS + r"|prefix[ -]caching|--[a-z][\w-]+)", re.I)
 
 
 # "hit rate" in Japanese, Chinese and Korean (ヒット率, 命中率, 히트율 / 적중률)

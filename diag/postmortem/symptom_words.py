@@ -27,6 +27,8 @@ WRONG_OUTPUT_ANYWHERE = (
     r"\bcharabia\b|\bsorties? (?:\w+ )?corrompue?s?\b|\br\u00e9ponses? (?:\w+ )?incoh\u00e9rentes?\b|"
     r"\bn'importe quoi\b|\bsenza senso\b|\boutput (?:\w+ )?corrott[oi]\b|\bspazzatura\b|\bonzin\b|"
     r"\bmojibake\b|\b\u00e9rtelmetlen\w*|\bbe\u0142kot\w*|\b\u015bmieci\b|\banlams\u0131z\b|\bbozuk \u00e7\u0131kt\u0131|\bv\u00f4 ngh\u0129a\b|"
+    # Korean: "출력이 깨짐" (the output breaks), "답변이 반복" (the answer repeats)
+    r"(?:\ucd9c\ub825|\uc751\ub2f5|\ub2f5\ubcc0)(?:\uc774|\uac00|\uc740|\ub294)?\s*(?:\uae68|\ubc18\ubcf5)|"
     # Vietnamese: "bị rác" (garbage), "lặp từ" (repeated words), "câu trả lời hỏng" (broken answers)
     r"\bb\u1ecb r\u00e1c\b|\bl\u1eb7p t\u1eeb\b|\btr\u1ea3 l\u1eddi (?:b\u1ecb )?h\u1ecfng\b|"
     r"\b(?:output|jawaban) (?:\w+ )?(?:rusak|ngawur|kacau)\b|\u0441\u043c\u0456\u0442\u0442\u044f|"
@@ -176,7 +178,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "thread", "flip", "jump", "drift", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
                       "soup", "forget", "older", "stale", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
                       "\ubc18\ubcf5",
-                      "\ud6a1\uc124", "\uae68\uc9c4", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
+                      "\ud6a1\uc124", "\uae68\uc9c4", "\uae68", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
                       "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "mojibake", "\u00e9rtelmetlen", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",
                       "corrott", "spazzatura", "onzin", "be\u0142kot", "\u015bmieci", "anlams\u0131z", "bozuk", "ngh\u0129a", "r\u00e1c", "l\u1eb7p", "h\u1ecfng",
                       "rusak", "ngawur", "kacau", "\u0441\u043c\u0456\u0442\u0442\u044f", "\u043c\u0430\u044f\u0447", "\u092c\u0915\u0935\u093e\u0938",
