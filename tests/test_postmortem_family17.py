@@ -318,6 +318,8 @@ _WORDS = [
     ("slow_prose", "Granite-4.0-H on 4x L40S scales terribly: TP=4 gives only ~1.3x over TP=2.", "scales terribly"),
     ("slow_prose", "TP=4 gives only 1.3x over TP=2", "only 1.3x over"),
     ("slow_prose", "Kimi-Linear throughput dropped 40% after moving to the new rack", "throughput dropped 40%"),
+    ("slow_prose", "Kimi-Linear TPOT ~95ms on 2x L40S, expected ~30ms", "TPOT ~95ms on 2x L40S, expected ~30ms"),
+    ("slow_prose", "When it does come up, the first few requests have 20-40 s TTFT.", "20-40 s TTFT"),
     # capacity told as requests that wait
     ("capacity_prose", "Kimi-Linear serves only ~10 requests at once, rest stuck waiting", "serves only ~10 requests at once"),
     ("capacity_prose", "Here 'Waiting' grows all the time, latency goes to minutes.", "'Waiting' grows"),

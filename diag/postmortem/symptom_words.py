@@ -331,6 +331,9 @@ SLOW = re.compile(
     r"\b(?:TPOT|ITL|TTFT|latency|throughput)\b[^.\n]{0,20}?~?\d+(?:\.\d+)?\s*(?:ms|s|tok/s)\b[^.\n]{0,40}?\b(?:while|but|"
     r"whereas|vs\.?|compared to)\b[^.\n]{0,30}?\b(?:blog|docs?|model card|others|benchmarks?|paper|advertised|claimed|"
     r"reported|published)\b|"
+    # "TPOT ~95ms on 2x L40S, expected ~30ms", "the first requests have 20-40 s TTFT"
+    r"\b(?:TPOT|ITL|TTFT|latency)\b[^.\n]{0,40}?~?\d+(?:\.\d+)?\s*(?:ms|s)\b[^.\n]{0,40}?,?\s*expected\s*~?\d[\d.]*\s*(?:ms|s)?|"
+    r"\b\d+(?:\.\d+)?(?:\s*[-\u2013]\s*\d+(?:\.\d+)?)?\s*(?:s|sec|seconds) (?:of )?TTFT\b|"
     # "TTFT 40+ s for 100k-token prompts"; a decode of a few tokens a second ("4 tok/s and Triton warnings"; not a
     # progress bar's "est. speed input: 1.36 toks/s, output: ...]")
     r"\bTTFT\s*~?\d+(?:\.\d+)?\+?\s*(?:s|sec|secs|seconds)\b|(?<![\d.,])(?<!input: )(?<!output: )[1-9](?:\.\d+)?\s*(?:tok(?:en)?s?/s|t/s|tps)\b(?![^\n]{0,40}\])|"
