@@ -138,14 +138,16 @@ prefix_cache_hit_rate_max,             largest value and number of values read: 
 prefix_cache_hit_rate_samples          line of a small log; the first and last metrics line of
                                        each 8 MiB chunk of a large one (enough to tell "stuck at
                                        0 %" from "hits" without a pass over every line)
-prefix_cache_zero_run_samples          metrics lines of one engine process (its ``pid=``) that
-                                       all read 0 % while another process of the log hit (a
-                                       restart with a setting changed); small logs only
+prefix_cache_zero_run_samples          metrics lines of one engine run (its ``pid=``, or the lines
+                                       after a header such as "MTP off:") that all read 0 % while
+                                       another run of the log hit (a restart with a setting
+                                       changed); small logs only
 available_kv_cache_gib                 ``Available KV cache memory: 12.3 GiB``
 model_loading_gib                      ``Model loading took 1.2 GiB``
 num_gpu_blocks                         ``# GPU blocks: N``
 model_runner                           "V1"/"V2" from the model-runner fallback lines
-hybrid_kv_cache_manager_disabled       ``Hybrid KV cache manager is disabled …``
+hybrid_kv_cache_manager_disabled       ``Hybrid KV cache manager is disabled …`` or ``Turning off
+                                       hybrid kv cache manager because …``
 kv_page_unify_fallback                 ``KV cache page sizes cannot be unified; treating sliding-window layers …``
 dsa_use_flattening                     ``DSA indexer decode path: use_flattening=…``
 dsa_flattened_next_n                   next_n of a start whose DSA indexer flattens its decode
