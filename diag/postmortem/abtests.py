@@ -132,6 +132,10 @@ _FAULT_CELL = re.compile(r"\b(?:IMA|crash\w*|fail\w*|fault\w*|error|assert\w*|di
                          r"gibberish|corrupt\w*)\b", re.I)
 _CLEAN_CELL = re.compile(r"\b(?:clean|fine|stable|ok|no (?:crash|fault|IMA|error)\w*|works?)\b", re.I)
 _OFF_CELL = re.compile(r"^(?:off|no|none|0|false|disabled|-|n/?a)$", re.I)
+# an A/B table's columns for the drafts (their depth beside them: "MTP (k=2)") and for prefix caching, with what a
+# faulting run with that column off tells
+_OFF_COLUMNS = ((re.compile(_SPEC + r"(?:\s*\([^)]{0,20}\))?", re.I), "faults_without_spec_prose"),
+                (re.compile(r"(?:automatic )?prefix[ -]caching|apc", re.I), "persists_without_pc_prose"))
 # a toggle that belongs to the hybrid / spec-decode classes: what it fixes says nothing against them
 # (a switch to an attention-only model -- "same command with Llama-3.1-8B" -- takes the hybrid layers out too)
 _FAMILY_TOGGLE = re.compile(r"prefix|cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
@@ -196,16 +200,11 @@ class ABTestReader:
             table["first"] = cells
         st = self.facts.startup
         for name, value, base in zip(header[:-1], cells[:-1], table["first"][:-1]):
-            # (a column named for the drafts or prefix caching, its depth beside it: "MTP (k=2)")
-            off_fault = _OFF_CELL.match(value) and _FAULT_CELL.search(outcome)
-            if off_fault and re.match(_SPEC + r"(?:\s*\([^)]{0,20}\))?$", name, re.I) \
-                    and "faults_without_spec_prose" not in st:
-                st["faults_without_spec_prose"] = f"{name} {value}: {outcome}"
-                self.facts.lines["faults_without_spec_prose"] = (line.lineno, text.strip()[:500])
-            if off_fault and re.fullmatch(r"(?:automatic )?prefix[ -]caching|apc", name, re.I) \
-                    and "persists_without_pc_prose" not in st:
-                st["persists_without_pc_prose"] = f"{name} {value}: {outcome}"
-                self.facts.lines["persists_without_pc_prose"] = (line.lineno, text.strip()[:500])
+            if _OFF_CELL.match(value) and _FAULT_CELL.search(outcome):
+                for column, fact in _OFF_COLUMNS:
+                    if column.fullmatch(name) and fact not in st:
+                        st[fact] = f"{name} {value}: {outcome}"
+                        self.facts.lines[fact] = (line.lineno, text.strip()[:500])
             # (a clean outcome: "no crash" is no fault word once joined to its "no")
             if value != base and _CLEAN_CELL.search(outcome) and not _FAULT_CELL.search(outcome.replace("no ", "no_")) \
                     and not _FAMILY_TOGGLE.search(name) and not _RUN_COLUMN.match(name) and "other_fix_prose" not in st:

@@ -80,10 +80,13 @@ _PROSE_WORDS = frozenset({"is", "was", "are", "were", "be", "and", "or", "but", 
 
 def workaround_flag(text: str, start: int, end: int) -> bool:
     """The flag at ``text[start:end]`` is named as what avoids the failure, not as the failing set-up."""
-    before, after = text[max(0, start - 90):start], text[end:end + 80]
-    # "1. --no-enable-prefix-caching -> output correct", "4. --enforce-eager -> still corrupt": a trial and its outcome
-    return bool(_WORKAROUND_BEFORE.search(before)) or bool(_WORKAROUND_AFTER.match(after)) or bool(
-        _TRIAL_ARROW_AFTER.match(after))
+    return bool(_WORKAROUND_BEFORE.search(text[max(0, start - 90):start])) or _tried_after(text[end:end + 80])
+
+
+def _tried_after(after: str) -> bool:
+    """What follows a setting says it was the way out or a trial with its outcome ("works with it", "1.
+    --no-enable-prefix-caching -> output correct", "4. --enforce-eager -> still corrupt"), not the failing set-up."""
+    return bool(_WORKAROUND_AFTER.match(after) or _TRIAL_ARROW_AFTER.match(after))
 
 
 _BARE_FLAG = re.compile(r"(?<![\w.\-/$])[\"']?([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)[\"']?(?:\s*([=:])\s*[\"']?(\d+(?:\.\d+)?|True|"
@@ -401,8 +404,7 @@ class CommandLines:
                 if indented and m.group(2) != ":":
                     continue
                 # "with num_speculative_tokens=1 it never happened", "works with num_speculative_tokens 1"
-                if _WORKAROUND_AFTER.match(text[m.end():m.end() + 80]) or _TRIAL_ARROW_AFTER.match(
-                        text[m.end():m.end() + 80]) or _WORKS_WITH_BEFORE.search(
+                if _tried_after(text[m.end():m.end() + 80]) or _WORKS_WITH_BEFORE.search(
                         text[max(0, m.start() - 60):m.start()]):
                     continue
                 if len(self.inline_flags) < 100 and not text[max(0, m.start() - 2):m.start()].endswith("-"):

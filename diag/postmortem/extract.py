@@ -218,7 +218,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.hit_rates: list[float] = []
         self.hit_rate_count = 0
         self.hit_rate_max = 0.0
-        self.hit_rate_runs: dict[str, list] = {}  # engine process (pid, "" unprefixed) -> [samples, largest rate]
+        self.hit_rate_runs: dict[str, list] = {}  # "pid#run" ("" unprefixed) -> [samples, largest rate]
         self.hit_rate_epoch = 0  # runs the reporter's headers part ("MTP off:") inside one process id (a container's pid 1)
         self.arch_mentions: list[str] = []
         self.model_lines: list[tuple[int, str]] = []
@@ -240,7 +240,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.numeric_flags: dict[str, Any] = {}  # --flag NUMBER anywhere (bench/eval commands too)
         self.metrics: dict[str, Any] = {}  # Prometheus counters and spec-decode metrics quoted in the log
         self.nccl_warn: dict[str, int] = {}  # numbers of NCCL's own WARN lines (the cause behind "NCCL error")
-        self.socket_net: tuple[int, str] | None = None  # NCCL between nodes over TCP sockets (first line saying so)
+        # NCCL between nodes over TCP sockets: the first line saying so, and its words
+        self.socket_net: tuple[int, str, str] | None = None
         self.node_ips: set[str] = set()  # Ray workers' node addresses ("ip=10.20.0.12")
         self.multi_node_prose = False
         self.http_errors: dict[str, int] = {}  # the API server's failed answers by status (its access log)
@@ -315,8 +316,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             if m:
                 self.host_frame_line = (f"{m.group(1).replace('-', '_')}_line", int(m.group(2)))
         if self.socket_net is None and ("Socket" in line.text or "GbE" in line.text or "thernet" in line.text
-                                        or "NET/IB" in line.text) and _SOCKET_NET.search(line.text):
-            self.socket_net = (line.lineno, line.text.strip()[:500])
+                                        or "NET/IB" in line.text) and (m := _SOCKET_NET.search(line.text)):
+            self.socket_net = (line.lineno, line.text.strip()[:500], m.group(0))
         if "ip=" in line.text and len(self.node_ips) < 64 and (m := _RAY_NODE_IP.search(line.text)):
             self.node_ips.add(m.group(1))
         if not self.multi_node_prose and "node" in line.text and line.level is None and _MULTI_NODE.search(line.text):
@@ -554,9 +555,9 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                     f.numbers.setdefault(name, val)
         if self.socket_net is not None and (len(self.node_ips) >= 2 or self.multi_node_prose):
             # (one node's NCCL also names its socket transport: only a run across nodes sends its collectives there)
-            m = _SOCKET_NET.search(self.socket_net[1])
-            self.facts.startup["socket_network_prose"] = m.group(0) if m else self.socket_net[1][:200]
-            self.facts.lines["socket_network_prose"] = self.socket_net
+            lineno, text, words = self.socket_net
+            self.facts.startup["socket_network_prose"] = words
+            self.facts.lines["socket_network_prose"] = (lineno, text)
         for name, val in self.nccl_warn.items():
             f.numbers.setdefault(name, val)
         for name, val in (f.startup.get("quoted_page_sizes") or {}).items():

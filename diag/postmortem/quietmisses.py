@@ -363,14 +363,14 @@ def token_cap_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
 
 def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, the output wrong, and the command loads the tokenizer of another model (``--tokenizer`` naming a repo
-    of another organisation and model family): token ids decode into another vocabulary's pieces -- garbled from the
-    first request, whatever the engine computes -- outside the families."""
+    of another model family or generation, whatever its organisation): token ids decode into another vocabulary's
+    pieces -- garbled from the first request, whatever the engine computes -- outside the families."""
     said = facts.startup.get("wrong_output_prose")
     tok, model = facts.args.get("tokenizer"), facts.args.get("model")
     if not said or not isinstance(tok, str) or not isinstance(model, str) or tok == model:
         return None
     t, m = _REPO.match(tok), _REPO.match(model)
-    if not t or not m or t.group(2).lower() == m.group(2).lower():
+    if not t or not m or t.group(1).lower() == m.group(1).lower():
         return None  # (a local path or the same family and generation says nothing)
     return _outside(
         facts, base_numbers,
@@ -383,9 +383,9 @@ def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         missing=["the same request without --tokenizer (the model's own tokenizer)"])
 
 
-# a Hugging Face repo id: (organisation, the model name's first word with its generation: "Zamba2", "Mistral",
-# "Qwen3.5" -- a tokenizer of another generation of one family has another vocabulary)
-_REPO = re.compile(r"^([\w.-]+)/([A-Za-z]+\d*(?:\.\d+)?)")
+# a Hugging Face repo id's model name, its first word with its generation: "Zamba2", "Mistral", "Qwen3.5" -- a
+# tokenizer of another generation of one family has another vocabulary
+_REPO = re.compile(r"^[\w.-]+/([A-Za-z]+\d*(?:\.\d+)?)")
 
 
 def lora_slot_queueing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -357,9 +357,10 @@ class StartupLines:
             # vllm/config/vllm.py (0.2x+): "Turning off hybrid kv cache manager because `--kv-transfer-config` selects
             # a KV connector that does not support it."
             m = _HYBRID_OFF_WHY.search(text)
-            if m and "hybrid_kv_cache_manager_off_reason" not in self.facts.startup:
-                self._set_startup("hybrid_kv_cache_manager_off_reason", m.group(1).strip().rstrip(".")[:200], line)
-            if m:  # (the manager is off from here: on a hybrid, every spec must fold into one type)
+            if m:
+                if "hybrid_kv_cache_manager_off_reason" not in self.facts.startup:
+                    self._set_startup("hybrid_kv_cache_manager_off_reason", m.group(1).strip().rstrip(".")[:200], line)
+                # (the manager is off from here: on a hybrid, every spec must fold into one type)
                 self._set_startup("hybrid_kv_cache_manager_disabled", True, line)
         if "non-default args:" in text:
             i = text.index("non-default args:") + len("non-default args:")
