@@ -346,6 +346,23 @@ _CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\
 _GPU_THROTTLED = re.compile(r"\b(?:SW Power Cap|HW Slowdown|HW Thermal Slowdown|HW Power Brake Slowdown|SW Thermal Slowdown)"
                             r"\s*:\s*Active\b|\bpower[- ]capped\b|\b(?:thermal(?:ly)?|power|clock) throttl\w*|"
                             r"\bGPUs? (?:is |are |was |were )?throttl\w*", re.I)
+# another process holding memory on the engine's GPUs: "GPU0 on that box is shared with our team's embedding service",
+# "another process on the same GPU", "nvidia-smi shows a python pid holding 16 GiB", "co-tenant"
+_COTENANT = re.compile(r"\b(?:GPUs?|cards?|devices?|box|node)\s*\d?\b[^.\n]{0,30}?\b(?:is |are |was |were )?shared with\b"
+                       r"[^.\n]{0,40}?\b(?:service|process|job|model|tenant|container|pod|workload|team|app|instance)\b|"
+                       r"\b(?:another|other|a second|a different|someone else'?s?) (?:\w+ ){0,2}?(?:process|service|job|tenant|"
+                       r"container|pod|workload|app)\b[^.\n]{0,30}?\b(?:on|holding|using|sharing|occup\w+) (?:the same |that |our )?"
+                       r"(?:GPUs?|cards?|devices?)\b|\bco-?tenants?\b|"
+                       r"\bnvidia-smi\b[^.\n]{0,40}?\b(?:another|other|a|second|foreign) (?:\w+ )?(?:pid|process)\b[^.\n]{0,30}?"
+                       r"\b(?:holding|using|with|at) ~?\d+(?:\.\d+)?\s*(?:GiB|GB|MiB)\b", re.I)
+# requests spread over several engines so a conversation's next turn meets another cache: "plain kube-proxy (round
+# robin over 4 pods)", "session affinity", "prefix-aware routing", "lands on a different pod"
+# (an affinity counts where it is missing or the fix: "same router with session affinity" rules the router out)
+_SPLIT_ROUTING = re.compile(r"\bround[- ]robin\b|"
+                            r"\b(?:no|without|lacks?|lacking|adds?|added|adding|use|using|enabled?|enabling|turn(?:ed)? on|"
+                            r"switch(?:ed)? to|put|putting)\b[^.\n]{0,30}?(?:\bsession[- ]affinity\b|\bsticky sessions?\b|"
+                            r"\bconsistent[- ]hash\w*|\b(?:prefix|cache|kv)[- ](?:cache[- ])?aware (?:rout\w+|load[- ]balanc\w+))|"
+                            r"\blands? on (?:a )?(?:different|another|other) (?:pod|replica|instance|engine|node|server)s?\b", re.I)
 # the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
 _REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|an)\s*(?:request|req|conversation|prompt)\b|"
                              r"\b(?:each|every|per) request (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*tokens\b", re.I)
@@ -767,6 +784,13 @@ class ProseLines:
                 self.facts.lines["request_tokens_prose"] = (line.lineno, text.strip()[:500])
         if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text):
             self._first_words("cpu_starved_prose", _CPU_STARVED, text, line)
+        if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
+                "hared" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text):
+            self._first_words("cotenant_prose", _COTENANT, text, line)
+        if "split_routing_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
+                "robin" in text or "affinity" in text or "sticky" in text or "hash" in text or "aware" in text
+                or "lands" in text or "land on" in text):
+            self._first_words("split_routing_prose", _SPLIT_ROUTING, text, line)
         if "random_prompts_prose" not in self.facts.startup and "random" in text and len(text) < 2000:
             self._first_words("random_prompts_prose", _RANDOM_PROMPTS, text, line)
         if "gpu_throttled_prose" not in self.facts.startup and len(text) < 2000 and (

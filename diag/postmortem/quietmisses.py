@@ -128,6 +128,27 @@ def varying_prefix(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         missing=["the hit rate with the per-request value moved to the end of the prompt (or dropped)"])
 
 
+def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, prefix-cache hits low, and the report tells the requests spread over several engines without affinity
+    (round robin, a conversation's next turn landing on another pod): each engine's cache only sees a share of a
+    conversation's turns -- the router, not a hybrid's block granularity."""
+    said = facts.startup.get("split_routing_prose")
+    rate = facts.startup.get("prefix_cache_hit_rate_max")
+    if not said or facts.startup.get("wrong_output_prose") or not (
+            facts.startup.get("hit_rate_prose") or isinstance(rate, (int, float)) and rate < 20):
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report tells the requests spread over several engines ('{said}'): each engine keeps its "
+               "own prefix cache, so a conversation's next turn that lands on another engine finds none of its "
+               "earlier blocks -- the router, outside the hybrid/spec-decode failure classes"),
+        title="Prefix cache split across replicas: requests routed without affinity",
+        message=f"requests spread over engines: {said}",
+        evidence=("split_routing_prose", "prefix_cache_hit_rate_max", "hit_rate_prose"),
+        missing=["the hit rate of one replica replaying one conversation, or with session affinity / prefix-aware "
+                 "routing in front of the replicas"])
+
+
 _ROPE_OVERRIDE = re.compile(r"rope_(?:scaling|parameters|type)\W+[^}]{0,120}?(?:yarn|dynamic|factor)", re.I)
 
 
@@ -589,6 +610,12 @@ _STARVED = {
             "Slow from throttled GPUs (power cap or thermal slowdown)",
             "nvidia-smi -q -d PERFORMANCE,POWER,CLOCK on a fast node beside the slow one, and the slow node with its "
             "default power limit restored"),
+    "tenant": ("cotenant_prose",
+               "shows another process using the engine's GPU ('{said}'): vLLM sizes its KV cache from the memory free "
+               "while it profiles and shares the GPU's compute with that process, so fewer requests fit and each runs "
+               "slower whatever the engine's configuration",
+               "Capacity lost to another process on the same GPU",
+               "the same start on GPUs nothing else uses (nvidia-smi's process list empty before vLLM starts)"),
     "net": ("socket_network_prose",
             "shows NCCL between the nodes going over TCP sockets ('{said}'): every step's all-reduce or pipeline "
             "hand-off crosses an Ethernet link, so decode waits on the network whatever the engine's configuration",
@@ -619,6 +646,13 @@ def gpu_throttled_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | N
     software power cap, a thermal or hardware slowdown): every kernel runs slower whatever vLLM computes -- the
     platform, outside the families."""
     return _starved_slowdown(facts, base_numbers, "gpu")
+
+
+def cotenant_gpu_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow or fewer requests fitting, and the report shows another process on the engine's GPU (a
+    service sharing the card, a foreign pid in nvidia-smi): its memory comes out of the KV budget vLLM measures while
+    profiling, its kernels out of the engine's -- the platform, outside the families."""
+    return _starved_slowdown(facts, base_numbers, "tenant")
 
 
 def socket_network_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -12,13 +12,13 @@ from ..rules.kv_scales_hybrid import calibrates_scales
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, kv_cache_idle, collective_hang, cpu_offload_slowdown,
-                          cpu_starved_slowdown, gpu_throttled_slowdown, kv_saturated_workload,
+                          cotenant_gpu_slowdown, cpu_starved_slowdown, gpu_throttled_slowdown, kv_saturated_workload,
                           prefill_chunks_stall_decodes, drafts_never_accepted, eager_slowdown, foreign_tokenizer,
                           long_context_capacity, lora_slot_queueing, socket_network_slowdown, random_prompts_acceptance,
                           low_memory_share_capacity, pcie_allreduce_slowdown, prefill_budget_slowdown, salted_prefixes,
                           sampled_away_acceptance, sampled_by_generation_config, scheduler_cap, slow_tokenizer_latency,
-                          spec_batch_slowdown, static_rope_quality, toggles_clear_families, token_cap_truncation,
-                          untuned_moe_slowdown, varying_prefix)
+                          spec_batch_slowdown, split_routing, static_rope_quality, toggles_clear_families,
+                          token_cap_truncation, untuned_moe_slowdown, varying_prefix)
 from .specpath import model_names, no_spec_path
 
 __all__ = ["own_quality_gate", "quiet_report", "silent_corruption", "unexplained_symptom"]
@@ -253,7 +253,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or random_prompts_acceptance(facts, setup, base_numbers)
          or lora_slot_queueing(facts, base_numbers)
          or cpu_starved_slowdown(facts, base_numbers) or gpu_throttled_slowdown(facts, base_numbers)
-         or socket_network_slowdown(facts, base_numbers)
+         or socket_network_slowdown(facts, base_numbers) or cotenant_gpu_slowdown(facts, base_numbers)
          or prefill_chunks_stall_decodes(facts, base_numbers)
          or sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
          or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
@@ -267,7 +267,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or silent_corruption(facts, setup, base_numbers, batch_ev)
          or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
          or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
-         or varying_prefix(facts, base_numbers)
+         or varying_prefix(facts, base_numbers) or split_routing(facts, base_numbers)
          or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
          or eager_slowdown(facts, base_numbers) or pcie_allreduce_slowdown(facts, base_numbers)
          or collective_hang(facts, base_numbers)

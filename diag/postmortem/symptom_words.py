@@ -250,6 +250,8 @@ CAPACITY_FELL = re.compile(
     r"\bRunning (?:stays|stuck|sits|is stuck|never goes above|caps|plateaus) (?:at )?(?:~|about )?\d+|"
     # "only gives 'Maximum concurrency ... 1.93x'"
     r"\bonly (?:gives?|gets?|shows?|reports?) [\"'`]?Maximum concurrency\b|"
+    # "only gets ~2x concurrency at 64k"
+    r"\bonly (?:gets?|gives?|reaches?|shows?|has|achieves?) (?:~|about |around )?\d+(?:\.\d+)?\s*x (?:max(?:imum)? )?concurrency\b|"
     # (what drops must be the capacity: "at concurrency 128 the scores drop" is the output's quality)
     r"\b(?:max(?:imum)? concurrency|kv[ -]cache(?: size| capacity| tokens)?|kv capacity|kv tokens|concurrency)\b"
     r"(?:(?!scores?\b|accuracy|acceptance|quality|evals?\b)[^.\n]){0,60}?"

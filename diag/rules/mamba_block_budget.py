@@ -149,6 +149,9 @@ def _capture_refusal(ctx: RuleContext, n: int, seqs: int, evidence: list[Evidenc
         return []
     if ctx.log is not None and ctx.log.startup.get("num_requests_running") is not None:
         return []  # the engine's stats lines show it serving: it did not refuse, the pool read from the log is off
+    if ctx.log is not None and any(ctx.log.startup.get(k) for k in ("capacity_prose", "slow_prose", "spec_slower_prose",
+                                                                     "hit_rate_prose", "wrong_output_prose")):
+        return []  # the reporter tells how it serves (too few requests, too slow, wrong answers): it did not refuse
     return [Finding(rule=ID, category="mamba_block_budget", title=f"max_num_seqs {seqs} exceeds the {n} Mamba cache blocks",
                     severity="error",
                     message=(f"With full CUDA graphs each decode sequence needs one Mamba cache block; {n} blocks fit, "

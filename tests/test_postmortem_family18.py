@@ -1,0 +1,92 @@
+"""Post-mortem, round eighteen: quiet reports on hybrids whose cause is the platform or the router -- another process
+on the engine's GPU, replicas that share no prefix cache. The reports are written here; vLLM's lines are in its own
+formats."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_diag.postmortem import facts_from_text
+from vllm_diag.postmortem.analyze import analyze_text
+
+
+def _analyze(lines: list[str]):
+    return analyze_text("\n".join(lines), "t.log", use_preflight=False)
+
+
+_HYBRID_START = [
+    "vllm serve ibm-granite/granite-4.0-h-small -tp 2 --max-model-len 65536 --max-num-seqs 64",
+    "(APIServer pid=7) INFO 03-19 08:01:44 [utils.py:261] non-default args: {'model': 'ibm-granite/granite-4.0-h-small', "
+    "'max_model_len': 65536, 'tensor_parallel_size': 2, 'max_num_seqs': 64}",
+    "(APIServer pid=7) INFO 03-19 08:01:51 [interface.py:606] Setting attention block size to 2128 tokens to ensure "
+    "that attention page size is >= mamba page size.",
+    "(APIServer pid=7) INFO 03-19 08:01:51 [interface.py:630] Padding mamba page size by 0.05% to ensure that mamba "
+    "page size and attention page size are exactly equal.",
+    "(EngineCore_DP0 pid=9) INFO 03-19 08:04:00 [kv_cache_utils.py:1311] GPU KV cache size: 125,552 tokens",
+    "(EngineCore_DP0 pid=9) INFO 03-19 08:04:00 [kv_cache_utils.py:1316] Maximum concurrency for 65,536 tokens per "
+    "request: 1.92x",
+]
+
+
+def _stats(rate: str) -> str:
+    return ("(APIServer pid=7) INFO 05-02 16:20:31 [loggers.py:259] Engine 000: Avg prompt throughput: 9921.4 tokens/s, "
+            "Avg generation throughput: 644.0 tokens/s, Running: 22 reqs, Waiting: 0 reqs, GPU KV cache usage: 31.5%, "
+            f"Prefix cache hit rate: {rate}%")
+
+
+@pytest.mark.parametrize("said", [
+    "GPU0 on that box is shared with our team's embedding service.",
+    "Turns out another inference process was running on the same GPUs.",
+    "nvidia-smi shows a python pid holding 16 GiB on GPU0.",
+    "We are a co-tenant on these cards with the batch jobs.",
+])
+def test_another_process_on_the_gpu_explains_lost_capacity(said):
+    lines = ["Granite-4.0-H only gets ~2x concurrency at 64k, hybrid allocator wasting memory?", *_HYBRID_START, said]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "another process" in lead.title
+
+
+def test_the_capacity_complaint_alone_keeps_a_hybrid_reading():
+    """Without the other process the same report is not read as the platform."""
+    lines = ["Granite-4.0-H only gets ~2x concurrency at 64k, hybrid allocator wasting memory?", *_HYBRID_START]
+    assert facts_from_text("\n".join(lines)).startup.get("capacity_prose")
+    assert "another process" not in _analyze(lines).findings[0].title
+
+
+@pytest.mark.parametrize("said", [
+    "The cluster is dedicated, no other process is on the node.",
+    "Our service shares its config with the staging app.",
+])
+def test_words_that_are_no_other_process_on_the_gpu(said):
+    assert "cotenant_prose" not in facts_from_text(said).startup
+
+
+def test_a_report_that_tells_how_the_engine_serves_predicts_no_refusal():
+    """0.20+ refuses to start when max_num_seqs exceeds the Mamba blocks; a report of how the engine serves (too few
+    requests at once) says it started, so the refusal is not predicted from a pool read off its token count."""
+    start = _HYBRID_START[:-1]  # (the concurrency line would read the report as long requests first)
+    told = _analyze(["vLLM 0.26.0", "Granite-4.0-H only gets ~2x concurrency at 64k, where did the memory go?", *start])
+    assert [(f.severity, f.category) for f in told.findings][0] == ("warning", "mamba_block_budget")
+    cut = _analyze(["vLLM 0.26.0", *start])  # a start cut before its end: the refusal is what comes
+    assert [(f.severity, f.category) for f in cut.findings][0] == ("error", "mamba_block_budget")
+
+
+@pytest.mark.parametrize("said", [
+    "Your Service is plain kube-proxy (round robin over 4 pods).",
+    "Turn N+1 of a conversation lands on a different pod than turn N.",
+    "Fixed by adding session affinity on the conversation id.",
+    "We put a router with consistent hashing in front of the replicas.",
+])
+def test_replicas_without_affinity_explain_a_low_hit_rate(said):
+    lines = ["Granite-4.0-H: prefix cache hit rate only 5-9% on multi-turn chat, expected 60%+.", *_HYBRID_START,
+             _stats("6.8"), _stats("7.1"), said]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "replicas" in lead.title
+
+
+@pytest.mark.parametrize("said", [
+    "Same traffic, same router with session affinity, and the hit rate is 0% since the upgrade.",
+    "llm-d with precise prefix-cache-aware routing enabled.",
+])
+def test_a_router_that_keeps_affinity_is_not_the_cause(said):
+    assert "split_routing_prose" not in facts_from_text(said).startup
