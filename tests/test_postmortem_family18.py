@@ -90,3 +90,69 @@ def test_replicas_without_affinity_explain_a_low_hit_rate(said):
 ])
 def test_a_router_that_keeps_affinity_is_not_the_cause(said):
     assert "split_routing_prose" not in facts_from_text(said).startup
+
+
+_DIED = [
+    "granite-4.0-h-small + ngram restarts in a loop on our k8s cluster (vllm 0.29.0).",
+    "(APIServer pid=1) INFO 06-02 11:05:41 [utils.py:301] non-default args: {'model': 'ibm-granite/granite-4.0-h-small', "
+    "'max_model_len': 131072, 'max_num_seqs': 512, 'speculative_config': {'method': 'ngram', 'num_speculative_tokens': 4}}",
+    "(EngineCore pid=61) INFO 06-02 11:05:52 [interface.py:919] Setting attention block size to 400 tokens to ensure "
+    "that attention page size is >= mamba page size.",
+    "(EngineCore pid=61) INFO 06-02 11:06:53 [kv_cache_utils.py:1288] GPU KV cache size: 94,400 tokens",
+    "(APIServer pid=1) ERROR 06-02 11:07:02 [core_client.py:610] Engine core proc EngineCore died unexpectedly, "
+    "shutting down client.",
+]
+
+
+@pytest.mark.parametrize("kill", ["    Last State:     Terminated", "      Reason:       OOMKilled",
+                                  "[812.4] Memory cgroup out of memory: Killed process 61 (python3)"])
+def test_a_silent_death_the_host_killed_for_memory_is_a_near_miss(kill):
+    lines = [*_DIED, "$ kubectl describe pod vllm-granite-7c9f", kill]
+    lead = _analyze(lines).findings[0]
+    if "OOM" in kill or "Killed process" in kill:
+        assert lead.category == "other" and "host memory" in lead.title
+    else:  # no kill in sight: the death names no class, and the Mamba refusal is not what ended the log
+        assert lead.category != "mamba_block_budget"
+
+
+@pytest.mark.parametrize("template", ["Current date and time: {{CURRENT_DATETIME}}", "Today is {{ current_date }}."])
+def test_a_date_in_the_prompt_template_explains_no_prefix_hits(template):
+    lines = ["Prefix cache hit rate on Qwen3-Next with MTP is basically zero behind Open WebUI.",
+             "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --enable-prefix-caching "
+             "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+             _HYBRID_START[2], _stats("0.3"), f"Our system prompt has \"{template}\" as its FIRST line."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "per-request value" in lead.title
+
+
+def test_a_request_that_keeps_only_the_prompts_tail_explains_wrong_answers():
+    lines = ["Qwen3.6-27B with ngram ignores our system instructions on long RAG prompts, answers in Chinese.",
+             "vllm serve Qwen/Qwen3.6-27B -tp 2 --enable-prefix-caching "
+             "--speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":4,\"prompt_lookup_max\":4}'",
+             _HYBRID_START[2],
+             "(APIServer pid=8) INFO 11-20 19:30:14 [logger.py:49] Received request chatcmpl-b1d2: params: "
+             "SamplingParams(n=1, temperature=0.2, max_tokens=1024, truncate_prompt_tokens=4096), prompt_token_ids: [1]"]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and lead.numbers["truncate_prompt_tokens"] == 4096
+    assert "truncate_prompt_tokens" not in _analyze(lines[:-1]).findings[0].title  # without the request, no such reading
+
+
+@pytest.mark.parametrize("said", ["The model ignores our system instructions.", "It answers in Chinese half the time.",
+                                  "It forgets the JSON format after a few turns."])
+def test_instructions_ignored_is_wrong_output(said):
+    assert facts_from_text(said).startup.get("wrong_output_prose")
+
+
+def test_a_memory_share_does_not_explain_waiting_beside_an_empty_cache():
+    """A small --gpu-memory-utilization holds back no request while the stats lines show the KV cache nearly empty:
+    the drafts' tokens within the batch budget cap the batch (the token-budget class)."""
+    lines = ["Nemotron-H with ngram: only ~16 requests ever run, the rest sit in Waiting even though KV cache usage is "
+             "tiny. max_num_seqs is 64.",
+             "vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --max-num-seqs 64 --max-num-batched-tokens 128 "
+             "--gpu-memory-utilization 0.55 --speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":7,"
+             "\"prompt_lookup_max\":4}'",
+             "(EngineCore pid=151) INFO 07-02 11:21:40 [gpu_worker.py:452] Available KV cache memory: 22.18 GiB",
+             "(APIServer pid=88) INFO 07-02 11:31:40 [loggers.py:271] Engine 000: Avg prompt throughput: 310.4 tokens/s, "
+             "Avg generation throughput: 221.7 tokens/s, Running: 16 reqs, Waiting: 48 reqs, GPU KV cache usage: 1.9%, "
+             "Prefix cache hit rate: 0.0%"]
+    assert _analyze(lines).findings[0].category == "token_budget"

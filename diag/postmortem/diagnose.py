@@ -527,6 +527,22 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     if quiet_reading is not None:
         return quiet_reading
     died = next(((ln, t) for ln, t in reversed(lines) if _DIED.search(t)), None)
+    if died is not None and all(_DIED.search(t) or not _REAL_ERROR.search(t) for _, t in lines) \
+            and facts.startup.get("host_oom_kill"):
+        # the process died without an error of its own, and the report shows the host killing it for its memory
+        # (kubectl's "Reason: OOMKilled", the kernel's "Killed process"): a container or host memory limit
+        ln, said = facts.lines.get("host_oom_kill") or died
+        return Diagnosis(
+            category="other", confidence="medium", rule="near_miss",
+            basis=f"a process died without printing an error, and the report shows the host's OOM killer ending it "
+                  f"('{facts.startup['host_oom_kill']}'): the container's or the host's memory limit (pinned CPU swap, "
+                  "KV offload buffers, the weights staged in RAM), outside the hybrid/spec-decode families",
+            title="Out of host memory: the kernel's OOM killer ended the process", message=died[1][:300],
+            numbers={**base_numbers, **facts.numbers},
+            evidence=[Evidence(text=str(said)[:500], line=ln, source="log"),
+                      Evidence(text=died[1][:500], line=died[0], source="log")],
+            missing=["the container's memory limit and the engine's host-memory settings (swap space, CPU offload, "
+                     "KV offloading size)"])
     if died is not None and all(_DIED.search(t) or not _REAL_ERROR.search(t) for _, t in lines):
         # the process died and printed no error of its own: nothing here names a class
         return Diagnosis(

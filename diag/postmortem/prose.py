@@ -213,8 +213,8 @@ _BATCH_DEPENDENT = re.compile(
 # sampling / request parameters of the request that failed, in a curl JSON body, an OpenAI client call or
 # SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
 _REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
-                        r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
-_REQ_HINT = re.compile(r"max_tokens|temperature|top_|logprobs|min_tokens|max_completion|_penalty")
+                        r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty|truncate_prompt_tokens)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
+_REQ_HINT = re.compile(r"max_tokens|temperature|top_|logprobs|min_tokens|max_completion|_penalty|truncate_prompt")
 # startup / stats records pasted without their prefix (one search instead of a keyword loop per prose line)
 _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
     "Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size", "Prefix cache hit rate",
@@ -314,7 +314,7 @@ _COLLECTIVE_TOLD = re.compile(r"\b(?:all[_-]?reduce|all[_-]?gather|collective|nc
 # (a template's field, not a JSON object: no quotes or colons inside the braces)
 _VARYING_PREFIX = re.compile(r"\{[^{}\n\"':]{0,40}?(?:uuid\d?\(\)|uuid\.uuid\d\(\)|datetime\.(?:utc)?now\(\)|time\.time\(\)|"
                              r"\b(?:request|session|trace|conversation)_?id\b|\btimestamp\b|\buuid\b|\bnow\b|"
-                             r"\bcurrent_?(?:time|date)\b)[^{}\n\"':]{0,40}\}", re.I)
+                             r"\bcurrent_?(?:date_?time|time|date)\b)[^{}\n\"':]{0,40}\}", re.I)
 # a captured request whose system prompt opens with a per-request value: a UUID or an ISO time within its first 80
 # characters ({"role": "system", "content": "Session: 7f3c2a9e-... | Now: 2026-04-27T09:40:11Z\n..."})
 _SYSTEM_HEAD_VALUE = re.compile(r"[\"']role[\"']\s*:\s*[\"']system[\"']\s*,\s*[\"']content[\"']\s*:\s*[\"']([^\"']{0,80}?"
@@ -334,6 +334,11 @@ _VARYING_PREFIX_TOLD = re.compile(
     r"\b" + _PER_REQUEST_WORDS + r"\b[^\n]{0,120}?\b"
     r"(?:as|on|in|at) the (?:very )?first (?:line|tokens?|thing|part)s? of (?:the |every |each |all )?(?:system )?"
     r"(?:prompts?|requests?|messages?)\b|"
+    # "... {{CURRENT_DATETIME}}" as its FIRST line"
+    r"\b" + _PER_REQUEST_WORDS + r"\b[^\n]{0,120}?\b(?:as|on|in|at) its (?:very )?first (?:line|tokens?|thing|part)s?\b|"
+    # "Moving that variable to the end of the system prompt fixed it"
+    r"\bmov(?:e|ed|es|ing) (?:the|that|this|those|these) (?:template )?(?:variables?|placeholders?|fields?)\b[^.\n]{0,40}?"
+    r"\bto the (?:end|bottom) of (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b|"
     r"\bmov(?:e|ed|es|ing) (?:the )?(?:request[-_ ]?id|trace[-_ ]?id|uuid|timestamp|current time|date)s?\b[^.\n]{0,40}?"
     r"\bto the (?:end|bottom)\b", re.I)
 # a benchmark of random prompts (vllm bench's random dataset, the reporter's words): a drafter has nothing to predict
@@ -348,7 +353,8 @@ _GPU_THROTTLED = re.compile(r"\b(?:SW Power Cap|HW Slowdown|HW Thermal Slowdown|
                             r"\bGPUs? (?:is |are |was |were )?throttl\w*", re.I)
 # another process holding memory on the engine's GPUs: "GPU0 on that box is shared with our team's embedding service",
 # "another process on the same GPU", "nvidia-smi shows a python pid holding 16 GiB", "co-tenant"
-_COTENANT = re.compile(r"\b(?:GPUs?|cards?|devices?|box|node)\s*\d?\b[^.\n]{0,30}?\b(?:is |are |was |were )?shared with\b"
+_COTENANT = re.compile(r"\b(?:share|shares|sharing) (?:the|that|this|our|a|one|each) (?:same )?(?:GPU|card|device)s? with\b|"
+                       r"\b(?:GPUs?|cards?|devices?|box|node)\s*\d?\b[^.\n]{0,30}?\b(?:is |are |was |were )?shared with\b"
                        r"[^.\n]{0,40}?\b(?:service|process|job|model|tenant|container|pod|workload|team|app|instance)\b|"
                        r"\b(?:another|other|a second|a different|someone else'?s?) (?:\w+ ){0,2}?(?:process|service|job|tenant|"
                        r"container|pod|workload|app)\b[^.\n]{0,30}?\b(?:on|holding|using|sharing|occup\w+) (?:the same |that |our )?"
@@ -785,7 +791,7 @@ class ProseLines:
         if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text):
             self._first_words("cpu_starved_prose", _CPU_STARVED, text, line)
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
-                "hared" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text):
+                "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text):
             self._first_words("cotenant_prose", _COTENANT, text, line)
         if "split_routing_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "robin" in text or "affinity" in text or "sticky" in text or "hash" in text or "aware" in text

@@ -187,8 +187,8 @@ def low_memory_share_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis 
     kv = runs[0] if runs else None
     # (up to 0.75 when the report's own rerun with a larger share found several times the KV memory)
     rerun = len(runs) >= 2 and kv is not None and max(runs[1:]) >= 2 * kv
-    if not said or not 0 < share <= (0.75 if rerun else 0.6):
-        return None
+    if not said or not 0 < share <= (0.75 if rerun else 0.6) or kv_cache_idle(facts):
+        return None  # (a KV cache the stats lines show mostly empty is not what holds the requests back)
     return _outside(
         facts, base_numbers,
         basis=(f"no error; the report says '{said}', and the engine runs with --gpu-memory-utilization {share:g}: vLLM "
@@ -349,6 +349,26 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         title="Slow decode from eager mode (--enforce-eager: no CUDA graphs, launch-bound steps)",
         evidence=("non_default_args", "command"),
         missing="the same load without --enforce-eager (CUDA graphs captured: 'Capturing CUDA graphs' lines at start)")
+
+def left_truncated_prompts(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, answers wrong, and the requests set ``truncate_prompt_tokens``: vLLM keeps only the prompt's last N
+    tokens, so a longer prompt loses its head -- the system prompt and the instructions -- before the model sees it:
+    the client's setting, outside the families."""
+    said = facts.startup.get("wrong_output_prose")
+    keep = (facts.startup.get("request_params") or {}).get("truncate_prompt_tokens")
+    if not said or not isinstance(keep, int) or keep <= 0:
+        return None
+    return _outside(
+        facts, {**base_numbers, "truncate_prompt_tokens": keep},
+        basis=(f"no error; the report says the answers are wrong ('{said}') and its requests set truncate_prompt_tokens="
+               f"{keep}: vLLM keeps only the last {keep} tokens of a longer prompt, so its head (the system prompt and "
+               "the instructions) never reaches the model -- the client's setting, outside the hybrid/spec-decode "
+               "families"),
+        title=f"Prompts cut to their last {keep} tokens by the request (truncate_prompt_tokens)",
+        message=f"wrong answers without an error: {said}",
+        evidence=("wrong_output_prose", "request_params"),
+        missing=["the same long prompt without truncate_prompt_tokens (or with a larger max_model_len)"])
+
 
 def token_cap_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error; the answers are said to end early and the API server says it ended them at their token cap
@@ -628,7 +648,10 @@ def _starved_slowdown(facts: LogFacts, base_numbers: dict, kind: str) -> Diagnos
     fact, cause, title, missing = _STARVED[kind]
     slow = _said_slow(facts) or facts.startup.get("capacity_prose")
     said = facts.startup.get(fact)
-    if not slow or not said:
+    if not slow or not said or kind == "tenant" and kv_cache_idle(facts) and (
+            not _said_slow(facts) or (facts.startup.get("num_requests_waiting_max") or 0) > 0):
+        # another process's memory holds back no request while the KV cache stays mostly empty, and requests that wait
+        # beside an empty cache are held by a scheduler limit, not by a GPU shared for compute
         return None
     return _slow_from(facts, base_numbers, slow, cause=cause.format(said=said), title=title,
                       evidence=(fact, "command"), missing=missing)

@@ -12,7 +12,7 @@ from ..rules.kv_scales_hybrid import calibrates_scales
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, kv_cache_idle, collective_hang, cpu_offload_slowdown,
-                          cotenant_gpu_slowdown, cpu_starved_slowdown, gpu_throttled_slowdown, kv_saturated_workload,
+                          cotenant_gpu_slowdown, cpu_starved_slowdown, left_truncated_prompts, gpu_throttled_slowdown, kv_saturated_workload,
                           prefill_chunks_stall_decodes, drafts_never_accepted, eager_slowdown, foreign_tokenizer,
                           long_context_capacity, lora_slot_queueing, socket_network_slowdown, random_prompts_acceptance,
                           low_memory_share_capacity, pcie_allreduce_slowdown, prefill_budget_slowdown, salted_prefixes,
@@ -249,7 +249,8 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     (sampling defaults, a RoPE override), then the families' silent classes, then the near misses read from metrics
     and settings."""
     d = (toggles_clear_families(facts, setup, base_numbers) or slow_tokenizer_latency(facts, base_numbers)
-         or token_cap_truncation(facts, base_numbers) or foreign_tokenizer(facts, base_numbers)
+         or token_cap_truncation(facts, base_numbers) or left_truncated_prompts(facts, base_numbers)
+         or foreign_tokenizer(facts, base_numbers)
          or random_prompts_acceptance(facts, setup, base_numbers)
          or lora_slot_queueing(facts, base_numbers)
          or cpu_starved_slowdown(facts, base_numbers) or gpu_throttled_slowdown(facts, base_numbers)

@@ -130,6 +130,11 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           # "the model 'forgets' the earlier turns or answers an older question"
                           r"\banswers? (?:an? )?(?:older|earlier|previous|stale) (?:question|prompt|turn|message)\b|"
                           r"\bforgets[\"']? (?:the )?(?:earlier|previous|prior|first) (?:turns?|messages?|context)\b|"
+                          # "ignores our system instructions, answers in Chinese, forgets the JSON format"
+                          r"\b(?:ignores?|ignored|ignoring) (?:our |my |the )?(?:system )?(?:instructions|prompt)\b|"
+                          r"\b(?:answers?|answered|answering|responds?|responded|replies|replied) in (?:chinese|english|"
+                          r"another language|the wrong language)\b|"
+                          r"\bforgets[\"']? (?:the |our |my )?(?:json|output|response|answer) (?:format|schema)\b|"
                           r"(?:completions?|outputs?|responses?|generations?|requests) (?:are|is|were|was|turns?|goes?|"
                           r"becomes?|became) "
                           r"(?:\w+ ){0,2}(?:garbage|junk|gibberish|nonsense)\b|"
@@ -176,7 +181,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
                       "thread", "flip", "jump", "drift", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
-                      "soup", "forget", "older", "stale", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
+                      "soup", "forget", "older", "stale", "ignor", "chinese", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
                       "\ubc18\ubcf5",
                       "\ud6a1\uc124", "\uae68\uc9c4", "\uae68", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
                       "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "mojibake", "\u00e9rtelmetlen", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",

@@ -152,6 +152,8 @@ def _capture_refusal(ctx: RuleContext, n: int, seqs: int, evidence: list[Evidenc
     if ctx.log is not None and any(ctx.log.startup.get(k) for k in ("capacity_prose", "slow_prose", "spec_slower_prose",
                                                                      "hit_rate_prose", "wrong_output_prose")):
         return []  # the reporter tells how it serves (too few requests, too slow, wrong answers): it did not refuse
+    if ctx.log is not None and ctx.log.startup.get("error_lines"):
+        return []  # the log shows how the engine ended, and it is not the refusal (a ValueError with its own message)
     return [Finding(rule=ID, category="mamba_block_budget", title=f"max_num_seqs {seqs} exceeds the {n} Mamba cache blocks",
                     severity="error",
                     message=(f"With full CUDA graphs each decode sequence needs one Mamba cache block; {n} blocks fit, "
