@@ -43,14 +43,14 @@ def _stats(rate: str) -> str:
 def test_another_process_on_the_gpu_explains_lost_capacity(said):
     lines = ["Granite-4.0-H only gets ~2x concurrency at 64k, hybrid allocator wasting memory?", *_HYBRID_START, said]
     lead = _analyze(lines).findings[0]
-    assert lead.category == "other" and "another process" in lead.title
+    assert lead.category == "other" and "Another process" in lead.title
 
 
 def test_the_capacity_complaint_alone_keeps_a_hybrid_reading():
     """Without the other process the same report is not read as the platform."""
     lines = ["Granite-4.0-H only gets ~2x concurrency at 64k, hybrid allocator wasting memory?", *_HYBRID_START]
     assert facts_from_text("\n".join(lines)).startup.get("capacity_prose")
-    assert "another process" not in _analyze(lines).findings[0].title
+    assert "Another process" not in _analyze(lines).findings[0].title
 
 
 @pytest.mark.parametrize("said", [
@@ -156,3 +156,42 @@ def test_a_memory_share_does_not_explain_waiting_beside_an_empty_cache():
              "Avg generation throughput: 221.7 tokens/s, Running: 16 reqs, Waiting: 48 reqs, GPU KV cache usage: 1.9%, "
              "Prefix cache hit rate: 0.0%"]
     assert _analyze(lines).findings[0].category == "token_budget"
+
+
+@pytest.mark.parametrize("said", ["TPOT ~85 ms per token on H100 with ngram, colleague's deployment gets ~14 ms.",
+                                  "Node B gives ~55% of the throughput of node A with the identical image."])
+def test_slowness_told_against_another_deployment(said):
+    assert facts_from_text(said).startup.get("slow_prose")
+
+
+def test_the_reporters_trial_with_the_models_own_tokenizer_names_the_tokenizer():
+    lines = ["Granite-4.0-H-Tiny output turns into garbage after the first few sentences. vLLM 0.14.0.",
+             "vllm serve /models/granite-4.0-h-tiny --tokenizer /models/tokenizers/granite --enable-prefix-caching",
+             _HYBRID_START[2],
+             "Dropping --tokenizer (use the one shipped with the checkpoint) -> perfect output."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "tokenizer" in lead.title
+    # (a local tokenizer path without the trial says nothing of its vocabulary)
+    assert "tokenizer" not in _analyze(lines[:-1]).findings[0].title
+
+
+def test_an_unexplained_symptom_leaves_the_setups_notes_out():
+    """A symptom nothing explains leads as 'not modelled'; the hybrid's raised block size, an informational note true
+    of every such start, is left out (and said to be) rather than listed beside it as if it were the cause."""
+    lines = ["MiniMax-M1 community AWQ quant gives repetitive gibberish after ~2k tokens. vLLM 0.26.0.",
+             "vllm serve someorg/MiniMax-M1-80k-AWQ -tp 4 --quantization awq_marlin --max-model-len 65536",
+             "(EngineCore pid=190) INFO 08-11 13:21:30 [interface.py:612] Setting attention block size to 256 tokens to "
+             "ensure that attention page size is >= mamba page size."]
+    findings = _analyze(lines).findings
+    assert [f.rule for f in findings] == ["unexplained_symptom"]
+    assert any("Attention block size raised" in m for m in findings[0].missing_evidence)
+    quiet = _analyze(lines[1:])  # no symptom: the note is all there is to say
+    assert [f.category for f in quiet.findings] == ["block_size_alignment"]
+
+
+def test_another_teams_job_on_the_gpu_explains_a_slowdown():
+    lines = ["Nemotron-H decode throughput dropped from ~2400 to ~1100 tok/s this week, no config change.",
+             *_HYBRID_START[1:4],
+             "pid 48812 is a training job from another team started via MPS on our GPU on Monday."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "Another process" in lead.title

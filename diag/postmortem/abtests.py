@@ -262,5 +262,5 @@ class ABTestReader:
 def first_words(facts: LogFacts, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
     """The first match of the reporter's words for ``name``, with its line as evidence (later lines keep it)."""
     if name not in facts.startup and (m := rx.search(text)):
-        facts.startup[name] = m.group(0)
+        facts.startup[name] = " ".join(m.group(0).split())  # (a column's padding is no part of the words)
         facts.lines[name] = (line.lineno, text.strip()[:500])

@@ -380,8 +380,16 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
         if d.answers_symptom and not any(f.severity == "error" for f in findings):
             return [d.finding()] + findings  # (the reading of the report's own symptom before notes on the setup)
         if d.rule == "unexplained_symptom" and not any(_answers_symptom(facts, f) for f in findings):
-            # (the rules' warnings are notes on the configuration that do not speak to the report's symptom)
-            return [d.finding()] + findings
+            # (the rules' warnings are notes on the configuration that do not speak to the report's symptom; their
+            # informational notes of a family -- a hybrid's raised block size, true of every such start -- would read
+            # as its cause beside a symptom nothing explains)
+            new = d.finding()
+            notes = [f for f in findings if f.severity == "info" and f.category != "other"]
+            if notes:
+                new.missing_evidence.append(
+                    f"{len(notes)} informational note(s) on the set-up were left out ({'; '.join(f.title for f in notes)}): "
+                    "they describe the configuration and do not speak to the symptom")
+            return [new] + [f for f in findings if f not in notes]
         if any(f.severity in ("error", "warning") for f in findings):
             # (a symptom said to be unexplained is explained by the rules' own warning)
             return findings if d.rule == "unexplained_symptom" else findings + [d.finding()]

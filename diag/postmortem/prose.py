@@ -357,7 +357,7 @@ _COTENANT = re.compile(r"\b(?:share|shares|sharing) (?:the|that|this|our|a|one|e
                        r"\b(?:GPUs?|cards?|devices?|box|node)\s*\d?\b[^.\n]{0,30}?\b(?:is |are |was |were )?shared with\b"
                        r"[^.\n]{0,40}?\b(?:service|process|job|model|tenant|container|pod|workload|team|app|instance)\b|"
                        r"\b(?:another|other|a second|a different|someone else'?s?) (?:\w+ ){0,2}?(?:process|service|job|tenant|"
-                       r"container|pod|workload|app)\b[^.\n]{0,30}?\b(?:on|holding|using|sharing|occup\w+) (?:the same |that |our )?"
+                       r"container|pod|workload|app|team)\b[^.\n]{0,30}?\b(?:on|holding|using|sharing|occup\w+) (?:the same |that |our )?"
                        r"(?:GPUs?|cards?|devices?)\b|\bco-?tenants?\b|"
                        r"\bnvidia-smi\b[^.\n]{0,40}?\b(?:another|other|a|second|foreign) (?:\w+ )?(?:pid|process)\b[^.\n]{0,30}?"
                        r"\b(?:holding|using|with|at) ~?\d+(?:\.\d+)?\s*(?:GiB|GB|MiB)\b", re.I)
@@ -369,6 +369,11 @@ _SPLIT_ROUTING = re.compile(r"\bround[- ]robin\b|"
                             r"switch(?:ed)? to|put|putting)\b[^.\n]{0,30}?(?:\bsession[- ]affinity\b|\bsticky sessions?\b|"
                             r"\bconsistent[- ]hash\w*|\b(?:prefix|cache|kv)[- ](?:cache[- ])?aware (?:rout\w+|load[- ]balanc\w+))|"
                             r"\blands? on (?:a )?(?:different|another|other) (?:pod|replica|instance|engine|node|server)s?\b", re.I)
+# the reporter's trial that the model's own tokenizer fixes the output: "Dropping --tokenizer (use the one shipped with
+# the checkpoint) -> perfect output", "without --tokenizer it is fine"
+_OWN_TOKENIZER_FIXES = re.compile(r"\b(?:dropp\w*|remov\w*|without|unset\w*|delet\w*|no)\s+(?:the\s+)?[`'\"]?--tokenizer\b"
+                                  r"[^\n]{0,100}?(?:->|\u2192|=>|:|\bgives?\b|\bis\b|\bit'?s\b)\s*(?:all |the output is )?"
+                                  r"(?:perfect|fine|correct|coherent|clean|good|normal|works?|fixed|ok)\b", re.I)
 # the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
 _REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|an)\s*(?:request|req|conversation|prompt)\b|"
                              r"\b(?:each|every|per) request (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*tokens\b", re.I)
@@ -793,6 +798,9 @@ class ProseLines:
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text):
             self._first_words("cotenant_prose", _COTENANT, text, line)
+        if "own_tokenizer_fixes" not in self.facts.startup and line.level is None and "--tokenizer" in text \
+                and len(text) < 2000:
+            self._first_words("own_tokenizer_fixes", _OWN_TOKENIZER_FIXES, text, line)
         if "split_routing_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "robin" in text or "affinity" in text or "sticky" in text or "hash" in text or "aware" in text
                 or "lands" in text or "land on" in text):

@@ -411,16 +411,18 @@ def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     if not said or not isinstance(tok, str) or not isinstance(model, str) or tok == model:
         return None
     t, m = _REPO.match(tok), _REPO.match(model)
-    if not t or not m or t.group(1).lower() == m.group(1).lower():
+    fixed = facts.startup.get("own_tokenizer_fixes")  # (the report's trial: the model's own tokenizer is fine)
+    if not fixed and (not t or not m or t.group(1).lower() == m.group(1).lower()):
         return None  # (a local path or the same family and generation says nothing)
     return _outside(
         facts, base_numbers,
         basis=(f"no error; the report says the output is wrong ('{said}') and the command loads the tokenizer of another "
-               f"model (--tokenizer {tok} for {model}): the model's token ids decode through another vocabulary, so "
-               "every answer is garbled from the first request -- outside the hybrid/spec-decode families"),
+               f"model (--tokenizer {tok} for {model}"
+               + (f"; the report's trial: '{fixed}'" if fixed else "") + "): the model's token ids decode through another "
+               "vocabulary, so every answer is garbled from the first request -- outside the hybrid/spec-decode families"),
         title=f"Wrong output from another model's tokenizer (--tokenizer {tok})",
         message=f"wrong output without an error: {said}",
-        evidence=("wrong_output_prose", "non_default_args", "command"),
+        evidence=("wrong_output_prose", "non_default_args", "command", "own_tokenizer_fixes"),
         missing=["the same request without --tokenizer (the model's own tokenizer)"])
 
 
@@ -634,7 +636,7 @@ _STARVED = {
                "shows another process using the engine's GPU ('{said}'): vLLM sizes its KV cache from the memory free "
                "while it profiles and shares the GPU's compute with that process, so fewer requests fit and each runs "
                "slower whatever the engine's configuration",
-               "Capacity lost to another process on the same GPU",
+               "Another process on the same GPU (its memory and compute come out of the engine's)",
                "the same start on GPUs nothing else uses (nvidia-smi's process list empty before vLLM starts)"),
     "net": ("socket_network_prose",
             "shows NCCL between the nodes going over TCP sockets ('{said}'): every step's all-reduce or pipeline "
