@@ -342,7 +342,7 @@ def test_a_cpu_limited_pod_that_serves_slowly_is_the_cpu():
     an = _analyze(["GPU util ~35%, TTFT spikes to 4s, throughput half of what we get bare metal.",
                    'resources: limits: {cpu: "2", memory: 64Gi, nvidia.com/gpu: 2}',
                    "vllm serve nvidia/Nemotron-H-47B-Reasoning-128K -tp 2"])
-    assert "CPU-starved" in an.findings[0].title
+    assert "host CPU" in an.findings[0].title
 
 
 def test_a_queue_that_builds_up_behind_a_full_batch_with_an_idle_cache_is_the_schedulers_cap():

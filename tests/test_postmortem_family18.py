@@ -195,3 +195,20 @@ def test_another_teams_job_on_the_gpu_explains_a_slowdown():
              "pid 48812 is a training job from another team started via MPS on our GPU on Monday."]
     lead = _analyze(lines).findings[0]
     assert lead.category == "other" and "Another process" in lead.title
+
+
+def test_an_api_server_pegged_at_one_core_explains_a_plateau():
+    lines = ["Qwen3.6-27B + eagle3: throughput plateaus at ~3.5k tok/s no matter how many clients.",
+             *_HYBRID_START[1:4],
+             "top inside the pod: the APIServer process sits at 100% of one core (python), EngineCore ~90%."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "host CPU" in lead.title
+
+
+def test_a_death_that_names_no_class_leaves_the_setups_notes_out():
+    lines = [*_HYBRID_START[1:4], "(Worker_TP2 pid=161) Bus error (core dumped)",
+             "(EngineCore_DP0 pid=92) ERROR 11-03 10:17:01 [multiproc_executor.py:154] Worker proc VllmWorker-2 died "
+             "unexpectedly, shutting down executor."]
+    findings = _analyze(lines).findings
+    assert [f.title for f in findings] == ["Process died without an error message"]
+    assert any("informational note" in m for m in findings[0].missing_evidence)

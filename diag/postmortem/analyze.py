@@ -380,16 +380,8 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
         if d.answers_symptom and not any(f.severity == "error" for f in findings):
             return [d.finding()] + findings  # (the reading of the report's own symptom before notes on the setup)
         if d.rule == "unexplained_symptom" and not any(_answers_symptom(facts, f) for f in findings):
-            # (the rules' warnings are notes on the configuration that do not speak to the report's symptom; their
-            # informational notes of a family -- a hybrid's raised block size, true of every such start -- would read
-            # as its cause beside a symptom nothing explains)
-            new = d.finding()
-            notes = [f for f in findings if f.severity == "info" and f.category != "other"]
-            if notes:
-                new.missing_evidence.append(
-                    f"{len(notes)} informational note(s) on the set-up were left out ({'; '.join(f.title for f in notes)}): "
-                    "they describe the configuration and do not speak to the symptom")
-            return [new] + [f for f in findings if f not in notes]
+            # (the rules' warnings are notes on the configuration that do not speak to the report's symptom)
+            return _notes_left_out(d.finding(), findings)
         if any(f.severity in ("error", "warning") for f in findings):
             # (a symptom said to be unexplained is explained by the rules' own warning)
             return findings if d.rule == "unexplained_symptom" else findings + [d.finding()]
@@ -447,7 +439,22 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
         # an `other` rule that names the same exception generically ("VllmConfig rejected the configuration") beside
         # a family diagnosis of it is the same error twice
         findings = [f for f in findings if not (f.category == "other" and f.severity == "error" and cites_root(f))]
-    return [new] + [f for f in findings if f.rule != "other_unrecognised"]
+    findings = [f for f in findings if f.rule != "other_unrecognised"]
+    if d.category == "other" and d.confidence == "low" and root is None:
+        return _notes_left_out(new, findings)  # (a death that names no class: the set-up's notes are no reading of it)
+    return [new] + findings
+
+
+def _notes_left_out(lead: Finding, findings: list[Finding]) -> list[Finding]:
+    """``lead`` -- a failure or symptom the log does not explain ('not modelled') -- first, without the rules'
+    informational notes of a family (a hybrid's raised block size, true of every such start), which beside it would
+    read as its cause; the lead says they were left out."""
+    notes = [f for f in findings if f.severity == "info" and f.category != "other"]
+    if notes:
+        lead.missing_evidence.append(f"{len(notes)} informational note(s) on the set-up were left out "
+                                     f"({'; '.join(f.title for f in notes)}): they describe the configuration and do "
+                                     "not explain this")
+    return [lead] + [f for f in findings if f not in notes]
 
 
 def _answers_symptom(facts: LogFacts, f: Finding) -> bool:

@@ -344,7 +344,10 @@ _VARYING_PREFIX_TOLD = re.compile(
 # a benchmark of random prompts (vllm bench's random dataset, the reporter's words): a drafter has nothing to predict
 _RANDOM_PROMPTS = re.compile(r"--dataset[-_]name[ =]random\b|\brandom (?:prompts?|tokens?|inputs?|dataset|data)\b", re.I)
 # the container's CPUs cut by its limit: "cpu.stat nr_throttled 18922", "limits: {cpu: "2", ...}", "CPU throttling"
+# ... or one of its processes pegged ("the APIServer process sits at 100% of one core")
 _CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\w*|\bthrottled (?:by|on) (?:the )?cpu\b|"
+                          r"\bAPI ?Server\b[^.\n]{0,40}?\b(?:at|pegged at|pinned at|using|hits?|maxed at) ~?100\s*% "
+                          r"(?:of )?(?:one|a single|1) (?:core|CPU|vCPU)\b|"
                           r"\blimits:\s*\{?\s*cpu:\s*[\"']?(?:[1-4]|[1-9]\d{0,2}m)[\"']?(?=[,}\s])", re.I)
 # the GPUs' clocks held down (nvidia-smi -q's clock event reasons, the reporter's words): "SW Power Cap : Active",
 # "HW Thermal Slowdown : Active", "power-capped", "thermal throttling"
@@ -793,7 +796,8 @@ class ProseLines:
             if n >= 1:
                 self.facts.startup["request_tokens_prose"] = int(n)
                 self.facts.lines["request_tokens_prose"] = (line.lineno, text.strip()[:500])
-        if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text):
+        if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text
+                                                                                  or "100" in text):
             self._first_words("cpu_starved_prose", _CPU_STARVED, text, line)
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text):

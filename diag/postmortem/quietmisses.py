@@ -622,9 +622,9 @@ def prefill_budget_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -
 # what would confirm it)
 _STARVED = {
     "cpu": ("cpu_starved_prose",
-            "shows the container's CPUs cut ('{said}'): the API server, the engine's scheduling loop, its workers and a "
-            "CPU-side drafter share those cores, so the GPUs wait on the host",
-            "Slow from a CPU-starved container (its CPU limit / throttling)",
+            "shows the host's CPUs as the bottleneck ('{said}'): the API server, the engine's scheduling loop, its "
+            "workers and a CPU-side drafter each need their cores, so the GPUs wait on the host",
+            "Slow from the host CPU (a container's CPU limit or a saturated API-server process)",
             "the same load with more CPU cores for the pod (at least one per GPU worker plus the API server)"),
     "gpu": ("gpu_throttled_prose",
             "shows the GPU's clocks held down ('{said}'): a power cap or a thermal / hardware slowdown slows every kernel, "
