@@ -212,3 +212,22 @@ def test_a_death_that_names_no_class_leaves_the_setups_notes_out():
     findings = _analyze(lines).findings
     assert [f.title for f in findings] == ["Process died without an error message"]
     assert any("informational note" in m for m in findings[0].missing_evidence)
+
+
+def test_a_synchronous_fault_in_the_mamba_state_copy_is_the_state_index_class():
+    """CUDA_LAUNCH_BLOCKING=1 puts the illegal access in the worker's align-mode copy of the Mamba states (mamba_utils):
+    the state indices / block ids it copies by, not the model's own layers (Kimi-Linear's KDA layers, which before
+    0.27 have no spec-decode path, would otherwise be read as the mixed-batch class)."""
+    w = "(Worker_TP1 pid=9920) ERROR 10-02 09:13:44 [multiproc_executor.py:870] "
+    lines = ["Random crash with Kimi-Linear + MTP + prefix caching, vLLM 0.24.0. CUDA_LAUNCH_BLOCKING=1 gives:",
+             w + "Traceback (most recent call last):",
+             w + '  File ".../vllm/v1/worker/gpu_model_runner.py", line 1522, in _update_states_after_model_execute',
+             w + "    mamba_utils.postprocess_mamba_align_gpu(",
+             w + '  File ".../vllm/v1/worker/mamba_utils.py", line 214, in batch_memcpy',
+             w + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+             "vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct -tp 4 --enable-prefix-caching "
+             "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'"]
+    assert _analyze(lines).findings[0].category == "state_index"
+    # the fault launched in the KDA layer's own forward instead: the layer without a spec-decode path
+    in_layer = [lines[0], lines[1], w + '  File ".../vllm/model_executor/layers/kda.py", line 214, in forward', *lines[5:]]
+    assert _analyze(in_layer).findings[0].category == "mixed_batch"

@@ -57,7 +57,18 @@ def from_async(facts: LogFacts, root: LogException, setup: Setup, base_numbers: 
     dense_decode = setup.hybrid is None and any(_DENSE_DECODE.search(f.file or "") for f in root.frames)
     drafter = drafter_frame(root, setup)
     nsp = no_spec_path(model_names(facts), facts.vllm_version, [f.file for f in root.frames[-3:]]) if setup.spec_k else None
-    if nsp is not None:
+    # synchronous launches put the fault in the worker's copy of the Mamba/GDN states between blocks (align mode's
+    # state copy after a step): the state indices and block ids it copies by, whatever the layers' own kernels
+    align_copy = blocking and last is not None and setup.hybrid is not False \
+        and re.search(r"(?:^|/)worker/mamba_utils\.py$", (last.file or "").replace("\\", "/")) is not None
+    if align_copy:
+        cat = "state_index"
+        basis = (f"{common}; the kernel is the worker's copy of the Mamba/GDN states between blocks "
+                 f"({last.function}, align mode's state copy after a step)"
+                 + (f" with {', '.join(setup.why)}" if setup.why else "")
+                 + ": the copy runs by the step's state indices and block ids, and one points outside the states")
+        title = f"{title_of(cat)} (fault launched in the Mamba state copy: {fault})"
+    elif nsp is not None:
         # (first: on a model whose layers never take drafts, a fault in the drafter is still that layer's -- vLLM
         # 0.26.0 Jamba + a dense draft faulted in the drafter and in the decode graph alike)
         # a recurrent layer with no spec-decode path in this release: the builder's spec-decode rows reach a layer
