@@ -231,3 +231,40 @@ def test_a_synchronous_fault_in_the_mamba_state_copy_is_the_state_index_class():
     # the fault launched in the KDA layer's own forward instead: the layer without a spec-decode path
     in_layer = [lines[0], lines[1], w + '  File ".../vllm/model_executor/layers/kda.py", line 214, in forward', *lines[5:]]
     assert _analyze(in_layer).findings[0].category == "mixed_batch"
+
+
+def test_an_ab_table_that_counts_the_faulty_runs():
+    """A table whose outcome column is named for the fault counts its runs: '21/40' with the drafts and prefix caching
+    off still fails, '0/40' with another checkpoint is clean -- the checkpoint, not the families."""
+    lines = ["Qwen3-Next AWQ + MTP + prefix caching: output turns into \"!!!!!!!!\" after ~200 tokens.",
+             "vllm serve someuser/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit -tp 2 --enable-prefix-caching "
+             "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+             _HYBRID_START[2],
+             "| checkpoint | MTP | prefix cache | garbage |",
+             "| someuser/...-AWQ-4bit | on | on | 23/40 |",
+             "| someuser/...-AWQ-4bit | off | off | 21/40 |",
+             "| Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 | on | on | 0/40 |"]
+    f = facts_from_text("\n".join(lines))
+    assert f.startup["faults_without_spec_prose"] == "MTP off: garbage 21/40"
+    assert f.startup["other_fix_prose"].endswith("garbage 0/40")
+    assert _analyze(lines).findings[0].category == "other"
+    every_run_clean = [x.replace("21/40", "0/40") for x in lines]  # (the drafts off fixes it: no clearing)
+    assert "faults_without_spec_prose" not in facts_from_text("\n".join(every_run_clean)).startup
+
+
+@pytest.mark.parametrize("said, title", [
+    (["Falcon-H1: long-document requests stop streaming halfway, no error to the client.",
+      "Our ingress (AWS ALB in front of nginx) has idle_timeout 60 s."], "proxy"),
+    (["Nemotron-H + ngram produces garbled CJK in streamed answers.",
+      "curl -N straight to :8000 with the same request -> text is perfect, 20/20 runs."], "client's path"),
+    (["MiniMax-M1: answers are often nonsense, the model replies as if it were the user.",
+      '{"messages":[{"role":"user","content":"<beginning_of_sentence>system ai_setting=assistant\\nYou are a helper."}]}'],
+     "Chat template applied twice"),
+    (["Jamba only gets ~6x concurrency at 256k context.",
+      "The node is on a MIG profile: nvidia-smi -L shows MIG 3g.40gb Device 0."], "MIG slice"),
+])
+def test_quiet_causes_on_the_client_and_the_platform(said, title):
+    lines = [said[0], *_HYBRID_START[1:4], said[1]]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and title in lead.title
+    assert title not in _analyze([said[0], *_HYBRID_START[1:4]]).findings[0].title

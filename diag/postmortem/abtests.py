@@ -131,6 +131,8 @@ _KEPT = re.compile(r"\([^)]*\)|[+&,]?\s*(?:with |and )?(?:mtp|spec\w*|drafts?|ng
 _FAULT_CELL = re.compile(r"\b(?:IMA|crash\w*|fail\w*|fault\w*|error|assert\w*|dies|died|hangs?|hung|Xid|garbage|garbled|"
                          r"gibberish|corrupt\w*)\b", re.I)
 _CLEAN_CELL = re.compile(r"\b(?:clean|fine|stable|ok|no (?:crash|fault|IMA|error)\w*|works?)\b", re.I)
+# a count of runs in an outcome cell: "21/40", "0 / 200"
+_RUN_COUNT = re.compile(r"(\d+)\s*/\s*\d+(?:\s*\w+)?")
 _OFF_CELL = re.compile(r"^(?:off|no|none|0|false|disabled|-|n/?a)$", re.I)
 # an A/B table's columns for the drafts (their depth beside them: "MTP (k=2)") and for prefix caching, with what a
 # faulting run with that column off tells
@@ -199,14 +201,21 @@ class ABTestReader:
         if table["first"] is None:
             table["first"] = cells
         st = self.facts.startup
+        # (an outcome column named for the fault counts the runs that showed it: "| garbage |" over "21/40", "0/40")
+        count = _RUN_COUNT.fullmatch(outcome) if _FAULT_CELL.search(header[-1]) else None
+        faulty = bool(_FAULT_CELL.search(outcome)) or bool(count and int(count.group(1)) > 0)
+        clean = bool(count and int(count.group(1)) == 0) or bool(
+            _CLEAN_CELL.search(outcome) and not _FAULT_CELL.search(outcome.replace("no ", "no_")))
+        if count:
+            outcome = f"{header[-1]} {outcome}"
         for name, value, base in zip(header[:-1], cells[:-1], table["first"][:-1]):
-            if _OFF_CELL.match(value) and _FAULT_CELL.search(outcome):
+            if _OFF_CELL.match(value) and faulty:
                 for column, fact in _OFF_COLUMNS:
                     if column.fullmatch(name) and fact not in st:
                         st[fact] = f"{name} {value}: {outcome}"
                         self.facts.lines[fact] = (line.lineno, text.strip()[:500])
             # (a clean outcome: "no crash" is no fault word once joined to its "no")
-            if value != base and _CLEAN_CELL.search(outcome) and not _FAULT_CELL.search(outcome.replace("no ", "no_")) \
+            if value != base and clean \
                     and not _FAMILY_TOGGLE.search(name) and not _RUN_COLUMN.match(name) and "other_fix_prose" not in st:
                 st["other_fix_prose"] = f"{name} {value}: {outcome}"
                 self.facts.lines["other_fix_prose"] = (line.lineno, text.strip()[:500])

@@ -377,6 +377,28 @@ _SPLIT_ROUTING = re.compile(r"\bround[- ]robin\b|"
 _OWN_TOKENIZER_FIXES = re.compile(r"\b(?:dropp\w*|remov\w*|without|unset\w*|delet\w*|no)\s+(?:the\s+)?[`'\"]?--tokenizer\b"
                                   r"[^\n]{0,100}?(?:->|\u2192|=>|:|\bgives?\b|\bis\b|\bit'?s\b)\s*(?:all |the output is )?"
                                   r"(?:perfect|fine|correct|coherent|clean|good|normal|works?|fixed|ok)\b", re.I)
+# a proxy's or load balancer's timeout in front of the server: "ALB idle_timeout 60 s", "proxy-read-timeout \"60\"",
+# "the LB closes the connection"
+_PROXY_TIMEOUT = re.compile(r"\b(?:idle[-_ ]?timeout|proxy[-_ ]read[-_ ]timeout|proxy[-_ ]send[-_ ]timeout|read[-_ ]timeout|"
+                            r"keep-?alive[-_ ]timeout|upstream[-_ ]timeout)\b|"
+                            r"\b(?:ALB|ELB|NLB|load balancer|LB|ingress|nginx|envoy|proxy|gateway|Cloudflare)\b[^.\n]{0,60}?"
+                            r"\b(?:tim(?:es|ed) out|closes? the (?:client )?connection|closed the (?:client )?connection|"
+                            r"drops? the connection|cuts? the (?:connection|stream))\b", re.I)
+# the engine on a slice of a GPU (NVIDIA MIG): "MIG 3g.40gb Device 0", "a MIG 1g.10gb slice"
+_MIG = re.compile(r"\bMIG[- ](?:\d+g\.\d+gb|slice|profile|instance|partition)\b|\b\d+g\.\d+gb\b", re.I)
+# the chat template applied twice: the client renders the model's template and posts the result as a chat message
+# ("vLLM applies the chat template a second time", "double chat template", a message whose content holds role markers)
+_DOUBLE_TEMPLATE = re.compile(r"\bchat[- ]template\b[^.\n]{0,60}?\b(?:twice|a second time|again|double[sd]?)\b|"
+                              r"\b(?:double[sd]?|twice[- ]applied|nested) (?:chat[- ])?templat\w*|"
+                              r"[\"']content[\"']\s*:\s*[\"'][^\"']{0,200}?(?:<\|im_start\|>|<\|start_header_id\|>|"
+                              r"<beginning_of_sentence>|<start_of_turn>|<\|user\|>|\[INST\])", re.I)
+# the same request sent straight to the engine is fine, only the client's path garbles it: "curl -N straight to :8000
+# with the same request -> text is perfect", "bypassing nginx the output is clean"
+_DIRECT_FINE = re.compile(r"\b(?:straight|directly|direct) to (?:the )?(?:vLLM|server|engine|pod|:\d{2,5}|port \d+|localhost)\b"
+                          r"[^\n]{0,80}?(?:->|\u2192|=>|:)\s*(?:the )?(?:text|output|answers?)?\s*(?:is |are )?"
+                          r"(?:perfect|fine|correct|clean|coherent|ok)\b|"
+                          r"\bbypass\w* (?:the )?(?:proxy|gateway|nginx|load balancer|ingress|LB|router)\b[^.\n]{0,60}?"
+                          r"\b(?:perfect|fine|correct|clean|coherent|ok)\b", re.I)
 # the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
 _REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|an)\s*(?:request|req|conversation|prompt)\b|"
                              r"\b(?:each|every|per) request (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*tokens\b", re.I)
@@ -802,6 +824,17 @@ class ProseLines:
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text):
             self._first_words("cotenant_prose", _COTENANT, text, line)
+        if line.level is None and len(text) < 2000:
+            if "proxy_timeout_prose" not in self.facts.startup and ("imeout" in text or "tim" in text or "clos" in text
+                                                                     or "drop" in text or "cut" in text):
+                self._first_words("proxy_timeout_prose", _PROXY_TIMEOUT, text, line)
+            if "mig_prose" not in self.facts.startup and ("MIG" in text or "gb" in text):
+                self._first_words("mig_prose", _MIG, text, line)
+            if "double_template_prose" not in self.facts.startup and ("emplat" in text or "content" in text):
+                self._first_words("double_template_prose", _DOUBLE_TEMPLATE, text, line)
+            if "direct_fine_prose" not in self.facts.startup and ("irect" in text or "traight" in text
+                                                                   or "ypass" in text):
+                self._first_words("direct_fine_prose", _DIRECT_FINE, text, line)
         if "own_tokenizer_fixes" not in self.facts.startup and line.level is None and "--tokenizer" in text \
                 and len(text) < 2000:
             self._first_words("own_tokenizer_fixes", _OWN_TOKENIZER_FIXES, text, line)
@@ -815,7 +848,7 @@ class ProseLines:
                 "hrottl" in text or "Active" in text or "capped" in text):
             self._first_words("gpu_throttled_prose", _GPU_THROTTLED, text, line)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
-                w in text for w in ("cut ", "cut-", "runcat", "stop", "mid", "incomplete", "troncat", "tagliat", "afge",
+                w in text for w in ("cut ", "cut-", "runcat", "stop", "mid", "incomplete", "SSE", "stream", "troncat", "tagliat", "afge",
                                     "ci\u0119t", "useknut", "\u0159ezan", "kesil", "yar\u0131m", "c\u1eaft", "terpotong",
                                     "avklipp", "\u043e\u0431\u0440\u0438\u0432", "\u043e\u0431\u0440\u0456\u0437", "\u5207\u308c", "\u622a\u65ad", "\u4e00\u534a",
                                     "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):

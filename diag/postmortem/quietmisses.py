@@ -28,10 +28,13 @@ def _said_slow(facts: LogFacts) -> str | None:
 def _slow_from(facts: LogFacts, base_numbers: dict, slow: str, *, cause: str, title: str, evidence: tuple[str, ...],
                missing: str) -> Diagnosis:
     """A slowdown the report tells, read as ``cause`` outside the families (a setting, the platform)."""
+    told = ("fewer requests fit than expected" if slow == facts.startup.get("capacity_prose")
+            and slow != _said_slow(facts) else "serving is slow")
     return _outside(facts, base_numbers,
-                    basis=f"no error; the report says serving is slow ('{slow}') and {cause} -- outside the "
+                    basis=f"no error; the report says {told} ('{slow}') and {cause} -- outside the "
                           "hybrid/spec-decode families",
-                    title=title, message=f"slow serving without an error: {slow}",
+                    title=title, message=f"{'capacity' if told.startswith('fewer') else 'slow serving'} without an "
+                                         f"error: {slow}",
                     evidence=("slow_prose", "spec_slower_prose", *evidence), missing=[missing])
 
 
@@ -370,6 +373,63 @@ def left_truncated_prompts(facts: LogFacts, base_numbers: dict) -> Diagnosis | N
         missing=["the same long prompt without truncate_prompt_tokens (or with a larger max_model_len)"])
 
 
+def proxy_timeout_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error; answers said to stop early, and the report shows a proxy's or load balancer's timeout in front of the
+    server: it closes a long request's connection (a first token after a long prefill, a long reasoning answer), and
+    vLLM aborts a request whose client went away -- the network path, outside the families."""
+    said, timeout = facts.startup.get("truncated_prose"), facts.startup.get("proxy_timeout_prose")
+    if not said or not timeout or facts.startup.get("finish_reason_length"):
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says the answers stop early ('{said}') and shows a timeout in front of the server "
+               f"('{timeout}'): a proxy or load balancer closes a request's connection when no byte passes for that "
+               "long (a slow first token, a long answer), and vLLM aborts a request whose client went away -- the "
+               "network path, outside the hybrid/spec-decode families"),
+        title="Streams cut by a proxy's or load balancer's timeout (the client's connection closed)",
+        message=f"answers cut without an error: {said}",
+        evidence=("truncated_prose", "proxy_timeout_prose"),
+        missing=["the same long request sent straight to the server, or with the proxy's idle / read timeout raised"])
+
+
+def client_path_corruption(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the output wrong, and the report's own test says the same request sent straight to the server comes
+    back right: what garbles it is the client's path (a proxy, the client's stream decoding), not the engine."""
+    said, direct = facts.startup.get("wrong_output_prose") or facts.startup.get("truncated_prose"), \
+        facts.startup.get("direct_fine_prose")
+    if not said or not direct:
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says the output goes wrong ('{said}'), and its own test sends the same request "
+               f"straight to the server with a right answer ('{direct}'): the engine's output is right, the client's "
+               "path (a proxy, the client's decoding of the stream) garbles it -- outside the hybrid/spec-decode "
+               "families"),
+        title="Output garbled on the client's path (the same request straight to the server is right)",
+        message=f"wrong output without an error: {said}",
+        evidence=("wrong_output_prose", "truncated_prose", "direct_fine_prose"),
+        missing=["the raw bytes of one garbled stream as the client received them, beside the server's"])
+
+
+def chat_template_twice(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the output wrong, and the client renders the model's chat template itself and sends the result as a
+    chat message: vLLM applies the template again, so the model reads nested turns -- the client's request, outside
+    the families."""
+    said, twice = facts.startup.get("wrong_output_prose"), facts.startup.get("double_template_prose")
+    if not said or not twice:
+        return None
+    return _outside(
+        facts, base_numbers,
+        basis=(f"no error; the report says the answers are wrong ('{said}') and its requests carry a prompt already "
+               f"rendered with the chat template inside a chat message ('{twice[:80]}'): vLLM applies the template a "
+               "second time, so the model reads turns nested in a turn -- the client's request, outside the "
+               "hybrid/spec-decode families"),
+        title="Chat template applied twice (the client sends a rendered prompt as a chat message)",
+        message=f"wrong output without an error: {said}",
+        evidence=("wrong_output_prose", "double_template_prose"),
+        missing=["the same conversation sent as plain messages (or the rendered prompt to /v1/completions)"])
+
+
 def token_cap_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error; the answers are said to end early and the API server says it ended them at their token cap
     (``finish_reason: length``): the request's max_tokens -- 16 by default on the OpenAI completions endpoint when the
@@ -638,6 +698,11 @@ _STARVED = {
                "slower whatever the engine's configuration",
                "Another process on the same GPU (its memory and compute come out of the engine's)",
                "the same start on GPUs nothing else uses (nvidia-smi's process list empty before vLLM starts)"),
+    "mig": ("mig_prose",
+            "shows the engine on a MIG slice of the GPU ('{said}'): vLLM sees that slice's memory and SMs, a fraction "
+            "of the card's, so the KV cache and the throughput are the slice's whatever the engine's configuration",
+            "A MIG slice, not the whole GPU (its memory and SMs are a fraction of the card's)",
+            "the same start on a whole GPU (nvidia-smi -L without MIG devices)"),
     "net": ("socket_network_prose",
             "shows NCCL between the nodes going over TCP sockets ('{said}'): every step's all-reduce or pipeline "
             "hand-off crosses an Ethernet link, so decode waits on the network whatever the engine's configuration",
@@ -650,7 +715,7 @@ def _starved_slowdown(facts: LogFacts, base_numbers: dict, kind: str) -> Diagnos
     fact, cause, title, missing = _STARVED[kind]
     slow = _said_slow(facts) or facts.startup.get("capacity_prose")
     said = facts.startup.get(fact)
-    if not slow or not said or kind == "tenant" and kv_cache_idle(facts) and (
+    if not slow or not said or kind in ("tenant", "mig") and kv_cache_idle(facts) and (
             not _said_slow(facts) or (facts.startup.get("num_requests_waiting_max") or 0) > 0):
         # another process's memory holds back no request while the KV cache stays mostly empty, and requests that wait
         # beside an empty cache are held by a scheduler limit, not by a GPU shared for compute
@@ -678,6 +743,12 @@ def cotenant_gpu_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
     service sharing the card, a foreign pid in nvidia-smi): its memory comes out of the KV budget vLLM measures while
     profiling, its kernels out of the engine's -- the platform, outside the families."""
     return _starved_slowdown(facts, base_numbers, "tenant")
+
+
+def mig_slice_limits(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow or fewer requests fitting, and the engine runs on a MIG slice: the slice's memory and SMs
+    are what it has -- the platform, outside the families."""
+    return _starved_slowdown(facts, base_numbers, "mig")
 
 
 def socket_network_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -11,7 +11,8 @@ from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
-from .quietmisses import (SYMPTOMS, activation_reserve_capacity, kv_cache_idle, collective_hang, cpu_offload_slowdown,
+from .quietmisses import (SYMPTOMS, activation_reserve_capacity, chat_template_twice, client_path_corruption,
+                          mig_slice_limits, proxy_timeout_truncation, kv_cache_idle, collective_hang, cpu_offload_slowdown,
                           cotenant_gpu_slowdown, cpu_starved_slowdown, left_truncated_prompts, gpu_throttled_slowdown, kv_saturated_workload,
                           prefill_chunks_stall_decodes, drafts_never_accepted, eager_slowdown, foreign_tokenizer,
                           long_context_capacity, lora_slot_queueing, socket_network_slowdown, random_prompts_acceptance,
@@ -250,11 +251,14 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     and settings."""
     d = (toggles_clear_families(facts, setup, base_numbers) or slow_tokenizer_latency(facts, base_numbers)
          or token_cap_truncation(facts, base_numbers) or left_truncated_prompts(facts, base_numbers)
+         or proxy_timeout_truncation(facts, base_numbers) or client_path_corruption(facts, base_numbers)
+         or chat_template_twice(facts, base_numbers)
          or foreign_tokenizer(facts, base_numbers)
          or random_prompts_acceptance(facts, setup, base_numbers)
          or lora_slot_queueing(facts, base_numbers)
          or cpu_starved_slowdown(facts, base_numbers) or gpu_throttled_slowdown(facts, base_numbers)
          or socket_network_slowdown(facts, base_numbers) or cotenant_gpu_slowdown(facts, base_numbers)
+         or mig_slice_limits(facts, base_numbers)
          or prefill_chunks_stall_decodes(facts, base_numbers)
          or sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
          or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)

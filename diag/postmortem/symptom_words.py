@@ -130,6 +130,9 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           # "the model 'forgets' the earlier turns or answers an older question"
                           r"\banswers? (?:an? )?(?:older|earlier|previous|stale) (?:question|prompt|turn|message)\b|"
                           r"\bforgets[\"']? (?:the )?(?:earlier|previous|prior|first) (?:turns?|messages?|context)\b|"
+                          # 'output turns into "!!!!!!!!" after ~200 tokens', "answers are all <unk><unk>"
+                          r"(?:turns? into|turned into|becomes?|became|degenerates? into|is just|are just|is all|are all|"
+                          r"only|outputs?|emits?|prints?) [\"'\u201c`]?(?:!{4,}|\?{4,}|(?:<unk>\s*){2,}|(?:<pad>\s*){2,})|"
                           # "ignores our system instructions, answers in Chinese, forgets the JSON format"
                           r"\b(?:ignores?|ignored|ignoring) (?:our |my |the )?(?:system )?(?:instructions|prompt)\b|"
                           r"\b(?:answers?|answered|answering|responds?|responded|replies|replied) in (?:chinese|english|"
@@ -181,7 +184,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
                       "thread", "flip", "jump", "drift", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
-                      "soup", "forget", "older", "stale", "ignor", "chinese", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
+                      "soup", "forget", "older", "stale", "ignor", "chinese", "!!!!", "????", "<unk>", "<pad>", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
                       "\ubc18\ubcf5",
                       "\ud6a1\uc124", "\uae68\uc9c4", "\uae68", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
                       "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "mojibake", "\u00e9rtelmetlen", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",
@@ -194,6 +197,10 @@ FINISH_LENGTH = re.compile(r"""finish_reason["'`]?\s*(?:[:=]|is|was|of)\s*["'`]?
 
 # the reporter saying the answers end early: "answers are cut off after a couple of words", "responses get truncated"
 TRUNCATED = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
+                       # "requests stop streaming halfway", "the SSE just ends", "streams end early"
+                       r"\bstop(?:s|ped)? streaming (?:halfway|mid\w*|early|abruptly|after)\b|"
+                       r"\b(?:SSE|streams?|event stream)s? (?:just |simply |then )?(?:ends?|ended|stops?|stopped|dies|died|closes?|"
+                       r"closed)(?: early| halfway| abruptly| prematurely| mid\w*)?\b(?! with \[DONE\])|"
                        # "Outputs always stop at exactly 512 tokens", "every report is cut mid-sentence"
                        r"\bstops? at (?:exactly |precisely )?\d+ tokens\b|\bcut mid[- ]sentence\b|"
                        r"\b(?:answers?|responses?|outputs?|completions?|repl(?:y|ies)|generations?|text|reports?|"
