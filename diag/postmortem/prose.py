@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
+from .cause_words import (COTENANT, CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE, GPU_THROTTLED, MIG, OWN_TOKENIZER_FIXES,
+                          PROXY_TIMEOUT, SPLIT_ROUTING)
 from .lines import Line
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW, SPEC_SLOWER,
                             TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
@@ -343,62 +345,6 @@ _VARYING_PREFIX_TOLD = re.compile(
     r"\bto the (?:end|bottom)\b", re.I)
 # a benchmark of random prompts (vllm bench's random dataset, the reporter's words): a drafter has nothing to predict
 _RANDOM_PROMPTS = re.compile(r"--dataset[-_]name[ =]random\b|\brandom (?:prompts?|tokens?|inputs?|dataset|data)\b", re.I)
-# the container's CPUs cut by its limit: "cpu.stat nr_throttled 18922", "limits: {cpu: "2", ...}", "CPU throttling"
-# ... or one of its processes pegged ("the APIServer process sits at 100% of one core")
-_CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\w*|\bthrottled (?:by|on) (?:the )?cpu\b|"
-                          r"\bAPI ?Server\b[^.\n]{0,40}?\b(?:at|pegged at|pinned at|using|hits?|maxed at) ~?100\s*% "
-                          r"(?:of )?(?:one|a single|1) (?:core|CPU|vCPU)\b|"
-                          r"\blimits:\s*\{?\s*cpu:\s*[\"']?(?:[1-4]|[1-9]\d{0,2}m)[\"']?(?=[,}\s])", re.I)
-# the GPUs' clocks held down (nvidia-smi -q's clock event reasons, the reporter's words): "SW Power Cap : Active",
-# "HW Thermal Slowdown : Active", "power-capped", "thermal throttling"
-_GPU_THROTTLED = re.compile(r"\b(?:SW Power Cap|HW Slowdown|HW Thermal Slowdown|HW Power Brake Slowdown|SW Thermal Slowdown)"
-                            r"\s*:\s*Active\b|\bpower[- ]capped\b|\b(?:thermal(?:ly)?|power|clock) throttl\w*|"
-                            r"\bGPUs? (?:is |are |was |were )?throttl\w*", re.I)
-# another process holding memory on the engine's GPUs: "GPU0 on that box is shared with our team's embedding service",
-# "another process on the same GPU", "nvidia-smi shows a python pid holding 16 GiB", "co-tenant"
-_COTENANT = re.compile(r"\b(?:share|shares|sharing) (?:the|that|this|our|a|one|each) (?:same )?(?:GPU|card|device)s? with\b|"
-                       r"\b(?:GPUs?|cards?|devices?|box|node)\s*\d?\b[^.\n]{0,30}?\b(?:is |are |was |were )?shared with\b"
-                       r"[^.\n]{0,40}?\b(?:service|process|job|model|tenant|container|pod|workload|team|app|instance)\b|"
-                       r"\b(?:another|other|a second|a different|someone else'?s?) (?:\w+ ){0,2}?(?:process|service|job|tenant|"
-                       r"container|pod|workload|app|team)\b[^.\n]{0,30}?\b(?:on|holding|using|sharing|occup\w+) (?:the same |that |our )?"
-                       r"(?:GPUs?|cards?|devices?)\b|\bco-?tenants?\b|"
-                       r"\bnvidia-smi\b[^.\n]{0,40}?\b(?:another|other|a|second|foreign) (?:\w+ )?(?:pid|process)\b[^.\n]{0,30}?"
-                       r"\b(?:holding|using|with|at) ~?\d+(?:\.\d+)?\s*(?:GiB|GB|MiB)\b", re.I)
-# requests spread over several engines so a conversation's next turn meets another cache: "plain kube-proxy (round
-# robin over 4 pods)", "session affinity", "prefix-aware routing", "lands on a different pod"
-# (an affinity counts where it is missing or the fix: "same router with session affinity" rules the router out)
-_SPLIT_ROUTING = re.compile(r"\bround[- ]robin\b|"
-                            r"\b(?:no|without|lacks?|lacking|adds?|added|adding|use|using|enabled?|enabling|turn(?:ed)? on|"
-                            r"switch(?:ed)? to|put|putting)\b[^.\n]{0,30}?(?:\bsession[- ]affinity\b|\bsticky sessions?\b|"
-                            r"\bconsistent[- ]hash\w*|\b(?:prefix|cache|kv)[- ](?:cache[- ])?aware (?:rout\w+|load[- ]balanc\w+))|"
-                            r"\blands? on (?:a )?(?:different|another|other) (?:pod|replica|instance|engine|node|server)s?\b", re.I)
-# the reporter's trial that the model's own tokenizer fixes the output: "Dropping --tokenizer (use the one shipped with
-# the checkpoint) -> perfect output", "without --tokenizer it is fine"
-_OWN_TOKENIZER_FIXES = re.compile(r"\b(?:dropp\w*|remov\w*|without|unset\w*|delet\w*|no)\s+(?:the\s+)?[`'\"]?--tokenizer\b"
-                                  r"[^\n]{0,100}?(?:->|\u2192|=>|:|\bgives?\b|\bis\b|\bit'?s\b)\s*(?:all |the output is )?"
-                                  r"(?:perfect|fine|correct|coherent|clean|good|normal|works?|fixed|ok)\b", re.I)
-# a proxy's or load balancer's timeout in front of the server: "ALB idle_timeout 60 s", "proxy-read-timeout \"60\"",
-# "the LB closes the connection"
-_PROXY_TIMEOUT = re.compile(r"\b(?:idle[-_ ]?timeout|proxy[-_ ]read[-_ ]timeout|proxy[-_ ]send[-_ ]timeout|read[-_ ]timeout|"
-                            r"keep-?alive[-_ ]timeout|upstream[-_ ]timeout)\b|"
-                            r"\b(?:ALB|ELB|NLB|load balancer|LB|ingress|nginx|envoy|proxy|gateway|Cloudflare)\b[^.\n]{0,60}?"
-                            r"\b(?:tim(?:es|ed) out|closes? the (?:client )?connection|closed the (?:client )?connection|"
-                            r"drops? the connection|cuts? the (?:connection|stream))\b", re.I)
-# the engine on a slice of a GPU (NVIDIA MIG): "MIG 3g.40gb Device 0", "a MIG 1g.10gb slice"
-_MIG = re.compile(r"\bMIG[- ](?:\d+g\.\d+gb|slice|profile|instance|partition)\b|\b\d+g\.\d+gb\b", re.I)
-# the chat template applied twice: the client renders the model's template and posts the result as a chat message
-# ("vLLM applies the chat template a second time", "double chat template", a message whose content holds role markers)
-_DOUBLE_TEMPLATE = re.compile(r"\bchat[- ]template\b[^.\n]{0,60}?\b(?:twice|a second time|again|double[sd]?)\b|"
-                              r"\b(?:double[sd]?|twice[- ]applied|nested) (?:chat[- ])?templat\w*|"
-                              r"[\"']content[\"']\s*:\s*[\"'][^\"']{0,200}?(?:<\|im_start\|>|<\|start_header_id\|>|"
-                              r"<beginning_of_sentence>|<start_of_turn>|<\|user\|>|\[INST\])", re.I)
-# the same request sent straight to the engine is fine, only the client's path garbles it: "curl -N straight to :8000
-# with the same request -> text is perfect", "bypassing nginx the output is clean"
-_DIRECT_FINE = re.compile(r"\b(?:straight|directly|direct) to (?:the )?(?:vLLM|server|engine|pod|:\d{2,5}|port \d+|localhost)\b"
-                          r"[^\n]{0,80}?(?:->|\u2192|=>|:)\s*(?:the )?(?:text|output|answers?)?\s*(?:is |are )?"
-                          r"(?:perfect|fine|correct|clean|coherent|ok)\b|"
-                          r"\bbypass\w* (?:the )?(?:proxy|gateway|nginx|load balancer|ingress|LB|router)\b[^.\n]{0,60}?"
-                          r"\b(?:perfect|fine|correct|clean|coherent|ok)\b", re.I)
 # the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
 _REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|an)\s*(?:request|req|conversation|prompt)\b|"
                              r"\b(?:each|every|per) request (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*tokens\b", re.I)
@@ -820,33 +766,33 @@ class ProseLines:
                 self.facts.lines["request_tokens_prose"] = (line.lineno, text.strip()[:500])
         if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text
                                                                                   or "100" in text):
-            self._first_words("cpu_starved_prose", _CPU_STARVED, text, line)
+            self._first_words("cpu_starved_prose", CPU_STARVED, text, line)
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text):
-            self._first_words("cotenant_prose", _COTENANT, text, line)
+            self._first_words("cotenant_prose", COTENANT, text, line)
         if line.level is None and len(text) < 2000:
             if "proxy_timeout_prose" not in self.facts.startup and ("imeout" in text or "tim" in text or "clos" in text
                                                                      or "drop" in text or "cut" in text):
-                self._first_words("proxy_timeout_prose", _PROXY_TIMEOUT, text, line)
+                self._first_words("proxy_timeout_prose", PROXY_TIMEOUT, text, line)
             if "mig_prose" not in self.facts.startup and ("MIG" in text or "gb" in text):
-                self._first_words("mig_prose", _MIG, text, line)
+                self._first_words("mig_prose", MIG, text, line)
             if "double_template_prose" not in self.facts.startup and ("emplat" in text or "content" in text):
-                self._first_words("double_template_prose", _DOUBLE_TEMPLATE, text, line)
+                self._first_words("double_template_prose", DOUBLE_TEMPLATE, text, line)
             if "direct_fine_prose" not in self.facts.startup and ("irect" in text or "traight" in text
                                                                    or "ypass" in text):
-                self._first_words("direct_fine_prose", _DIRECT_FINE, text, line)
+                self._first_words("direct_fine_prose", DIRECT_FINE, text, line)
         if "own_tokenizer_fixes" not in self.facts.startup and line.level is None and "--tokenizer" in text \
                 and len(text) < 2000:
-            self._first_words("own_tokenizer_fixes", _OWN_TOKENIZER_FIXES, text, line)
+            self._first_words("own_tokenizer_fixes", OWN_TOKENIZER_FIXES, text, line)
         if "split_routing_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "robin" in text or "affinity" in text or "sticky" in text or "hash" in text or "aware" in text
                 or "lands" in text or "land on" in text):
-            self._first_words("split_routing_prose", _SPLIT_ROUTING, text, line)
+            self._first_words("split_routing_prose", SPLIT_ROUTING, text, line)
         if "random_prompts_prose" not in self.facts.startup and "random" in text and len(text) < 2000:
             self._first_words("random_prompts_prose", _RANDOM_PROMPTS, text, line)
         if "gpu_throttled_prose" not in self.facts.startup and len(text) < 2000 and (
                 "hrottl" in text or "Active" in text or "capped" in text):
-            self._first_words("gpu_throttled_prose", _GPU_THROTTLED, text, line)
+            self._first_words("gpu_throttled_prose", GPU_THROTTLED, text, line)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
                 w in text for w in ("cut ", "cut-", "runcat", "stop", "mid", "incomplete", "SSE", "stream", "troncat", "tagliat", "afge",
                                     "ci\u0119t", "useknut", "\u0159ezan", "kesil", "yar\u0131m", "c\u1eaft", "terpotong",

@@ -1,7 +1,8 @@
 """Reports without an error whose cause is a setting, the workload or the platform, not a hybrid/spec-decode class:
 the near misses a quiet report is read as first (the memory share, the context length, the token budget, eager mode,
-CPU offload, PCIe tensor parallelism, a slow tokenizer, LoRA slots, the token cap, sampling defaults, the report's own
-A/B tests). Each reading is a warning of category ``other`` with the setting as its evidence."""
+CPU offload, PCIe tensor parallelism, a slow tokenizer, LoRA slots, sampling defaults, the host's CPUs, throttled or
+shared GPUs, a MIG slice, the network, the report's own A/B tests). Each reading is a warning of category ``other``
+with the setting as its evidence; the client's side of the engine is :mod:`.clientside`'s."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from .configuration import AB_TEST_FACTS, Setup, ab_tests_clear_families, truthy
 from .diagnosis import Diagnosis, fact_evidence
 
 
-def _outside(facts: LogFacts, base_numbers: dict, *, basis: str, title: str, message: str, evidence: tuple[str, ...],
-             missing: list[str]) -> Diagnosis:
+def outside_families(facts: LogFacts, base_numbers: dict, *, basis: str, title: str, message: str,
+                     evidence: tuple[str, ...], missing: list[str]) -> Diagnosis:
     """A no-error report read as a cause outside the families (``medium``, a warning: nothing failed)."""
     return Diagnosis(category="other", confidence="medium", rule="near_miss", severity="warning", basis=basis,
                      title=title, message=message, numbers={**base_numbers, **facts.numbers},
@@ -30,7 +31,7 @@ def _slow_from(facts: LogFacts, base_numbers: dict, slow: str, *, cause: str, ti
     """A slowdown the report tells, read as ``cause`` outside the families (a setting, the platform)."""
     told = ("fewer requests fit than expected" if slow == facts.startup.get("capacity_prose")
             and slow != _said_slow(facts) else "serving is slow")
-    return _outside(facts, base_numbers,
+    return outside_families(facts, base_numbers,
                     basis=f"no error; the report says {told} ('{slow}') and {cause} -- outside the "
                           "hybrid/spec-decode families",
                     title=title, message=f"{'capacity' if told.startswith('fewer') else 'slow serving'} without an "
@@ -59,7 +60,7 @@ def random_prompts_acceptance(facts: LogFacts, setup: Setup, base_numbers: dict)
     told = facts.startup.get("random_prompts_prose")
     if not slow or setup.hybrid or not isinstance(rate, (int, float)) or rate >= 20 or not told:
         return None
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says serving is slower with drafts ('{slow}') and vLLM's metrics show a draft "
                f"acceptance rate of {rate:g}% on random prompts ('{told}'): random tokens leave the drafter "
@@ -79,7 +80,7 @@ def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     said = _never_accepted(facts.startup.get("metrics") or {})
     if said is None or facts.startup.get("wrong_output_prose"):
         return None
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the spec-decode metrics show no accepted drafts from the first line on ({said}): the "
                "drafter's proposals never match the target -- typically its weights (an MTP head missing from a quantized "
@@ -89,67 +90,6 @@ def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
         message=f"no draft accepted: {said}", evidence=("command", "non_default_args"),
         missing=["the draft weights the checkpoint holds (for MTP: the mtp.* tensors in its safetensors index) and the "
                  "acceptance with the original checkpoint"])
-
-
-def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, prefix-cache hits at 0 %, and the requests carry a ``cache_salt`` (``medium``): vLLM mixes the salt into
-    the first block's hash, so requests with different salts never share a cached prefix -- the client's isolation
-    of the cache, not a hybrid's block granularity."""
-    if not facts.startup.get("cache_salt_seen") or facts.startup.get("wrong_output_prose"):
-        return None
-    rate = facts.startup.get("prefix_cache_hit_rate_max")
-    if not facts.startup.get("hit_rate_prose") and not (isinstance(rate, (int, float)) and rate == 0):
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=("no error; the requests carry a cache_salt, which vLLM mixes into the hash of their first block: requests "
-               "with different salts never share a cached prefix, whatever the model -- outside the hybrid/spec-decode "
-               "failure classes"),
-        title="Prefix cache isolated by per-request cache_salt (no shared prefix can hit)",
-        message="requests carry a cache_salt: prefix-cache hits only between requests of the same salt",
-        evidence=("cache_salt_seen", "prefix_cache_hit_rate_max"),
-        missing=["the hit rate of requests that share one salt (or of requests without it)"])
-
-
-def varying_prefix(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, prefix-cache hits near 0 %, and the report's prompt template interpolates a per-request value (a time,
-    a UUID, a request or trace id): the prompts differ from their first tokens, so no block is ever shared -- the
-    client's prompt, not a hybrid's block granularity."""
-    said = facts.startup.get("varying_prefix_prose")
-    rate = facts.startup.get("prefix_cache_hit_rate_max")
-    if not said or facts.startup.get("wrong_output_prose") or not (
-            facts.startup.get("hit_rate_prose") or isinstance(rate, (int, float)) and rate < 5):
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the prompt template the report shows puts a per-request value into the prompt ('{said}'): "
-               "prefix caching shares whole blocks of identical leading tokens, so prompts that differ where that value "
-               "stands share nothing after it, whatever the model -- outside the hybrid/spec-decode failure classes"),
-        title="Prefix cache cannot hit: the prompt carries a per-request value (time, UUID, id)",
-        message=f"prompts differ per request: {said}",
-        evidence=("varying_prefix_prose", "prefix_cache_hit_rate_max", "hit_rate_prose"),
-        missing=["the hit rate with the per-request value moved to the end of the prompt (or dropped)"])
-
-
-def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, prefix-cache hits low, and the report tells the requests spread over several engines without affinity
-    (round robin, a conversation's next turn landing on another pod): each engine's cache only sees a share of a
-    conversation's turns -- the router, not a hybrid's block granularity."""
-    said = facts.startup.get("split_routing_prose")
-    rate = facts.startup.get("prefix_cache_hit_rate_max")
-    if not said or facts.startup.get("wrong_output_prose") or not (
-            facts.startup.get("hit_rate_prose") or isinstance(rate, (int, float)) and rate < 20):
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report tells the requests spread over several engines ('{said}'): each engine keeps its "
-               "own prefix cache, so a conversation's next turn that lands on another engine finds none of its "
-               "earlier blocks -- the router, outside the hybrid/spec-decode failure classes"),
-        title="Prefix cache split across replicas: requests routed without affinity",
-        message=f"requests spread over engines: {said}",
-        evidence=("split_routing_prose", "prefix_cache_hit_rate_max", "hit_rate_prose"),
-        missing=["the hit rate of one replica replaying one conversation, or with session affinity / prefix-aware "
-                 "routing in front of the replicas"])
 
 
 _ROPE_OVERRIDE = re.compile(r"rope_(?:scaling|parameters|type)\W+[^}]{0,120}?(?:yarn|dynamic|factor)", re.I)
@@ -164,7 +104,7 @@ def static_rope_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
     m = _ROPE_OVERRIDE.search(said)
     if not symptom or m is None:
         return None
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says quality dropped ('{symptom}') and the command overrides the model's RoPE "
                f"scaling ({m.group(0)[:80]}): vLLM applies static scaling to every request, so short prompts are "
@@ -192,7 +132,7 @@ def low_memory_share_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis 
     rerun = len(runs) >= 2 and kv is not None and max(runs[1:]) >= 2 * kv
     if not said or not 0 < share <= (0.75 if rerun else 0.6) or kv_cache_idle(facts):
         return None  # (a KV cache the stats lines show mostly empty is not what holds the requests back)
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says '{said}', and the engine runs with --gpu-memory-utilization {share:g}: vLLM "
                f"budgets only that share of the GPU's memory, the weights and activations come out of it first and the KV "
@@ -225,7 +165,7 @@ def scheduler_cap(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     seqs = facts.args.get("max_num_seqs")
     if isinstance(seqs, int) and running < seqs:
         return None  # the batch stops below max_num_seqs: another limit holds it (the token budget, drafts' slots)
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says fewer requests run than expected ('{said}'), and the stats lines show "
                f"{running} requests running at most while up to {waiting} wait and the KV cache is {usage:g}% used: "
@@ -248,7 +188,7 @@ def sampled_by_generation_config(facts: LogFacts, base_numbers: dict) -> Diagnos
     if not (symptom and unset and defaults):
         return None
     shown = f" {defaults}" if isinstance(defaults, str) else ""
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report's requests set no temperature ('{unset}') and vLLM took the model's "
                f"generation_config sampling defaults{shown}: the evaluation is sampled, not greedy, so its scores "
@@ -268,7 +208,7 @@ def untuned_moe_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
     if not slow or not moe or facts.startup.get("wrong_output_prose"):
         return None
     shape = f" ({moe})" if isinstance(moe, str) else ""
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says serving is slow ('{slow}') and vLLM warned 'Using default MoE config. "
                f"Performance might be sub-optimal!'{shape}: no tuned fused-MoE config exists for this expert shape "
@@ -292,7 +232,7 @@ def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) ->
         return None
     st = facts.startup
     symptom = next((st[k] for k in SYMPTOMS + ("hang_prose",) if st.get(k)), "the reported symptom")
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says '{symptom}', and its own A/B tests take the hybrid/spec-decode classes out: "
                f"{cleared}"),
@@ -309,7 +249,7 @@ def activation_reserve_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosi
     budget = facts.args.get("max_num_batched_tokens")
     if not said or not isinstance(budget, int) or budget < _HUGE_TOKEN_BUDGET:
         return None
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says the KV capacity is lower than expected ('{said}') and the token budget is "
                f"{budget:,} tokens: vLLM's memory profiler runs one step of max_num_batched_tokens and keeps its activation "
@@ -353,144 +293,6 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         evidence=("non_default_args", "command"),
         missing="the same load without --enforce-eager (CUDA graphs captured: 'Capturing CUDA graphs' lines at start)")
 
-def left_truncated_prompts(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, answers wrong, and the requests set ``truncate_prompt_tokens``: vLLM keeps only the prompt's last N
-    tokens, so a longer prompt loses its head -- the system prompt and the instructions -- before the model sees it:
-    the client's setting, outside the families."""
-    said = facts.startup.get("wrong_output_prose")
-    keep = (facts.startup.get("request_params") or {}).get("truncate_prompt_tokens")
-    if not said or not isinstance(keep, int) or keep <= 0:
-        return None
-    return _outside(
-        facts, {**base_numbers, "truncate_prompt_tokens": keep},
-        basis=(f"no error; the report says the answers are wrong ('{said}') and its requests set truncate_prompt_tokens="
-               f"{keep}: vLLM keeps only the last {keep} tokens of a longer prompt, so its head (the system prompt and "
-               "the instructions) never reaches the model -- the client's setting, outside the hybrid/spec-decode "
-               "families"),
-        title=f"Prompts cut to their last {keep} tokens by the request (truncate_prompt_tokens)",
-        message=f"wrong answers without an error: {said}",
-        evidence=("wrong_output_prose", "request_params"),
-        missing=["the same long prompt without truncate_prompt_tokens (or with a larger max_model_len)"])
-
-
-def proxy_timeout_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error; answers said to stop early, and the report shows a proxy's or load balancer's timeout in front of the
-    server: it closes a long request's connection (a first token after a long prefill, a long reasoning answer), and
-    vLLM aborts a request whose client went away -- the network path, outside the families."""
-    said, timeout = facts.startup.get("truncated_prose"), facts.startup.get("proxy_timeout_prose")
-    if not said or not timeout or facts.startup.get("finish_reason_length"):
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says the answers stop early ('{said}') and shows a timeout in front of the server "
-               f"('{timeout}'): a proxy or load balancer closes a request's connection when no byte passes for that "
-               "long (a slow first token, a long answer), and vLLM aborts a request whose client went away -- the "
-               "network path, outside the hybrid/spec-decode families"),
-        title="Streams cut by a proxy's or load balancer's timeout (the client's connection closed)",
-        message=f"answers cut without an error: {said}",
-        evidence=("truncated_prose", "proxy_timeout_prose"),
-        missing=["the same long request sent straight to the server, or with the proxy's idle / read timeout raised"])
-
-
-def client_path_corruption(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, the output wrong, and the report's own test says the same request sent straight to the server comes
-    back right: what garbles it is the client's path (a proxy, the client's stream decoding), not the engine."""
-    said, direct = facts.startup.get("wrong_output_prose") or facts.startup.get("truncated_prose"), \
-        facts.startup.get("direct_fine_prose")
-    if not said or not direct:
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says the output goes wrong ('{said}'), and its own test sends the same request "
-               f"straight to the server with a right answer ('{direct}'): the engine's output is right, the client's "
-               "path (a proxy, the client's decoding of the stream) garbles it -- outside the hybrid/spec-decode "
-               "families"),
-        title="Output garbled on the client's path (the same request straight to the server is right)",
-        message=f"wrong output without an error: {said}",
-        evidence=("wrong_output_prose", "truncated_prose", "direct_fine_prose"),
-        missing=["the raw bytes of one garbled stream as the client received them, beside the server's"])
-
-
-def chat_template_twice(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, the output wrong, and the client renders the model's chat template itself and sends the result as a
-    chat message: vLLM applies the template again, so the model reads nested turns -- the client's request, outside
-    the families."""
-    said, twice = facts.startup.get("wrong_output_prose"), facts.startup.get("double_template_prose")
-    if not said or not twice:
-        return None
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says the answers are wrong ('{said}') and its requests carry a prompt already "
-               f"rendered with the chat template inside a chat message ('{twice[:80]}'): vLLM applies the template a "
-               "second time, so the model reads turns nested in a turn -- the client's request, outside the "
-               "hybrid/spec-decode families"),
-        title="Chat template applied twice (the client sends a rendered prompt as a chat message)",
-        message=f"wrong output without an error: {said}",
-        evidence=("wrong_output_prose", "double_template_prose"),
-        missing=["the same conversation sent as plain messages (or the rendered prompt to /v1/completions)"])
-
-
-def token_cap_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error; the answers are said to end early and the API server says it ended them at their token cap
-    (``finish_reason: length``): the request's max_tokens -- 16 by default on the OpenAI completions endpoint when the
-    request sets none -- not the model's layers or drafts, outside the families."""
-    said = facts.startup.get("truncated_prose")
-    if not said or not facts.startup.get("finish_reason_length"):
-        return None
-    cap = (facts.startup.get("request_params") or {}).get("max_tokens")
-    # (a checkpoint's generation_config.json that vLLM took its default max_tokens from, its warning says)
-    preset = re.search(r"max_(?:new_)?tokens['\"]?\s*:\s*(\d+)", str(facts.startup.get("generation_config_sampling") or ""))
-    preset = int(preset.group(1)) if preset else None
-    # (no max_tokens anywhere, and a short context: the prompt and the answer share max_model_len)
-    window = facts.args.get("max_model_len")
-    window = window if cap is None and preset is None and isinstance(window, int) and window <= 8192 else None
-    why = (f"the request's max_tokens ({cap})" if isinstance(cap, int) else
-           f"the default max_tokens ({preset}) vLLM took from the checkpoint's generation_config.json (its warning "
-           "says so; --generation-config vllm drops it)" if isinstance(preset, int) else
-           f"the context window: --max-model-len {window} holds the prompt and the answer together, so a request "
-           "without max_tokens ends where the window does" if window else
-           "the request's max_tokens -- the OpenAI completions endpoint defaults it to 16 when the request sets none")
-    limit = cap if isinstance(cap, int) else preset
-    return _outside(
-        facts, {**base_numbers, **({"max_tokens": limit} if isinstance(limit, int) else {})},
-        basis=(f"no error; the report says the answers end early ('{said}') and the API server ended them at their token "
-               f"cap (finish_reason 'length'): {why}, outside the hybrid/spec-decode families"),
-        title=(f"Answers cut at the context window (--max-model-len {window}, finish_reason 'length')" if window else
-               "Answers cut at the request's token cap (finish_reason 'length')"),
-        message=f"truncated answers without an error: {said}",
-        evidence=("truncated_prose", "finish_reason_length", "request_params", "generation_config_sampling"),
-        missing=["the same request with max_tokens set (or max_completion_tokens on chat)"])
-
-
-def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, the output wrong, and the command loads the tokenizer of another model (``--tokenizer`` naming a repo
-    of another model family or generation, whatever its organisation): token ids decode into another vocabulary's
-    pieces -- garbled from the first request, whatever the engine computes -- outside the families."""
-    said = facts.startup.get("wrong_output_prose")
-    tok, model = facts.args.get("tokenizer"), facts.args.get("model")
-    if not said or not isinstance(tok, str) or not isinstance(model, str) or tok == model:
-        return None
-    t, m = _REPO.match(tok), _REPO.match(model)
-    fixed = facts.startup.get("own_tokenizer_fixes")  # (the report's trial: the model's own tokenizer is fine)
-    if not fixed and (not t or not m or t.group(1).lower() == m.group(1).lower()):
-        return None  # (a local path or the same family and generation says nothing)
-    return _outside(
-        facts, base_numbers,
-        basis=(f"no error; the report says the output is wrong ('{said}') and the command loads the tokenizer of another "
-               f"model (--tokenizer {tok} for {model}"
-               + (f"; the report's trial: '{fixed}'" if fixed else "") + "): the model's token ids decode through another "
-               "vocabulary, so every answer is garbled from the first request -- outside the hybrid/spec-decode families"),
-        title=f"Wrong output from another model's tokenizer (--tokenizer {tok})",
-        message=f"wrong output without an error: {said}",
-        evidence=("wrong_output_prose", "non_default_args", "command", "own_tokenizer_fixes"),
-        missing=["the same request without --tokenizer (the model's own tokenizer)"])
-
-
-# a Hugging Face repo id's model name, its first word with its generation: "Zamba2", "Mistral", "Qwen3.5" -- a
-# tokenizer of another generation of one family has another vocabulary
-_REPO = re.compile(r"^[\w.-]+/([A-Za-z]+\d*(?:\.\d+)?)")
-
-
 def lora_slot_queueing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error; serving slow or requests queueing, with more LoRA adapters in use than the engine's adapter slots
     (``--max-loras``, 1 by default): a step runs the requests of at most that many adapters, the others wait --
@@ -504,7 +306,7 @@ def lora_slot_queueing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     slots = slots if isinstance(slots, int) and slots > 0 else 1
     if adapters <= slots:
         return None
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says '{said}', and the engine serves {adapters} LoRA adapters with {slots} adapter "
                f"slot(s) a step (--max-loras{'' if facts.args.get('max_loras') else ', default 1'}): requests of the "
@@ -563,7 +365,7 @@ def collective_hang(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     if not hang or not stack or facts.numbers.get("xid") or any(
             _FAULT_WORDS.search(str(t)) for _, t in facts.startup.get("error_lines") or []):
         return None
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says the engine hangs ('{hang}') and "
                + (f"its stack dump waits in a collective ('{stack}')" if facts.startup.get("collective_stack") else
@@ -595,7 +397,7 @@ def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
             isinstance(temp, (int, float)) and temp >= 1.0 or knobs):
         return None
     how = ", ".join(([f"temperature {temp:g}"] if isinstance(temp, (int, float)) else []) + [f"{k} {params[k]:g}" for k in knobs])
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says draft acceptance is low ('{said}') and the requests sample with {how}: "
                "rejection sampling accepts a draft token with the target's probability of it, which high temperatures "
@@ -619,7 +421,7 @@ def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Di
             isinstance(seqs, int) and isinstance(budget, int) and budget < seqs * (setup.spec_k + 1)):
         return None
     acc = (facts.startup.get("metrics") or {}).get("spec_mean_acceptance_length")
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says the drafts make serving slower ('{said}') at {load} concurrent requests: at "
                f"that batch the GPUs are compute-bound, and each step verifies 1 + k = {setup.spec_k + 1} tokens per "
@@ -645,7 +447,7 @@ def long_context_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
         # the stats lines show the cache mostly empty while requests wait, and no client asks for a context-long
         # answer: the configured length does not fill it
         return None
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says '{said}', and vLLM logged 'Maximum concurrency for {tokens:,} tokens per "
                f"request: {x:g}x': the KV cache holds about {x:g} requests of the configured length"
@@ -667,7 +469,7 @@ def prefill_budget_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -
         return None
     if setup.spec_k > 0 or facts.startup.get("max_num_scheduled_tokens_reduced") is not None:
         return None
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says '{slow}', and the engine runs with max_num_batched_tokens {budget}: chunked "
                f"prefill feeds each prompt {budget} tokens a step, so a long prompt takes many steps before its first "
@@ -772,7 +574,7 @@ def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
     tokens, per_request, running = st.get("gpu_kv_cache_tokens"), st.get("request_tokens_prose"), st.get("num_requests_running_max")
     if all(isinstance(x, int) and x > 0 for x in (tokens, per_request, running)) and running * per_request * 2 <= tokens:
         return None  # the requests the report sizes should fit twice over: the cache's layout, not the load, holds fewer
-    return _outside(
+    return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says '{said}' and the engine's stats lines show the KV cache at {usage:g}% with "
                f"{st.get('num_preemptions_max') or 0} preempted and {st.get('num_requests_waiting_max') or 0} waiting: "

@@ -9,17 +9,18 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
+from .clientside import (chat_template_twice, client_path_corruption, foreign_tokenizer, left_truncated_prompts,
+                         proxy_timeout_truncation, salted_prefixes, split_routing, token_cap_truncation, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
-from .quietmisses import (SYMPTOMS, activation_reserve_capacity, chat_template_twice, client_path_corruption,
-                          mig_slice_limits, proxy_timeout_truncation, kv_cache_idle, collective_hang, cpu_offload_slowdown,
-                          cotenant_gpu_slowdown, cpu_starved_slowdown, left_truncated_prompts, gpu_throttled_slowdown, kv_saturated_workload,
-                          prefill_chunks_stall_decodes, drafts_never_accepted, eager_slowdown, foreign_tokenizer,
-                          long_context_capacity, lora_slot_queueing, socket_network_slowdown, random_prompts_acceptance,
-                          low_memory_share_capacity, pcie_allreduce_slowdown, prefill_budget_slowdown, salted_prefixes,
+from .quietmisses import (SYMPTOMS, activation_reserve_capacity, collective_hang, cotenant_gpu_slowdown,
+                          cpu_offload_slowdown, cpu_starved_slowdown, drafts_never_accepted, eager_slowdown,
+                          gpu_throttled_slowdown, kv_cache_idle, kv_saturated_workload, long_context_capacity,
+                          lora_slot_queueing, low_memory_share_capacity, mig_slice_limits, pcie_allreduce_slowdown,
+                          prefill_budget_slowdown, prefill_chunks_stall_decodes, random_prompts_acceptance,
                           sampled_away_acceptance, sampled_by_generation_config, scheduler_cap, slow_tokenizer_latency,
-                          spec_batch_slowdown, split_routing, static_rope_quality, toggles_clear_families,
-                          token_cap_truncation, untuned_moe_slowdown, varying_prefix)
+                          socket_network_slowdown, spec_batch_slowdown, static_rope_quality, toggles_clear_families,
+                          untuned_moe_slowdown)
 from .specpath import model_names, no_spec_path
 
 __all__ = ["own_quality_gate", "quiet_report", "silent_corruption", "unexplained_symptom"]

@@ -1,0 +1,71 @@
+"""The words reporters use for a cause outside the hybrid/spec-decode families that a quiet report shows: the
+host's CPUs or the GPU's clocks held down, another process on the GPU, a MIG slice, a proxy's timeout, requests routed
+without affinity, a chat template applied twice, the same request sent straight to the server coming back right, the
+model's own tokenizer fixing the output. Data only: the prose reader decides which line each one is searched on."""
+
+from __future__ import annotations
+
+import re
+
+# the container's CPUs cut by its limit: "cpu.stat nr_throttled 18922", "limits: {cpu: "2", ...}", "CPU throttling"
+# ... or one of its processes pegged ("the APIServer process sits at 100% of one core")
+CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\w*|\bthrottled (?:by|on) (?:the )?cpu\b|"
+                         r"\bAPI ?Server\b[^.\n]{0,40}?\b(?:at|pegged at|pinned at|using|hits?|maxed at) ~?100\s*% "
+                         r"(?:of )?(?:one|a single|1) (?:core|CPU|vCPU)\b|"
+                         r"\blimits:\s*\{?\s*cpu:\s*[\"']?(?:[1-4]|[1-9]\d{0,2}m)[\"']?(?=[,}\s])", re.I)
+# the GPUs' clocks held down (nvidia-smi -q's clock event reasons, the reporter's words): "SW Power Cap : Active",
+# "HW Thermal Slowdown : Active", "power-capped", "thermal throttling"
+GPU_THROTTLED = re.compile(
+    r"\b(?:SW Power Cap|HW Slowdown|HW Thermal Slowdown|HW Power Brake Slowdown|SW Thermal Slowdown)\s*:\s*Active\b|"
+    r"\bpower[- ]capped\b|\b(?:thermal(?:ly)?|power|clock) throttl\w*|\bGPUs? (?:is |are |was |were )?throttl\w*", re.I)
+# another process holding memory on the engine's GPUs: "GPU0 on that box is shared with our team's embedding service",
+# "another process on the same GPU", "nvidia-smi shows a python pid holding 16 GiB", "co-tenant"
+COTENANT = re.compile(
+    r"\b(?:share|shares|sharing) (?:the|that|this|our|a|one|each) (?:same )?(?:GPU|card|device)s? with\b|"
+    r"\b(?:GPUs?|cards?|devices?|box|node)\s*\d?\b[^.\n]{0,30}?\b(?:is |are |was |were )?shared with\b"
+    r"[^.\n]{0,40}?\b(?:service|process|job|model|tenant|container|pod|workload|team|app|instance)\b|"
+    r"\b(?:another|other|a second|a different|someone else'?s?) (?:\w+ ){0,2}?"
+    r"(?:process|service|job|tenant|container|pod|workload|app|team)\b[^.\n]{0,30}?"
+    r"\b(?:on|holding|using|sharing|occup\w+) (?:the same |that |our )?(?:GPUs?|cards?|devices?)\b|\bco-?tenants?\b|"
+    r"\bnvidia-smi\b[^.\n]{0,40}?\b(?:another|other|a|second|foreign) (?:\w+ )?(?:pid|process)\b[^.\n]{0,30}?"
+    r"\b(?:holding|using|with|at) ~?\d+(?:\.\d+)?\s*(?:GiB|GB|MiB)\b", re.I)
+# requests spread over several engines so a conversation's next turn meets another cache: "plain kube-proxy (round
+# robin over 4 pods)", "lands on a different pod", "use session affinity / prefix-aware routing"
+# (an affinity counts where it is missing or the fix: "same router with session affinity" rules the router out)
+SPLIT_ROUTING = re.compile(
+    r"\bround[- ]robin\b|"
+    r"\b(?:no|without|lacks?|lacking|adds?|added|adding|use|using|enabled?|enabling|turn(?:ed)? on|switch(?:ed)? to|"
+    r"put|putting)\b[^.\n]{0,30}?(?:\bsession[- ]affinity\b|\bsticky sessions?\b|\bconsistent[- ]hash\w*|"
+    r"\b(?:prefix|cache|kv)[- ](?:cache[- ])?aware (?:rout\w+|load[- ]balanc\w+))|"
+    r"\blands? on (?:a )?(?:different|another|other) (?:pod|replica|instance|engine|node|server)s?\b", re.I)
+# the reporter's trial that the model's own tokenizer fixes the output: "Dropping --tokenizer (use the one shipped with
+# the checkpoint) -> perfect output", "without --tokenizer it is fine"
+OWN_TOKENIZER_FIXES = re.compile(
+    r"\b(?:dropp\w*|remov\w*|without|unset\w*|delet\w*|no)\s+(?:the\s+)?[`'\"]?--tokenizer\b"
+    r"[^\n]{0,100}?(?:->|\u2192|=>|:|\bgives?\b|\bis\b|\bit'?s\b)\s*(?:all |the output is )?"
+    r"(?:perfect|fine|correct|coherent|clean|good|normal|works?|fixed|ok)\b", re.I)
+# a proxy's or load balancer's timeout in front of the server: "ALB idle_timeout 60 s", "proxy-read-timeout \"60\"",
+# "the LB closes the connection"
+PROXY_TIMEOUT = re.compile(
+    r"\b(?:idle[-_ ]?timeout|proxy[-_ ]read[-_ ]timeout|proxy[-_ ]send[-_ ]timeout|read[-_ ]timeout|"
+    r"keep-?alive[-_ ]timeout|upstream[-_ ]timeout)\b|"
+    r"\b(?:ALB|ELB|NLB|load balancer|LB|ingress|nginx|envoy|proxy|gateway|Cloudflare)\b[^.\n]{0,60}?"
+    r"\b(?:tim(?:es|ed) out|closes? the (?:client )?connection|closed the (?:client )?connection|"
+    r"drops? the connection|cuts? the (?:connection|stream))\b", re.I)
+# the engine on a slice of a GPU (NVIDIA MIG): "MIG 3g.40gb Device 0", "a MIG 1g.10gb slice"
+MIG = re.compile(r"\bMIG[- ](?:\d+g\.\d+gb|slice|profile|instance|partition)\b|\b\d+g\.\d+gb\b", re.I)
+# the chat template applied twice: the client renders the model's template and posts the result as a chat message
+# ("vLLM applies the chat template a second time", "double chat template", a message whose content holds role markers)
+DOUBLE_TEMPLATE = re.compile(
+    r"\bchat[- ]template\b[^.\n]{0,60}?\b(?:twice|a second time|double[sd]?)\b|"
+    r"\b(?:double[sd]?|twice[- ]applied|nested) (?:chat[- ])?templat\w*|"
+    r"[\"']content[\"']\s*:\s*[\"'][^\"']{0,200}?(?:<\|im_start\|>|<\|start_header_id\|>|"
+    r"<beginning_of_sentence>|<start_of_turn>|<\|user\|>|\[INST\])", re.I)
+# the same request sent straight to the engine is fine, only the client's path garbles it: "curl -N straight to :8000
+# with the same request -> text is perfect", "bypassing nginx the output is clean"
+DIRECT_FINE = re.compile(
+    r"\b(?:straight|directly|direct) to (?:the )?(?:vLLM|server|engine|pod|:\d{2,5}|port \d+|localhost)\b"
+    r"[^\n]{0,80}?(?:->|\u2192|=>|:)\s*(?:the )?(?:text|output|answers?)?\s*(?:is |are )?"
+    r"(?:perfect|fine|correct|clean|coherent|ok)\b|"
+    r"\bbypass\w* (?:the )?(?:proxy|gateway|nginx|load balancer|ingress|LB|router)\b[^.\n]{0,60}?"
+    r"\b(?:perfect|fine|correct|clean|coherent|ok)\b", re.I)

@@ -1,0 +1,210 @@
+"""Reports without an error whose cause is on the client's side of the engine: the requests it sends (a per-request
+value or salt in the prompt, a prompt cut to its tail, the token cap, a chat template applied twice, another model's
+tokenizer) and what stands between it and the engine (a router without affinity, a proxy's timeout, a client that
+garbles the stream). Each reading is a warning of category ``other`` with the report's words as evidence."""
+
+from __future__ import annotations
+
+import re
+
+from ..model import LogFacts
+from .diagnosis import Diagnosis
+from .quietmisses import outside_families
+
+def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, prefix-cache hits at 0 %, and the requests carry a ``cache_salt`` (``medium``): vLLM mixes the salt into
+    the first block's hash, so requests with different salts never share a cached prefix -- the client's isolation
+    of the cache, not a hybrid's block granularity."""
+    if not facts.startup.get("cache_salt_seen") or facts.startup.get("wrong_output_prose"):
+        return None
+    rate = facts.startup.get("prefix_cache_hit_rate_max")
+    if not facts.startup.get("hit_rate_prose") and not (isinstance(rate, (int, float)) and rate == 0):
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=("no error; the requests carry a cache_salt, which vLLM mixes into the hash of their first block: requests "
+               "with different salts never share a cached prefix, whatever the model -- outside the hybrid/spec-decode "
+               "failure classes"),
+        title="Prefix cache isolated by per-request cache_salt (no shared prefix can hit)",
+        message="requests carry a cache_salt: prefix-cache hits only between requests of the same salt",
+        evidence=("cache_salt_seen", "prefix_cache_hit_rate_max"),
+        missing=["the hit rate of requests that share one salt (or of requests without it)"])
+
+
+def varying_prefix(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, prefix-cache hits near 0 %, and the report's prompt template interpolates a per-request value (a time,
+    a UUID, a request or trace id): the prompts differ from their first tokens, so no block is ever shared -- the
+    client's prompt, not a hybrid's block granularity."""
+    said = facts.startup.get("varying_prefix_prose")
+    rate = facts.startup.get("prefix_cache_hit_rate_max")
+    if not said or facts.startup.get("wrong_output_prose") or not (
+            facts.startup.get("hit_rate_prose") or isinstance(rate, (int, float)) and rate < 5):
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the prompt template the report shows puts a per-request value into the prompt ('{said}'): "
+               "prefix caching shares whole blocks of identical leading tokens, so prompts that differ where that value "
+               "stands share nothing after it, whatever the model -- outside the hybrid/spec-decode failure classes"),
+        title="Prefix cache cannot hit: the prompt carries a per-request value (time, UUID, id)",
+        message=f"prompts differ per request: {said}",
+        evidence=("varying_prefix_prose", "prefix_cache_hit_rate_max", "hit_rate_prose"),
+        missing=["the hit rate with the per-request value moved to the end of the prompt (or dropped)"])
+
+
+def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, prefix-cache hits low, and the report tells the requests spread over several engines without affinity
+    (round robin, a conversation's next turn landing on another pod): each engine's cache only sees a share of a
+    conversation's turns -- the router, not a hybrid's block granularity."""
+    said = facts.startup.get("split_routing_prose")
+    rate = facts.startup.get("prefix_cache_hit_rate_max")
+    if not said or facts.startup.get("wrong_output_prose") or not (
+            facts.startup.get("hit_rate_prose") or isinstance(rate, (int, float)) and rate < 20):
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report tells the requests spread over several engines ('{said}'): each engine keeps its "
+               "own prefix cache, so a conversation's next turn that lands on another engine finds none of its "
+               "earlier blocks -- the router, outside the hybrid/spec-decode failure classes"),
+        title="Prefix cache split across replicas: requests routed without affinity",
+        message=f"requests spread over engines: {said}",
+        evidence=("split_routing_prose", "prefix_cache_hit_rate_max", "hit_rate_prose"),
+        missing=["the hit rate of one replica replaying one conversation, or with session affinity / prefix-aware "
+                 "routing in front of the replicas"])
+
+
+def left_truncated_prompts(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, answers wrong, and the requests set ``truncate_prompt_tokens``: vLLM keeps only the prompt's last N
+    tokens, so a longer prompt loses its head -- the system prompt and the instructions -- before the model sees it:
+    the client's setting, outside the families."""
+    said = facts.startup.get("wrong_output_prose")
+    keep = (facts.startup.get("request_params") or {}).get("truncate_prompt_tokens")
+    if not said or not isinstance(keep, int) or keep <= 0:
+        return None
+    return outside_families(
+        facts, {**base_numbers, "truncate_prompt_tokens": keep},
+        basis=(f"no error; the report says the answers are wrong ('{said}') and its requests set truncate_prompt_tokens="
+               f"{keep}: vLLM keeps only the last {keep} tokens of a longer prompt, so its head (the system prompt and "
+               "the instructions) never reaches the model -- the client's setting, outside the hybrid/spec-decode "
+               "families"),
+        title=f"Prompts cut to their last {keep} tokens by the request (truncate_prompt_tokens)",
+        message=f"wrong answers without an error: {said}",
+        evidence=("wrong_output_prose", "request_params"),
+        missing=["the same long prompt without truncate_prompt_tokens (or with a larger max_model_len)"])
+
+
+def proxy_timeout_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error; answers said to stop early, and the report shows a proxy's or load balancer's timeout in front of the
+    server: it closes a long request's connection (a first token after a long prefill, a long reasoning answer), and
+    vLLM aborts a request whose client went away -- the network path, outside the families."""
+    said, timeout = facts.startup.get("truncated_prose"), facts.startup.get("proxy_timeout_prose")
+    if not said or not timeout or facts.startup.get("finish_reason_length"):
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says the answers stop early ('{said}') and shows a timeout in front of the server "
+               f"('{timeout}'): a proxy or load balancer closes a request's connection when no byte passes for that "
+               "long (a slow first token, a long answer), and vLLM aborts a request whose client went away -- the "
+               "network path, outside the hybrid/spec-decode families"),
+        title="Streams cut by a proxy's or load balancer's timeout (the client's connection closed)",
+        message=f"answers cut without an error: {said}",
+        evidence=("truncated_prose", "proxy_timeout_prose"),
+        missing=["the same long request sent straight to the server, or with the proxy's idle / read timeout raised"])
+
+
+def client_path_corruption(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the output wrong, and the report's own test says the same request sent straight to the server comes
+    back right: what garbles it is the client's path (a proxy, the client's stream decoding), not the engine."""
+    said, direct = facts.startup.get("wrong_output_prose") or facts.startup.get("truncated_prose"), \
+        facts.startup.get("direct_fine_prose")
+    if not said or not direct:
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says the output goes wrong ('{said}'), and its own test sends the same request "
+               f"straight to the server with a right answer ('{direct}'): the engine's output is right, the client's "
+               "path (a proxy, the client's decoding of the stream) garbles it -- outside the hybrid/spec-decode "
+               "families"),
+        title="Output garbled on the client's path (the same request straight to the server is right)",
+        message=f"wrong output without an error: {said}",
+        evidence=("wrong_output_prose", "truncated_prose", "direct_fine_prose"),
+        missing=["the raw bytes of one garbled stream as the client received them, beside the server's"])
+
+
+def chat_template_twice(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the output wrong, and the client renders the model's chat template itself and sends the result as a
+    chat message: vLLM applies the template again, so the model reads nested turns -- the client's request, outside
+    the families."""
+    said, twice = facts.startup.get("wrong_output_prose"), facts.startup.get("double_template_prose")
+    if not said or not twice:
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says the answers are wrong ('{said}') and its requests carry a prompt already "
+               f"rendered with the chat template inside a chat message ('{twice[:80]}'): vLLM applies the template a "
+               "second time, so the model reads turns nested in a turn -- the client's request, outside the "
+               "hybrid/spec-decode families"),
+        title="Chat template applied twice (the client sends a rendered prompt as a chat message)",
+        message=f"wrong output without an error: {said}",
+        evidence=("wrong_output_prose", "double_template_prose"),
+        missing=["the same conversation sent as plain messages (or the rendered prompt to /v1/completions)"])
+
+
+def token_cap_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error; the answers are said to end early and the API server says it ended them at their token cap
+    (``finish_reason: length``): the request's max_tokens -- 16 by default on the OpenAI completions endpoint when the
+    request sets none -- not the model's layers or drafts, outside the families."""
+    said = facts.startup.get("truncated_prose")
+    if not said or not facts.startup.get("finish_reason_length"):
+        return None
+    cap = (facts.startup.get("request_params") or {}).get("max_tokens")
+    # (a checkpoint's generation_config.json that vLLM took its default max_tokens from, its warning says)
+    preset = re.search(r"max_(?:new_)?tokens['\"]?\s*:\s*(\d+)", str(facts.startup.get("generation_config_sampling") or ""))
+    preset = int(preset.group(1)) if preset else None
+    # (no max_tokens anywhere, and a short context: the prompt and the answer share max_model_len)
+    window = facts.args.get("max_model_len")
+    window = window if cap is None and preset is None and isinstance(window, int) and window <= 8192 else None
+    why = (f"the request's max_tokens ({cap})" if isinstance(cap, int) else
+           f"the default max_tokens ({preset}) vLLM took from the checkpoint's generation_config.json (its warning "
+           "says so; --generation-config vllm drops it)" if isinstance(preset, int) else
+           f"the context window: --max-model-len {window} holds the prompt and the answer together, so a request "
+           "without max_tokens ends where the window does" if window else
+           "the request's max_tokens -- the OpenAI completions endpoint defaults it to 16 when the request sets none")
+    limit = cap if isinstance(cap, int) else preset
+    return outside_families(
+        facts, {**base_numbers, **({"max_tokens": limit} if isinstance(limit, int) else {})},
+        basis=(f"no error; the report says the answers end early ('{said}') and the API server ended them at their token "
+               f"cap (finish_reason 'length'): {why}, outside the hybrid/spec-decode families"),
+        title=(f"Answers cut at the context window (--max-model-len {window}, finish_reason 'length')" if window else
+               "Answers cut at the request's token cap (finish_reason 'length')"),
+        message=f"truncated answers without an error: {said}",
+        evidence=("truncated_prose", "finish_reason_length", "request_params", "generation_config_sampling"),
+        missing=["the same request with max_tokens set (or max_completion_tokens on chat)"])
+
+
+def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the output wrong, and the command loads the tokenizer of another model (``--tokenizer`` naming a repo
+    of another model family or generation, whatever its organisation): token ids decode into another vocabulary's
+    pieces -- garbled from the first request, whatever the engine computes -- outside the families."""
+    said = facts.startup.get("wrong_output_prose")
+    tok, model = facts.args.get("tokenizer"), facts.args.get("model")
+    if not said or not isinstance(tok, str) or not isinstance(model, str) or tok == model:
+        return None
+    t, m = _REPO.match(tok), _REPO.match(model)
+    fixed = facts.startup.get("own_tokenizer_fixes")  # (the report's trial: the model's own tokenizer is fine)
+    if not fixed and (not t or not m or t.group(1).lower() == m.group(1).lower()):
+        return None  # (a local path or the same family and generation says nothing)
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says the output is wrong ('{said}') and the command loads the tokenizer of another "
+               f"model (--tokenizer {tok} for {model}"
+               + (f"; the report's trial: '{fixed}'" if fixed else "") + "): the model's token ids decode through another "
+               "vocabulary, so every answer is garbled from the first request -- outside the hybrid/spec-decode families"),
+        title=f"Wrong output from another model's tokenizer (--tokenizer {tok})",
+        message=f"wrong output without an error: {said}",
+        evidence=("wrong_output_prose", "non_default_args", "command", "own_tokenizer_fixes"),
+        missing=["the same request without --tokenizer (the model's own tokenizer)"])
+
+
+# a Hugging Face repo id's model name, its first word with its generation: "Zamba2", "Mistral", "Qwen3.5" -- a
+# tokenizer of another generation of one family has another vocabulary
+_REPO = re.compile(r"^[\w.-]+/([A-Za-z]+\d*(?:\.\d+)?)")
