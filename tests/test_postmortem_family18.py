@@ -268,3 +268,36 @@ def test_quiet_causes_on_the_client_and_the_platform(said, title):
     lead = _analyze(lines).findings[0]
     assert lead.category == "other" and title in lead.title
     assert title not in _analyze([said[0], *_HYBRID_START[1:4]]).findings[0].title
+
+
+def test_a_hybrid_that_hits_once_the_drafts_are_off_is_the_prefix_cache_class():
+    """One metrics line at 0 % is enough where the report's own run without the drafts hits: prefix caching is on,
+    and the drafts are what keeps the hybrid's states from the block boundaries a hit needs."""
+    lines = ["granite-4.0-h-small + eagle, vllm 0.24.0, L40S x2", _stats("0.0"),
+             "every request shares a 3k token system prompt. same server without --speculative-config shows ~70% hit "
+             "rate."]
+    f = facts_from_text("\n".join(lines))
+    assert f.startup["hits_without_spec_prose"].startswith("without --speculative-config")
+    assert _analyze(lines).findings[0].category == "prefix_cache_degraded"
+    assert not _analyze(lines[:2]).findings  # (one line at 0 % alone says nothing)
+
+
+@pytest.mark.parametrize("params, name", [("frequency_penalty=-1.6, repetition_penalty=1.0", "frequency_penalty"),
+                                          ("presence_penalty=0.0, repetition_penalty=0.8", "repetition_penalty")])
+def test_sampling_that_rewards_repeats_explains_loops(params, name):
+    lines = ["Nemotron-H with ngram: answers loop badly (\"the the the\").", *_HYBRID_START[1:4],
+             "(APIServer pid=3204) INFO 02-11 16:52:13 [logger.py:49] Received request chatcmpl-8f1c: params: "
+             f"SamplingParams(n=1, {params}, temperature=0.8, max_tokens=4096)"]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and name in lead.title
+
+
+@pytest.mark.parametrize("said", ["curl straight to :8000 with stream=true, same prompt, 200 times: never duplicated.",
+                                  "Curl is fine.", "`curl -N` directly against vLLM gives clean text."])
+def test_the_same_request_straight_to_the_server(said):
+    assert facts_from_text(said).startup.get("direct_fine_prose")
+
+
+def test_the_drafts_off_and_still_the_same_answer():
+    f = facts_from_text("Without response_format the model writes 12.5. With MTP off, still {\"answer\": 12}.")
+    assert f.startup["faults_without_spec_prose"] == "With MTP off, still"

@@ -38,6 +38,8 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     + r"\b(?:(?!\b(?:no|not|with|fine|works?|ok)\b)[^.\n:]){0,30}?\s*(?:->|=>|\u2192|[:,-])"
     r"\s*[*_]{0,2}(?:it\s+)?(?:(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|" + _SAME_OUTCOME +
     r"|(?:still|also)\s+(?:garbage|garbled|gibberish|wrong|broken|corrupt\w*|bad)\b)|"
+    # "With MTP off, still {"answer": 12}": the drafts off and the same outcome
+    r"\b(?:with\s+)?" + _SPEC + r"\s+(?:off|disabled|turned off|removed)\s*[,:]\s*still\b|"
     # "MTP off, EPLB on: crash, same timing"
     r"\b" + _SPEC + r"\s+(?:off|disabled)\b[^.\n:]{0,30}?(?:->|=>|\u2192|:)\s*[*_]{0,2}(?:(?:still|also)\s+)?"
     r"(?:crash|fail|fault|die|hang|IMA)\w*|"
@@ -52,6 +54,12 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     # ("drafting is not the problem" says the drafts' quality is fine, not that speculative decoding is out)
     r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|ngram|speculation)\s+(?:is|are|was|were)(?: clearly)? not "
     r"the (?:trigger|cause|culprit|problem)\b", re.I)
+# the prefix cache hitting once the drafts are off: "same server without --speculative-config shows ~70% hit rate",
+# "with MTP disabled the hit rate is 65%" -- prefix caching is on, and the drafts are what stops the hits
+_HITS_WITHOUT_SPEC = re.compile(
+    r"\b(?:without|no|w/o|disabl\w*|turn\w* off|remov\w*|dropp\w*)\s+(?:the\s+)?[`'\"]?(?:--)?" + _SPEC +
+    r"\b(?:\s+(?:disabled|off|removed))?[^.\n]{0,60}?~?[1-9]\d?(?:\.\d+)?\s*%\s*(?:prefix[- ]cache\s+)?hit(?:[- ]rate)?\b|"
+    r"\b" + _SPEC + r"\s+(?:off|disabled|removed)\b[^.\n]{0,40}?\bhit[- ]rate\b[^.\n]{0,20}?~?[1-9]\d?(?:\.\d+)?\s*%", re.I)
 # the same A/B test in the languages reports come in: the drafts off, the fault (or the garbled output) still there --
 # "去掉 --speculative-config：还是乱码", "MTPを無効にしても文字化け", "ohne MTP immer noch Müll", "sin MTP sigue igual",
 # "sans MTP toujours pareil", "MTP를 꺼도 여전히 깨짐"
@@ -233,6 +241,8 @@ class ABTestReader:
         # (each regex only after a word every one of its matches holds: these run on every prose line)
         low = wide.lower()
         if any(w in low for w in _SPEC_HINTS):
+            if "hit" in low:
+                self._first_words("hits_without_spec_prose", _HITS_WITHOUT_SPEC, wide, line)
             self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC, wide, line)
             self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC_I18N, wide, line)
             self._first_words("no_spec_prose", _NO_SPEC_RUN, wide, line)

@@ -64,8 +64,12 @@ DOUBLE_TEMPLATE = re.compile(
 # the same request sent straight to the engine is fine, only the client's path garbles it: "curl -N straight to :8000
 # with the same request -> text is perfect", "bypassing nginx the output is clean"
 DIRECT_FINE = re.compile(
-    r"\b(?:straight|directly|direct) to (?:the )?(?:vLLM|server|engine|pod|:\d{2,5}|port \d+|localhost)\b"
-    r"[^\n]{0,80}?(?:->|\u2192|=>|:)\s*(?:the )?(?:text|output|answers?)?\s*(?:is |are )?"
-    r"(?:perfect|fine|correct|clean|coherent|ok)\b|"
+    r"\b(?:straight|directly|direct) (?:to|against|at) (?:the )?(?:vLLM|server|engine|pod|:\d{2,5}|port \d+|localhost)\b"
+    r"[^\n]{0,80}?(?:(?:->|\u2192|=>|:|\bgives?|\breturns?|\bis|\bare|\bshows?)\s*(?:the |a )?(?:text|output|answers?)?\s*"
+    r"(?:is |are )?(?:perfect|fine|correct|clean|coherent|ok)\b|"
+    r"\bnever (?:duplicated|garbled|broken|corrupt\w*|wrong|repeat\w*|loop\w*)\b)|"
+    # "Curl is fine", "curl -N gives clean text"
+    r"\bcurl(?: -N)?(?: \w+){0,3}? (?:is|was|works|gives|returns) (?:perfectly |completely )?(?:clean |correct )?"
+    r"(?:fine|clean|correct|ok|text)\b|"
     r"\bbypass\w* (?:the )?(?:proxy|gateway|nginx|load balancer|ingress|LB|router)\b[^.\n]{0,60}?"
     r"\b(?:perfect|fine|correct|clean|coherent|ok)\b", re.I)

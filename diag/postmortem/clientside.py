@@ -111,6 +111,29 @@ def proxy_timeout_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis |
         missing=["the same long request sent straight to the server, or with the proxy's idle / read timeout raised"])
 
 
+def repeats_rewarded(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the output wrong, and the requests' sampling parameters reward repeats (a negative frequency or
+    presence penalty, a repetition penalty below 1): the model loops on its own words, and drafts that copy the text
+    are accepted -- the request's parameters, outside the families."""
+    said = facts.startup.get("wrong_output_prose")
+    params = facts.startup.get("request_params") or {}
+    knob = next(((k, v) for k, v in params.items() if isinstance(v, (int, float)) and (
+        k in ("frequency_penalty", "presence_penalty") and v < 0 or k == "repetition_penalty" and 0 < v < 1)), None)
+    if not said or knob is None:
+        return None
+    name, value = knob
+    return outside_families(
+        facts, {**base_numbers, name: value},
+        basis=(f"no error; the report says the output goes wrong ('{said}') and its requests set {name}={value:g}: "
+               "a negative frequency or presence penalty (a repetition penalty below 1) raises the odds of tokens "
+               "already generated, so the model loops on its own words and drafts that copy them are accepted -- the "
+               "request's sampling parameters, outside the hybrid/spec-decode families"),
+        title=f"Repeats rewarded by the request's sampling ({name}={value:g})",
+        message=f"wrong output without an error: {said}",
+        evidence=("wrong_output_prose", "request_params"),
+        missing=["the same request with the penalty at its default (0, or 1 for repetition_penalty)"])
+
+
 def client_path_corruption(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, the output wrong, and the report's own test says the same request sent straight to the server comes
     back right: what garbles it is the client's path (a proxy, the client's stream decoding), not the engine."""

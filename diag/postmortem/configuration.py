@@ -155,7 +155,8 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     if pc is None and isinstance(facts.startup.get("prefix_caching_prose"), bool):
         pc = facts.startup["prefix_caching_prose"]
     mode = a.get("mamba_cache_mode") or facts.startup.get("mamba_cache_mode")
-    if mode in ("align", "all"):
+    if mode in ("align", "all") or facts.startup.get("hits_without_spec_prose"):
+        # (align / all cache Mamba states for prefix caching; a run that hits once the drafts are off has it on)
         pc = True if pc is None else pc
     if pc:
         why.append("prefix caching on" + (f" (Mamba cache mode '{mode}')" if mode else ""))

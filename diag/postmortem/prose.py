@@ -215,7 +215,7 @@ _BATCH_DEPENDENT = re.compile(
 # sampling / request parameters of the request that failed, in a curl JSON body, an OpenAI client call or
 # SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
 _REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
-                        r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty|truncate_prompt_tokens)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
+                        r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty|frequency_penalty|truncate_prompt_tokens)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
 _REQ_HINT = re.compile(r"max_tokens|temperature|top_|logprobs|min_tokens|max_completion|_penalty|truncate_prompt")
 # startup / stats records pasted without their prefix (one search instead of a keyword loop per prose line)
 _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
@@ -779,7 +779,7 @@ class ProseLines:
             if "double_template_prose" not in self.facts.startup and ("emplat" in text or "content" in text):
                 self._first_words("double_template_prose", DOUBLE_TEMPLATE, text, line)
             if "direct_fine_prose" not in self.facts.startup and ("irect" in text or "traight" in text
-                                                                   or "ypass" in text):
+                                                                   or "ypass" in text or "url" in text):
                 self._first_words("direct_fine_prose", DIRECT_FINE, text, line)
         if "own_tokenizer_fixes" not in self.facts.startup and line.level is None and "--tokenizer" in text \
                 and len(text) < 2000:

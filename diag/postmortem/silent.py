@@ -10,7 +10,8 @@ from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (chat_template_twice, client_path_corruption, foreign_tokenizer, left_truncated_prompts,
-                         proxy_timeout_truncation, salted_prefixes, split_routing, token_cap_truncation, varying_prefix)
+                         proxy_timeout_truncation, repeats_rewarded, salted_prefixes, split_routing,
+                         token_cap_truncation, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, collective_hang, cotenant_gpu_slowdown,
@@ -51,7 +52,10 @@ def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -
     one_run = st.get("prefix_cache_zero_run_samples")  # one engine run of the log never hit; another did
     if one_run:
         rate, samples = 0.0, one_run
-    if not (setup.hybrid and setup.prefix_caching) or rate is None or float(rate) != 0.0 or (samples < 2 and not scraped):
+    # (one metrics line is enough where the report's own run without the drafts hits)
+    told = st.get("hits_without_spec_prose")
+    if not (setup.hybrid and setup.prefix_caching) or rate is None or float(rate) != 0.0 or (
+            samples < 2 and not scraped and not told):
         return None
     if not st.get("hit_rate_prose"):
         return None  # the report does not speak of the hits: a workload without shared prefixes reads the same
@@ -75,7 +79,9 @@ def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -
                + (f" of {block}-token blocks" if block else " of its raised attention block (hundreds to thousands of "
                   "tokens)") + ", so shared prefixes that do not span a whole block -- or whose state was not "
                "checkpointed there -- never hit"
-               + (f"; the requests share {shared} tokens, less than one {block}-token block" if shorter else "")),
+               + (f"; the requests share {shared} tokens, less than one {block}-token block" if shorter else "")
+               + (f"; the report's run without the drafts hits ('{told}'): with drafts the states are not "
+                  "checkpointed at the block boundaries a hit needs" if told else "")),
         title=f"{title_of('prefix_cache_degraded')}: a hybrid's prefix cache never hit",
         message=(f"prefix cache hit rate 0.0% over {samples} metrics lines" if samples else
                  f"no prefix-cache hit in {scraped:g} queried tokens (/metrics)"), numbers={
@@ -252,7 +258,8 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     and settings."""
     d = (toggles_clear_families(facts, setup, base_numbers) or slow_tokenizer_latency(facts, base_numbers)
          or token_cap_truncation(facts, base_numbers) or left_truncated_prompts(facts, base_numbers)
-         or proxy_timeout_truncation(facts, base_numbers) or client_path_corruption(facts, base_numbers)
+         or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
+         or client_path_corruption(facts, base_numbers)
          or chat_template_twice(facts, base_numbers)
          or foreign_tokenizer(facts, base_numbers)
          or random_prompts_acceptance(facts, setup, base_numbers)
