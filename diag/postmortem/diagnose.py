@@ -527,8 +527,9 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     if quiet_reading is not None:
         return quiet_reading
     died = next(((ln, t) for ln, t in reversed(lines) if _DIED.search(t)), None)
-    if died is not None and all(_DIED.search(t) or not _REAL_ERROR.search(t) for _, t in lines) \
-            and facts.startup.get("host_oom_kill"):
+    # the process died and printed no error of its own
+    silent_death = died is not None and all(_DIED.search(t) or not _REAL_ERROR.search(t) for _, t in lines)
+    if silent_death and facts.startup.get("host_oom_kill"):
         # the process died without an error of its own, and the report shows the host killing it for its memory
         # (kubectl's "Reason: OOMKilled", the kernel's "Killed process"): a container or host memory limit
         ln, said = facts.lines.get("host_oom_kill") or died
@@ -543,8 +544,7 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                       Evidence(text=died[1][:500], line=died[0], source="log")],
             missing=["the container's memory limit and the engine's host-memory settings (swap space, CPU offload, "
                      "KV offloading size)"])
-    if died is not None and all(_DIED.search(t) or not _REAL_ERROR.search(t) for _, t in lines):
-        # the process died and printed no error of its own: nothing here names a class
+    if silent_death:  # nothing here names a class
         return Diagnosis(
             category="other", confidence="low", rule="failure_class",
             basis="a process died without printing an error (a native crash, a signal, the kernel's OOM killer or a "
