@@ -301,3 +301,41 @@ def test_the_same_request_straight_to_the_server(said):
 def test_the_drafts_off_and_still_the_same_answer():
     f = facts_from_text("Without response_format the model writes 12.5. With MTP off, still {\"answer\": 12}.")
     assert f.startup["faults_without_spec_prose"] == "With MTP off, still"
+
+
+def test_a_reporters_elision_after_a_config_value_is_no_part_of_it():
+    from vllm_diag.postmortem.pylit import parse_kwargs
+
+    assert parse_kwargs("model='x', enable_prefix_caching=True ...") == {"model": "x", "enable_prefix_caching": True}
+    assert parse_kwargs("a=fp8 ..., b=2") == {"a": "fp8", "b": 2}
+    assert parse_kwargs("a=foo...bar") == {"a": "foo...bar"}
+
+
+def test_the_flags_of_a_clean_ab_row_are_a_trial():
+    """'| off (--no-enable-prefix-caching) | 3 | fine |' is a run that went well: prefix caching stays on in the failing
+    set-up (vLLM's align-mode line says so), and the garbage on cache hits is the state-index class."""
+    lines = ["Qwen3.5-35B-A3B + MTP: second identical request returns garbage (only when prefix caching is on)",
+             "vllm serve Qwen/Qwen3.5-35B-A3B --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+             "(EngineCore pid=212) INFO 07-21 08:01:31 [config.py:625] Mamba cache mode is set to 'align' for "
+             "Qwen3_5MoeForConditionalGeneration by default when prefix caching is enabled",
+             _stats("49.7"),
+             "| prefix caching | MTP | result |", "|---|---|---|", "| on | 3 | garbage on cache hit |",
+             "| off (`--no-enable-prefix-caching`) | 3 | fine |"]
+    f = facts_from_text("\n".join(lines))
+    assert f.args.get("enable_prefix_caching") is not False
+    assert _analyze(lines).findings[0].category == "state_index"
+    failing = lines[:-1] + ["| off (`--no-enable-prefix-caching`) | 3 | garbage too |"]
+    assert facts_from_text("\n".join(failing)).args.get("enable_prefix_caching") is False
+
+
+@pytest.mark.parametrize("fact, said", [
+    ("capacity_prose", 'Under 40 concurrent users half of them sit in "Waiting".'),
+    ("slow_prose", "TTFT goes to 30-60 s under load."),
+    ("cpu_starved_prose", 'Pod limit was cpu: "4" from an old template.'),
+    ("cpu_starved_prose", "py-spy shows the workers throttled (nr_throttled climbing)."),
+    ("cpu_starved_prose", "the pod's cpu.max is 400000 100000 (4 CPUs)"),
+    ("wrong_output_prose", "Qwen3.5 + MTP returns broken Chinese characters in streaming mode."),
+    ("prefix_caching_needed", "Same prompts with `--no-enable-prefix-caching`: outputs correct, acceptance ~38%."),
+])
+def test_the_reporters_words_round_eighteen(fact, said):
+    assert facts_from_text(said).startup.get(fact)

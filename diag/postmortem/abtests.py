@@ -141,6 +141,16 @@ _FAULT_CELL = re.compile(r"\b(?:IMA|crash\w*|fail\w*|fault\w*|error|assert\w*|di
 _CLEAN_CELL = re.compile(r"\b(?:clean|fine|stable|ok|no (?:crash|fault|IMA|error)\w*|works?)\b", re.I)
 # a count of runs in an outcome cell: "21/40", "0 / 200"
 _RUN_COUNT = re.compile(r"(\d+)\s*/\s*\d+(?:\s*\w+)?")
+def clean_row(text: str) -> bool:
+    """A row of an A/B table (``| off (--no-enable-prefix-caching) | 3 | fine |``) whose outcome cell is clean: the
+    settings in it are a trial that went well, not the failing set-up."""
+    if not text.lstrip().startswith("|"):
+        return False
+    cells = [c.strip(" `*") for c in text.strip().strip("|").split("|")]
+    return len(cells) >= 2 and bool(_CLEAN_CELL.search(cells[-1])) and not _FAULT_CELL.search(
+        cells[-1].replace("no ", "no_"))
+
+
 _OFF_CELL = re.compile(r"^(?:off|no|none|0|false|disabled|-|n/?a)$", re.I)
 # an A/B table's columns for the drafts (their depth beside them: "MTP (k=2)") and for prefix caching, with what a
 # faulting run with that column off tells

@@ -12,7 +12,11 @@ import re
 CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\w*|\bthrottled (?:by|on) (?:the )?cpu\b|"
                          r"\bAPI ?Server\b[^.\n]{0,40}?\b(?:at|pegged at|pinned at|using|hits?|maxed at) ~?100\s*% "
                          r"(?:of )?(?:one|a single|1) (?:core|CPU|vCPU)\b|"
-                         r"\blimits:\s*\{?\s*cpu:\s*[\"']?(?:[1-4]|[1-9]\d{0,2}m)[\"']?(?=[,}\s])", re.I)
+                         r"\blimits:\s*\{?\s*cpu:\s*[\"']?(?:[1-4]|[1-9]\d{0,2}m)[\"']?(?=[,}\s])|"
+                         # 'Pod limit was cpu: "4"', "nr_throttled climbing", cgroup v2's "cpu.max 400000 100000"
+                         r"\blimit (?:was|is|of|at) cpu:\s*[\"']?[1-8][\"']?(?![\d.])|"
+                         r"\bnr_throttled\W{0,3}(?:climbing|increasing|growing|rising|keeps)\b|"
+                         r"\bcpu\.max\b[^\n]{0,20}?\b[1-8]00000 100000\b", re.I)
 # the GPUs' clocks held down (nvidia-smi -q's clock event reasons, the reporter's words): "SW Power Cap : Active",
 # "HW Thermal Slowdown : Active", "power-capped", "thermal throttling"
 GPU_THROTTLED = re.compile(

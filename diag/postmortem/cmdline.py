@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from ..redact import redact, redact_args
+from .abtests import clean_row
 from .command import ENGINE_CALL
 from .lines import Line
 
@@ -422,7 +423,8 @@ class CommandLines:
                 if len(self.inline_flags) < 100:
                     flag = "--" + re.sub(r"([A-Z])", lambda c: "-" + c.group(1).lower(), m.group(1))
                     self.inline_flags.append((line.lineno, flag, m.group(2)))
-        if "--" in text or "-tp" in text or "-pp" in text or "-dp" in text:
+        if ("--" in text or "-tp" in text or "-pp" in text or "-dp" in text) and not clean_row(text):
+            # (the flags of an A/B table's row that came out clean are a trial, not the failing set-up)
             for m in _INLINE_FLAG.finditer(text):
                 if workaround_flag(text, m.start(), m.end()):
                     continue

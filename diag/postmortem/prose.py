@@ -388,6 +388,9 @@ _PC_NEEDED = re.compile(
     r"\bnever (?:crash|happen|fail)(?:s|ed)?\b|\bfixe[sd]\b|\bavoids?\b)|"
     r"(?:--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False)\b[^.;:\n]{0,30}?\b(?:fixes|fixed|avoids|works|"
     r"helps|no crash|stable)\b|"
+    # "Same prompts with `--no-enable-prefix-caching`: outputs correct"
+    r"(?:--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False)\b[`'\"]?\s*(?:->|\u2192|=>|:)\s*(?:the )?"
+    r"(?:outputs?|answers?|text|results?)?\s*(?:is |are )?(?:correct|fine|clean|ok|coherent|normal|good)\b|"
     r"\bonly (?:happens |crashes |fails |occurs |reproduces )?(?:with|when|on)\s+(?:--enable-prefix-caching|(?:automatic "
     r")?prefix[ -]cach(?:ing|e hits?)|apc|cache hits?)\b", re.I)
 
@@ -765,7 +768,7 @@ class ProseLines:
                 self.facts.startup["request_tokens_prose"] = int(n)
                 self.facts.lines["request_tokens_prose"] = (line.lineno, text.strip()[:500])
         if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text
-                                                                                  or "100" in text):
+                                                                                  or "100" in text or "00000" in text):
             self._first_words("cpu_starved_prose", CPU_STARVED, text, line)
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text):

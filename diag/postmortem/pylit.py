@@ -10,6 +10,8 @@ as its text, with balanced brackets. Malformed input raises :class:`LiteralError
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 MAX_DEPTH = 40
@@ -200,6 +202,8 @@ class _Reader:
         if stack:
             raise LiteralError("unbalanced brackets")
         word = self.t[start : self.i].strip()
+        # a reporter's elision after the last value ("enable_prefix_caching=True ...") is no part of it
+        word = re.sub(r"\s+(?:\.\.\.|\u2026)$", "", word)
         if not word:
             raise LiteralError(f"unexpected {self.peek()!r} at {self.i}")
         return convert_atom(word)

@@ -130,6 +130,9 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           # "the model 'forgets' the earlier turns or answers an older question"
                           r"\banswers? (?:an? )?(?:older|earlier|previous|stale) (?:question|prompt|turn|message)\b|"
                           r"\bforgets[\"']? (?:the )?(?:earlier|previous|prior|first) (?:turns?|messages?|context)\b|"
+                          # "broken Chinese characters", "replacement characters", a quoted U+FFFD ("在��天内")
+                          r"\bbroken (?:chinese|japanese|korean|cjk|unicode|utf-?8|multi-?byte) (?:characters|chars|text)\b|"
+                          r"\breplacement (?:characters|chars)\b|\bU\+FFFD\b|\ufffd|"
                           # 'output turns into "!!!!!!!!" after ~200 tokens', "answers are all <unk><unk>"
                           r"(?:turns? into|turned into|becomes?|became|degenerates? into|is just|are just|is all|are all|"
                           r"only|outputs?|emits?|prints?) [\"'\u201c`]?(?:!{4,}|\?{4,}|(?:<unk>\s*){2,}|(?:<pad>\s*){2,})|"
@@ -184,7 +187,8 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
                       "thread", "flip", "jump", "drift", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
-                      "soup", "forget", "older", "stale", "ignor", "chinese", "!!!!", "????", "<unk>", "<pad>", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
+                      "soup", "forget", "older", "stale", "ignor", "chinese", "!!!!", "????", "<unk>", "<pad>", "broken ",
+                      "replacement", "fffd", "\ufffd", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
                       "\ubc18\ubcf5",
                       "\ud6a1\uc124", "\uae68\uc9c4", "\uae68", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
                       "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "mojibake", "\u00e9rtelmetlen", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",
@@ -253,6 +257,8 @@ CAPACITY_FELL = re.compile(
     r"\b(?:serves?|runs?|handles?|processes|takes?) only (?:~|about |around )?\d+ (?:concurrent )?(?:requests?|reqs|sequences|"
     r"users|sessions)(?: at (?:once|a time)| concurrently| in parallel)?\b|"
     r"\b(?:the )?(?:rest|others) (?:are |get |gets |sit )?stuck (?:in )?(?:waiting|the queue)\b|"
+    # 'half of them sit in "Waiting"'
+    r"\b(?:half|most|many|some|\d+) of them (?:sit|are|wait|stay|get stuck) (?:in )?[\"'`]?(?:Waiting|the queue|queued)\b|"
     r"[\"'`]?Waiting[\"'`]? (?:grows|keeps growing|climbs|keeps climbing|increases|piles up)\b|"
     # "Queue builds up", "the queue keeps growing"
     r"\bqueue (?:builds? up|keeps growing|grows|piles up|explodes)\b|"
@@ -325,7 +331,8 @@ SLOW = re.compile(
     # "long prompts have huge TTFT", "throughput plateaus at ~3.5k tok/s"
     r"\b(?:huge|high|terrible|awful|massive|very long) (?:TTFT|TPOT|ITL|latency)\b|\bthroughput plateaus\b|"
     # "TTFT for 60k-token documents is 9-12 s", "first token ~3 s": a first token that takes seconds
-    r"\b(?:TTFT|(?:time to )?first token)\b[^.\n]{0,40}?\b(?:is|of|=|at|hits?|reaches?|around|~)\s*~?\d+(?:\.\d+)?"
+    r"\b(?:TTFT|(?:time to )?first token)\b[^.\n]{0,40}?\b(?:is|of|=|at|hits?|reaches?|around|~|goes to|went to|climbs to|"
+    r"rises to|jumps to|grows to)\s*~?\d+(?:\.\d+)?"
     r"(?:\s*[-\u2013]\s*\d+(?:\.\d+)?)?\s*(?:s|sec|secs|seconds)\b|"
     # "Latency is terrible at low load"
     r"\b(?:latency|TTFT|TPOT|ITL|throughput)\b[^.\n]{0,50}? (?:is|are|was|were|looks|got) (?:just |really |so |pretty )?(?:terrible|awful|"
