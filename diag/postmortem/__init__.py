@@ -202,6 +202,17 @@ printed_values (dict)                  values the reporter printed in prose: ``n
                                        ``x.shape=torch.Size([6])`` -> x_shape, ``idx.max()=4099`` -> idx_max
 <file stem>_line                       where vLLM logs a WARNING that sets a fact above
                                        (``[some_backend.py:233]`` -> some_backend_line)
+cpu_starved_prose,                     the reporter's words for a cause outside the families (:mod:`.cause_words`):
+gpu_throttled_prose, cotenant_prose,   the host's CPUs held back, the GPU's clocks held down, another process
+mig_prose, split_routing_prose,        on the GPU, a MIG slice, requests routed without affinity, a proxy's
+proxy_timeout_prose,                   timeout, a chat template applied twice, the same request straight to
+double_template_prose,                 the server coming back right, the model's own tokenizer fixing the
+direct_fine_prose,                     output
+own_tokenizer_fixes
+host_oom_kill                          the host's OOM killer in the report: ``Reason: OOMKilled`` (kubectl),
+                                       ``Killed process N`` (the kernel)
+hits_without_spec_prose                the prefix cache hitting once the drafts are off (``without
+                                       --speculative-config shows ~70% hit rate``): prefix caching is on
 near_limit_prose                       the reporter's words for requests close to their length limit
                                        (``close to max_model_len``), where fewer drafts are scheduled
 varying_prefix_prose                   a prompt template's per-request value, in words or where two prompts of
