@@ -259,7 +259,7 @@ def test_an_ab_table_that_counts_the_faulty_runs():
       "curl -N straight to :8000 with the same request -> text is perfect, 20/20 runs."], "client's path"),
     (["MiniMax-M1: answers are often nonsense, the model replies as if it were the user.",
       '{"messages":[{"role":"user","content":"<beginning_of_sentence>system ai_setting=assistant\\nYou are a helper."}]}'],
-     "Chat template applied twice"),
+     "Prompt formatted twice"),
     (["Jamba only gets ~6x concurrency at 256k context.",
       "The node is on a MIG profile: nvidia-smi -L shows MIG 3g.40gb Device 0."], "MIG slice"),
 ])
@@ -339,3 +339,68 @@ def test_the_flags_of_a_clean_ab_row_are_a_trial():
 ])
 def test_the_reporters_words_round_eighteen(fact, said):
     assert facts_from_text(said).startup.get(fact)
+
+
+@pytest.mark.parametrize("said", ["same server without --speculative-config shows ~70% hit rate",
+                                  "before (no spec) the hit rate was ~71%", "with MTP disabled the hit rate is 65%"])
+def test_a_prefix_cache_that_hits_once_the_drafts_are_off(said):
+    assert facts_from_text(said).startup.get("hits_without_spec_prose")
+
+
+def test_a_hit_rate_without_the_drafts_at_zero_is_no_such_run():
+    assert not facts_from_text("without MTP the hit rate is 0% as well").startup.get("hits_without_spec_prose")
+
+
+def test_a_bfloat16_model_cast_to_float16_explains_wrong_answers_before_an_mla_reading():
+    lines = ["DeepSeek-V3 with MTP 1: math answers are wrong or degrade into \"!!!!!!\" on long outputs.",
+             "(APIServer pid=1) INFO 10-09 10:02:33 [utils.py:233] non-default args: {'model': "
+             "'deepseek-ai/DeepSeek-V3-0324', 'dtype': 'float16', 'tensor_parallel_size': 8, 'speculative_config': "
+             "{'method': 'deepseek_mtp', 'num_speculative_tokens': 1}}",
+             "(APIServer pid=1) WARNING 10-09 10:02:40 [model.py:1733] Casting torch.bfloat16 to torch.float16.",
+             "(Worker_PP0_TP0 pid=402) INFO 10-09 10:06:11 [cuda.py:366] Using Triton MLA backend on V1 engine."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "float16" in lead.title
+    assert _analyze([x for x in lines if "Casting" not in x]).findings[0].category != "other"
+
+
+def test_stop_strings_of_the_request_explain_cut_answers():
+    lines = ["Granite-4.0-H returns truncated answers, usually cut right before a code block. finish_reason is stop.",
+             *_HYBRID_START[1:4],
+             "(APIServer pid=88) INFO 09-30 11:15:02 [logger.py:49] Received request chatcmpl-7f1c: params: "
+             "SamplingParams(n=1, temperature=0.2, stop=['\\n\\n', 'Human:', '```'], stop_token_ids=[], max_tokens=2048)"]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "stop strings" in lead.title
+    no_stop = lines[:-1] + [lines[-1].replace("stop=['\\n\\n', 'Human:', '```'], ", "")]
+    assert "stop strings" not in _analyze(no_stop).findings[0].title
+
+
+@pytest.mark.parametrize("said", ["Note the prompt_token_ids start with [1, 1, ...].",
+                                  "the tokenizer adds BOS again on /v1/completions"])
+def test_a_doubled_bos_is_a_prompt_formatted_twice(said):
+    assert facts_from_text(said).startup.get("double_template_prose")
+
+
+def test_a_repeated_first_token_that_is_no_bos_pair():
+    assert not facts_from_text("prompt_token_ids: [1, 2, 3]").startup.get("double_template_prose")
+
+
+def test_the_drafts_and_prefix_caching_off_in_one_trial():
+    f = facts_from_text("- no MTP, no prefix caching, same AWQ checkpoint -> still loops (7/20 prompts)")
+    assert f.startup.get("faults_without_spec_prose") and f.startup.get("persists_without_pc_prose")
+    # (a toggle whose outcome is the fault gone, turned round after it, is no such trial)
+    assert not facts_from_text("without MTP, no crash - with MTP: crashes").startup.get("faults_without_spec_prose")
+
+
+def test_a_comma_ends_the_clause_that_names_another_release():
+    f = facts_from_text("Kimi-Linear AWQ gives worse answers than the BF16 model, vLLM 0.32.0, RTX 6000 Ada x2")
+    assert f.vllm_version == "0.32.0"
+    assert facts_from_text("slower than vLLM 0.11.0 was").vllm_version is None
+
+
+def test_wrong_answers_without_the_drafts_and_without_cached_states_name_no_drafts_class():
+    lines = ["Kimi-Linear-48B-A3B AWQ (community quant) gives noticeably worse answers than the BF16 model, vLLM "
+             "0.32.0, tp=2, ngram spec decode k=3.", "Eval: AWQ-4bit here = 58.9. Same with spec decode off (58.7).",
+             "(APIServer pid=3) INFO 11-03 18:02:17 [utils.py:318] non-default args: {'model': "
+             "'someorg/Kimi-Linear-48B-A3B-Instruct-AWQ', 'tensor_parallel_size': 2, 'speculative_config': "
+             "{'method': 'ngram', 'num_speculative_tokens': 3, 'prompt_lookup_max': 3}}"]
+    assert _analyze(lines).findings[0].rule == "unexplained_symptom"

@@ -16,8 +16,8 @@ _SAME_OUTCOME = r"same (?:behaviou?r|result|problem|issue|thing|output|garbage|c
 # ... for prefix caching: the symptom does not need the cached states
 _PERSISTS_WITHOUT_PC = re.compile(
     r"(?:--no-enable-prefix-caching|\b(?:turning off|disabling|disabled|without|no)\s+[`'\"]?(?:--enable-)?"
-    r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,20}?\s*(?:->|=>|\u2192|[:,-])\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
-    r"|(?:still|also)\s+(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*))", re.I)
+    r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,40}?\s*(?:->|=>|\u2192|[:,-])\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
+    r"|(?:still|also)\s+(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*|loops|looping|repeats))", re.I)
 # the reporter's A/B tests that take speculative decoding out of a fault: "Turning off MTP did not help", "without MTP
 # + custom AR: crashed after 3h", "num_spec_tokens 0 (no spec): same crash", "So MTP is not the trigger"
 _SPEC = r"(?:MTP|EAGLE-?3?|[Ee]agle-?3?|num_spec(?:ulative)?_tokens|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|" \
@@ -29,15 +29,19 @@ _NO_SPEC_RUN = re.compile(r"\b(?:MTP|spec(?:ulative)?[ -]decod\w*|drafts?|EAGLE\
 _FAULTS_WITHOUT_SPEC = re.compile(
     r"\b(?:turning off|disabling|disabled|removing|dropping|without|no)\s+(?:the\s+)?" + _SPEC + r"\b[^.\n]{0,30}?\b"
     r"(?:did(?: not|n't)|does(?: not|n't)) (?:help|fix it|fix anything|change anything)\b|"
-    r"\bwithout\s+(?:the\s+)?" + _SPEC + r"\b[^.\n]{0,40}?(?:\bit\s+|:\s*)(?:still\s+|also\s+)?(?:crash(?:ed|es)|fail(?:ed|s)|"
+    r"\bwithout\s+(?:the\s+)?" + _SPEC + r"\b(?:(?!\bwith\b|\bno (?:crash|error|fault|IMA)\w*)[^.\n]){0,40}?(?:\bit\s+|:\s*)"
+    r"(?:still\s+|also\s+)?(?:crash(?:ed|es)|fail(?:ed|s)|"
     r"died|dies|faulted|hangs?|hung)\b|"
     # "Disabling MTP: still crashes", "no speculative config at all: **still crashes**", "no spec decode: IMA (2/3)"
     r"\b(?:turning off|turn off|disabling|disabled?|removing|removed?|dropping|dropped|drop|without|no)\s+(?:the\s+)?"
     r"[`'\"]?(?:--)?" + _SPEC
     # (nothing between the toggle and its outcome that turns it round: "without MTP, no crash - with MTP: crashes")
-    + r"\b(?:(?!\b(?:no|not|with|fine|works?|ok)\b)[^.\n:]){0,30}?\s*(?:->|=>|\u2192|[:,-])"
+    + r"\b(?:(?!\bno (?:crash|error|issue|problem|fault|IMA|hang|garbage|loops?)\b|\b(?:not|with|fine|works?|ok)\b)"
+    r"[^.\n:]){0,50}?\s*(?:->|=>|\u2192|[:,-])"
     r"\s*[*_]{0,2}(?:it\s+)?(?:(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|" + _SAME_OUTCOME +
-    r"|(?:still|also)\s+(?:garbage|garbled|gibberish|wrong|broken|corrupt\w*|bad)\b)|"
+    r"|(?:still|also)\s+(?:garbage|garbled|gibberish|wrong|broken|corrupt\w*|bad|loops|looping|repeats|repeating)\b)|"
+    # "Same with spec decode off (58.7)", "same garbage with MTP disabled"
+    r"\bsame (?:\w+ )?with (?:the )?" + _SPEC + r"\s+(?:off|disabled|removed|turned off)\b|"
     # "With MTP off, still {"answer": 12}": the drafts off and the same outcome
     r"\b(?:with\s+)?" + _SPEC + r"\s+(?:off|disabled|turned off|removed)\s*[,:]\s*still\b|"
     # "MTP off, EPLB on: crash, same timing"
@@ -59,7 +63,9 @@ _FAULTS_WITHOUT_SPEC = re.compile(
 _HITS_WITHOUT_SPEC = re.compile(
     r"\b(?:without|no|w/o|disabl\w*|turn\w* off|remov\w*|dropp\w*)\s+(?:the\s+)?[`'\"]?(?:--)?" + _SPEC +
     r"\b(?:\s+(?:disabled|off|removed))?[^.\n]{0,60}?~?[1-9]\d?(?:\.\d+)?\s*%\s*(?:prefix[- ]cache\s+)?hit(?:[- ]rate)?\b|"
-    r"\b" + _SPEC + r"\s+(?:off|disabled|removed)\b[^.\n]{0,40}?\bhit[- ]rate\b[^.\n]{0,20}?~?[1-9]\d?(?:\.\d+)?\s*%", re.I)
+    r"\b" + _SPEC + r"\s+(?:off|disabled|removed)\b[^.\n]{0,40}?\bhit[- ]rate\b[^.\n]{0,20}?~?[1-9]\d?(?:\.\d+)?\s*%|"
+    # "before (no spec) the hit rate was ~71%"
+    r"\(\s*(?:no|without|w/o)\s+" + _SPEC + r"\s*\)[^.\n]{0,40}?\bhit[- ]rate\b[^.\n]{0,20}?~?[1-9]\d?(?:\.\d+)?\s*%", re.I)
 # the same A/B test in the languages reports come in: the drafts off, the fault (or the garbled output) still there --
 # "去掉 --speculative-config：还是乱码", "MTPを無効にしても文字化け", "ohne MTP immer noch Müll", "sin MTP sigue igual",
 # "sans MTP toujours pareil", "MTP를 꺼도 여전히 깨짐"

@@ -61,6 +61,9 @@ MIG = re.compile(r"\bMIG[- ](?:\d+g\.\d+gb|slice|profile|instance|partition)\b|\
 # the chat template applied twice: the client renders the model's template and posts the result as a chat message
 # ("vLLM applies the chat template a second time", "double chat template", a message whose content holds role markers)
 DOUBLE_TEMPLATE = re.compile(
+    # (the same with the tokenizer's BOS: 'prompt_token_ids: [1, 1, ...]', "the tokenizer adds BOS again")
+    r"prompt_token_ids\b[^\[\n]{0,30}?\[(\d+),\s*\1\s*,|\b(?:BOS|<s>|<\|bos\|>)(?: token)?\b[^.\n]{0,40}?\b(?:again|twice|"
+    r"doubled|duplicated)\b|\bdouble[ds]?[- ]BOS\b|"
     r"\bchat[- ]template\b[^.\n]{0,60}?\b(?:twice|a second time|double[sd]?)\b|"
     r"\b(?:double[sd]?|twice[- ]applied|nested) (?:chat[- ])?templat\w*|"
     r"[\"']content[\"']\s*:\s*[\"'][^\"']{0,200}?(?:<\|im_start\|>|<\|start_header_id\|>|"

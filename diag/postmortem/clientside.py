@@ -153,20 +153,39 @@ def client_path_corruption(facts: LogFacts, base_numbers: dict) -> Diagnosis | N
         missing=["the raw bytes of one garbled stream as the client received them, beside the server's"])
 
 
+def stop_string_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error; answers said to end early, and the requests carry stop strings: generation ends at the first one the
+    answer contains (a blank line, a code fence, a role word of an old completion template) -- the request's
+    parameters, outside the families."""
+    said, stop = facts.startup.get("truncated_prose"), facts.startup.get("request_stop")
+    if not said or not stop or facts.startup.get("finish_reason_length"):
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says the answers end early ('{said}') and its requests carry stop strings "
+               f"({stop}): vLLM ends a request at the first stop string its answer produces (finish_reason 'stop'), "
+               "so a blank line or a code fence in a stop list cuts answers where they contain one -- the request's "
+               "parameters, outside the hybrid/spec-decode families"),
+        title=f"Answers ended by the request's stop strings ({stop[:60]})",
+        message=f"truncated answers without an error: {said}",
+        evidence=("truncated_prose", "request_params"),
+        missing=["the same request without its stop list (or with only the model's own end-of-turn token)"])
+
+
 def chat_template_twice(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, the output wrong, and the client renders the model's chat template itself and sends the result as a
-    chat message: vLLM applies the template again, so the model reads nested turns -- the client's request, outside
-    the families."""
+    chat message (vLLM applies the template again) or to /v1/completions with its BOS (the tokenizer adds another):
+    the model reads nested turns or a doubled BOS -- the client's request, outside the families."""
     said, twice = facts.startup.get("wrong_output_prose"), facts.startup.get("double_template_prose")
     if not said or not twice:
         return None
     return outside_families(
         facts, base_numbers,
-        basis=(f"no error; the report says the answers are wrong ('{said}') and its requests carry a prompt already "
-               f"rendered with the chat template inside a chat message ('{twice[:80]}'): vLLM applies the template a "
-               "second time, so the model reads turns nested in a turn -- the client's request, outside the "
-               "hybrid/spec-decode families"),
-        title="Chat template applied twice (the client sends a rendered prompt as a chat message)",
+        basis=(f"no error; the report says the answers are wrong ('{said}') and its requests carry a prompt the client "
+               f"already formatted ('{twice[:80]}'): the server formats it again -- the chat template of a chat "
+               "request, the tokenizer's BOS on /v1/completions -- so the model reads turns nested in a turn or a "
+               "doubled BOS; the client's request, outside the hybrid/spec-decode families"),
+        title="Prompt formatted twice (the client renders the chat template, the server adds it or BOS again)",
         message=f"wrong output without an error: {said}",
         evidence=("wrong_output_prose", "double_template_prose"),
         missing=["the same conversation sent as plain messages (or the rendered prompt to /v1/completions)"])

@@ -28,7 +28,7 @@ _VERSION_PATTERNS = [  # (priority, regex): lower is better
 # words before a release that make it not the one the report runs ("works on vLLM 0.20.2", "upgrading to vllm 0.17.0")
 _OTHER_RELEASE = re.compile(r"(?i)(?:works?|worked|working|fine|ok|okay|before|upgrad\w*|downgrad\w*|updat\w*|from|"
                             r"prior|since|until|fixed|fix|than|vs\.?|versus|not|older|newer|switch\w*|pinn?\w*|try|tried|"
-                            r"also)\W+(?:\w+\W+){0,3}$")
+                            r"also)[^\w,;]+(?:\w+[^\w,;]+){0,3}$")  # (a comma ends the clause that names another)
 _LOGO_VERSION = re.compile(r"█\s+version\s+" + _VER)
 _LOGO_MODEL = re.compile(r"█\s+model\s+(\S+)")
 _SERVING = re.compile(r"vLLM server version \S+, serving model (\S+)")

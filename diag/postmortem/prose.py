@@ -216,7 +216,9 @@ _BATCH_DEPENDENT = re.compile(
 # SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
 _REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
                         r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty|frequency_penalty|truncate_prompt_tokens)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
-_REQ_HINT = re.compile(r"max_tokens|temperature|top_|logprobs|min_tokens|max_completion|_penalty|truncate_prompt")
+_REQ_HINT = re.compile(r"max_tokens|temperature|top_|logprobs|min_tokens|max_completion|_penalty|truncate_prompt|\bstop\b")
+# the request's stop strings (``SamplingParams(..., stop=['\n\n', 'Human:'], ...)``, a body's ``"stop": ["###"]``)
+_REQ_STOP = re.compile(r"""(?<![\w.])["']?stop["']?\s*[:=]\s*\[\s*(["'][^\]]{1,200}?)\]""")
 # startup / stats records pasted without their prefix (one search instead of a keyword loop per prose line)
 _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
     "Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size", "Prefix cache hit rate",
@@ -464,6 +466,8 @@ class ProseLines:
 
     def _request_params(self, text: str) -> None:
         """A request's sampling parameters (a curl body, a client call, vLLM's request log ``SamplingParams(...)``)."""
+        if "request_stop" not in self.facts.startup and "stop" in text and (m := _REQ_STOP.search(text)):
+            self.facts.startup["request_stop"] = "[" + m.group(1)[:200] + "]"
         params = self.facts.startup.setdefault("request_params", {})
         found = {name: float(val) if "." in val else int(val) for name, val in _REQ_PARAM.findall(text)[:20]}
         for name, val in found.items():
@@ -779,7 +783,8 @@ class ProseLines:
                 self._first_words("proxy_timeout_prose", PROXY_TIMEOUT, text, line)
             if "mig_prose" not in self.facts.startup and ("MIG" in text or "gb" in text):
                 self._first_words("mig_prose", MIG, text, line)
-            if "double_template_prose" not in self.facts.startup and ("emplat" in text or "content" in text):
+            if "double_template_prose" not in self.facts.startup and ("emplat" in text or "content" in text
+                                                                       or "BOS" in text or "prompt_token_ids" in text):
                 self._first_words("double_template_prose", DOUBLE_TEMPLATE, text, line)
             if "direct_fine_prose" not in self.facts.startup and ("irect" in text or "traight" in text
                                                                    or "ypass" in text or "url" in text):

@@ -11,7 +11,7 @@ from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (chat_template_twice, client_path_corruption, foreign_tokenizer, left_truncated_prompts,
                          proxy_timeout_truncation, repeats_rewarded, salted_prefixes, split_routing,
-                         token_cap_truncation, varying_prefix)
+                         stop_string_truncation, token_cap_truncation, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, collective_hang, cotenant_gpu_slowdown,
@@ -256,11 +256,12 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     """A report without an error: the first reading that fits, those a cause outside the families explains first
     (sampling defaults, a RoPE override), then the families' silent classes, then the near misses read from metrics
     and settings."""
-    d = (toggles_clear_families(facts, setup, base_numbers) or slow_tokenizer_latency(facts, base_numbers)
+    d = (toggles_clear_families(facts, setup, base_numbers) or fp16_overflow_quality(facts, base_numbers)
+         or slow_tokenizer_latency(facts, base_numbers)
          or token_cap_truncation(facts, base_numbers) or left_truncated_prompts(facts, base_numbers)
          or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
          or client_path_corruption(facts, base_numbers)
-         or chat_template_twice(facts, base_numbers)
+         or chat_template_twice(facts, base_numbers) or stop_string_truncation(facts, base_numbers)
          or foreign_tokenizer(facts, base_numbers)
          or random_prompts_acceptance(facts, setup, base_numbers)
          or lora_slot_queueing(facts, base_numbers)
@@ -291,6 +292,25 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
     if d is not None:
         d.answers_symptom = any(facts.startup.get(k) for k in SYMPTOMS)
     return d
+
+
+def fp16_overflow_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the output wrong, and vLLM cast a bfloat16 checkpoint to float16: activations overflow fp16's range
+    into inf / NaN logits -- garbage or one token repeated, whatever the model's layers or drafts (first: a drafts' or
+    an MLA decode's reading of the same symptom would read the numerics as theirs)."""
+    symptom = facts.startup.get("wrong_output_prose")
+    if not (symptom and facts.startup.get("dtype_cast_from") == "bfloat16"
+            and facts.startup.get("dtype_cast_to") == "float16"):
+        return None
+    return Diagnosis(
+        category="other", confidence="medium", rule="near_miss", severity="warning",
+        basis=("no error in the log; the report says the output goes wrong and vLLM cast the bfloat16 checkpoint to "
+               "float16 ('Casting torch.bfloat16 to torch.float16'): activations of a model trained in bfloat16 "
+               "overflow float16's range (inf / NaN logits), outside the hybrid/spec-decode families"),
+        title="float16 overflow: a bfloat16 model run in float16", message=f"wrong output without an error: {symptom}",
+        numbers={**base_numbers, **facts.numbers}, evidence=fact_evidence(facts, "dtype_cast_from", "wrong_output_prose"),
+        missing=["a run with --dtype bfloat16 (or auto) on a GPU that has it; fp16-only GPUs (V100, T4) need a "
+                 "float16-safe checkpoint"])
 
 
 def fp8_kv_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
@@ -601,18 +621,9 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
                          title=title, message=f"wrong output without an error: {symptom}",
                          numbers={**base_numbers, **facts.numbers, **numbers}, evidence=evidence, missing=missing)
 
-    if symptom and facts.startup.get("dtype_cast_from") == "bfloat16" and facts.startup.get("dtype_cast_to") == "float16":
-        # a bfloat16 checkpoint run in float16: activations overflow fp16's range into inf / NaN logits -- garbage or
-        # one token repeated, whatever the model's layers or drafts
-        return told(
-            "other", "medium", rule="near_miss",
-            basis=("the report says the output goes wrong and vLLM cast the bfloat16 checkpoint to "
-                   "float16 ('Casting torch.bfloat16 to torch.float16'): activations of a model trained in bfloat16 "
-                   "overflow float16's range (inf / NaN logits), outside the hybrid/spec-decode families"),
-            title="float16 overflow: a bfloat16 model run in float16",
-            evidence=fact_evidence(facts, "dtype_cast_from", "wrong_output_prose"),
-            missing=["a run with --dtype bfloat16 (or auto) on a GPU that has it; fp16-only GPUs (V100, T4) need a "
-                     "float16-safe checkpoint"])
+    fp16 = fp16_overflow_quality(facts, base_numbers)
+    if fp16 is not None:
+        return fp16
     client = facts.startup.get("client_cause_prose")
     if symptom and client:
         # the report ties the wrong output to the prompt the client built (another model's tokenizer, a wrong chat
@@ -714,6 +725,8 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
                    ("mla_uneven_query", "wrong_output_prose"))
     if not symptom or not setup.hybrid:
         return None
+    if facts.startup.get("faults_without_spec_prose") and not setup.prefix_cached_states:
+        return None  # it goes wrong without the drafts too, and no states are cached: no drafts' path explains it
     batch = setup.batch or {}
     mixed = setup.mixed_evidence or ("the crash dump's batch" if batch.get("mixed") or batch.get("ragged_drafts") else None)
     dependent = facts.startup.get("batch_dependent_prose")
