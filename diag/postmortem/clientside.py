@@ -11,14 +11,21 @@ from ..model import LogFacts
 from .diagnosis import Diagnosis
 from .quietmisses import outside_families
 
+def _hits_low(facts: LogFacts, below: float) -> bool:
+    """The report is about prefix-cache hits, not wrong output: its words speak of the hits, or its stats lines show
+    the hit rate at most ``below`` % (0: exactly 0 %) at their best."""
+    if facts.startup.get("wrong_output_prose"):
+        return False
+    rate = facts.startup.get("prefix_cache_hit_rate_max")
+    return bool(facts.startup.get("hit_rate_prose")) or isinstance(rate, (int, float)) and (
+        rate == 0 if below == 0 else rate < below)
+
+
 def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, prefix-cache hits at 0 %, and the requests carry a ``cache_salt`` (``medium``): vLLM mixes the salt into
     the first block's hash, so requests with different salts never share a cached prefix -- the client's isolation
     of the cache, not a hybrid's block granularity."""
-    if not facts.startup.get("cache_salt_seen") or facts.startup.get("wrong_output_prose"):
-        return None
-    rate = facts.startup.get("prefix_cache_hit_rate_max")
-    if not facts.startup.get("hit_rate_prose") and not (isinstance(rate, (int, float)) and rate == 0):
+    if not facts.startup.get("cache_salt_seen") or not _hits_low(facts, 0):
         return None
     return outside_families(
         facts, base_numbers,
@@ -36,9 +43,7 @@ def varying_prefix(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     a UUID, a request or trace id): the prompts differ from their first tokens, so no block is ever shared -- the
     client's prompt, not a hybrid's block granularity."""
     said = facts.startup.get("varying_prefix_prose")
-    rate = facts.startup.get("prefix_cache_hit_rate_max")
-    if not said or facts.startup.get("wrong_output_prose") or not (
-            facts.startup.get("hit_rate_prose") or isinstance(rate, (int, float)) and rate < 5):
+    if not said or not _hits_low(facts, 5):
         return None
     return outside_families(
         facts, base_numbers,
@@ -56,9 +61,7 @@ def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     (round robin, a conversation's next turn landing on another pod): each engine's cache only sees a share of a
     conversation's turns -- the router, not a hybrid's block granularity."""
     said = facts.startup.get("split_routing_prose")
-    rate = facts.startup.get("prefix_cache_hit_rate_max")
-    if not said or facts.startup.get("wrong_output_prose") or not (
-            facts.startup.get("hit_rate_prose") or isinstance(rate, (int, float)) and rate < 20):
+    if not said or not _hits_low(facts, 20):
         return None
     return outside_families(
         facts, base_numbers,
