@@ -404,3 +404,34 @@ def test_wrong_answers_without_the_drafts_and_without_cached_states_name_no_draf
              "'someorg/Kimi-Linear-48B-A3B-Instruct-AWQ', 'tensor_parallel_size': 2, 'speculative_config': "
              "{'method': 'ngram', 'num_speculative_tokens': 3, 'prompt_lookup_max': 3}}"]
     assert _analyze(lines).findings[0].rule == "unexplained_symptom"
+
+
+@pytest.mark.parametrize("fact, said", [
+    ("own_tokenizer_fixes", "Dropping --tokenizer fixes the text and ngram acceptance goes to ~2.1."),
+    ("faults_without_spec_prose", "Without --speculative-config the output is still garbled (just slower)."),
+    ("wrong_output_prose", "streamed answers come out with duplicated / missing words"),
+    ("wrong_output_prose", "Japanese prompts from our Java gateway get nonsense back"),
+    ("wrong_output_prose", "Nemotron-H + ngram spec decode is not deterministic"),
+    ("cotenant_prose", "nvidia-smi on the node shows a second process (python, 9.8 GiB, 35-60% SM) on GPUs 0-7"),
+    ("cotenant_prose", "Granite-4.0-H-Small on an H100 shared with an embedding server."),
+    ("capacity_prose", '"Maximum concurrency" is tiny and requests queue'),
+    ("slow_prose", "Jamba-1.5-Mini TPOT is ~70ms on an A100 80GB with vllm 0.14.0, expected ~15ms."),
+    ("slow_prose", "throughput is a third of the model card"),
+    ("slow_prose", "Latency spikes, lots of preemptions."),
+    ("truncated_prose", "`content` comes back empty / cut off for a lot of requests"),
+    ("direct_fine_prose", "Same request from Python requests -> 'Die Änderungen' in the log and a good answer."),
+    ("replicas_differ_prose", "Each replica alone is perfectly repeatable."),
+    ("faults_without_spec_prose", "Tried: no MTP -> same gibberish on long prompts."),
+])
+def test_the_reporters_words_round_eighteen_late(fact, said):
+    assert facts_from_text(said).startup.get(fact)
+
+
+def test_replicas_that_answer_differently_are_the_deployment():
+    lines = ["DeepSeek-V3-0324, vLLM 0.20.2, 2 replicas (TP8, MTP 1). temperature=0 yet the same prompt gives two "
+             "different answers, roughly alternating. Is MLA + fp8 kv non-deterministic with MTP?",
+             "(Worker_TP0 pid=745) INFO 05-02 14:21:02 [cuda.py:387] Using FLASHMLA attention backend.",
+             "Each replica alone is perfectly repeatable. dsv3-b pulled the repo HEAD; dsv3-a runs an older snapshot."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "Replicas" in lead.title
+    assert "Replicas" not in _analyze(lines[:2]).findings[0].title

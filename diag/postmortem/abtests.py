@@ -12,7 +12,8 @@ from .lines import Line
 
 # the outcome of a toggle that changed nothing: "turning off ngram: same behaviour", "--no-enable-prefix-caching: no
 # difference"
-_SAME_OUTCOME = r"same (?:behaviou?r|result|problem|issue|thing|output|garbage|crash|error|hang)\b|no (?:change|difference)\b"
+_SAME_OUTCOME = (r"same (?:behaviou?r|result|problem|issue|thing|output|garbage|gibberish|nonsense|junk|loops?|crash|error|"
+                 r"hang)\b|no (?:change|difference)\b")
 # ... for prefix caching: the symptom does not need the cached states
 _PERSISTS_WITHOUT_PC = re.compile(
     r"(?:--no-enable-prefix-caching|\b(?:turning off|disabling|disabled|without|no)\s+[`'\"]?(?:--enable-)?"
@@ -42,6 +43,9 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     r"|(?:still|also)\s+(?:garbage|garbled|gibberish|wrong|broken|corrupt\w*|bad|loops|looping|repeats|repeating)\b)|"
     # "Same with spec decode off (58.7)", "same garbage with MTP disabled"
     r"\bsame (?:\w+ )?with (?:the )?" + _SPEC + r"\s+(?:off|disabled|removed|turned off)\b|"
+    # "Without --speculative-config the output is still garbled (just slower)"
+    r"\bwithout\s+(?:the\s+)?[`'\"]?(?:--)?" + _SPEC + r"\b[`'\"]?[^.\n]{0,40}?\b(?:is|are|was|were)\s+still\s+(?:\w+\s+)?"
+    r"(?:garbled|garbage|gibberish|wrong|broken|corrupt\w*|bad|looping)\b|"
     # "With MTP off, still {"answer": 12}": the drafts off and the same outcome
     r"\b(?:with\s+)?" + _SPEC + r"\s+(?:off|disabled|turned off|removed)\s*[,:]\s*still\b|"
     # "MTP off, EPLB on: crash, same timing"

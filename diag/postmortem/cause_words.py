@@ -26,13 +26,13 @@ GPU_THROTTLED = re.compile(
 # "another process on the same GPU", "nvidia-smi shows a python pid holding 16 GiB", "co-tenant"
 COTENANT = re.compile(
     r"\b(?:share|shares|sharing) (?:the|that|this|our|a|one|each) (?:same )?(?:GPU|card|device)s? with\b|"
-    r"\b(?:GPUs?|cards?|devices?|box|node)\s*\d?\b[^.\n]{0,30}?\b(?:is |are |was |were )?shared with\b"
-    r"[^.\n]{0,40}?\b(?:service|process|job|model|tenant|container|pod|workload|team|app|instance)\b|"
+    r"\b(?:GPUs?|cards?|devices?|box|node|[ABHL]\d{2,3}S?)\s*\d?\b[^.\n]{0,30}?\b(?:is |are |was |were )?shared with\b"
+    r"[^.\n]{0,40}?\b(?:service|server|process|job|model|tenant|container|pod|workload|team|app|instance)\b|"
     r"\b(?:another|other|a second|a different|someone else'?s?) (?:\w+ ){0,2}?"
     r"(?:process|service|job|tenant|container|pod|workload|app|team)\b[^.\n]{0,30}?"
     r"\b(?:on|holding|using|sharing|occup\w+) (?:the same |that |our )?(?:GPUs?|cards?|devices?)\b|\bco-?tenants?\b|"
     r"\bnvidia-smi\b[^.\n]{0,40}?\b(?:another|other|a|second|foreign) (?:\w+ )?(?:pid|process)\b[^.\n]{0,30}?"
-    r"\b(?:holding|using|with|at) ~?\d+(?:\.\d+)?\s*(?:GiB|GB|MiB)\b", re.I)
+    r"(?:\b(?:holding|using|with|at)\s+)?~?\d+(?:\.\d+)?\s*(?:GiB|GB|MiB)\b", re.I)
 # requests spread over several engines so a conversation's next turn meets another cache: "plain kube-proxy (round
 # robin over 4 pods)", "lands on a different pod", "use session affinity / prefix-aware routing"
 # (an affinity counts where it is missing or the fix: "same router with session affinity" rules the router out)
@@ -47,7 +47,10 @@ SPLIT_ROUTING = re.compile(
 OWN_TOKENIZER_FIXES = re.compile(
     r"\b(?:dropp\w*|remov\w*|without|unset\w*|delet\w*|no)\s+(?:the\s+)?[`'\"]?--tokenizer\b"
     r"[^\n]{0,100}?(?:->|\u2192|=>|:|\bgives?\b|\bis\b|\bit'?s\b)\s*(?:all |the output is )?"
-    r"(?:perfect|fine|correct|coherent|clean|good|normal|works?|fixed|ok)\b", re.I)
+    r"(?:perfect|fine|correct|coherent|clean|good|normal|works?|fixed|ok)\b|"
+    # "Dropping --tokenizer fixes the text"
+    r"\b(?:dropp\w*|remov\w*|without|unset\w*)\s+(?:the\s+)?[`'\"]?--tokenizer\b[`'\"]?\s+(?:\([^)]{0,80}\)\s+)?"
+    r"fix(?:es|ed)\b", re.I)
 # a proxy's or load balancer's timeout in front of the server: "ALB idle_timeout 60 s", "proxy-read-timeout \"60\"",
 # "the LB closes the connection"
 PROXY_TIMEOUT = re.compile(
@@ -78,5 +81,16 @@ DIRECT_FINE = re.compile(
     # "Curl is fine", "curl -N gives clean text"
     r"\bcurl(?: -N)?(?: \w+){0,3}? (?:is|was|works|gives|returns) (?:perfectly |completely )?(?:clean |correct )?"
     r"(?:fine|clean|correct|ok|text)\b|"
+    # "Same request from Python requests -> ... a good answer"
+    r"\bsame (?:request|prompt|call) (?:from|with|via|through|using) [^\n]{0,40}?(?:->|\u2192|=>)[^\n]{0,80}?"
+    r"\b(?:good|correct|fine|clean|perfect|coherent) (?:answer|output|text|response)s?\b|"
     r"\bbypass\w* (?:the )?(?:proxy|gateway|nginx|load balancer|ingress|LB|router)\b[^.\n]{0,60}?"
     r"\b(?:perfect|fine|correct|clean|coherent|ok)\b", re.I)
+# replicas behind one endpoint that answer differently (another checkpoint revision, another template): "Each replica
+# alone is perfectly repeatable", "pinning both replicas to the same revision made answers identical"
+REPLICAS_DIFFER = re.compile(
+    r"\beach (?:replica|pod|instance|node|server|backend) (?:alone|on its own|by itself|individually)\b[^.\n]{0,30}?"
+    r"\b(?:repeatable|deterministic|consistent|fine|correct|identical|stable)\b|"
+    r"\breplicas? (?:run|runs|on|with) (?:different|mixed) (?:revisions?|snapshots?|versions?|checkpoints?|images?)\b|"
+    r"\bpinn\w* (?:both|all|the) (?:replicas|pods|instances) to the same (?:revision|snapshot|version|checkpoint|image)\b",
+    re.I)

@@ -175,6 +175,25 @@ def stop_string_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | N
         missing=["the same request without its stop list (or with only the model's own end-of-turn token)"])
 
 
+def replicas_differ(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, answers that differ between requests, and the report shows the endpoint's replicas answering
+    differently (each alone repeatable, replicas on different revisions): the router alternates between two set-ups
+    -- the deployment, outside the families."""
+    said, differ = facts.startup.get("wrong_output_prose"), facts.startup.get("replicas_differ_prose")
+    if not said or not differ:
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says the answers differ ('{said}') and shows the endpoint's replicas answering "
+               f"differently ('{differ}'): requests alternate between engines set up apart (another checkpoint "
+               "revision, template or generation_config), each consistent with itself -- the deployment, outside the "
+               "hybrid/spec-decode families"),
+        title="Replicas behind one endpoint answer differently (set up apart, each consistent)",
+        message=f"answers differ without an error: {said}",
+        evidence=("wrong_output_prose", "replicas_differ_prose"),
+        missing=["the model revision, template and generation_config of every replica"])
+
+
 def chat_template_twice(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, the output wrong, and the client renders the model's chat template itself and sends the result as a
     chat message (vLLM applies the template again) or to /v1/completions with its BOS (the tokenizer adds another):

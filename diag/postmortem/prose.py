@@ -8,7 +8,7 @@ import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
 from .cause_words import (COTENANT, CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE, GPU_THROTTLED, MIG, OWN_TOKENIZER_FIXES,
-                          PROXY_TIMEOUT, SPLIT_ROUTING)
+                          PROXY_TIMEOUT, REPLICAS_DIFFER, SPLIT_ROUTING)
 from .lines import Line
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW, SPEC_SLOWER,
                             TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
@@ -781,13 +781,15 @@ class ProseLines:
             if "proxy_timeout_prose" not in self.facts.startup and ("imeout" in text or "tim" in text or "clos" in text
                                                                      or "drop" in text or "cut" in text):
                 self._first_words("proxy_timeout_prose", PROXY_TIMEOUT, text, line)
+            if "replicas_differ_prose" not in self.facts.startup and ("eplica" in text or "each " in text.lower()):
+                self._first_words("replicas_differ_prose", REPLICAS_DIFFER, text, line)
             if "mig_prose" not in self.facts.startup and ("MIG" in text or "gb" in text):
                 self._first_words("mig_prose", MIG, text, line)
             if "double_template_prose" not in self.facts.startup and ("emplat" in text or "content" in text
                                                                        or "BOS" in text or "prompt_token_ids" in text):
                 self._first_words("double_template_prose", DOUBLE_TEMPLATE, text, line)
             if "direct_fine_prose" not in self.facts.startup and ("irect" in text or "traight" in text
-                                                                   or "ypass" in text or "url" in text):
+                                                                   or "ypass" in text or "url" in text or "ame " in text):
                 self._first_words("direct_fine_prose", DIRECT_FINE, text, line)
         if "own_tokenizer_fixes" not in self.facts.startup and line.level is None and "--tokenizer" in text \
                 and len(text) < 2000:

@@ -185,15 +185,20 @@ def sampled_by_generation_config(facts: LogFacts, base_numbers: dict) -> Diagnos
     symptom = facts.startup.get("wrong_output_prose")
     unset = facts.startup.get("no_temperature_prose")
     defaults = facts.startup.get("generation_config_sampling")
-    if not (symptom and unset and defaults):
+    varies = symptom and re.search(r"determinis|different|vary|varies|differ", str(symptom), re.I)
+    if not (symptom and unset and (defaults or varies)):
         return None
     shown = f" {defaults}" if isinstance(defaults, str) else ""
+    source = (f"vLLM took the model's generation_config sampling defaults{shown}" if defaults else
+              "without one a request samples at the server's default temperature (1.0 unless the model's "
+              "generation_config sets another)")
     return outside_families(
         facts, base_numbers,
-        basis=(f"no error; the report's requests set no temperature ('{unset}') and vLLM took the model's "
-               f"generation_config sampling defaults{shown}: the evaluation is sampled, not greedy, so its scores "
-               f"vary from run to run ('{symptom}') -- outside the hybrid/spec-decode families"),
-        title="Sampled, not greedy: the model's generation_config sets the default temperature",
+        basis=(f"no error; the report's requests set no temperature ('{unset}') and {source}: the evaluation is "
+               f"sampled, not greedy, so its answers vary from run to run ('{symptom}') -- outside the "
+               "hybrid/spec-decode families"),
+        title=("Sampled, not greedy: the model's generation_config sets the default temperature" if defaults else
+               "Sampled, not greedy: the requests set no temperature"),
         message=f"quality difference without an error: {symptom}",
         evidence=("generation_config_sampling", "no_temperature_prose", "wrong_output_prose"),
         missing=["the same evaluation with temperature 0 in the requests (or --generation-config vllm), several runs "

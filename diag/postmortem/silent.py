@@ -10,7 +10,7 @@ from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (chat_template_twice, client_path_corruption, foreign_tokenizer, left_truncated_prompts,
-                         proxy_timeout_truncation, repeats_rewarded, salted_prefixes, split_routing,
+                         proxy_timeout_truncation, repeats_rewarded, replicas_differ, salted_prefixes, split_routing,
                          stop_string_truncation, token_cap_truncation, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
@@ -262,6 +262,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
          or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
          or client_path_corruption(facts, base_numbers)
          or chat_template_twice(facts, base_numbers) or stop_string_truncation(facts, base_numbers)
+         or replicas_differ(facts, base_numbers)
          or foreign_tokenizer(facts, base_numbers)
          or random_prompts_acceptance(facts, setup, base_numbers)
          or lora_slot_queueing(facts, base_numbers)

@@ -130,6 +130,15 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           # "the model 'forgets' the earlier turns or answers an older question"
                           r"\banswers? (?:an? )?(?:older|earlier|previous|stale) (?:question|prompt|turn|message)\b|"
                           r"\bforgets[\"']? (?:the )?(?:earlier|previous|prior|first) (?:turns?|messages?|context)\b|"
+                          # "prompts from our gateway get nonsense back"
+                          r"\b(?:get|gets|got|getting|returns?|returned|gives?|gave) (?:\w+ )?(?:nonsense|garbage|gibberish|junk)"
+                          r"(?: back)?\b|"
+                          # "ngram spec decode is not deterministic", "~60% of answers different between runs"
+                          r"\b(?:is|are|isn'?t|aren'?t|not|non-?)\s*(?:not )?deterministic\b|"
+                          r"\b(?:answers?|outputs?|responses?) (?:are |were )?different (?:between|across|from) runs\b|"
+                          # "answers come out with duplicated / missing words"
+                          r"\b(?:duplicated|missing|dropped|skipped)(?: ?/ ?(?:duplicated|missing|dropped|skipped))? "
+                          r"(?:words|tokens|sentences|characters)\b|"
                           # "gives noticeably worse answers than the hosted API"
                           r"\b(?:noticeably |much |significantly |clearly |far )?worse (?:answers|outputs|output quality|"
                           r"responses|completions)\b|"
@@ -191,7 +200,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
                       "thread", "flip", "jump", "drift", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
                       "soup", "forget", "older", "stale", "ignor", "chinese", "!!!!", "????", "<unk>", "<pad>", "broken ",
-                      "replacement", "fffd", "\ufffd", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
+                      "replacement", "fffd", "\ufffd", "duplicated", "missing words", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
                       "\ubc18\ubcf5",
                       "\ud6a1\uc124", "\uae68\uc9c4", "\uae68", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
                       "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "mojibake", "\u00e9rtelmetlen", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",
@@ -213,7 +222,9 @@ TRUNCATED = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
                        r"closed)(?: early| halfway| abruptly| prematurely| mid\w*)?\b(?! with \[DONE\])|"
                        # "Outputs always stop at exactly 512 tokens", "every report is cut mid-sentence"
                        r"\bstops? at (?:exactly |precisely )?\d+ tokens\b|\bcut mid[- ]sentence\b|"
-                       r"\b(?:answers?|responses?|outputs?|completions?|repl(?:y|ies)|generations?|text|reports?|"
+                       # "`content` comes back empty / cut off"
+                       r"\bcontent`?[\"']? (?:comes back|is|was|returns?) (?:empty|null|none)\b|"
+                       r"\b(?:answers?|responses?|outputs?|completions?|repl(?:y|ies)|generations?|text|reports?|content|"
                        r"summar(?:y|ies)|articles?)\b[^.\n]{0,30}?\b"
                        r"(?:(?:are|is|get|gets|got|were|was) )?(?:cut off|cut short|cut (?:after|at|mid)|(?<!\()truncated|stops? (?:mid|early|after)|"
                        r"incomplete)\b|\b(?:cut off|truncated) (?:mid|after|at)\b|\bends? mid[- ]sentence\b|"
@@ -274,6 +285,8 @@ CAPACITY_FELL = re.compile(
     r"\bRunning (?:stays|stuck|sits|is stuck|never goes above|caps|plateaus) (?:at )?(?:~|about )?\d+|"
     # "only gives 'Maximum concurrency ... 1.93x'"
     r"\bonly (?:gives?|gets?|shows?|reports?) [\"'`]?Maximum concurrency\b|"
+    # '"Maximum concurrency" is tiny and requests queue'
+    r"\bmax(?:imum)? concurrency[\"'`]? (?:is |looks |seems )?(?:tiny|very low|so low|really low|very small)\b|"
     # "only gets ~2x concurrency at 64k"
     r"\bonly (?:gets?|gives?|reaches?|shows?|has|achieves?) (?:~|about |around )?\d+(?:\.\d+)?\s*x (?:max(?:imum)? )?concurrency\b|"
     # (what drops must be the capacity: "at concurrency 128 the scores drop" is the output's quality)
@@ -368,7 +381,8 @@ SLOW = re.compile(
     r"\b(?:gives?|gets?|reaches?|delivers?|does|achieves?|has) (?:only |about |around |roughly |just )?~?\d+(?:\.\d+)?\s*% "
     r"of (?:the )?(?:throughput|speed|performance|tok(?:en)?s?/s)\b|"
     # "TPOT ~95ms on 2x L40S, expected ~30ms", "the first requests have 20-40 s TTFT"
-    r"\b(?:TPOT|ITL|TTFT|latency)\b[^.\n]{0,40}?~?\d+(?:\.\d+)?\s*(?:ms|s)\b[^.\n]{0,40}?,?\s*expected\s*~?\d[\d.]*\s*(?:ms|s)?|"
+    r"\b(?:TPOT|ITL|TTFT|latency)\b[^.\n]{0,40}?~?\d+(?:\.\d+)?\s*(?:ms|s)\b(?:[^.\n]|\.(?=\d)){0,50}?,?\s*expected\s*~?\d[\d.]*"
+    r"\s*(?:ms|s)?|"
     r"\b\d+(?:\.\d+)?(?:\s*[-\u2013]\s*\d+(?:\.\d+)?)?\s*(?:s|sec|seconds) (?:of )?TTFT\b|"
     # "TTFT 40+ s for 100k-token prompts"; a decode of a few tokens a second ("4 tok/s and Triton warnings"; not a
     # progress bar's "est. speed input: 1.36 toks/s, output: ...]")
@@ -385,7 +399,8 @@ SLOW = re.compile(
     # "Throughput drops to a crawl", "throughput half of what we get bare metal", "TTFT spikes to 4s",
     # "p99 latency is 40s+"
     r"\b(?:drops?|dropped|slows?|slowed|grinds?|ground) (?:down )?to a crawl\b|\bcrawls?\b(?= along| at)|"
-    r"\bthroughput (?:is )?(?:about |roughly |only |just )?(?:half|a third|a quarter) (?:of )?what\b|"
+    r"\bthroughput (?:is )?(?:about |roughly |only |just )?(?:half|a third|a quarter) (?:of )?(?:what|the)\b|"
+    r"\blatency spikes\b|"
     r"\b(?:TTFT|TPOT|ITL|latency)\b (?:\w+ )?spikes? (?:up )?to \d|"
     r"\bp9[059](?:\.9)?(?: latency| TTFT| TPOT| ITL)? (?:is|are|was|hits?|reaches?|of) ~?\d+(?:\.\d+)?\s*(?:s|sec|seconds)\b|"
     # "Throughput flat-lines at ~9 req/s no matter how many clients"
