@@ -435,3 +435,18 @@ def test_replicas_that_answer_differently_are_the_deployment():
     lead = _analyze(lines).findings[0]
     assert lead.category == "other" and "Replicas" in lead.title
     assert "Replicas" not in _analyze(lines[:2]).findings[0].title
+
+
+def test_a_bare_assert_joined_to_the_raw_copys_process_header_is_still_bare():
+    """'AssertionError' followed by the raw traceback copy's 'Process EngineCore_DP0:' line, at the start of a hybrid
+    with an fp8 KV cache: the bare assert without its site, read from the configuration (the page-size class)."""
+    e = "(EngineCore_DP0 pid=274) ERROR 05-14 09:15:41 [core.py:1108] "
+    lines = ["Qwen3.5-27B: MTP alone starts, fp8 KV alone starts, both together -> engine dies during KV cache init.",
+             "vllm serve Qwen/Qwen3.5-27B -tp 2 --kv-cache-dtype fp8 "
+             "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+             e + "EngineCore failed to start.", e + "Traceback (most recent call last):",
+             e + '  File ".../vllm/v1/engine/core.py", line 1082, in run_engine_core',
+             e + "    engine_core = EngineCoreProc(*args, engine_index=dp_rank, **kwargs)", e + "  ...",
+             e + "AssertionError", "(EngineCore_DP0 pid=274) Process EngineCore_DP0:",
+             "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above."]
+    assert _analyze(lines).findings[0].category == "kv_page_size"

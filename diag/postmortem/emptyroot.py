@@ -59,7 +59,9 @@ def wrapper_only(facts: LogFacts, root: LogException) -> bool:
     # "The worker that died printed nothing" -- is prose, not this run's error)
     lines = [str(t) for _, t in facts.startup.get("error_lines") or []
              if not str(t).lstrip().startswith("|") and _ERROR_MARK.search(str(t))]
-    return all((_WRAPPER_TEXT.search(t) or cut_bare and re.fullmatch(r"\W*AssertionError\W*", t.split("]")[-1]))
+    # (the bare assert's line may carry the raw copy's "Process EngineCore_DP0:" header joined to it)
+    return all((_WRAPPER_TEXT.search(t) or cut_bare and re.fullmatch(r"\W*AssertionError\W*(?:Process [\w-]+:?\s*)?",
+                                                                     t.split("]")[-1]))
                and not _SIGNALLED.search(t) for t in lines)
 
 
