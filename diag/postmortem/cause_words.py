@@ -31,6 +31,8 @@ COTENANT = re.compile(
     r"\b(?:another|other|a second|a different|someone else'?s?) (?:\w+ ){0,2}?"
     r"(?:process|service|job|tenant|container|pod|workload|app|team)\b[^.\n]{0,30}?"
     r"\b(?:on|holding|using|sharing|occup\w+) (?:the same |that |our )?(?:GPUs?|cards?|devices?)\b|\bco-?tenants?\b|"
+    # "a colleague's Jupyter kernel that got scheduled on the same GPU"
+    r"\b(?:scheduled|placed|running|landed|pinned|started) on the same (?:GPUs?|cards?|devices?)\b|"
     r"\bnvidia-smi\b[^.\n]{0,40}?\b(?:another|other|a|second|foreign) (?:\w+ )?(?:pid|process)\b[^.\n]{0,30}?"
     r"(?:\b(?:holding|using|with|at)\s+)?~?\d+(?:\.\d+)?\s*(?:GiB|GB|MiB)\b", re.I)
 # requests spread over several engines so a conversation's next turn meets another cache: "plain kube-proxy (round
@@ -78,6 +80,9 @@ DIRECT_FINE = re.compile(
     r"[^\n]{0,80}?(?:(?:->|\u2192|=>|:|\bgives?|\breturns?|\bis|\bare|\bshows?)\s*(?:the |a )?(?:text|output|answers?)?\s*"
     r"(?:is |are )?(?:perfect|fine|correct|clean|coherent|ok)\b|"
     r"\bnever (?:duplicated|garbled|broken|corrupt\w*|wrong|repeat\w*|loop\w*)\b)|"
+    # "Same request with curl -N and stream=true: text is clean"
+    r"\bcurl\b[^\n]{0,40}?(?:->|\u2192|=>|:)\s*(?:the )?(?:text|output|answers?)?\s*(?:is |are )?"
+    r"(?:perfect|fine|correct|clean|coherent|ok)\b|"
     # "Curl is fine", "curl -N gives clean text"
     r"\bcurl(?: -N)?(?: \w+){0,3}? (?:is|was|works|gives|returns) (?:perfectly |completely )?(?:clean |correct )?"
     r"(?:fine|clean|correct|ok|text)\b|"

@@ -775,7 +775,8 @@ class ProseLines:
                                                                                   or "100" in text or "00000" in text):
             self._first_words("cpu_starved_prose", CPU_STARVED, text, line)
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
-                "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text):
+                "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text
+                or "same GPU" in text or "same card" in text or "same device" in text):
             self._first_words("cotenant_prose", COTENANT, text, line)
         if line.level is None and len(text) < 2000:
             if "proxy_timeout_prose" not in self.facts.startup and ("imeout" in text or "tim" in text or "clos" in text

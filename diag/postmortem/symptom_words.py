@@ -365,7 +365,8 @@ SLOW = re.compile(
     r"\bm\u00e1s lent[oa]s?\b|\bplus lente?s?\b|\bmais lent[oa]s?\b|\u043c\u0435\u0434\u043b\u0435\u043d\u043d\u0435\u0435|"
     # "throughput dropped 40% after moving", "scales terribly: TP=4 gives only ~1.3x over TP=2", "TPOT ~95 ms on H100
     # while the blog says ~30 ms"
-    r"\b(?:throughput|tok(?:en)?s?/s|performance|speed)\b (?:\w+ )?(?:dropped|drops|fell|falls|went down|decreased|regressed) "
+    r"\b(?:throughput|tok(?:en)?s?/s|performance|speed)\b (?:[\w.-]+ ){0,2}?(?:dropped|drops|fell|falls|went down|decreased|"
+    r"regressed) "
     r"(?:by |about |around |roughly |nearly |almost )?~?\d+(?:\.\d+)?\s*%|"
     # "TPOT got worse at long context"
     r"\b(?:TPOT|ITL|TTFT|latency)\b (?:got|gets|became|becomes|is|was|went|goes) (?:\w+ )?worse\b|\bscal(?:es|ed|ing) (?:terribly|badly|poorly|horribly)\b|"
