@@ -46,6 +46,9 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     # "Without --speculative-config the output is still garbled (just slower)"
     r"\bwithout\s+(?:the\s+)?[`'\"]?(?:--)?" + _SPEC + r"\b[`'\"]?[^.\n]{0,40}?\b(?:is|are|was|were)\s+still\s+(?:\w+\s+)?"
     r"(?:garbled|garbage|gibberish|wrong|broken|corrupt\w*|bad|looping)\b|"
+    # "--speculative-config removed: same weird words through the gateway"
+    r"(?<![\w-])[`'\"]?--speculative[-_]config[`'\"]?\s+(?:removed|dropped|off|disabled)\s*(?:->|=>|\u2192|:)\s*"
+    r"(?:" + _SAME_OUTCOME + r"|same (?:\w+ ){0,2}(?:words|answers|text)\b|(?:still|also)\s+\w+)|"
     # "With MTP off, still {"answer": 12}": the drafts off and the same outcome
     r"\b(?:with\s+)?" + _SPEC + r"\s+(?:off|disabled|turned off|removed)\s*[,:]\s*still\b|"
     # "MTP off, EPLB on: crash, same timing"

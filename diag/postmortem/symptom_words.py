@@ -130,6 +130,8 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           # "the model 'forgets' the earlier turns or answers an older question"
                           r"\banswers? (?:an? )?(?:older|earlier|previous|stale) (?:question|prompt|turn|message)\b|"
                           r"\bforgets[\"']? (?:the )?(?:earlier|previous|prior|first) (?:turns?|messages?|context)\b|"
+                          # "gives weird answers through our gateway"
+                          r"\b(?:weird|strange|odd|bizarre) (?:answers|words|outputs?|text|responses|characters)\b|"
                           # "prompts from our gateway get nonsense back"
                           r"\b(?:get|gets|got|getting|returns?|returned|gives?|gave) (?:\w+ )?(?:nonsense|garbage|gibberish|junk)"
                           r"(?: back)?\b|"
@@ -200,7 +202,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
                       "thread", "flip", "jump", "drift", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
                       "soup", "forget", "older", "stale", "ignor", "chinese", "!!!!", "????", "<unk>", "<pad>", "broken ",
-                      "replacement", "fffd", "\ufffd", "duplicated", "missing words", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
+                      "replacement", "fffd", "\ufffd", "duplicated", "missing words", "weird", "strange", "bizarre", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
                       "\ubc18\ubcf5",
                       "\ud6a1\uc124", "\uae68\uc9c4", "\uae68", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
                       "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "mojibake", "\u00e9rtelmetlen", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",
