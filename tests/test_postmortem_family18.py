@@ -450,3 +450,15 @@ def test_a_bare_assert_joined_to_the_raw_copys_process_header_is_still_bare():
              e + "AssertionError", "(EngineCore_DP0 pid=274) Process EngineCore_DP0:",
              "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above."]
     assert _analyze(lines).findings[0].category == "kv_page_size"
+
+
+@pytest.mark.parametrize("fact, said", [
+    ("cotenant_prose", "a colleague's Jupyter kernel that got scheduled on the same GPU"),
+    ("direct_fine_prose", "Same request with curl -N and stream=true: text is clean."),
+    ("direct_fine_prose", "Curl from the box is perfect."),
+    ("slow_prose", "Throughput of MiniMax-M1 drops by ~40% after the first ~15 min of load test."),
+    ("wrong_output_prose", "Qwen3.6 + MTP gives weird answers through our gateway"),
+    ("faults_without_spec_prose", "- --speculative-config removed: same weird words through the gateway"),
+])
+def test_the_reporters_words_round_eighteen_last(fact, said):
+    assert facts_from_text(said).startup.get(fact)
