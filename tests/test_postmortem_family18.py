@@ -462,3 +462,23 @@ def test_a_bare_assert_joined_to_the_raw_copys_process_header_is_still_bare():
 ])
 def test_the_reporters_words_round_eighteen_last(fact, said):
     assert facts_from_text(said).startup.get(fact)
+
+
+@pytest.mark.parametrize("fact, said", [
+    ("wrong_output_prose", "the same prompt 20 times with temperature=0 gets 3-4 different answers"),
+    ("faults_without_spec_prose", "- spec decode off: still 3 distinct answers out of 20"),
+    ("persists_without_pc_prose", "- prefix caching off: still differs"),
+    ("faults_without_spec_prose", "with MTP off it still happens (less often)"),
+    ("finish_reason_length", 'all long answers stop at exactly 2048 tokens with finish_reason "length"'),
+    ("slow_prose", "P99 latency explodes at 200 concurrent users"),
+    ("slow_prose", "why is qwen3-next + mtp so slow on 0.20.2?"),
+    ("direct_fine_prose", "Non-streaming and curl -N are correct"),
+])
+def test_the_reporters_words_round_eighteen_final(fact, said):
+    assert facts_from_text(said).startup.get(fact)
+
+
+@pytest.mark.parametrize("said", ["MTP off: still works fine", "- prefix caching off: still fine", "MTP off, still ok"])
+def test_an_outcome_that_stays_fine_is_no_persisting_fault(said):
+    f = facts_from_text(said)
+    assert not f.startup.get("faults_without_spec_prose") and not f.startup.get("persists_without_pc_prose")

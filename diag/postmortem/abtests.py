@@ -14,8 +14,14 @@ from .lines import Line
 # difference"
 _SAME_OUTCOME = (r"same (?:behaviou?r|result|problem|issue|thing|output|garbage|gibberish|nonsense|junk|loops?|crash|error|"
                  r"hang)\b|no (?:change|difference)\b")
+# (what follows "still" in an outcome that stayed bad: not "still works")
+_FINE_WORD = r"(?:works?|worked|fine|ok|okay|good|clean|correct|runs|starts|stable|normal)\b"
+_NOT_FINE = r"(?!" + _FINE_WORD + r")"
 # ... for prefix caching: the symptom does not need the cached states
 _PERSISTS_WITHOUT_PC = re.compile(
+    # "prefix caching off: still differs"
+    r"\b(?:automatic\s+)?(?:prefix[- _]?caching|apc)\s+(?:off|disabled)\s*(?:->|=>|\u2192|:)\s*(?:still|also|same)\s+"
+    + _NOT_FINE + r"\w+|"
     r"(?:--no-enable-prefix-caching|\b(?:turning off|disabling|disabled|without|no)\s+[`'\"]?(?:--enable-)?"
     r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,40}?\s*(?:->|=>|\u2192|[:,-])\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
     r"|(?:still|also)\s+(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*|loops|looping|repeats))", re.I)
@@ -46,11 +52,15 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     # "Without --speculative-config the output is still garbled (just slower)"
     r"\bwithout\s+(?:the\s+)?[`'\"]?(?:--)?" + _SPEC + r"\b[`'\"]?[^.\n]{0,40}?\b(?:is|are|was|were)\s+still\s+(?:\w+\s+)?"
     r"(?:garbled|garbage|gibberish|wrong|broken|corrupt\w*|bad|looping)\b|"
+    # "with MTP off it still happens (less often)"
+    r"\bwith\s+(?:the\s+)?" + _SPEC + r"\s+(?:off|disabled|removed)\s+it\s+still\s+(?:happens|occurs|reproduces|shows up)\b|"
+    # "spec decode off: still 3 distinct answers out of 20"
+    r"\b" + _SPEC + r"\s+(?:off|disabled|removed)\s*(?:->|=>|\u2192|:)\s*(?:still|also)\s+" + _NOT_FINE + r"\w+|"
     # "--speculative-config removed: same weird words through the gateway"
     r"(?<![\w-])[`'\"]?--speculative[-_]config[`'\"]?\s+(?:removed|dropped|off|disabled)\s*(?:->|=>|\u2192|:)\s*"
     r"(?:" + _SAME_OUTCOME + r"|same (?:\w+ ){0,2}(?:words|answers|text)\b|(?:still|also)\s+\w+)|"
     # "With MTP off, still {"answer": 12}": the drafts off and the same outcome
-    r"\b(?:with\s+)?" + _SPEC + r"\s+(?:off|disabled|turned off|removed)\s*[,:]\s*still\b|"
+    r"\b(?:with\s+)?" + _SPEC + r"\s+(?:off|disabled|turned off|removed)\s*[,:]\s*still\b(?!\s+" + _FINE_WORD + r")|"
     # "MTP off, EPLB on: crash, same timing"
     r"\b" + _SPEC + r"\s+(?:off|disabled)\b[^.\n:]{0,30}?(?:->|=>|\u2192|:)\s*[*_]{0,2}(?:(?:still|also)\s+)?"
     r"(?:crash|fail|fault|die|hang|IMA)\w*|"

@@ -84,7 +84,7 @@ DIRECT_FINE = re.compile(
     r"\bcurl\b[^\n]{0,40}?(?:->|\u2192|=>|:)\s*(?:the )?(?:text|output|answers?)?\s*(?:is |are )?"
     r"(?:perfect|fine|correct|clean|coherent|ok)\b|"
     # "Curl is fine", "curl -N gives clean text"
-    r"\bcurl(?: -N)?(?: \w+){0,3}? (?:is|was|works|gives|returns) (?:perfectly |completely )?(?:clean |correct )?"
+    r"\bcurl(?: -N)?(?: \w+){0,3}? (?:is|are|was|were|works|gives|returns) (?:perfectly |completely )?(?:clean |correct )?"
     r"(?:fine|clean|correct|perfect|ok|text)\b|"
     # "Same request from Python requests -> ... a good answer"
     r"\bsame (?:request|prompt|call) (?:from|with|via|through|using) [^\n]{0,40}?(?:->|\u2192|=>)[^\n]{0,80}?"

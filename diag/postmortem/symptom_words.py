@@ -135,6 +135,9 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           # "prompts from our gateway get nonsense back"
                           r"\b(?:get|gets|got|getting|returns?|returned|gives?|gave) (?:\w+ )?(?:nonsense|garbage|gibberish|junk)"
                           r"(?: back)?\b|"
+                          # "the same prompt 20 times with temperature=0 gets 3-4 different answers"
+                          r"\b(?:gets?|got|returns?|gives?)? ?\d+(?:\s*-\s*\d+)? (?:distinct|different) (?:answers|outputs|"
+                          r"responses|completions)\b|"
                           # "ngram spec decode is not deterministic", "~60% of answers different between runs"
                           r"\b(?:is|are|isn'?t|aren'?t|not|non-?)\s*(?:not )?deterministic\b|"
                           r"\b(?:answers?|outputs?|responses?) (?:are |were )?different (?:between|across|from) runs\b|"
@@ -202,7 +205,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
                       "thread", "flip", "jump", "drift", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
                       "soup", "forget", "older", "stale", "ignor", "chinese", "!!!!", "????", "<unk>", "<pad>", "broken ",
-                      "replacement", "fffd", "\ufffd", "duplicated", "missing words", "weird", "strange", "bizarre", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
+                      "replacement", "fffd", "\ufffd", "duplicated", "missing words", "weird", "strange", "bizarre", "distinct", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
                       "\ubc18\ubcf5",
                       "\ud6a1\uc124", "\uae68\uc9c4", "\uae68", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
                       "kauderwelsch", "m\u00fcll", "unsinn", "falsch", "kaputt", "charabia", "mojibake", "\u00e9rtelmetlen", "corrompu", "incoh\u00e9rent", "n'importe", "senza senso",
@@ -211,7 +214,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "\u0647\u0631\u0627\u0621")
 
 # an answer ended by its token cap (the OpenAI API's body, vLLM's request log): "finish_reason":"length"
-FINISH_LENGTH = re.compile(r"""finish_reason["'`]?\s*(?:[:=]|is|was|of)\s*["'`]?length\b""")
+FINISH_LENGTH = re.compile(r"""finish_reason["'`]?\s*(?:[:=]|is|was|of)?\s*["'`]?length\b""")
 
 # the reporter saying the answers end early: "answers are cut off after a couple of words", "responses get truncated"
 TRUNCATED = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
@@ -403,7 +406,8 @@ SLOW = re.compile(
     # "p99 latency is 40s+"
     r"\b(?:drops?|dropped|slows?|slowed|grinds?|ground) (?:down )?to a crawl\b|\bcrawls?\b(?= along| at)|"
     r"\bthroughput (?:is )?(?:about |roughly |only |just )?(?:half|a third|a quarter) (?:of )?(?:what|the)\b|"
-    r"\blatency spikes\b|"
+    r"\bwhy (?:is|are) [^.\n?]{0,50}?\b(?:so |this |that |very )slow\b|"
+    r"\blatency spikes\b|\b(?:p9\d(?:\.9)? )?latency (?:explodes|blows up|skyrockets|goes through the roof)\b|"
     r"\b(?:TTFT|TPOT|ITL|latency)\b (?:\w+ )?spikes? (?:up )?to \d|"
     r"\bp9[059](?:\.9)?(?: latency| TTFT| TPOT| ITL)? (?:is|are|was|hits?|reaches?|of) ~?\d+(?:\.\d+)?\s*(?:s|sec|seconds)\b|"
     # "Throughput flat-lines at ~9 req/s no matter how many clients"
