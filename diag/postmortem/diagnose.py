@@ -49,7 +49,7 @@ from .placement import faulting_kernel, kernel_fault, kernel_place
 from .specpath import in_layer, model_names, no_spec_path
 from .shapes import NEG_INDEX, budget_signature, padding_signature, rows_assert, rows_mismatch, shape_class
 from .sites import frame_category, from_site, function_hint, site_text
-from .silent import own_quality_gate, quiet_report, silent_corruption, unexplained_symptom
+from .silent import fp16_overflow_quality, own_quality_gate, quiet_report, silent_corruption, unexplained_symptom
 from .stages import ends_at_leaf, stage_family
 from .kernelcheck import kernel_check_frame
 from .verify import confirm_by_numbers
@@ -217,7 +217,7 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     if own_quality_gate(root, facts):
         # the error is the reporter's evaluation script failing its score check: vLLM raised nothing, the output went
         # wrong -- read as the silent failure it reports
-        silent = silent_corruption(facts, setup, base_numbers, batch_ev)
+        silent = fp16_overflow_quality(facts, base_numbers) or silent_corruption(facts, setup, base_numbers, batch_ev)
         if silent is not None:
             silent.basis = (f"the root error is the evaluation script's own quality gate ({message.strip()[:160]}), "
                             f"not a vLLM failure; " + silent.basis.replace("no error in the log; ", "", 1))

@@ -29,13 +29,12 @@ def _said_slow(facts: LogFacts) -> str | None:
 def _slow_from(facts: LogFacts, base_numbers: dict, slow: str, *, cause: str, title: str, evidence: tuple[str, ...],
                missing: str) -> Diagnosis:
     """A slowdown the report tells, read as ``cause`` outside the families (a setting, the platform)."""
-    told = ("fewer requests fit than expected" if slow == facts.startup.get("capacity_prose")
-            and slow != _said_slow(facts) else "serving is slow")
+    capacity = slow == facts.startup.get("capacity_prose") and slow != _said_slow(facts)
     return outside_families(facts, base_numbers,
-                    basis=f"no error; the report says {told} ('{slow}') and {cause} -- outside the "
-                          "hybrid/spec-decode families",
-                    title=title, message=f"{'capacity' if told.startswith('fewer') else 'slow serving'} without an "
-                                         f"error: {slow}",
+                    basis=f"no error; the report says "
+                          f"{'fewer requests fit than expected' if capacity else 'serving is slow'} ('{slow}') and "
+                          f"{cause} -- outside the hybrid/spec-decode families",
+                    title=title, message=f"{'capacity' if capacity else 'slow serving'} without an error: {slow}",
                     evidence=("slow_prose", "spec_slower_prose", *evidence), missing=[missing])
 
 
@@ -486,43 +485,43 @@ def prefill_budget_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -
 
 
 # the platform starving the engine, as the report shows it: (the fact read from the report, what it does, the title,
-# what would confirm it)
+# what would confirm it, whether it also takes the engine's memory)
 _STARVED = {
     "cpu": ("cpu_starved_prose",
             "shows the host's CPUs as the bottleneck ('{said}'): the API server, the engine's scheduling loop, its "
             "workers and a CPU-side drafter each need their cores, so the GPUs wait on the host",
             "Slow from the host CPU (a container's CPU limit or a saturated API-server process)",
-            "the same load with more CPU cores for the pod (at least one per GPU worker plus the API server)"),
+            "the same load with more CPU cores for the pod (at least one per GPU worker plus the API server)", False),
     "gpu": ("gpu_throttled_prose",
             "shows the GPU's clocks held down ('{said}'): a power cap or a thermal / hardware slowdown slows every kernel, "
             "whatever the engine's configuration",
             "Slow from throttled GPUs (power cap or thermal slowdown)",
             "nvidia-smi -q -d PERFORMANCE,POWER,CLOCK on a fast node beside the slow one, and the slow node with its "
-            "default power limit restored"),
+            "default power limit restored", False),
     "tenant": ("cotenant_prose",
                "shows another process using the engine's GPU ('{said}'): vLLM sizes its KV cache from the memory free "
                "while it profiles and shares the GPU's compute with that process, so fewer requests fit and each runs "
                "slower whatever the engine's configuration",
                "Another process on the same GPU (its memory and compute come out of the engine's)",
-               "the same start on GPUs nothing else uses (nvidia-smi's process list empty before vLLM starts)"),
+               "the same start on GPUs nothing else uses (nvidia-smi's process list empty before vLLM starts)", True),
     "mig": ("mig_prose",
             "shows the engine on a MIG slice of the GPU ('{said}'): vLLM sees that slice's memory and SMs, a fraction "
             "of the card's, so the KV cache and the throughput are the slice's whatever the engine's configuration",
             "A MIG slice, not the whole GPU (its memory and SMs are a fraction of the card's)",
-            "the same start on a whole GPU (nvidia-smi -L without MIG devices)"),
+            "the same start on a whole GPU (nvidia-smi -L without MIG devices)", True),
     "net": ("socket_network_prose",
             "shows NCCL between the nodes going over TCP sockets ('{said}'): every step's all-reduce or pipeline "
             "hand-off crosses an Ethernet link, so decode waits on the network whatever the engine's configuration",
             "Slow from collectives between nodes over TCP sockets (no InfiniBand / RDMA)",
-            "the same model on one node (or with the nodes on InfiniBand / RoCE: NCCL's 'NET/IB : Using' line)"),
+            "the same model on one node (or with the nodes on InfiniBand / RoCE: NCCL's 'NET/IB : Using' line)", False),
 }
 
 
 def _starved_slowdown(facts: LogFacts, base_numbers: dict, kind: str) -> Diagnosis | None:
-    fact, cause, title, missing = _STARVED[kind]
+    fact, cause, title, missing, takes_memory = _STARVED[kind]
     slow = _said_slow(facts) or facts.startup.get("capacity_prose")
     said = facts.startup.get(fact)
-    if not slow or not said or kind in ("tenant", "mig") and kv_cache_idle(facts) and (
+    if not slow or not said or takes_memory and kv_cache_idle(facts) and (
             not _said_slow(facts) or (facts.startup.get("num_requests_waiting_max") or 0) > 0):
         # another process's memory holds back no request while the KV cache stays mostly empty, and requests that wait
         # beside an empty cache are held by a scheduler limit, not by a GPU shared for compute

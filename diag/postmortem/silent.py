@@ -24,7 +24,8 @@ from .quietmisses import (SYMPTOMS, activation_reserve_capacity, collective_hang
                           untuned_moe_slowdown)
 from .specpath import model_names, no_spec_path
 
-__all__ = ["own_quality_gate", "quiet_report", "silent_corruption", "unexplained_symptom"]
+__all__ = ["fp16_overflow_quality", "own_quality_gate", "quiet_report", "silent_corruption",
+           "unexplained_symptom"]
 
 
 # hybrids whose linear-attention builder has no speculative-decoding path (MiniMax's lightning attention)
@@ -622,9 +623,6 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
                          title=title, message=f"wrong output without an error: {symptom}",
                          numbers={**base_numbers, **facts.numbers, **numbers}, evidence=evidence, missing=missing)
 
-    fp16 = fp16_overflow_quality(facts, base_numbers)
-    if fp16 is not None:
-        return fp16
     client = facts.startup.get("client_cause_prose")
     if symptom and client:
         # the report ties the wrong output to the prompt the client built (another model's tokenizer, a wrong chat
