@@ -41,6 +41,7 @@ from .asyncfault import ASYNC, from_async, hybrid_spec_fault_class
 from .configuration import AB_TEST_FACTS, Setup, ab_tests_clear_families, config_known, precondition_fails, read_setup
 from .connectors import connector_class
 from .emptyroot import empty_root_crash
+from .extract import HOST_OOM_KILL
 from .diagnosis import (Diagnosis, batch_numbers, config_numbers, crash_near_miss, exc_evidence, fact_evidence,
                         frame_lines, title_of)
 from .nearmiss import LOST_GPU, near_miss
@@ -571,7 +572,7 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
 
     for lineno, text in reversed(lines):
         nm = near_miss(text)
-        host_oom = _HOST_OOM.search(text)
+        host_oom = HOST_OOM_KILL.search(text)
         if host_oom:  # the kernel's own report of the kill says the most (which process, how much memory)
             lineno, text = next(((ln, t) for ln, t in lines if re.search(r"Killed process \d+", t)), (lineno, text))
         if nm is not None and (_OS_ERROR_LINE.search(text) or host_oom):
@@ -598,7 +599,6 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
 
 
 _OS_ERROR_LINE = re.compile(r"\[Errno \d+\]")
-_HOST_OOM = re.compile(r"\bOOMKilled\b|\boom[-_]kill(?:er)?\b|Killed process \d+|Memory cgroup out of memory", re.I)
 # argparse's own error line: "<prog>: error: <what>" ("main.py serve: error: argument --x: invalid choice: ...",
 # "vllm: error: unrecognized arguments: --foo", "vllm serve: error: the following arguments are required: ...")
 _ARGPARSE = re.compile(r"^(?:[\w.\-/]+)(?: [\w\-]+)?: error: (?:argument -|unrecognized arguments:|the following arguments "

@@ -166,9 +166,9 @@ _NO_CACHE_SALT = re.compile(r"\b(?:no|without|not|never|don'?t|doesn'?t|didn'?t)
 # the kubelet's event for a container its probe failed ("Container vllm failed liveness probe, will be restarted";
 # "Liveness probe failed: Get ...: connection refused"): a readiness probe only stops traffic, so it is not here
 # the host ending a process for its memory: Kubernetes' "Reason: OOMKilled" (kubectl describe), the kernel's "Killed
-# process 4711 (python)" / "Memory cgroup out of memory" (dmesg)
-_HOST_OOM_KILL = re.compile(r"\bReason:\s*OOMKilled\b|\bOOMKilled\b|Killed process \d+|Memory cgroup out of memory|"
-                            r"\boom-kill(?:er)?\b", re.I)
+# process 4711 (python)" / "Memory cgroup out of memory" / "oom-kill" / "oom_kill" (dmesg)
+HOST_OOM_KILL = re.compile(r"\bReason:\s*OOMKilled\b|\bOOMKilled\b|Killed process \d+|Memory cgroup out of memory|"
+                           r"\boom[-_]kill(?:er)?\b", re.I)
 _PROBE_KILL = re.compile(r"failed (?:liveness|startup) probe|(?:Liveness|Startup) probe failed", re.I)
 # an RL trainer resetting the prefix cache with requests still running (weights updated mid-rollout): vLLM
 # force-preempts them and they resume from recomputation
@@ -367,8 +367,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 and _RESET_RUNNING.search(line.text):
             self._set_startup("reset_running_requests", True, line)  # LLM.reset_prefix_cache(reset_running_requests=True)
         if "host_oom_kill" not in self.facts.startup and ("OOM" in line.text or "illed process" in line.text
-                                                           or "oom-kill" in line.text or "cgroup" in line.text) \
-                and (m := _HOST_OOM_KILL.search(line.text[:2000])):
+                                                           or "oom" in line.text or "cgroup" in line.text) \
+                and (m := HOST_OOM_KILL.search(line.text[:2000])):
             self._set_startup("host_oom_kill", " ".join(m.group(0).split()), line)
         if "probe" in line.text and "probe_kill" not in self.facts.startup and _PROBE_KILL.search(line.text):
             self._set_startup("probe_kill", line.text.strip()[:500], line)  # the kubelet's event (any indentation)
