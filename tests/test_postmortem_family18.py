@@ -211,7 +211,7 @@ def test_a_death_that_names_no_class_leaves_the_setups_notes_out():
              "unexpectedly, shutting down executor."]
     findings = _analyze(lines).findings
     assert [f.title for f in findings] == ["Process died without an error message"]
-    assert any("informational note" in m for m in findings[0].missing_evidence)
+    assert any("note(s) on the set-up were left out" in m for m in findings[0].missing_evidence)
 
 
 def test_a_synchronous_fault_in_the_mamba_state_copy_is_the_state_index_class():

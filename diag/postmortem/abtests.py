@@ -24,10 +24,13 @@ _PERSISTS_WITHOUT_PC = re.compile(
     + _NOT_FINE + r"\w+|"
     r"(?:--no-enable-prefix-caching|\b(?:turning off|disabling|disabled|without|no)\s+[`'\"]?(?:--enable-)?"
     r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,40}?\s*(?:->|=>|\u2192|[:,-])\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
-    r"|(?:still|also)\s+(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*|loops|looping|repeats))", re.I)
+    r"|(?:still|also)\s+(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*|loops|looping|repeats))|"
+    # "with --no-enable-prefix-caching still 0.339": the same score without the cache
+    r"(?:--no-enable-prefix-caching|\b(?:prefix[- _]?caching|apc)\s+(?:off|disabled))[`'\"]?,?\s+(?:still|also)\s+"
+    + _NOT_FINE + r"~?\d*\.?\d+\b", re.I)
 # the reporter's A/B tests that take speculative decoding out of a fault: "Turning off MTP did not help", "without MTP
 # + custom AR: crashed after 3h", "num_spec_tokens 0 (no spec): same crash", "So MTP is not the trigger"
-_SPEC = r"(?:MTP|EAGLE-?3?|[Ee]agle-?3?|num_spec(?:ulative)?_tokens|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|" \
+_SPEC = r"(?:[`'\"]?(?:--)?speculative[-_]config[`'\"]?|suffix[ -]decod\w*|medusa|MTP|EAGLE-?3?|[Ee]agle-?3?|num_spec(?:ulative)?_tokens|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|" \
         r"speculation)"
 # the report saying the run has no drafts at all: "MTP is not even configured here", "no speculative decoding at all"
 _NO_SPEC_RUN = re.compile(r"\b(?:MTP|spec(?:ulative)?[ -]decod\w*|drafts?|EAGLE\w*|ngram)\b (?:is |was |are )?not (?:even )?"
@@ -46,7 +49,12 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     + r"\b(?:(?!\bno (?:crash|error|issue|problem|fault|IMA|hang|garbage|loops?)\b|\b(?:not|with|fine|works?|ok)\b)"
     r"[^.\n:]){0,50}?\s*(?:->|=>|\u2192|[:,-])"
     r"\s*[*_]{0,2}(?:it\s+)?(?:(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|" + _SAME_OUTCOME +
+    # "removed `--speculative-config`: still 0.0%" (the hit rate of a report about hits)
+    r"|(?:still|also)\s+[*_]{0,2}0(?:\.0+)?\s*%" +
     r"|(?:still|also)\s+(?:garbage|garbled|gibberish|wrong|broken|corrupt\w*|bad|loops|looping|repeats|repeating)\b)|"
+    # "Turning ngram off still repeats (just slower)", "Turned suffix decoding off: same thing"
+    r"\b(?:turning|turned|turn|switching|switched|switch|setting)\s+(?:the\s+)?" + _SPEC + r"\s+off\b[,:]?\s+(?:it\s+)?"
+    r"(?:(?:still|also)\s+" + _NOT_FINE + r"\w+|" + _SAME_OUTCOME + r")|"
     # "Same with spec decode off (58.7)", "same garbage with MTP disabled"
     r"\bsame (?:\w+ )?with (?:the )?" + _SPEC + r"\s+(?:off|disabled|removed|turned off)\b|"
     # "Without --speculative-config the output is still garbled (just slower)"
@@ -71,6 +79,9 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     r"(?:crash|fail|fault|die|hang|IMA)\w*|"
     r"\b(?:still|same|also)\s+(?:crash\w*|fail\w*|fault\w*|assert\w*|error)\b[^.\n]{0,30}?\b(?:without|with no)\s+"
     + _SPEC + r"\b|"
+    # "Same behaviour without --speculative-config"
+    r"\bsame (?:\w+ )?(?:behaviou?r|result|problem|issue|output|garbage|gibberish|thing|loops?)s?\s+(?:without|with no|w/o)\s+"
+    r"(?:the\s+)?" + _SPEC + r"|"
     r"\bnum_spec(?:ulative)?_tokens\s*[=:]?\s*0\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:crash|error|fault|assert)|"
     # ("drafting is not the problem" says the drafts' quality is fine, not that speculative decoding is out)
     r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|ngram|speculation)\s+(?:is|are|was|were)(?: clearly)? not "
@@ -128,10 +139,10 @@ _FIXED_BY_SWITCH_ZH = re.compile(r"(?:\u6362\u6210|\u6362\u7528|\u6539\u7528|\u5
 # what the Chinese switch kept as it was: "同样的 MTP 配置" (the same MTP config), a parenthesis
 _KEPT_ZH = re.compile(r"\u540c\u6837\u7684\s*\S+\s*\u914d\u7f6e|\uff08[^\uff09]*\uff09|\([^)]*\)")
 # words of which every match of _FAULTS_WITHOUT_SPEC / _ONE_HOST / _FAULT_GONE or _FINE_WITHOUT holds one (lower case)
-_SPEC_HINTS = ("mtp", "eagle", "spec", "draft", "ngram", "\u6295\u673a", "\u63a8\u6d4b", "\u6295\u6a5f", "\uc2a4\ud399",
+_SPEC_HINTS = ("mtp", "eagle", "spec", "draft", "ngram", "suffix", "medusa", "\u6295\u673a", "\u63a8\u6d4b", "\u6295\u6a5f", "\uc2a4\ud399",
                "\ucd94\uce21", "spekul", "especul", "sp\u00e9cul")
 _ONE_HOST_HINTS = ("only ", "never on", "always", "same container", "same image")
-_FIXED_HINTS = ("no ", "run", "clean", "stable", "fine", "fixed", "gone", "ok")
+_FIXED_HINTS = ("no ", "run", "clean", "stable", "fine", "fixed", "gone", "ok", "normal", "good", "correct")
 # the reporter tying a fault to one host or GPU: "only on this host", "never on the other three nodes", "Always GPU 5"
 _ONE_HOST = re.compile(r"\bonly (?:on|with) (?:this|one|that|a single|the one) (?:host|node|machine|box|server|GPU|card)\b|"
                        r"\bnever on the other (?:\w+ )?(?:nodes?|hosts?|machines?|boxes|servers?|GPUs?|cards?)\b|"
@@ -147,10 +158,19 @@ _FAULT_GONE = re.compile(r"(?:->|=>|\u2192|:)\s*(?:no more (?:crash\w*|errors?|f
                          r"(?:->|=>|\u2192|:)\s*\**clean \d+\s*/\s*\d+\b|"
                          # "-O0 -> ok" (an arrow: "maintainer: OK" in a chat is no outcome)
                          r"(?:->|=>|\u2192)\s*(?:ok|okay)\b(?!\s*\?)|"
-                         r",\s*(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable)\b", re.I)
+                         r",\s*(?:ran )?\d+\s?(?:h|hours?|days?) (?:clean|stable)\b|"
+                         # "Moved it to the end of the user turn -> hit rate 68%"
+                         r"(?:->|=>|\u2192)\s*(?:the )?(?:prefix[- ]cache )?hit[- ]rate (?:is |of |goes to |jumps to |back to |up to )?"
+                         r"~?[1-9]\d(?:\.\d+)?\s*%|"
+                         # "Removing min_tokens -> the model stops normally at EOS (...), no repetition"
+                         r"(?:->|=>|\u2192)[^.\n]{0,80}?\b(?:no (?:more )?(?:repetition|repeats|garbage|gibberish|loops?|looping|"
+                         r"mojibake)|(?:stops?|ends?|answers?|behaves?) normally)\b", re.I)
 # ... or told the other way round: "the decode node alone (no connector, same MTP config) is fine for hours"
 _FINE_WITHOUT = re.compile(r"\b(?:no|without)\s+([\w`'\- ]{2,40}?)[,)][^.\n]{0,40}?\b(?:is|was|runs?|ran|stays?|stayed)\s+"
                            r"(?:fine|stable|clean|ok)\b", re.I)
+# ... or told as a run that went right: "With the model's bundled template everything is normal"
+_FINE_WITH = re.compile(r"\bwith (?:the |our |its |a )?([\w'`.\- ]{2,40}?),? (?:everything|it|all|the output|outputs|answers)"
+                        r" (?:is|are|was|were|works?|worked|looks?) (?:\w+ )?(?:normal|fine|correct|ok|okay|good|clean)\b", re.I)
 # a markdown table row of an A/B test: "| `--disable-custom-all-reduce` | no crash (3/3) |" reads as "toggle: outcome"
 _TABLE_ROW = re.compile(r"^\s*\|([^|]{2,80})\|([^|]{2,80})\|")
 # what the reporter kept as it was beside a toggle: "(keep MTP)", "+ mtp on", "with MTP still enabled"
@@ -299,11 +319,13 @@ class ABTestReader:
         toggle = text[:m.start()].rsplit(". ", 1)[-1].strip(" -*") if m else None
         if m is None and (m := _FINE_WITHOUT.search(text)):
             toggle = "no " + m.group(1).strip()
+        elif m is None and (m := _FINE_WITH.search(text)):
+            toggle = "with " + m.group(1).strip()
         # (what the reporter kept as it was is no toggle: "Disabling EPLB (keep MTP)")
         changed = _KEPT.sub("", toggle) if m and toggle else ""
         if m and toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(changed) \
                 and not _WORKLOAD_TOGGLE.search(changed):
-            self.facts.startup["other_fix_prose"] = f"{toggle} {m.group(0).strip()}" if toggle not in m.group(0) \
+            self.facts.startup["other_fix_prose"] = f"{toggle} {m.group(0).strip()}" if toggle.lower() not in m.group(0).lower() \
                 else m.group(0).strip()
             self.facts.lines["other_fix_prose"] = (line.lineno, line.text.strip()[:500])
 

@@ -381,7 +381,7 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
             return [d.finding()] + findings  # (the reading of the report's own symptom before notes on the setup)
         if d.rule == "unexplained_symptom" and not any(_answers_symptom(facts, f) for f in findings):
             # (the rules' warnings are notes on the configuration that do not speak to the report's symptom)
-            return _notes_left_out(d.finding(), findings)
+            return _notes_left_out(d.finding(), findings, ("info", "warning"))
         if any(f.severity in ("error", "warning") for f in findings):
             # (a symptom said to be unexplained is explained by the rules' own warning)
             return findings if d.rule == "unexplained_symptom" else findings + [d.finding()]
@@ -445,13 +445,13 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
     return [new] + findings
 
 
-def _notes_left_out(lead: Finding, findings: list[Finding]) -> list[Finding]:
+def _notes_left_out(lead: Finding, findings: list[Finding], severities: tuple[str, ...] = ("info",)) -> list[Finding]:
     """``lead`` -- a failure or symptom the log does not explain ('not modelled') -- first, without the rules'
-    informational notes of a family (a hybrid's raised block size, true of every such start), which beside it would
-    read as its cause; the lead says they were left out."""
-    notes = [f for f in findings if f.severity == "info" and f.category != "other"]
+    notes of a family of these ``severities`` (a hybrid's raised block size, true of every such start), which beside it
+    would read as its cause; the lead says they were left out."""
+    notes = [f for f in findings if f.severity in severities and f.category != "other"]
     if notes:
-        lead.missing_evidence.append(f"{len(notes)} informational note(s) on the set-up were left out "
+        lead.missing_evidence.append(f"{len(notes)} note(s) on the set-up were left out "
                                      f"({'; '.join(f.title for f in notes)}): they describe the configuration and do "
                                      "not explain this")
     return [lead] + [f for f in findings if f not in notes]
@@ -466,6 +466,8 @@ def _answers_symptom(facts: LogFacts, f: Finding) -> bool:
     if f.rule != "prefix_cache_granularity" or not f.title.startswith("Hybrid prefix-cache hits only"):
         return True
     st = facts.startup
+    if st.get("wrong_output_prose") and not st.get("hit_rate_prose"):
+        return False  # (how often the cache hits never makes an answer wrong)
     rate = st.get("prefix_cache_hit_rate_max")
     said = " ".join(str((facts.lines.get(k) or (0, ""))[1]) for k in ("slow_prose", "spec_slower_prose", "capacity_prose"))
     return bool(st.get("hit_rate_prose") or st.get("prefix_caching_prose") or st.get("shared_prefix_tokens")

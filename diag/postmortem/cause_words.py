@@ -31,7 +31,9 @@ COTENANT = re.compile(
     r"\b(?:another|other|a second|a different|someone else'?s?) (?:\w+ ){0,2}?"
     r"(?:process|service|job|tenant|container|pod|workload|app|team)\b[^.\n]{0,30}?"
     r"\b(?:on|holding|using|sharing|occup\w+) (?:the same |that |our )?(?:GPUs?|cards?|devices?)\b|\bco-?tenants?\b|"
-    # "a colleague's Jupyter kernel that got scheduled on the same GPU"
+    # "a colleague's Jupyter kernel that got scheduled on the same GPU", "PID 2210711 is a colleague's Jupyter kernel"
+    r"\b(?:colleague|coworker|co-worker|teammate|another user|another team)'?s? (?:idle |old |stale |forgotten )?"
+    r"(?:Jupyter |notebook |python |training |eval |inference )?(?:kernel|notebook|process|job|script|session|container)\b|"
     r"\b(?:scheduled|placed|running|landed|pinned|started) on the same (?:GPUs?|cards?|devices?)\b|"
     r"\bnvidia-smi\b[^.\n]{0,40}?\b(?:another|other|a|second|foreign) (?:\w+ )?(?:pid|process)\b[^.\n]{0,30}?"
     r"(?:\b(?:holding|using|with|at)\s+)?~?\d+(?:\.\d+)?\s*(?:GiB|GB|MiB)\b", re.I)
@@ -50,6 +52,9 @@ OWN_TOKENIZER_FIXES = re.compile(
     r"\b(?:dropp\w*|remov\w*|without|unset\w*|delet\w*|no)\s+(?:the\s+)?[`'\"]?--tokenizer\b"
     r"[^\n]{0,100}?(?:->|\u2192|=>|:|\bgives?\b|\bis\b|\bit'?s\b)\s*(?:all |the output is )?"
     r"(?:perfect|fine|correct|coherent|clean|good|normal|works?|fixed|ok)\b|"
+    # "Pointing --tokenizer at the model dir itself fixed it"
+    r"\bpoint\w* (?:the\s+)?[`'\"]?--tokenizer\b[`'\"]?\s+(?:back\s+)?(?:at|to) the model(?:'s)? (?:own )?(?:dir|directory|folder|"
+    r"path|repo)\b[^.\n]{0,20}?\bfix(?:es|ed)\b|"
     # "Dropping --tokenizer fixes the text"
     r"\b(?:dropp\w*|remov\w*|without|unset\w*)\s+(?:the\s+)?[`'\"]?--tokenizer\b[`'\"]?\s+(?:\([^)]{0,80}\)\s+)?"
     r"fix(?:es|ed)\b", re.I)
@@ -81,7 +86,7 @@ DIRECT_FINE = re.compile(
     r"(?:is |are )?(?:perfect|fine|correct|clean|coherent|ok)\b|"
     r"\bnever (?:duplicated|garbled|broken|corrupt\w*|wrong|repeat\w*|loop\w*)\b)|"
     # "Same request with curl -N and stream=true: text is clean"
-    r"\bcurl\b[^\n]{0,40}?(?:->|\u2192|=>|:)\s*(?:the )?(?:text|output|answers?)?\s*(?:is |are )?"
+    r"\bcurl\b[^\n]{0,80}?(?:->|\u2192|=>|:)\s*(?:the )?(?:text|output|answers?)?\s*(?:is |are )?"
     r"(?:perfect|fine|correct|clean|coherent|ok)\b|"
     # "Curl is fine", "curl -N gives clean text"
     r"\bcurl(?: -N)?(?: \w+){0,3}? (?:is|are|was|were|works|gives|returns) (?:perfectly |completely )?(?:clean |correct )?"
@@ -89,6 +94,9 @@ DIRECT_FINE = re.compile(
     # "Same request from Python requests -> ... a good answer"
     r"\bsame (?:request|prompt|call) (?:from|with|via|through|using) [^\n]{0,40}?(?:->|\u2192|=>)[^\n]{0,80}?"
     r"\b(?:good|correct|fine|clean|perfect|coherent) (?:answer|output|text|response)s?\b|"
+    # "If I curl vLLM directly with stream=true the concatenated text is clean"
+    r"\b(?:vLLM|server|engine|pod|backend) directly\b[^.\n]{0,60}?\b(?:is|are|comes back|looks|stays) (?:\w+ )?"
+    r"(?:perfect|fine|correct|clean|coherent|ok|identical)\b|"
     r"\bbypass\w* (?:the )?(?:proxy|gateway|nginx|load balancer|ingress|LB|router)\b[^.\n]{0,60}?"
     r"\b(?:perfect|fine|correct|clean|coherent|ok)\b", re.I)
 # replicas behind one endpoint that answer differently (another checkpoint revision, another template): "Each replica

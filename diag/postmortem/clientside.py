@@ -224,14 +224,18 @@ def token_cap_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
     # (a checkpoint's generation_config.json that vLLM took its default max_tokens from, its warning says)
     preset = re.search(r"max_(?:new_)?tokens['\"]?\s*:\s*(\d+)", str(facts.startup.get("generation_config_sampling") or ""))
     preset = int(preset.group(1)) if preset else None
-    # (no max_tokens anywhere, and a short context: the prompt and the answer share max_model_len)
+    # (no max_tokens anywhere and a short context, or the usage the report shows filling it: the prompt and the answer
+    # share max_model_len)
     window = facts.args.get("max_model_len")
-    window = window if cap is None and preset is None and isinstance(window, int) and window <= 8192 else None
+    window = window if isinstance(window, int) and (_fills_window(facts, window) or (
+        cap is None and preset is None and window <= 8192)) else None
+    if window:
+        cap = preset = None
     why = (f"the request's max_tokens ({cap})" if isinstance(cap, int) else
            f"the default max_tokens ({preset}) vLLM took from the checkpoint's generation_config.json (its warning "
            "says so; --generation-config vllm drops it)" if isinstance(preset, int) else
-           f"the context window: --max-model-len {window} holds the prompt and the answer together, so a request "
-           "without max_tokens ends where the window does" if window else
+           f"the context window: --max-model-len {window} holds the prompt and the answer together, so an answer "
+           "ends where the window does, whatever max_tokens asked" if window else
            "the request's max_tokens -- the OpenAI completions endpoint defaults it to 16 when the request sets none")
     limit = cap if isinstance(cap, int) else preset
     return outside_families(
@@ -243,6 +247,17 @@ def token_cap_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
         message=f"truncated answers without an error: {said}",
         evidence=("truncated_prose", "finish_reason_length", "request_params", "generation_config_sampling"),
         missing=["the same request with max_tokens set (or max_completion_tokens on chat)"])
+
+
+def _fills_window(facts: LogFacts, window: int) -> bool:
+    """The usage the report shows takes the whole context: its total tokens (or prompt + completion) reach
+    --max-model-len -- the answer ended where the window did, whatever max_tokens asked."""
+    used = facts.startup.get("printed_values") or {}
+    total = used.get("total_tokens")
+    if not isinstance(total, int) and isinstance(used.get("prompt_tokens"), int) \
+            and isinstance(used.get("completion_tokens"), int):
+        total = used["prompt_tokens"] + used["completion_tokens"]
+    return isinstance(total, int) and total >= window
 
 
 def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -246,6 +246,11 @@ def ab_tests_clear_families(facts: LogFacts, setup: Setup, *, no_drafts_counts: 
     ``no_drafts_counts``: a run with no drafts at all counts as the drafts-off test (for a fault; a quiet report's own
     readings of a setting say more than a toggle beside it)."""
     said = facts.startup
+    fix_line = str((facts.lines.get("other_fix_prose") or (0, ""))[1])
+    if said.get("other_fix_prose") and (kept := _FAMILY_KEPT.search(fix_line)):
+        # a change outside the classes ended it while the drafts / the cache stayed as they were: their paths ran
+        # the same and the symptom went
+        return f"a change outside them ended it with the rest kept ('{said['other_fix_prose']}'; '{kept.group(0)}')"
     if said.get("other_engine_prose"):
         # the same failure without vLLM at all (transformers, another engine): no vLLM path is its cause
         return f"it reproduces without vLLM ('{said['other_engine_prose']}')"
@@ -264,6 +269,10 @@ def ab_tests_clear_families(facts: LogFacts, setup: Setup, *, no_drafts_counts: 
     return "; ".join([without_spec, *others])
 
 
+# the report keeping the families' settings as they were beside a fix: "same flags, MTP still on", "suffix decoding
+# back on"
+_FAMILY_KEPT = re.compile(r"\bsame flags\b|\b(?:MTP|EAGLE\w*|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|ngram|suffix decoding|"
+                          r"prefix caching|APC)\s+(?:still|back|kept)\s+(?:on|enabled)\b", re.I)
 # what vLLM turns the hybrid KV cache manager off for: a KV connector (LMCache, NIXL, Mooncake, offloading), KV events,
 # or the flag itself
 _HMA_OFF_CAUSES = re.compile(r"connector|kv[-_ ]?transfer|lmcache|nixl|mooncake|offload\w*|kv[-_ ]events|"

@@ -356,6 +356,10 @@ _NEGATED_AFTER = re.compile(r"\W{0,3}(?:is |was |are )?(?:not (?:even )?(?:confi
 # a hook that prepends something to the prompt, the value it prepends shown on the next line
 _PREPENDS = re.compile(r"\bprepend\w*\b[^.\n]{0,60}?\b(?:to|at|in) (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b",
                        re.I)
+# ... or that shows the prompt's first lines on the next: "Gateway request dump, first lines of the system prompt:"
+_PROMPT_HEAD_SHOWN = re.compile(r"\bfirst (?:lines?|tokens?|words|part) of (?:the |every |each |a )?(?:rendered )?(?:system )?"
+                                r"(?:prompts?|messages?)\b|\b(?:system )?prompts? (?:starts?|begins?|opens?) (?:with|like)\b",
+                                re.I)
 _PER_REQUEST_VALUE = re.compile(r"\b(?:request[-_ ]?id|trace[-_ ]?id|session[-_ ]?id)\s*[=:]\s*\S+|"
                                 r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}", re.I)
 # a debugger's or sanitizer's report retold in prose, naming the kernel that faulted: "compute-sanitizer reports the
@@ -601,7 +605,7 @@ class ProseLines:
             # told in words: "the gateway prepends a line like `Request-ID: ...; Received: <time>` to the start of
             # every system prompt"
             self._first_words("varying_prefix_prose", _VARYING_PREFIX_TOLD, wide, line)
-            if "varying_prefix_prose" not in self.facts.startup and _PREPENDS.search(text):
+            if "varying_prefix_prose" not in self.facts.startup and (_PREPENDS.search(text) or _PROMPT_HEAD_SHOWN.search(text)):
                 self._prepend_line = line.lineno  # the line it prepends may follow ("... prepends a line: \n '[id=...]'")
         if line.level is None and "varying_prefix_prose" not in self.facts.startup \
                 and 0 < line.lineno - getattr(self, "_prepend_line", -9) <= 2 and (m := _PER_REQUEST_VALUE.search(text)):

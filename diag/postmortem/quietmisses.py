@@ -235,7 +235,9 @@ def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) ->
     if cleared is None:
         return None
     st = facts.startup
-    symptom = next((st[k] for k in SYMPTOMS + ("hang_prose",) if st.get(k)), "the reported symptom")
+    # (a symptom read as a flag -- "hit_rate_prose": yes -- is quoted from its line)
+    symptom = next((st[k] if isinstance(st[k], str) else str((facts.lines.get(k) or (0, "the reported symptom"))[1])[:160]
+                    for k in SYMPTOMS + ("hang_prose",) if st.get(k)), "the reported symptom")
     return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says '{symptom}', and its own A/B tests take the hybrid/spec-decode classes out: "

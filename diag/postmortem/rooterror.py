@@ -214,7 +214,10 @@ class ErrorLines:
             after = (e.log_line or 0) >= last_launch
             # a chained exception: its cause comes first
             caused = id(e) in chain_of and not is_noise(ids.get(chain_of[id(e)], e))
-            return (not after, e.wrapped, is_noise(e), bool(_SERVER_ANSWERED_5XX.search(f"{e.exc_type}: {e.message}")),
+            # (a wrapper that relays the worker's error -- "Worker failed with error '<msg>'" -- before one that only
+            # points above: "Engine core initialization failed. See root cause above")
+            return (not after, e.wrapped, e.wrapped and inner_error(e) is None, is_noise(e),
+                    bool(_SERVER_ANSWERED_5XX.search(f"{e.exc_type}: {e.message}")),
                     caused, not e.frames and not message_numbers(e.message),
                     first_seen.get(message_key(e), e.log_line or 0))
 

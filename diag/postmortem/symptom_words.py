@@ -40,6 +40,10 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           r"\b(?:outputs?|completions?|answers?|responses?|generations?) (?:\w+ )?corrupted\b|"
                           # "answers contain repeated phrases or switch language mid sentence"
                           r"repeated (?:phrases|words|sentences|paragraphs)\b|\bswitch(?:es|ing|ed)? languages?\b|"
+                          # "ends with the same paragraph repeated 10-20 times", "low-quality, often off-topic answers"
+                          r"\bsame (?:paragraph|sentence|phrase|line|word|answer|block)s? (?:is |gets |got )?repeated\b|"
+                          r"\blow[- ]quality(?:,? (?:\w+ )?[\w-]+)? (?:answers|outputs?|responses|completions|generations|replies)\b|"
+                          r"\boff[- ]topic (?:answers|outputs?|responses|completions|replies)\b|"
                           # "answers in garbage (repeated tokens, mixed languages)": the verb before the verdict
                           r"\b(?:answers?|answered|answering|responds?|responded|responding|repl(?:y|ies|ied|ying)|"
                           r"comes? back|came back) in (?:\w+ )?(?:garbage|gibberish|nonsense|junk|word salad)\b|"
@@ -71,7 +75,10 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           r"(?:garbage|gibberish|nonsense|word salad)\b|word salad|broken (?:outputs?|text|answers?)|"
                           r"(?:comes?|came|coming) back as (?:garbage|gibberish|nonsense|junk)|"
                           r"(?:repeated|random) junk|junk (?:output|text|tokens)|"
-                          r"wrong (?:outputs?|tokens|answers)|incorrect outputs?|"
+                          r"wrong (?:outputs?|tokens|answers|subwords|characters)|incorrect outputs?|"
+                          # "keeps writing as the *user*", "very repetitive"
+                          r"\b(?:keeps?|starts?) (?:writing|talking|speaking|answering) as (?:the )?\W?user\b|"
+                          r"\b(?:very|extremely|highly|so|too) repetitive\b|"
                           # "pure garbage", "nondeterministic junk", "completions are garbage": greedy decoding that
                           # does not repeat itself is the same symptom
                           # an evaluation's quality gate: "the spec-decode accuracy gate fails", "gsm8k 0.7104 < baseline"
@@ -232,7 +239,8 @@ TRUNCATED = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
                        r"\b(?:answers?|responses?|outputs?|completions?|repl(?:y|ies)|generations?|text|reports?|content|"
                        r"summar(?:y|ies)|articles?)\b[^.\n]{0,30}?\b"
                        r"(?:(?:are|is|get|gets|got|were|was) )?(?:cut off|cut short|cut (?:after|at|mid)|(?<!\()truncated|stops? (?:mid|early|after)|"
-                       r"incomplete)\b|\b(?:cut off|truncated) (?:mid|after|at)\b|\bends? mid[- ]sentence\b|"
+                       r"incomplete)\b|\b(?:cut off|truncated) (?:mid|after|at)\b|"
+                       r"\b(?:ends?|ended|stops?|stopped|breaks? off) mid[- ](?:sentence|word|answer|thought|paragraph)\b|"
                        # the same in the report languages: "途中で切れ" (ja), "被截断" / "说到一半" (zh), "잘려" (ko),
                        # "abgeschnitten" (de), "se corta" / "cortad" (es, pt), "coupé" (fr), "обрыва" (ru)
                        r"\u9014\u4e2d\u3067\u5207\u308c|\u88ab\u622a\u65ad|\u8bf4\u5230\u4e00\u534a|\uc798\ub824|"
@@ -282,6 +290,9 @@ CAPACITY_FELL = re.compile(
     # 'half of them sit in "Waiting"'
     r"\b(?:half|most|many|some|\d+) of them (?:sit|are|wait|stay|get stuck) (?:in )?[\"'`]?(?:Waiting|the queue|queued)\b|"
     r"[\"'`]?Waiting[\"'`]? (?:grows|keeps growing|climbs|keeps climbing|increases|piles up)\b|"
+    # "requests sit in Waiting for minutes", "requests stay in the queue"
+    r"\b(?:requests?|reqs|jobs|prompts) (?:sit|stay|remain|are stuck|get stuck|hang|wait)(?: for (?:minutes|hours|ages))? in "
+    r"(?:the )?[\"'`]?(?:Waiting|(?:waiting )?queue)\b|"
     # "Queue builds up", "the queue keeps growing"
     r"\bqueue (?:builds? up|keeps growing|grows|piles up|explodes)\b|"
     # "requests queue ('Waiting') with only ~20 running", "requests queue at ~8 users", "Running stays at 3-5"
