@@ -202,8 +202,13 @@ def test_the_report_draws_offline_in_headless_chromium(seed_43626_db, tmp_path):
         driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, "latency": 0,
                                                                     "downloadThroughput": 0, "uploadThroughput": 0})
         driver.get(html_path.as_uri())
-        drawn = driver.execute_script(
-            "return [...document.querySelectorAll('.js-plotly-plot')].map(d => d.querySelectorAll('.bars path').length)")
+        # (Plotly draws after the load event; on a busy machine that can be a moment later)
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        count_bars = ("return [...document.querySelectorAll('.js-plotly-plot')].map(d => d.querySelectorAll('.bars path')"
+                      ".length)")
+        WebDriverWait(driver, 20).until(lambda d: (d.execute_script(count_bars) or [0])[0] > 0)
+        drawn = driver.execute_script(count_bars)
         assert drawn and drawn[0] >= 84  # one bar per layer (main model and draft)
         reds = driver.execute_script("return document.querySelectorAll('tr.marked').length")
         assert reds == 36

@@ -23,14 +23,14 @@ _PERSISTS_WITHOUT_PC = re.compile(
     r"\b(?:automatic\s+)?(?:prefix[- _]?caching|apc)\s+(?:off|disabled)\s*(?:->|=>|\u2192|:)\s*(?:still|also|same)\s+"
     + _NOT_FINE + r"\w+|"
     r"(?:--no-enable-prefix-caching|\b(?:turning off|disabling|disabled|without|no)\s+[`'\"]?(?:--enable-)?"
-    r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,40}?\s*(?:->|=>|\u2192|[:,-])\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
-    r"|(?:still|also)\s+(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*|loops|looping|repeats))|"
+    r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,60}?\s*(?:->|=>|\u2192|[:,-])\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
+    r"|(?:still|also)\s+(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*|loops|looping|repeats|answers))|"
     # "with --no-enable-prefix-caching still 0.339": the same score without the cache
     r"(?:--no-enable-prefix-caching|\b(?:prefix[- _]?caching|apc)\s+(?:off|disabled))[`'\"]?,?\s+(?:still|also)\s+"
     + _NOT_FINE + r"~?\d*\.?\d+\b", re.I)
 # the reporter's A/B tests that take speculative decoding out of a fault: "Turning off MTP did not help", "without MTP
 # + custom AR: crashed after 3h", "num_spec_tokens 0 (no spec): same crash", "So MTP is not the trigger"
-_SPEC = r"(?:[`'\"]?(?:--)?speculative[-_]config[`'\"]?|suffix[ -]decod\w*|medusa|MTP|EAGLE-?3?|[Ee]agle-?3?|num_spec(?:ulative)?_tokens|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|" \
+_SPEC = r"(?:[`'\"]?(?:--)?speculative[-_ ]config[`'\"]?|suffix[ -]decod\w*|medusa|MTP|EAGLE-?3?|[Ee]agle-?3?|num_spec(?:ulative)?_tokens|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|" \
         r"speculation)"
 # the report saying the run has no drafts at all: "MTP is not even configured here", "no speculative decoding at all"
 _NO_SPEC_RUN = re.compile(r"\b(?:MTP|spec(?:ulative)?[ -]decod\w*|drafts?|EAGLE\w*|ngram)\b (?:is |was |are )?not (?:even )?"
@@ -51,7 +51,9 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     r"\s*[*_]{0,2}(?:it\s+)?(?:(?:(?:still|also)\s+)?(?:crash|fail|fault|die|hang|IMA)\w*|" + _SAME_OUTCOME +
     # "removed `--speculative-config`: still 0.0%" (the hit rate of a report about hits)
     r"|(?:still|also)\s+[*_]{0,2}0(?:\.0+)?\s*%" +
-    r"|(?:still|also)\s+(?:garbage|garbled|gibberish|wrong|broken|corrupt\w*|bad|loops|looping|repeats|repeating)\b)|"
+    r"|(?:still|also)\s+(?:garbage|garbled|gibberish|wrong|broken|corrupt\w*|bad|loops|looping|repeats|repeating)\b"
+    # "...: still two answers"
+    r"|(?:still|also)\s+(?:two|three|several|multiple|\d+)\s+(?:distinct\s+|different\s+)?(?:answers|outputs|results)\b)|"
     # "Turning ngram off still repeats (just slower)", "Turned suffix decoding off: same thing"
     r"\b(?:turning|turned|turn|switching|switched|switch|setting)\s+(?:the\s+)?" + _SPEC + r"\s+off\b[,:]?\s+(?:it\s+)?"
     r"(?:(?:still|also)\s+" + _NOT_FINE + r"\w+|" + _SAME_OUTCOME + r")|"
@@ -85,7 +87,10 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     r"\bnum_spec(?:ulative)?_tokens\s*[=:]?\s*0\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:crash|error|fault|assert)|"
     # ("drafting is not the problem" says the drafts' quality is fine, not that speculative decoding is out)
     r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|ngram|speculation)\s+(?:is|are|was|were)(?: clearly)? not "
-    r"the (?:trigger|cause|culprit|problem)\b", re.I)
+    r"the (?:trigger|cause|culprit|problem)\b|"
+    # "So it's our rollout, not MTP"
+    r"\bit'?s (?:our|the|a|their|my) [\w -]{2,30}, not (?:the )?(?:MTP|EAGLE\w*|[Ee]agle\w*|spec\w*(?: decod\w*)?|drafts?|"
+    r"ngram|suffix decoding|speculation)\b", re.I)
 # the prefix cache hitting once the drafts are off: "same server without --speculative-config shows ~70% hit rate",
 # "with MTP disabled the hit rate is 65%" -- prefix caching is on, and the drafts are what stops the hits
 _HITS_WITHOUT_SPEC = re.compile(
@@ -142,7 +147,7 @@ _KEPT_ZH = re.compile(r"\u540c\u6837\u7684\s*\S+\s*\u914d\u7f6e|\uff08[^\uff09]*
 _SPEC_HINTS = ("mtp", "eagle", "spec", "draft", "ngram", "suffix", "medusa", "\u6295\u673a", "\u63a8\u6d4b", "\u6295\u6a5f", "\uc2a4\ud399",
                "\ucd94\uce21", "spekul", "especul", "sp\u00e9cul")
 _ONE_HOST_HINTS = ("only ", "never on", "always", "same container", "same image")
-_FIXED_HINTS = ("no ", "run", "clean", "stable", "fine", "fixed", "gone", "ok", "normal", "good", "correct")
+_FIXED_HINTS = ("no ", "run", "clean", "stable", "fine", "fixed", "gone", "ok", "normal", "good", "correct", "hit", "show", "work")
 # the reporter tying a fault to one host or GPU: "only on this host", "never on the other three nodes", "Always GPU 5"
 _ONE_HOST = re.compile(r"\bonly (?:on|with) (?:this|one|that|a single|the one) (?:host|node|machine|box|server|GPU|card)\b|"
                        r"\bnever on the other (?:\w+ )?(?:nodes?|hosts?|machines?|boxes|servers?|GPUs?|cards?)\b|"
@@ -169,8 +174,11 @@ _FAULT_GONE = re.compile(r"(?:->|=>|\u2192|:)\s*(?:no more (?:crash\w*|errors?|f
 _FINE_WITHOUT = re.compile(r"\b(?:no|without)\s+([\w`'\- ]{2,40}?)[,)][^.\n]{0,40}?\b(?:is|was|runs?|ran|stays?|stayed)\s+"
                            r"(?:fine|stable|clean|ok)\b", re.I)
 # ... or told as a run that went right: "With the model's bundled template everything is normal"
-_FINE_WITH = re.compile(r"\bwith (?:the |our |its |a )?([\w'`.\- ]{2,40}?),? (?:everything|it|all|the output|outputs|answers)"
-                        r" (?:is|are|was|were|works?|worked|looks?) (?:\w+ )?(?:normal|fine|correct|ok|okay|good|clean)\b", re.I)
+# "Without --reasoning-parser every answer shows up"
+_FINE_WITH = re.compile(r"\b(with|without) (?:the |our |its |a )?([\w'`.\- ]{2,40}?),? (?:everything|it|all|the output|outputs|"
+                        r"the answers?|answers|every answer)"
+                        r" (?:(?:is|are|was|were|works?|worked|looks?) (?:\w+ )?(?:normal|fine|correct|ok|okay|good|clean)|"
+                        r"works?|worked|shows? up|showed up|comes? through|appears?)\b", re.I)
 # a markdown table row of an A/B test: "| `--disable-custom-all-reduce` | no crash (3/3) |" reads as "toggle: outcome"
 _TABLE_ROW = re.compile(r"^\s*\|([^|]{2,80})\|([^|]{2,80})\|")
 # what the reporter kept as it was beside a toggle: "(keep MTP)", "+ mtp on", "with MTP still enabled"
@@ -320,7 +328,7 @@ class ABTestReader:
         if m is None and (m := _FINE_WITHOUT.search(text)):
             toggle = "no " + m.group(1).strip()
         elif m is None and (m := _FINE_WITH.search(text)):
-            toggle = "with " + m.group(1).strip()
+            toggle = f"{m.group(1).lower()} {m.group(2).strip()}"
         # (what the reporter kept as it was is no toggle: "Disabling EPLB (keep MTP)")
         changed = _KEPT.sub("", toggle) if m and toggle else ""
         if m and toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(changed) \

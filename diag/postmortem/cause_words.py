@@ -105,5 +105,11 @@ REPLICAS_DIFFER = re.compile(
     r"\beach (?:replica|pod|instance|node|server|backend) (?:alone|on its own|by itself|individually)\b[^.\n]{0,30}?"
     r"\b(?:repeatable|deterministic|consistent|fine|correct|identical|stable)\b|"
     r"\breplicas? (?:run|runs|on|with) (?:different|mixed) (?:revisions?|snapshots?|versions?|checkpoints?|images?)\b|"
-    r"\bpinn\w* (?:both|all|the) (?:replicas|pods|instances) to the same (?:revision|snapshot|version|checkpoint|image)\b",
+    r"\bpinn\w* (?:both|all|the) (?:replicas|pods|instances) to the same (?:revision|snapshot|version|checkpoint|image)\b|"
+    # "Directly against pod 0, 50/50 identical", "every A came from vllm-0, every B from vllm-1"
+    r"\bagainst (?:pod|replica|instance|node|server|backend) [\w.-]+,? (?:\d+\s*/\s*\d+ )?(?:identical|deterministic|"
+    r"consistent|the same|repeatable)\b|\bevery \w+ came from [\w.-]+,? (?:and )?every \w+ (?:came )?from\b|"
+    # "Pinning the client to one pod -> the answer is the same every time"
+    r"\bpinn\w* (?:the )?(?:client|requests?|traffic|benchmark) to (?:one|a single) (?:pod|replica|instance|node|server|"
+    r"backend)\b[^.\n]{0,50}?\b(?:same|identical|deterministic|consistent|repeatable)\b",
     re.I)

@@ -356,6 +356,8 @@ _NEGATED_AFTER = re.compile(r"\W{0,3}(?:is |was |are )?(?:not (?:even )?(?:confi
 # a hook that prepends something to the prompt, the value it prepends shown on the next line
 _PREPENDS = re.compile(r"\bprepend\w*\b[^.\n]{0,60}?\b(?:to|at|in) (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b",
                        re.I)
+# a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
+_TOPO_ROW = re.compile(r"^\s*GPU\d+\s+((?:(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+)\s+){2,}(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+))\b")
 # ... or that shows the prompt's first lines on the next: "Gateway request dump, first lines of the system prompt:"
 _PROMPT_HEAD_SHOWN = re.compile(r"\bfirst (?:lines?|tokens?|words|part) of (?:the |every |each |a )?(?:rendered )?(?:system )?"
                                 r"(?:prompts?|messages?)\b|\b(?:system )?prompts? (?:starts?|begins?|opens?) (?:with|like)\b",
@@ -778,15 +780,25 @@ class ProseLines:
         if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text
                                                                                   or "100" in text or "00000" in text):
             self._first_words("cpu_starved_prose", CPU_STARVED, text, line)
+        if line.level is None and "GPU" in text and (topo := _TOPO_ROW.match(text)):
+            # nvidia-smi topo -m: a row with no NV# cell links that GPU to the others over PCIe or the host
+            if "NV" in topo.group(1):
+                self.facts.startup["gpu_link_nvlink"] = True
+            elif "gpu_link_no_nvlink" not in self.facts.startup:
+                self.facts.startup["gpu_link_no_nvlink"] = " ".join(text.split())[:200]
+                self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text
-                or "same GPU" in text or "same card" in text or "same device" in text):
+                or "same GPU" in text or "same card" in text or "same device" in text or "olleague" in text
+                or "worker" in text or "teammate" in text):
             self._first_words("cotenant_prose", COTENANT, text, line)
         if line.level is None and len(text) < 2000:
             if "proxy_timeout_prose" not in self.facts.startup and ("imeout" in text or "tim" in text or "clos" in text
                                                                      or "drop" in text or "cut" in text):
                 self._first_words("proxy_timeout_prose", PROXY_TIMEOUT, text, line)
-            if "replicas_differ_prose" not in self.facts.startup and ("eplica" in text or "each " in text.lower()):
+            if "replicas_differ_prose" not in self.facts.startup and ("eplica" in text or "each " in text.lower()
+                                                                         or "inn" in text or "against" in text
+                                                                         or "came from" in text):
                 self._first_words("replicas_differ_prose", REPLICAS_DIFFER, text, line)
             if "mig_prose" not in self.facts.startup and ("MIG" in text or "gb" in text):
                 self._first_words("mig_prose", MIG, text, line)
@@ -809,7 +821,7 @@ class ProseLines:
                 "hrottl" in text or "Active" in text or "capped" in text):
             self._first_words("gpu_throttled_prose", GPU_THROTTLED, text, line)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
-                w in text for w in ("cut ", "cut-", "runcat", "stop", "mid", "incomplete", "SSE", "stream", "troncat", "tagliat", "afge",
+                w in text for w in ("cut ", "cut-", "runcat", "stop", "mid", "incomplete", "SSE", "stream", "empty", "troncat", "tagliat", "afge",
                                     "ci\u0119t", "useknut", "\u0159ezan", "kesil", "yar\u0131m", "c\u1eaft", "terpotong",
                                     "avklipp", "\u043e\u0431\u0440\u0438\u0432", "\u043e\u0431\u0440\u0456\u0437", "\u5207\u308c", "\u622a\u65ad", "\u4e00\u534a",
                                     "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):

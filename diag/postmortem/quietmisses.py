@@ -71,6 +71,32 @@ def random_prompts_acceptance(facts: LogFacts, setup: Setup, base_numbers: dict)
         missing=["the same benchmark on a real dataset (sharegpt, the production traffic) with and without the drafts"])
 
 
+# the proposers that copy text instead of running a model: their drafts match only where the output repeats its input
+_MODEL_FREE = ("ngram", "suffix", "suffix_decoding", "ngram_gpu")
+
+
+def modelfree_drafts_unmatched(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, slower with drafts, the proposer copies text (n-gram, suffix decoding) and vLLM's metrics show its
+    drafts almost never accepted (a mean acceptance length of 1.2 or less): the workload's output does not repeat its
+    prompt or earlier outputs, so every step verifies drafts it rejects -- the workload against the method, outside the
+    families (on a hybrid with prefix caching a lost acceptance can be the restored state's: those stay with them)."""
+    slow = _said_slow(facts)
+    metrics = facts.startup.get("metrics") or {}
+    length, first = metrics.get("spec_mean_acceptance_length"), metrics.get("spec_mean_acceptance_length_first")
+    if not slow or setup.spec_method not in _MODEL_FREE or facts.startup.get("wrong_output_prose") \
+            or not isinstance(length, (int, float)) or length > 1.2 or (isinstance(first, (int, float)) and first > 1.2) \
+            or (setup.hybrid and setup.prefix_cached_states):
+        return None
+    return _slow_from(
+        facts, base_numbers, slow,
+        cause=(f"the drafts come from {setup.spec_method}, which copies earlier text, and vLLM's metrics show a mean "
+               f"acceptance length of {length:g}: this workload's output rarely repeats its prompt or earlier outputs, so "
+               "each step verifies drafts it then rejects"),
+        title=f"Copy-based drafts ({setup.spec_method}) rarely match this workload (mean acceptance length {length:g})",
+        evidence=("spec_slower_prose", "slow_prose", "command"),
+        missing="the same load without --speculative-config, or with a model-based drafter (EAGLE, MTP)")
+
+
 def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error, and vLLM's spec-decode metrics show no draft accepted from the first line on (``medium``): the drafter
     proposes what the target never agrees with -- its weights (an MTP head a quantized or exported checkpoint left
@@ -288,8 +314,8 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     so each decode step launches every small kernel from Python and the GPU idles between them -- outside the
     families (the capture-size class needs graphs to be captured at all)."""
     slow = _said_slow(facts)
-    if not slow or not truthy(facts.args.get("enforce_eager")):
-        return None
+    if not slow or not truthy(facts.args.get("enforce_eager")) or facts.startup.get("hang_prose"):
+        return None  # (a hang is no launch-bound decode)
     return _slow_from(
         facts, base_numbers, slow,
         cause=("the engine runs with --enforce-eager: without torch.compile and CUDA graphs every decode step launches "
@@ -349,16 +375,21 @@ def pcie_allreduce_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
     whatever the model's layers or drafts -- outside the families."""
     slow = _said_slow(facts)
     why = facts.startup.get("custom_allreduce_off")
+    tp = facts.args.get("tensor_parallel_size")
+    topo = facts.startup.get("gpu_link_no_nvlink")
+    if not why and topo and not facts.startup.get("gpu_link_nvlink") and isinstance(tp, int) and tp >= 2:
+        why = f"nvidia-smi topo -m links the GPUs without NVLink ('{topo}')"
+    else:
+        why = why and f"vLLM disabled its custom all-reduce because {why}"
     if not slow or not why:
         return None
-    tp = facts.args.get("tensor_parallel_size")
     return _slow_from(
         facts, base_numbers, slow,
-        cause=(f"vLLM disabled its custom all-reduce because {why}: every layer's all-reduce"
+        cause=(f"{why}: every layer's all-reduce"
                + (f" across the {tp} GPUs" if tp else "") + " goes through NCCL over the host's PCIe / socket link, so "
                "each step waits on communication, with or without drafts"),
-        title="Slow from tensor parallelism over PCIe (no P2P: vLLM's custom all-reduce is off)",
-        evidence=("custom_allreduce_off", "command"),
+        title="Slow from tensor parallelism over PCIe (no NVLink / P2P between the GPUs)",
+        evidence=("custom_allreduce_off", "gpu_link_no_nvlink", "command"),
         missing="the same load at a smaller TP size (or pipeline parallelism across the sockets), and `nvidia-smi topo -m`")
 
 

@@ -17,11 +17,11 @@ from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, collective_hang, cotenant_gpu_slowdown,
                           cpu_offload_slowdown, cpu_starved_slowdown, drafts_never_accepted, eager_slowdown,
                           gpu_throttled_slowdown, kv_cache_idle, kv_saturated_workload, long_context_capacity,
-                          lora_slot_queueing, low_memory_share_capacity, mig_slice_limits, pcie_allreduce_slowdown,
-                          prefill_budget_slowdown, prefill_chunks_stall_decodes, random_prompts_acceptance,
-                          sampled_away_acceptance, sampled_by_generation_config, scheduler_cap, slow_tokenizer_latency,
-                          socket_network_slowdown, spec_batch_slowdown, static_rope_quality, toggles_clear_families,
-                          untuned_moe_slowdown)
+                          lora_slot_queueing, low_memory_share_capacity, mig_slice_limits, modelfree_drafts_unmatched,
+                          pcie_allreduce_slowdown, prefill_budget_slowdown, prefill_chunks_stall_decodes,
+                          random_prompts_acceptance, sampled_away_acceptance, sampled_by_generation_config,
+                          scheduler_cap, slow_tokenizer_latency, socket_network_slowdown, spec_batch_slowdown,
+                          static_rope_quality, toggles_clear_families, untuned_moe_slowdown)
 from .specpath import model_names, no_spec_path
 
 __all__ = ["fp16_overflow_quality", "own_quality_gate", "quiet_report", "silent_corruption",
@@ -256,44 +256,52 @@ def padding_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
 def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
     """A report without an error: the first reading that fits, those a cause outside the families explains first
     (sampling defaults, a RoPE override), then the families' silent classes, then the near misses read from metrics
-    and settings."""
-    d = (toggles_clear_families(facts, setup, base_numbers) or fp16_overflow_quality(facts, base_numbers)
-         or slow_tokenizer_latency(facts, base_numbers)
-         or token_cap_truncation(facts, base_numbers) or left_truncated_prompts(facts, base_numbers)
-         or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
-         or client_path_corruption(facts, base_numbers)
-         or chat_template_twice(facts, base_numbers) or stop_string_truncation(facts, base_numbers)
-         or replicas_differ(facts, base_numbers)
-         or foreign_tokenizer(facts, base_numbers)
-         or random_prompts_acceptance(facts, setup, base_numbers)
-         or lora_slot_queueing(facts, base_numbers)
-         or cpu_starved_slowdown(facts, base_numbers) or gpu_throttled_slowdown(facts, base_numbers)
-         or socket_network_slowdown(facts, base_numbers) or cotenant_gpu_slowdown(facts, base_numbers)
-         or mig_slice_limits(facts, base_numbers)
-         or prefill_chunks_stall_decodes(facts, base_numbers)
-         or sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
-         or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
-         or low_memory_share_capacity(facts, base_numbers)
-         or padding_capacity_loss(facts, setup, base_numbers) or unrounded_capture_sizes(facts, setup, base_numbers)
-         or fp8_kv_quality(facts, setup, base_numbers)
-         or activation_reserve_capacity(facts, base_numbers) or scheduler_cap(facts, base_numbers)
-         or kv_saturated_workload(facts, base_numbers)
-         or indexer_native_next_n_quality(facts, setup, base_numbers) or mla_decode_quality(facts, setup, base_numbers)
-         or reset_running_stale_state(facts, setup, base_numbers)
-         or silent_corruption(facts, setup, base_numbers, batch_ev)
-         or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
-         or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
-         or varying_prefix(facts, base_numbers) or split_routing(facts, base_numbers)
-         or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
-         or eager_slowdown(facts, base_numbers) or pcie_allreduce_slowdown(facts, base_numbers)
-         or collective_hang(facts, base_numbers)
-         or capture_ceiling_slowdown(facts, setup, base_numbers) or indexer_flattening_slowdown(facts, base_numbers)
-         or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers)
-         or spec_batch_slowdown(facts, setup, base_numbers) or long_context_capacity(facts, base_numbers)
-         or prefill_budget_slowdown(facts, setup, base_numbers))
+    and settings. When the report's own A/B tests take the families out, a reading that names the cause outside them
+    still says more than the tests alone; a family's reading then gives way to the tests."""
+    cleared = toggles_clear_families(facts, setup, base_numbers)
+    d = _first_reading(facts, setup, base_numbers, batch_ev)
+    if cleared is not None and (d is None or d.category != "other"):
+        d = cleared
     if d is not None:
         d.answers_symptom = any(facts.startup.get(k) for k in SYMPTOMS)
     return d
+
+
+def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
+    return (fp16_overflow_quality(facts, base_numbers)
+            or slow_tokenizer_latency(facts, base_numbers)
+            or token_cap_truncation(facts, base_numbers) or left_truncated_prompts(facts, base_numbers)
+            or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
+            or client_path_corruption(facts, base_numbers)
+            or chat_template_twice(facts, base_numbers) or stop_string_truncation(facts, base_numbers)
+            or replicas_differ(facts, base_numbers)
+            or foreign_tokenizer(facts, base_numbers)
+            or random_prompts_acceptance(facts, setup, base_numbers) or modelfree_drafts_unmatched(facts, setup, base_numbers)
+            or lora_slot_queueing(facts, base_numbers)
+            or cpu_starved_slowdown(facts, base_numbers) or gpu_throttled_slowdown(facts, base_numbers)
+            or socket_network_slowdown(facts, base_numbers) or cotenant_gpu_slowdown(facts, base_numbers)
+            or mig_slice_limits(facts, base_numbers)
+            or prefill_chunks_stall_decodes(facts, base_numbers)
+            or sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
+            or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
+            or low_memory_share_capacity(facts, base_numbers)
+            or padding_capacity_loss(facts, setup, base_numbers) or unrounded_capture_sizes(facts, setup, base_numbers)
+            or fp8_kv_quality(facts, setup, base_numbers)
+            or activation_reserve_capacity(facts, base_numbers) or scheduler_cap(facts, base_numbers)
+            or kv_saturated_workload(facts, base_numbers)
+            or indexer_native_next_n_quality(facts, setup, base_numbers) or mla_decode_quality(facts, setup, base_numbers)
+            or reset_running_stale_state(facts, setup, base_numbers)
+            or silent_corruption(facts, setup, base_numbers, batch_ev)
+            or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
+            or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
+            or varying_prefix(facts, base_numbers) or split_routing(facts, base_numbers)
+            or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
+            or eager_slowdown(facts, base_numbers) or pcie_allreduce_slowdown(facts, base_numbers)
+            or collective_hang(facts, base_numbers)
+            or capture_ceiling_slowdown(facts, setup, base_numbers) or indexer_flattening_slowdown(facts, base_numbers)
+            or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers)
+            or spec_batch_slowdown(facts, setup, base_numbers) or long_context_capacity(facts, base_numbers)
+            or prefill_budget_slowdown(facts, setup, base_numbers))
 
 
 def fp16_overflow_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
@@ -375,7 +383,8 @@ def acceptance_lost_on_prefix_hits(facts: LogFacts, setup: Setup, base_numbers: 
 def unexplained_symptom(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, the report states a symptom (wrong output, slow serving) and nothing in the log explains it: say so
     (``low``), so that notes about the configuration are not read as its cause."""
-    said = facts.startup.get("wrong_output_prose") or facts.startup.get("slow_prose")
+    said = facts.startup.get("wrong_output_prose") or facts.startup.get("slow_prose") \
+        or facts.startup.get("truncated_prose")
     if not said:
         return None
     return Diagnosis(
@@ -385,7 +394,7 @@ def unexplained_symptom(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
                "modelled"),
         title="Symptom without an error that the log does not explain (not modelled)",
         message=f"symptom without an error: {said}", numbers={**base_numbers, **facts.numbers},
-        evidence=fact_evidence(facts, "wrong_output_prose", "slow_prose"),
+        evidence=fact_evidence(facts, "wrong_output_prose", "slow_prose", "truncated_prose"),
         missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) and the same load with and without the "
                  "suspected feature (drafts, prefix caching, KV dtype)"])
 
