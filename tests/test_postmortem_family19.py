@@ -243,3 +243,93 @@ def test_truncated_answers_nothing_explains_are_not_modelled():
              "that attention page size is >= mamba page size."]
     findings = _analyze(lines).findings
     assert findings[0].rule == "unexplained_symptom" and all(f.category == "other" for f in findings)
+
+
+def test_a_replay_that_hits_puts_the_live_prompts_at_fault():
+    lines = ["Prefix cache hit rate on Qwen3.5 is basically zero for agent traffic.",
+             "vllm serve Qwen/Qwen3.5-122B-A10B -tp 4 --enable-prefix-caching "
+             "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+             "(APIServer pid=1) INFO 08-11 11:02:30 [loggers.py:310] Engine 000: Avg prompt throughput: 41873.2 tokens/s, "
+             "Avg generation throughput: 1712.5 tokens/s, Running: 48 reqs, Waiting: 3 reqs, GPU KV cache usage: 38.9%, "
+             "Prefix cache hit rate: 1.2%",
+             "- Same prompts replayed with `vllm bench serve` from a saved JSONL: Prefix cache hit rate 71.4%."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "replay" in lead.title
+    # the same words with the drafts removed are the drafts' A/B test, not a replay
+    assert not facts_from_text("Same prompts with MTP removed: hit rate ~85%").startup.get("replay_hits_prose")
+
+
+def test_concurrency_the_client_caps():
+    lines = ["Nemotron-Nano-9B-v2 never runs more than 14 requests at once even with max_num_seqs=256",
+             "Comment from a colleague: Waiting is 0, so vLLM is not holding anything back."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "client" in lead.title
+
+
+def test_answers_repeated_by_a_proxys_retries():
+    lines = ["MiniMax-M1 through Envoy: users see answers that repeat the first paragraph 2-3 times.",
+             "(APIServer pid=12) INFO 09-15 18:02:58 [config.py:377] Setting attention block size to 160 tokens to ensure "
+             "that attention page size is >= mamba page size.",
+             "Envoy route had `retry_on: 5xx,reset` with per_try_timeout 15s."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "retries" in lead.title
+
+
+def test_the_reports_own_verdict_names_the_cause():
+    lines = ["Falcon-H1 community GPTQ: answers are really low quality.",
+             "(EngineCore_DP0 pid=95) INFO 04-18 09:02:10 [config.py:472] Setting attention block size to 528 tokens to "
+             "ensure that attention page size is >= mamba page size.",
+             "The quant itself is the problem."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "own finding" in lead.title
+
+
+@pytest.mark.parametrize("said", ["Someone on Slack said it's the chat template.", "Maybe the gateway is the problem?",
+                                  "I thought the GPU was the culprit."])
+def test_a_guess_or_hearsay_is_no_verdict(said):
+    assert not facts_from_text(said).startup.get("cause_named_prose")
+
+
+def test_a_wrong_output_a_change_outside_the_families_makes_right():
+    lines = ["Jamba-1.5-Mini with ngram spec decode: Output is low quality and ends with '<|eot_id|>assistant' junk.",
+             "vllm serve ai21labs/AI21-Jamba-1.5-Mini -tp 2 --chat-template ./templates/llama3.jinja "
+             "--speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":5,\"prompt_lookup_max\":3}'",
+             "Dropping --chat-template (use the one in tokenizer_config.json) => normal answers."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other"
+    # a run under other conditions (a cold cache) is no change the reporter made
+    cold = lines[:2] + ["First request (cold cache) : correct answer"]
+    assert "makes the output right" not in _analyze(cold).findings[0].basis
+
+
+def test_float16_asked_by_the_command_for_a_model_right_in_bfloat16():
+    lines = ["Qwen3.5-9B + MTP returns '!!!!!!' on long prompts, output is garbage.",
+             "(APIServer pid=1) INFO 06-11 08:12:40 [utils.py:301] non-default args: {'model': 'Qwen/Qwen3.5-9B', "
+             "'dtype': 'float16', 'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 2}}",
+             "  --dtype bfloat16 (A10G supports bf16) -> fine"]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "float16 overflow" in lead.title
+
+
+def test_a_quiet_reading_of_the_symptom_leads_a_crash_the_preflight_only_predicts():
+    lines = ["Qwen3-Next-80B-A3B, MTP k=3, vLLM 0.17.0, 2x H200 TP2. Decode is slower with MTP than without.",
+             "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2 --speculative-config "
+             "'{\"method\":\"mtp\",\"num_speculative_tokens\":3}' --max-num-seqs 8 "
+             "--compilation-config '{\"max_cudagraph_capture_size\":64}'",
+             "(EngineCore_DP0 pid=188) WARNING 04-02 12:00:41 [vllm.py:1454] Truncating max_cudagraph_capture_size to 32",
+             "Under load (40 concurrent) the verify steps go eager."]
+    an = analyze_text("\n".join(lines), "t.log")  # (with the pre-flight: it predicts the 0.17 GDN mixed-batch assert)
+    assert an.findings[0].category == "cudagraph_shape"
+
+
+def test_a_printed_mixed_step_places_a_conv_kernel_fault_without_a_config():
+    w = "(Worker_TP0 pid=6231) ERROR 10-09 22:58:47 [multiproc_executor.py:671] "
+    lines = ["Rerun with CUDA_LAUNCH_BLOCKING=1 (same traffic replay), tail:",
+             w + '  File ".../vllm/model_executor/models/qwen3_next.py", line 452, in _forward',
+             w + "    mixed_qkv_spec = causal_conv1d_update(",
+             w + '  File ".../vllm/model_executor/layers/mamba/ops/causal_conv1d.py", line 1075, in causal_conv1d_update',
+             w + "    _causal_conv1d_update_kernel[grid](",
+             w + "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered",
+             "I added a print before the call on the failing step:",
+             "  num_prefills=1 num_decodes=0 num_spec_decodes=17  spec_state_indices_tensor[:, 0] = [ 212, 87, -1, 501 ]"]
+    assert _analyze(lines).findings[0].category == "mixed_batch"

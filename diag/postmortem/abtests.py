@@ -30,7 +30,7 @@ _PERSISTS_WITHOUT_PC = re.compile(
     + _NOT_FINE + r"~?\d*\.?\d+\b", re.I)
 # the reporter's A/B tests that take speculative decoding out of a fault: "Turning off MTP did not help", "without MTP
 # + custom AR: crashed after 3h", "num_spec_tokens 0 (no spec): same crash", "So MTP is not the trigger"
-_SPEC = r"(?:[`'\"]?(?:--)?speculative[-_ ]config[`'\"]?|suffix[ -]decod\w*|medusa|MTP|EAGLE-?3?|[Ee]agle-?3?|num_spec(?:ulative)?_tokens|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|" \
+_SPEC = r"(?:[`'\"]?(?:--)?speculative[-_ ]config[`'\"]?|suffix[ -]decod\w*|suffix(?=\s+(?:off|on|disabled|removed)\b)|medusa|MTP|EAGLE-?3?|[Ee]agle-?3?|num_spec(?:ulative)?_tokens|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|" \
         r"speculation)"
 # the report saying the run has no drafts at all: "MTP is not even configured here", "no speculative decoding at all"
 _NO_SPEC_RUN = re.compile(r"\b(?:MTP|spec(?:ulative)?[ -]decod\w*|drafts?|EAGLE\w*|ngram)\b (?:is |was |are )?not (?:even )?"
@@ -55,7 +55,7 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     # "...: still two answers"
     r"|(?:still|also)\s+(?:two|three|several|multiple|\d+)\s+(?:distinct\s+|different\s+)?(?:answers|outputs|results)\b)|"
     # "Turning ngram off still repeats (just slower)", "Turned suffix decoding off: same thing"
-    r"\b(?:turning|turned|turn|switching|switched|switch|setting)\s+(?:the\s+)?" + _SPEC + r"\s+off\b[,:]?\s+(?:it\s+)?"
+    r"\b(?:turning|turned|turn|switching|switched|switch|setting)\s+(?:the\s+)?" + _SPEC + r"\s+off\b\s*(?:->|=>|[,:])?\s*(?:it\s+)?"
     r"(?:(?:still|also)\s+" + _NOT_FINE + r"\w+|" + _SAME_OUTCOME + r")|"
     # "Same with spec decode off (58.7)", "same garbage with MTP disabled"
     r"\bsame (?:\w+ )?with (?:the )?" + _SPEC + r"\s+(?:off|disabled|removed|turned off)\b|"
@@ -72,8 +72,10 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     # "With MTP off, still {"answer": 12}": the drafts off and the same outcome
     r"\b(?:with\s+)?" + _SPEC + r"\s+(?:off|disabled|turned off|removed)\s*[,:]\s*still\b(?!\s+" + _FINE_WORD + r")|"
     # "MTP off, EPLB on: crash, same timing"
-    r"\b" + _SPEC + r"\s+(?:off|disabled)\b[^.\n:]{0,30}?(?:->|=>|\u2192|:)\s*[*_]{0,2}(?:(?:still|also)\s+)?"
-    r"(?:crash|fail|fault|die|hang|IMA)\w*|"
+    r"\b" + _SPEC + r"\s+(?:off|disabled)\b[^.\n:]{0,30}?(?:->|=>|\u2192|:)\s*[*_]{0,2}(?:(?:(?:still|also)\s+)?"
+    r"(?:crash|fail|fault|die|hang|IMA)\w*|" + _SAME_OUTCOME + r")|"
+    # "Nothing to do with MTP."
+    r"\bnothing to do with (?:the\s+)?" + _SPEC + r"\b|"
     # "tried spec off this morning, same IMA in top_k_mask_logits"
     r"\b" + _SPEC + r"\s+(?:off|disabled)\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:IMA|crash|error|fault|failure)\w*|"
     # "P/D with `num_speculative_tokens` removed ALSO IMAs"

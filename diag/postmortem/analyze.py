@@ -377,8 +377,10 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
             if d.answers_symptom:  # (the rules' finding of the class the report's symptom reads as, first)
                 return sorted(findings, key=lambda f: f.category != d.category)
             return findings
-        if d.answers_symptom and not any(f.severity == "error" for f in findings):
-            return [d.finding()] + findings  # (the reading of the report's own symptom before notes on the setup)
+        if d.answers_symptom and not any(f.severity == "error" and not _preflight_only(f) for f in findings):
+            # (the reading of the report's own symptom before notes on the setup, and before a failure the pre-flight
+            # predicts from the configuration that this log does not show)
+            return [d.finding()] + findings
         if d.rule == "unexplained_symptom" and not any(_answers_symptom(facts, f) for f in findings):
             # (the rules' warnings are notes on the configuration that do not speak to the report's symptom)
             return _notes_left_out(d.finding(), findings, ("info", "warning"))
@@ -455,6 +457,11 @@ def _notes_left_out(lead: Finding, findings: list[Finding], severities: tuple[st
                                      f"({'; '.join(f.title for f in notes)}): they describe the configuration and do "
                                      "not explain this")
     return [lead] + [f for f in findings if f not in notes]
+
+
+def _preflight_only(f: Finding) -> bool:
+    """A finding whose only evidence is the pre-flight's prediction from the configuration."""
+    return bool(f.evidence) and all(e.source == "preflight" for e in f.evidence)
 
 
 def _answers_symptom(facts: LogFacts, f: Finding) -> bool:

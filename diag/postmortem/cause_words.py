@@ -97,6 +97,11 @@ DIRECT_FINE = re.compile(
     # "If I curl vLLM directly with stream=true the concatenated text is clean"
     r"\b(?:vLLM|server|engine|pod|backend) directly\b[^.\n]{0,60}?\b(?:is|are|comes back|looks|stays) (?:\w+ )?"
     r"(?:perfect|fine|correct|clean|coherent|ok|identical)\b|"
+    # "curl -N straight to the pod (port 8000), 500 streamed answers: 0 garbled"
+    r"\b(?:straight|directly|direct) (?:to|against|at) (?:the )?(?:vLLM|server|engine|pod|:\d{2,5}|port \d+|localhost)\b"
+    r"[^\n]{0,80}?(?:->|\u2192|=>|:)\s*(?:0|zero|none|no)\s+(?:garbled|broken|corrupt\w*|wrong|bad|mangled)\b|"
+    # "vLLM output is fine": the report's own verdict on the engine's side
+    r"\bvLLM(?:'s)? (?:own )?(?:output|answers?|text|stream) (?:is|are|was|were) (?:fine|correct|clean|ok|perfect)\b|"
     r"\bbypass\w* (?:the )?(?:proxy|gateway|nginx|load balancer|ingress|LB|router)\b[^.\n]{0,60}?"
     r"\b(?:perfect|fine|correct|clean|coherent|ok)\b", re.I)
 # replicas behind one endpoint that answer differently (another checkpoint revision, another template): "Each replica
@@ -105,6 +110,9 @@ REPLICAS_DIFFER = re.compile(
     r"\beach (?:replica|pod|instance|node|server|backend) (?:alone|on its own|by itself|individually)\b[^.\n]{0,30}?"
     r"\b(?:repeatable|deterministic|consistent|fine|correct|identical|stable)\b|"
     r"\breplicas? (?:run|runs|on|with) (?:different|mixed) (?:revisions?|snapshots?|versions?|checkpoints?|images?)\b|"
+    # "the two replicas aren't serving the same checkpoint"
+    r"\breplicas (?:aren'?t|are not|were not|weren'?t) (?:serving|running|using|on) the same (?:checkpoint|model|weights|"
+    r"revision|version|image|quanti[sz]ation)\b|"
     r"\bpinn\w* (?:both|all|the) (?:replicas|pods|instances) to the same (?:revision|snapshot|version|checkpoint|image)\b|"
     # "Directly against pod 0, 50/50 identical", "every A came from vllm-0, every B from vllm-1"
     r"\bagainst (?:pod|replica|instance|node|server|backend) [\w.-]+,? (?:\d+\s*/\s*\d+ )?(?:identical|deterministic|"
@@ -113,3 +121,38 @@ REPLICAS_DIFFER = re.compile(
     r"\bpinn\w* (?:the )?(?:client|requests?|traffic|benchmark) to (?:one|a single) (?:pod|replica|instance|node|server|"
     r"backend)\b[^.\n]{0,50}?\b(?:same|identical|deterministic|consistent|repeatable)\b",
     re.I)
+# the same prompts replayed straight to the engine hit its prefix cache: "Same prompts replayed with `vllm bench serve`
+# from a saved JSONL: Prefix cache hit rate 71.4%", "sending the same request twice with curl -> hit rate 91.4%"
+REPLAY_HITS = re.compile(
+    r"\b(?:replay\w*|re-?sen[dt]\w*|sen(?:d|ding|t) the same|same (?:prompts?|requests?|conversations?))\b"
+    # (with a setting changed it is an A/B test, not a replay: "Same prompts with MTP removed: hit rate ~85%")
+    r"(?:(?!\b(?:without|removed|off|disabled|MTP|spec\w*|drafts?|eagle\w*|ngram)\b)[^.\n]){0,100}?"
+    r"\bhit[- ]rate:?\s*(?:of |is |was )?~?[1-9]\d(?:\.\d+)?\s*%", re.I)
+# the reporter's finding that the client sends no more requests than the engine runs: "the server only ever SEES 14
+# requests", "vLLM is not holding anything back", "the client only sends 8 at a time"
+CLIENT_CAP = re.compile(
+    r"\b(?:server|engine|vLLM) only (?:ever )?(?:sees|gets|receives)\W{0,2} ~?\d+ (?:requests?|reqs)\b|"
+    r"\bvLLM (?:is|was) not holding (?:anything|any requests?|requests) back\b|"
+    r"\b(?:client|load generator|benchmark|script) (?:only )?(?:sends|submits|keeps) (?:at most |only )?~?\d+ "
+    r"(?:requests? )?(?:at a time|in flight|concurrently)\b", re.I)
+# the reporter's own verdict naming a cause outside vLLM's model paths: "The quant itself is the problem", "So it's the
+# checkpoint", "It's our Node frontend", "the gateway was the culprit" (a guess -- "I thought", "maybe", a question --
+# is no verdict: the caller skips those lines)
+_OUTSIDE = (r"(?:quant(?:ization|ized model)?|checkpoint|weights|client|gateway|proxy|load balancer|frontend|front-end|UI|"
+            r"tokenizer|chat template|template|prompts?|pipeline|retriever|hardware|GPU|node|card|network|driver|firmware|"
+            r"rollout|deployment|helm values|container|image|router|request|app|plugin|middleware|SDK)")
+CAUSE_NAMED = re.compile(
+    r"\bthe (?:[\w-]+ ){0,2}" + _OUTSIDE + r"(?: itself)? (?:is|was) (?:the )?(?:problem|culprit|(?:root )?cause|issue|bug)\b|"
+    r"\b(?:so |turns? out )?it'?s (?:the|our|my|their|a) (?:[\w-]+ ){0,2}" + _OUTSIDE + r"\b(?=[,.;!)]| not\b|$)", re.I)
+# (guesses and questions: no verdict)
+GUESS = re.compile(r"\b(?:thought|think|suspect\w*|assum\w*|guess\w*|maybe|might|wonder\w*|perhaps|not sure|could be|said|"
+                   r"says|suggest\w*|claim\w*|according|someone|if)\b|\?",
+                   re.I)
+# a proxy in front of the server that retries a request (its timeout shorter than a long stream): Envoy's "retry_on",
+# its access log's "upstream_rq_retry=2", "the gateway retries the request"
+PROXY_RETRY = re.compile(r"\bretry_on\b|\bupstream_rq_retry=[1-9]|\bproxy_next_upstream\b|"
+                         r"\b(?:envoy|nginx|proxy|gateway|LB|load balancer|ingress|router)\b[^.\n]{0,40}?\bretr(?:y|ies|ied)\b"
+                         r"(?! (?:is|was) (?:off|disabled))", re.I)
+# the same model right in bfloat16: "--dtype bfloat16 (A10G supports bf16) -> fine"
+BF16_FINE = re.compile(r"(?:--dtype[ =]|dtype\W{0,3})(?:bfloat16|bf16)\b[^\n]{0,60}?(?:->|=>|:)\s*(?:fine|correct|clean|ok|good|"
+                       r"normal|works?)\b", re.I)

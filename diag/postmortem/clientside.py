@@ -56,6 +56,43 @@ def varying_prefix(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         missing=["the hit rate with the per-request value moved to the end of the prompt (or dropped)"])
 
 
+def replayed_prompts_hit(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, prefix-cache hits low for the live traffic, and the report's replay of the same prompts straight to the
+    engine hits (vllm bench serve from a saved file, curl twice): the engine's cache works on this model and
+    configuration, so what the live clients send differs between requests -- outside the families."""
+    said = facts.startup.get("replay_hits_prose")
+    if not said or facts.startup.get("hits_without_spec_prose") or not (
+            facts.startup.get("hit_rate_prose") or facts.startup.get("prefix_cache_zero_run_samples")):
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the live traffic's prefix-cache hits are low, and the report's replay of the same prompts "
+               f"hits ('{said}'): the engine caches and finds shared prefixes with this model and configuration, so the "
+               "prompts the live clients send differ between requests (a per-request value, an unstable order of tools "
+               "or keys, another template) -- the client's prompts, outside the hybrid/spec-decode families"),
+        title="Prefix cache works on a replay: the live clients' prompts differ between requests",
+        message=f"prefix hits only on the replay: {said}",
+        evidence=("replay_hits_prose", "hit_rate_prose", "prefix_cache_hit_rate_max"),
+        missing=["two rendered prompts of the live traffic side by side (where they first differ)"])
+
+
+def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, fewer requests run at once than expected, and the report finds the client sending no more (a thread
+    pool's default size, a load generator's concurrency): the engine runs what it is sent -- outside the families."""
+    said, cap = facts.startup.get("capacity_prose") or facts.startup.get("slow_prose"), facts.startup.get("client_cap_prose")
+    if not said or not cap:
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says '{said}' and finds that the client sends no more requests than run ('{cap}'): "
+               "the engine schedules the requests it receives, so the client's concurrency (a thread pool's default "
+               "size, a load generator's setting) is the ceiling -- outside the hybrid/spec-decode families"),
+        title="Concurrency capped by the client (the engine runs every request it is sent)",
+        message=f"capacity without an error: {said}",
+        evidence=("capacity_prose", "client_cap_prose", "num_requests_waiting_max"),
+        missing=["the engine's 'Waiting' count under the load (0 throughout: nothing is held back)"])
+
+
 def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, prefix-cache hits low, and the report tells the requests spread over several engines without affinity
     (round robin, a conversation's next turn landing on another pod): each engine's cache only sees a share of a
@@ -135,6 +172,26 @@ def repeats_rewarded(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         message=f"wrong output without an error: {said}",
         evidence=("wrong_output_prose", "request_params"),
         missing=["the same request with the penalty at its default (0, or 1 for repetition_penalty)"])
+
+
+def proxy_retry_duplicates(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, answers said to repeat, and the report shows a proxy in front of the server retrying requests (Envoy's
+    retry_on, an access log's retry count): each retry is a new request whose stream a client that appends what it
+    receives shows after the first -- the network path, outside the families."""
+    said, retry = facts.startup.get("wrong_output_prose"), facts.startup.get("proxy_retry_prose")
+    if not said or not retry:
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says the output goes wrong ('{said}') and shows a proxy retrying requests "
+               f"('{retry}'): a retry after the proxy's timeout is a new request to the engine, and a client that "
+               "appends each stream it receives shows the answer again -- the network path, outside the "
+               "hybrid/spec-decode families"),
+        title="Answers repeated by a proxy's retries (each retry is a new request)",
+        message=f"wrong output without an error: {said}",
+        evidence=("wrong_output_prose", "proxy_retry_prose"),
+        missing=["the engine's 'Received request' lines of one user action (one per retry), and the proxy's retry "
+                 "policy / per-try timeout against the longest stream"])
 
 
 def client_path_corruption(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -189,6 +189,12 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
         if setup.spec_k:
             cat, why = hybrid_spec_fault_class(setup, facts.startup.get("structured_outputs_prose"))
             return out(cat, "medium", f"with {', '.join(setup.why)} -> {why}")
+        if setup.mixed_evidence and not setup.prefix_cached_states:
+            # (no drafts in the configuration the log shows, but the report's own print of the failing step holds spec
+            # decodes beside other rows)
+            return out("mixed_batch", "low", f"the report's {setup.mixed_evidence}: the kernel ran on a step that mixes "
+                                             "spec decodes with other rows, whose state indices the builder splits by "
+                                             "row kind")
         if setup.prefix_cached_states:
             return out("state_index", "medium", f"with {', '.join(setup.why)} -> the state indices prefix caching routes "
                                                 "through the block table")

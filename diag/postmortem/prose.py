@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
-from .cause_words import (COTENANT, CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE, GPU_THROTTLED, MIG, OWN_TOKENIZER_FIXES,
-                          PROXY_TIMEOUT, REPLICAS_DIFFER, SPLIT_ROUTING)
+from .cause_words import (BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE,
+                          GPU_THROTTLED, GUESS, MIG, OWN_TOKENIZER_FIXES, PROXY_RETRY, PROXY_TIMEOUT, REPLAY_HITS,
+                          REPLICAS_DIFFER, SPLIT_ROUTING)
 from .lines import Line
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW, SPEC_SLOWER,
                             TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
@@ -98,9 +99,9 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"in (?:the middle of )?(?:a |their )?(?:chunked )?prefill)|"
                           # the hybrid builders' own counters (vllm/v1/attention/backends/gdn_attn.py, mamba_attn.py)
                           # printed for one step: spec decodes together with prefills or plain decodes
-                          r"num_prefills\s*[=:]\s*[1-9]\d*\W+(?:num_decodes\s*[=:]\s*\d+\W+)?num_spec_decodes\s*[=:]\s*[1-9]|"
-                          r"num_decodes\s*[=:]\s*[1-9]\d*\W+num_spec_decodes\s*[=:]\s*[1-9]|"
-                          r"num_spec_decodes\s*[=:]\s*[1-9]\d*\W+num_(?:prefills|decodes)\s*[=:]\s*[1-9]|"
+                          r"num_prefills\s*[=:]\s*[1-9]\d*\W+(?:num_decodes\s*[=:]\s*\d+\W+)?num_spec_decodes\s*[=:]\s*[1-9]\d*|"
+                          r"num_decodes\s*[=:]\s*[1-9]\d*\W+num_spec_decodes\s*[=:]\s*[1-9]\d*|"
+                          r"num_spec_decodes\s*[=:]\s*[1-9]\d*\W+num_(?:prefills|decodes)\s*[=:]\s*[1-9]\d*|"
                           # draft lengths that differ inside one batch, in the reporter's words
                           r"(?:requests?|rows?) with (?:\d+|k) draft(?:s| tokens?)?\b[^.]{0,40}\b(?:and|while|next to)\b"
                           r"[^.]{0,25}\bwith (?:none|no drafts?|no draft tokens|0|\d+)\b|"
@@ -356,6 +357,7 @@ _NEGATED_AFTER = re.compile(r"\W{0,3}(?:is |was |are )?(?:not (?:even )?(?:confi
 # a hook that prepends something to the prompt, the value it prepends shown on the next line
 _PREPENDS = re.compile(r"\bprepend\w*\b[^.\n]{0,60}?\b(?:to|at|in) (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b",
                        re.I)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
 _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+((?:(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+)\s+){2,}(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+))\b")
 # ... or that shows the prompt's first lines on the next: "Gateway request dump, first lines of the system prompt:"
@@ -780,6 +782,20 @@ class ProseLines:
         if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text
                                                                                   or "100" in text or "00000" in text):
             self._first_words("cpu_starved_prose", CPU_STARVED, text, line)
+        if line.level is None and len(text) < 1000 and "cause_named_prose" not in self.facts.startup and (
+                " is the" in text or " was the" in text or "it's" in text or "It's" in text):
+            for sentence in _SENTENCE_END.split(text):  # (a guess in one sentence leaves the verdict of the next)
+                if not GUESS.search(sentence):
+                    self._first_words("cause_named_prose", CAUSE_NAMED, sentence, line)
+        if line.level is None and len(text) < 2000 and "hit" in text.lower() and "replay_hits_prose" not in self.facts.startup:
+            self._first_words("replay_hits_prose", REPLAY_HITS, text, line)
+        if line.level is None and len(text) < 2000 and "bf16_fine_prose" not in self.facts.startup and "bf" in text:
+            self._first_words("bf16_fine_prose", BF16_FINE, text, line)
+        if len(text) < 2000 and "proxy_retry_prose" not in self.facts.startup and "etr" in text:
+            self._first_words("proxy_retry_prose", PROXY_RETRY, text, line)
+        if line.level is None and len(text) < 2000 and "client_cap_prose" not in self.facts.startup and (
+                "only" in text or "holding" in text):
+            self._first_words("client_cap_prose", CLIENT_CAP, text, line)
         if line.level is None and "GPU" in text and (topo := _TOPO_ROW.match(text)):
             # nvidia-smi topo -m: a row with no NV# cell links that GPU to the others over PCIe or the host
             if "NV" in topo.group(1):
@@ -806,7 +822,8 @@ class ProseLines:
                                                                        or "BOS" in text or "prompt_token_ids" in text):
                 self._first_words("double_template_prose", DOUBLE_TEMPLATE, text, line)
             if "direct_fine_prose" not in self.facts.startup and ("irect" in text or "traight" in text
-                                                                   or "ypass" in text or "url" in text or "ame " in text):
+                                                                   or "ypass" in text or "url" in text or "ame " in text
+                                                                   or "vLLM" in text):
                 self._first_words("direct_fine_prose", DIRECT_FINE, text, line)
         if "own_tokenizer_fixes" not in self.facts.startup and line.level is None and "--tokenizer" in text \
                 and len(text) < 2000:

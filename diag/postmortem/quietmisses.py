@@ -254,23 +254,38 @@ SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance
              "hit_rate_prose")
 
 
+# a change the reporter made (not a run under other conditions -- a cold cache, a fresh server, the first request)
+_A_CHANGE = re.compile(r"\b(?:remov|dropp|drop|switch|using|use|set|point|disabl|mov|fix|chang|replac|revert|pinn|upgrad|"
+                       r"downgrad|sort|strip|add|delet|unset|rebuil|re-?export|re-?quantiz)\w*", re.I)
+
+
 def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error; the report's own A/B tests take the hybrid/spec-decode readings out (:func:`ab_tests_clear_families`)
     -- a near miss, as an asynchronous fault with the same tests is."""
     cleared = ab_tests_clear_families(facts, setup, no_drafts_counts=False)
-    if cleared is None:
+    fix = facts.startup.get("other_fix_prose")
+    if cleared is None and fix and facts.startup.get("wrong_output_prose") and _A_CHANGE.search(str(fix)):
+        # (a wrong output that a change outside the classes makes right: a state or batch fault of the drafts or the
+        # cache would stay with them on)
+        cleared = f"a change outside them makes the output right ('{fix}')"
+    named = facts.startup.get("cause_named_prose")
+    if cleared is None and not named:
         return None
     st = facts.startup
     # (a symptom read as a flag -- "hit_rate_prose": yes -- is quoted from its line)
     symptom = next((st[k] if isinstance(st[k], str) else str((facts.lines.get(k) or (0, "the reported symptom"))[1])[:160]
                     for k in SYMPTOMS + ("hang_prose",) if st.get(k)), "the reported symptom")
+    # (no error, and the report's own verdict names the cause outside vLLM's model paths: "the quant itself is the
+    # problem")
+    said = " and ".join(x for x in (cleared and f"its own A/B tests take the hybrid/spec-decode classes out: {cleared}",
+                                    named and f"its own finding names the cause outside them ('{named}')") if x)
     return outside_families(
         facts, base_numbers,
-        basis=(f"no error; the report says '{symptom}', and its own A/B tests take the hybrid/spec-decode classes out: "
-               f"{cleared}"),
-        title="Symptom outside the hybrid/spec-decode classes (the report's A/B tests)",
+        basis=f"no error; the report says '{symptom}', and {said}",
+        title=("Symptom outside the hybrid/spec-decode classes (the report's A/B tests)" if cleared else
+               "Symptom outside the hybrid/spec-decode classes (the report's own finding)"),
         message=f"symptom without an error: {symptom}",
-        evidence=AB_TEST_FACTS,
+        evidence=(*AB_TEST_FACTS, "cause_named_prose"),
         missing=["the run that shows the symptom with the suspected setting alone changed"])
 
 

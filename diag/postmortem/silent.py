@@ -9,9 +9,10 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
-from .clientside import (chat_template_twice, client_path_corruption, foreign_tokenizer, left_truncated_prompts,
-                         proxy_timeout_truncation, repeats_rewarded, replicas_differ, salted_prefixes, split_routing,
-                         stop_string_truncation, token_cap_truncation, varying_prefix)
+from .clientside import (chat_template_twice, client_capped_concurrency, client_path_corruption, foreign_tokenizer,
+                         left_truncated_prompts, proxy_retry_duplicates, proxy_timeout_truncation, repeats_rewarded,
+                         replayed_prompts_hit, replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
+                         token_cap_truncation, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, collective_hang, cotenant_gpu_slowdown,
@@ -272,12 +273,12 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or slow_tokenizer_latency(facts, base_numbers)
             or token_cap_truncation(facts, base_numbers) or left_truncated_prompts(facts, base_numbers)
             or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
-            or client_path_corruption(facts, base_numbers)
+            or client_path_corruption(facts, base_numbers) or proxy_retry_duplicates(facts, base_numbers)
             or chat_template_twice(facts, base_numbers) or stop_string_truncation(facts, base_numbers)
             or replicas_differ(facts, base_numbers)
             or foreign_tokenizer(facts, base_numbers)
             or random_prompts_acceptance(facts, setup, base_numbers) or modelfree_drafts_unmatched(facts, setup, base_numbers)
-            or lora_slot_queueing(facts, base_numbers)
+            or lora_slot_queueing(facts, base_numbers) or client_capped_concurrency(facts, base_numbers)
             or cpu_starved_slowdown(facts, base_numbers) or gpu_throttled_slowdown(facts, base_numbers)
             or socket_network_slowdown(facts, base_numbers) or cotenant_gpu_slowdown(facts, base_numbers)
             or mig_slice_limits(facts, base_numbers)
@@ -295,6 +296,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
             or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
             or varying_prefix(facts, base_numbers) or split_routing(facts, base_numbers)
+            or replayed_prompts_hit(facts, base_numbers)
             or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
             or eager_slowdown(facts, base_numbers) or pcie_allreduce_slowdown(facts, base_numbers)
             or collective_hang(facts, base_numbers)
@@ -309,16 +311,21 @@ def fp16_overflow_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
     into inf / NaN logits -- garbage or one token repeated, whatever the model's layers or drafts (first: a drafts' or
     an MLA decode's reading of the same symptom would read the numerics as theirs)."""
     symptom = facts.startup.get("wrong_output_prose")
-    if not (symptom and facts.startup.get("dtype_cast_from") == "bfloat16"
-            and facts.startup.get("dtype_cast_to") == "float16"):
+    cast = facts.startup.get("dtype_cast_from") == "bfloat16" and facts.startup.get("dtype_cast_to") == "float16"
+    # (or the command asks for float16 of a model the report says is fine in bfloat16)
+    asked = str(facts.args.get("dtype") or "").lower() in ("float16", "half", "fp16") and facts.startup.get("bf16_fine_prose")
+    if not (symptom and (cast or asked)):
         return None
     return Diagnosis(
         category="other", confidence="medium", rule="near_miss", severity="warning",
-        basis=("no error in the log; the report says the output goes wrong and vLLM cast the bfloat16 checkpoint to "
-               "float16 ('Casting torch.bfloat16 to torch.float16'): activations of a model trained in bfloat16 "
-               "overflow float16's range (inf / NaN logits), outside the hybrid/spec-decode families"),
+        basis=("no error in the log; the report says the output goes wrong and "
+               + ("vLLM cast the bfloat16 checkpoint to float16 ('Casting torch.bfloat16 to torch.float16')" if cast else
+                  f"the command runs it in float16 while the report finds it right in bfloat16 "
+                  f"('{facts.startup.get('bf16_fine_prose')}')")
+               + ": activations of a model trained in bfloat16 overflow float16's range (inf / NaN logits), outside "
+                 "the hybrid/spec-decode families"),
         title="float16 overflow: a bfloat16 model run in float16", message=f"wrong output without an error: {symptom}",
-        numbers={**base_numbers, **facts.numbers}, evidence=fact_evidence(facts, "dtype_cast_from", "wrong_output_prose"),
+        numbers={**base_numbers, **facts.numbers}, evidence=fact_evidence(facts, "dtype_cast_from", "bf16_fine_prose", "wrong_output_prose"),
         missing=["a run with --dtype bfloat16 (or auto) on a GPU that has it; fp16-only GPUs (V100, T4) need a "
                  "float16-safe checkpoint"])
 
