@@ -6,6 +6,7 @@ garbles the stream). Each reading is a warning of category ``other`` with the re
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..model import LogFacts
 from .diagnosis import Diagnosis
@@ -19,6 +20,86 @@ def _hits_low(facts: LogFacts, below: float) -> bool:
     rate = facts.startup.get("prefix_cache_hit_rate_max")
     return bool(facts.startup.get("hit_rate_prose")) or isinstance(rate, (int, float)) and (
         rate == 0 if below == 0 else rate < below)
+
+@dataclass(frozen=True)
+class _Told:
+    """A cause the report itself shows beside a symptom without an error: the symptom's facts (the first one said is
+    quoted), the fact that shows the cause, and what the finding says (``{said}``: the symptom's words, ``{cause}``:
+    the cause's)."""
+    symptoms: tuple[str, ...]
+    cause: str
+    basis: str
+    title: str
+    message: str
+    missing: str
+
+
+def _told(facts: LogFacts, base_numbers: dict, told: _Told) -> Diagnosis | None:
+    said = next((facts.startup[k] for k in told.symptoms if facts.startup.get(k)), None)
+    cause = facts.startup.get(told.cause)
+    if not said or not cause:
+        return None
+    return outside_families(
+        facts, base_numbers, basis=told.basis.format(said=said, cause=cause), title=told.title,
+        message=told.message.format(said=said), evidence=(*told.symptoms, told.cause), missing=[told.missing])
+
+
+# the client sends no more requests than run (a thread pool's default size, a load generator's setting)
+_CLIENT_CAP = _Told(
+    ("capacity_prose", "slow_prose"), "client_cap_prose",
+    basis=("no error; the report says '{said}' and finds that the client sends no more requests than run ('{cause}'): "
+           "the engine schedules the requests it receives, so the client's concurrency (a thread pool's default size, "
+           "a load generator's setting) is the ceiling -- outside the hybrid/spec-decode families"),
+    title="Concurrency capped by the client (the engine runs every request it is sent)",
+    message="capacity without an error: {said}",
+    missing="the engine's 'Waiting' count under the load (0 throughout: nothing is held back)")
+# a proxy in front of the server retrying requests (Envoy's retry_on, an access log's retry count): each retry is a
+# new request whose stream a client that appends what it receives shows after the first
+_PROXY_RETRY = _Told(
+    ("wrong_output_prose",), "proxy_retry_prose",
+    basis=("no error; the report says the output goes wrong ('{said}') and shows a proxy retrying requests ('{cause}'): "
+           "a retry after the proxy's timeout is a new request to the engine, and a client that appends each stream it "
+           "receives shows the answer again -- the network path, outside the hybrid/spec-decode families"),
+    title="Answers repeated by a proxy's retries (each retry is a new request)",
+    message="wrong output without an error: {said}",
+    missing=("the engine's 'Received request' lines of one user action (one per retry), and the proxy's retry policy / "
+             "per-try timeout against the longest stream"))
+# the same request sent straight to the server comes back right: a proxy or the client's decoding of the stream
+_CLIENT_PATH = _Told(
+    ("wrong_output_prose", "truncated_prose"), "direct_fine_prose",
+    basis=("no error; the report says the output goes wrong ('{said}'), and its own test sends the same request "
+           "straight to the server with a right answer ('{cause}'): the engine's output is right, the client's path (a "
+           "proxy, the client's decoding of the stream) garbles it -- outside the hybrid/spec-decode families"),
+    title="Output garbled on the client's path (the same request straight to the server is right)",
+    message="wrong output without an error: {said}",
+    missing="the raw bytes of one garbled stream as the client received them, beside the server's")
+# replicas behind one endpoint set up apart (each alone repeatable, on different revisions): the router alternates
+_REPLICAS = _Told(
+    ("wrong_output_prose",), "replicas_differ_prose",
+    basis=("no error; the report says the answers differ ('{said}') and shows the endpoint's replicas answering "
+           "differently ('{cause}'): requests alternate between engines set up apart (another checkpoint revision, "
+           "template or generation_config), each consistent with itself -- the deployment, outside the "
+           "hybrid/spec-decode families"),
+    title="Replicas behind one endpoint answer differently (set up apart, each consistent)",
+    message="answers differ without an error: {said}",
+    missing="the model revision, template and generation_config of every replica")
+
+
+def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _CLIENT_CAP)
+
+
+def proxy_retry_duplicates(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _PROXY_RETRY)
+
+
+def client_path_corruption(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _CLIENT_PATH)
+
+
+def replicas_differ(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _REPLICAS)
+
 
 
 def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
@@ -76,21 +157,6 @@ def replayed_prompts_hit(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
         missing=["two rendered prompts of the live traffic side by side (where they first differ)"])
 
 
-def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, fewer requests run at once than expected, and the report finds the client sending no more (a thread
-    pool's default size, a load generator's concurrency): the engine runs what it is sent -- outside the families."""
-    said, cap = facts.startup.get("capacity_prose") or facts.startup.get("slow_prose"), facts.startup.get("client_cap_prose")
-    if not said or not cap:
-        return None
-    return outside_families(
-        facts, base_numbers,
-        basis=(f"no error; the report says '{said}' and finds that the client sends no more requests than run ('{cap}'): "
-               "the engine schedules the requests it receives, so the client's concurrency (a thread pool's default "
-               "size, a load generator's setting) is the ceiling -- outside the hybrid/spec-decode families"),
-        title="Concurrency capped by the client (the engine runs every request it is sent)",
-        message=f"capacity without an error: {said}",
-        evidence=("capacity_prose", "client_cap_prose", "num_requests_waiting_max"),
-        missing=["the engine's 'Waiting' count under the load (0 throughout: nothing is held back)"])
 
 
 def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
@@ -174,43 +240,8 @@ def repeats_rewarded(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         missing=["the same request with the penalty at its default (0, or 1 for repetition_penalty)"])
 
 
-def proxy_retry_duplicates(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, answers said to repeat, and the report shows a proxy in front of the server retrying requests (Envoy's
-    retry_on, an access log's retry count): each retry is a new request whose stream a client that appends what it
-    receives shows after the first -- the network path, outside the families."""
-    said, retry = facts.startup.get("wrong_output_prose"), facts.startup.get("proxy_retry_prose")
-    if not said or not retry:
-        return None
-    return outside_families(
-        facts, base_numbers,
-        basis=(f"no error; the report says the output goes wrong ('{said}') and shows a proxy retrying requests "
-               f"('{retry}'): a retry after the proxy's timeout is a new request to the engine, and a client that "
-               "appends each stream it receives shows the answer again -- the network path, outside the "
-               "hybrid/spec-decode families"),
-        title="Answers repeated by a proxy's retries (each retry is a new request)",
-        message=f"wrong output without an error: {said}",
-        evidence=("wrong_output_prose", "proxy_retry_prose"),
-        missing=["the engine's 'Received request' lines of one user action (one per retry), and the proxy's retry "
-                 "policy / per-try timeout against the longest stream"])
 
 
-def client_path_corruption(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, the output wrong, and the report's own test says the same request sent straight to the server comes
-    back right: what garbles it is the client's path (a proxy, the client's stream decoding), not the engine."""
-    said, direct = facts.startup.get("wrong_output_prose") or facts.startup.get("truncated_prose"), \
-        facts.startup.get("direct_fine_prose")
-    if not said or not direct:
-        return None
-    return outside_families(
-        facts, base_numbers,
-        basis=(f"no error; the report says the output goes wrong ('{said}'), and its own test sends the same request "
-               f"straight to the server with a right answer ('{direct}'): the engine's output is right, the client's "
-               "path (a proxy, the client's decoding of the stream) garbles it -- outside the hybrid/spec-decode "
-               "families"),
-        title="Output garbled on the client's path (the same request straight to the server is right)",
-        message=f"wrong output without an error: {said}",
-        evidence=("wrong_output_prose", "truncated_prose", "direct_fine_prose"),
-        missing=["the raw bytes of one garbled stream as the client received them, beside the server's"])
 
 
 def stop_string_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
@@ -232,23 +263,6 @@ def stop_string_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | N
         missing=["the same request without its stop list (or with only the model's own end-of-turn token)"])
 
 
-def replicas_differ(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, answers that differ between requests, and the report shows the endpoint's replicas answering
-    differently (each alone repeatable, replicas on different revisions): the router alternates between two set-ups
-    -- the deployment, outside the families."""
-    said, differ = facts.startup.get("wrong_output_prose"), facts.startup.get("replicas_differ_prose")
-    if not said or not differ:
-        return None
-    return outside_families(
-        facts, base_numbers,
-        basis=(f"no error; the report says the answers differ ('{said}') and shows the endpoint's replicas answering "
-               f"differently ('{differ}'): requests alternate between engines set up apart (another checkpoint "
-               "revision, template or generation_config), each consistent with itself -- the deployment, outside the "
-               "hybrid/spec-decode families"),
-        title="Replicas behind one endpoint answer differently (set up apart, each consistent)",
-        message=f"answers differ without an error: {said}",
-        evidence=("wrong_output_prose", "replicas_differ_prose"),
-        missing=["the model revision, template and generation_config of every replica"])
 
 
 def chat_template_twice(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
