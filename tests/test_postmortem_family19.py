@@ -326,3 +326,23 @@ def test_a_printed_mixed_step_places_a_conv_kernel_fault_without_a_config():
              "I added a print before the call on the failing step:",
              "  num_prefills=1 num_decodes=0 num_spec_decodes=17  spec_state_indices_tensor[:, 0] = [ 212, 87, -1, 501 ]"]
     assert _analyze(lines).findings[0].category == "mixed_batch"
+
+
+@pytest.mark.parametrize("fact, said", [
+    ("wrong_output_prose", 'granite-4.0-h-tiny returns "!!!!!!!!!!!!" for longer prompts'),
+    ("wrong_output_prose", "answer quality noticeably worse than the hosted API"),
+    ("faults_without_spec_prose", "- Disabling MTP: loops still happen for the Java service."),
+    ("persists_without_pc_prose", "tried --no-enable-prefix-caching on both: still 2 distinct outputs"),
+    ("replicas_differ_prose", "Same request 20 times with port-forward to a single pod -> identical every time"),
+    ("direct_fine_prose", "- Python client, same messages: fine."),
+    ("slow_prose", "went from mtp k=1 to k=3 expecting more tok/s, got LESS. TPOT up ~18% at c=32."),
+])
+def test_the_reporters_words_round_nineteen_last(fact, said):
+    assert facts_from_text(said).startup.get(fact)
+
+
+def test_a_slower_deeper_draft_on_a_flattening_indexer():
+    lines = ["DeepSeek-V3.2-Exp on H200 x8, vllm 0.24.0: went from mtp k=1 to k=3 expecting more tok/s, got LESS.",
+             "(Worker_TP0 pid=5521) INFO 06-02 11:03:17 [indexer.py:276] DSA indexer decode path: use_flattening=True "
+             "(next_n=4, use_fp4_indexer_cache=False)"]
+    assert _analyze(lines).findings[0].category == "spec_kernel_limit"

@@ -24,7 +24,8 @@ _PERSISTS_WITHOUT_PC = re.compile(
     + _NOT_FINE + r"\w+|"
     r"(?:--no-enable-prefix-caching|\b(?:turning off|disabling|disabled|without|no)\s+[`'\"]?(?:--enable-)?"
     r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,60}?\s*(?:->|=>|\u2192|[:,-])\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
-    r"|(?:still|also)\s+(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*|loops|looping|repeats|answers))|"
+    r"|(?:still|also)\s+(?:\w+\s+)?(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*|loops|looping|repeats|answers|"
+    r"outputs))|"
     # "with --no-enable-prefix-caching still 0.339": the same score without the cache
     r"(?:--no-enable-prefix-caching|\b(?:prefix[- _]?caching|apc)\s+(?:off|disabled))[`'\"]?,?\s+(?:still|also)\s+"
     + _NOT_FINE + r"~?\d*\.?\d+\b", re.I)
@@ -52,8 +53,10 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     # "removed `--speculative-config`: still 0.0%" (the hit rate of a report about hits)
     r"|(?:still|also)\s+[*_]{0,2}0(?:\.0+)?\s*%" +
     r"|(?:still|also)\s+(?:garbage|garbled|gibberish|wrong|broken|corrupt\w*|bad|loops|looping|repeats|repeating)\b"
-    # "...: still two answers"
-    r"|(?:still|also)\s+(?:two|three|several|multiple|\d+)\s+(?:distinct\s+|different\s+)?(?:answers|outputs|results)\b)|"
+    # "...: still two answers", "Disabling MTP: loops still happen"
+    r"|(?:still|also)\s+(?:two|three|several|multiple|\d+)\s+(?:distinct\s+|different\s+)?(?:answers|outputs|results)\b"
+    r"|(?:the\s+)?(?:loops?|garbage|repetition|errors?|crash\w*|problem|issue)\s+still\s+(?:happens?|occurs?|there|present|"
+    r"reproduces?|shows? up)\b)|"
     # "Turning ngram off still repeats (just slower)", "Turned suffix decoding off: same thing"
     r"\b(?:turning|turned|turn|switching|switched|switch|setting)\s+(?:the\s+)?" + _SPEC + r"\s+off\b\s*(?:->|=>|[,:])?\s*(?:it\s+)?"
     r"(?:(?:still|also)\s+" + _NOT_FINE + r"\w+|" + _SAME_OUTCOME + r")|"

@@ -100,6 +100,9 @@ DIRECT_FINE = re.compile(
     # "curl -N straight to the pod (port 8000), 500 streamed answers: 0 garbled"
     r"\b(?:straight|directly|direct) (?:to|against|at) (?:the )?(?:vLLM|server|engine|pod|:\d{2,5}|port \d+|localhost)\b"
     r"[^\n]{0,80}?(?:->|\u2192|=>|:)\s*(?:0|zero|none|no)\s+(?:garbled|broken|corrupt\w*|wrong|bad|mangled)\b|"
+    # "Python client, same messages: fine": another client of the same server is right
+    r"\b(?:python|curl|go|node|java|another|other|a different|our other) client\b[^.\n]{0,40}?(?:->|=>|:)\s*(?:fine|correct|"
+    r"clean|ok|normal|good)\b|"
     # "vLLM output is fine": the report's own verdict on the engine's side
     r"\bvLLM(?:'s)? (?:own )?(?:output|answers?|text|stream) (?:is|are|was|were) (?:fine|correct|clean|ok|perfect)\b|"
     r"\bbypass\w* (?:the )?(?:proxy|gateway|nginx|load balancer|ingress|LB|router)\b[^.\n]{0,60}?"
@@ -114,6 +117,9 @@ REPLICAS_DIFFER = re.compile(
     r"\breplicas (?:aren'?t|are not|were not|weren'?t) (?:serving|running|using|on) the same (?:checkpoint|model|weights|"
     r"revision|version|image|quanti[sz]ation)\b|"
     r"\bpinn\w* (?:both|all|the) (?:replicas|pods|instances) to the same (?:revision|snapshot|version|checkpoint|image)\b|"
+    # "Same request 20 times with port-forward to a single pod -> identical every time"
+    r"\b(?:to|against|on) (?:a single|one) (?:pod|replica|instance|node|server|backend)\b[^.\n]{0,30}?(?:->|=>|:)?\s*"
+    r"(?:identical|deterministic|consistent|the same)\b|"
     # "Directly against pod 0, 50/50 identical", "every A came from vllm-0, every B from vllm-1"
     r"\bagainst (?:pod|replica|instance|node|server|backend) [\w.-]+,? (?:\d+\s*/\s*\d+ )?(?:identical|deterministic|"
     r"consistent|the same|repeatable)\b|\bevery \w+ came from [\w.-]+,? (?:and )?every \w+ (?:came )?from\b|"

@@ -813,7 +813,7 @@ class ProseLines:
                                                                      or "drop" in text or "cut" in text):
                 self._first_words("proxy_timeout_prose", PROXY_TIMEOUT, text, line)
             if "replicas_differ_prose" not in self.facts.startup and ("eplica" in text or "each " in text.lower()
-                                                                         or "inn" in text or "against" in text
+                                                                         or "inn" in text or "against" in text or "single" in text
                                                                          or "came from" in text):
                 self._first_words("replicas_differ_prose", REPLICAS_DIFFER, text, line)
             if "mig_prose" not in self.facts.startup and ("MIG" in text or "gb" in text):
@@ -823,7 +823,7 @@ class ProseLines:
                 self._first_words("double_template_prose", DOUBLE_TEMPLATE, text, line)
             if "direct_fine_prose" not in self.facts.startup and ("irect" in text or "traight" in text
                                                                    or "ypass" in text or "url" in text or "ame " in text
-                                                                   or "vLLM" in text):
+                                                                   or "lient" in text or "vLLM" in text):
                 self._first_words("direct_fine_prose", DIRECT_FINE, text, line)
         if "own_tokenizer_fixes" not in self.facts.startup and line.level is None and "--tokenizer" in text \
                 and len(text) < 2000:
