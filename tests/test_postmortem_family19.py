@@ -346,3 +346,24 @@ def test_a_slower_deeper_draft_on_a_flattening_indexer():
              "(Worker_TP0 pid=5521) INFO 06-02 11:03:17 [indexer.py:276] DSA indexer decode path: use_flattening=True "
              "(next_n=4, use_fp4_indexer_cache=False)"]
     assert _analyze(lines).findings[0].category == "spec_kernel_limit"
+
+
+@pytest.mark.parametrize("fact, said", [
+    ("faults_without_spec_prose", "So MTP isn't it."),
+    ("faults_without_spec_prose", "Pointing --tokenizer back fixes it; fp8 kv / MTP don't matter."),
+    ("faults_without_spec_prose", "Acceptance is unchanged and with MTP off it is just as bad."),
+    ("other_engine_prose", "transformers AutoTokenizer.from_pretrained(path).decode(ids) gives the same mojibake outside vLLM."),
+    ("own_tokenizer_fixes", "Pointing --tokenizer back at the original repo fixes it."),
+    ("grammar_compile_prose", "py-spy dump: main thread in xgrammar GrammarCompiler.compile_json_schema, every time."),
+])
+def test_the_reporters_words_round_nineteen_closing(fact, said):
+    assert facts_from_text(said).startup.get(fact)
+
+
+def test_grammar_compiles_that_stall_the_engine():
+    lines = ["DeepSeek-V3-0324 + MTP: throughput collapses and Waiting grows when our extraction service is on.",
+             "vllm serve deepseek-ai/DeepSeek-V3-0324 -tp 8 --speculative-config "
+             "'{\"method\":\"mtp\",\"num_speculative_tokens\":1}' --structured-outputs-config '{\"backend\":\"xgrammar\"}'",
+             "py-spy dump of EngineCore during the slow phase: main thread in xgrammar GrammarCompiler.compile_json_schema."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "grammar" in lead.title

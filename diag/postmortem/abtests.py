@@ -65,6 +65,9 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     # "Without --speculative-config the output is still garbled (just slower)"
     r"\bwithout\s+(?:the\s+)?[`'\"]?(?:--)?" + _SPEC + r"\b[`'\"]?[^.\n]{0,40}?\b(?:is|are|was|were)\s+still\s+(?:\w+\s+)?"
     r"(?:garbled|garbage|gibberish|wrong|broken|corrupt\w*|bad|looping)\b|"
+    # "with MTP off it is just as bad"
+    r"\bwith\s+(?:the\s+)?" + _SPEC + r"\s+(?:off|disabled|removed)\s+it(?:'s|\s+is|\s+was)?\s+(?:just\s+|equally\s+|still\s+)?"
+    r"(?:as\s+)?(?:bad|slow|broken)\b|"
     # "with MTP off it still happens (less often)"
     r"\bwith\s+(?:the\s+)?" + _SPEC + r"\s+(?:off|disabled|removed)\s+it\s+still\s+(?:happens|occurs|reproduces|shows up)\b|"
     # "spec decode off: still 3 distinct answers out of 20"
@@ -93,6 +96,11 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     # ("drafting is not the problem" says the drafts' quality is fine, not that speculative decoding is out)
     r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|ngram|speculation)\s+(?:is|are|was|were)(?: clearly)? not "
     r"the (?:trigger|cause|culprit|problem)\b|"
+    # "So MTP isn't it.", "fp8 kv / MTP don't matter"
+    r"\b(?:MTP|EAGLE\w*|[Ee]agle\w*|spec\w*(?: decod\w*)?|drafts?|ngram|suffix decoding)\s+(?:isn'?t|is not|wasn'?t|was not) "
+    r"(?:it|the (?:problem|cause|culprit|issue))\b|"
+    r"\b(?:MTP|EAGLE\w*|[Ee]agle\w*|spec\w*(?: decod\w*)?|drafts?|ngram)\s+(?:don'?t|doesn'?t|do not|does not|didn'?t|did not) "
+    r"(?:matter|change anything|make a difference)\b|"
     # "So it's our rollout, not MTP"
     r"\bit'?s (?:our|the|a|their|my) [\w -]{2,30}, not (?:the )?(?:MTP|EAGLE\w*|[Ee]agle\w*|spec\w*(?: decod\w*)?|drafts?|"
     r"ngram|suffix decoding|speculation)\b", re.I)
@@ -230,7 +238,7 @@ _RUN_COLUMN = re.compile(r"^(?:#|no\.?|n|nr|run|id|test|case|attempt|try)$", re.
 _OTHER_ENGINE = re.compile(r"\b(?:transformers|sglang|llama\.cpp|TGI|TensorRT-LLM|trt-llm)\b|"
                            r"(?:without|w/o|outside|no|\u0431\u0435\u0437) vLLM\b", re.I)
 _SAME_THERE = re.compile(r"\bsame (?:\w+ )?(?:garbage|output|error|crash|problem|issue|results?|behaviou?r|thing|failure|fault|"
-                         r"nonsense|gibberish|junk|IMA|symptoms?)\b|\balso (?:\w+ )?(?:garbage|broken|wrong|crash\w*|fail\w*|bad)\b|"
+                         r"nonsense|gibberish|junk|IMA|symptoms?|mojibake|text|symbols|loops?)\b|\balso (?:\w+ )?(?:garbage|broken|wrong|crash\w*|fail\w*|bad)\b|"
                          r"\b(?:garbage|broken|wrong|crashes) (?:too|as well)\b|\breproduces?\b|\bidentical (?:garbage|output)\b|"
                          # the same outcome in the report languages: "тот же мусор", "同样乱码", "也一样", "同じ症状",
                          # "derselbe Fehler", "lixo igual", "mismo error", "même problème"

@@ -53,8 +53,8 @@ OWN_TOKENIZER_FIXES = re.compile(
     r"[^\n]{0,100}?(?:->|\u2192|=>|:|\bgives?\b|\bis\b|\bit'?s\b)\s*(?:all |the output is )?"
     r"(?:perfect|fine|correct|coherent|clean|good|normal|works?|fixed|ok)\b|"
     # "Pointing --tokenizer at the model dir itself fixed it"
-    r"\bpoint\w* (?:the\s+)?[`'\"]?--tokenizer\b[`'\"]?\s+(?:back\s+)?(?:at|to) the model(?:'s)? (?:own )?(?:dir|directory|folder|"
-    r"path|repo)\b[^.\n]{0,20}?\bfix(?:es|ed)\b|"
+    r"\bpoint\w* (?:the\s+)?[`'\"]?--tokenizer\b[`'\"]?\s+(?:back\s+)?(?:at|to) the (?:model(?:'s)?|original|official|upstream) "
+    r"(?:own )?(?:model )?(?:dir|directory|folder|path|repo|repository|checkpoint)\b[^.\n]{0,20}?\bfix(?:es|ed)\b|"
     # "Dropping --tokenizer fixes the text"
     r"\b(?:dropp\w*|remov\w*|without|unset\w*)\s+(?:the\s+)?[`'\"]?--tokenizer\b[`'\"]?\s+(?:\([^)]{0,80}\)\s+)?"
     r"fix(?:es|ed)\b", re.I)
@@ -162,3 +162,7 @@ PROXY_RETRY = re.compile(r"\bretry_on\b|\bupstream_rq_retry=[1-9]|\bproxy_next_u
 # the same model right in bfloat16: "--dtype bfloat16 (A10G supports bf16) -> fine"
 BF16_FINE = re.compile(r"(?:--dtype[ =]|dtype\W{0,3})(?:bfloat16|bf16)\b[^\n]{0,60}?(?:->|=>|:)\s*(?:fine|correct|clean|ok|good|"
                        r"normal|works?)\b", re.I)
+# structured output's grammar compiled again and again (a schema per request): a stack dump in xgrammar's compiler,
+# "each compile takes 0.5-3 s"
+GRAMMAR_COMPILE = re.compile(r"\bGrammarCompiler\b|\bcompile_(?:json_schema|grammar|regex)\b|\bgrammar (?:compilation|compiles?|"
+                             r"compiling)\b|\b(?:xgrammar|outlines|guidance) compil\w*", re.I)

@@ -8,8 +8,8 @@ import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
 from .cause_words import (BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE,
-                          GPU_THROTTLED, GUESS, MIG, OWN_TOKENIZER_FIXES, PROXY_RETRY, PROXY_TIMEOUT, REPLAY_HITS,
-                          REPLICAS_DIFFER, SPLIT_ROUTING)
+                          GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, MIG, OWN_TOKENIZER_FIXES, PROXY_RETRY, PROXY_TIMEOUT,
+                          REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING)
 from .lines import Line
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW, SPEC_SLOWER,
                             TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
@@ -791,6 +791,8 @@ class ProseLines:
             self._first_words("replay_hits_prose", REPLAY_HITS, text, line)
         if line.level is None and len(text) < 2000 and "bf16_fine_prose" not in self.facts.startup and "bf" in text:
             self._first_words("bf16_fine_prose", BF16_FINE, text, line)
+        if line.level is None and len(text) < 2000 and "grammar_compile_prose" not in self.facts.startup and "ompil" in text:
+            self._first_words("grammar_compile_prose", GRAMMAR_COMPILE, text, line)
         if len(text) < 2000 and "proxy_retry_prose" not in self.facts.startup and "etr" in text:
             self._first_words("proxy_retry_prose", PROXY_RETRY, text, line)
         if line.level is None and len(text) < 2000 and "client_cap_prose" not in self.facts.startup and (

@@ -324,6 +324,24 @@ def cpu_offload_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
         missing="the same load on enough GPU memory (more GPUs, a quantized checkpoint) without --cpu-offload-gb")
 
 
+def grammar_compile_stall(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow, and the report finds the engine compiling structured output's grammar (a stack dump in
+    xgrammar's compiler, a compile per request): a schema that differs per request misses the grammar cache, and each
+    compile holds the scheduling loop -- the requests' schemas, outside the families."""
+    slow = _said_slow(facts) or facts.startup.get("capacity_prose")
+    said = facts.startup.get("grammar_compile_prose")
+    if not slow or not said:
+        return None
+    return _slow_from(
+        facts, base_numbers, slow,
+        cause=(f"the report finds the engine compiling structured output's grammar ('{said}'): a JSON schema that differs "
+               "per request misses the grammar cache, and each compile holds the engine's scheduling loop for every "
+               "request"),
+        title="Slow from structured-output grammar compiles (a schema per request misses the grammar cache)",
+        evidence=("grammar_compile_prose", "command"),
+        missing="the same load with one fixed schema (or the grammar cache hit rate), and a stack dump of the engine core")
+
+
 def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slow, and the command runs eager (``--enforce-eager``): no torch.compile and no CUDA graphs,
     so each decode step launches every small kernel from Python and the GPU idles between them -- outside the

@@ -17,12 +17,12 @@ from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, collective_hang, cotenant_gpu_slowdown,
                           cpu_offload_slowdown, cpu_starved_slowdown, drafts_never_accepted, eager_slowdown,
-                          gpu_throttled_slowdown, kv_cache_idle, kv_saturated_workload, long_context_capacity,
-                          lora_slot_queueing, low_memory_share_capacity, mig_slice_limits, modelfree_drafts_unmatched,
-                          pcie_allreduce_slowdown, prefill_budget_slowdown, prefill_chunks_stall_decodes,
-                          random_prompts_acceptance, sampled_away_acceptance, sampled_by_generation_config,
-                          scheduler_cap, slow_tokenizer_latency, socket_network_slowdown, spec_batch_slowdown,
-                          static_rope_quality, toggles_clear_families, untuned_moe_slowdown)
+                          gpu_throttled_slowdown, grammar_compile_stall, kv_cache_idle, kv_saturated_workload,
+                          long_context_capacity, lora_slot_queueing, low_memory_share_capacity, mig_slice_limits,
+                          modelfree_drafts_unmatched, pcie_allreduce_slowdown, prefill_budget_slowdown,
+                          prefill_chunks_stall_decodes, random_prompts_acceptance, sampled_away_acceptance,
+                          sampled_by_generation_config, scheduler_cap, slow_tokenizer_latency, socket_network_slowdown,
+                          spec_batch_slowdown, static_rope_quality, toggles_clear_families, untuned_moe_slowdown)
 from .specpath import model_names, no_spec_path
 
 __all__ = ["fp16_overflow_quality", "own_quality_gate", "quiet_report", "silent_corruption",
@@ -279,6 +279,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or foreign_tokenizer(facts, base_numbers)
             or random_prompts_acceptance(facts, setup, base_numbers) or modelfree_drafts_unmatched(facts, setup, base_numbers)
             or lora_slot_queueing(facts, base_numbers) or client_capped_concurrency(facts, base_numbers)
+            or grammar_compile_stall(facts, base_numbers)
             or cpu_starved_slowdown(facts, base_numbers) or gpu_throttled_slowdown(facts, base_numbers)
             or socket_network_slowdown(facts, base_numbers) or cotenant_gpu_slowdown(facts, base_numbers)
             or mig_slice_limits(facts, base_numbers)
