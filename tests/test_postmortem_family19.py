@@ -367,3 +367,20 @@ def test_grammar_compiles_that_stall_the_engine():
              "py-spy dump of EngineCore during the slow phase: main thread in xgrammar GrammarCompiler.compile_json_schema."]
     lead = _analyze(lines).findings[0]
     assert lead.category == "other" and "grammar" in lead.title
+
+
+def test_replayssm_state_buffers_under_drafts_are_the_state_class():
+    """FlashInfer's ReplaySSM holds a Mamba layer's recurrent state per draft position: its refusals (buffer shorter
+    than 1 + k, cache mode align) are how the state is kept under drafts, not an attention kernel's limit."""
+    from vllm_diag.catalog import categorize
+
+    site = {"file": "vllm/config/vllm.py", "function": "VllmConfig.validate_mamba_cached_kernel", "exc": "ValueError",
+            "condition": "use_mamba_replayssm_spec and self.cache_config.replayssm_buffer_len < query_len",
+            "message": "FlashInfer ReplaySSM speculative decoding requires --replayssm-buffer-len >= 1 + "
+                       "num_speculative_tokens ({query_len}); got {self.cache_config.replayssm_buffer_len}"}
+    assert categorize.categorize(site)[0] == "state_index"
+
+
+def test_slower_with_deeper_drafts_told_with_emphasis():
+    assert facts_from_text("DeepSeek-V3.2-Exp with MTP gets *slower* when I raise num_speculative_tokens above 1."
+                           ).startup.get("spec_slower_prose")

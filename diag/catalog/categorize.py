@@ -425,6 +425,11 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # as the reports of it are labelled
     ("gdn_attn.py", "build_for_cudagraph_capture", "num_accepted_tokens.shape", "mixed_batch",
      "gdn_capture_accepted_rows"),
+    # FlashInfer's ReplaySSM keeps a Mamba layer's recurrent state for each draft position of a spec-decode step (0.32+:
+    # its buffer must hold 1 + k states, the cache mode must keep one slot, its backend must be FlashInfer's): how the
+    # Mamba state is held under drafts (B), not an attention kernel's query-length limit
+    ("config/vllm.py", "validate_mamba_cached_kernel", "replayssm speculative decoding requires", "state_index",
+     "replayssm_spec_state"),
     # "num_decodes: X, num_spec_decodes: Y" (gdn_attn.py build, 0.17.x, vllm#34845): the mixed-batch assert itself.
     ("gdn_attn.py", "build", "num_decodes", "mixed_batch", "gdn_mixed_assert"),  # (needles: lower case)
     # vLLM's fast_plan_decode is FlashInfer's decode plan for CUDA-graph mode (its own copy of FlashInfer's plan, whose
