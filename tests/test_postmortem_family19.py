@@ -384,3 +384,44 @@ def test_replayssm_state_buffers_under_drafts_are_the_state_class():
 def test_slower_with_deeper_drafts_told_with_emphasis():
     assert facts_from_text("DeepSeek-V3.2-Exp with MTP gets *slower* when I raise num_speculative_tokens above 1."
                            ).startup.get("spec_slower_prose")
+
+
+@pytest.mark.parametrize("fact, said", [
+    ("cotenant_prose", "That's a jupyter kernel from a colleague (embedding model) on the same host."),
+    ("direct_fine_prose", "curl -N directly against :8000 streams smoothly (~105 tok/s per stream)."),
+    ("faults_without_spec_prose", "Thought it was MTP + prefix caching, but turning both off doesn't fix it."),
+    ("persists_without_pc_prose", "Thought it was MTP + prefix caching, but turning both off doesn't fix it."),
+    ("faults_without_spec_prose", "Without MTP the same."),
+    ("persists_without_pc_prose", "Without --enable-prefix-caching the same."),
+    ("wrong_output_prose", "responses start with a long block of the model's reasoning and a stray </think>"),
+    ("slow_prose", "ITL ~45 ms per token single user, expected < 15 ms."),
+    ("capacity_prose", "vLLM says max concurrency 2.1x for 32k, I calculated ~7x."),
+])
+def test_the_reporters_words_round_nineteen_end(fact, said):
+    assert facts_from_text(said).startup.get(fact)
+
+
+def test_the_same_as_an_adjective_is_no_ab_outcome():
+    assert not facts_from_text("without spec decode the same concurrency is smooth").startup.get(
+        "faults_without_spec_prose")
+
+
+def test_flags_of_a_clean_trial_in_an_ab_list_are_not_the_failing_setup():
+    """'MTP on + --no-enable-prefix-caching : 0/200' is a trial that went well: the run that garbles has the cache on."""
+    lines = ["vLLM 0.26.0, Qwen3.6-27B (GDN hybrid), MTP num_speculative_tokens=2, prefix caching on.",
+             "No crash, but the second turn sometimes returns garbage.",
+             "  MTP on  + prefix caching on : 23/200 garbled",
+             "  MTP on  + --no-enable-prefix-caching : 0/200",
+             "  MTP off + prefix caching on : 0/200",
+             "(APIServer pid=91) INFO 04-02 15:20:11 [loggers.py:259] Engine 000: Running: 4 reqs, Waiting: 0 reqs, GPU KV "
+             "cache usage: 3.0%, Prefix cache hit rate: 61.3%"]
+    assert facts_from_text("\n".join(lines)).args.get("enable_prefix_caching") is not False
+    assert _analyze(lines).findings[0].category == "state_index"
+
+
+def test_slow_only_through_the_proxy():
+    lines = ["GLM-4.5-Air with MTP: streaming feels slow/bursty in our chat UI.",
+             "vllm serve zai-org/GLM-4.5-Air-FP8 -tp 4 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+             "curl -N directly against :8000 streams smoothly (~105 tok/s per stream). Through the ingress it is bursty."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "proxy" in lead.title

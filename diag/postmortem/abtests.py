@@ -26,6 +26,9 @@ _PERSISTS_WITHOUT_PC = re.compile(
     r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,60}?\s*(?:->|=>|\u2192|[:,-])\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
     r"|(?:still|also)\s+(?:\w+\s+)?(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*|loops|looping|repeats|answers|"
     r"outputs))|"
+    # "Without --enable-prefix-caching the same.", "turning both off doesn't fix it" (the drafts and the cache)
+    r"\bwithout\s+[`'\"]?(?:--enable-)?(?:prefix[- _]?caching|apc)\b[`'\"]?,?\s+(?:the\s+)?same(?=\s*[.,;:!)]|\s*$)|"
+    r"\bturning (?:both|them|all|those) off (?:doesn'?t|does not|didn'?t|did not) (?:fix|help|change)\b|"
     # "with --no-enable-prefix-caching still 0.339": the same score without the cache
     r"(?:--no-enable-prefix-caching|\b(?:prefix[- _]?caching|apc)\s+(?:off|disabled))[`'\"]?,?\s+(?:still|also)\s+"
     + _NOT_FINE + r"~?\d*\.?\d+\b", re.I)
@@ -96,6 +99,9 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     # ("drafting is not the problem" says the drafts' quality is fine, not that speculative decoding is out)
     r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|ngram|speculation)\s+(?:is|are|was|were)(?: clearly)? not "
     r"the (?:trigger|cause|culprit|problem)\b|"
+    # "Without MTP the same.", "turning both off doesn't fix it"
+    r"\bwithout\s+(?:the\s+)?" + _SPEC + r"\b[`'\"]?,?\s+(?:the\s+)?same(?=\s*[.,;:!)]|\s*$)|"
+    r"\bturning (?:both|them|all|those) off (?:doesn'?t|does not|didn'?t|did not) (?:fix|help|change)\b|"
     # "So MTP isn't it.", "fp8 kv / MTP don't matter"
     r"\b(?:MTP|EAGLE\w*|[Ee]agle\w*|spec\w*(?: decod\w*)?|drafts?|ngram|suffix decoding)\s+(?:isn'?t|is not|wasn'?t|was not) "
     r"(?:it|the (?:problem|cause|culprit|issue))\b|"
@@ -205,11 +211,19 @@ _FAULT_CELL = re.compile(r"\b(?:IMA|crash\w*|fail\w*|fault\w*|error|assert\w*|di
 _CLEAN_CELL = re.compile(r"\b(?:clean|fine|stable|ok|no (?:crash|fault|IMA|error)\w*|works?)\b", re.I)
 # a count of runs in an outcome cell: "21/40", "0 / 200"
 _RUN_COUNT = re.compile(r"(\d+)\s*/\s*\d+(?:\s*\w+)?")
+# the outcome after an A/B list row's last separator, and "0/200" (none of the runs went wrong)
+_LIST_OUTCOME = re.compile(r"(?:\s:\s|->|=>|\u2192)\s*([^:>\u2192]{1,40}?)\s*$")
+_NONE_OF = re.compile(r"^\**0\s*/\s*\d+\b")
+
+
 def clean_row(text: str) -> bool:
     """A row of an A/B table (``| off (--no-enable-prefix-caching) | 3 | fine |``) whose outcome cell is clean: the
     settings in it are a trial that went well, not the failing set-up."""
     if not text.lstrip().startswith("|"):
-        return False
+        # ... or a row of an A/B list: "MTP on + --no-enable-prefix-caching : 0/200", "--enforce-eager -> fine"
+        tail = _LIST_OUTCOME.search(text)
+        return bool(tail) and (bool(_CLEAN_CELL.search(tail.group(1))) or bool(_NONE_OF.match(tail.group(1)))) \
+            and not _FAULT_CELL.search(tail.group(1).replace("no ", "no_"))
     cells = [c.strip(" `*") for c in text.strip().strip("|").split("|")]
     return len(cells) >= 2 and bool(_CLEAN_CELL.search(cells[-1])) and not _FAULT_CELL.search(
         cells[-1].replace("no ", "no_"))

@@ -34,6 +34,9 @@ COTENANT = re.compile(
     # "a colleague's Jupyter kernel that got scheduled on the same GPU", "PID 2210711 is a colleague's Jupyter kernel"
     r"\b(?:colleague|coworker|co-worker|teammate|another user|another team)'?s? (?:idle |old |stale |forgotten )?"
     r"(?:Jupyter |notebook |python |training |eval |inference )?(?:kernel|notebook|process|job|script|session|container)\b|"
+    # "That's a jupyter kernel from a colleague"
+    r"\b(?:kernel|notebook|process|job|script|session|container) (?:from|of|belonging to) (?:a |my |our )?(?:colleague|coworker|"
+    r"co-worker|teammate|another user|another team)\b|"
     r"\b(?:scheduled|placed|running|landed|pinned|started) on the same (?:GPUs?|cards?|devices?)\b|"
     r"\bnvidia-smi\b[^.\n]{0,40}?\b(?:another|other|a|second|foreign) (?:\w+ )?(?:pid|process)\b[^.\n]{0,30}?"
     r"(?:\b(?:holding|using|with|at)\s+)?~?\d+(?:\.\d+)?\s*(?:GiB|GB|MiB)\b", re.I)
@@ -83,7 +86,7 @@ DOUBLE_TEMPLATE = re.compile(
 DIRECT_FINE = re.compile(
     r"\b(?:straight|directly|direct) (?:to|against|at) (?:the )?(?:vLLM|server|engine|pod|:\d{2,5}|port \d+|localhost)\b"
     r"[^\n]{0,80}?(?:(?:->|\u2192|=>|:|\bgives?|\breturns?|\bis|\bare|\bshows?)\s*(?:the |a )?(?:text|output|answers?)?\s*"
-    r"(?:is |are )?(?:perfect|fine|correct|clean|coherent|ok)\b|"
+    r"(?:is |are )?(?:perfect|fine|correct|clean|coherent|ok)\b|\bstreams? (?:smoothly|fine|normally|evenly)\b|"
     r"\bnever (?:duplicated|garbled|broken|corrupt\w*|wrong|repeat\w*|loop\w*)\b)|"
     # "Same request with curl -N and stream=true: text is clean"
     r"\bcurl\b[^\n]{0,80}?(?:->|\u2192|=>|:)\s*(?:the )?(?:text|output|answers?)?\s*(?:is |are )?"

@@ -73,6 +73,17 @@ _CLIENT_PATH = _Told(
     title="Output garbled on the client's path (the same request straight to the server is right)",
     message="wrong output without an error: {said}",
     missing="the raw bytes of one garbled stream as the client received them, beside the server's")
+# the same stream straight from the server is smooth: a proxy in between buffers it (or compresses it) and releases it
+# in bursts
+_PROXY_SLOW = _Told(
+    ("slow_prose", "spec_slower_prose"), "direct_fine_prose",
+    basis=("no error; the report says serving is slow ('{said}'), and its own test against the server directly is right "
+           "('{cause}'): the engine streams at its pace, and what stands between it and the client (a proxy buffering or "
+           "compressing the event stream, a gateway) slows or bunches it -- outside the hybrid/spec-decode families"),
+    title="Slow or bursty only through the proxy (the server streams smoothly when called directly)",
+    message="slow serving without an error: {said}",
+    missing="the proxy's buffering / compression settings for text/event-stream, and a direct and a proxied stream's "
+            "token timestamps side by side")
 # replicas behind one endpoint set up apart (each alone repeatable, on different revisions): the router alternates
 _REPLICAS = _Told(
     ("wrong_output_prose",), "replicas_differ_prose",
@@ -99,6 +110,10 @@ def client_path_corruption(facts: LogFacts, base_numbers: dict) -> Diagnosis | N
 
 def replicas_differ(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     return _told(facts, base_numbers, _REPLICAS)
+
+
+def proxy_slows_stream(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _PROXY_SLOW)
 
 
 

@@ -10,9 +10,9 @@ from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (chat_template_twice, client_capped_concurrency, client_path_corruption, foreign_tokenizer,
-                         left_truncated_prompts, proxy_retry_duplicates, proxy_timeout_truncation, repeats_rewarded,
-                         replayed_prompts_hit, replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
-                         token_cap_truncation, varying_prefix)
+                         left_truncated_prompts, proxy_retry_duplicates, proxy_slows_stream, proxy_timeout_truncation,
+                         repeats_rewarded, replayed_prompts_hit, replicas_differ, salted_prefixes, split_routing,
+                         stop_string_truncation, token_cap_truncation, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, collective_hang, cotenant_gpu_slowdown,
@@ -274,6 +274,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or token_cap_truncation(facts, base_numbers) or left_truncated_prompts(facts, base_numbers)
             or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
             or client_path_corruption(facts, base_numbers) or proxy_retry_duplicates(facts, base_numbers)
+            or proxy_slows_stream(facts, base_numbers)
             or chat_template_twice(facts, base_numbers) or stop_string_truncation(facts, base_numbers)
             or replicas_differ(facts, base_numbers)
             or foreign_tokenizer(facts, base_numbers)

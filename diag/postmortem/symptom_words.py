@@ -48,6 +48,8 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           r"\b(?:answers?|outputs?|responses?|replies|text|generations?) (?:turns?|turned|turning|go|goes|went) "
                           r"(?:in)?to (?:garbage|gibberish|nonsense|junk)\b|"
                           r"\bswitch(?:es|ing|ed)? (?:in)?to (?:mixed |random )?[\w/ -]{0,30}?(?:nonsense|gibberish|garbage)\b|"
+                          # the model's reasoning leaking into the answer: "a stray </think>"
+                          r"\bstray [`'\"]?</think>|</think>[`'\"]? (?:in|shows up in|appears in|inside) (?:the )?(?:content|answer|output)\b|"
                           r"\brepeating (?:fragments|parts|pieces|bits) of (?:an? )?(?:older|earlier|previous|other)\b|"
                           # "Output loops ('The answer is the answer is ...')"
                           r"\b(?:output|outputs|answers?|generations?|the model|it) (?:loops|keeps looping|is looping|starts looping|"
@@ -232,7 +234,7 @@ WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "co
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
                       "malformed", "json.loads", "loop", "quality", "eval", "identical", "same", "match", "worse",
                       "thread", "flip", "jump", "drift", "win rate", "belong", "cross", "topic", "copy", "copies", "languages",
-                      "soup", "forget", "older", "stale", "ignor", "chinese", "!!!!", "????", "<unk>", "<pad>", "broken ",
+                      "soup", "forget", "older", "stale", "ignor", "chinese", "!!!!", "????", "</think", "<unk>", "<pad>", "broken ",
                       "replacement", "fffd", "\ufffd", "duplicated", "missing words", "weird", "strange", "bizarre", "distinct", "\u4e71", "\u80e1", "\u6587\u5b57\u5316\u3051", "\u610f\u5473\u4e0d\u660e", "\u652f\u96e2", "\u5d29\u308c", "\u58ca\u308c", "\u7e70\u308a\u8fd4\u3057", "\u91cd\u590d",
                       "\ubc18\ubcf5",
                       "\ud6a1\uc124", "\uae68\uc9c4", "\uae68", "lixo", "corromp", "sentido", "basura", "\u043c\u0443\u0441\u043e\u0440", "\u0431\u0440\u0435\u0434",
@@ -326,6 +328,9 @@ CAPACITY_FELL = re.compile(
     r"\bonly (?:~|about |around )?\d+ (?:requests? |reqs? |seqs? )?(?:are )?running\b|"
     r"\brequests? (?:queue|pile up|wait|start queu\w*)(?: up)? (?:at|with|after|beyond|above) (?:~|about |only )?\d+\b|"
     r"\bRunning (?:stays|stuck|sits|is stuck|never goes above|caps|plateaus) (?:at )?(?:~|about )?\d+|"
+    # "vLLM says max concurrency 2.1x for 32k, I calculated ~7x"
+    r"\bmax(?:imum)? concurrency[\"'`]? (?:of |is )?~?\d+(?:\.\d+)?\s*x\b[^.\n]{0,40}?\b(?:I|we) (?:calculated|expected|estimated|"
+    r"computed|counted)\b|"
     # "only gives 'Maximum concurrency ... 1.93x'"
     r"\bonly (?:gives?|gets?|shows?|reports?) [\"'`]?Maximum concurrency\b|"
     # '"Maximum concurrency" is tiny and requests queue'
@@ -379,6 +384,9 @@ SLOW = re.compile(
     r"worse|less)|\b(?:far|way|much|significantly) (?:below|lower|worse)|\btoo (?:low|slow))\b|"
     r"(?:\b~?\d+(?:\.\d+)?\s*(?:x|%)|\bmuch|\bway|\bfar|\bsignificantly) slower\b|\bslow(?:er)? than (?:expected|others|what others)\b|"
     r"\b(?:is|are|runs?|feels?) (?:\w+ly |very |so |too |way too |super )?slow\b|\beven slower\b|"
+    # "ITL ~45 ms per token single user, expected < 15 ms"
+    r"\b(?:ITL|TPOT|TTFT|latency)\b[^.\n]{0,40}?~?\d+(?:\.\d+)?\s*ms\b[^.\n]{0,40}?\bexpect(?:ed|ing)\b"
+    r"(?:\s*(?:<|<=|~|about|around)?\s*~?\d+(?:\.\d+)?\s*ms\b)?|"
     # "TPOT up ~18% at c=32", "expecting more tok/s, got LESS"
     r"\b(?:TPOT|ITL|TTFT|latency|p\d\d) (?:is |went |goes )?(?:up|increased|rose|grew) (?:by )?~?\d+(?:\.\d+)?\s*%|"
     r"\bexpect\w* (?:more|higher|better|faster) (?:tok(?:ens)?/s|throughput|speed|decode)\W{0,3}\s*(?:but )?got (?:less|lower|"
