@@ -128,6 +128,38 @@ def test_the_same_fix_with_the_drafts_turned_off_clears_nothing_alone():
     ("direct_fine_prose", "curl with stream=true against the same server and piping to a file -> text is clean"),
     ("cotenant_prose", "PID 2210711 is a colleague's Jupyter kernel that never freed the GPU."),
     ("own_tokenizer_fixes", "Pointing --tokenizer at the model dir itself fixed it."),
+    ("wrong_output_prose", "the 2nd turn sometimes starts with garbage like '的的的 assistant'"),
+    ("wrong_output_prose", "Same prompt, temperature 0, sent 20 times -> two distinct answers"),
+    ("wrong_output_prose", "answers repeat the same paragraph 3-4 times"),
+    ("truncated_prose", "Open WebUI shows empty answers for about half the questions."),
+    ("slow_prose", "output throughput went down from ~5.9k tok/s to ~4.6k tok/s at 64 concurrent"),
+    ("spec_slower_prose", "Suffix decoding makes Granite 4.0 H Tiny slower for our story-generation service"),
+    ("faults_without_spec_prose", "So it's our rollout, not MTP."),
+    ("faults_without_spec_prose", "Tried removing the speculative config on this pod: still two answers."),
+    ("replicas_differ_prose", "Pinning the client to one pod -> the answer is the same every time"),
+    ("other_fix_prose", "Without --reasoning-parser every answer shows up."),
+    ("wrong_output_prose", 'granite-4.0-h-tiny returns "!!!!!!!!!!!!" for longer prompts'),
+    ("wrong_output_prose", "answer quality noticeably worse than the hosted API"),
+    ("faults_without_spec_prose", "- Disabling MTP: loops still happen for the Java service."),
+    ("persists_without_pc_prose", "tried --no-enable-prefix-caching on both: still 2 distinct outputs"),
+    ("replicas_differ_prose", "Same request 20 times with port-forward to a single pod -> identical every time"),
+    ("direct_fine_prose", "- Python client, same messages: fine."),
+    ("slow_prose", "went from mtp k=1 to k=3 expecting more tok/s, got LESS. TPOT up ~18% at c=32."),
+    ("faults_without_spec_prose", "So MTP isn't it."),
+    ("faults_without_spec_prose", "Pointing --tokenizer back fixes it; fp8 kv / MTP don't matter."),
+    ("faults_without_spec_prose", "Acceptance is unchanged and with MTP off it is just as bad."),
+    ("other_engine_prose", "transformers AutoTokenizer.from_pretrained(path).decode(ids) gives the same mojibake outside vLLM."),
+    ("own_tokenizer_fixes", "Pointing --tokenizer back at the original repo fixes it."),
+    ("grammar_compile_prose", "py-spy dump: main thread in xgrammar GrammarCompiler.compile_json_schema, every time."),
+    ("cotenant_prose", "That's a jupyter kernel from a colleague (embedding model) on the same host."),
+    ("direct_fine_prose", "curl -N directly against :8000 streams smoothly (~105 tok/s per stream)."),
+    ("faults_without_spec_prose", "Thought it was MTP + prefix caching, but turning both off doesn't fix it."),
+    ("persists_without_pc_prose", "Thought it was MTP + prefix caching, but turning both off doesn't fix it."),
+    ("faults_without_spec_prose", "Without MTP the same."),
+    ("persists_without_pc_prose", "Without --enable-prefix-caching the same."),
+    ("wrong_output_prose", "responses start with a long block of the model's reasoning and a stray </think>"),
+    ("slow_prose", "ITL ~45 ms per token single user, expected < 15 ms."),
+    ("capacity_prose", "vLLM says max concurrency 2.1x for 32k, I calculated ~7x."),
 ])
 def test_the_reporters_words_round_nineteen(fact, said):
     assert facts_from_text(said).startup.get(fact)
@@ -221,22 +253,6 @@ def test_a_hang_is_no_launch_bound_decode():
     assert "eager mode" not in _analyze(lines).findings[0].title
 
 
-@pytest.mark.parametrize("fact, said", [
-    ("wrong_output_prose", "the 2nd turn sometimes starts with garbage like '的的的 assistant'"),
-    ("wrong_output_prose", "Same prompt, temperature 0, sent 20 times -> two distinct answers"),
-    ("wrong_output_prose", "answers repeat the same paragraph 3-4 times"),
-    ("truncated_prose", "Open WebUI shows empty answers for about half the questions."),
-    ("slow_prose", "output throughput went down from ~5.9k tok/s to ~4.6k tok/s at 64 concurrent"),
-    ("spec_slower_prose", "Suffix decoding makes Granite 4.0 H Tiny slower for our story-generation service"),
-    ("faults_without_spec_prose", "So it's our rollout, not MTP."),
-    ("faults_without_spec_prose", "Tried removing the speculative config on this pod: still two answers."),
-    ("replicas_differ_prose", "Pinning the client to one pod -> the answer is the same every time"),
-    ("other_fix_prose", "Without --reasoning-parser every answer shows up."),
-])
-def test_the_reporters_words_round_nineteen_more(fact, said):
-    assert facts_from_text(said).startup.get(fact)
-
-
 def test_truncated_answers_nothing_explains_are_not_modelled():
     lines = ["MiniMax-M1: Open WebUI shows empty answers for about half the questions. No errors in the server.",
              "(APIServer pid=12) INFO 09-15 18:02:58 [config.py:377] Setting attention block size to 192 tokens to ensure "
@@ -328,36 +344,11 @@ def test_a_printed_mixed_step_places_a_conv_kernel_fault_without_a_config():
     assert _analyze(lines).findings[0].category == "mixed_batch"
 
 
-@pytest.mark.parametrize("fact, said", [
-    ("wrong_output_prose", 'granite-4.0-h-tiny returns "!!!!!!!!!!!!" for longer prompts'),
-    ("wrong_output_prose", "answer quality noticeably worse than the hosted API"),
-    ("faults_without_spec_prose", "- Disabling MTP: loops still happen for the Java service."),
-    ("persists_without_pc_prose", "tried --no-enable-prefix-caching on both: still 2 distinct outputs"),
-    ("replicas_differ_prose", "Same request 20 times with port-forward to a single pod -> identical every time"),
-    ("direct_fine_prose", "- Python client, same messages: fine."),
-    ("slow_prose", "went from mtp k=1 to k=3 expecting more tok/s, got LESS. TPOT up ~18% at c=32."),
-])
-def test_the_reporters_words_round_nineteen_last(fact, said):
-    assert facts_from_text(said).startup.get(fact)
-
-
 def test_a_slower_deeper_draft_on_a_flattening_indexer():
     lines = ["DeepSeek-V3.2-Exp on H200 x8, vllm 0.24.0: went from mtp k=1 to k=3 expecting more tok/s, got LESS.",
              "(Worker_TP0 pid=5521) INFO 06-02 11:03:17 [indexer.py:276] DSA indexer decode path: use_flattening=True "
              "(next_n=4, use_fp4_indexer_cache=False)"]
     assert _analyze(lines).findings[0].category == "spec_kernel_limit"
-
-
-@pytest.mark.parametrize("fact, said", [
-    ("faults_without_spec_prose", "So MTP isn't it."),
-    ("faults_without_spec_prose", "Pointing --tokenizer back fixes it; fp8 kv / MTP don't matter."),
-    ("faults_without_spec_prose", "Acceptance is unchanged and with MTP off it is just as bad."),
-    ("other_engine_prose", "transformers AutoTokenizer.from_pretrained(path).decode(ids) gives the same mojibake outside vLLM."),
-    ("own_tokenizer_fixes", "Pointing --tokenizer back at the original repo fixes it."),
-    ("grammar_compile_prose", "py-spy dump: main thread in xgrammar GrammarCompiler.compile_json_schema, every time."),
-])
-def test_the_reporters_words_round_nineteen_closing(fact, said):
-    assert facts_from_text(said).startup.get(fact)
 
 
 def test_grammar_compiles_that_stall_the_engine():
@@ -384,21 +375,6 @@ def test_replayssm_state_buffers_under_drafts_are_the_state_class():
 def test_slower_with_deeper_drafts_told_with_emphasis():
     assert facts_from_text("DeepSeek-V3.2-Exp with MTP gets *slower* when I raise num_speculative_tokens above 1."
                            ).startup.get("spec_slower_prose")
-
-
-@pytest.mark.parametrize("fact, said", [
-    ("cotenant_prose", "That's a jupyter kernel from a colleague (embedding model) on the same host."),
-    ("direct_fine_prose", "curl -N directly against :8000 streams smoothly (~105 tok/s per stream)."),
-    ("faults_without_spec_prose", "Thought it was MTP + prefix caching, but turning both off doesn't fix it."),
-    ("persists_without_pc_prose", "Thought it was MTP + prefix caching, but turning both off doesn't fix it."),
-    ("faults_without_spec_prose", "Without MTP the same."),
-    ("persists_without_pc_prose", "Without --enable-prefix-caching the same."),
-    ("wrong_output_prose", "responses start with a long block of the model's reasoning and a stray </think>"),
-    ("slow_prose", "ITL ~45 ms per token single user, expected < 15 ms."),
-    ("capacity_prose", "vLLM says max concurrency 2.1x for 32k, I calculated ~7x."),
-])
-def test_the_reporters_words_round_nineteen_end(fact, said):
-    assert facts_from_text(said).startup.get(fact)
 
 
 def test_the_same_as_an_adjective_is_no_ab_outcome():
