@@ -158,6 +158,11 @@ def test_the_same_fix_with_the_drafts_turned_off_clears_nothing_alone():
     ("wrong_output_prose", "responses start with a long block of the model's reasoning and a stray </think>"),
     ("slow_prose", "ITL ~45 ms per token single user, expected < 15 ms."),
     ("capacity_prose", "vLLM says max concurrency 2.1x for 32k, I calculated ~7x."),
+    ("direct_fine_prose", "Concatenated, that's fine."),
+    ("replicas_differ_prose", "Pinned to granite-a-0: 20/20 identical answers"),
+    ("replicas_differ_prose", "So it's two different deployments behind one service name."),
+    ("spec_slower_prose", "MTP makes DeepSeek-V3.2-Exp *slower*, not faster, with num_speculative_tokens=3."),
+    ("prompt_logprobs_prose", 'lm-eval loglikelihood tasks send "echo": true, "logprobs": 1'),
 ])
 def test_the_reporters_words_round_nineteen(fact, said):
     assert facts_from_text(said).startup.get(fact)
@@ -399,3 +404,14 @@ def test_slow_only_through_the_proxy():
              "curl -N directly against :8000 streams smoothly (~105 tok/s per stream). Through the ingress it is bursty."]
     lead = _analyze(lines).findings[0]
     assert lead.category == "other" and "proxy" in lead.title
+
+
+def test_prompt_logprobs_skip_the_prefix_cache():
+    lines = ["Kimi-Linear prefix cache hit rate stays 0.0% during lm-eval, vLLM 0.32.0",
+             "vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct -tp 4 --enable-prefix-caching --trust-remote-code",
+             "(APIServer pid=1) INFO 09-01 10:00:00 [loggers.py:259] Engine 000: Running: 256 reqs, Waiting: 811 reqs, GPU "
+             "KV cache usage: 61.0%, Prefix cache hit rate: 0.0%",
+             'lm-eval local-completions loglikelihood tasks send "echo": true, "logprobs": 1 for every request.']
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "prompt logprobs" in lead.title
+

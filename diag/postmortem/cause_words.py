@@ -106,6 +106,8 @@ DIRECT_FINE = re.compile(
     # "Python client, same messages: fine": another client of the same server is right
     r"\b(?:python|curl|go|node|java|another|other|a different|our other) client\b[^.\n]{0,40}?(?:->|=>|:)\s*(?:fine|correct|"
     r"clean|ok|normal|good)\b|"
+    # the server's stream, concatenated, is right: "curl ... against the server directly: (deltas) Concatenated, that's fine"
+    r"\bconcatenated,? (?:that'?s|it'?s|it is|the text is|they are|they're) (?:fine|correct|clean|right|perfect)\b|"
     # "vLLM output is fine": the report's own verdict on the engine's side
     r"\bvLLM(?:'s)? (?:own )?(?:output|answers?|text|stream) (?:is|are|was|were) (?:fine|correct|clean|ok|perfect)\b|"
     r"\bbypass\w* (?:the )?(?:proxy|gateway|nginx|load balancer|ingress|LB|router)\b[^.\n]{0,60}?"
@@ -120,6 +122,9 @@ REPLICAS_DIFFER = re.compile(
     r"\breplicas (?:aren'?t|are not|were not|weren'?t) (?:serving|running|using|on) the same (?:checkpoint|model|weights|"
     r"revision|version|image|quanti[sz]ation)\b|"
     r"\bpinn\w* (?:both|all|the) (?:replicas|pods|instances) to the same (?:revision|snapshot|version|checkpoint|image)\b|"
+    # "Pinned to granite-a-0: 20/20 identical answers", "two different deployments behind one service name"
+    r"\bpinned to [\w.-]+:?\s*(?:\d+\s*/\s*\d+\s+)?(?:identical|deterministic|consistent|the same)\b|"
+    r"\btwo (?:different |separate )?(?:deployments|replicas|models|checkpoints|services) behind (?:one|the same|a single)\b|"
     # "Same request 20 times with port-forward to a single pod -> identical every time"
     r"\b(?:to|against|on) (?:a single|one) (?:pod|replica|instance|node|server|backend)\b[^.\n]{0,30}?(?:->|=>|:)?\s*"
     r"(?:identical|deterministic|consistent|the same)\b|"
@@ -169,3 +174,6 @@ BF16_FINE = re.compile(r"(?:--dtype[ =]|dtype\W{0,3})(?:bfloat16|bf16)\b[^\n]{0,
 # "each compile takes 0.5-3 s"
 GRAMMAR_COMPILE = re.compile(r"\bGrammarCompiler\b|\bcompile_(?:json_schema|grammar|regex)\b|\bgrammar (?:compilation|compiles?|"
                              r"compiling)\b|\b(?:xgrammar|outlines|guidance) compil\w*", re.I)
+# requests that ask for the prompt's own logprobs (lm-eval's loglikelihood tasks: "echo": true with logprobs): vLLM
+# computes every prompt token for them, so they skip the prefix cache
+PROMPT_LOGPROBS = re.compile(r"\bprompt_logprobs\b|[\"']echo[\"']\s*:\s*true\b|\bloglikelihood tasks?\b", re.I)

@@ -134,6 +134,24 @@ def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         missing=["the hit rate of requests that share one salt (or of requests without it)"])
 
 
+def prompt_logprobs_skip_cache(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, prefix-cache hits near 0 %, and the requests ask for the prompt's own logprobs (lm-eval's loglikelihood
+    tasks send echo with logprobs): vLLM computes every prompt token of such a request, so it reads no cached block --
+    the requests' parameters, not a hybrid's block granularity."""
+    said = facts.startup.get("prompt_logprobs_prose")
+    if not said or not _hits_low(facts, 5):
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the prefix-cache hits are low and the requests ask for the prompt's logprobs ('{said}'): vLLM "
+               "needs the logits of every prompt token for them, so it computes the whole prompt and reads no cached "
+               "block, whatever the model -- outside the hybrid/spec-decode failure classes"),
+        title="Prefix cache skipped: the requests ask for prompt logprobs (every prompt token is computed)",
+        message=f"prefix hits low with prompt logprobs: {said}",
+        evidence=("prompt_logprobs_prose", "prefix_cache_hit_rate_max", "hit_rate_prose"),
+        missing=["the hit rate of the same prompts without prompt logprobs (a generation task)"])
+
+
 def varying_prefix(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, prefix-cache hits near 0 %, and the report's prompt template interpolates a per-request value (a time,
     a UUID, a request or trace id): the prompts differ from their first tokens, so no block is ever shared -- the

@@ -8,8 +8,8 @@ import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
 from .cause_words import (BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE,
-                          GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, MIG, OWN_TOKENIZER_FIXES, PROXY_RETRY, PROXY_TIMEOUT,
-                          REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING)
+                          GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY,
+                          PROXY_TIMEOUT, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING)
 from .lines import Line
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW, SPEC_SLOWER,
                             TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
@@ -793,6 +793,9 @@ class ProseLines:
             self._first_words("bf16_fine_prose", BF16_FINE, text, line)
         if line.level is None and len(text) < 2000 and "grammar_compile_prose" not in self.facts.startup and "ompil" in text:
             self._first_words("grammar_compile_prose", GRAMMAR_COMPILE, text, line)
+        if len(text) < 2000 and "prompt_logprobs_prose" not in self.facts.startup and ("echo" in text or "prompt_logprobs" in text
+                                                                                     or "loglikelihood" in text):
+            self._first_words("prompt_logprobs_prose", PROMPT_LOGPROBS, text, line)
         if len(text) < 2000 and "proxy_retry_prose" not in self.facts.startup and "etr" in text:
             self._first_words("proxy_retry_prose", PROXY_RETRY, text, line)
         if line.level is None and len(text) < 2000 and "client_cap_prose" not in self.facts.startup and (
@@ -814,7 +817,7 @@ class ProseLines:
             if "proxy_timeout_prose" not in self.facts.startup and ("imeout" in text or "tim" in text or "clos" in text
                                                                      or "drop" in text or "cut" in text):
                 self._first_words("proxy_timeout_prose", PROXY_TIMEOUT, text, line)
-            if "replicas_differ_prose" not in self.facts.startup and ("eplica" in text or "each " in text.lower()
+            if "replicas_differ_prose" not in self.facts.startup and ("eplica" in text or "each " in text.lower() or "inned" in text or "behind" in text
                                                                          or "inn" in text or "against" in text or "single" in text
                                                                          or "came from" in text):
                 self._first_words("replicas_differ_prose", REPLICAS_DIFFER, text, line)
@@ -825,7 +828,7 @@ class ProseLines:
                 self._first_words("double_template_prose", DOUBLE_TEMPLATE, text, line)
             if "direct_fine_prose" not in self.facts.startup and ("irect" in text or "traight" in text
                                                                    or "ypass" in text or "url" in text or "ame " in text
-                                                                   or "lient" in text or "vLLM" in text):
+                                                                   or "lient" in text or "vLLM" in text or "oncatenated" in text):
                 self._first_words("direct_fine_prose", DIRECT_FINE, text, line)
         if "own_tokenizer_fixes" not in self.facts.startup and line.level is None and "--tokenizer" in text \
                 and len(text) < 2000:

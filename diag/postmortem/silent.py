@@ -10,9 +10,9 @@ from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (chat_template_twice, client_capped_concurrency, client_path_corruption, foreign_tokenizer,
-                         left_truncated_prompts, proxy_retry_duplicates, proxy_slows_stream, proxy_timeout_truncation,
-                         repeats_rewarded, replayed_prompts_hit, replicas_differ, salted_prefixes, split_routing,
-                         stop_string_truncation, token_cap_truncation, varying_prefix)
+                         left_truncated_prompts, prompt_logprobs_skip_cache, proxy_retry_duplicates, proxy_slows_stream,
+                         proxy_timeout_truncation, repeats_rewarded, replayed_prompts_hit, replicas_differ,
+                         salted_prefixes, split_routing, stop_string_truncation, token_cap_truncation, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, collective_hang, cotenant_gpu_slowdown,
@@ -298,6 +298,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
             or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
             or varying_prefix(facts, base_numbers) or split_routing(facts, base_numbers)
+            or prompt_logprobs_skip_cache(facts, base_numbers)
             or replayed_prompts_hit(facts, base_numbers)
             or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
             or eager_slowdown(facts, base_numbers) or pcie_allreduce_slowdown(facts, base_numbers)

@@ -288,7 +288,7 @@ SPEC_SLOWER = re.compile(
     r"(?:is|runs?|gets?|got|becomes?|became|makes? (?:it|\w+(?:-\w+)*|everything|decode))\s+(?:\w+ )?"
     r"(?:~?\d+(?:\.\d+)?\s*(?:%|x)\s+)?[*_]{0,2}slower|"
     # "Suffix decoding makes Granite 4.0 H Tiny slower"
-    r"makes? (?:[\w.-]+ ){1,5}slower|"
+    r"makes? (?:[\w.-]+ ){1,5}[*_]{0,2}slower|"
     r"drops? (?:the )?(?:decode |generation |"
     r"output )?throughput|(?:lowers?|reduces?|hurts?|halves?) (?:the )?(?:decode |generation |output )?throughput)\b|"
     r"\bslower (?:with|when (?:using|enabling|adding)) (?:MTP|EAGLE|[Ee]agle|spec|drafts?|speculative|ngram)|"
