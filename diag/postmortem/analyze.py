@@ -304,8 +304,7 @@ def _served_despite_prediction(facts: LogFacts, findings: list[Finding]) -> None
     if facts.root is not None or not isinstance(facts.startup.get("num_requests_running_max"), int):
         return
     for f in findings:
-        if f.rule == "startup_validation" and f.severity == "error" and f.evidence \
-                and all(e.source == "preflight" for e in f.evidence):
+        if f.rule == "startup_validation" and f.severity == "error" and _preflight_only(f):
             f.severity = "info"
             f.title = f"Predicted by the pre-flight, contradicted by the log: {f.title}"
             f.basis = ((f.basis + "; ") if f.basis else "") + ("but the log shows the engine serving requests, so vLLM "

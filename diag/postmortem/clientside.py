@@ -21,29 +21,37 @@ def _hits_low(facts: LogFacts, below: float) -> bool:
     return bool(facts.startup.get("hit_rate_prose")) or isinstance(rate, (int, float)) and (
         rate == 0 if below == 0 else rate < below)
 
+
 @dataclass(frozen=True)
 class _Told:
     """A cause the report itself shows beside a symptom without an error: the symptom's facts (the first one said is
-    quoted), the fact that shows the cause, and what the finding says (``{said}``: the symptom's words, ``{cause}``:
-    the cause's)."""
+    quoted; with ``hits_below`` the symptom is the prefix-cache hit rate at most that share, :func:`_hits_low`), the
+    fact that shows the cause, and what the finding says (``{said}``: the symptom's words, ``{cause}``: the cause's)."""
     symptoms: tuple[str, ...]
     cause: str
     basis: str
     title: str
     message: str
     missing: str
+    hits_below: float | None = None
 
 
 def _told(facts: LogFacts, base_numbers: dict, told: _Told) -> Diagnosis | None:
-    said = next((facts.startup[k] for k in told.symptoms if facts.startup.get(k)), None)
     cause = facts.startup.get(told.cause)
+    if told.hits_below is not None:
+        said = cause if _hits_low(facts, told.hits_below) else None
+    else:
+        said = next((facts.startup[k] for k in told.symptoms if facts.startup.get(k)), None)
     if not said or not cause:
         return None
+    evidence = (told.cause, *told.symptoms) if told.hits_below is not None else (*told.symptoms, told.cause)
     return outside_families(
         facts, base_numbers, basis=told.basis.format(said=said, cause=cause), title=told.title,
-        message=told.message.format(said=said), evidence=(*told.symptoms, told.cause), missing=[told.missing])
+        message=told.message.format(said=said, cause=cause), evidence=evidence, missing=[told.missing])
 
 
+# the prefix-cache readings' symptom facts: the stats lines' best hit rate, the report's words about the hits
+_HITS = ("prefix_cache_hit_rate_max", "hit_rate_prose")
 # the client sends no more requests than run (a thread pool's default size, a load generator's setting)
 _CLIENT_CAP = _Told(
     ("capacity_prose", "slow_prose"), "client_cap_prose",
@@ -95,6 +103,38 @@ _REPLICAS = _Told(
     message="answers differ without an error: {said}",
     missing="the model revision, template and generation_config of every replica")
 
+# requests that ask for the prompt's own logprobs (lm-eval's loglikelihood tasks send echo with logprobs): vLLM
+# computes every prompt token of such a request, so it reads no cached block
+_PROMPT_LOGPROBS = _Told(
+    _HITS, "prompt_logprobs_prose", hits_below=5,
+    basis=("no error; the prefix-cache hits are low and the requests ask for the prompt's logprobs ('{cause}'): vLLM "
+           "needs the logits of every prompt token for them, so it computes the whole prompt and reads no cached "
+           "block, whatever the model -- outside the hybrid/spec-decode failure classes"),
+    title="Prefix cache skipped: the requests ask for prompt logprobs (every prompt token is computed)",
+    message="prefix hits low with prompt logprobs: {cause}",
+    missing="the hit rate of the same prompts without prompt logprobs (a generation task)")
+# the report's prompt template interpolates a per-request value (a time, a UUID, a request or trace id): the prompts
+# differ from their first tokens, so no block is ever shared
+_VARYING_PREFIX = _Told(
+    _HITS, "varying_prefix_prose", hits_below=5,
+    basis=("no error; the prompt template the report shows puts a per-request value into the prompt ('{cause}'): "
+           "prefix caching shares whole blocks of identical leading tokens, so prompts that differ where that value "
+           "stands share nothing after it, whatever the model -- outside the hybrid/spec-decode failure classes"),
+    title="Prefix cache cannot hit: the prompt carries a per-request value (time, UUID, id)",
+    message="prompts differ per request: {cause}",
+    missing="the hit rate with the per-request value moved to the end of the prompt (or dropped)")
+# requests spread over several engines without affinity (round robin, a conversation's next turn landing on another
+# pod): each engine's cache only sees a share of a conversation's turns
+_SPLIT_ROUTING = _Told(
+    _HITS, "split_routing_prose", hits_below=20,
+    basis=("no error; the report tells the requests spread over several engines ('{cause}'): each engine keeps its "
+           "own prefix cache, so a conversation's next turn that lands on another engine finds none of its "
+           "earlier blocks -- the router, outside the hybrid/spec-decode failure classes"),
+    title="Prefix cache split across replicas: requests routed without affinity",
+    message="requests spread over engines: {cause}",
+    missing=("the hit rate of one replica replaying one conversation, or with session affinity / prefix-aware "
+             "routing in front of the replicas"))
+
 
 def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     return _told(facts, base_numbers, _CLIENT_CAP)
@@ -116,6 +156,17 @@ def proxy_slows_stream(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     return _told(facts, base_numbers, _PROXY_SLOW)
 
 
+def prompt_logprobs_skip_cache(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _PROMPT_LOGPROBS)
+
+
+def varying_prefix(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _VARYING_PREFIX)
+
+
+def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _SPLIT_ROUTING)
+
 
 def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, prefix-cache hits at 0 %, and the requests carry a ``cache_salt`` (``medium``): vLLM mixes the salt into
@@ -132,42 +183,6 @@ def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         message="requests carry a cache_salt: prefix-cache hits only between requests of the same salt",
         evidence=("cache_salt_seen", "prefix_cache_hit_rate_max"),
         missing=["the hit rate of requests that share one salt (or of requests without it)"])
-
-
-def prompt_logprobs_skip_cache(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, prefix-cache hits near 0 %, and the requests ask for the prompt's own logprobs (lm-eval's loglikelihood
-    tasks send echo with logprobs): vLLM computes every prompt token of such a request, so it reads no cached block --
-    the requests' parameters, not a hybrid's block granularity."""
-    said = facts.startup.get("prompt_logprobs_prose")
-    if not said or not _hits_low(facts, 5):
-        return None
-    return outside_families(
-        facts, base_numbers,
-        basis=(f"no error; the prefix-cache hits are low and the requests ask for the prompt's logprobs ('{said}'): vLLM "
-               "needs the logits of every prompt token for them, so it computes the whole prompt and reads no cached "
-               "block, whatever the model -- outside the hybrid/spec-decode failure classes"),
-        title="Prefix cache skipped: the requests ask for prompt logprobs (every prompt token is computed)",
-        message=f"prefix hits low with prompt logprobs: {said}",
-        evidence=("prompt_logprobs_prose", "prefix_cache_hit_rate_max", "hit_rate_prose"),
-        missing=["the hit rate of the same prompts without prompt logprobs (a generation task)"])
-
-
-def varying_prefix(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, prefix-cache hits near 0 %, and the report's prompt template interpolates a per-request value (a time,
-    a UUID, a request or trace id): the prompts differ from their first tokens, so no block is ever shared -- the
-    client's prompt, not a hybrid's block granularity."""
-    said = facts.startup.get("varying_prefix_prose")
-    if not said or not _hits_low(facts, 5):
-        return None
-    return outside_families(
-        facts, base_numbers,
-        basis=(f"no error; the prompt template the report shows puts a per-request value into the prompt ('{said}'): "
-               "prefix caching shares whole blocks of identical leading tokens, so prompts that differ where that value "
-               "stands share nothing after it, whatever the model -- outside the hybrid/spec-decode failure classes"),
-        title="Prefix cache cannot hit: the prompt carries a per-request value (time, UUID, id)",
-        message=f"prompts differ per request: {said}",
-        evidence=("varying_prefix_prose", "prefix_cache_hit_rate_max", "hit_rate_prose"),
-        missing=["the hit rate with the per-request value moved to the end of the prompt (or dropped)"])
 
 
 def replayed_prompts_hit(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
@@ -188,27 +203,6 @@ def replayed_prompts_hit(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
         message=f"prefix hits only on the replay: {said}",
         evidence=("replay_hits_prose", "hit_rate_prose", "prefix_cache_hit_rate_max"),
         missing=["two rendered prompts of the live traffic side by side (where they first differ)"])
-
-
-
-
-def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, prefix-cache hits low, and the report tells the requests spread over several engines without affinity
-    (round robin, a conversation's next turn landing on another pod): each engine's cache only sees a share of a
-    conversation's turns -- the router, not a hybrid's block granularity."""
-    said = facts.startup.get("split_routing_prose")
-    if not said or not _hits_low(facts, 20):
-        return None
-    return outside_families(
-        facts, base_numbers,
-        basis=(f"no error; the report tells the requests spread over several engines ('{said}'): each engine keeps its "
-               "own prefix cache, so a conversation's next turn that lands on another engine finds none of its "
-               "earlier blocks -- the router, outside the hybrid/spec-decode failure classes"),
-        title="Prefix cache split across replicas: requests routed without affinity",
-        message=f"requests spread over engines: {said}",
-        evidence=("split_routing_prose", "prefix_cache_hit_rate_max", "hit_rate_prose"),
-        missing=["the hit rate of one replica replaying one conversation, or with session affinity / prefix-aware "
-                 "routing in front of the replicas"])
 
 
 def left_truncated_prompts(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
@@ -273,10 +267,6 @@ def repeats_rewarded(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         missing=["the same request with the penalty at its default (0, or 1 for repetition_penalty)"])
 
 
-
-
-
-
 def stop_string_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error; answers said to end early, and the requests carry stop strings: generation ends at the first one the
     answer contains (a blank line, a code fence, a role word of an old completion template) -- the request's
@@ -294,8 +284,6 @@ def stop_string_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis | N
         message=f"truncated answers without an error: {said}",
         evidence=("truncated_prose", "request_params"),
         missing=["the same request without its stop list (or with only the model's own end-of-turn token)"])
-
-
 
 
 def chat_template_twice(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -358,6 +358,16 @@ _NEGATED_AFTER = re.compile(r"\W{0,3}(?:is |was |are )?(?:not (?:even )?(?:confi
 _PREPENDS = re.compile(r"\bprepend\w*\b[^.\n]{0,60}?\b(?:to|at|in) (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b",
                        re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# the report's words for causes outside the families, each read once: (fact, words, a needle one of them holds,
+# whether only the reporter's lines count -- an access log's retry count or vLLM's request log is a record)
+_CAUSE_FACTS = (
+    ("replay_hits_prose", REPLAY_HITS, ("hit", "Hit", "HIT"), True),
+    ("bf16_fine_prose", BF16_FINE, ("bf",), True),
+    ("grammar_compile_prose", GRAMMAR_COMPILE, ("ompil",), True),
+    ("prompt_logprobs_prose", PROMPT_LOGPROBS, ("echo", "prompt_logprobs", "loglikelihood"), False),
+    ("proxy_retry_prose", PROXY_RETRY, ("etr",), False),
+    ("client_cap_prose", CLIENT_CAP, ("only", "holding"), True),
+)
 # a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
 _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+((?:(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+)\s+){2,}(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+))\b")
 # ... or that shows the prompt's first lines on the next: "Gateway request dump, first lines of the system prompt:"
@@ -787,20 +797,11 @@ class ProseLines:
             for sentence in _SENTENCE_END.split(text):  # (a guess in one sentence leaves the verdict of the next)
                 if not GUESS.search(sentence):
                     self._first_words("cause_named_prose", CAUSE_NAMED, sentence, line)
-        if line.level is None and len(text) < 2000 and "hit" in text.lower() and "replay_hits_prose" not in self.facts.startup:
-            self._first_words("replay_hits_prose", REPLAY_HITS, text, line)
-        if line.level is None and len(text) < 2000 and "bf16_fine_prose" not in self.facts.startup and "bf" in text:
-            self._first_words("bf16_fine_prose", BF16_FINE, text, line)
-        if line.level is None and len(text) < 2000 and "grammar_compile_prose" not in self.facts.startup and "ompil" in text:
-            self._first_words("grammar_compile_prose", GRAMMAR_COMPILE, text, line)
-        if len(text) < 2000 and "prompt_logprobs_prose" not in self.facts.startup and ("echo" in text or "prompt_logprobs" in text
-                                                                                     or "loglikelihood" in text):
-            self._first_words("prompt_logprobs_prose", PROMPT_LOGPROBS, text, line)
-        if len(text) < 2000 and "proxy_retry_prose" not in self.facts.startup and "etr" in text:
-            self._first_words("proxy_retry_prose", PROXY_RETRY, text, line)
-        if line.level is None and len(text) < 2000 and "client_cap_prose" not in self.facts.startup and (
-                "only" in text or "holding" in text):
-            self._first_words("client_cap_prose", CLIENT_CAP, text, line)
+        if len(text) < 2000:
+            for name, rx, needles, prose_only in _CAUSE_FACTS:
+                if name not in self.facts.startup and (line.level is None or not prose_only) \
+                        and any(n in text for n in needles):
+                    self._first_words(name, rx, text, line)
         if line.level is None and "GPU" in text and (topo := _TOPO_ROW.match(text)):
             # nvidia-smi topo -m: a row with no NV# cell links that GPU to the others over PCIe or the host
             if "NV" in topo.group(1):

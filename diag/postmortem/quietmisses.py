@@ -407,13 +407,14 @@ def pcie_allreduce_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
     without P2P: every layer's all-reduce crosses the host link through NCCL, so decode is bound by communication,
     whatever the model's layers or drafts -- outside the families."""
     slow = _said_slow(facts)
-    why = facts.startup.get("custom_allreduce_off")
+    off, topo = facts.startup.get("custom_allreduce_off"), facts.startup.get("gpu_link_no_nvlink")
     tp = facts.args.get("tensor_parallel_size")
-    topo = facts.startup.get("gpu_link_no_nvlink")
-    if not why and topo and not facts.startup.get("gpu_link_nvlink") and isinstance(tp, int) and tp >= 2:
+    if off:
+        why = f"vLLM disabled its custom all-reduce because {off}"
+    elif topo and not facts.startup.get("gpu_link_nvlink") and isinstance(tp, int) and tp >= 2:
         why = f"nvidia-smi topo -m links the GPUs without NVLink ('{topo}')"
     else:
-        why = why and f"vLLM disabled its custom all-reduce because {why}"
+        why = None
     if not slow or not why:
         return None
     return _slow_from(
