@@ -35,6 +35,10 @@ _SIGNALLED = re.compile(r"SIGKILL|SIGSEGV|signal 9|exit ?code[:= ]+13[79]|Segmen
                         r"out of memory", re.I)
 
 
+# a span the reporter quoted in backticks
+_QUOTED = re.compile(r"`[^`\n]{1,200}`")
+
+
 def _bare_assert(root: LogException) -> bool:
     """A message-less ``assert``: an AssertionError that names no condition."""
     return root.exc_type.endswith("AssertionError") and not root.message.strip()
@@ -57,8 +61,10 @@ def wrapper_only(facts: LogFacts, root: LogException) -> bool:
         return False
     # (a row of the reporter's A/B table is another run's outcome, and a sentence of theirs with no error's marks --
     # "The worker that died printed nothing" -- is prose, not this run's error)
+    # (nor is a sentence that quotes an error in backticks -- "`AssertionError` is all it prints" -- once the quotes
+    # are out)
     lines = [str(t) for _, t in facts.startup.get("error_lines") or []
-             if not str(t).lstrip().startswith("|") and _ERROR_MARK.search(str(t))]
+             if not str(t).lstrip().startswith("|") and _ERROR_MARK.search(_QUOTED.sub("", str(t)))]
     # (the bare assert's line may carry the raw copy's "Process EngineCore_DP0:" header joined to it)
     return all((_WRAPPER_TEXT.search(t) or cut_bare and re.fullmatch(r"\W*AssertionError\W*(?:Process [\w-]+:?\s*)?",
                                                                      t.split("]")[-1]))

@@ -111,6 +111,14 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           # the same in Spanish / Portuguese: "peticiones con borradores de distinto largo"
                           r"\b(?:borradores|rascunhos) (?:de|com) (?:distint[oa]s?|diferentes?) (?:largos?|longitud(?:es)?|"
                           r"tamaños?|tamanhos?|comprimentos?)\b", re.I)
+# the same in the report languages: a new prompt (its prefill) and the decoding requests in one batch -- "prefill이
+# 디코딩 중인 요청들과 같은 배치에 섞일 때", "prefill 和 decode 混合在同一个 batch", "プリフィルとデコードが同じバッチに混在",
+# "Prefill und Decode gemischt im selben Batch", "mezcla prefill y decode en el mismo batch"
+_ROWS_I18N = r"(?:prefill|decod|\ub514\ucf54\ub529|\ud504\ub9ac\ud544|\u89e3\u7801|\u9884\u586b\u5145|\u30c7\u30b3\u30fc\u30c9|\u30d7\u30ea\u30d5\u30a3\u30eb)"
+_MIX_I18N = (r"(?:\uc11e|\u6df7\u5408|\u6df7\u5728|\u6df7\u3056|\u6df7\u5728|\bgemischt\w*|\bmezcl\w*|\bmistur\w*|\bm\u00e9lang\w*|"
+             r"\bmescol\w*|\bmist[oa]\b|\b\u0441\u043c\u0435\u0448\w*|\bmieszan\w*|\bgemengd\w*)")
+_MIXED_PROSE_I18N = re.compile(_ROWS_I18N + r"[^.\n\u3002]{0,60}?" + _MIX_I18N + "|" + _MIX_I18N + r"[^.\n\u3002]{0,60}?" + _ROWS_I18N,
+                               re.I)
 # requests close to their length limit, where the scheduler drafts fewer tokens for them than for the rest ("the
 # sequences that run close to max_model_len", "within 3 tokens of max_model_len", "near the context limit")
 _NEAR_LIMIT = re.compile(r"\b(?:close to|near(?:ing)?|approach(?:es|ing)?|within (?:a few|\d+|k|num_speculative_tokens) "
@@ -549,9 +557,10 @@ class ProseLines:
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and "Capturing CUDA graphs" not in text and any(
                 k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a", "match",
                                     "generating", "mixing", "overlap", "mid-gen", "mid gen", "while the", "during",
-                                    "prefill", "while oth", "borrador", "rascunho")):
+                                    "prefill", "while oth", "borrador", "rascunho", "\uc11e", "\u6df7", "emisch", "ezcl")):
             # (a sentence hard-wrapped over two lines: the joined pair, searched only when there is one)
-            m = _MIXED_PROSE.search(text) or (_MIXED_PROSE.search(wide) if wide != text else None)
+            m = _MIXED_PROSE.search(text) or (_MIXED_PROSE.search(wide) if wide != text else None) \
+                or _MIXED_PROSE_I18N.search(text)
             if m:
                 self.facts.startup["mixed_prose"] = m.group(0)
                 self.facts.lines["mixed_prose"] = (line.lineno, text.strip()[:500])

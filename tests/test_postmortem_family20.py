@@ -1,0 +1,54 @@
+"""Post-mortem, round twenty: a bare assert whose report quotes it in a sentence, mixed batches told in the report
+languages, and the reporter's own fix of a quiet report. The reports are written here; vLLM's lines are in its own
+formats."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_diag.postmortem.analyze import analyze_text
+
+
+def _analyze(lines: list[str]):
+    return analyze_text("\n".join(lines), "t.log", use_preflight=False)
+
+
+_QWEN3_NEXT_MTP_BARE_ASSERT = [
+    "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --max-num-seqs 128 "
+    "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+    "(EngineCore_DP0 pid=811) INFO 02-11 09:14:02 [loggers.py:248] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+    "Avg generation throughput: 91.2 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.2%, "
+    "Prefix cache hit rate: 0.0%",
+    "(Worker_TP0 pid=902) ERROR 02-11 09:14:05 [multiproc_executor.py:822] WorkerProc hit an exception.",
+    "(Worker_TP0 pid=902) ERROR 02-11 09:14:05 [multiproc_executor.py:822] AssertionError",
+    "(EngineCore_DP0 pid=811) ERROR 02-11 09:14:05 [core.py:866] EngineCore encountered a fatal error.",
+    "(EngineCore_DP0 pid=811) ERROR 02-11 09:14:05 [core.py:866] RuntimeError: Worker failed with error '', please "
+    "check the stack trace above for the root cause",
+]
+
+
+@pytest.mark.parametrize("told", [
+    # Korean: "it dies when a new request (prefill) is mixed into the same batch as the requests already decoding"
+    "\uc0c8 \uc694\uccad(prefill)\uc774 \uc774\ubbf8 \ub514\ucf54\ub529 \uc911\uc778 \uc694\uccad\ub4e4\uacfc \uac19\uc740 "
+    "\ubc30\uce58\uc5d0 \uc11e\uc77c \ub54c \uc8fd\ub294 \uac83 \uac19\uc2b5\ub2c8\ub2e4.",
+    # Chinese: "it crashes once prefill and decode are mixed in the same batch"
+    "prefill \u548c decode \u6df7\u5408\u5728\u540c\u4e00\u4e2a batch \u91cc\u5c31\u4f1a\u5d29\u3002",
+    # German
+    "Es st\u00fcrzt ab, sobald Prefill und Decode gemischt im selben Batch landen.",
+])
+def test_a_bare_assert_with_a_mixed_batch_told_in_another_language_is_the_mixed_batch_class(told):
+    """A message-less AssertionError on a GDN hybrid with MTP, the report quoting `AssertionError` in a sentence of its
+    own (no second error), and the mixed batch told in the report's language: the mixed-batch class, inferred."""
+    lines = [told, *_QWEN3_NEXT_MTP_BARE_ASSERT,
+             "`VLLM_LOGGING_LEVEL=DEBUG` \ub85c \ub2e4\uc2dc \ub3cc\ub824\ub3c4 `AssertionError` \ud55c \uc904\ub9cc "
+             "\ub098\uc635\ub2c8\ub2e4."]
+    lead = _analyze(lines).findings[0]
+    assert (lead.category, lead.confidence) == ("mixed_batch", "low")
+    assert "bare assert" in lead.title
+
+
+def test_a_bare_assert_without_a_word_of_the_batch_stays_the_state_index_prior():
+    """The same crash with no word of what the batch held: the configuration's prior (state indices), which names the
+    mixed-batch class as the alternative."""
+    lead = _analyze(["It crashes after a few requests.", *_QWEN3_NEXT_MTP_BARE_ASSERT]).findings[0]
+    assert lead.category == "state_index" and "mixed-batch class" in lead.basis
