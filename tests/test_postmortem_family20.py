@@ -52,3 +52,45 @@ def test_a_bare_assert_without_a_word_of_the_batch_stays_the_state_index_prior()
     mixed-batch class as the alternative."""
     lead = _analyze(["It crashes after a few requests.", *_QWEN3_NEXT_MTP_BARE_ASSERT]).findings[0]
     assert lead.category == "state_index" and "mixed-batch class" in lead.basis
+
+
+_QWEN36_MTP_ALIGN = [
+    "vllm serve Qwen/Qwen3.6-35B-A3B --enable-prefix-caching --mamba-cache-mode align "
+    "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+    "(EngineCore pid=88) INFO 05-02 10:00:01 [core.py:101] Initializing a V1 LLM engine (v0.29.0) with config: "
+    "model='Qwen/Qwen3.6-35B-A3B', speculative_config=SpeculativeConfig(method='mtp', num_spec_tokens=3), "
+    "tensor_parallel_size=1, enable_prefix_caching=True",
+    "(EngineCore pid=88) INFO 05-02 10:00:09 [interface.py:1004] Setting attention block size to 1056 tokens to "
+    "ensure that attention page size is >= mamba page size.",
+    "(APIServer pid=1) INFO 05-02 10:20:00 [loggers.py:271] Engine 000: Avg prompt throughput: 812.0 tokens/s, Avg "
+    "generation throughput: 402.2 tokens/s, Running: 9 reqs, Waiting: 0 reqs, GPU KV cache usage: 4.1%, Prefix cache "
+    "hit rate: 38.5%",
+]
+
+
+@pytest.mark.parametrize("fix", [
+    "Passing StandardCharsets.UTF_8 to EntityUtils.toString fixed it.",
+    "Removing --chat-template (use the model's own) -> correct answers.",
+    "Our gateway dropped the charset from the Content-Type header. Fixed.",
+])
+def test_a_quiet_report_that_the_reporters_own_fix_ends_outside_the_families_is_a_near_miss(fix):
+    """No error, streaming said to be slower with MTP on a hybrid with align-mode prefix caching, and the reporter's own
+    fix is a change to none of the families' settings: the symptom's cause is outside them."""
+    lines = ["Streaming from Qwen3.6 arrives in bursts, slower than without MTP.", *_QWEN36_MTP_ALIGN, fix]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and lead.title.endswith("(the report's own fix)")
+
+
+@pytest.mark.parametrize("fix", [
+    "Restarting the server fixes it for a few minutes.",
+    "--no-enable-prefix-caching fixed it.",
+    "Upgrading to v0.30.0 fixed it.",
+    "Setting num_speculative_tokens to 1 -> correct answers.",
+    "ngram off -> same garbage.",
+])
+def test_a_fix_of_the_families_settings_a_restart_or_a_release_keeps_the_family(fix):
+    """A restart (fresh Mamba/GDN states), a family's own toggle, a newer vLLM or an outcome that keeps the symptom
+    says nothing against the families: the silent reading of the configuration stays."""
+    lines = ["Answers from Qwen3.6 come back garbled after a few turns.", *_QWEN36_MTP_ALIGN, fix]
+    lead = _analyze(lines).findings[0]
+    assert lead.category != "other"

@@ -201,7 +201,7 @@ _FINE_WITH = re.compile(r"\b(with|without) (?:the |our |its |a )?([\w'`.\- ]{2,4
 # a markdown table row of an A/B test: "| `--disable-custom-all-reduce` | no crash (3/3) |" reads as "toggle: outcome"
 _TABLE_ROW = re.compile(r"^\s*\|([^|]{2,80})\|([^|]{2,80})\|")
 # what the reporter kept as it was beside a toggle: "(keep MTP)", "+ mtp on", "with MTP still enabled"
-_KEPT = re.compile(r"\([^)]*\)|[+&,]?\s*(?:with |and )?(?:mtp|spec\w*|drafts?|ngram|eagle\w*|prefix caching|apc)\s+"
+KEPT = re.compile(r"\([^)]*\)|[+&,]?\s*(?:with |and )?(?:mtp|spec\w*|drafts?|ngram|eagle\w*|prefix caching|apc)\s+"
                    r"(?:still )?(?:on|enabled|kept)\b|\bkeep(?:ing)? (?:the )?\w+|"
                    # a row of an A/B list that opens with the set-up every row shares ("ngram, -O0 -> ok")
                    r"^\s*(?:mtp|ngram|eagle\w*|spec\w*|drafts?)(?:\s+\d+(?:\s+tokens?)?)?\s*,", re.I)
@@ -236,12 +236,12 @@ _OFF_COLUMNS = ((re.compile(_SPEC + r"(?:\s*\([^)]{0,20}\))?", re.I), "faults_wi
                 (re.compile(r"(?:automatic )?prefix[ -]caching|apc", re.I), "persists_without_pc_prose"))
 # a toggle that belongs to the hybrid / spec-decode classes: what it fixes says nothing against them
 # (a switch to an attention-only model -- "same command with Llama-3.1-8B" -- takes the hybrid layers out too)
-_FAMILY_TOGGLE = re.compile(r"prefix|cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
+FAMILY_TOGGLE = re.compile(r"prefix|cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
                             r"block|max[-_ ]num|chunked|async|gdn|flashinfer(?!_?sampler)|flashmla|attention|backend|kv|"
                             r"llama|mistral|gemma|dense|linear", re.I)
 # a change of the load, not of a setting: "single user: fine", "only decode traffic: fine", "k=1: fine" -- fewer
 # requests, one kind of rows or fewer drafts is what the mixed-batch and kernel-limit classes predict, no cause elsewhere
-_WORKLOAD_TOGGLE = re.compile(r"\b(?:single|one|1) (?:user|client|request|stream|conversation)s?\b|\bonly\b|\btraffic\b|"
+WORKLOAD_TOGGLE = re.compile(r"\b(?:single|one|1) (?:user|client|request|stream|conversation)s?\b|\bonly\b|\btraffic\b|"
                               r"\bload\b|\bk\s*=|\bconcurren\w*|\bbatch\b|\bctx\b|\bcontext\b|\bprompts?\b|"
                               r"\bwithout (?:\w+ )?requests\b|\bsmaller model\b|\b(?:attempt|comment|run)\s*#?\d", re.I)
 # an A/B table's run-number column, whose value changes every row
@@ -312,7 +312,7 @@ class ABTestReader:
                         self.facts.lines[fact] = (line.lineno, text.strip()[:500])
             # (a clean outcome: "no crash" is no fault word once joined to its "no")
             if value != base and clean \
-                    and not _FAMILY_TOGGLE.search(name) and not _RUN_COLUMN.match(name) and "other_fix_prose" not in st:
+                    and not FAMILY_TOGGLE.search(name) and not _RUN_COLUMN.match(name) and "other_fix_prose" not in st:
                 st["other_fix_prose"] = f"{name} {value}: {outcome}"
                 self.facts.lines["other_fix_prose"] = (line.lineno, text.strip()[:500])
         return True
@@ -345,7 +345,7 @@ class ABTestReader:
         low = text.lower()
         if "other_fix_prose" not in self.facts.startup and (zh := _FIXED_BY_SWITCH_ZH.search(text)):
             switched = _KEPT_ZH.sub("", zh.group(1)).strip(" +")
-            if switched and not _FAMILY_TOGGLE.search(switched):
+            if switched and not FAMILY_TOGGLE.search(switched):
                 self.facts.startup["other_fix_prose"] = zh.group(0).strip()
                 self.facts.lines["other_fix_prose"] = (line.lineno, line.text.strip()[:500])
         if "other_fix_prose" in self.facts.startup or not any(w in low for w in _FIXED_HINTS):
@@ -357,9 +357,9 @@ class ABTestReader:
         elif m is None and (m := _FINE_WITH.search(text)):
             toggle = f"{m.group(1).lower()} {m.group(2).strip()}"
         # (what the reporter kept as it was is no toggle: "Disabling EPLB (keep MTP)")
-        changed = _KEPT.sub("", toggle) if m and toggle else ""
-        if m and toggle and len(toggle) < 120 and not _FAMILY_TOGGLE.search(changed) \
-                and not _WORKLOAD_TOGGLE.search(changed):
+        changed = KEPT.sub("", toggle) if m and toggle else ""
+        if m and toggle and len(toggle) < 120 and not FAMILY_TOGGLE.search(changed) \
+                and not WORKLOAD_TOGGLE.search(changed):
             self.facts.startup["other_fix_prose"] = f"{toggle} {m.group(0).strip()}" if toggle.lower() not in m.group(0).lower() \
                 else m.group(0).strip()
             self.facts.lines["other_fix_prose"] = (line.lineno, line.text.strip()[:500])

@@ -36,6 +36,7 @@ from .numbers import (
     quoted_page_sizes,
 )
 from .abtests import ABTestReader
+from .trials import TrialReader
 from .prose import ProseLines
 from .rooterror import ErrorLines, unflatten
 from .startup import StartupLines
@@ -238,6 +239,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.logged_prompts: list[tuple[int, str]] = []  # the request log's prompts (their first 400 characters)
         self.side_attempt_lines: set[int] = set()  # lines of the reporter's side attempts ("I also tried X: <error>")
         self.ab_tests = ABTestReader(self.facts)  # the reporter's A/B tests (sentences, bullets, tables)
+        self.trials = TrialReader(self.facts)  # the reporter's own fix
         self._err_open = False
         self._err_last = 0
         self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text

@@ -700,6 +700,7 @@ class ProseLines:
                     or "Wait" in wide:
                 self._first_words("capacity_prose", CAPACITY_FELL, wide, line)
             self.ab_tests.read(wide, text, line)
+            self.trials.read(text, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",

@@ -268,6 +268,9 @@ def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) ->
         # (a wrong output that a change outside the classes makes right: a state or batch fault of the drafts or the
         # cache would stay with them on)
         cleared = f"a change outside them makes the output right ('{fix}')"
+    if cleared is None and (resolved := facts.startup.get("resolved_prose")):
+        # (the reporter's own fix, a change outside the families' settings that ended the symptom: trials.py)
+        cleared = f"the report's own fix changes nothing of theirs ('{resolved}')"
     named = facts.startup.get("cause_named_prose")
     if cleared is None and not named:
         return None
@@ -282,10 +285,11 @@ def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) ->
     return outside_families(
         facts, base_numbers,
         basis=f"no error; the report says '{symptom}', and {said}",
-        title=("Symptom outside the hybrid/spec-decode classes (the report's A/B tests)" if cleared else
-               "Symptom outside the hybrid/spec-decode classes (the report's own finding)"),
+        title="Symptom outside the hybrid/spec-decode classes (the report's "
+              + ("own fix)" if cleared and cleared.startswith("the report's own fix") else
+                 "A/B tests)" if cleared else "own finding)"),
         message=f"symptom without an error: {symptom}",
-        evidence=(*AB_TEST_FACTS, "cause_named_prose"),
+        evidence=(*AB_TEST_FACTS, "cause_named_prose", "resolved_prose"),
         missing=["the run that shows the symptom with the suspected setting alone changed"])
 
 

@@ -1,0 +1,91 @@
+"""The reporter's own fix of a report, told as a trial: ``<change> -> <outcome>``, ``<change> fixed it``, ``Fixed the
+reader to ... -> answers are complete``, or a sentence ``Fixed.`` after the change. When the change touches none of the
+families' settings (drafts, prefix caching, the Mamba/GDN cache, CUDA graphs, the attention backend, the batch
+budgets), keeps the vLLM release and is no smaller load, the symptom it ended had its cause outside them: read into
+``facts.startup["resolved_prose"]`` with its line.
+
+Read per sentence, so that the fault's own sentence ("ngram off -> same nonsense") and the fix's ("Different AWQ
+upload -> correct") stay apart."""
+
+from __future__ import annotations
+
+import re
+
+from ..model import LogFacts
+from .abtests import FAMILY_TOGGLE, KEPT, WORKLOAD_TOGGLE
+from .lines import Line
+
+_ARROW = re.compile(r"\s(?:->|=>|\u2192|\u21d2)\s")
+# an outcome that is the symptom gone: "correct calls", "answers are complete", "smooth, ~150 tok/s", "fine"
+_GOOD = re.compile(r"^(?:(?:the |all |every )?(?:it|everything|output|outputs|answers?|text|results?|streams?|streaming|"
+                   r"calls?|tool calls?|responses?|numbers?|tokens?)\s+)?(?:(?:is|are|was|were|looks?|stays?|became|"
+                   r"now|comes?|came|arrive[sd]?|all|completely|perfectly|fully|totally)\s+)*(?:correct|fine|clean|"
+                   r"ok(?:ay)?|works?|worked|smooth(?:ly)?|complete|normal|good|coherent|right|stable|perfect|fixed|"
+                   r"resolved|solved|gone|as expected)\b", re.I)
+# an outcome that keeps the symptom (or says the change did nothing)
+_BAD = re.compile(r"\b(?:same|still|again|garbage|nonsense|garbled|wrong|broken|crash\w*|fail\w*|worse|slow\w*|"
+                  r"no (?:change|difference|effect|improvement)|didn'?t|did not|doesn'?t|does not|not (?:fixed|better))\b",
+                  re.I)
+# "<change> fixed it", "... which solved it", and not "didn't fix it" / "fixed in v0.30"
+_FIXED_IT = re.compile(r"(?<!n't )(?<!not )(?<!never )\b(?:fixed|fixes|solved|solves|resolved|resolves|cured)\s+"
+                       r"(?:it|this|that|everything|the (?:issue|problem|bug|symptom|bursts?|output|garbage|mojibake|"
+                       r"truncation|latency|hit rate|numbers?))\b", re.I)
+# a sentence that is only the verdict: "Fixed.", "Solved!"
+_VERDICT_ONLY = re.compile(r"^\W*(?:(?:and |that |this )?(?:fixed|solved|resolved)(?: it)?|problem solved|works now)\W*$",
+                           re.I)
+# the fix was vLLM itself (a release, a nightly, a pull request): the families' bug fixed, no cause outside them
+_VLLM_CHANGE = re.compile(r"\b(?:upgrad\w*|updat\w*|bump\w*|downgrad\w*|nightly|v?0\.\d+(?:\.\d+)?|PR\s*#?\d+|#\d{4,}|"
+                          r"main branch|latest|newer|older|release|patch\w*|cherry-?pick\w*|commit)\b", re.I)
+# settings that size the KV cache and the Mamba state budget (the families' capacity checks), and the compilation
+# config that sets the CUDA-graph capture sizes
+_BUDGET = re.compile(r"gpu[-_ ]memory|max[-_ ]model|num[-_ ]gpu[-_ ]blocks|swap|compil", re.I)
+# a fresh state, not a change: a restart or a new conversation clears the cached Mamba/GDN states a state fault leaves
+# behind ("Restarting fixes it for a few minutes"); and a change told only by reference ("Either one alone")
+_FRESH_OR_VAGUE = re.compile(r"\b(?:restart\w*|reboot\w*|re-?launch\w*|fresh|new (?:conversation|session|chat|server|pod|"
+                             r"process)|reset\w*|clear\w*|flush\w*|for a (?:few|couple)|temporar\w*|for a while)\b|"
+                             r"^\W*(?:either|each|both|any|one|that|this|it|them|those|these)\b", re.I)
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+(?=\S)")
+
+
+def _outside(change: str) -> bool:
+    """The change touches no family's setting, no vLLM release, no KV budget and no load."""
+    changed = KEPT.sub("", change)
+    return bool(changed.strip(" -*:`'\"")) and len(change) < 240 and not (
+        FAMILY_TOGGLE.search(changed) or WORKLOAD_TOGGLE.search(changed) or _VLLM_CHANGE.search(changed)
+        or _BUDGET.search(changed) or _FRESH_OR_VAGUE.search(changed))
+
+
+def _change_of(sentence: str, before: str) -> str | None:
+    """The change a sentence says ended the symptom ("" when it says none)."""
+    if _VERDICT_ONLY.match(sentence):
+        return before
+    m = _FIXED_IT.search(sentence)
+    if m:
+        change = sentence[:m.start()].strip()
+        change = re.sub(r"^(?:and|so|then|finally)\s+|\s*(?:which|that|this|it)\s*$", "", change, flags=re.I).strip(" ,")
+        return change if change and change.lower() not in ("that", "this", "it") else before
+    arrow = _ARROW.search(sentence)
+    if arrow:
+        outcome = sentence[arrow.end():]
+        if _GOOD.match(outcome) and not _BAD.search(outcome[:80]):
+            return sentence[:arrow.start()]
+    return None
+
+
+class TrialReader:
+    """Reads the reporter's fix (the first change outside the families that ended the symptom)."""
+
+    def __init__(self, facts: LogFacts) -> None:
+        self.facts = facts
+        self._before = ""  # the sentence before (the change a bare "Fixed." follows)
+
+    def read(self, text: str, line: Line) -> None:
+        if "resolved_prose" in self.facts.startup or len(text) > 1500:
+            return
+        for sentence in _SENTENCES.split(text.strip().lstrip("-*> ").strip()):
+            change = _change_of(sentence, self._before)
+            self._before = sentence
+            if change and _outside(change):
+                self.facts.startup["resolved_prose"] = " ".join(sentence.split())[:200]
+                self.facts.lines["resolved_prose"] = (line.lineno, text.strip()[:500])
+                return
