@@ -94,3 +94,51 @@ def test_a_fix_of_the_families_settings_a_restart_or_a_release_keeps_the_family(
     lines = ["Answers from Qwen3.6 come back garbled after a few turns.", *_QWEN36_MTP_ALIGN, fix]
     lead = _analyze(lines).findings[0]
     assert lead.category != "other"
+
+
+def test_a_question_about_which_version_fixes_it_is_no_fix():
+    """'Can you tell us which version fixes it?' asks; it reports no trial (the silent family reading stays)."""
+    lines = ["Answers from Qwen3.6 come back garbled after a few turns.", *_QWEN36_MTP_ALIGN,
+             "Can you confirm and tell us which version fixes it?"]
+    assert _analyze(lines).findings[0].category != "other"
+
+
+def test_prefix_caching_off_told_before_a_colon_is_the_cache_needed():
+    """"`--no-enable-prefix-caching` (same spec config): outputs correct": the failure needs prefix caching, so the
+    cached states' class leads even where the model's layers lack a spec-decode path."""
+    from vllm_diag.postmortem import facts_from_text
+
+    facts = facts_from_text("\n".join(["Answers turn to garbage on cache hits.", *_QWEN36_MTP_ALIGN,
+                                       "- `--no-enable-prefix-caching` (same spec config): outputs correct."]))
+    assert "no-enable-prefix-caching" in str(facts.startup.get("prefix_caching_needed"))
+
+
+@pytest.mark.parametrize("said", [
+    "Perf regression ticket: decode throughput at 64 concurrent users fell from ~2.1k to ~700 tok/s.",
+    "Same MTP config is 40% faster on our B200 node than on H200 per GPU, expected maybe 15-20%.",
+])
+def test_slowness_told_as_a_regression_or_a_gap_between_boxes(said):
+    from vllm_diag.postmortem import facts_from_text
+
+    assert facts_from_text(said).startup.get("slow_prose")
+
+
+@pytest.mark.parametrize("said", [
+    'Looked at the rendered prompts: the first line of the system prompt is "Current time: 2025-10-14T12:13:58.412Z".',
+    "Every request diverges at token ~12, so no block ever matches.",
+    "Moved the timestamp into the last user message and the hits came back.",
+])
+def test_a_per_request_value_in_the_prompt_told_in_more_ways(said):
+    from vllm_diag.postmortem import facts_from_text
+
+    assert facts_from_text(said).startup.get("varying_prefix_prose")
+
+
+@pytest.mark.parametrize("said", [
+    'Maintainer: "Running: 1 reqs" -- you only ever send one request at a time.',
+    "Our batch job uses the openai python client in a for-loop over 40k docs.",
+])
+def test_a_client_that_sends_one_request_at_a_time(said):
+    from vllm_diag.postmortem import facts_from_text
+
+    assert facts_from_text(said).startup.get("client_cap_prose")

@@ -148,7 +148,11 @@ CLIENT_CAP = re.compile(
     r"\b(?:server|engine|vLLM) only (?:ever )?(?:sees|gets|receives)\W{0,2} ~?\d+ (?:requests?|reqs)\b|"
     r"\bvLLM (?:is|was) not holding (?:anything|any requests?|requests) back\b|"
     r"\b(?:client|load generator|benchmark|script) (?:only )?(?:sends|submits|keeps) (?:at most |only )?~?\d+ "
-    r"(?:requests? )?(?:at a time|in flight|concurrently)\b", re.I)
+    r"(?:requests? )?(?:at a time|in flight|concurrently)\b|"
+    # one request at a time: "you only ever send one request at a time", "the openai client in a for-loop over 40k docs"
+    r"\bonly (?:ever )?sen(?:d|ds|t|ding) (?:one|1|a single) request at a time\b|"
+    r"\b(?:client|SDK|script|requests?)\b[^.\n]{0,40}?\b(?:in a (?:plain |simple |python )?for[- ]?loop|sequentially|"
+    r"one after (?:the )?another)\b", re.I)
 # the reporter's own verdict naming a cause outside vLLM's model paths: "The quant itself is the problem", "So it's the
 # checkpoint", "It's our Node frontend", "the gateway was the culprit" (a guess -- "I thought", "maybe", a question --
 # is no verdict: the caller skips those lines)

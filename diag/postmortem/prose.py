@@ -353,7 +353,11 @@ _VARYING_PREFIX_TOLD = re.compile(
     r"\bmov(?:e|ed|es|ing) (?:the|that|this|those|these) (?:template )?(?:variables?|placeholders?|fields?)\b[^.\n]{0,40}?"
     r"\bto the (?:end|bottom) of (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b|"
     r"\bmov(?:e|ed|es|ing) (?:the )?(?:request[-_ ]?id|trace[-_ ]?id|uuid|timestamp|current time|date)s?\b[^.\n]{0,40}?"
-    r"\bto the (?:end|bottom)\b", re.I)
+    r"\b(?:to the (?:end|bottom)|into the (?:last|final) (?:user )?(?:message|turn))\b|"
+    # the prompt quoted with its per-request time ("Current time: 2025-10-14T12:13:58.412Z"), or the requests said to
+    # part within the first tokens ("every request diverges at token ~12")
+    r"\b(?:current time|time|now|date|timestamp)\s*[:=]\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|"
+    r"\b(?:every|each) (?:request|prompt) diverges\b|\bdiverg\w* (?:at|after) (?:token|position) ~?\d{1,3}\b", re.I)
 # a benchmark of random prompts (vllm bench's random dataset, the reporter's words): a drafter has nothing to predict
 _RANDOM_PROMPTS = re.compile(r"--dataset[-_]name[ =]random\b|\brandom (?:prompts?|tokens?|inputs?|dataset|data)\b", re.I)
 # the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
@@ -374,7 +378,7 @@ _CAUSE_FACTS = (
     ("grammar_compile_prose", GRAMMAR_COMPILE, ("ompil",), True),
     ("prompt_logprobs_prose", PROMPT_LOGPROBS, ("echo", "prompt_logprobs", "loglikelihood"), False),
     ("proxy_retry_prose", PROXY_RETRY, ("etr",), False),
-    ("client_cap_prose", CLIENT_CAP, ("only", "holding"), True),
+    ("client_cap_prose", CLIENT_CAP, ("only", "holding", "loop", "equential", "one after"), True),
 )
 # a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
 _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+((?:(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+)\s+){2,}(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+))\b")
@@ -624,7 +628,7 @@ class ProseLines:
             self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000 and "varying_prefix_prose" not in self.facts.startup and (
                 "prepend" in wide or "start" in wide or "begin" in wide or "front" in wide or "first" in wide.lower()
-                or "mov" in wide.lower() or "open" in wide):
+                or "mov" in wide.lower() or "open" in wide or "iverg" in wide or "ime" in wide or "ate" in wide):
             # told in words: "the gateway prepends a line like `Request-ID: ...; Received: <time>` to the start of
             # every system prompt"
             self._first_words("varying_prefix_prose", _VARYING_PREFIX_TOLD, wide, line)
@@ -704,7 +708,7 @@ class ProseLines:
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
-                                       "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token", "/s", "crawl", "half",
+                                       "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token", "/s", "crawl", "half", "faster",
                                        "\ub290", "\u6162", "\u9045", "langsam", "lent", "\u043c\u0435\u0434\u043b", "trager", "langzam",
                                        "wolniej", "pomal", "yava\u015f", "ch\u1eadm", "lambat", "l\u00e5ngsam",
                                        "\u043f\u043e\u0432\u0456\u043b\u044c\u043d", "\u0927\u0940\u092e\u093e", "\u0623\u0628\u0637\u0623",

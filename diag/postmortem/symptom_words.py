@@ -392,7 +392,11 @@ SLOW = re.compile(
     r"\bexpect\w* (?:more|higher|better|faster) (?:tok(?:ens)?/s|throughput|speed|decode)\W{0,3}\s*(?:but )?got (?:less|lower|"
     r"worse|slower)\b|"
     # "output tok/s drops from ~5900 to ~4100"
-    r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL)\b (?:\w+ ){0,2}(?:drops?|dropped|falls?|fell|goes down|went down) from "
+    # ("decode throughput at 64 concurrent users fell from ~2.1k to ~700 tok/s"; "a perf regression")
+    r"\b(?:perf(?:ormance)?|throughput|latency|speed|decode) regression\b|"
+    # one box slower than the other by more than expected: "40% faster on our B200 node than on H200 per GPU"
+    r"\b~?\d+(?:\.\d+)?\s*(?:%|x) faster on (?:our |the |a )?[\w-]+(?: \w+)?\s+than on\b|"
+    r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL)\b (?:\w+ ){0,5}(?:drops?|dropped|falls?|fell|goes down|went down) from "
     r"~?\d[\d,.]*\s*k?\s*(?:tok(?:ens)?/s)? to ~?\d[\d,]*(?:\.\d+)?\s*k?(?:\s*tok(?:en)?s?/s)?|"
     # "delivers ~35% lower throughput and higher TPOT than the others"
     r"~?\d+(?:\.\d+)?\s*(?:%|x) (?:lower|less|worse|smaller) (?:decode |generation |output )?(?:throughput|tok(?:ens)?/s)\b|"

@@ -35,7 +35,7 @@ _VERDICT_ONLY = re.compile(r"^\W*(?:(?:and |that |this )?(?:fixed|solved|resolve
                            re.I)
 # the fix was vLLM itself (a release, a nightly, a pull request): the families' bug fixed, no cause outside them
 _VLLM_CHANGE = re.compile(r"\b(?:upgrad\w*|updat\w*|bump\w*|downgrad\w*|nightly|v?0\.\d+(?:\.\d+)?|PR\s*#?\d+|#\d{4,}|"
-                          r"main branch|latest|newer|older|release|patch\w*|cherry-?pick\w*|commit)\b", re.I)
+                          r"main branch|latest|newer|older|release|versions?|patch\w*|cherry-?pick\w*|commit)\b", re.I)
 # settings that size the KV cache and the Mamba state budget (the families' capacity checks), and the compilation
 # config that sets the CUDA-graph capture sizes
 _BUDGET = re.compile(r"gpu[-_ ]memory|max[-_ ]model|num[-_ ]gpu[-_ ]blocks|swap|compil", re.I)
@@ -45,6 +45,9 @@ _FRESH_OR_VAGUE = re.compile(r"\b(?:restart\w*|reboot\w*|re-?launch\w*|fresh|new
                              r"process)|reset\w*|clear\w*|flush\w*|for a (?:few|couple)|temporar\w*|for a while)\b|"
                              r"^\W*(?:either|each|both|any|one|that|this|it|them|those|these)\b", re.I)
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+(?=\S)")
+# a question or a hope, not a trial: "which version fixes it?", "if that fixes it", "would a newer driver fix it"
+_UNTRIED = re.compile(r"\?|\b(?:if|whether|would|could|might|may|maybe|hope\w*|should|will|wonder\w*|perhaps|not sure)\b",
+                      re.I)
 
 
 def _outside(change: str) -> bool:
@@ -64,12 +67,29 @@ def _change_of(sentence: str, before: str) -> str | None:
         change = sentence[:m.start()].strip()
         change = re.sub(r"^(?:and|so|then|finally)\s+|\s*(?:which|that|this|it)\s*$", "", change, flags=re.I).strip(" ,")
         return change if change and change.lower() not in ("that", "this", "it") else before
-    arrow = _ARROW.search(sentence)
+    arrow = _ARROW.search(sentence) or _toggle_colon(sentence)
     if arrow:
         outcome = sentence[arrow.end():]
         if _GOOD.match(outcome) and not _BAD.search(outcome[:80]):
             return sentence[:arrow.start()]
     return None
+
+
+# the words before a colon that name a setting the reporter switched ("`--no-enable-prefix-caching` (same spec
+# config): outputs correct"): a flag, an assignment or an on/off word
+_TOGGLED = re.compile(r"--[\w-]+|=\s*\S+|\b(?:off|on|disabled|enabled|without \S+)\b", re.I)
+_COLON = re.compile(r":\s")
+
+
+def _toggle_colon(sentence: str) -> re.Match[str] | None:
+    """The colon after a switched setting, within the sentence's first 140 characters."""
+    m = _COLON.search(sentence, 0, 140)
+    return m if m and _TOGGLED.search(sentence[:m.start()]) else None
+
+
+# prefix caching switched off
+_PC_OFF = re.compile(r"--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False|\b(?:without|no|disabl\w*|turn\w* off)\s+"
+                     r"(?:the |automatic )?(?:prefix[ -]caching|APC)\b|\b(?:prefix[ -]caching|APC)\s+(?:off|disabled)\b", re.I)
 
 
 class TrialReader:
@@ -80,12 +100,18 @@ class TrialReader:
         self._before = ""  # the sentence before (the change a bare "Fixed." follows)
 
     def read(self, text: str, line: Line) -> None:
-        if "resolved_prose" in self.facts.startup or len(text) > 1500:
+        if len(text) > 1500:
             return
+        st = self.facts.startup
         for sentence in _SENTENCES.split(text.strip().lstrip("-*> ").strip()):
-            change = _change_of(sentence, self._before)
+            change = _change_of(sentence, self._before) if not _UNTRIED.search(sentence) else None
             self._before = sentence
-            if change and _outside(change):
-                self.facts.startup["resolved_prose"] = " ".join(sentence.split())[:200]
+            if change and "prefix_caching_needed" not in st and _PC_OFF.search(change) \
+                    and not re.search(r"\b(?:mtp|spec\w*|drafts?|eagle\w*|ngram)\s+(?:off|disabled)\b", change, re.I):
+                # the symptom gone with prefix caching off alone: the failing run needed it
+                st["prefix_caching_needed"] = " ".join(sentence.split())[:200]
+                st.setdefault("prefix_caching_prose", True)
+                self.facts.lines["prefix_caching_needed"] = (line.lineno, text.strip()[:500])
+            if change and "resolved_prose" not in st and _outside(change):
+                st["resolved_prose"] = " ".join(sentence.split())[:200]
                 self.facts.lines["resolved_prose"] = (line.lineno, text.strip()[:500])
-                return
