@@ -142,3 +142,66 @@ def test_a_client_that_sends_one_request_at_a_time(said):
     from vllm_diag.postmortem import facts_from_text
 
     assert facts_from_text(said).startup.get("client_cap_prose")
+
+
+@pytest.mark.parametrize("said", [
+    "Zamba2-7B with ngram speculative decoding cuts answers after a few words",
+    'every answer is exactly 16 tokens, finish_reason "length".',
+])
+def test_answers_cut_short_told_in_more_ways(said):
+    from vllm_diag.postmortem import facts_from_text
+
+    assert facts_from_text(said).startup.get("truncated_prose")
+
+
+def test_a_probe_kill_with_the_runtimes_exit_137_is_the_probe():
+    """The kubelet's liveness probe failed and the runtime reports the container killed (exit 137): one event, the
+    probe's restart of a slow start -- not a second, unexplained error."""
+    lines = ["Pod restarts forever, never serves.",
+             '  Warning  Unhealthy  12m (x3 over 13m)  kubelet  Liveness probe failed: Get "http://10.4.1.9:8000/health": '
+             "dial tcp 10.4.1.9:8000: connect: connection refused",
+             *_QWEN36_MTP_ALIGN[:3],
+             "2026-03-09T07:33:18.004Z rpc error: code = Unknown desc = container killed (exit 137)"]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "probe" in lead.title
+
+
+def test_prompts_said_to_share_no_prefix_take_the_cache_granularity_out():
+    """A hybrid's 0 % hit rate, and the report says every prompt is a fresh document: no block size makes a cache hit
+    there, so the granularity reading does not lead."""
+    lines = ["TTFT for our 100k-token RAG prompts is 40-60 s. The hit rate 0.0% is expected here, every prompt is a "
+             "fresh document.", *_QWEN36_MTP_ALIGN[:3],
+             _QWEN36_MTP_ALIGN[3].replace("38.5%", "0.0%"), _QWEN36_MTP_ALIGN[3].replace("38.5%", "0.0%")]
+    assert all(f.category != "prefix_cache_degraded" for f in _analyze(lines).findings[:1])
+
+
+@pytest.mark.parametrize("verdict, cleared", [
+    ("So spec decode / the 1056 block size are not it.", True),
+    ("Maybe MTP is not the problem, I am not sure.", False),
+])
+def test_the_reporters_verdict_that_the_families_are_not_it(verdict, cleared):
+    lines = ["Answers from Qwen3.6 come back garbled.", *_QWEN36_MTP_ALIGN, verdict]
+    assert (_analyze(lines).findings[0].category == "other") is cleared
+
+
+def test_a_symptom_kept_with_the_drafts_and_the_cache_off_clears_the_families():
+    """'prefix caching off: still ~70% differ' and 'ngram off: still differ' keep the symptom with both switched off:
+    the report's own tests take the hybrid/spec-decode classes out."""
+    from vllm_diag.postmortem import facts_from_text
+
+    facts = facts_from_text("- prefix caching off: still ~70% differ\n- ngram off: still differ")
+    assert facts.startup.get("persists_without_pc_prose") and facts.startup.get("faults_without_spec_prose")
+
+
+def test_a_resumed_request_counts_past_the_ids_the_dump_elided():
+    """resumed_from_preemption=[false, false, true, ...] with the req_ids list cut after two ids: the third request
+    resumed after preemption all the same."""
+    from vllm_diag.postmortem import facts_from_text
+
+    dump = ("(EngineCore_DP0 pid=1) ERROR 10-14 03:22:51 [dump_input.py:76] Dumping scheduler output for model "
+            "execution: SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(req_ids=["
+            "'chatcmpl-9f1', 'chatcmpl-a07', ...], resumed_from_preemption=[false, false, true, ...], "
+            "num_computed_tokens=[5000, 4100, 3000]), num_scheduled_tokens={chatcmpl-9f1: 3, chatcmpl-a07: 3}, "
+            "total_num_scheduled_tokens=161)")
+    batch = facts_from_text(dump).startup.get("crash_batch") or {}
+    assert batch.get("num_resumed_reqs") == 1

@@ -474,6 +474,8 @@ def _answers_symptom(facts: LogFacts, f: Finding) -> bool:
     st = facts.startup
     if st.get("wrong_output_prose") and not st.get("hit_rate_prose"):
         return False  # (how often the cache hits never makes an answer wrong)
+    if st.get("unique_prompts_prose"):
+        return False  # (prompts that share no prefix have nothing to hit at any granularity)
     rate = st.get("prefix_cache_hit_rate_max")
     said = " ".join(str((facts.lines.get(k) or (0, ""))[1]) for k in ("slow_prose", "spec_slower_prose", "capacity_prose"))
     return bool(st.get("hit_rate_prose") or st.get("prefix_caching_prose") or st.get("shared_prefix_tokens")

@@ -145,7 +145,7 @@ REPLAY_HITS = re.compile(
 # the reporter's finding that the client sends no more requests than the engine runs: "the server only ever SEES 14
 # requests", "vLLM is not holding anything back", "the client only sends 8 at a time"
 CLIENT_CAP = re.compile(
-    r"\b(?:server|engine|vLLM) only (?:ever )?(?:sees|gets|receives)\W{0,2} ~?\d+ (?:requests?|reqs)\b|"
+    r"\b(?:server|engine|vLLM) only (?:ever )?(?:sees|gets|receives|shows|runs)\W{0,2} ~?\d+ (?:requests?|reqs|running)\b|"
     r"\bvLLM (?:is|was) not holding (?:anything|any requests?|requests) back\b|"
     r"\b(?:client|load generator|benchmark|script) (?:only )?(?:sends|submits|keeps) (?:at most |only )?~?\d+ "
     r"(?:requests? )?(?:at a time|in flight|concurrently)\b|"
@@ -153,6 +153,21 @@ CLIENT_CAP = re.compile(
     r"\bonly (?:ever )?sen(?:d|ds|t|ding) (?:one|1|a single) request at a time\b|"
     r"\b(?:client|SDK|script|requests?)\b[^.\n]{0,40}?\b(?:in a (?:plain |simple |python )?for[- ]?loop|sequentially|"
     r"one after (?:the )?another)\b", re.I)
+# the reporter's words that the prompts share no prefix, so the cache has nothing to hit: "unique RAG context each
+# time", "every prompt is a fresh document", "The hit rate 0.0% is expected here"
+UNIQUE_PROMPTS = re.compile(
+    r"\b(?:unique|fresh|distinct|different) (?:\w+ ){0,2}(?:each|every) (?:time|request|call|prompt)\b|"
+    r"\b(?:every|each) (?:prompt|request|document|input) is (?:a )?(?:fresh|new|unique|different|distinct)\b|"
+    r"\bhit rate (?:of )?(?:~?0(?:\.0)?\s*%? )?is expected\b|\bno (?:shared|common) (?:system )?(?:prefix(?:es)?|prompts?)\b|"
+    r"\b(?:prompts?|requests?|documents?) (?:share|have) no (?:common )?prefix\b", re.I)
+# the reporter's verdict that the families' settings are not the cause, after their tests: "So spec decode / the 1184
+# block size are not it", "prefix caching isn't the problem", "MTP is ruled out"
+_FAMILY_SETTING = (r"(?:spec(?:ulative)?[ -]decod\w*|MTP|ngram|EAGLE\w*|drafts?|suffix decoding|prefix[ -]caching|APC|"
+                   r"(?:the )?(?:\d+[ -])?(?:token )?block[ -]size|mamba\w*(?: \w+)?|cuda ?graphs?|align mode)")
+FAMILIES_RULED_OUT = re.compile(
+    r"\b" + _FAMILY_SETTING + r"(?:\s*(?:/|,|and|or)\s*" + _FAMILY_SETTING + r")*\s+(?:is|are|was|were)(?:n't| not)\s+"
+    r"(?:it|the (?:cause|problem|culprit|issue)|involved|related|to blame)\b|"
+    r"\b" + _FAMILY_SETTING + r"\s+(?:is|are|was|were) (?:ruled out|innocent|not involved)\b", re.I)
 # the reporter's own verdict naming a cause outside vLLM's model paths: "The quant itself is the problem", "So it's the
 # checkpoint", "It's our Node frontend", "the gateway was the culprit" (a guess -- "I thought", "maybe", a question --
 # is no verdict: the caller skips those lines)

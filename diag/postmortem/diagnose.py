@@ -505,7 +505,10 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                              evidence=fact_evidence(facts, "engine_config") + batch_ev,
                              missing=["the exception of the failing step (the lines after the dump)"])
     probe = facts.startup.get("probe_kill")
-    if probe and not any(_REAL_ERROR.search(t) for _, t in lines if "probe" not in t and "Killing" not in t):
+    # (the runtime's report of that kill -- "container killed (exit 137)" -- is the same event, unless it names the OOM
+    # killer)
+    if probe and not any(_REAL_ERROR.search(t) for _, t in lines if "probe" not in t and "Killing" not in t
+                         and not (_PROBE_KILLED.search(t) and "OOM" not in t)):
         # the kubelet restarted the container because its liveness/startup probe got no answer: a start (weights,
         # compilation, CUDA-graph capture) slower than the probe allows, not an engine failure
         ln = (facts.lines.get("probe_kill") or (None,))[0]
@@ -606,6 +609,10 @@ _ARGPARSE = re.compile(r"^(?:[\w.\-/]+)(?: [\w\-]+)?: error: (?:argument -|unrec
 _API_ERROR = re.compile(r'"message"\s*:\s*"((?:[^"\\]|\\.){1,600})"')
 _API_TYPE = re.compile(r'"type"\s*:\s*"(\w*(?:Error|Exception))"')
 _API_CODE = re.compile(r'"code"\s*:\s*"?([45]\d\d)\b')
+
+
+# the container runtime ending the container the probe failed: "container killed (exit 137)"
+_PROBE_KILLED = re.compile(r"\bcontainer (?:\w+ )?killed\b|\bexit(?: code| status)?[:= ]*137\b", re.I)
 
 
 def _request_rejected(lines: list) -> Diagnosis | None:

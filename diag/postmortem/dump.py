@@ -130,7 +130,8 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
         else:
             m = re.search(_LIST_FIELD.format(name="resumed_from_preemption"), body)
             flags = [x.strip().lower() == "true" for x in m.group(1).split(",")] if m else []
-            resumed = [rid for rid, f in zip(cached_ids, flags) if f]
+            # (a flag past the ids the dump elided still counts a resumed request)
+            resumed = [cached_ids[i] if i < len(cached_ids) else f"#{i}" for i, f in enumerate(flags) if f]
     cached_total = len(cached_ids) + counted_reqs  # the cached list's length, its elided ids included
     scheduled: dict[str, int] = {}
     m = _SCHED.search(t)

@@ -8,8 +8,9 @@ import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
 from .cause_words import (BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE,
+                          FAMILIES_RULED_OUT,
                           GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY,
-                          PROXY_TIMEOUT, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING)
+                          PROXY_TIMEOUT, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING, UNIQUE_PROMPTS)
 from .lines import Line
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW, SPEC_SLOWER,
                             TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
@@ -379,6 +380,8 @@ _CAUSE_FACTS = (
     ("prompt_logprobs_prose", PROMPT_LOGPROBS, ("echo", "prompt_logprobs", "loglikelihood"), False),
     ("proxy_retry_prose", PROXY_RETRY, ("etr",), False),
     ("client_cap_prose", CLIENT_CAP, ("only", "holding", "loop", "equential", "one after"), True),
+    ("unique_prompts_prose", UNIQUE_PROMPTS, ("unique", "fresh", "expected", "distinct", "different", "shared", "common",
+                                               "prefix"), True),
 )
 # a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
 _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+((?:(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+)\s+){2,}(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+))\b")
@@ -811,6 +814,12 @@ class ProseLines:
             for sentence in _SENTENCE_END.split(text):  # (a guess in one sentence leaves the verdict of the next)
                 if not GUESS.search(sentence):
                     self._first_words("cause_named_prose", CAUSE_NAMED, sentence, line)
+        if line.level is None and len(text) < 1000 and "families_ruled_out_prose" not in self.facts.startup and any(
+                w in text for w in ("not it", "n't it", "not the", "n't the", "ruled out", "innocent", "not involved",
+                                    "not related", "to blame")):
+            for sentence in _SENTENCE_END.split(text):  # (the reporter's verdict, not a guess or a question)
+                if not GUESS.search(sentence):
+                    self._first_words("families_ruled_out_prose", FAMILIES_RULED_OUT, sentence, line)
         if len(text) < 2000:
             for name, rx, needles, prose_only in _CAUSE_FACTS:
                 if name not in self.facts.startup and (line.level is None or not prose_only) \
@@ -858,7 +867,7 @@ class ProseLines:
                 "hrottl" in text or "Active" in text or "capped" in text):
             self._first_words("gpu_throttled_prose", GPU_THROTTLED, text, line)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
-                w in text for w in ("cut ", "cut-", "runcat", "stop", "mid", "incomplete", "SSE", "stream", "empty", "troncat", "tagliat", "afge",
+                w in text for w in ("cut ", "cuts ", "exactly", "cut-", "runcat", "stop", "mid", "incomplete", "SSE", "stream", "empty", "troncat", "tagliat", "afge",
                                     "ci\u0119t", "useknut", "\u0159ezan", "kesil", "yar\u0131m", "c\u1eaft", "terpotong",
                                     "avklipp", "\u043e\u0431\u0440\u0438\u0432", "\u043e\u0431\u0440\u0456\u0437", "\u5207\u308c", "\u622a\u65ad", "\u4e00\u534a",
                                     "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):

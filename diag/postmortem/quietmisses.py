@@ -268,6 +268,9 @@ def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) ->
         # (a wrong output that a change outside the classes makes right: a state or batch fault of the drafts or the
         # cache would stay with them on)
         cleared = f"a change outside them makes the output right ('{fix}')"
+    if cleared is None and (ruled_out := facts.startup.get("families_ruled_out_prose")):
+        # (the reporter's verdict after their own tests: "So spec decode / the 1184 block size are not it")
+        cleared = f"the report rules them out ('{ruled_out}')"
     if cleared is None and (resolved := facts.startup.get("resolved_prose")):
         # (the reporter's own fix, a change outside the families' settings that ended the symptom: trials.py)
         cleared = f"the report's own fix changes nothing of theirs ('{resolved}')"
@@ -289,7 +292,7 @@ def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) ->
               + ("own fix)" if cleared and cleared.startswith("the report's own fix") else
                  "A/B tests)" if cleared else "own finding)"),
         message=f"symptom without an error: {symptom}",
-        evidence=(*AB_TEST_FACTS, "cause_named_prose", "resolved_prose"),
+        evidence=(*AB_TEST_FACTS, "cause_named_prose", "resolved_prose", "families_ruled_out_prose"),
         missing=["the run that shows the symptom with the suspected setting alone changed"])
 
 

@@ -59,8 +59,10 @@ def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -
     if not (setup.hybrid and setup.prefix_caching) or rate is None or float(rate) != 0.0 or (
             samples < 2 and not scraped and not told):
         return None
-    if not st.get("hit_rate_prose"):
-        return None  # the report does not speak of the hits: a workload without shared prefixes reads the same
+    if not st.get("hit_rate_prose") or st.get("unique_prompts_prose"):
+        # the report does not speak of the hits (a workload without shared prefixes reads the same), or says its
+        # prompts share no prefix
+        return None
     if (st.get("num_preemptions_max") or 0) > 0:
         return None  # a full pool evicting every cached block is the other reading (kv_cache_pressure)
     block = st.get("attention_block_size") or st.get("block_size_prose")

@@ -21,7 +21,8 @@ _GOOD = re.compile(r"^(?:(?:the |all |every )?(?:it|everything|output|outputs|an
                    r"calls?|tool calls?|responses?|numbers?|tokens?)\s+)?(?:(?:is|are|was|were|looks?|stays?|became|"
                    r"now|comes?|came|arrive[sd]?|all|completely|perfectly|fully|totally)\s+)*(?:correct|fine|clean|"
                    r"ok(?:ay)?|works?|worked|smooth(?:ly)?|complete|normal|good|coherent|right|stable|perfect|fixed|"
-                   r"resolved|solved|gone|as expected)\b", re.I)
+                   r"resolved|solved|gone|as expected|identical|consistent|deterministic|\d+\s*/\s*\d+ (?:identical|correct|ok|fine|good|usable))\b",
+                   re.I)
 # an outcome that keeps the symptom (or says the change did nothing)
 _BAD = re.compile(r"\b(?:same|still|again|garbage|nonsense|garbled|wrong|broken|crash\w*|fail\w*|worse|slow\w*|"
                   r"no (?:change|difference|effect|improvement)|didn'?t|did not|doesn'?t|does not|not (?:fixed|better))\b",
@@ -58,21 +59,33 @@ def _outside(change: str) -> bool:
         or _BUDGET.search(changed) or _FRESH_OR_VAGUE.search(changed))
 
 
-def _change_of(sentence: str, before: str) -> str | None:
-    """The change a sentence says ended the symptom ("" when it says none)."""
+def _trial(sentence: str, before: str) -> tuple[str, bool] | None:
+    """The change a sentence tries and whether the symptom went (``True``) or stayed (``False``); None when the
+    sentence tells no trial."""
     if _VERDICT_ONLY.match(sentence):
-        return before
+        return before, True
     m = _FIXED_IT.search(sentence)
     if m:
         change = sentence[:m.start()].strip()
         change = re.sub(r"^(?:and|so|then|finally)\s+|\s*(?:which|that|this|it)\s*$", "", change, flags=re.I).strip(" ,")
-        return change if change and change.lower() not in ("that", "this", "it") else before
+        return (change if change and change.lower() not in ("that", "this", "it") else before), True
     arrow = _ARROW.search(sentence) or _toggle_colon(sentence)
     if arrow:
         outcome = sentence[arrow.end():]
         if _GOOD.match(outcome) and not _BAD.search(outcome[:80]):
-            return sentence[:arrow.start()]
+            return sentence[:arrow.start()], True
+        if _STILL.match(outcome):
+            return sentence[:arrow.start()], False
     return None
+
+
+# an outcome that keeps the symptom: "still ~70% differ", "same garbage", "also broken"
+_STILL = re.compile(r"^\W*(?:(?:it|output|outputs|answers?|results?|everything)\s+)?(?:is |are |was )?(?:still|same|also|"
+                    r"identical (?:garbage|problem)|no (?:change|difference|improvement))\b", re.I)
+# the drafts switched off: "ngram off", "no spec", "without --speculative-config", "MTP disabled"
+_SPEC_OFF = re.compile(r"\b(?:ngram|mtp|eagle\w*|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|suffix(?: decoding)?|medusa)\s+"
+                       r"(?:off|disabled|removed)\b|\b(?:without|no|disabl\w*|remov\w*|turn\w* off|drop\w*)\s+(?:the )?"
+                       r"(?:--)?(?:ngram|mtp|eagle\w*|spec\w*|drafts?|suffix decoding|speculative[-_]config)\b", re.I)
 
 
 # the words before a colon that name a setting the reporter switched ("`--no-enable-prefix-caching` (same spec
@@ -104,14 +117,25 @@ class TrialReader:
             return
         st = self.facts.startup
         for sentence in _SENTENCES.split(text.strip().lstrip("-*> ").strip()):
-            change = _change_of(sentence, self._before) if not _UNTRIED.search(sentence) else None
+            trial = _trial(sentence, self._before) if not _UNTRIED.search(sentence) else None
             self._before = sentence
-            if change and "prefix_caching_needed" not in st and _PC_OFF.search(change) \
-                    and not re.search(r"\b(?:mtp|spec\w*|drafts?|eagle\w*|ngram)\s+(?:off|disabled)\b", change, re.I):
+            if trial is None or not trial[0]:
+                continue
+            change, gone = trial
+            told = " ".join(sentence.split())[:200]
+            spec_off, pc_off = bool(_SPEC_OFF.search(change)), bool(_PC_OFF.search(change))
+            if not gone:
+                # the symptom kept with the drafts or the cache off (the first such words win, as the A/B reader's)
+                for off, name in ((spec_off, "faults_without_spec_prose"), (pc_off, "persists_without_pc_prose")):
+                    if off and name not in st:
+                        st[name] = told
+                        self.facts.lines[name] = (line.lineno, text.strip()[:500])
+                continue
+            if pc_off and not spec_off and "prefix_caching_needed" not in st:
                 # the symptom gone with prefix caching off alone: the failing run needed it
-                st["prefix_caching_needed"] = " ".join(sentence.split())[:200]
+                st["prefix_caching_needed"] = told
                 st.setdefault("prefix_caching_prose", True)
                 self.facts.lines["prefix_caching_needed"] = (line.lineno, text.strip()[:500])
-            if change and "resolved_prose" not in st and _outside(change):
-                st["resolved_prose"] = " ".join(sentence.split())[:200]
+            if "resolved_prose" not in st and _outside(change):
+                st["resolved_prose"] = told
                 self.facts.lines["resolved_prose"] = (line.lineno, text.strip()[:500])

@@ -87,6 +87,8 @@ def check(ctx: RuleContext) -> list[Finding]:
         # Mamba cache mode 'align' / 'all' is set only with prefix caching on (vllm/config: "Mamba cache mode is set to
         # 'align' ... when prefix caching and speculative decoding are enabled")
         pc_on = cfg(ctx, "enable_prefix_caching") or ctx.log.startup.get("mamba_cache_mode") in ("align", "all")
+        if ctx.log.startup.get("unique_prompts_prose"):
+            return out  # (the report says its prompts share no prefix: a 0% hit rate is all a cache can do there)
         if rate is not None and float(rate) == 0.0 and samples >= 1 and not block and isinstance(size, int) \
                 and not isinstance(size, bool) and size >= MIN_INTERESTING_BLOCK and pc_on \
                 and not ctx.log.startup.get("prefix_caching_disabled_hybrid"):
