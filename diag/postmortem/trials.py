@@ -1,11 +1,15 @@
-"""The reporter's own fix of a report, told as a trial: ``<change> -> <outcome>``, ``<change> fixed it``, ``Fixed the
-reader to ... -> answers are complete``, or a sentence ``Fixed.`` after the change. When the change touches none of the
-families' settings (drafts, prefix caching, the Mamba/GDN cache, CUDA graphs, the attention backend, the batch
-budgets), keeps the vLLM release and is no smaller load, the symptom it ended had its cause outside them: read into
-``facts.startup["resolved_prose"]`` with its line.
+"""The reporter's trials, read per sentence: ``<change> -> <outcome>``, ``<switched setting>: <outcome>``, ``<change>
+fixed it``, or a sentence ``Fixed.`` after the change.
 
-Read per sentence, so that the fault's own sentence ("ngram off -> same nonsense") and the fix's ("Different AWQ
-upload -> correct") stay apart."""
+- a change that ended the symptom and touches none of the families' settings (drafts, prefix caching, the Mamba/GDN
+  cache, CUDA graphs, the attention backend, the batch budgets), keeps the vLLM release and is no smaller load:
+  ``resolved_prose`` -- the symptom had its cause outside them;
+- prefix caching off alone ending it: ``prefix_caching_needed``;
+- the symptom kept with the drafts or the cache off ("ngram off: still differ"): ``faults_without_spec_prose``,
+  ``persists_without_pc_prose``.
+
+Per sentence, so that a fault's own sentence ("ngram off -> same nonsense") and the fix's ("Different AWQ upload ->
+correct") stay apart; questions and hopes ("which version fixes it?") tell no trial."""
 
 from __future__ import annotations
 
@@ -21,8 +25,8 @@ _GOOD = re.compile(r"^(?:(?:the |all |every )?(?:it|everything|output|outputs|an
                    r"calls?|tool calls?|responses?|numbers?|tokens?)\s+)?(?:(?:is|are|was|were|looks?|stays?|became|"
                    r"now|comes?|came|arrive[sd]?|all|completely|perfectly|fully|totally)\s+)*(?:correct|fine|clean|"
                    r"ok(?:ay)?|works?|worked|smooth(?:ly)?|complete|normal|good|coherent|right|stable|perfect|fixed|"
-                   r"resolved|solved|gone|as expected|identical|consistent|deterministic|\d+\s*/\s*\d+ (?:identical|correct|ok|fine|good|usable))\b",
-                   re.I)
+                   r"resolved|solved|gone|as expected|identical|consistent|deterministic|"
+                   r"\d+\s*/\s*\d+ (?:identical|correct|ok|fine|good|usable))\b", re.I)
 # an outcome that keeps the symptom (or says the change did nothing)
 _BAD = re.compile(r"\b(?:same|still|again|garbage|nonsense|garbled|wrong|broken|crash\w*|fail\w*|worse|slow\w*|"
                   r"no (?:change|difference|effect|improvement)|didn'?t|did not|doesn'?t|does not|not (?:fixed|better))\b",
@@ -49,6 +53,32 @@ _SENTENCES = re.compile(r"(?<=[.!?;])\s+(?=\S)")
 # a question or a hope, not a trial: "which version fixes it?", "if that fixes it", "would a newer driver fix it"
 _UNTRIED = re.compile(r"\?|\b(?:if|whether|would|could|might|may|maybe|hope\w*|should|will|wonder\w*|perhaps|not sure)\b",
                       re.I)
+
+
+# an outcome that keeps the symptom: "still ~70% differ", "same garbage", "also broken"
+_STILL = re.compile(r"^\W*(?:(?:it|output|outputs|answers?|results?|everything)\s+)?(?:is |are |was )?(?:still|same|also|"
+                    r"identical (?:garbage|problem)|no (?:change|difference|improvement))\b", re.I)
+# the drafts switched off: "ngram off", "no spec", "without --speculative-config", "MTP disabled"
+_SPEC_OFF = re.compile(r"\b(?:ngram|mtp|eagle\w*|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|suffix(?: decoding)?|medusa)\s+"
+                       r"(?:off|disabled|removed)\b|\b(?:without|no|disabl\w*|remov\w*|turn\w* off|drop\w*)\s+(?:the )?"
+                       r"(?:--)?(?:ngram|mtp|eagle\w*|spec\w*|drafts?|suffix decoding|speculative[-_]config)\b", re.I)
+
+
+# the words before a colon that name a setting the reporter switched ("`--no-enable-prefix-caching` (same spec
+# config): outputs correct"): a flag, an assignment or an on/off word
+_TOGGLED = re.compile(r"--[\w-]+|=\s*\S+|\b(?:off|on|disabled|enabled|without \S+)\b", re.I)
+_COLON = re.compile(r":\s")
+
+
+def _toggle_colon(sentence: str) -> re.Match[str] | None:
+    """The colon after a switched setting, within the sentence's first 140 characters."""
+    m = _COLON.search(sentence, 0, 140)
+    return m if m and _TOGGLED.search(sentence[:m.start()]) else None
+
+
+# prefix caching switched off
+_PC_OFF = re.compile(r"--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False|\b(?:without|no|disabl\w*|turn\w* off)\s+"
+                     r"(?:the |automatic )?(?:prefix[ -]caching|APC)\b|\b(?:prefix[ -]caching|APC)\s+(?:off|disabled)\b", re.I)
 
 
 def _outside(change: str) -> bool:
@@ -79,34 +109,8 @@ def _trial(sentence: str, before: str) -> tuple[str, bool] | None:
     return None
 
 
-# an outcome that keeps the symptom: "still ~70% differ", "same garbage", "also broken"
-_STILL = re.compile(r"^\W*(?:(?:it|output|outputs|answers?|results?|everything)\s+)?(?:is |are |was )?(?:still|same|also|"
-                    r"identical (?:garbage|problem)|no (?:change|difference|improvement))\b", re.I)
-# the drafts switched off: "ngram off", "no spec", "without --speculative-config", "MTP disabled"
-_SPEC_OFF = re.compile(r"\b(?:ngram|mtp|eagle\w*|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|suffix(?: decoding)?|medusa)\s+"
-                       r"(?:off|disabled|removed)\b|\b(?:without|no|disabl\w*|remov\w*|turn\w* off|drop\w*)\s+(?:the )?"
-                       r"(?:--)?(?:ngram|mtp|eagle\w*|spec\w*|drafts?|suffix decoding|speculative[-_]config)\b", re.I)
-
-
-# the words before a colon that name a setting the reporter switched ("`--no-enable-prefix-caching` (same spec
-# config): outputs correct"): a flag, an assignment or an on/off word
-_TOGGLED = re.compile(r"--[\w-]+|=\s*\S+|\b(?:off|on|disabled|enabled|without \S+)\b", re.I)
-_COLON = re.compile(r":\s")
-
-
-def _toggle_colon(sentence: str) -> re.Match[str] | None:
-    """The colon after a switched setting, within the sentence's first 140 characters."""
-    m = _COLON.search(sentence, 0, 140)
-    return m if m and _TOGGLED.search(sentence[:m.start()]) else None
-
-
-# prefix caching switched off
-_PC_OFF = re.compile(r"--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False|\b(?:without|no|disabl\w*|turn\w* off)\s+"
-                     r"(?:the |automatic )?(?:prefix[ -]caching|APC)\b|\b(?:prefix[ -]caching|APC)\s+(?:off|disabled)\b", re.I)
-
-
 class TrialReader:
-    """Reads the reporter's fix (the first change outside the families that ended the symptom)."""
+    """Reads the reporter's trials of one log into ``facts.startup`` (the first words of each fact win)."""
 
     def __init__(self, facts: LogFacts) -> None:
         self.facts = facts
