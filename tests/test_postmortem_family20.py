@@ -205,3 +205,32 @@ def test_a_resumed_request_counts_past_the_ids_the_dump_elided():
             "total_num_scheduled_tokens=161)")
     batch = facts_from_text(dump).startup.get("crash_batch") or {}
     assert batch.get("num_resumed_reqs") == 1
+
+
+@pytest.mark.parametrize("said", [
+    "GLM-4.6-FP8 + EAGLE: throughput worse than expected at batch > 4, looks like CUDA graphs not used",
+    "With 32 concurrency TPOT jumps from 11ms to 38ms.",
+    "Decode throughput is ~11 tok/s per request, same model on 1x H100 gives 45.",
+])
+def test_slowness_told_against_an_expectation_or_another_run(said):
+    from vllm_diag.postmortem import facts_from_text
+
+    assert facts_from_text(said).startup.get("slow_prose")
+
+
+def test_a_prompt_logged_with_its_bos_twice_is_formatted_twice():
+    from vllm_diag.postmortem import facts_from_text
+
+    facts = facts_from_text("Answers are short, odd, often start with 'assistant'.\nWith --enable-log-requests the prompt "
+                            "shows:\nprompt: '<|begin_of_text|><|im_start|>user\\n<|begin_of_text|><|im_start|>system\\n"
+                            "You are a helpful assistant.<|im_end|>'")
+    assert facts.startup.get("double_template_prose") and facts.startup.get("wrong_output_prose")
+
+
+def test_a_verdict_hard_wrapped_over_two_lines_rules_the_drafts_out():
+    """'Looks like batch-size-dependent / reduction order in bf16 matmuls, not spec decode.' over two lines."""
+    from vllm_diag.postmortem import facts_from_text
+
+    facts = facts_from_text("Divergence starts at a near-tie token. Looks like batch-size-dependent\n"
+                            "reduction order in bf16 matmuls, not spec decode.")
+    assert "not spec decode" in str(facts.startup.get("families_ruled_out_prose"))

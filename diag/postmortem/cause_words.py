@@ -78,6 +78,9 @@ DOUBLE_TEMPLATE = re.compile(
     r"prompt_token_ids\b[^\[\n]{0,30}?\[(\d+),\s*\1\s*,|\b(?:BOS|<s>|<\|bos\|>)(?: token)?\b[^.\n]{0,40}?\b(?:again|twice|"
     r"doubled|duplicated)\b|\bdouble[ds]?[- ]BOS\b|"
     r"\bchat[- ]template\b[^.\n]{0,60}?\b(?:twice|a second time|double[sd]?)\b|"
+    # "so the template is applied twice"; a logged prompt that holds the BOS twice
+    r"\btemplate\b[^.\n]{0,20}?\b(?:is |was |gets |got )?(?:applied|rendered|added) (?:twice|two times|a second time)\b|"
+    r"\bprompt:?\s*['\"][^\n]{0,300}?(?P<bos><\|begin_of_text\|>|<s>|<bos>|<\|startoftext\|>)[^\n]{0,300}?(?P=bos)|"
     r"\b(?:double[sd]?|twice[- ]applied|nested) (?:chat[- ])?templat\w*|"
     r"[\"']content[\"']\s*:\s*[\"'][^\"']{0,200}?(?:<\|im_start\|>|<\|start_header_id\|>|"
     r"<beginning_of_sentence>|<start_of_turn>|<\|user\|>|\[INST\])", re.I)
@@ -167,7 +170,10 @@ _FAMILY_SETTING = (r"(?:spec(?:ulative)?[ -]decod\w*|MTP|ngram|EAGLE\w*|drafts?|
 FAMILIES_RULED_OUT = re.compile(
     r"\b" + _FAMILY_SETTING + r"(?:\s*(?:/|,|and|or)\s*" + _FAMILY_SETTING + r")*\s+(?:is|are|was|were)(?:n't| not)\s+"
     r"(?:it|the (?:cause|problem|culprit|issue)|involved|related|to blame)\b|"
-    r"\b" + _FAMILY_SETTING + r"\s+(?:is|are|was|were) (?:ruled out|innocent|not involved)\b", re.I)
+    r"\b" + _FAMILY_SETTING + r"\s+(?:is|are|was|were) (?:ruled out|innocent|not involved)\b|"
+    # "Looks like batch-size-dependent reduction order in bf16 matmuls, not spec decode."
+    r"\b(?:looks like|seems (?:like|to be)|it'?s|it is|must be)\b[^.\n]{3,120}?,\s*not\s+(?:the\s+|a\s+)?"
+    + _FAMILY_SETTING + r"\b", re.I)
 # the reporter's own verdict naming a cause outside vLLM's model paths: "The quant itself is the problem", "So it's the
 # checkpoint", "It's our Node frontend", "the gateway was the culprit" (a guess -- "I thought", "maybe", a question --
 # is no verdict: the caller skips those lines)

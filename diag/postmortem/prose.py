@@ -816,8 +816,9 @@ class ProseLines:
                     self._first_words("cause_named_prose", CAUSE_NAMED, sentence, line)
         if line.level is None and len(text) < 1000 and "families_ruled_out_prose" not in self.facts.startup and any(
                 w in text for w in ("not it", "n't it", "not the", "n't the", "ruled out", "innocent", "not involved",
-                                    "not related", "to blame")):
-            for sentence in _SENTENCE_END.split(text):  # (the reporter's verdict, not a guess or a question)
+                                    "not related", "to blame", ", not ")):
+            # (a verdict hard-wrapped over two lines is read whole)
+            for sentence in _SENTENCE_END.split(wide):  # (the reporter's verdict, not a guess or a question)
                 if not GUESS.search(sentence):
                     self._first_words("families_ruled_out_prose", FAMILIES_RULED_OUT, sentence, line)
         if len(text) < 2000:
@@ -848,7 +849,7 @@ class ProseLines:
             if "mig_prose" not in self.facts.startup and ("MIG" in text or "gb" in text):
                 self._first_words("mig_prose", MIG, text, line)
             if "double_template_prose" not in self.facts.startup and ("emplat" in text or "content" in text
-                                                                       or "BOS" in text or "prompt_token_ids" in text):
+                                                                       or "BOS" in text or "prompt" in text):
                 self._first_words("double_template_prose", DOUBLE_TEMPLATE, text, line)
             if "direct_fine_prose" not in self.facts.startup and ("irect" in text or "traight" in text
                                                                    or "ypass" in text or "url" in text or "ame " in text

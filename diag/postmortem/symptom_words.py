@@ -38,6 +38,9 @@ WRONG_OUTPUT_ANYWHERE = (
 WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|or|and) ?\w+)? (?:output|text|tokens|generations?|answers?)|"
                           # a title's verdict without its verb: "outputs corrupted only when ..."
                           r"\b(?:outputs?|completions?|answers?|responses?|generations?) (?:\w+ )?corrupted\b|"
+                          # "Answers are short, odd, often start with 'assistant'", "repeat the user's question"
+                          r"\b(?:answers?|outputs?|responses?|replies|completions?) (?:are|were|look|looks|seem) "
+                          r"(?:\w+, ){0,3}(?:odd|weird|strange|bizarre)\b|\brepeat\w* (?:back )?the user'?s (?:question|prompt|message)\b|"
                           # "answers contain repeated phrases or switch language mid sentence"
                           r"repeated (?:phrases|words|sentences|paragraphs)\b|\bswitch(?:es|ing|ed)? languages?\b|"
                           # "ends with the same paragraph repeated 10-20 times", "low-quality, often off-topic answers"
@@ -228,7 +231,7 @@ REPEATED_WORD = re.compile(r"\b([^\W\d_]{2,})(?: \1){2,}\b|"
                            r"\b([^\W\d_]{3,}) \2\b[^\n]{0,40}?\b([^\W\d_]{3,}) \3\b")
 
 # words of which every match of WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
-WRONG_OUTPUT_HINTS = ("garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
+WRONG_OUTPUT_HINTS = ("odd", "weird", "strange", "bizarre", "user's", "garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
@@ -399,6 +402,13 @@ SLOW = re.compile(
     # "output tok/s drops from ~5900 to ~4100"
     # ("decode throughput at 64 concurrent users fell from ~2.1k to ~700 tok/s"; "a perf regression")
     r"\b(?:perf(?:ormance)?|throughput|latency|speed|decode) regression\b|"
+    # "throughput worse than expected at batch > 4", "TPOT jumps from 11ms to 38ms"
+    r"\b(?:throughput|speed|performance|latency|TPOT|ITL|decode)\b[^.\n]{0,10}?\b(?:much |far |way )?worse than expected\b|"
+    r"\b(?:TPOT|ITL|TTFT|latency|p\d\d)\b (?:\w+ ){0,2}(?:jumps?|jumped|goes up|went up|rises?|rose|climbs?|climbed|"
+    r"spikes?|spiked|balloons?|ballooned) from ~?\d|"
+    # a rate set beside a better one: "Decode throughput is ~11 tok/s per request, same model on 1x H100 gives 45"
+    r"\b(?:throughput|decode|generation|speed)\b[^.\n]{0,30}?\b(?:is|of|at) ~?\d[\d.]*\s*tok(?:ens)?/s\b[^.\n]{0,60}?"
+    r"\b(?:gives|gets|does|did|reaches|hits|vs\.?|versus|compared to|while)\b[^.\n]{0,20}?~?\d[\d.]*|"
     # one box slower than the other by more than expected: "40% faster on our B200 node than on H200 per GPU"
     r"\b~?\d+(?:\.\d+)?\s*(?:%|x) faster on (?:our |the |a )?[\w-]+(?: \w+)?\s+than on\b|"
     r"\b(?:throughput|tok(?:ens)?/s|TPOT|TTFT|ITL)\b (?:\w+ ){0,5}(?:drops?|dropped|falls?|fell|goes down|went down) from "

@@ -56,7 +56,7 @@ _UNTRIED = re.compile(r"\?|\b(?:if|whether|would|could|might|may|maybe|hope\w*|s
 
 
 # an outcome that keeps the symptom: "still ~70% differ", "same garbage", "also broken"
-_STILL = re.compile(r"^\W*(?:(?:it|output|outputs|answers?|results?|everything)\s+)?(?:is |are |was )?(?:still|same|also|"
+_STILL = re.compile(r"^\W*(?:(?:it|output|outputs|answers?|results?|everything)\s+)?(?:is |are |was )?(?:still(?! (?:works?|runs?|fine|ok|okay|correct|clean|good|normal|stable))|same|also|"
                     r"identical (?:garbage|problem)|no (?:change|difference|improvement))\b", re.I)
 # the drafts switched off: "ngram off", "no spec", "without --speculative-config", "MTP disabled"
 _SPEC_OFF = re.compile(r"\b(?:ngram|mtp|eagle\w*|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|suffix(?: decoding)?|medusa)\s+"
