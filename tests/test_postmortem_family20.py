@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from vllm_diag.postmortem import facts_from_text
 from vllm_diag.postmortem.analyze import analyze_text
 
 
@@ -106,52 +107,9 @@ def test_a_question_about_which_version_fixes_it_is_no_fix():
 def test_prefix_caching_off_told_before_a_colon_is_the_cache_needed():
     """"`--no-enable-prefix-caching` (same spec config): outputs correct": the failure needs prefix caching, so the
     cached states' class leads even where the model's layers lack a spec-decode path."""
-    from vllm_diag.postmortem import facts_from_text
-
     facts = facts_from_text("\n".join(["Answers turn to garbage on cache hits.", *_QWEN36_MTP_ALIGN,
                                        "- `--no-enable-prefix-caching` (same spec config): outputs correct."]))
     assert "no-enable-prefix-caching" in str(facts.startup.get("prefix_caching_needed"))
-
-
-@pytest.mark.parametrize("said", [
-    "Perf regression ticket: decode throughput at 64 concurrent users fell from ~2.1k to ~700 tok/s.",
-    "Same MTP config is 40% faster on our B200 node than on H200 per GPU, expected maybe 15-20%.",
-])
-def test_slowness_told_as_a_regression_or_a_gap_between_boxes(said):
-    from vllm_diag.postmortem import facts_from_text
-
-    assert facts_from_text(said).startup.get("slow_prose")
-
-
-@pytest.mark.parametrize("said", [
-    'Looked at the rendered prompts: the first line of the system prompt is "Current time: 2025-10-14T12:13:58.412Z".',
-    "Every request diverges at token ~12, so no block ever matches.",
-    "Moved the timestamp into the last user message and the hits came back.",
-])
-def test_a_per_request_value_in_the_prompt_told_in_more_ways(said):
-    from vllm_diag.postmortem import facts_from_text
-
-    assert facts_from_text(said).startup.get("varying_prefix_prose")
-
-
-@pytest.mark.parametrize("said", [
-    'Maintainer: "Running: 1 reqs" -- you only ever send one request at a time.',
-    "Our batch job uses the openai python client in a for-loop over 40k docs.",
-])
-def test_a_client_that_sends_one_request_at_a_time(said):
-    from vllm_diag.postmortem import facts_from_text
-
-    assert facts_from_text(said).startup.get("client_cap_prose")
-
-
-@pytest.mark.parametrize("said", [
-    "Zamba2-7B with ngram speculative decoding cuts answers after a few words",
-    'every answer is exactly 16 tokens, finish_reason "length".',
-])
-def test_answers_cut_short_told_in_more_ways(said):
-    from vllm_diag.postmortem import facts_from_text
-
-    assert facts_from_text(said).startup.get("truncated_prose")
 
 
 def test_a_probe_kill_with_the_runtimes_exit_137_is_the_probe():
@@ -187,8 +145,6 @@ def test_the_reporters_verdict_that_the_families_are_not_it(verdict, cleared):
 def test_a_symptom_kept_with_the_drafts_and_the_cache_off_clears_the_families():
     """'prefix caching off: still ~70% differ' and 'ngram off: still differ' keep the symptom with both switched off:
     the report's own tests take the hybrid/spec-decode classes out."""
-    from vllm_diag.postmortem import facts_from_text
-
     facts = facts_from_text("- prefix caching off: still ~70% differ\n- ngram off: still differ")
     assert facts.startup.get("persists_without_pc_prose") and facts.startup.get("faults_without_spec_prose")
 
@@ -196,8 +152,6 @@ def test_a_symptom_kept_with_the_drafts_and_the_cache_off_clears_the_families():
 def test_a_resumed_request_counts_past_the_ids_the_dump_elided():
     """resumed_from_preemption=[false, false, true, ...] with the req_ids list cut after two ids: the third request
     resumed after preemption all the same."""
-    from vllm_diag.postmortem import facts_from_text
-
     dump = ("(EngineCore_DP0 pid=1) ERROR 10-14 03:22:51 [dump_input.py:76] Dumping scheduler output for model "
             "execution: SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(req_ids=["
             "'chatcmpl-9f1', 'chatcmpl-a07', ...], resumed_from_preemption=[false, false, true, ...], "
@@ -207,20 +161,7 @@ def test_a_resumed_request_counts_past_the_ids_the_dump_elided():
     assert batch.get("num_resumed_reqs") == 1
 
 
-@pytest.mark.parametrize("said", [
-    "GLM-4.6-FP8 + EAGLE: throughput worse than expected at batch > 4, looks like CUDA graphs not used",
-    "With 32 concurrency TPOT jumps from 11ms to 38ms.",
-    "Decode throughput is ~11 tok/s per request, same model on 1x H100 gives 45.",
-])
-def test_slowness_told_against_an_expectation_or_another_run(said):
-    from vllm_diag.postmortem import facts_from_text
-
-    assert facts_from_text(said).startup.get("slow_prose")
-
-
 def test_a_prompt_logged_with_its_bos_twice_is_formatted_twice():
-    from vllm_diag.postmortem import facts_from_text
-
     facts = facts_from_text("Answers are short, odd, often start with 'assistant'.\nWith --enable-log-requests the prompt "
                             "shows:\nprompt: '<|begin_of_text|><|im_start|>user\\n<|begin_of_text|><|im_start|>system\\n"
                             "You are a helpful assistant.<|im_end|>'")
@@ -229,8 +170,29 @@ def test_a_prompt_logged_with_its_bos_twice_is_formatted_twice():
 
 def test_a_verdict_hard_wrapped_over_two_lines_rules_the_drafts_out():
     """'Looks like batch-size-dependent / reduction order in bf16 matmuls, not spec decode.' over two lines."""
-    from vllm_diag.postmortem import facts_from_text
-
     facts = facts_from_text("Divergence starts at a near-tie token. Looks like batch-size-dependent\n"
                             "reduction order in bf16 matmuls, not spec decode.")
     assert "not spec decode" in str(facts.startup.get("families_ruled_out_prose"))
+
+
+# the reporter's words, read as the fact each reading needs
+_WORDS = [
+    ("slow_prose", "Perf regression ticket: decode throughput at 64 concurrent users fell from ~2.1k to ~700 tok/s."),
+    ("slow_prose", "Same MTP config is 40% faster on our B200 node than on H200 per GPU, expected maybe 15-20%."),
+    ("varying_prefix_prose", 'Looked at the rendered prompts: the first line of the system prompt is '
+                             '"Current time: 2025-10-14T12:13:58.412Z".'),
+    ("varying_prefix_prose", "Every request diverges at token ~12, so no block ever matches."),
+    ("varying_prefix_prose", "Moved the timestamp into the last user message and the hits came back."),
+    ("client_cap_prose", 'Maintainer: "Running: 1 reqs" -- you only ever send one request at a time.'),
+    ("client_cap_prose", "Our batch job uses the openai python client in a for-loop over 40k docs."),
+    ("truncated_prose", "Zamba2-7B with ngram speculative decoding cuts answers after a few words"),
+    ("truncated_prose", 'every answer is exactly 16 tokens, finish_reason "length".'),
+    ("slow_prose", "GLM-4.6-FP8 + EAGLE: throughput worse than expected at batch > 4, looks like CUDA graphs not used"),
+    ("slow_prose", "With 32 concurrency TPOT jumps from 11ms to 38ms."),
+    ("slow_prose", "Decode throughput is ~11 tok/s per request, same model on 1x H100 gives 45."),
+]
+
+
+@pytest.mark.parametrize("fact, said", _WORDS)
+def test_the_reporters_words_read_as(fact, said):
+    assert facts_from_text(said).startup.get(fact)
