@@ -190,9 +190,26 @@ _WORDS = [
     ("slow_prose", "GLM-4.6-FP8 + EAGLE: throughput worse than expected at batch > 4, looks like CUDA graphs not used"),
     ("slow_prose", "With 32 concurrency TPOT jumps from 11ms to 38ms."),
     ("slow_prose", "Decode throughput is ~11 tok/s per request, same model on 1x H100 gives 45."),
+    ("truncated_prose", "--reasoning-parser kimi... we get `content: null` for about a third of math prompts."),
+    ("slow_start_prose", "Scale-up takes 12+ minutes so users time out at the load balancer (504)."),
+    ("capacity_prose", "Model is ~92 GiB bf16, so I expected ~35 GiB of KV, not 6.8."),
+    ("cotenant_prose", "The TEI container from the search team was scheduled onto the same GPU."),
+    ("cotenant_prose", "GPU processes:\n|   0  3190841   C   /usr/bin/python3 (vllm, ours)          128702MiB |\n"
+                       "|   0  3011207   C   text-embeddings-router                  27968MiB |"),
 ]
 
 
 @pytest.mark.parametrize("fact, said", _WORDS)
 def test_the_reporters_words_read_as(fact, said):
     assert facts_from_text(said).startup.get(fact)
+
+
+def test_a_slow_start_that_vllm_says_went_to_loading_the_weights():
+    """'Scale-up takes 12+ minutes' and vLLM's 'Loading weights took 672.55 seconds': the checkpoint's storage, outside
+    the families, ahead of the set-up's notes."""
+    lines = ["Zamba2-7B-Instruct autoscaling on L4 x1. Scale-up takes 12+ minutes so users time out (504).",
+             *_QWEN36_MTP_ALIGN[:3],
+             "(EngineCore pid=88) INFO 06-30 14:13:40 [default_loader.py:431] Loading weights took 672.55 seconds"]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "673 s" in lead.title
+

@@ -26,6 +26,8 @@ GPU_THROTTLED = re.compile(
 # "another process on the same GPU", "nvidia-smi shows a python pid holding 16 GiB", "co-tenant"
 COTENANT = re.compile(
     r"\b(?:share|shares|sharing) (?:the|that|this|our|a|one|each) (?:same )?(?:GPU|card|device)s? with\b|"
+    # "The embedding TEI container ... was scheduled onto the same GPU"
+    r"\b(?:was|were|got|is|are|gets) scheduled (?:on|onto|to) the same (?:GPU|card|device)\b|"
     r"\b(?:GPUs?|cards?|devices?|box|node|[ABHL]\d{2,3}S?)\s*\d?\b[^.\n]{0,30}?\b(?:is |are |was |were )?shared with\b"
     r"[^.\n]{0,40}?\b(?:service|server|process|job|model|tenant|container|pod|workload|team|app|instance)\b|"
     r"\b(?:another|other|a second|a different|someone else'?s?) (?:\w+ ){0,2}?"

@@ -12,8 +12,8 @@ from .cause_words import (BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STAR
                           GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY,
                           PROXY_TIMEOUT, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING, UNIQUE_PROMPTS)
 from .lines import Line
-from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW, SPEC_SLOWER,
-                            TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
+from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW, SLOW_START,
+                            SPEC_SLOWER, TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
 
 _MODEL_LINE = re.compile(r"^\W{0,4}(?:Main(?: model)?|Model|Target(?: model)?|model)\s*[:=]\s*`?([\w.\-]+/[\w.\-/]+)`?")
 _DRAFT_LINE = re.compile(r"^\W{0,4}Draft(?: model)?\s*:\s*`?([\w.\-]+/[\w.\-/]+)`?")
@@ -491,8 +491,30 @@ def _failing_k(text: str) -> int | None:
     return int(next(g for g in ks[0].groups() if g))
 
 
+# a row of nvidia-smi's process table: "|   0  3011207   C   text-embeddings-router   27968MiB |" (newer drivers add the
+# GI / CI ids as "N/A  N/A")
+# (rows a reader's hard-wrap joined into one line are read one by one)
+_SMI_PROCESS = re.compile(r"(?:^|\|)\s*(\d+)\s+(?:N/A\s+N/A\s+)?(\d{2,})\s+(?:C|G|C\+G)\s+(\S[^|\n]{0,80}?)\s+(\d+)\s*MiB\b")
+# the engine's own processes in that table
+_ENGINE_PROCESS = re.compile(r"vllm|python|VLLM|EngineCore|ray::|pt_main_thread", re.I)
+
+
 class ProseLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: text outside log records."""
+
+    def _smi_process(self, text: str, line: Line) -> None:
+        """nvidia-smi's process table listing a process of another program beside the engine's on one GPU: a co-tenant
+        whose memory vLLM's profile saw as used (read as ``cotenant_prose``)."""
+        for m in _SMI_PROCESS.finditer(text):
+            gpu, name, mib = m.group(1), m.group(3).strip(), int(m.group(4))
+            seen = self.__dict__.setdefault("_smi_rows", {}).setdefault(gpu, [])
+            seen.append((name, mib))
+            engine = [n for n, _ in seen if _ENGINE_PROCESS.search(n)]
+            other = [(n, v) for n, v in seen if not _ENGINE_PROCESS.search(n) and v >= 1024]
+            if engine and other and "cotenant_prose" not in self.facts.startup:
+                self.facts.startup["cotenant_prose"] = (f"nvidia-smi lists {other[0][0]} ({other[0][1]:,} MiB) beside "
+                                                        f"vLLM on GPU {gpu}")
+                self.facts.lines["cotenant_prose"] = (line.lineno, text.strip()[:500])
 
     def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
         first_words(self.facts, name, rx, text, line)
@@ -718,6 +740,8 @@ class ProseLines:
                                        "\u0e0a\u0e49\u0e32", "\u60aa", "\u5dee", "\u4e0b\u964d", "\ub098\ube60", "\ub098\uc058",
                                        "\uc545\ud654", "\ub5a8\uc5b4")):
                 self._first_words("slow_prose", SLOW, wide, line)
+            if "tak" in text and ("min" in text or "hour" in text):
+                self._first_words("slow_start_prose", SLOW_START, text, line)
             if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
                 self._first_words("hang_prose", HANG, text, line)
             if ("reduce" in text or "gather" in text or "nccl" in text or "broadcast" in text) and "(" in text:
@@ -833,6 +857,8 @@ class ProseLines:
             elif "gpu_link_no_nvlink" not in self.facts.startup:
                 self.facts.startup["gpu_link_no_nvlink"] = " ".join(text.split())[:200]
                 self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
+        if "MiB" in text and line.level is None:
+            self._smi_process(text, line)
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text
                 or "same GPU" in text or "same card" in text or "same device" in text or "olleague" in text
@@ -868,7 +894,7 @@ class ProseLines:
                 "hrottl" in text or "Active" in text or "capped" in text):
             self._first_words("gpu_throttled_prose", GPU_THROTTLED, text, line)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
-                w in text for w in ("cut ", "cuts ", "exactly", "cut-", "runcat", "stop", "mid", "incomplete", "SSE", "stream", "empty", "troncat", "tagliat", "afge",
+                w in text for w in ("cut ", "cuts ", "exactly", "null", "cut-", "runcat", "stop", "mid", "incomplete", "SSE", "stream", "empty", "troncat", "tagliat", "afge",
                                     "ci\u0119t", "useknut", "\u0159ezan", "kesil", "yar\u0131m", "c\u1eaft", "terpotong",
                                     "avklipp", "\u043e\u0431\u0440\u0438\u0432", "\u043e\u0431\u0440\u0456\u0437", "\u5207\u308c", "\u622a\u65ad", "\u4e00\u534a",
                                     "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):

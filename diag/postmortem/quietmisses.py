@@ -251,7 +251,7 @@ def untuned_moe_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
 
 # the reporter's words for what went wrong without an error (prose.py)
 SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance_prose", "capacity_prose", "truncated_prose",
-             "hit_rate_prose")
+             "hit_rate_prose", "slow_start_prose")
 
 
 # a change the reporter made (not a run under other conditions -- a cold cache, a fresh server, the first request)
@@ -686,3 +686,26 @@ def prefill_chunks_stall_decodes(facts: LogFacts, base_numbers: dict) -> Diagnos
 
 # the time between tokens, in the report's words: ITL / TPOT / a stream that freezes or stalls
 _INTER_TOKEN = re.compile(r"\b(?:ITL|TPOT|inter[- ]token|time per output token|stream\w* (?:freez|stall|stutter))", re.I)
+
+
+_SLOW_LOAD_S = 300  # (a checkpoint read from a local NVMe at >1 GB/s loads in a minute or two)
+
+
+def slow_weight_loading(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the server said to take long to start, and vLLM's own 'Loading weights took N seconds' is most of it:
+    the storage the checkpoint is read from (a network share, a cold object store) -- outside the families."""
+    said = facts.startup.get("slow_start_prose")
+    took = facts.startup.get("weights_loading_seconds") or facts.startup.get("model_loading_seconds")
+    if not said or not isinstance(took, (int, float)) or took < _SLOW_LOAD_S:
+        return None
+    return outside_families(
+        facts, {**base_numbers, "weights_loading_seconds": took},
+        basis=(f"no error; the report says the server is slow to start ('{said}') and vLLM logged that loading the "
+               f"weights took {took:,.0f} s: the time goes to reading the checkpoint from its storage (a network share, "
+               "a cold object store, a slow disk), before any layer, cache or draft is set up -- outside the "
+               "hybrid/spec-decode families"),
+        title=f"Slow start: loading the weights took {took:,.0f} s (the checkpoint's storage)",
+        message=f"slow start without an error: {said}", evidence=("slow_start_prose", "weights_loading_seconds",
+                                                                  "model_loading_seconds"),
+        missing=["the read speed of the checkpoint's storage (the same load from a local disk, or --load-format with "
+                 "a pre-sharded / cached copy)"])

@@ -15,7 +15,7 @@ from .clientside import (chat_template_twice, client_capped_concurrency, client_
                          salted_prefixes, split_routing, stop_string_truncation, token_cap_truncation, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
-from .quietmisses import (SYMPTOMS, activation_reserve_capacity, collective_hang, cotenant_gpu_slowdown,
+from .quietmisses import (SYMPTOMS, activation_reserve_capacity, slow_weight_loading, collective_hang, cotenant_gpu_slowdown,
                           cpu_offload_slowdown, cpu_starved_slowdown, drafts_never_accepted, eager_slowdown,
                           gpu_throttled_slowdown, grammar_compile_stall, kv_cache_idle, kv_saturated_workload,
                           long_context_capacity, lora_slot_queueing, low_memory_share_capacity, mig_slice_limits,
@@ -272,7 +272,7 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
 
 def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
     return (fp16_overflow_quality(facts, base_numbers)
-            or slow_tokenizer_latency(facts, base_numbers)
+            or slow_tokenizer_latency(facts, base_numbers) or slow_weight_loading(facts, base_numbers)
             or token_cap_truncation(facts, base_numbers) or left_truncated_prompts(facts, base_numbers)
             or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
             or client_path_corruption(facts, base_numbers) or proxy_retry_duplicates(facts, base_numbers)

@@ -270,6 +270,8 @@ TRUNCATED = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
                        r"messages|outputs?)\b|"
                        # "`content` comes back empty / cut off"
                        r"\bcontent`?[\"']? (?:comes back|is|was|returns?) (?:empty|null|none)\b|"
+                       # "we get `content: null` for about a third of prompts"
+                       r"\bcontent`?\s*[:=]\s*`?(?:null|None)\b|"
                        r"\b(?:answers?|responses?|outputs?|completions?|repl(?:y|ies)|generations?|text|reports?|content|"
                        r"summar(?:y|ies)|articles?)\b[^.\n]{0,30}?\b"
                        r"(?:(?:are|is|get|gets|got|were|was) )?(?:cut off|cut short|cut (?:after|at|mid)|(?<!\()truncated|stops? (?:mid|early|after)|"
@@ -284,6 +286,14 @@ TRUNCATED = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
                        r"\btroncat[oaie]\b|\btagliat[oaie]\b|\bafgekapt\b|\bafgebroken\b|\b(?:u|ob)ci\u0119t\w*|"
                        r"\buseknut\w*|\bo\u0159ezan\w*|\bkesiliyor\b|\byar\u0131m kal\w*|\bb\u1ecb c\u1eaft\b|\bterpotong\b|"
                        r"\bavklipp\w*|\u043e\u0431\u0440\u0438\u0432\u0430\w*|\u043e\u0431\u0440\u0456\u0437\u0430\u043d\w*", re.I)
+
+# the reporter saying the server takes long to start: "Scale-up takes 12+ minutes", "startup takes ~9 min", "takes 15
+# minutes to become ready"
+SLOW_START = re.compile(
+    r"\b(?:start(?:-?up|s|ing)?|scale[- ]?ups?|cold[- ]starts?|boots?|booting|(?:model )?load(?:ing)?|restarts?)\b[^.\n]{0,40}?"
+    r"\btak(?:e|es|ing|en) (?:~|about |over |more than |almost |nearly )?\d+\+?\s*(?:min|mins|minutes|h|hours?)\b|"
+    r"\btak(?:e|es) (?:~|about |over |more than )?\d+\+?\s*(?:min|mins|minutes)\b[^.\n]{0,30}?\bto (?:start|load|come up|"
+    r"be ready|become ready|scale up|serve)\b", re.I)
 
 # the reporter saying speculative decoding made serving slower (no error): "MTP makes DeepSeek-R1 slower",
 # "adding MTP drops decode throughput", "slower with EAGLE than without"
@@ -320,6 +330,9 @@ SPEC_SLOWER = re.compile(
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 CAPACITY_FELL = re.compile(
+    # "I expected ~35 GiB of KV, not 6.8", "Expected huge concurrency"
+    r"\bexpected (?:~|about |around )?\d+(?:\.\d+)?\s*Gi?B of KV(?: cache)?,? (?:not|but got|got|only)\b|"
+    r"\bexpected (?:a )?(?:huge|much (?:higher|more)|more|higher|far more|far higher|bigger) (?:KV )?(?:concurrency|capacity)\b|"
     # "serves only ~10 requests at once, rest stuck waiting", "'Waiting' grows all the time"
     r"\b(?:serves?|runs?|handles?|processes|takes?) only (?:~|about |around )?\d+ (?:concurrent )?(?:requests?|reqs|sequences|"
     r"users|sessions)(?: at (?:once|a time)| concurrently| in parallel)?\b|"
