@@ -194,6 +194,14 @@ _WORDS = [
     ("slow_start_prose", "Scale-up takes 12+ minutes so users time out at the load balancer (504)."),
     ("capacity_prose", "Model is ~92 GiB bf16, so I expected ~35 GiB of KV, not 6.8."),
     ("cotenant_prose", "The TEI container from the search team was scheduled onto the same GPU."),
+    ("cotenant_prose", "The platform team's scheduler started packing a small NCCL-heavy fine-tuning job (2 GPUs of "
+                       "ours, MPS) onto the node at 01:00."),
+    ("capacity_prose", 'Jamba-mini-1.7 on H200: only ~30 GB KV cache and "Maximum concurrency 2.9x", expected way more'),
+    ("capacity_prose", "Qwen3-Next with MTP only gets ~3 concurrent 32k requests. I expected way more KV."),
+    ("wrong_output_prose", "temperature=0 but the same eval prompt gives different answers between runs"),
+    ("wrong_output_prose", 'Outputs are "!!!!!!!!" or empty after a few tokens for longer prompts.'),
+    ("bf16_fine_prose", "Short prompts OK. With --dtype bfloat16 everything is fine on the same GPU."),
+    ("batch_numerics_prose", "concurrency 64, VLLM_BATCH_INVARIANT=1 -> identical across 3 runs"),
     ("cotenant_prose", "GPU processes:\n|   0  3190841   C   /usr/bin/python3 (vllm, ours)          128702MiB |\n"
                        "|   0  3011207   C   text-embeddings-router                  27968MiB |"),
 ]
@@ -212,4 +220,16 @@ def test_a_slow_start_that_vllm_says_went_to_loading_the_weights():
              "(EngineCore pid=88) INFO 06-30 14:13:40 [default_loader.py:431] Loading weights took 672.55 seconds"]
     lead = _analyze(lines).findings[0]
     assert lead.category == "other" and "673 s" in lead.title
+
+
+@pytest.mark.parametrize("spec, read", [("", True), (" --speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":3}'",
+                                                       False)])
+def test_greedy_answers_that_vary_with_the_batch_are_its_numerics(spec, read):
+    """temperature 0, answers that differ between runs only under concurrency, and 'reduction order' named: batch-variant
+    numerics, outside the families -- unless drafts are on and nothing rules them out."""
+    lines = ["Falcon-H1 at temperature=0 gives different answers between runs (34/500 differ between runs).",
+             "vllm serve tiiuae/Falcon-H1-34B-Instruct --max-num-seqs 256" + spec,
+             "Divergence always starts at a near-tie token; batch-size-dependent reduction order in bf16 matmuls."]
+    lead = _analyze(lines).findings[0] if _analyze(lines).findings else None
+    assert (lead is not None and lead.title.startswith("Greedy answers that vary with the batch")) is read
 

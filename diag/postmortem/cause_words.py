@@ -26,6 +26,10 @@ GPU_THROTTLED = re.compile(
 # "another process on the same GPU", "nvidia-smi shows a python pid holding 16 GiB", "co-tenant"
 COTENANT = re.compile(
     r"\b(?:share|shares|sharing) (?:the|that|this|our|a|one|each) (?:same )?(?:GPU|card|device)s? with\b|"
+    # "the platform team's scheduler started packing a small NCCL-heavy fine-tuning job (2 GPUs of ours, MPS) onto the
+    # node"
+    r"\b(?:pack\w*|schedul\w*|plac\w*|land\w*|co-?locat\w*|put|putting)\b[^.\n]{0,80}?\b(?:job|workload|process|"
+    r"container|pod|service)\b[^.\n]{0,60}?\b(?:onto|on|to) (?:the same|the|our|this) (?:node|GPUs?|cards?|box|host)\b|"
     # "The embedding TEI container ... was scheduled onto the same GPU"
     r"\b(?:was|were|got|is|are|gets) scheduled (?:on|onto|to) the same (?:GPU|card|device)\b|"
     r"\b(?:GPUs?|cards?|devices?|box|node|[ABHL]\d{2,3}S?)\s*\d?\b[^.\n]{0,30}?\b(?:is |are |was |were )?shared with\b"
@@ -176,6 +180,13 @@ FAMILIES_RULED_OUT = re.compile(
     # "Looks like batch-size-dependent reduction order in bf16 matmuls, not spec decode."
     r"\b(?:looks like|seems (?:like|to be)|it'?s|it is|must be)\b[^.\n]{3,120}?,\s*not\s+(?:the\s+|a\s+)?"
     + _FAMILY_SETTING + r"\b", re.I)
+# greedy outputs that change with the batch they ran in, and the reporter's words for floating-point numerics (not a
+# fault): "concurrency 64, VLLM_BATCH_INVARIANT=1 -> identical across 3 runs", "batch-size-dependent reduction order in
+# bf16 matmuls", "divergence always starts at a near-tie token"
+BATCH_NUMERICS = re.compile(
+    r"\bVLLM_BATCH_INVARIANT\s*=\s*1\b[^\n]{0,60}?\b(?:identical|same|deterministic|stable|reproducible)\b|"
+    r"\bbatch[- ](?:size[- ])?(?:dependent|variant)\b[^.\n]{0,40}?\b(?:numerics|reduction|matmuls?|kernels?|GEMMs?)\b|"
+    r"\breduction order\b|\bnon-?associativ\w*|\bnear[- ]ties?\b", re.I)
 # the reporter's own verdict naming a cause outside vLLM's model paths: "The quant itself is the problem", "So it's the
 # checkpoint", "It's our Node frontend", "the gateway was the culprit" (a guess -- "I thought", "maybe", a question --
 # is no verdict: the caller skips those lines)
@@ -196,7 +207,10 @@ PROXY_RETRY = re.compile(r"\bretry_on\b|\bupstream_rq_retry=[1-9]|\bproxy_next_u
                          r"(?! (?:is|was) (?:off|disabled))", re.I)
 # the same model right in bfloat16: "--dtype bfloat16 (A10G supports bf16) -> fine"
 BF16_FINE = re.compile(r"(?:--dtype[ =]|dtype\W{0,3})(?:bfloat16|bf16)\b[^\n]{0,60}?(?:->|=>|:)\s*(?:fine|correct|clean|ok|good|"
-                       r"normal|works?)\b", re.I)
+                       r"normal|works?)\b|"
+                       # "With --dtype bfloat16 everything is fine on the same GPU"
+                       r"\bwith (?:--dtype[ =])?(?:bfloat16|bf16)\b,? (?:everything|it|all|the output|outputs|answers) "
+                       r"(?:is|are|works?|looks?|was|were) (?:\w+ )?(?:fine|correct|clean|ok|good|normal)\b", re.I)
 # structured output's grammar compiled again and again (a schema per request): a stack dump in xgrammar's compiler,
 # "each compile takes 0.5-3 s"
 GRAMMAR_COMPILE = re.compile(r"\bGrammarCompiler\b|\bcompile_(?:json_schema|grammar|regex)\b|\bgrammar (?:compilation|compiles?|"

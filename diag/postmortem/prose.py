@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
-from .cause_words import (BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE,
+from .cause_words import (BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE,
                           FAMILIES_RULED_OUT,
                           GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY,
                           PROXY_TIMEOUT, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING, UNIQUE_PROMPTS)
@@ -380,6 +380,7 @@ _CAUSE_FACTS = (
     ("prompt_logprobs_prose", PROMPT_LOGPROBS, ("echo", "prompt_logprobs", "loglikelihood"), False),
     ("proxy_retry_prose", PROXY_RETRY, ("etr",), False),
     ("client_cap_prose", CLIENT_CAP, ("only", "holding", "loop", "equential", "one after"), True),
+    ("batch_numerics_prose", BATCH_NUMERICS, ("BATCH_INVARIANT", "atch", "eduction", "ssociativ", "tie"), True),
     ("unique_prompts_prose", UNIQUE_PROMPTS, ("unique", "fresh", "expected", "distinct", "different", "shared", "common",
                                                "prefix"), True),
 )
@@ -861,6 +862,7 @@ class ProseLines:
             self._smi_process(text, line)
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text
+                or "onto" in text or "schedul" in text
                 or "same GPU" in text or "same card" in text or "same device" in text or "olleague" in text
                 or "worker" in text or "teammate" in text):
             self._first_words("cotenant_prose", COTENANT, text, line)

@@ -709,3 +709,26 @@ def slow_weight_loading(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
                                                                   "model_loading_seconds"),
         missing=["the read speed of the checkpoint's storage (the same load from a local disk, or --load-format with "
                  "a pre-sharded / cached copy)"])
+
+
+def batch_variant_numerics(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error; greedy answers that differ between runs, and the report ties them to the batch's floating-point
+    numerics (batch-invariant kernels make them identical; ties broken by reduction order): the kernels' results depend on
+    the batch a request shares, whatever the drafts or the cache -- outside the families. With drafts on, only the
+    batch-invariant run itself rules the drafts' batches out."""
+    said, cause = facts.startup.get("wrong_output_prose"), facts.startup.get("batch_numerics_prose")
+    if not said or not cause:
+        return None
+    if setup.spec_k and not facts.startup.get("faults_without_spec_prose") and "BATCH_INVARIANT" not in str(cause):
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says the answers differ ('{said}') and ties it to the batch's numerics "
+               f"('{cause}'): a kernel's reduction order depends on the batch a request runs in, so a near-tie token can "
+               "flip between runs at temperature 0 -- expected without batch-invariant kernels, outside the "
+               "hybrid/spec-decode families"),
+        title="Greedy answers that vary with the batch (floating-point numerics, not a fault)",
+        message=f"answers differ between runs without an error: {said}",
+        evidence=("wrong_output_prose", "batch_numerics_prose", "batch_dependent_prose"),
+        missing=["the same runs with VLLM_BATCH_INVARIANT=1 (batch-invariant kernels), or at concurrency 1"])
+

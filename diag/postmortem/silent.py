@@ -15,7 +15,7 @@ from .clientside import (chat_template_twice, client_capped_concurrency, client_
                          salted_prefixes, split_routing, stop_string_truncation, token_cap_truncation, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
-from .quietmisses import (SYMPTOMS, activation_reserve_capacity, slow_weight_loading, collective_hang, cotenant_gpu_slowdown,
+from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, slow_weight_loading, collective_hang, cotenant_gpu_slowdown,
                           cpu_offload_slowdown, cpu_starved_slowdown, drafts_never_accepted, eager_slowdown,
                           gpu_throttled_slowdown, grammar_compile_stall, kv_cache_idle, kv_saturated_workload,
                           long_context_capacity, lora_slot_queueing, low_memory_share_capacity, mig_slice_limits,
@@ -278,7 +278,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or client_path_corruption(facts, base_numbers) or proxy_retry_duplicates(facts, base_numbers)
             or proxy_slows_stream(facts, base_numbers)
             or chat_template_twice(facts, base_numbers) or stop_string_truncation(facts, base_numbers)
-            or replicas_differ(facts, base_numbers)
+            or replicas_differ(facts, base_numbers) or batch_variant_numerics(facts, setup, base_numbers)
             or foreign_tokenizer(facts, base_numbers)
             or random_prompts_acceptance(facts, setup, base_numbers) or modelfree_drafts_unmatched(facts, setup, base_numbers)
             or lora_slot_queueing(facts, base_numbers) or client_capped_concurrency(facts, base_numbers)

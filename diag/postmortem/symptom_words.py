@@ -38,6 +38,14 @@ WRONG_OUTPUT_ANYWHERE = (
 WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|or|and) ?\w+)? (?:output|text|tokens|generations?|answers?)|"
                           # a title's verdict without its verb: "outputs corrupted only when ..."
                           r"\b(?:outputs?|completions?|answers?|responses?|generations?) (?:\w+ )?corrupted\b|"
+                          # 'Outputs are "!!!!!!!!" or empty' (fp16 overflow's all-NaN logits sample token 0 again and again)
+                          r"\b(?:outputs?|answers?|responses?|completions?|text) (?:are|is|become|becomes|turn into|come back as|"
+                          r"show) [\"'\u201c`]?(?:!{4,}|\?{4,})|"
+                          # greedy answers that change between runs: "the same eval prompt gives different answers between
+                          # runs", "34/500 differ between runs"
+                          r"\b(?:gives?|returns?|produces?|yields?|gets?) different (?:answers|outputs|results|completions|"
+                          r"text|responses) (?:between|across|from) (?:runs?|run to run|calls?)\b|"
+                          r"\b\d+\s*/\s*\d+ (?:\w+ )?differ (?:between|across) runs\b|"
                           # "Answers are short, odd, often start with 'assistant'", "repeat the user's question"
                           r"\b(?:answers?|outputs?|responses?|replies|completions?) (?:are|were|look|looks|seem) "
                           r"(?:\w+, ){0,3}(?:odd|weird|strange|bizarre)\b|\brepeat\w* (?:back )?the user'?s (?:question|prompt|message)\b|"
@@ -330,6 +338,12 @@ SPEC_SLOWER = re.compile(
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 CAPACITY_FELL = re.compile(
+    # "only gets ~3 concurrent 32k requests", "I expected way more KV", "just very low concurrency"
+    r"\bonly (?:gets?|fits?|runs?|allows?) (?:~|about |around )?\d+ concurrent\b|\bexpected (?:way|much|far|a lot) more KV\b|"
+    r"\b(?:very |really |extremely )low concurrency\b|"
+    # "only ~30 GB KV cache and 'Maximum concurrency 2.9x', expected way more"
+    r"\bonly (?:~|about |around )?\d+(?:\.\d+)?\s*Gi?B (?:of )?KV(?: cache)?\b|"
+    r"\bconcurrency\b[^.\n]{0,30}?\bexpected (?:way |much |far |a lot )?(?:more|higher|bigger)\b|"
     # "I expected ~35 GiB of KV, not 6.8", "Expected huge concurrency"
     r"\bexpected (?:~|about |around )?\d+(?:\.\d+)?\s*Gi?B of KV(?: cache)?,? (?:not|but got|got|only)\b|"
     r"\bexpected (?:a )?(?:huge|much (?:higher|more)|more|higher|far more|far higher|bigger) (?:KV )?(?:concurrency|capacity)\b|"
