@@ -217,6 +217,16 @@ near_limit_prose                       the reporter's words for requests close t
                                        (``close to max_model_len``), where fewer drafts are scheduled
 varying_prefix_prose                   a prompt template's per-request value, in words or where two prompts of
                                        vLLM's request log part (at a digit, in their first 200 characters)
+resolved_prose                         the reporter's own fix, a change to none of the families' settings that
+                                       ended the symptom (``Passing StandardCharsets.UTF_8 fixed it``,
+                                       ``Removing --chat-template -> correct calls``: :mod:`.trials`)
+families_ruled_out_prose               the reporter's verdict that the families are not the cause (``So spec
+                                       decode / the 1184 block size are not it``)
+unique_prompts_prose                   prompts said to share no prefix (``unique RAG context each time``)
+batch_numerics_prose                   greedy answers tied to the batch's numerics (``VLLM_BATCH_INVARIANT=1 ->
+                                       identical``, ``reduction order``)
+slow_start_prose,                      the server said slow to start (``Scale-up takes 12+ minutes``), and
+weights_loading_seconds                vLLM's ``Loading weights took N seconds``
 request_params (dict)                  max_tokens / temperature / top_k ... of the failing request (curl
                                        body, client call, ``SamplingParams(...)``)
 request_params_last (dict)             the last request's, where a later request samples otherwise (a
