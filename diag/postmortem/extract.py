@@ -240,6 +240,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.side_attempt_lines: set[int] = set()  # lines of the reporter's side attempts ("I also tried X: <error>")
         self.ab_tests = ABTestReader(self.facts)  # the reporter's A/B tests (sentences, bullets, tables)
         self.trials = TrialReader(self.facts)  # the reporter's own fix
+        self.smi_rows: dict[str, list[tuple[str, int]]] = {}  # nvidia-smi's process table: GPU -> (process, MiB)
         self._err_open = False
         self._err_last = 0
         self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text

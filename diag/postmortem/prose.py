@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
-from .cause_words import (BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE,
-                          FAMILIES_RULED_OUT,
-                          GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY,
-                          PROXY_TIMEOUT, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING, UNIQUE_PROMPTS)
+from .cause_words import (BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE,
+                          DOUBLE_TEMPLATE, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, MIG,
+                          OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY, PROXY_TIMEOUT, REPLAY_HITS, REPLICAS_DIFFER,
+                          SPLIT_ROUTING, UNIQUE_PROMPTS)
 from .lines import Line
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW, SLOW_START,
                             SPEC_SLOWER, TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
@@ -115,11 +115,12 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
 # the same in the report languages: a new prompt (its prefill) and the decoding requests in one batch -- "prefill이
 # 디코딩 중인 요청들과 같은 배치에 섞일 때", "prefill 和 decode 混合在同一个 batch", "プリフィルとデコードが同じバッチに混在",
 # "Prefill und Decode gemischt im selben Batch", "mezcla prefill y decode en el mismo batch"
-_ROWS_I18N = r"(?:prefill|decod|\ub514\ucf54\ub529|\ud504\ub9ac\ud544|\u89e3\u7801|\u9884\u586b\u5145|\u30c7\u30b3\u30fc\u30c9|\u30d7\u30ea\u30d5\u30a3\u30eb)"
-_MIX_I18N = (r"(?:\uc11e|\u6df7\u5408|\u6df7\u5728|\u6df7\u3056|\u6df7\u5728|\bgemischt\w*|\bmezcl\w*|\bmistur\w*|\bm\u00e9lang\w*|"
+_ROWS_I18N = (r"(?:prefill|decod|\ub514\ucf54\ub529|\ud504\ub9ac\ud544|\u89e3\u7801|\u9884\u586b\u5145|\u30c7\u30b3\u30fc\u30c9|"
+              r"\u30d7\u30ea\u30d5\u30a3\u30eb)")
+_MIX_I18N = (r"(?:\uc11e|\u6df7\u5408|\u6df7\u5728|\u6df7\u3056|\bgemischt\w*|\bmezcl\w*|\bmistur\w*|\bm\u00e9lang\w*|"
              r"\bmescol\w*|\bmist[oa]\b|\b\u0441\u043c\u0435\u0448\w*|\bmieszan\w*|\bgemengd\w*)")
-_MIXED_PROSE_I18N = re.compile(_ROWS_I18N + r"[^.\n\u3002]{0,60}?" + _MIX_I18N + "|" + _MIX_I18N + r"[^.\n\u3002]{0,60}?" + _ROWS_I18N,
-                               re.I)
+_MIXED_PROSE_I18N = re.compile(_ROWS_I18N + r"[^.\n\u3002]{0,60}?" + _MIX_I18N + "|"
+                               + _MIX_I18N + r"[^.\n\u3002]{0,60}?" + _ROWS_I18N, re.I)
 # requests close to their length limit, where the scheduler drafts fewer tokens for them than for the rest ("the
 # sequences that run close to max_model_len", "within 3 tokens of max_model_len", "near the context limit")
 _NEAR_LIMIT = re.compile(r"\b(?:close to|near(?:ing)?|approach(?:es|ing)?|within (?:a few|\d+|k|num_speculative_tokens) "
@@ -508,7 +509,7 @@ class ProseLines:
         whose memory vLLM's profile saw as used (read as ``cotenant_prose``)."""
         for m in _SMI_PROCESS.finditer(text):
             gpu, name, mib = m.group(1), m.group(3).strip(), int(m.group(4))
-            seen = self.__dict__.setdefault("_smi_rows", {}).setdefault(gpu, [])
+            seen = self.smi_rows.setdefault(gpu, [])
             seen.append((name, mib))
             engine = [n for n, _ in seen if _ENGINE_PROCESS.search(n)]
             other = [(n, v) for n, v in seen if not _ENGINE_PROCESS.search(n) and v >= 1024]
@@ -734,7 +735,8 @@ class ProseLines:
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
             if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
-                                       "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token", "/s", "crawl", "half", "faster",
+                                       "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token", "/s", "crawl", "half",
+                                       "faster",
                                        "\ub290", "\u6162", "\u9045", "langsam", "lent", "\u043c\u0435\u0434\u043b", "trager", "langzam",
                                        "wolniej", "pomal", "yava\u015f", "ch\u1eadm", "lambat", "l\u00e5ngsam",
                                        "\u043f\u043e\u0432\u0456\u043b\u044c\u043d", "\u0927\u0940\u092e\u093e", "\u0623\u0628\u0637\u0623",
