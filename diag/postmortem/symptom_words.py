@@ -429,6 +429,10 @@ SLOW = re.compile(
     # "output tok/s drops from ~5900 to ~4100"
     # ("decode throughput at 64 concurrent users fell from ~2.1k to ~700 tok/s"; "a perf regression")
     r"\b(?:perf(?:ormance)?|throughput|latency|speed|decode) regression\b|"
+    # "streaming stalls of 1.5-3 s mid-answer", "chat users see the stream freeze for seconds", "p99 ITL 2.9 s (was
+    # ~60 ms)"
+    r"\bstream\w* (?:stalls?|stalling|freezes?|freezing|freeze|stutters?|stuttering)\b|"
+    r"\b(?:ITL|TPOT|TTFT|latency)\b[^.\n]{0,20}?~?\d+(?:\.\d+)?\s*m?s\s*\(was ~?\d|"
     # "throughput worse than expected at batch > 4", "TPOT jumps from 11ms to 38ms"
     r"\b(?:throughput|speed|performance|latency|TPOT|ITL|decode)\b[^.\n]{0,10}?\b(?:much |far |way )?worse than expected\b|"
     r"\b(?:TPOT|ITL|TTFT|latency|p\d\d)\b (?:\w+ ){0,2}(?:jumps?|jumped|goes up|went up|rises?|rose|climbs?|climbed|"
