@@ -204,6 +204,18 @@ _WORDS = [
     ("batch_numerics_prose", "concurrency 64, VLLM_BATCH_INVARIANT=1 -> identical across 3 runs"),
     ("slow_prose", "Qwen3.6 with MTP -- streaming stalls of 1.5-3 s mid-answer whenever someone uploads a big document"),
     ("slow_prose", "Now chat users see it freeze for seconds at a time. p99 ITL 2.9 s (was ~60 ms)."),
+    ("gpu_throttled_prose", "nvidia-smi dmon during slow windows: SM clock 1980 -> 1125 MHz on GPU 3 and 5, "
+                            "`clocks_event_reasons.hw_power_brake_slowdown: Active`."),
+    ("cause_named_prose", "So it is the online fp8 quantization of this checkpoint."),
+    ("capacity_prose", "Max concurrency went from ~40 to ~6 overnight; is the mamba block budget wrong?"),
+    ("hit_rate_prose", "granite-4.0-h-tiny with prefix caching: prefix caching basically never hits for my prompts."),
+    ("shared_prefix_tokens", "prefix caching never hits for my prompts (~1.5k tokens shared)."),
+    ("slow_prose", "throughput starts at ~1900 tok/s, after 15 min falls to ~1100 tok/s. Restart 'fixes' it."),
+    ("truncated_prose", "answers always stop around 256 tokens when the client omits max_tokens."),
+    ("resolved_prose", "Replica .12 was built from an older snapshot. Synced the\nmodel dir -> 20/20 identical answers, "
+                       "EAGLE still on."),
+    ("resolved_prose", "Solved: n8n serialises the toggle as the STRING 'false', so thinking stays on."),
+    ("resolved_prose", "Turned out the UI's frequency penalty slider was at -1.2. Reset to 0 -> normal text."),
     ("direct_fine_prose", "curl -N against the pod IP directly: every delta is valid UTF-8, no garbage (checked 2k "
                           "responses with a script)."),
     ("cotenant_prose", "GPU processes:\n|   0  3190841   C   /usr/bin/python3 (vllm, ours)          128702MiB |\n"

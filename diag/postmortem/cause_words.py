@@ -21,6 +21,9 @@ CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\w
 # "HW Thermal Slowdown : Active", "power-capped", "thermal throttling"
 GPU_THROTTLED = re.compile(
     r"\b(?:SW Power Cap|HW Slowdown|HW Thermal Slowdown|HW Power Brake Slowdown|SW Thermal Slowdown)\s*:\s*Active\b|"
+    # the query names of the same reasons: "clocks_event_reasons.hw_power_brake_slowdown: Active", "SM clock 1980 -> 1125 MHz"
+    r"\bclocks?_(?:event|throttle)_reasons\.\w+\s*[:=]\s*Active\b|"
+    r"\bSM clocks? (?:\w+ )?~?\d{3,4}\s*(?:->|\u2192|to)\s*~?\d{3,4}\s*MHz\b|"
     r"\bpower[- ]capped\b|\b(?:thermal(?:ly)?|power|clock) throttl\w*|\bGPUs? (?:is |are |was |were )?throttl\w*", re.I)
 # another process holding memory on the engine's GPUs: "GPU0 on that box is shared with our team's embedding service",
 # "another process on the same GPU", "nvidia-smi shows a python pid holding 16 GiB", "co-tenant"
@@ -198,7 +201,8 @@ _OUTSIDE = (r"(?:quant(?:ization|ized model)?|checkpoint|weights|client|gateway|
             r"rollout|deployment|helm values|container|image|router|request|app|plugin|middleware|SDK)")
 CAUSE_NAMED = re.compile(
     r"\bthe (?:[\w-]+ ){0,2}" + _OUTSIDE + r"(?: itself)? (?:is|was) (?:the )?(?:problem|culprit|(?:root )?cause|issue|bug)\b|"
-    r"\b(?:so |turns? out )?it'?s (?:the|our|my|their|a) (?:[\w-]+ ){0,2}" + _OUTSIDE + r"\b(?=[,.;!)]| not\b|$)", re.I)
+    r"\b(?:so |turns? out )?it(?:'s| is) (?:the|our|my|their|a) (?:[\w-]+ ){0,2}" + _OUTSIDE
+    + r"\b(?=[,.;!)]| not\b| of (?:this|the|our|that) \w+|$)", re.I)
 # (guesses and questions: no verdict)
 GUESS = re.compile(r"\b(?:thought|think|suspect\w*|assum\w*|guess\w*|maybe|might|wonder\w*|perhaps|not sure|could be|said|"
                    r"says|suggest\w*|claim\w*|according|someone|if)\b|\?",

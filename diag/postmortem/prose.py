@@ -136,6 +136,9 @@ _SHARED_PREFIX_BEFORE = re.compile(r"\b(?:(?:same|shared|common|identical)\s+(?:
                                    r"instructions|context)|"
                                    r"(?:our|the|a|my|shared|common)\s+(?:shared\s+|common\s+)?system[ -]prompt\s+(?:is|has|was|of)\s+"
                                    r"(?:about |around |roughly |~|≈)?\s*(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens\b)", re.I)
+# ... or in brackets after the prompts: "my prompts (~1.5k tokens shared)"
+_SHARED_PREFIX_BRACKETED = re.compile(r"\((?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens? "
+                                      r"(?:shared|in common)\)", re.I)
 # the reporter's words tying the failure to short prompts (a prompt, or a prompt's last prefill chunk, of a few tokens):
 # "very short prompts", "4-token prompts", "prompts of up to 3 tokens", "a 4-token prefill"
 _SHORT_PROMPT = re.compile(r"\b(?:very |really |extremely |tiny |super )short (?:raw |input )?prompts?\b|"
@@ -640,6 +643,7 @@ class ProseLines:
                 self.facts.lines["structured_outputs_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and "hit_rate_prose" not in self.facts.startup and len(text) < 2000 and (
                 "hit rate" in text.lower() or "cache hit" in text.lower() or "hit-rate" in text.lower()
+                or "never hit" in text.lower() and "cach" in text.lower()
                 or any(w in text for w in _HIT_RATE_I18N)) and "Engine 000" not in text:
             # the reporter speaks of the prefix cache's hits (not vLLM's stats line): the complaint is about them
             self.facts.startup["hit_rate_prose"] = True
@@ -666,7 +670,7 @@ class ProseLines:
             self.facts.startup["varying_prefix_prose"] = f"the prompt is prefixed with a per-request value: '{m.group(0)}'"
             self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and "shared_prefix_tokens" not in self.facts.startup and len(text) < 2000 and "token" in text:
-            m = _SHARED_PREFIX.search(text) or _SHARED_PREFIX_BEFORE.search(text)
+            m = _SHARED_PREFIX.search(text) or _SHARED_PREFIX_BEFORE.search(text) or _SHARED_PREFIX_BRACKETED.search(text)
             if m:
                 groups = [g for g in m.groups()]
                 number = next(g for g in groups[::2] if g is not None)

@@ -649,6 +649,9 @@ def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
     if not said or not isinstance(usage, (int, float)) or usage < 95 or not (
             (st.get("num_preemptions_max") or 0) > 0 or (st.get("num_requests_waiting_max") or 0) > 0):
         return None
+    shared, block = st.get("shared_prefix_tokens"), st.get("attention_block_size")
+    if st.get("hit_rate_prose") and isinstance(shared, int) and isinstance(block, int) and shared < block:
+        return None  # (the report's shared prefix is shorter than the hybrid's raised block: its hits never come)
     tokens, per_request, running = st.get("gpu_kv_cache_tokens"), st.get("request_tokens_prose"), st.get("num_requests_running_max")
     if all(isinstance(x, int) and x > 0 for x in (tokens, per_request, running)) and running * per_request * 2 <= tokens:
         return None  # the requests the report sizes should fit twice over: the cache's layout, not the load, holds fewer

@@ -267,7 +267,7 @@ TRUNCATED = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
                        r"\b(?:SSE|streams?|event stream)s? (?:just |simply |then )?(?:ends?|ended|stops?|stopped|dies|died|closes?|"
                        r"closed)(?: early| halfway| abruptly| prematurely| mid\w*)?\b(?! with \[DONE\])|"
                        # "Outputs always stop at exactly 512 tokens", "every report is cut mid-sentence"
-                       r"\bstops? at (?:exactly |precisely )?\d+ tokens\b|\bcut mid[- ]sentence\b|"
+                       r"\bstops? (?:at |around |about |near )(?:exactly |precisely |~)?\d+ tokens\b|\bcut mid[- ]sentence\b|"
                        # "cuts answers after a few words", "every answer is exactly 16 tokens"
                        r"\bcuts? (?:the |my |our |all |every |its )?(?:answers?|responses?|outputs?|replies|text|completions?)"
                        r"(?: off| short| after| at| mid\w*)\b|"
@@ -338,6 +338,9 @@ SPEC_SLOWER = re.compile(
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 CAPACITY_FELL = re.compile(
+    # "Max concurrency went from ~40 to ~6 overnight", "KV cache dropped from 31 GiB to 4"
+    r"\b(?:concurrency|capacity|KV cache(?: memory| size)?)\b (?:\w+ )?(?:went|dropped|fell|shrank|went down|drops?|falls?) "
+    r"from (?:~|about )?\d[\d,.]*\s*\w{0,3} to (?:~|about )?\d|"
     # "only gets ~3 concurrent 32k requests", "I expected way more KV", "just very low concurrency"
     r"\bonly (?:gets?|fits?|runs?|allows?) (?:~|about |around )?\d+ concurrent\b|\bexpected (?:way|much|far|a lot) more KV\b|"
     r"\b(?:very |really |extremely )low concurrency\b|"
@@ -429,6 +432,10 @@ SLOW = re.compile(
     # "output tok/s drops from ~5900 to ~4100"
     # ("decode throughput at 64 concurrent users fell from ~2.1k to ~700 tok/s"; "a perf regression")
     r"\b(?:perf(?:ormance)?|throughput|latency|speed|decode) regression\b|"
+    # "throughput starts at ~1900 tok/s, after 15 min falls to ~1100 tok/s"
+    # (not "drops to 0": a stall, the hang's words)
+    r"\b(?:throughput|tok(?:ens)?/s)\b[^.\n]{0,60}?\b(?:falls?|fell|drops?|dropped|degrades?|decays?|sinks?|sank) to "
+    r"(?:~|about )?(?!0\b)\d|"
     # "streaming stalls of 1.5-3 s mid-answer", "chat users see the stream freeze for seconds", "p99 ITL 2.9 s (was
     # ~60 ms)"
     r"\bstream\w* (?:stalls?|stalling|freezes?|freezing|freeze|stutters?|stuttering)\b|"

@@ -38,6 +38,8 @@ _FIXED_IT = re.compile(r"(?<!n't )(?<!not )(?<!never )\b(?:fixed|fixes|solved|so
 # a sentence that is only the verdict: "Fixed.", "Solved!"
 _VERDICT_ONLY = re.compile(r"^\W*(?:(?:and |that |this )?(?:fixed|solved|resolved)(?: it)?|problem solved|works now)\W*$",
                            re.I)
+# the verdict before what the reporter found: "Solved: n8n serialises the toggle as the STRING 'false'", "Fixed: ..."
+_VERDICT_LEAD = re.compile(r"^\W*(?:solved|fixed|resolved|found it|root cause(?: found)?)\s*[:\-\u2014]\s*", re.I)
 # the fix was vLLM itself (a release, a nightly, a pull request): the families' bug fixed, no cause outside them
 _VLLM_CHANGE = re.compile(r"\b(?:upgrad\w*|updat\w*|bump\w*|downgrad\w*|nightly|v?0\.\d+(?:\.\d+)?|PR\s*#?\d+|#\d{4,}|"
                           r"main branch|latest|newer|older|release|versions?|patch\w*|cherry-?pick\w*|commit)\b", re.I)
@@ -47,7 +49,8 @@ _BUDGET = re.compile(r"gpu[-_ ]memory|max[-_ ]model|num[-_ ]gpu[-_ ]blocks|swap|
 # a fresh state, not a change: a restart or a new conversation clears the cached Mamba/GDN states a state fault leaves
 # behind ("Restarting fixes it for a few minutes"); and a change told only by reference ("Either one alone")
 _FRESH_OR_VAGUE = re.compile(r"\b(?:restart\w*|reboot\w*|re-?launch\w*|fresh|new (?:conversation|session|chat|server|pod|"
-                             r"process)|reset\w*|clear\w*|flush\w*|for a (?:few|couple)|temporar\w*|for a while)\b|"
+                             r"process)|(?:reset\w*|clear\w*|flush\w*) (?:the |its |our )?(?:\w+ )?(?:cache|state|server|"
+                             r"engine|pod|GPU|session|conversation)s?|for a (?:few|couple)|temporar\w*|for a while)\b|"
                              r"^\W*(?:either|each|both|any|one|that|this|it|them|those|these)\b", re.I)
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+(?=\S)")
 # a question or a hope, not a trial: "which version fixes it?", "if that fixes it", "would a newer driver fix it"
@@ -94,6 +97,8 @@ def _trial(sentence: str, before: str) -> tuple[str, bool] | None:
     sentence tells no trial."""
     if _VERDICT_ONLY.match(sentence):
         return before, True
+    if m := _VERDICT_LEAD.match(sentence):
+        return sentence[m.end():], True
     m = _FIXED_IT.search(sentence)
     if m:
         change = sentence[:m.start()].strip()
@@ -102,7 +107,8 @@ def _trial(sentence: str, before: str) -> tuple[str, bool] | None:
     arrow = _ARROW.search(sentence) or _toggle_colon(sentence)
     if arrow:
         outcome = sentence[arrow.end():]
-        if _GOOD.match(outcome) and not _BAD.search(outcome[:80]):
+        # (what the outcome says stayed as it was is no symptom kept: "20/20 identical answers, EAGLE still on")
+        if _GOOD.match(outcome) and not _BAD.search(KEPT.sub("", outcome[:80])):
             return sentence[:arrow.start()], True
         if _STILL.match(outcome):
             return sentence[:arrow.start()], False
