@@ -216,6 +216,11 @@ _WORDS = [
                        "EAGLE still on."),
     ("resolved_prose", "Solved: n8n serialises the toggle as the STRING 'false', so thinking stays on."),
     ("resolved_prose", "Turned out the UI's frequency penalty slider was at -1.2. Reset to 0 -> normal text."),
+    ("capacity_prose", '"Maximum concurrency" is ~3x lower than on my workstation A100 with identical flags.'),
+    ("cotenant_prose", "The device plugin has time-slicing enabled (replicas: 2), so a Jupyter pod landed on our GPU."),
+    ("cotenant_prose", "On the node:\n|    0   N/A  N/A      88211      C   python3 (vllm)                    57340MiB |\n"
+                       "|    0   N/A  N/A      90112      C   python (ns: ml-notebooks, pod: jlab-0)  13712MiB |"),
+    ("resolved_prose", "Our gateway added a default stop sequence for every model. Removed it."),
     ("direct_fine_prose", "curl -N against the pod IP directly: every delta is valid UTF-8, no garbage (checked 2k "
                           "responses with a script)."),
     ("cotenant_prose", "GPU processes:\n|   0  3190841   C   /usr/bin/python3 (vllm, ours)          128702MiB |\n"
@@ -248,4 +253,22 @@ def test_greedy_answers_that_vary_with_the_batch_are_its_numerics(spec, read):
              "Divergence always starts at a near-tie token; batch-size-dependent reduction order in bf16 matmuls."]
     lead = _analyze(lines).findings[0] if _analyze(lines).findings else None
     assert (lead is not None and lead.title.startswith("Greedy answers that vary with the batch")) is read
+
+
+
+
+@pytest.mark.parametrize("flag, category", [("--no-enable-prefix-caching", "other"), ("", "prefix_cache_degraded")])
+def test_a_hybrid_whose_command_turns_prefix_caching_off_is_that_choice(flag, category):
+    """A 0 % hit rate the report asks about on a hybrid whose engine ran with prefix caching off: the command's own
+    --no-enable-prefix-caching is that choice (outside the families); without the flag it is the hybrid's default."""
+    lines = ["prefix cache hit rate always 0% on Qwen3-Next with MTP, is this the known hybrid bug?",
+             f"vllm serve Qwen/Qwen3-Next-80B-A3B-Thinking -tp 4 {flag}",
+             "(EngineCore_DP0 pid=77) INFO 02-10 08:00:40 [core.py:97] Initializing a V1 LLM engine (v0.20.2) with config: "
+             "model='Qwen/Qwen3-Next-80B-A3B-Thinking', tensor_parallel_size=4, enable_prefix_caching=False",
+             "(EngineCore_DP0 pid=77) INFO 02-10 08:00:51 [interface.py:770] Setting attention block size to 272 tokens "
+             "to ensure that attention page size is >= mamba page size.",
+             *["(APIServer pid=1) INFO 02-10 08:20:00 [loggers.py:259] Engine 000: Avg prompt throughput: 3310.7 tokens/s, "
+               "Avg generation throughput: 902.5 tokens/s, Running: 41 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.4%, "
+               "Prefix cache hit rate: 0.0%"] * 2]
+    assert _analyze(lines).findings[0].category == category
 

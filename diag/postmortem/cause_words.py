@@ -33,6 +33,8 @@ COTENANT = re.compile(
     # node"
     r"\b(?:pack\w*|schedul\w*|plac\w*|land\w*|co-?locat\w*|put|putting)\b[^.\n]{0,80}?\b(?:job|workload|process|"
     r"container|pod|service)\b[^.\n]{0,60}?\b(?:onto|on|to) (?:the same|the|our|this) (?:node|GPUs?|cards?|box|host)\b|"
+    # the device plugin sharing one GPU between pods: "The device plugin has time-slicing enabled (replicas: 2)"
+    r"\btime-?slic(?:ing|ed)\b[^.\n]{0,40}?\b(?:enabled|on|replicas)\b|"
     # "The embedding TEI container ... was scheduled onto the same GPU"
     r"\b(?:was|were|got|is|are|gets) scheduled (?:on|onto|to) the same (?:GPU|card|device)\b|"
     r"\b(?:GPUs?|cards?|devices?|box|node|[ABHL]\d{2,3}S?)\s*\d?\b[^.\n]{0,30}?\b(?:is |are |was |were )?shared with\b"

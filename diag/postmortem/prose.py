@@ -500,8 +500,9 @@ def _failing_k(text: str) -> int | None:
 # GI / CI ids as "N/A  N/A")
 # (rows a reader's hard-wrap joined into one line are read one by one)
 _SMI_PROCESS = re.compile(r"(?:^|\|)\s*(\d+)\s+(?:N/A\s+N/A\s+)?(\d{2,})\s+(?:C|G|C\+G)\s+(\S[^|\n]{0,80}?)\s+(\d+)\s*MiB\b")
-# the engine's own processes in that table
-_ENGINE_PROCESS = re.compile(r"vllm|python|VLLM|EngineCore|ray::|pt_main_thread", re.I)
+# the engine's own processes in that table (a bare python process is the engine's only where no row names vLLM)
+_ENGINE_PROCESS = re.compile(r"vllm|EngineCore|ray::", re.I)
+_PYTHON_PROCESS = re.compile(r"python|pt_main_thread", re.I)
 
 
 class ProseLines:
@@ -514,8 +515,9 @@ class ProseLines:
             gpu, name, mib = m.group(1), m.group(3).strip(), int(m.group(4))
             seen = self.smi_rows.setdefault(gpu, [])
             seen.append((name, mib))
-            engine = [n for n, _ in seen if _ENGINE_PROCESS.search(n)]
-            other = [(n, v) for n, v in seen if not _ENGINE_PROCESS.search(n) and v >= 1024]
+            rx = _ENGINE_PROCESS if any(_ENGINE_PROCESS.search(n) for n, _ in seen) else _PYTHON_PROCESS
+            engine = [n for n, _ in seen if rx.search(n)]
+            other = [(n, v) for n, v in seen if not rx.search(n) and v >= 1024]
             if engine and other and "cotenant_prose" not in self.facts.startup:
                 self.facts.startup["cotenant_prose"] = (f"nvidia-smi lists {other[0][0]} ({other[0][1]:,} MiB) beside "
                                                         f"vLLM on GPU {gpu}")
@@ -868,7 +870,7 @@ class ProseLines:
             self._smi_process(text, line)
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text
-                or "onto" in text or "schedul" in text
+                or "onto" in text or "schedul" in text or "slic" in text
                 or "same GPU" in text or "same card" in text or "same device" in text or "olleague" in text
                 or "worker" in text or "teammate" in text):
             self._first_words("cotenant_prose", COTENANT, text, line)

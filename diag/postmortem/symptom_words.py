@@ -338,6 +338,8 @@ SPEC_SLOWER = re.compile(
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 CAPACITY_FELL = re.compile(
+    # '"Maximum concurrency" is ~3x lower than on my workstation'
+    r"\bconcurrency\W{0,3} (?:is|was) (?:~|about |around )?\d+(?:\.\d+)?\s*x lower\b|"
     # "Max concurrency went from ~40 to ~6 overnight", "KV cache dropped from 31 GiB to 4"
     r"\b(?:concurrency|capacity|KV cache(?: memory| size)?)\b (?:\w+ )?(?:went|dropped|fell|shrank|went down|drops?|falls?) "
     r"from (?:~|about )?\d[\d,.]*\s*\w{0,3} to (?:~|about )?\d|"

@@ -36,8 +36,8 @@ _FIXED_IT = re.compile(r"(?<!n't )(?<!not )(?<!never )\b(?:fixed|fixes|solved|so
                        r"(?:it|this|that|everything|the (?:issue|problem|bug|symptom|bursts?|output|garbage|mojibake|"
                        r"truncation|latency|hit rate|numbers?))\b", re.I)
 # a sentence that is only the verdict: "Fixed.", "Solved!"
-_VERDICT_ONLY = re.compile(r"^\W*(?:(?:and |that |this )?(?:fixed|solved|resolved)(?: it)?|problem solved|works now)\W*$",
-                           re.I)
+_VERDICT_ONLY = re.compile(r"^\W*(?:(?:and |that |this )?(?:fixed|solved|resolved)(?: it)?|problem solved|works now|"
+                           r"(?:removed|dropped|reverted|unset|deleted) (?:it|that|them)(?: and it works| -> fine)?)\W*$", re.I)
 # the verdict before what the reporter found: "Solved: n8n serialises the toggle as the STRING 'false'", "Fixed: ..."
 _VERDICT_LEAD = re.compile(r"^\W*(?:solved|fixed|resolved|found it|root cause(?: found)?)\s*[:\-\u2014]\s*", re.I)
 # the fix was vLLM itself (a release, a nightly, a pull request): the families' bug fixed, no cause outside them

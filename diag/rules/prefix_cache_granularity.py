@@ -15,6 +15,8 @@ Versions: all. Severity: warning.
 
 from __future__ import annotations
 
+import re
+
 from ..model import Comparison, Evidence, Finding
 from ._util import cfg, log_evidence, state_source
 from .base import Rule, RuleContext
@@ -50,12 +52,19 @@ def check(ctx: RuleContext) -> list[Finding]:
             and (ctx.log.startup.get("attention_block_size") or ctx.log.startup.get("mamba_padding_percent") is not None) \
             and not ctx.log.startup.get("prefix_caching_disabled_hybrid"):
         # the engine ran with prefix caching off (vLLM leaves it off for Mamba/GDN hybrids unless asked) and the report
-        # asks why nothing hits: nothing is cached at all
+        # asks why nothing hits: nothing is cached at all -- the command's own choice where it passed the flag (outside
+        # the families), the hybrid default where it did not
+        told = f"{ctx.log.command or ''} {(ctx.log.lines.get('non_default_args') or (0, ''))[1]}"
+        asked_off = bool(re.search(r"--no-enable-prefix-caching\b|['\"]enable_prefix_caching['\"]\s*:\s*False\b", told))
         out.append(Finding(
-            rule=ID, category="prefix_cache_degraded", title="Prefix caching is off on this hybrid", severity="warning",
-            message="the engine's config says enable_prefix_caching=False (vLLM leaves it off for Mamba/GDN hybrids "
-                    "unless --enable-prefix-caching is passed), so no prefix is reused: the metrics' 0% hit rate is "
-                    "that, not a broken cache.",
+            rule=ID, category="other" if asked_off else "prefix_cache_degraded",
+            title="Prefix caching is off: the command turns it off" if asked_off else "Prefix caching is off on this hybrid",
+            severity="warning",
+            message=("the command passes --no-enable-prefix-caching, so no prefix is reused: the metrics' 0% hit rate is "
+                     "that, not a broken cache." if asked_off else
+                     "the engine's config says enable_prefix_caching=False (vLLM leaves it off for Mamba/GDN hybrids "
+                     "unless --enable-prefix-caching is passed), so no prefix is reused: the metrics' 0% hit rate is "
+                     "that, not a broken cache."),
             evidence=log_evidence(ctx, None, "engine_config", "prefix_cache_hit_rate"),
             numbers={"prefix_cache_hit_rate_max": 0.0},
             confidence="medium", basis="the engine config's enable_prefix_caching=False on a hybrid (its attention block "
