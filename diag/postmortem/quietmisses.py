@@ -262,7 +262,7 @@ _A_CHANGE = re.compile(r"\b(?:remov|dropp|drop|switch|using|use|set|point|disabl
 def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error; the report's own A/B tests take the hybrid/spec-decode readings out (:func:`ab_tests_clear_families`)
     -- a near miss, as an asynchronous fault with the same tests is."""
-    cleared = ab_tests_clear_families(facts, setup, no_drafts_counts=False)
+    cleared, by_own_fix = ab_tests_clear_families(facts, setup, no_drafts_counts=False), False
     fix = facts.startup.get("other_fix_prose")
     if cleared is None and fix and facts.startup.get("wrong_output_prose") and _A_CHANGE.search(str(fix)):
         # (a wrong output that a change outside the classes makes right: a state or batch fault of the drafts or the
@@ -273,7 +273,7 @@ def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) ->
         cleared = f"the report rules them out ('{ruled_out}')"
     if cleared is None and (resolved := facts.startup.get("resolved_prose")):
         # (the reporter's own fix, a change outside the families' settings that ended the symptom: trials.py)
-        cleared = f"the report's own fix changes nothing of theirs ('{resolved}')"
+        cleared, by_own_fix = f"the report's own fix changes nothing of theirs ('{resolved}')", True
     named = facts.startup.get("cause_named_prose")
     if cleared is None and not named:
         return None
@@ -289,8 +289,7 @@ def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) ->
         facts, base_numbers,
         basis=f"no error; the report says '{symptom}', and {said}",
         title="Symptom outside the hybrid/spec-decode classes (the report's "
-              + ("own fix)" if cleared and cleared.startswith("the report's own fix") else
-                 "A/B tests)" if cleared else "own finding)"),
+              + ("own fix)" if by_own_fix else "A/B tests)" if cleared else "own finding)"),
         message=f"symptom without an error: {symptom}",
         evidence=(*AB_TEST_FACTS, "cause_named_prose", "resolved_prose", "families_ruled_out_prose"),
         missing=["the run that shows the symptom with the suspected setting alone changed"])

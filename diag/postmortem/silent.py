@@ -15,14 +15,15 @@ from .clientside import (chat_template_twice, client_capped_concurrency, client_
                          salted_prefixes, split_routing, stop_string_truncation, token_cap_truncation, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
-from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, slow_weight_loading, collective_hang, cotenant_gpu_slowdown,
-                          cpu_offload_slowdown, cpu_starved_slowdown, drafts_never_accepted, eager_slowdown,
-                          gpu_throttled_slowdown, grammar_compile_stall, kv_cache_idle, kv_saturated_workload,
-                          long_context_capacity, lora_slot_queueing, low_memory_share_capacity, mig_slice_limits,
-                          modelfree_drafts_unmatched, pcie_allreduce_slowdown, prefill_budget_slowdown,
-                          prefill_chunks_stall_decodes, random_prompts_acceptance, sampled_away_acceptance,
-                          sampled_by_generation_config, scheduler_cap, slow_tokenizer_latency, socket_network_slowdown,
-                          spec_batch_slowdown, static_rope_quality, toggles_clear_families, untuned_moe_slowdown)
+from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, collective_hang,
+                          cotenant_gpu_slowdown, cpu_offload_slowdown, cpu_starved_slowdown, drafts_never_accepted,
+                          eager_slowdown, gpu_throttled_slowdown, grammar_compile_stall, kv_cache_idle,
+                          kv_saturated_workload, long_context_capacity, lora_slot_queueing, low_memory_share_capacity,
+                          mig_slice_limits, modelfree_drafts_unmatched, pcie_allreduce_slowdown,
+                          prefill_budget_slowdown, prefill_chunks_stall_decodes, random_prompts_acceptance,
+                          sampled_away_acceptance, sampled_by_generation_config, scheduler_cap,
+                          slow_tokenizer_latency, slow_weight_loading, socket_network_slowdown, spec_batch_slowdown,
+                          static_rope_quality, toggles_clear_families, untuned_moe_slowdown)
 from .specpath import model_names, no_spec_path
 
 __all__ = ["fp16_overflow_quality", "own_quality_gate", "quiet_report", "silent_corruption",

@@ -37,7 +37,8 @@ _FIXED_IT = re.compile(r"(?<!n't )(?<!not )(?<!never )\b(?:fixed|fixes|solved|so
                        r"truncation|latency|hit rate|numbers?))\b", re.I)
 # a sentence that is only the verdict: "Fixed.", "Solved!"
 _VERDICT_ONLY = re.compile(r"^\W*(?:(?:and |that |this )?(?:fixed|solved|resolved)(?: it)?|problem solved|works now|"
-                           r"(?:removed|dropped|reverted|unset|deleted) (?:it|that|them)(?: and it works| -> fine)?)\W*$", re.I)
+                           r"(?:removed|dropped|reverted|unset|deleted) (?:it|that|them)(?: and it works| -> fine)?)\W*$",
+                           re.I)
 # the verdict before what the reporter found: "Solved: n8n serialises the toggle as the STRING 'false'", "Fixed: ..."
 _VERDICT_LEAD = re.compile(r"^\W*(?:solved|fixed|resolved|found it|root cause(?: found)?)\s*[:\-\u2014]\s*", re.I)
 # the fix was vLLM itself (a release, a nightly, a pull request): the families' bug fixed, no cause outside them
@@ -59,7 +60,8 @@ _UNTRIED = re.compile(r"\?|\b(?:if|whether|would|could|might|may|maybe|hope\w*|s
 
 
 # an outcome that keeps the symptom: "still ~70% differ", "same garbage", "also broken"
-_STILL = re.compile(r"^\W*(?:(?:it|output|outputs|answers?|results?|everything)\s+)?(?:is |are |was )?(?:still(?! (?:works?|runs?|fine|ok|okay|correct|clean|good|normal|stable))|same|also|"
+_STILL = re.compile(r"^\W*(?:(?:it|output|outputs|answers?|results?|everything)\s+)?(?:is |are |was )?"
+                    r"(?:still(?! (?:works?|runs?|fine|ok|okay|correct|clean|good|normal|stable))|same|also|"
                     r"identical (?:garbage|problem)|no (?:change|difference|improvement))\b", re.I)
 # the drafts switched off: "ngram off", "no spec", "without --speculative-config", "MTP disabled"
 _SPEC_OFF = re.compile(r"\b(?:ngram|mtp|eagle\w*|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|suffix(?: decoding)?|medusa)\s+"
@@ -80,8 +82,9 @@ def _toggle_colon(sentence: str) -> re.Match[str] | None:
 
 
 # prefix caching switched off
-_PC_OFF = re.compile(r"--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False|\b(?:without|no|disabl\w*|turn\w* off)\s+"
-                     r"(?:the |automatic )?(?:prefix[ -]caching|APC)\b|\b(?:prefix[ -]caching|APC)\s+(?:off|disabled)\b", re.I)
+_PC_OFF = re.compile(r"--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False|"
+                     r"\b(?:without|no|disabl\w*|turn\w* off)\s+(?:the |automatic )?(?:prefix[ -]caching|APC)\b|"
+                     r"\b(?:prefix[ -]caching|APC)\s+(?:off|disabled)\b", re.I)
 
 
 def _outside(change: str) -> bool:
