@@ -156,6 +156,26 @@ _FAULTS_WITHOUT_SPEC_I18N = re.compile(
     + STILL_WORDS + r")(?!\s*(?:" + WORKS_WORDS + r"))|"
     r"(?:" + _DRAFTS_I18N + r")\S*\s+(?:olmadan|kapat\w*|kapal\u0131\w*)(?:(?!" + WORKS_WORDS + r")[^.\n]){0,30}?(?:"
     + STILL_WORDS + r")(?!\s*(?:" + WORKS_WORDS + r"))", re.I)
+# the symptom the same either way of a toggle: "(spec on or off, prefix caching on or off)", "with or without MTP",
+# "regardless of prefix caching" -- the toggle is not its trigger (not asked: "does it matter with or without MTP?",
+# "try with and without MTP")
+_PC = r"(?:[`'\"]?(?:--(?:no-)?enable-)?(?:automatic\s+)?(?:prefix[- _]?caching|apc)[`'\"]?)"
+
+
+def _either_way(toggle: str) -> re.Pattern[str]:
+    return re.compile(r"\b" + toggle + r"\s+(?:on\s+or\s+off|off\s+or\s+on|enabled\s+or\s+(?:disabled|not))\b|"
+                      r"\b(?:both\s+)?with\s+(?:and|or)\s+without\s+(?:the\s+)?" + toggle + r"|"
+                      r"\b(?:regardless\s+of|independent\s+of|irrespective\s+of)\s+(?:whether\s+)?(?:the\s+)?" + toggle +
+                      r"|\bwhether\s+(?:the\s+)?" + toggle + r"\s+(?:is|was)\s+(?:on|enabled)\s+or\s+(?:off|not|disabled)\b",
+                      re.I)
+
+
+_SPEC_EITHER_WAY = _either_way(_SPEC)
+_PC_EITHER_WAY = _either_way(_PC)
+# a sentence that asks for the test instead of telling it
+_ASKED = re.compile(r"\?|\b(?:try|test|check|compare|please|could you|can you|would)\b", re.I)
+
+
 # a switch outside the families that made it right, told in Chinese: "换成官方 FP8 版 + 同样的 MTP 配置：完全正常"
 _FIXED_BY_SWITCH_ZH = re.compile(r"(?:\u6362\u6210|\u6362\u7528|\u6539\u7528|\u5207\u6362\u5230|\u6362\u4e86)"
                                  r"([^\u3002\n\uff1a:]{1,100}?)[\uff1a:\uff0c,]\s*(?:\u5b8c\u5168\u6b63\u5e38|"
@@ -338,6 +358,8 @@ class ABTestReader:
             self._first_words("one_host_prose", _ONE_HOST, wide, line)
         if "refix" in low or "apc" in low:
             self._first_words("persists_without_pc_prose", _PERSISTS_WITHOUT_PC, wide, line)
+        if " or " in low or "regardless" in low or "independent" in low or "irrespective" in low:
+            self._either_way(wide, line)
         if "other_engine_prose" not in self.facts.startup and len(wide) < 600 and (m := _OTHER_ENGINE.search(wide)) \
                 and (same := _clause_after(wide, m.end())) and _SAME_THERE.search(same) and not _NOT_THERE.search(same):
             self.facts.startup["other_engine_prose"] = wide[max(0, m.start() - 40):m.end() + 80].strip()
@@ -363,6 +385,14 @@ class ABTestReader:
             self.facts.startup["other_fix_prose"] = f"{toggle} {m.group(0).strip()}" if toggle.lower() not in m.group(0).lower() \
                 else m.group(0).strip()
             self.facts.lines["other_fix_prose"] = (line.lineno, line.text.strip()[:500])
+
+    def _either_way(self, wide: str, line: Line) -> None:
+        """The symptom the same with the toggle on and off (read per sentence: a question elsewhere on the line
+        does not hide it)."""
+        for sentence in re.split(r"(?<=[.!;])\s+", wide):
+            if not _ASKED.search(sentence):
+                self._first_words("faults_without_spec_prose", _SPEC_EITHER_WAY, sentence, line)
+                self._first_words("persists_without_pc_prose", _PC_EITHER_WAY, sentence, line)
 
     def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
         first_words(self.facts, name, rx, text, line)

@@ -740,8 +740,10 @@ class ProseLines:
             self.trials.read(text, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
-            if any(w in wide for w in ("slow", "below", "lower", "worse", "hroughput", "TPOT", "cliff", "egression", "tail",
-                                       "p99", "p95", "p90", "TTFT", "ITL", "atency", "nly ", "first token", "/s", "crawl", "half",
+            # (in lower case: "MAIS LENTO", "SLOWER")
+            low = wide.lower()
+            if any(w in low for w in ("slow", "below", "lower", "worse", "hroughput", "tpot", "cliff", "egression", "tail",
+                                       "p99", "p95", "p90", "ttft", "itl", "atency", "nly ", "first token", "/s", "crawl", "half",
                                        "faster", "stall", "freez", "stutter",
                                        "\ub290", "\u6162", "\u9045", "langsam", "lent", "\u043c\u0435\u0434\u043b", "trager", "langzam",
                                        "wolniej", "pomal", "yava\u015f", "ch\u1eadm", "lambat", "l\u00e5ngsam",
