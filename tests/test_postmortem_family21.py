@@ -61,3 +61,52 @@ def test_slowness_told_in_capitals_is_read():
     ]
     assert facts_from_text("\n".join(lines)).startup.get("slow_prose") == "MAIS LENTO"
     assert _analyze(lines).findings[0].category == "cudagraph_shape"
+
+
+_QWEN35_MTP_PC_GARBAGE = [
+    "Qwen3.5-35B-A3B, 0.17.0, 1x H200. With --enable-prefix-caching and MTP the second turn of any multi-turn chat "
+    "comes out as garbage. First turn is fine.",
+    "vllm serve Qwen/Qwen3.5-35B-A3B --enable-prefix-caching --max-num-seqs 128 "
+    "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+    "(APIServer pid=88) INFO 02-11 09:19:02 [loggers.py:257] Engine 000: Avg prompt throughput: 412.3 tokens/s, Avg "
+    "generation throughput: 96.1 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.4%, Prefix cache "
+    "hit rate: 61.8%",
+    "(APIServer pid=88) INFO 02-11 09:19:02 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 1.04, "
+    "Accepted throughput: 1.90 tokens/s, Drafted throughput: 96.40 tokens/s, Accepted: 19 tokens, Drafted: 964 tokens, "
+    "Per-position acceptance rate: 0.036, 0.004, Avg Draft acceptance rate: 2.0%",
+    "A/B:",
+    "- no prefix caching + MTP: correct, acceptance ~80%",
+    "- prefix caching, no MTP: correct",
+]
+
+
+def test_drafts_rejected_only_with_prefix_caching_are_the_state_class_not_the_drafters_weights():
+    """Acceptance near zero, but the report's A/B bullet has the same drafter right once prefix caching is off: not
+    the drafter's weights; the output 'comes out as garbage' is the silent state class."""
+    facts = facts_from_text("\n".join(_QWEN35_MTP_PC_GARBAGE))
+    assert facts.startup.get("wrong_output_prose") == "comes out as garbage"
+    assert facts.startup.get("prefix_caching_needed")
+    assert _analyze(_QWEN35_MTP_PC_GARBAGE).findings[0].category == "state_index"
+
+
+_DSV32_MTP_SLOWER = [
+    "DeepSeek-V3.2 with MTP got 35% slower overnight, v0.26.0 on 8x H200.",
+    "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'",
+    "(EngineCore pid=512) INFO 04-17 02:10:55 [cuda.py:370] Using FLASHMLA_SPARSE attention backend out of potential "
+    "backends: ['FLASHMLA_SPARSE']",
+]
+
+
+def test_a_job_someone_else_started_on_the_node_is_a_cotenant():
+    lines = [*_DSV32_MTP_SLOWER, "Someone on the data team started a reward-model job pinned to "
+             "CUDA_VISIBLE_DEVICES=3 on our node. GPU 3 is the straggler every TP step waits on."]
+    assert _analyze(lines).findings[0].category == "other"
+    assert _analyze(_DSV32_MTP_SLOWER).findings[0].category == "spec_kernel_limit"
+
+
+@pytest.mark.parametrize("told", [
+    "Capacity much lower than expected on H100: only ~3 concurrent 64k requests.",
+    "KV cache is way smaller than we expected.",
+])
+def test_capacity_lower_than_expected_is_the_capacity_symptom(told):
+    assert facts_from_text(told).startup.get("capacity_prose")

@@ -49,6 +49,10 @@ COTENANT = re.compile(
     r"\b(?:kernel|notebook|process|job|script|session|container) (?:from|of|belonging to) (?:a |my |our )?(?:colleague|coworker|"
     r"co-worker|teammate|another user|another team)\b|"
     r"\b(?:scheduled|placed|running|landed|pinned|started) on the same (?:GPUs?|cards?|devices?)\b|"
+    # "Someone on the data team started a reward-model job pinned to CUDA_VISIBLE_DEVICES=3 on our node"
+    r"\b(?:someone|somebody|another team|other team)\b[^.\n]{0,40}?\b(?:started|launched|ran|running|kicked off|left)\b"
+    r"[^.\n]{0,60}?\b(?:job|process|training|script|container|pod|notebook)\b[^.\n]{0,60}?\b(?:on|to) (?:our|the same|this|"
+    r"that) (?:node|GPUs?|cards?|box|host|server)\b|"
     r"\bnvidia-smi\b[^.\n]{0,40}?\b(?:another|other|a|second|foreign) (?:\w+ )?(?:pid|process)\b[^.\n]{0,30}?"
     r"(?:\b(?:holding|using|with|at)\s+)?~?\d+(?:\.\d+)?\s*(?:GiB|GB|MiB)\b", re.I)
 # requests spread over several engines so a conversation's next turn meets another cache: "plain kube-proxy (round

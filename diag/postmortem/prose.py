@@ -426,6 +426,9 @@ _PC_NEEDED = re.compile(
     r"\bworked\b|\bfine\b|\bok\b|\bsurviv(?:es|ed)\b|\bruns? (?:fine|stable|for)\b|"
     r"\bokay\b|\bgo(?:es)? away\b|\bwent away\b|\bstable\b|\b(?:does|did)(?: not|n't) (?:crash|happen|reproduce|fail)|"
     r"\bnever (?:crash|happen|fail)(?:s|ed)?\b|\bfixe[sd]\b|\bavoids?\b)|"
+    # an A/B bullet: "- no prefix caching + MTP: correct, acceptance ~80%"
+    r"\b(?:without|disabled|no|w/o)\s+(?:the\s+|automatic\s+)?(?:apc|(?:--enable-)?prefix[ -]caching)\b[^.;:\n]{0,40}?:\s*"
+    r"(?:the )?(?:outputs? |answers? )?(?:is |are )?(?:correct|fine|ok|okay|clean|coherent|normal|good|works?)\b|"
     r"(?:--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False)\b[^.;:\n]{0,30}?\b(?:fixes|fixed|avoids|works|"
     r"helps|no crash|stable)\b|"
     # "Same prompts with `--no-enable-prefix-caching`: outputs correct"
@@ -733,7 +736,7 @@ class ProseLines:
             if "cceptance" in wide:
                 self._first_words("acceptance_prose", ACCEPTANCE_FELL, wide, line)
             if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
-                    or "never" in wide or "ueue" in wide or "cap" in wide or " wait" in wide or "unning" in wide \
+                    or "never" in wide or "ueue" in wide or "cap" in wide or "apacit" in wide or " wait" in wide or "unning" in wide \
                     or "Wait" in wide:
                 self._first_words("capacity_prose", CAPACITY_FELL, wide, line)
             self.ab_tests.read(wide, text, line)
@@ -874,7 +877,7 @@ class ProseLines:
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text
                 or "onto" in text or "schedul" in text or "slic" in text
                 or "same GPU" in text or "same card" in text or "same device" in text or "olleague" in text
-                or "worker" in text or "teammate" in text):
+                or "worker" in text or "teammate" in text or "omeone" in text or "omebody" in text):
             self._first_words("cotenant_prose", COTENANT, text, line)
         if line.level is None and len(text) < 2000:
             if "proxy_timeout_prose" not in self.facts.startup and ("imeout" in text or "tim" in text or "clos" in text

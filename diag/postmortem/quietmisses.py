@@ -103,7 +103,8 @@ def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     out, so vLLM runs it randomly initialised; a draft model of another tokenizer or vocabulary) -- not one of the
     hybrid/spec failure classes, which break the output or the engine rather than acceptance alone from step one."""
     said = _never_accepted(facts.startup.get("metrics") or {})
-    if said is None or facts.startup.get("wrong_output_prose"):
+    # (drafts accepted once prefix caching is off: the same drafter matches, so its weights are not the cause)
+    if said is None or facts.startup.get("wrong_output_prose") or setup.prefix_caching_needed:
         return None
     return outside_families(
         facts, base_numbers,
