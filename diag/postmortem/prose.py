@@ -735,7 +735,7 @@ class ProseLines:
                 self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)
             if "cceptance" in wide:
                 self._first_words("acceptance_prose", ACCEPTANCE_FELL, wide, line)
-            if "oncurrency" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
+            if "oncurren" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
                     or "never" in wide or "ueue" in wide or "cap" in wide or "apacit" in wide or " wait" in wide or "unning" in wide \
                     or "Wait" in wide:
                 self._first_words("capacity_prose", CAPACITY_FELL, wide, line)
