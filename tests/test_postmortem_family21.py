@@ -90,7 +90,7 @@ def test_drafts_rejected_only_with_prefix_caching_are_the_state_class_not_the_dr
 
 
 _DSV32_MTP_SLOWER = [
-    "DeepSeek-V3.2 with MTP got 35% slower overnight, v0.26.0 on 8x H200.",
+    "DeepSeek-V3.2 with MTP is 35% slower than without, v0.26.0 on 8x H200.",
     "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'",
     "(EngineCore pid=512) INFO 04-17 02:10:55 [cuda.py:370] Using FLASHMLA_SPARSE attention backend out of potential "
     "backends: ['FLASHMLA_SPARSE']",
@@ -110,3 +110,63 @@ def test_a_job_someone_else_started_on_the_node_is_a_cotenant():
 ])
 def test_capacity_lower_than_expected_is_the_capacity_symptom(told):
     assert facts_from_text(told).startup.get("capacity_prose")
+
+
+@pytest.mark.parametrize("told", ["DeepSeek-V3.2 with MTP got 35% slower overnight, v0.26.0 on 8x H200, nothing redeployed.",
+                                  "DeepSeek-V3.2 with MTP has been getting slower since Monday."])
+def test_a_slowdown_that_came_with_time_is_not_the_backends_cost(told):
+    """An MLA model's slower decode under drafts is the backend's cost from the start; the same deployment slowing
+    down with time is something else."""
+    lines = [told, *_DSV32_MTP_SLOWER[1:]]
+    assert facts_from_text("\n".join(lines)).startup.get("degraded_over_time_prose")
+    assert [f.category for f in _analyze(lines).findings] in ([], ["other"])
+
+
+@pytest.mark.parametrize(("fact", "words"), [
+    ("families_ruled_out_prose", "Setting it back to 1.0 -> acceptance 2.54. Not a vLLM bug, closing."),
+    ("families_ruled_out_prose", "Not a bug, but maybe that warning should be louder."),
+    ("varying_prefix_prose", "Moved the trace id into the `user` field / a header and the hit rate is 58-65% now."),
+    ("cotenant_prose", "we run this next to a bge-m3 embedding server on the same H100."),
+    ("capacity_prose", "why can we only run 4 requests at once and 37 wait?"),
+    ("truncated_prose", "Every long answer stops at exactly ~1k tokens with finish_reason length."),
+    ("wrong_output_prose", "Kimi-Linear gives a different answer every time even though we don't sample."),
+    ("spec_slower_prose", "ngram speculative decoding on Qwen3.5-35B-A3B gives almost no speedup."),
+])
+def test_the_reporters_words(fact, words):
+    assert facts_from_text(words).startup.get(fact)
+
+
+@pytest.mark.parametrize("words", ["I wonder if it's not a vLLM bug after all?", "Maybe not a bug."])
+def test_a_guess_at_the_verdict_is_none(words):
+    assert not facts_from_text(words).startup.get("families_ruled_out_prose")
+
+
+_KIMI_LINEAR_ALIGN = [
+    "vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct --trust-remote-code -tp 2 --enable-prefix-caching",
+    "(APIServer pid=7) WARNING 04-14 08:55:36 [config.py:422] Mamba cache mode is set to 'align' for "
+    "KimiLinearForCausalLM by default when prefix caching is enabled",
+    "(APIServer pid=7) INFO 04-14 08:55:36 [interface.py:773] Setting attention block size to 1168 tokens to ensure "
+    "that attention page size is >= mamba page size.",
+]
+
+
+@pytest.mark.parametrize(("rate", "warned"), [(63.1, False), (0.0, True), (12.0, True)])
+def test_the_hybrid_granularity_warning_stays_out_of_a_log_whose_cache_hits(rate, warned):
+    lines = [*_KIMI_LINEAR_ALIGN,
+             "(APIServer pid=7) INFO 04-14 09:03:12 [loggers.py:259] Engine 000: Avg prompt throughput: 3140.7 tokens/s, "
+             "Avg generation throughput: 402.3 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.8%, "
+             f"Prefix cache hit rate: {rate}%"]
+    rules = [f.rule for f in _analyze(lines).findings]
+    assert ("prefix_cache_granularity" in rules) is warned
+
+
+def test_slower_drafts_that_greedy_requests_accept_are_the_sampling():
+    """Slower under MTP on an MLA model, the requests sampled at temperature 1.3, and the report's greedy run accepting
+    the drafts: the sampling, not the backend's query-length limit."""
+    lines = ["MTP on DeepSeek-V3.2 makes our creative-writing service SLOWER (v0.32.0, 8x B200)",
+             "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config "
+             "'{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+             "Our clients send temperature=1.3, top_p=0.98, presence_penalty=1.0."]
+    assert _analyze(lines).findings[0].category == "spec_kernel_limit"
+    lead = _analyze([*lines, "No errors. With temperature 0 the acceptance length is 2.6 so the MTP head works."]).findings[0]
+    assert lead.category == "other" and "greedy run" in lead.basis

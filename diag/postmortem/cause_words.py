@@ -49,6 +49,9 @@ COTENANT = re.compile(
     r"\b(?:kernel|notebook|process|job|script|session|container) (?:from|of|belonging to) (?:a |my |our )?(?:colleague|coworker|"
     r"co-worker|teammate|another user|another team)\b|"
     r"\b(?:scheduled|placed|running|landed|pinned|started) on the same (?:GPUs?|cards?|devices?)\b|"
+    # "we run this next to a bge-m3 embedding server on the same H100"
+    r"\b(?:next to|alongside|beside) (?:a|an|the|our|their) (?:[\w.-]+ ){0,3}?(?:server|service|model|container|job|process|"
+    r"pod)\b[^.\n]{0,30}?\bon the same (?:GPU|card|device|node|[ABHL]\d{2,3}S?)\b|"
     # "Someone on the data team started a reward-model job pinned to CUDA_VISIBLE_DEVICES=3 on our node"
     r"\b(?:someone|somebody|another team|other team)\b[^.\n]{0,40}?\b(?:started|launched|ran|running|kicked off|left)\b"
     r"[^.\n]{0,60}?\b(?:job|process|training|script|container|pod|notebook)\b[^.\n]{0,60}?\b(?:on|to) (?:our|the same|this|"
@@ -191,7 +194,11 @@ FAMILIES_RULED_OUT = re.compile(
     r"\b" + _FAMILY_SETTING + r"\s+(?:is|are|was|were) (?:ruled out|innocent|not involved)\b|"
     # "Looks like batch-size-dependent reduction order in bf16 matmuls, not spec decode."
     r"\b(?:looks like|seems (?:like|to be)|it'?s|it is|must be)\b[^.\n]{3,120}?,\s*not\s+(?:the\s+|a\s+)?"
-    + _FAMILY_SETTING + r"\b", re.I)
+    + _FAMILY_SETTING + r"\b|"
+    # the reporter's verdict on the whole engine: "Not a vLLM bug, closing.", "nothing to do with vLLM"
+    r"\b(?:(?:it'?s|it is|it was|this is|this was|so)\s+)?not\s+(?:a|an)\s+vLLM\s+(?:bug|issue|problem)\b|"
+    r"\b(?:it'?s|it is|it was|this is|this was)(?:n't| not)\s+(?:a|an)\s+vLLM\s+(?:bug|issue|problem)\b|"
+    r"\bnothing to do with vLLM\b|^\W*not a bug\b", re.I)
 # greedy outputs that change with the batch they ran in, and the reporter's words for floating-point numerics (not a
 # fault): "concurrency 64, VLLM_BATCH_INVARIANT=1 -> identical across 3 runs", "batch-size-dependent reduction order in
 # bf16 matmuls", "divergence always starts at a near-tie token"

@@ -12,8 +12,8 @@ from .cause_words import (BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, CO
                           OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY, PROXY_TIMEOUT, REPLAY_HITS, REPLICAS_DIFFER,
                           SPLIT_ROUTING, UNIQUE_PROMPTS)
 from .lines import Line
-from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW, SLOW_START,
-                            SPEC_SLOWER, TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
+from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, DEGRADED_OVER_TIME, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW,
+                            SLOW_START, SPEC_SLOWER, TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
 
 _MODEL_LINE = re.compile(r"^\W{0,4}(?:Main(?: model)?|Model|Target(?: model)?|model)\s*[:=]\s*`?([\w.\-]+/[\w.\-/]+)`?")
 _DRAFT_LINE = re.compile(r"^\W{0,4}Draft(?: model)?\s*:\s*`?([\w.\-]+/[\w.\-/]+)`?")
@@ -309,6 +309,10 @@ _CLIENT_CAUSE = re.compile(
 
 # the requests leave the temperature to the server ("no temperature set in the request body", "we rely on greedy
 # defaults"): with a model's generation_config the server samples them
+# the drafts accepted well once the requests are greedy: "With temperature 0 the acceptance length is 2.6", "greedy:
+# acceptance 71%"
+_GREEDY_ACCEPTS = re.compile(r"\b(?:(?:with|at) temperature\s*[=:]?\s*0(?:\.0+)?|greedy(?: decoding| requests)?)\b[^.\n]{0,20}?"
+                             r"\b(?:(?:mean )?acceptance(?: length| rate)?|accept(?:ance)? len)\b[^.\n]{0,12}?\d", re.I)
 _NO_TEMPERATURE = re.compile(r"\b(?:no|without|never set|not set(?:ting)?|didn'?t set|omit\w*) (?:a |any |the )?temperature\b|"
                              r"\btemperature (?:is |was )?(?:not set|unset|omitted)\b|\brel(?:y|ied|ying) on (?:the )?greedy "
                              r"defaults?\b|"
@@ -358,7 +362,9 @@ _VARYING_PREFIX_TOLD = re.compile(
     r"\bmov(?:e|ed|es|ing) (?:the|that|this|those|these) (?:template )?(?:variables?|placeholders?|fields?)\b[^.\n]{0,40}?"
     r"\bto the (?:end|bottom) of (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b|"
     r"\bmov(?:e|ed|es|ing) (?:the )?(?:request[-_ ]?id|trace[-_ ]?id|uuid|timestamp|current time|date)s?\b[^.\n]{0,40}?"
-    r"\b(?:to the (?:end|bottom)|into the (?:last|final) (?:user )?(?:message|turn))\b|"
+    # (... or out of the prompt: "Moved the trace id into the `user` field / a header")
+    r"\b(?:to the (?:end|bottom)|into the (?:last|final) (?:user )?(?:message|turn)|(?:in)?to (?:the |a )?[`'\"]?\w*[`'\"]? ?"
+    r"(?:field|header|metadata|request header))\b|"
     # the prompt quoted with its per-request time ("Current time: 2025-10-14T12:13:58.412Z"), or the requests said to
     # part within the first tokens ("every request diverges at token ~12")
     r"\b(?:current time|time|now|date|timestamp)\s*[:=]\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|"
@@ -743,6 +749,7 @@ class ProseLines:
             self.trials.read(text, line)
             if "emperature" in text or "greedy" in text:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
+                self._first_words("greedy_accepts_prose", _GREEDY_ACCEPTS, wide, line)
             # (in lower case: "MAIS LENTO", "SLOWER")
             low = wide.lower()
             if any(w in low for w in ("slow", "below", "lower", "worse", "hroughput", "tpot", "cliff", "egression", "tail",
@@ -754,6 +761,8 @@ class ProseLines:
                                        "\u0e0a\u0e49\u0e32", "\u60aa", "\u5dee", "\u4e0b\u964d", "\ub098\ube60", "\ub098\uc058",
                                        "\uc545\ud654", "\ub5a8\uc5b4")):
                 self._first_words("slow_prose", SLOW, wide, line)
+                if "slower" in low or "deploy" in low:
+                    self._first_words("degraded_over_time_prose", DEGRADED_OVER_TIME, wide, line)
             if "tak" in text and ("min" in text or "hour" in text):
                 self._first_words("slow_start_prose", SLOW_START, text, line)
             if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
@@ -854,9 +863,10 @@ class ProseLines:
                     self._first_words("cause_named_prose", CAUSE_NAMED, sentence, line)
         if line.level is None and len(text) < 1000 and "families_ruled_out_prose" not in self.facts.startup and any(
                 w in text for w in ("not it", "n't it", "not the", "n't the", "ruled out", "innocent", "not involved",
-                                    "not related", "to blame", ", not ")):
-            # (a verdict hard-wrapped over two lines is read whole)
+                                    "not related", "to blame", ", not ", "ot a ", "othing to do")):
+            # (a verdict hard-wrapped over two lines is read whole; "Not a bug, but maybe ..." is a verdict and a guess)
             for sentence in _SENTENCE_END.split(wide):  # (the reporter's verdict, not a guess or a question)
+                sentence = re.split(r",\s+but\s+", sentence)[0]
                 if not GUESS.search(sentence):
                     self._first_words("families_ruled_out_prose", FAMILIES_RULED_OUT, sentence, line)
         if len(text) < 2000:
@@ -877,7 +887,8 @@ class ProseLines:
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text
                 or "onto" in text or "schedul" in text or "slic" in text
                 or "same GPU" in text or "same card" in text or "same device" in text or "olleague" in text
-                or "worker" in text or "teammate" in text or "omeone" in text or "omebody" in text):
+                or "worker" in text or "teammate" in text or "omeone" in text or "omebody" in text or "next to" in text
+                or "longside" in text or "beside" in text):
             self._first_words("cotenant_prose", COTENANT, text, line)
         if line.level is None and len(text) < 2000:
             if "proxy_timeout_prose" not in self.facts.startup and ("imeout" in text or "tim" in text or "clos" in text

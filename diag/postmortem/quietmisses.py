@@ -468,6 +468,9 @@ def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
     """No error, draft acceptance low, and the requests sample at a high temperature or with penalties: the target's
     sampled tokens disagree with the drafts more often (a property of the sampling, not of the engine)."""
     said = facts.startup.get("acceptance_prose")
+    if not said and facts.startup.get("greedy_accepts_prose"):
+        # (slower under drafts, and the report's own greedy run has them accepted: the sampling is what rejects them)
+        said = facts.startup.get("spec_slower_prose")
     params = facts.startup.get("request_params_last") or facts.startup.get("request_params") or {}
     temp = params.get("temperature")
     knobs = [k for k in _SAMPLING_KNOBS if isinstance(params.get(k), (int, float)) and params[k] not in (0, 1)]
@@ -477,7 +480,10 @@ def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
     how = ", ".join(([f"temperature {temp:g}"] if isinstance(temp, (int, float)) else []) + [f"{k} {params[k]:g}" for k in knobs])
     return outside_families(
         facts, base_numbers,
-        basis=(f"no error; the report says draft acceptance is low ('{said}') and the requests sample with {how}: "
+        basis=(f"no error; the report says "
+               + ("draft acceptance is low" if facts.startup.get("acceptance_prose") else
+                  "the drafts make serving slower while its greedy run accepts them") +
+               f" ('{said}') and the requests sample with {how}: "
                "rejection sampling accepts a draft token with the target's probability of it, which high temperatures "
                "and penalties spread thin -- acceptance falls with the sampling, outside the hybrid/spec-decode families"),
         title="Low draft acceptance from the requests' sampling (high temperature / penalties)",

@@ -427,8 +427,9 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
     profile)."""
     slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
     k = setup.spec_k
-    if not slow or not k or k < 1 or truthy(facts.args.get("enforce_eager")):
-        return None
+    if not slow or not k or k < 1 or truthy(facts.args.get("enforce_eager")) \
+            or facts.startup.get("degraded_over_time_prose"):
+        return None  # (the graphs' ceiling costs from the start: not a slowdown that came with time)
     sizes = [s for s in facts.startup.get("cudagraph_capture_sizes") or [] if isinstance(s, int)]
     # (vLLM's own "Truncating max_cudagraph_capture_size to N" is the largest graph it captured)
     # (of two starts -- the report's and a rerun it tells of -- the smaller graph is the one with the cliff)
@@ -576,7 +577,8 @@ def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosi
             and not _FIRST_TOKEN.search(str(facts.startup.get("slow_prose") or "")):
         # (a slow first token is the prefill's and the queue's: drafts verify during decode)
         said = facts.startup.get("slow_prose")
-    if not said or not setup.spec_k or not setup.mla:
+    # (a slowdown that came with time under the same deployment is not a backend's cost, which is there from the start)
+    if not said or not setup.spec_k or not setup.mla or facts.startup.get("degraded_over_time_prose"):
         return None
     backend = facts.startup.get("attention_backend_selected")
     return Diagnosis(

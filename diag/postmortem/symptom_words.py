@@ -104,6 +104,9 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           r"(?:returns?|returning|turns? into|produces?|producing|outputs?|generates?|gives?|giving|spits? out) (?:\w+ )?"
                           r"(?:garbage|gibberish|nonsense|word salad)\b|word salad|broken (?:outputs?|text|answers?)|"
                           r"(?:comes?|came|coming) (?:back|out) as (?:garbage|gibberish|nonsense|junk)|"
+                          # "gives a different answer every time even though we don't sample"
+                          r"\b(?:gives?|returns?|produces?|gets?|got) (?:a )?different (?:answers?|outputs?|results?|completions?|"
+                          r"responses?|text) (?:every time|each time|on every run|on each run|between runs|per run)\b|"
                           r"(?:repeated|random) junk|junk (?:output|text|tokens)|"
                           r"wrong (?:outputs?|tokens|answers|subwords|characters)|incorrect outputs?|"
                           # "keeps writing as the *user*", "very repetitive"
@@ -267,7 +270,8 @@ TRUNCATED = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
                        r"\b(?:SSE|streams?|event stream)s? (?:just |simply |then )?(?:ends?|ended|stops?|stopped|dies|died|closes?|"
                        r"closed)(?: early| halfway| abruptly| prematurely| mid\w*)?\b(?! with \[DONE\])|"
                        # "Outputs always stop at exactly 512 tokens", "every report is cut mid-sentence"
-                       r"\bstops? (?:at |around |about |near )(?:exactly |precisely |~)?\d+ tokens\b|\bcut mid[- ]sentence\b|"
+                       # ... "stops at exactly ~1k tokens"
+                       r"\bstops? (?:at |around |about |near )(?:exactly |precisely )?~?\d+(?:\.\d+)?k? tokens\b|\bcut mid[- ]sentence\b|"
                        # "cuts answers after a few words", "every answer is exactly 16 tokens"
                        r"\bcuts? (?:the |my |our |all |every |its )?(?:answers?|responses?|outputs?|replies|text|completions?)"
                        r"(?: off| short| after| at| mid\w*)\b|"
@@ -303,11 +307,23 @@ SLOW_START = re.compile(
     r"\btak(?:e|es) (?:~|about |over |more than )?\d+\+?\s*(?:min|mins|minutes)\b[^.\n]{0,30}?\bto (?:start|load|come up|"
     r"be ready|become ready|scale up|serve)\b", re.I)
 
+# serving that became slower with time under the same deployment: "got 35% slower overnight, nothing redeployed",
+# "has been getting slower since Monday", "slower after a few hours" -- a configuration's cost is there from the start
+DEGRADED_OVER_TIME = re.compile(
+    r"\b(?:got|gets|getting|became|becomes|went|has been|have been|is|was)\s+(?:~?\d+(?:\.\d+)?\s*(?:%|x)\s+|much |a lot |"
+    r"way |gradually |steadily |progressively )?slower\s+(?:overnight|over (?:time|the (?:day|week|weekend|last \w+ (?:hours|days)))|"
+    r"since (?:yesterday|last (?:night|week)|this morning|(?:mon|tues|wednes|thurs|fri|satur|sun)day)|after (?:a few|several|\d+) "
+    r"(?:hours|days))\b|"
+    r"\b(?:gradually|steadily|progressively) (?:gets?|got|getting|becomes?|became) slower\b|"
+    r"\bnothing (?:was |has been |got )?(?:re)?deployed\b|\bno (?:re)?deploy(?:ment)?s?\b(?: (?:since|in between|in the meantime))?",
+    re.I)
+
 # the reporter saying speculative decoding made serving slower (no error): "MTP makes DeepSeek-R1 slower",
 # "adding MTP drops decode throughput", "slower with EAGLE than without"
 SPEC_SLOWER = re.compile(
     r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|drafts?|drafting|ngram|suffix(?: decoding)?|speculation|"
-    r"num_spec(?:ulative)?_tokens)\b[^.\n]{0,80}?\b"
+    # (a model's name may hold a dot: "ngram on Qwen3.5-35B-A3B gives almost no speedup")
+    r"num_spec(?:ulative)?_tokens)\b(?:[^.\n]|\.(?=\d)){0,80}?\b"
     # no gain at all: "raising num_speculative_tokens from 1 to 3 gives almost nothing", "MTP barely helps"
     r"(?:(?:gives?|brings?|buys?) (?:us )?(?:almost |virtually |basically |next to )?(?:nothing|no (?:speed-?up|gain|benefit))|"
     r"barely helps?|(?:doesn'?t|does not|didn'?t|did not) (?:help|speed (?:it |anything )?up)|"
@@ -357,6 +373,9 @@ CAPACITY_FELL = re.compile(
     r"\bexpected (?:~|about |around )?\d+(?:\.\d+)?\s*Gi?B of KV(?: cache)?,? (?:not|but got|got|only)\b|"
     r"\bexpected (?:a )?(?:huge|much (?:higher|more)|more|higher|far more|far higher|bigger) (?:KV )?(?:concurrency|capacity)\b|"
     # "serves only ~10 requests at once, rest stuck waiting", "'Waiting' grows all the time"
+    # "why can we only run 4 requests at once and 37 wait?"
+    r"\bonly (?:run|serve|fit|handle|process|get) (?:~|about |around )?\d+ (?:concurrent )?(?:requests?|reqs|sequences|users)"
+    r"(?: at (?:once|a time)| concurrently| in parallel)\b|"
     r"\b(?:serves?|runs?|handles?|processes|takes?) only (?:~|about |around )?\d+ (?:concurrent )?(?:requests?|reqs|sequences|"
     r"users|sessions)(?: at (?:once|a time)| concurrently| in parallel)?\b|"
     r"\b(?:the )?(?:rest|others) (?:are |get |gets |sit )?stuck (?:in )?(?:waiting|the queue)\b|"

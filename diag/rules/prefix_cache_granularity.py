@@ -74,7 +74,11 @@ def check(ctx: RuleContext) -> list[Finding]:
     if ctx.log is not None and block is None and ctx.log.startup.get("mamba_cache_mode") in ("align", "all"):
         block = ctx.log.startup.get("attention_block_size")
         mode = ctx.log.startup.get("mamba_cache_mode")
-    if cfg(ctx, "enable_prefix_caching") and block and int(block) >= MIN_INTERESTING_BLOCK:
+    # (a log whose metrics show the cache hitting well, with no word against its hits, has no use for the warning:
+    # the prefixes it serves are longer than the block)
+    hitting = ctx.log is not None and isinstance(ctx.log.startup.get("prefix_cache_hit_rate_max"), (int, float)) \
+        and ctx.log.startup["prefix_cache_hit_rate_max"] >= 30 and not ctx.log.startup.get("hit_rate_prose")
+    if cfg(ctx, "enable_prefix_caching") and block and int(block) >= MIN_INTERESTING_BLOCK and not hitting:
         ev = ([Evidence(f"mamba_cache_mode {mode}, Mamba/attention block {block} tokens", source=state_source(st))]
               if st is not None else [])
         if ctx.log is not None:  # what the log itself states of it
