@@ -223,6 +223,10 @@ resolved_prose                         the reporter's own fix, a change to none 
 families_ruled_out_prose               the reporter's verdict that the families are not the cause (``So spec
                                        decode / the 1184 block size are not it``)
 unique_prompts_prose                   prompts said to share no prefix (``unique RAG context each time``)
+degraded_over_time_prose               serving said to slow down with time under the same deployment (``got 35%
+                                       slower overnight``, ``nothing redeployed``): no configuration's cost
+greedy_accepts_prose                   the drafts accepted once the requests are greedy (``With temperature 0 the
+                                       acceptance length is 2.6``)
 batch_numerics_prose                   greedy answers tied to the batch's numerics (``VLLM_BATCH_INVARIANT=1 ->
                                        identical``, ``reduction order``)
 slow_start_prose,                      the server said slow to start (``Scale-up takes 12+ minutes``), and
