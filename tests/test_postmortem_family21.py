@@ -170,3 +170,27 @@ def test_slower_drafts_that_greedy_requests_accept_are_the_sampling():
     assert _analyze(lines).findings[0].category == "spec_kernel_limit"
     lead = _analyze([*lines, "No errors. With temperature 0 the acceptance length is 2.6 so the MTP head works."]).findings[0]
     assert lead.category == "other" and "greedy run" in lead.basis
+
+
+@pytest.mark.parametrize(("fact", "words"), [
+    ("spec_slower_prose", "Turning on MTP for Qwen3-Next made our chat endpoint *slower* per token, not faster."),
+    ("capacity_prose", "Jamba-mini throughput caps at ~600 tok/s no matter how many clients we add."),
+    ("slow_prose", "num_speculative_tokens \u3092 2 \u306b\u3059\u308b\u3068\u30b9\u30eb\u30fc\u30d7\u30c3\u30c8\u304c"
+                   "\u9006\u306b 30% \u843d\u3061\u307e\u3059\u3002"),
+    ("mixed_prose", "on-call note: the batch had 2 requests finishing prefill chunks while the rest were MTP spec "
+                    "decodes."),
+    ("resolved_prose", "Deduped chunks -> no repeats, acceptance ~2.3."),
+])
+def test_more_of_the_reporters_words(fact, words):
+    assert facts_from_text(words).startup.get(fact)
+
+
+def test_a_fix_told_by_a_pronoun_is_of_what_the_sentence_before_names():
+    """'Disabling it -> zero wrong answers' clears the families when 'it' is the gateway's response cache, and says
+    the failure needs prefix caching when 'it' is prefix caching."""
+    gateway = facts_from_text("Our platform team enabled the gateway semantic response cache on Oct 28. Disabling it "
+                              "for this route -> zero wrong answers in 2 days of replay, with MTP and prefix caching "
+                              "still on.")
+    assert gateway.startup.get("resolved_prose")
+    cache = facts_from_text("Prefix caching was on the whole time. Disabling it -> correct answers.")
+    assert not cache.startup.get("resolved_prose")

@@ -256,7 +256,8 @@ _OFF_COLUMNS = ((re.compile(_SPEC + r"(?:\s*\([^)]{0,20}\))?", re.I), "faults_wi
                 (re.compile(r"(?:automatic )?prefix[ -]caching|apc", re.I), "persists_without_pc_prose"))
 # a toggle that belongs to the hybrid / spec-decode classes: what it fixes says nothing against them
 # (a switch to an attention-only model -- "same command with Llama-3.1-8B" -- takes the hybrid layers out too)
-FAMILY_TOGGLE = re.compile(r"prefix|cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
+# (a cache of whole responses in front of the engine -- a gateway's semantic cache -- is none of vLLM's)
+FAMILY_TOGGLE = re.compile(r"prefix|(?<!response )(?<!semantic )(?<!http )(?<!redis )(?<!gateway )cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
                             r"block|max[-_ ]num|chunked|async|gdn|flashinfer(?!_?sampler)|flashmla|attention|backend|kv|"
                             r"llama|mistral|gemma|dense|linear", re.I)
 # a change of the load, not of a setting: "single user: fine", "only decode traffic: fine", "k=1: fine" -- fewer

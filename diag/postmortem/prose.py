@@ -88,6 +88,9 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"previous|earlier|existing|"
                           r"running)\b[^.]{0,25}\b(?:is |are )?(?:still )?(?:in (?:the )?(?:MTP |spec\w* |draft )?)?(?:decod|generat|"
                           r"stream|verif|speculat|draft)\w*|"
+                          # "2 requests finishing prefill chunks while the rest were MTP spec decodes" (rows: "decodes")
+                          r"prefill\w*(?: chunks?)?\b[^.]{0,20}\bwhile (?:the )?(?:rest|others?|other requests)\b[^.]{0,20}?"
+                          r"\b(?:were|are|was|is)\b[^.]{0,15}?\b(?:spec(?:ulative)?[- ]?)?decodes\b|"
                           # "the scheduler is constantly mixing prefill chunks with spec decodes"
                           r"\bmix(?:es|ed|ing)? (?:\w+ )?prefill\w*(?: chunks?)? (?:with|and) (?:\w+ )?(?:spec(?:ulative)?[- ]?)?"
                           r"decod\w*|"
@@ -759,7 +762,7 @@ class ProseLines:
                                        "wolniej", "pomal", "yava\u015f", "ch\u1eadm", "lambat", "l\u00e5ngsam",
                                        "\u043f\u043e\u0432\u0456\u043b\u044c\u043d", "\u0927\u0940\u092e\u093e", "\u0623\u0628\u0637\u0623",
                                        "\u0e0a\u0e49\u0e32", "\u60aa", "\u5dee", "\u4e0b\u964d", "\ub098\ube60", "\ub098\uc058",
-                                       "\uc545\ud654", "\ub5a8\uc5b4")):
+                                       "\uc545\ud654", "\ub5a8\uc5b4", "\u843d\u3061", "\u4f4e\u4e0b", "\u541e\u5410")):
                 self._first_words("slow_prose", SLOW, wide, line)
                 if "slower" in low or "deploy" in low:
                     self._first_words("degraded_over_time_prose", DEGRADED_OVER_TIME, wide, line)

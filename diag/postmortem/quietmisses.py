@@ -472,6 +472,8 @@ def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
         # (slower under drafts, and the report's own greedy run has them accepted: the sampling is what rejects them)
         said = facts.startup.get("spec_slower_prose")
     params = facts.startup.get("request_params_last") or facts.startup.get("request_params") or {}
+    if facts.startup.get("greedy_accepts_prose") and facts.startup.get("request_params"):
+        params = facts.startup["request_params"]  # (the last request is the greedy run the report compares with)
     temp = params.get("temperature")
     knobs = [k for k in _SAMPLING_KNOBS if isinstance(params.get(k), (int, float)) and params[k] not in (0, 1)]
     if not said or facts.startup.get("wrong_output_prose") or not (

@@ -26,7 +26,13 @@ _GOOD = re.compile(r"^(?:(?:the |all |every )?(?:it|everything|output|outputs|an
                    r"now|comes?|came|arrive[sd]?|all|completely|perfectly|fully|totally)\s+)*(?:correct|fine|clean|"
                    r"ok(?:ay)?|works?|worked|smooth(?:ly)?|complete|normal|good|coherent|right|stable|perfect|fixed|"
                    r"resolved|solved|gone|as expected|identical|consistent|deterministic|"
-                   r"\d+\s*/\s*\d+ (?:identical|correct|ok|fine|good|usable))\b", re.I)
+                   r"\d+\s*/\s*\d+ (?:identical|correct|ok|fine|good|usable)|"
+                   # "zero wrong answers in 2 days of replay", "no more garbage"
+                   r"(?:zero|no more|no|0) (?:wrong|bad|garbled|broken|corrupt\w*|truncated|repeated|duplicate\w*)?\s?"
+                   r"(?:answers?|outputs?|errors?|crash\w*|repeats?|issues?|problems?|mojibake|garbage|failures?|loops?))\b",
+                   re.I)
+# (the symptom's words an outcome denies: "zero wrong answers" keeps no wrong answer)
+_DENIED = re.compile(r"^\W*(?:zero|no more|no|0) (?:wrong|bad|garbled|broken|corrupt\w*|truncated|repeated)\b", re.I)
 # an outcome that keeps the symptom (or says the change did nothing)
 _BAD = re.compile(r"\b(?:same|still|again|garbage|nonsense|garbled|wrong|broken|crash\w*|fail\w*|worse|slow\w*|"
                   r"no (?:change|difference|effect|improvement)|didn'?t|did not|doesn'?t|does not|not (?:fixed|better))\b",
@@ -111,7 +117,7 @@ def _trial(sentence: str, before: str) -> tuple[str, bool] | None:
     if arrow:
         outcome = sentence[arrow.end():]
         # (what the outcome says stayed as it was is no symptom kept: "20/20 identical answers, EAGLE still on")
-        if _GOOD.match(outcome) and not _BAD.search(KEPT.sub("", outcome[:80])):
+        if _GOOD.match(outcome) and not _BAD.search(KEPT.sub("", _DENIED.sub("", outcome[:80]))):
             return sentence[:arrow.start()], True
         if _STILL.match(outcome):
             return sentence[:arrow.start()], False
@@ -124,6 +130,7 @@ class TrialReader:
     def __init__(self, facts: LogFacts) -> None:
         self.facts = facts
         self._before = ""  # the sentence before (the change a bare "Fixed." follows)
+        self._referent = ""  # ... and, while a sentence is read, the one before it
 
     def read(self, text: str, line: Line) -> None:
         if len(text) > 1500:
@@ -131,7 +138,7 @@ class TrialReader:
         st = self.facts.startup
         for sentence in _SENTENCES.split(text.strip().lstrip("-*> ").strip()):
             trial = _trial(sentence, self._before) if not _UNTRIED.search(sentence) else None
-            self._before = sentence
+            self._referent, self._before = self._before, sentence
             if trial is None or not trial[0]:
                 continue
             change, gone = trial
@@ -149,6 +156,8 @@ class TrialReader:
                 st["prefix_caching_needed"] = told
                 st.setdefault("prefix_caching_prose", True)
                 self.facts.lines["prefix_caching_needed"] = (line.lineno, text.strip()[:500])
-            if "resolved_prose" not in st and _outside(change):
+            # (a change told by a pronoun -- "Disabling it for this route" -- is of what the sentence before names)
+            referent = f"{self._referent} " if re.search(r"\b(?:it|that|them)\b", change, re.I) else ""
+            if "resolved_prose" not in st and _outside(referent + change):
                 st["resolved_prose"] = told
                 self.facts.lines["resolved_prose"] = (line.lineno, text.strip()[:500])
