@@ -194,3 +194,42 @@ def test_a_fix_told_by_a_pronoun_is_of_what_the_sentence_before_names():
     assert gateway.startup.get("resolved_prose")
     cache = facts_from_text("Prefix caching was on the whole time. Disabling it -> correct answers.")
     assert not cache.startup.get("resolved_prose")
+
+
+_KIMI_LINEAR_ZERO_HITS = [
+    "Kimi-Linear-48B-A3B, v0.29.0. Prefix cache hit rate is always 0.0% on this hybrid model. Is prefix caching "
+    "broken for KDA layers?",
+    *_KIMI_LINEAR_ALIGN,
+    "(APIServer pid=301) INFO 07-21 13:11:52 [loggers.py:301] Engine 000: Avg prompt throughput: 41210.3 tokens/s, "
+    "Avg generation throughput: 5102.8 tokens/s, Running: 64 reqs, Waiting: 0 reqs, GPU KV cache usage: 21.4%, "
+    "Prefix cache hit rate: 0.0%",
+]
+
+
+@pytest.mark.parametrize(("bench", "category"), [
+    ("vllm bench serve --dataset-name random --random-input-len 2048 --num-prompts 500", "other"),
+    ("vllm bench serve --dataset-name random --random-prefix-len 3000 --random-input-len 2048", "prefix_cache_degraded"),
+])
+def test_a_benchmarks_random_prompts_share_no_prefix(bench, category):
+    """vLLM's benchmark draws random prompts afresh: no prefix to hit, unless --random-prefix-len puts one first."""
+    assert _analyze([*_KIMI_LINEAR_ZERO_HITS, bench]).findings[0].category == category
+
+
+def test_slow_under_wsl_is_the_platform():
+    lines = ["Zamba2-7B on my RTX 4090 under WSL2 gets like 18 tok/s, friend on native Ubuntu same card gets ~70.",
+             "(APIServer pid=812) INFO 09-03 22:10:04 [utils.py:302] non-default args: {'model': "
+             "'Zyphra/Zamba2-7B-instruct', 'speculative_config': {'method': 'ngram', 'num_speculative_tokens': 3}}",
+             "(APIServer pid=812) WARNING 09-03 22:10:09 [interface.py:1181] Using 'pin_memory=False' as WSL is "
+             "detected. This may slow down the performance.",
+             "(APIServer pid=812) INFO 09-03 22:10:09 [interface.py:958] Setting attention block size to 784 tokens to "
+             "ensure that attention page size is >= mamba page size."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "WSL" in lead.title
+
+
+@pytest.mark.parametrize("words", [
+    "Com 40-60 requisi\u00e7\u00f5es o throughput por usu\u00e1rio despenca.",
+    "Con MTP el rendimiento es peor que sin speculative decoding.",
+])
+def test_throughput_collapsing_in_portuguese_and_spanish_is_slowness(words):
+    assert facts_from_text(words).startup.get("slow_prose")

@@ -222,7 +222,9 @@ resolved_prose                         the reporter's own fix, a change to none 
                                        ``Removing --chat-template -> correct calls``: :mod:`.trials`)
 families_ruled_out_prose               the reporter's verdict that the families are not the cause (``So spec
                                        decode / the 1184 block size are not it``)
-unique_prompts_prose                   prompts said to share no prefix (``unique RAG context each time``)
+unique_prompts_prose                   prompts said to share no prefix (``unique RAG context each time``, a
+                                       benchmark's ``--dataset-name random`` without ``--random-prefix-len``)
+wsl_prose                              the engine under WSL2 (vLLM's ``WSL is detected`` warning, ``under WSL2``)
 degraded_over_time_prose               serving said to slow down with time under the same deployment (``got 35%
                                        slower overnight``, ``nothing redeployed``): no configuration's cost
 greedy_accepts_prose                   the drafts accepted once the requests are greedy (``With temperature 0 the

@@ -88,6 +88,9 @@ PROXY_TIMEOUT = re.compile(
     r"\b(?:tim(?:es|ed) out|closes? the (?:client )?connection|closed the (?:client )?connection|"
     r"drops? the connection|cuts? the (?:connection|stream))\b", re.I)
 # the engine on a slice of a GPU (NVIDIA MIG): "MIG 3g.40gb Device 0", "a MIG 1g.10gb slice"
+# the engine under Windows' WSL2: vLLM's own "Using 'pin_memory=False' as WSL is detected" warning, the reporter's
+# "under WSL2"
+WSL = re.compile(r"\bWSL is detected\b|\bWSL ?2\b|\b(?:under|on|in|inside|via|through) WSL\b")
 MIG = re.compile(r"\bMIG[- ](?:\d+g\.\d+gb|slice|profile|instance|partition)\b|\b\d+g\.\d+gb\b", re.I)
 # the chat template applied twice: the client renders the model's template and posts the result as a chat message
 # ("vLLM applies the chat template a second time", "double chat template", a message whose content holds role markers)

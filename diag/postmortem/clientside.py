@@ -164,6 +164,21 @@ def varying_prefix(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     return _told(facts, base_numbers, _VARYING_PREFIX)
 
 
+# prompts that share no prefix at all (a benchmark's random prompts, unique documents): no cache hits them
+_UNIQUE_PROMPTS = _Told(
+    _HITS, "unique_prompts_prose", hits_below=5,
+    basis=("no error; the report's prompts share no prefix ('{cause}'): prefix caching reuses the blocks of identical "
+           "leading tokens, so prompts without any have nothing to hit, on any model and at any block size -- the "
+           "workload, outside the hybrid/spec-decode failure classes"),
+    title="Prefix cache cannot hit: the prompts share no prefix",
+    message="prompts share no prefix: {cause}",
+    missing="the hit rate on a workload whose prompts share a prefix longer than the block (the production traffic)")
+
+
+def unique_prompts_miss(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _UNIQUE_PROMPTS)
+
+
 def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     return _told(facts, base_numbers, _SPLIT_ROUTING)
 

@@ -10,7 +10,7 @@ from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
 from .cause_words import (BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE,
                           DOUBLE_TEMPLATE, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, MIG,
                           OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY, PROXY_TIMEOUT, REPLAY_HITS, REPLICAS_DIFFER,
-                          SPLIT_ROUTING, UNIQUE_PROMPTS)
+                          SPLIT_ROUTING, UNIQUE_PROMPTS, WSL)
 from .lines import Line
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, DEGRADED_OVER_TIME, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW,
                             SLOW_START, SPEC_SLOWER, TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
@@ -373,6 +373,8 @@ _VARYING_PREFIX_TOLD = re.compile(
     r"\b(?:current time|time|now|date|timestamp)\s*[:=]\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|"
     r"\b(?:every|each) (?:request|prompt) diverges\b|\bdiverg\w* (?:at|after) (?:token|position) ~?\d{1,3}\b", re.I)
 # a benchmark of random prompts (vllm bench's random dataset, the reporter's words): a drafter has nothing to predict
+_RANDOM_DATASET = re.compile(r"--dataset[-_]name[ =]random\b")
+_RANDOM_PREFIX = re.compile(r"--random[-_]prefix[-_]len[ =]\s*[1-9]")
 _RANDOM_PROMPTS = re.compile(r"--dataset[-_]name[ =]random\b|\brandom (?:prompts?|tokens?|inputs?|dataset|data)\b", re.I)
 # the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
 _REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|an)\s*(?:request|req|conversation|prompt)\b|"
@@ -762,7 +764,8 @@ class ProseLines:
                                        "wolniej", "pomal", "yava\u015f", "ch\u1eadm", "lambat", "l\u00e5ngsam",
                                        "\u043f\u043e\u0432\u0456\u043b\u044c\u043d", "\u0927\u0940\u092e\u093e", "\u0623\u0628\u0637\u0623",
                                        "\u0e0a\u0e49\u0e32", "\u60aa", "\u5dee", "\u4e0b\u964d", "\ub098\ube60", "\ub098\uc058",
-                                       "\uc545\ud654", "\ub5a8\uc5b4", "\u843d\u3061", "\u4f4e\u4e0b", "\u541e\u5410")):
+                                       "\uc545\ud654", "\ub5a8\uc5b4", "\u843d\u3061", "\u4f4e\u4e0b", "\u541e\u5410", "despenc", "desab", "desplom",
+                                       "pior", "peor", "schlechter", "pire", "bricht")):
                 self._first_words("slow_prose", SLOW, wide, line)
                 if "slower" in low or "deploy" in low:
                     self._first_words("degraded_over_time_prose", DEGRADED_OVER_TIME, wide, line)
@@ -884,6 +887,8 @@ class ProseLines:
             elif "gpu_link_no_nvlink" not in self.facts.startup:
                 self.facts.startup["gpu_link_no_nvlink"] = " ".join(text.split())[:200]
                 self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
+        if "WSL" in text and "wsl_prose" not in self.facts.startup and len(text) < 2000:
+            self._first_words("wsl_prose", WSL, text, line)  # (vLLM's own warning or the reporter's words)
         if "MiB" in text and line.level is None:
             self._smi_process(text, line)
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
@@ -919,6 +924,12 @@ class ProseLines:
             self._first_words("split_routing_prose", SPLIT_ROUTING, text, line)
         if "random_prompts_prose" not in self.facts.startup and "random" in text and len(text) < 2000:
             self._first_words("random_prompts_prose", _RANDOM_PROMPTS, text, line)
+            if "unique_prompts_prose" not in self.facts.startup and (m := _RANDOM_DATASET.search(text)) \
+                    and not _RANDOM_PREFIX.search(text):
+                # (vLLM's benchmark draws each random prompt's tokens afresh: no two share a prefix, unless a
+                # --random-prefix-len puts one before them)
+                self.facts.startup["unique_prompts_prose"] = m.group(0)
+                self.facts.lines["unique_prompts_prose"] = (line.lineno, text.strip()[:500])
         if "gpu_throttled_prose" not in self.facts.startup and len(text) < 2000 and (
                 "hrottl" in text or "Active" in text or "capped" in text):
             self._first_words("gpu_throttled_prose", GPU_THROTTLED, text, line)

@@ -591,6 +591,12 @@ _STARVED = {
             "of the card's, so the KV cache and the throughput are the slice's whatever the engine's configuration",
             "A MIG slice, not the whole GPU (its memory and SMs are a fraction of the card's)",
             "the same start on a whole GPU (nvidia-smi -L without MIG devices)", True),
+    "wsl": ("wsl_prose",
+            "runs the engine under Windows' WSL2 ('{said}'): vLLM turns pinned host memory off there, and the GPU is "
+            "reached through the Windows driver layer (which spills to shared system memory once the card's memory is "
+            "full), so copies and kernel launches run slower whatever the engine's configuration",
+            "Slow under WSL2 (no pinned memory, the Windows driver layer)",
+            "the same model and flags on native Linux on that GPU", False),
     "net": ("socket_network_prose",
             "shows NCCL between the nodes going over TCP sockets ('{said}'): every step's all-reduce or pipeline "
             "hand-off crosses an Ethernet link, so decode waits on the network whatever the engine's configuration",
@@ -631,6 +637,12 @@ def cotenant_gpu_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
     service sharing the card, a foreign pid in nvidia-smi): its memory comes out of the KV budget vLLM measures while
     profiling, its kernels out of the engine's -- the platform, outside the families."""
     return _starved_slowdown(facts, base_numbers, "tenant")
+
+
+def wsl_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow, and the engine runs under WSL2 (vLLM's own warning, or the report's words): the platform,
+    outside the families."""
+    return _starved_slowdown(facts, base_numbers, "wsl")
 
 
 def mig_slice_limits(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -12,7 +12,8 @@ from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (chat_template_twice, client_capped_concurrency, client_path_corruption, foreign_tokenizer,
                          left_truncated_prompts, prompt_logprobs_skip_cache, proxy_retry_duplicates, proxy_slows_stream,
                          proxy_timeout_truncation, repeats_rewarded, replayed_prompts_hit, replicas_differ,
-                         salted_prefixes, split_routing, stop_string_truncation, token_cap_truncation, varying_prefix)
+                         salted_prefixes, split_routing, stop_string_truncation, token_cap_truncation, unique_prompts_miss,
+                         varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, collective_hang,
@@ -23,7 +24,7 @@ from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_n
                           prefill_budget_slowdown, prefill_chunks_stall_decodes, random_prompts_acceptance,
                           sampled_away_acceptance, sampled_by_generation_config, scheduler_cap,
                           slow_tokenizer_latency, slow_weight_loading, socket_network_slowdown, spec_batch_slowdown,
-                          static_rope_quality, toggles_clear_families, untuned_moe_slowdown)
+                          static_rope_quality, toggles_clear_families, untuned_moe_slowdown, wsl_slowdown)
 from .specpath import model_names, no_spec_path
 
 __all__ = ["fp16_overflow_quality", "own_quality_gate", "quiet_report", "silent_corruption",
@@ -286,7 +287,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or grammar_compile_stall(facts, base_numbers)
             or cpu_starved_slowdown(facts, base_numbers) or gpu_throttled_slowdown(facts, base_numbers)
             or socket_network_slowdown(facts, base_numbers) or cotenant_gpu_slowdown(facts, base_numbers)
-            or mig_slice_limits(facts, base_numbers)
+            or mig_slice_limits(facts, base_numbers) or wsl_slowdown(facts, base_numbers)
             or prefill_chunks_stall_decodes(facts, base_numbers)
             or sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
             or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
@@ -300,7 +301,8 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or silent_corruption(facts, setup, base_numbers, batch_ev)
             or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
             or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
-            or varying_prefix(facts, base_numbers) or split_routing(facts, base_numbers)
+            or varying_prefix(facts, base_numbers) or unique_prompts_miss(facts, base_numbers)
+            or split_routing(facts, base_numbers)
             or prompt_logprobs_skip_cache(facts, base_numbers)
             or replayed_prompts_hit(facts, base_numbers)
             or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
