@@ -176,7 +176,8 @@ _UNIQUE_PROMPTS = _Told(
 
 
 def unique_prompts_miss(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _UNIQUE_PROMPTS)
+    # (only where the report is about the hits: a benchmark of random prompts shows 0 % whatever it measures)
+    return _told(facts, base_numbers, _UNIQUE_PROMPTS) if facts.startup.get("hit_rate_prose") else None
 
 
 def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
