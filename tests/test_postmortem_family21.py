@@ -233,3 +233,29 @@ def test_slow_under_wsl_is_the_platform():
 ])
 def test_throughput_collapsing_in_portuguese_and_spanish_is_slowness(words):
     assert facts_from_text(words).startup.get("slow_prose")
+
+
+@pytest.mark.parametrize(("fact", "words"), [
+    ("slow_prose", "Decode speed is ~38 tok/s single stream, half of what others report."),
+    ("wrong_output_prose", "Our eval harness sends temperature=0 but answers differ run to run (~30% of items change)."),
+    ("no_temperature_prose", "So temperature is\nomitted and vLLM falls back to the generation_config.json defaults."),
+])
+def test_still_more_of_the_reporters_words(fact, words):
+    assert facts_from_text(words).startup.get(fact)
+
+
+def test_a_broken_fan_is_no_error_line():
+    facts = facts_from_text("The chassis fan for slot 2 had failed. After the fan swap: 79 tok/s, same config.")
+    assert not facts.startup.get("error_lines")
+
+
+def test_a_slow_first_token_is_not_the_drafts_verification_cost():
+    """'MTP ... ~2x slower TTFT' at 96 running requests: the drafts verify during decode, so the large-batch
+    verification reading does not speak to it."""
+    lines = ["Nemotron-3 Super with MTP on 0.24.0 is ~2x slower TTFT than expected for our RAG traffic.",
+             "vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 -tp 4 --max-num-seqs 128 "
+             "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+             "(APIServer pid=612) INFO 05-30 13:58:40 [loggers.py:257] Engine 000: Avg prompt throughput: 21930.6 "
+             "tokens/s, Avg generation throughput: 402.7 tokens/s, Running: 96 reqs, Waiting: 31 reqs, GPU KV cache "
+             "usage: 61.0%, Prefix cache hit rate: 0.0%"]
+    assert "compute-bound" not in " ".join(f.title for f in _analyze(lines).findings)

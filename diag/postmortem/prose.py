@@ -753,7 +753,7 @@ class ProseLines:
             self.ab_tests.read(wide, text, line)
             self.trials.read(text, line)
             if "emperature" in text or "greedy" in text:
-                self._first_words("no_temperature_prose", _NO_TEMPERATURE, text, line)
+                self._first_words("no_temperature_prose", _NO_TEMPERATURE, wide, line)
                 self._first_words("greedy_accepts_prose", _GREEDY_ACCEPTS, wide, line)
             # (in lower case: "MAIS LENTO", "SLOWER")
             low = wide.lower()

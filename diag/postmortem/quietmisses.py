@@ -493,6 +493,9 @@ def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
         missing=["the acceptance of the same prompts sent with temperature 0 and no penalties"])
 
 
+_TTFT = re.compile(r"\bTTFT\b|first[- ]token|time to first", re.I)
+
+
 def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error; drafts said to make serving slower at a large batch, on a model without MLA: at that batch the GPUs
     are compute-bound, and every step verifies 1 + k tokens per request for the few it accepts -- speculative decoding's
@@ -501,6 +504,8 @@ def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Di
     load = max(int(facts.startup.get("concurrent_requests") or 0), int(facts.startup.get("num_requests_running_max") or 0))
     if not said or not setup.spec_k or setup.mla or load < 32:
         return None
+    if _TTFT.search(str((facts.lines.get("spec_slower_prose") or (0, ""))[1])):
+        return None  # (a slow first token is the prefill's and the queue's: drafts verify during decode)
     # (vLLM's own word that the drafts' steps outgrew the graphs or the token budget is the families' reading)
     seqs, budget = facts.args.get("max_num_seqs"), facts.args.get("max_num_batched_tokens")
     if facts.startup.get("max_cudagraph_capture_size_truncated") is not None or (

@@ -113,7 +113,10 @@ _FAILED_ADJECTIVE = re.compile(r"\b(?:the|a|those|these|each|every|all|of|no|zer
                                r"threshold|regression)\b|"
                                # the gate's verdict the other way round ("Canary quality gate failed", "eval gate FAILED")
                                r"\b(?:quality|eval\w*|accuracy|canary|latency|judge|regression|slo) (?:gates?|checks?) "
-                               r"(?:has |have )?failed\b", re.I)
+                               r"(?:has |have )?failed\b|"
+                               # a part of the machine the reporter found broken ("The chassis fan for slot 2 had failed")
+                               r"\b(?:fans?|psus?|power supply|cooling|pump|dimm)\b[^.\n]{0,30}?\b(?:had |has |have )?failed\b",
+                               re.I)
 
 
 class ErrorLines:

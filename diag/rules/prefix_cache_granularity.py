@@ -23,6 +23,8 @@ from .base import Rule, RuleContext
 from .kv_cache_pressure import kv_cache_full
 
 ID = "prefix_cache_granularity"
+# a complaint about the prompt's side of serving, which prefix hits speed up
+_PREFILL_WORDS = re.compile(r"TTFT|first token|prefill|prompt", re.I)
 MIN_INTERESTING_BLOCK = 256
 
 
@@ -74,10 +76,12 @@ def check(ctx: RuleContext) -> list[Finding]:
     if ctx.log is not None and block is None and ctx.log.startup.get("mamba_cache_mode") in ("align", "all"):
         block = ctx.log.startup.get("attention_block_size")
         mode = ctx.log.startup.get("mamba_cache_mode")
-    # (a log whose metrics show the cache hitting well, with no word against its hits, has no use for the warning:
-    # the prefixes it serves are longer than the block)
+    # (a log whose metrics show the cache hitting well, with no word against its hits or the prefill's time, has no use
+    # for the warning: the prefixes it serves are longer than the block)
     hitting = ctx.log is not None and isinstance(ctx.log.startup.get("prefix_cache_hit_rate_max"), (int, float)) \
-        and ctx.log.startup["prefix_cache_hit_rate_max"] >= 30 and not ctx.log.startup.get("hit_rate_prose")
+        and ctx.log.startup["prefix_cache_hit_rate_max"] >= 30 and not ctx.log.startup.get("hit_rate_prose") \
+        and not _PREFILL_WORDS.search(" ".join(str((ctx.log.lines.get(k) or (0, ""))[1])
+                                               for k in ("slow_prose", "spec_slower_prose", "capacity_prose")))
     if cfg(ctx, "enable_prefix_caching") and block and int(block) >= MIN_INTERESTING_BLOCK and not hitting:
         ev = ([Evidence(f"mamba_cache_mode {mode}, Mamba/attention block {block} tokens", source=state_source(st))]
               if st is not None else [])
