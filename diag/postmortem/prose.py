@@ -752,7 +752,7 @@ class ProseLines:
                 self._first_words("capacity_prose", CAPACITY_FELL, wide, line)
             self.ab_tests.read(wide, text, line)
             self.trials.read(text, line)
-            if "emperature" in text or "greedy" in text:
+            if "emperature" in wide or "greedy" in wide:
                 self._first_words("no_temperature_prose", _NO_TEMPERATURE, wide, line)
                 self._first_words("greedy_accepts_prose", _GREEDY_ACCEPTS, wide, line)
             # (in lower case: "MAIS LENTO", "SLOWER")
