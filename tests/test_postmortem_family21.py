@@ -259,3 +259,51 @@ def test_a_slow_first_token_is_not_the_drafts_verification_cost():
              "tokens/s, Avg generation throughput: 402.7 tokens/s, Running: 96 reqs, Waiting: 31 reqs, GPU KV cache "
              "usage: 61.0%, Prefix cache hit rate: 0.0%"]
     assert "compute-bound" not in " ".join(f.title for f in _analyze(lines).findings)
+
+
+@pytest.mark.parametrize(("fact", "words"), [
+    ("truncated_prose", "Answers often end after the first paragraph with finish_reason \"stop\"."),
+    ("wrong_output_prose", "Some streamed answers contain the whole answer twice."),
+    ("proxy_retry_prose", "Our ingress had proxy_read_timeout 30s and proxy_next_upstream \"error timeout\" (the default)."),
+    ("ignore_eos_prose", "ignore_eos=True -- our load-test harness sets it in extra_body."),
+    ("draft_weights_prose", "The uploader ran AutoAWQ over the MTP block too -> MTP head is basically noise."),
+])
+def test_causes_and_symptoms_of_this_round(fact, words):
+    assert facts_from_text(words).startup.get(fact)
+
+
+def test_another_models_tokenizer_in_a_local_folder():
+    lines = ["Falcon-H1-34B-Instruct returns word salad with prefix caching on.",
+             "(APIServer pid=5512) INFO 01-20 20:11:02 [utils.py:287] non-default args: {'model': "
+             "'/models/Falcon-H1-34B-Instruct', 'tokenizer': '/models/Falcon3-10B-Instruct', 'enable_prefix_caching': "
+             "True}"]
+    assert "tokenizer" in _analyze(lines).findings[0].title
+    # (folders that name no model say nothing)
+    same = [lines[0], lines[1].replace("/models/Falcon-H1-34B-Instruct", "/ckpt/final").replace(
+        "/models/Falcon3-10B-Instruct", "/ckpt/tok")]
+    assert "tokenizer" not in _analyze(same).findings[0].title
+
+
+def test_an_eagle_head_trained_for_another_model():
+    lines = ["EAGLE3 makes Llama-3.3-70B slower, not faster (v0.24.0, 2x H200)",
+             "vllm serve meta-llama/Llama-3.3-70B-Instruct -tp 2 --speculative-config "
+             "'{\"method\":\"eagle3\",\"model\":\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\",\"num_speculative_tokens\":4}'",
+             "(APIServer pid=1) INFO 03-02 14:30:40 [metrics.py:121] SpecDecoding metrics: Mean acceptance length: 1.09, "
+             "Accepted throughput: 63.10 tokens/s, Drafted throughput: 2799.02 tokens/s, Accepted: 631 tokens, "
+             "Drafted: 28000 tokens, Avg Draft acceptance rate: 2.3%"]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "another model" in lead.title
+    matched = [lines[0], lines[1].replace("LLaMA3.1-Instruct-8B", "LLaMA3.3-Instruct-70B"), lines[2]]
+    assert not any("another model" in f.title for f in _analyze(matched).findings)
+
+
+def test_a_worker_the_hosts_oom_killer_ended():
+    lines = ["Pod keeps restarting. Falcon-H1-34B + draft, 0.32.0.",
+             "(EngineCore pid=118) ERROR 08-02 13:40:51 [multiproc_executor.py:1] Worker proc VllmWorker-1 died "
+             "unexpectedly (exit code: -9), shutting down executor.",
+             "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+             "proc(s): {'EngineCore': 1}",
+             "    Last State:     Terminated",
+             "      Reason:       OOMKilled"]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "OOM killer" in lead.title

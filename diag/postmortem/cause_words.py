@@ -88,6 +88,16 @@ PROXY_TIMEOUT = re.compile(
     r"\b(?:tim(?:es|ed) out|closes? the (?:client )?connection|closed the (?:client )?connection|"
     r"drops? the connection|cuts? the (?:connection|stream))\b", re.I)
 # the engine on a slice of a GPU (NVIDIA MIG): "MIG 3g.40gb Device 0", "a MIG 1g.10gb slice"
+# the drafter's own weights found broken: "MTP head is basically noise", "the uploader quantized the MTP block too",
+# "modules_to_not_convert does not list mtp.*"
+DRAFT_WEIGHTS = re.compile(
+    r"\b(?:MTP|draft(?:er)?|EAGLE\w*|spec(?:ulative)?)[ -](?:head|layers?|block|weights|module)s?\b[^.\n]{0,60}?\b(?:quanti[sz]ed|"
+    r"(?:basically |just |pure )?noise|randomly initiali[sz]ed|uncalibrated|never calibrated|missing from)\b|"
+    r"\bmodules_to_not_convert\b[^.\n]{0,60}?\bmtp\b|\b(?:ran|applied|quanti[sz]ed)\b[^.\n]{0,40}?\bover the (?:MTP|draft) "
+    r"(?:block|head|layers?)\b", re.I)
+# requests that forbid the end of the answer: "ignore_eos=True", '"ignore_eos": true' (a throughput benchmark's setting
+# copied into a client), so every answer runs to max_tokens and a greedy one loops
+IGNORE_EOS = re.compile(r"\bignore_eos[\"']?\s*[=:]\s*(?:True|true|1)\b")
 # the engine under Windows' WSL2: vLLM's own "Using 'pin_memory=False' as WSL is detected" warning, the reporter's
 # "under WSL2"
 WSL = re.compile(r"\bWSL is detected\b|\bWSL ?2\b|\b(?:under|on|in|inside|via|through) WSL\b")

@@ -140,6 +140,21 @@ def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis 
     return _told(facts, base_numbers, _CLIENT_CAP)
 
 
+# requests that tell the engine to ignore the end-of-sequence token: the answer runs to max_tokens, looping once greedy
+_IGNORE_EOS = _Told(
+    ("wrong_output_prose", "truncated_prose"), "ignore_eos_prose",
+    basis=("no error; the report says '{said}' and its requests set '{cause}': vLLM then never stops an answer at the "
+           "model's end-of-sequence token, so every answer runs to max_tokens and a greedy one repeats itself once it "
+           "has said what it had to -- the request's parameters, outside the hybrid/spec-decode families"),
+    title="Answers that never stop: the requests set ignore_eos",
+    message="output without an error: {said}",
+    missing="the same requests without ignore_eos (finish_reason 'stop' where the answer ends)")
+
+
+def ignore_eos_loops(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _IGNORE_EOS)
+
+
 def proxy_retry_duplicates(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     return _told(facts, base_numbers, _PROXY_RETRY)
 
@@ -376,7 +391,10 @@ def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     tok, model = facts.args.get("tokenizer"), facts.args.get("model")
     if not said or not isinstance(tok, str) or not isinstance(model, str) or tok == model:
         return None
-    t, m = _REPO.match(tok), _REPO.match(model)
+    # (a local folder is named after its model too -- "/models/Falcon3-10B-Instruct" -- where its name holds a
+    # generation or a size; "/ckpt/final" names nothing)
+    names = [p.rstrip("/").rsplit("/", 1)[-1] for p in (tok, model)]
+    t, m = (_MODEL_NAME.match(n) if re.search(r"\d", n) else None for n in names)
     fixed = facts.startup.get("own_tokenizer_fixes")  # (the report's trial: the model's own tokenizer is fine)
     if not fixed and (not t or not m or t.group(1).lower() == m.group(1).lower()):
         return None  # (a local path or the same family and generation says nothing)
@@ -392,6 +410,6 @@ def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         missing=["the same request without --tokenizer (the model's own tokenizer)"])
 
 
-# a Hugging Face repo id's model name, its first word with its generation: "Zamba2", "Mistral", "Qwen3.5" -- a
+# a model's name (a Hugging Face repo id's or a folder's last part), its first word with its generation: "Zamba2", "Mistral", "Qwen3.5" -- a
 # tokenizer of another generation of one family has another vocabulary
-_REPO = re.compile(r"^[\w.-]+/([A-Za-z]+\d*(?:\.\d+)?)")
+_MODEL_NAME = re.compile(r"^([A-Za-z]+\d*(?:\.\d+)?)")

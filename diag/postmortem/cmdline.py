@@ -33,6 +33,7 @@ _OUTCOME_ARROW = re.compile(r"\s(?:->|=>|\u2192)\s")
 # a trial told with its outcome: "--no-enable-prefix-caching -> output correct", "--enforce-eager -> still corrupt" (one
 # with a crash for outcome -- "--speculative-config '{...}' -> crash after 4 min" -- is the failing set-up itself)
 _TRIAL_ARROW_AFTER = re.compile(r"^[^.;!?\n]{0,40}?" + _OUTCOME_ARROW.pattern + r"\W{0,3}(?:(?:the )?output |it )?"
+                                r"(?:always |all |now )?"
                                 r"(?:still|same|also|no (?:crash|error|issue|problem|fault|more)|never|fine|ok|okay|works?|"
                                 r"worked|correct|clean|stable|starts?|started|boots?|solved|fixed|gone|normal|good|"
                                 r"better|pass(?:es|ed)?|survive[sd]?)\b"

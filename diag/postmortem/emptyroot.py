@@ -31,6 +31,8 @@ _ERROR_MARK = re.compile(r"\b(?:ERROR|\w*(?:Error|Exception)\b|error:|Assertion|
 # drafters with attention layers (and KV pages) of their own beside the target's: EAGLE heads, Medusa, DFlash
 _OWN_KV_DRAFTER = re.compile(r"eagle|medusa|dflash|dspark", re.I)
 # a signal that says who ended the worker (the OOM killer's SIGKILL, a segfault): a cause of its own, not modelled here
+# a worker process that died killed, without an error of its own ("died unexpectedly (exit code: -9)")
+_KILLED_WORKER = re.compile(r"died unexpectedly|exit ?code[:= ]+-9\b|SIGKILL|signal 9|Killed", re.I)
 _SIGNALLED = re.compile(r"SIGKILL|SIGSEGV|signal 9|exit ?code[:= ]+13[79]|Segmentation fault|core dumped|OOMKilled|"
                         r"out of memory", re.I)
 
@@ -75,6 +77,18 @@ def empty_root_crash(facts: LogFacts, root: LogException, setup: Setup, base_num
                      batch_ev: list[Evidence]) -> Diagnosis | None:
     """The reading of a crash whose worker error is missing: a near miss when the report's A/B tests clear the
     families, else the class the configuration points at (None when it points at none)."""
+    if facts.startup.get("host_oom_kill") and _WRAPPER_TEXT.search(f"{root.exc_type}: {root.message}") and any(
+            _KILLED_WORKER.search(str(t)) for _, t in facts.startup.get("error_lines") or []):
+        # a worker killed (SIGKILL, no error of its own) and the report shows the host's OOM killer ending it
+        # (kubectl's "Reason: OOMKilled", the kernel's "Killed process"): the container's memory limit
+        return crash_near_miss(
+            facts, "Out of host memory: the kernel's OOM killer ended a worker",
+            "the only error is vLLM's report that a worker died without an error of its own (killed), and the report "
+            f"shows the host's OOM killer ending it ('{facts.startup['host_oom_kill']}'): the container's or the host's "
+            "memory limit (weights staged in RAM while loading, pinned buffers, KV offload), outside the "
+            "hybrid/spec-decode families", root.message, base_numbers,
+            exc_evidence(root, 1) + fact_evidence(facts, "host_oom_kill"),
+            ["the container's memory limit against the weights' size (loading stages shards in host RAM)"])
     if not wrapper_only(facts, root):
         return None
     nums = {**base_numbers, **facts.numbers}

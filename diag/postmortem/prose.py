@@ -8,7 +8,7 @@ import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
 from .cause_words import (BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE,
-                          DOUBLE_TEMPLATE, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, MIG,
+                          DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, IGNORE_EOS, MIG,
                           OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY, PROXY_TIMEOUT, REPLAY_HITS, REPLICAS_DIFFER,
                           SPLIT_ROUTING, UNIQUE_PROMPTS, WSL)
 from .lines import Line
@@ -393,7 +393,9 @@ _CAUSE_FACTS = (
     ("bf16_fine_prose", BF16_FINE, ("bf",), True),
     ("grammar_compile_prose", GRAMMAR_COMPILE, ("ompil",), True),
     ("prompt_logprobs_prose", PROMPT_LOGPROBS, ("echo", "prompt_logprobs", "loglikelihood"), False),
-    ("proxy_retry_prose", PROXY_RETRY, ("etr",), False),
+    ("proxy_retry_prose", PROXY_RETRY, ("etr", "next_upstream"), False),
+    ("ignore_eos_prose", IGNORE_EOS, ("ignore_eos",), False),
+    ("draft_weights_prose", DRAFT_WEIGHTS, ("MTP", "mtp", "raft", "EAGLE", "agle"), True),
     ("client_cap_prose", CLIENT_CAP, ("only", "holding", "loop", "equential", "one after"), True),
     ("batch_numerics_prose", BATCH_NUMERICS, ("BATCH_INVARIANT", "atch", "eduction", "ssociativ", "tie"), True),
     ("unique_prompts_prose", UNIQUE_PROMPTS, ("unique", "fresh", "expected", "distinct", "different", "shared", "common",
@@ -444,7 +446,8 @@ _PC_NEEDED = re.compile(
     r"helps|no crash|stable)\b|"
     # "Same prompts with `--no-enable-prefix-caching`: outputs correct"
     r"(?:--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False)\b[`'\"]?\s*(?:->|\u2192|=>|:)\s*(?:the )?"
-    r"(?:outputs?|answers?|text|results?)?\s*(?:is |are )?(?:correct|fine|clean|ok|coherent|normal|good)\b|"
+    r"(?:outputs?|answers?|text|results?)?\s*(?:is |are )?(?:always |all |100\s?% )?(?:correct|fine|clean|ok|coherent|"
+    r"normal|good)\b|"
     r"\bonly (?:happens |crashes |fails |occurs |reproduces )?(?:with|when|on)\s+(?:--enable-prefix-caching|(?:automatic "
     r")?prefix[ -]cach(?:ing|e hits?)|apc|cache hits?)\b", re.I)
 

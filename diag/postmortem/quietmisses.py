@@ -97,22 +97,69 @@ def modelfree_drafts_unmatched(facts: LogFacts, setup: Setup, base_numbers: dict
         missing="the same load without --speculative-config, or with a model-based drafter (EAGLE, MTP)")
 
 
+# a model's size and generation in its name: "70B", "8B", "3.3", "3.1" (an EAGLE head is trained on one target)
+_SIZE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[Bb]\b")
+_GENERATION = re.compile(r"(?i)(?:llama|qwen|mistral|glm|deepseek|gemma|phi)[-_ ]?v?(\d+(?:\.\d+)?)")
+
+
+def mismatched_drafter(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, drafts rarely accepted or serving slower with them, and the EAGLE / Medusa head loaded names another
+    target than the served model (another size or generation): such a head is trained on one target's hidden states,
+    so its drafts miss -- the checkpoint chosen, outside the families."""
+    draft, model = facts.args.get("draft_model"), facts.args.get("model")
+    if setup.spec_method not in ("eagle", "eagle3", "medusa") or not isinstance(draft, str) or not isinstance(model, str):
+        return None
+    metrics = facts.startup.get("metrics") or {}
+    length, rate = metrics.get("spec_mean_acceptance_length"), metrics.get("spec_avg_draft_acceptance_rate")
+    low = (isinstance(length, (int, float)) and length <= 1.3) or (isinstance(rate, (int, float)) and rate <= 10)
+    if not low and not facts.startup.get("acceptance_prose"):
+        return None
+    d_name, m_name = draft.rsplit("/", 1)[-1], model.rsplit("/", 1)[-1]
+    differs = []
+    for what, rx in (("size", _SIZE), ("generation", _GENERATION)):
+        ours, theirs = rx.search(d_name), rx.search(m_name)
+        if ours and theirs and ours.group(1) != theirs.group(1):
+            differs.append(f"{what} {ours.group(1)} vs {theirs.group(1)}")
+    if not differs:
+        return None
+    said = facts.startup.get("acceptance_prose") or _said_slow(facts) or (
+        f"mean acceptance length {length:g}" if isinstance(length, (int, float)) else f"draft acceptance rate {rate:g}%")
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says '{said}', and the {setup.spec_method} head ({draft}) names another target than "
+               f"the served model ({model}: {'; '.join(differs)}): a head is trained on one target's hidden states, so "
+               "on another model its drafts miss and every step verifies tokens it throws away -- the checkpoint chosen, "
+               "outside the hybrid/spec-decode families"),
+        title=f"Drafts from a head trained for another model ({draft})",
+        message=f"low acceptance without an error: {said}", evidence=("acceptance_prose", "spec_slower_prose", "command",
+                                                                      "non_default_args"),
+        missing=[f"the acceptance with the {setup.spec_method} head trained for {model} (or without drafts)"])
+
+
 def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error, and vLLM's spec-decode metrics show no draft accepted from the first line on (``medium``): the drafter
     proposes what the target never agrees with -- its weights (an MTP head a quantized or exported checkpoint left
     out, so vLLM runs it randomly initialised; a draft model of another tokenizer or vocabulary) -- not one of the
     hybrid/spec failure classes, which break the output or the engine rather than acceptance alone from step one."""
     said = _never_accepted(facts.startup.get("metrics") or {})
+    broken = facts.startup.get("draft_weights_prose")  # (the report found the drafter's weights broken)
+    if said is None and broken:
+        said = facts.startup.get("acceptance_prose") or facts.startup.get("spec_slower_prose")
     # (drafts accepted once prefix caching is off: the same drafter matches, so its weights are not the cause)
     if said is None or facts.startup.get("wrong_output_prose") or setup.prefix_caching_needed:
         return None
     return outside_families(
         facts, base_numbers,
-        basis=(f"no error; the spec-decode metrics show no accepted drafts from the first line on ({said}): the "
-               "drafter's proposals never match the target -- typically its weights (an MTP head missing from a quantized "
-               "or re-exported checkpoint and left randomly initialised, a draft model with another tokenizer or "
+        basis=((f"no error; the report says '{said}' and finds the drafter's weights broken ('{broken}'): its "
+                "proposals rarely match the target" if broken else
+                f"no error; the spec-decode metrics show no accepted drafts from the first line on ({said}): the "
+                "drafter's proposals never match the target") +
+               " -- typically its weights (an MTP head missing from a quantized or re-exported checkpoint and left "
+               "randomly initialised, or quantized without calibration; a draft model with another tokenizer or "
                "vocabulary); outside the hybrid/spec-decode failure classes -- not modelled beyond the metrics"),
-        title="Drafts never accepted (the drafter's weights or vocabulary, not an engine failure)",
+        title=("Drafts rarely accepted: the drafter's weights are broken (not an engine failure)" if broken and
+               _never_accepted(facts.startup.get("metrics") or {}) is None else
+               "Drafts never accepted (the drafter's weights or vocabulary, not an engine failure)"),
         message=f"no draft accepted: {said}", evidence=("command", "non_default_args"),
         missing=["the draft weights the checkpoint holds (for MTP: the mtp.* tensors in its safetensors index) and the "
                  "acceptance with the original checkpoint"])

@@ -10,7 +10,8 @@ from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (chat_template_twice, client_capped_concurrency, client_path_corruption, foreign_tokenizer,
-                         left_truncated_prompts, prompt_logprobs_skip_cache, proxy_retry_duplicates, proxy_slows_stream,
+                         ignore_eos_loops, left_truncated_prompts, prompt_logprobs_skip_cache, proxy_retry_duplicates,
+                         proxy_slows_stream,
                          proxy_timeout_truncation, repeats_rewarded, replayed_prompts_hit, replicas_differ,
                          salted_prefixes, split_routing, stop_string_truncation, token_cap_truncation, unique_prompts_miss,
                          varying_prefix)
@@ -20,7 +21,7 @@ from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_n
                           cotenant_gpu_slowdown, cpu_offload_slowdown, cpu_starved_slowdown, drafts_never_accepted,
                           eager_slowdown, gpu_throttled_slowdown, grammar_compile_stall, kv_cache_idle,
                           kv_saturated_workload, long_context_capacity, lora_slot_queueing, low_memory_share_capacity,
-                          mig_slice_limits, modelfree_drafts_unmatched, pcie_allreduce_slowdown,
+                          mig_slice_limits, mismatched_drafter, modelfree_drafts_unmatched, pcie_allreduce_slowdown,
                           prefill_budget_slowdown, prefill_chunks_stall_decodes, random_prompts_acceptance,
                           sampled_away_acceptance, sampled_by_generation_config, scheduler_cap,
                           slow_tokenizer_latency, slow_weight_loading, socket_network_slowdown, spec_batch_slowdown,
@@ -278,6 +279,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or token_cap_truncation(facts, base_numbers) or left_truncated_prompts(facts, base_numbers)
             or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
             or client_path_corruption(facts, base_numbers) or proxy_retry_duplicates(facts, base_numbers)
+            or ignore_eos_loops(facts, base_numbers)
             or proxy_slows_stream(facts, base_numbers)
             or chat_template_twice(facts, base_numbers) or stop_string_truncation(facts, base_numbers)
             or replicas_differ(facts, base_numbers) or batch_variant_numerics(facts, setup, base_numbers)
@@ -299,7 +301,8 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or indexer_native_next_n_quality(facts, setup, base_numbers) or mla_decode_quality(facts, setup, base_numbers)
             or reset_running_stale_state(facts, setup, base_numbers)
             or silent_corruption(facts, setup, base_numbers, batch_ev)
-            or drafts_never_accepted(facts, setup, base_numbers) or sampled_away_acceptance(facts, base_numbers)
+            or drafts_never_accepted(facts, setup, base_numbers) or mismatched_drafter(facts, setup, base_numbers)
+            or sampled_away_acceptance(facts, base_numbers)
             or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
             or varying_prefix(facts, base_numbers) or unique_prompts_miss(facts, base_numbers)
             or split_routing(facts, base_numbers)

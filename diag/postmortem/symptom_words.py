@@ -104,6 +104,10 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           r"(?:returns?|returning|turns? into|produces?|producing|outputs?|generates?|gives?|giving|spits? out) (?:\w+ )?"
                           r"(?:garbage|gibberish|nonsense|word salad)\b|word salad|broken (?:outputs?|text|answers?)|"
                           r"(?:comes?|came|coming) (?:back|out) as (?:garbage|gibberish|nonsense|junk)|"
+                          # "Some streamed answers contain the whole answer twice"
+                          r"\b(?:answers?|outputs?|responses?|streams?|completions?) contains? (?:the whole|the same|the "
+                          r"entire) (?:answer|text|response|output) twice\b|\b(?:duplicated|doubled) (?:answers?|outputs?|"
+                          r"streams?|responses?)\b|"
                           # "answers differ run to run (~30% of items change)"
                           r"\b(?:answers?|outputs?|results?|completions?|responses?|generations?) (?:\w+ )?(?:differ|vary|"
                           r"change)s? (?:from )?(?:run to run|between runs|across runs|on every run)\b|"
@@ -245,7 +249,7 @@ REPEATED_WORD = re.compile(r"\b([^\W\d_]{2,})(?: \1){2,}\b|"
                            r"\b([^\W\d_]{3,}) \2\b[^\n]{0,40}?\b([^\W\d_]{3,}) \3\b")
 
 # words of which every match of WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
-WRONG_OUTPUT_HINTS = ("odd", "weird", "strange", "bizarre", "user's", "garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
+WRONG_OUTPUT_HINTS = ("twice", "duplicat", "doubled", "odd", "weird", "strange", "bizarre", "user's", "garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
@@ -273,6 +277,9 @@ TRUNCATED = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
                        r"\b(?:SSE|streams?|event stream)s? (?:just |simply |then )?(?:ends?|ended|stops?|stopped|dies|died|closes?|"
                        r"closed)(?: early| halfway| abruptly| prematurely| mid\w*)?\b(?! with \[DONE\])|"
                        # "Outputs always stop at exactly 512 tokens", "every report is cut mid-sentence"
+                       # "Answers often end after the first paragraph with finish_reason "stop""
+                       r"\b(?:answers?|outputs?|responses?|completions?|replies) (?:often |always |sometimes |usually )?"
+                       r"(?:end|stop|ends|stops|ended|stopped) after the first (?:paragraph|sentence|line|section|heading)\b|"
                        # ... "stops at exactly ~1k tokens"
                        r"\bstops? (?:at |around |about |near )(?:exactly |precisely )?~?\d+(?:\.\d+)?k? tokens\b|\bcut mid[- ]sentence\b|"
                        # "cuts answers after a few words", "every answer is exactly 16 tokens"
