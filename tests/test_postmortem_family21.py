@@ -307,3 +307,26 @@ def test_a_worker_the_hosts_oom_killer_ended():
              "      Reason:       OOMKilled"]
     lead = _analyze(lines).findings[0]
     assert lead.category == "other" and "OOM killer" in lead.title
+
+
+@pytest.mark.parametrize(("fact", "words"), [
+    ("slow_prose", "Granite-4.0-H-Small TP=4 on 4x L4 throughput lower than TP=2??"),
+    ("resolved_prose", "Our Go client splits UTF-8 across reads. Fixed by using bufio.Scanner on lines."),
+    ("direct_fine_prose", "Perfect UTF-8. Non-streaming through our service is fine too."),
+    ("unique_prompts_prose", "So the cache is fine, our prompts just never share more than the system prompt."),
+])
+def test_words_of_round_ninety_nine(fact, words):
+    assert facts_from_text(words).startup.get(fact)
+
+
+def test_drafts_slower_at_a_very_large_batch_are_compute_bound_not_the_graph_ceiling():
+    """256 requests x (1 + 4) tokens outgrow the default 512-token graphs, but at that batch the GPUs are compute-bound:
+    the drafts' own trade-off, unless vLLM cut the graphs short itself."""
+    lines = ["EAGLE3 makes things slower at high QPS? (v0.14.0)",
+             "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 256 --speculative-config "
+             "'{\"method\": \"eagle3\", \"model\": \"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\", \"num_speculative_tokens\": 4}'"
+             " --compilation-config '{\"max_cudagraph_capture_size\": 512}'",
+             "(APIServer pid=7781) INFO 01-19 10:24:44 [loggers.py:236] Engine 000: Avg prompt throughput: 3320.9 tokens/s, "
+             "Avg generation throughput: 8311.7 tokens/s, Running: 256 reqs, Waiting: 188 reqs, GPU KV cache usage: 71.5%, "
+             "Prefix cache hit rate: 0.0%"]
+    assert "compute-bound" in _analyze(lines).findings[0].title

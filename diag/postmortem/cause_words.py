@@ -125,6 +125,8 @@ DIRECT_FINE = re.compile(
     # "curl -N against the pod IP directly: every delta is valid UTF-8, no garbage"
     r"\b(?:curl|directly|direct)\b[^\n]{0,80}?(?:->|\u2192|=>|:)[^\n]{0,60}?\b(?:no (?:garbage|garbled \w+|mojibake|"
     r"replacement char\w*|broken \w+)|valid UTF-?8)\b|"
+    # the verdict on the raw stream the line before showed: "Perfect UTF-8."
+    r"^\W*(?:perfect|valid|clean|correct)(?:ly valid)? UTF-?8\b|"
     # "Same request with curl -N and stream=true: text is clean"
     r"\bcurl\b[^\n]{0,80}?(?:->|\u2192|=>|:)\s*(?:the )?(?:text|output|answers?)?\s*(?:is |are )?"
     r"(?:perfect|fine|correct|clean|coherent|ok)\b|"
@@ -196,7 +198,10 @@ UNIQUE_PROMPTS = re.compile(
     r"\b(?:unique|fresh|distinct|different) (?:\w+ ){0,2}(?:each|every) (?:time|request|call|prompt)\b|"
     r"\b(?:every|each) (?:prompt|request|document|input) is (?:a )?(?:fresh|new|unique|different|distinct)\b|"
     r"\bhit rate (?:of )?(?:~?0(?:\.0)?\s*%? )?is expected\b|\bno (?:shared|common) (?:system )?(?:prefix(?:es)?|prompts?)\b|"
-    r"\b(?:prompts?|requests?|documents?) (?:share|have) no (?:common )?prefix\b", re.I)
+    r"\b(?:prompts?|requests?|documents?) (?:share|have) no (?:common )?prefix\b|"
+    # "So the cache is fine, our prompts just never share more than the system prompt"
+    r"\b(?:prompts?|requests?|turns?) (?:just |simply |only )?(?:never|don'?t|do not) share (?:more than|anything beyond|"
+    r"anything past)\b", re.I)
 # the reporter's verdict that the families' settings are not the cause, after their tests: "So spec decode / the 1184
 # block size are not it", "prefix caching isn't the problem", "MTP is ruled out"
 _FAMILY_SETTING = (r"(?:spec(?:ulative)?[ -]decod\w*|MTP|ngram|EAGLE\w*|drafts?|suffix decoding|prefix[ -]caching|APC|"

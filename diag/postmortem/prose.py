@@ -398,7 +398,7 @@ _CAUSE_FACTS = (
     ("draft_weights_prose", DRAFT_WEIGHTS, ("MTP", "mtp", "raft", "EAGLE", "agle"), True),
     ("client_cap_prose", CLIENT_CAP, ("only", "holding", "loop", "equential", "one after"), True),
     ("batch_numerics_prose", BATCH_NUMERICS, ("BATCH_INVARIANT", "atch", "eduction", "ssociativ", "tie"), True),
-    ("unique_prompts_prose", UNIQUE_PROMPTS, ("unique", "fresh", "expected", "distinct", "different", "shared", "common",
+    ("unique_prompts_prose", UNIQUE_PROMPTS, ("unique", "fresh", "expected", "distinct", "different", "share", "common",
                                                "prefix"), True),
 )
 # a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
@@ -916,7 +916,8 @@ class ProseLines:
                 self._first_words("double_template_prose", DOUBLE_TEMPLATE, text, line)
             if "direct_fine_prose" not in self.facts.startup and ("irect" in text or "traight" in text
                                                                    or "ypass" in text or "url" in text or "ame " in text
-                                                                   or "lient" in text or "vLLM" in text or "oncatenated" in text):
+                                                                   or "lient" in text or "vLLM" in text or "oncatenated" in text
+                                                                   or "UTF" in text):
                 self._first_words("direct_fine_prose", DIRECT_FINE, text, line)
         if "own_tokenizer_fixes" not in self.facts.startup and line.level is None and "--tokenizer" in text \
                 and len(text) < 2000:

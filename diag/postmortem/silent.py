@@ -458,6 +458,10 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
             max(loads) * (k + 1) == cap and not truncated):
         return None
     load = max(loads)
+    if not truncated and load >= 128:
+        # (at a batch this large the GPUs are compute-bound: graphs save little, and verifying 1 + k tokens per request
+        # is the drafts' cost -- the large-batch reading's, unless vLLM itself cut the graphs short)
+        return None
     fills = load * (k + 1) == cap
     if fills and facts.args.get("max_num_batched_tokens") == cap:
         return None  # the step budget cut the graph and caps the load: the token-budget reading

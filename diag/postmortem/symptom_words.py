@@ -516,6 +516,8 @@ SLOW = re.compile(
     # "~38 tok/s single stream, half of what others report"
     r"\b(?:half|a third|a quarter|a fraction) of what (?:others|other people|everyone|the (?:blog|docs|model card)|"
     r"(?:the )?benchmarks?) (?:report|get|see|show|claim)\w*\b|"
+    # "TP=4 on 4x L4 throughput lower than TP=2??"
+    r"\b(?:throughput|tok(?:en)?s?/s|performance|speed)\b (?:is |was |gets |got )?(?:much |way |far |even )?lower than\b|"
     # a rate against the same card elsewhere: "gets like 18 tok/s, friend on native Ubuntu same card gets ~70"
     r"\b\d+(?:\.\d+)?\s*(?:tok(?:en)?s?/s|t/s|tps)\b[^.\n]{0,20}?\b(?:friend|colleague|someone|others?|native|bare[- ]metal)"
     r"\b[^.\n]{0,40}?\b(?:gets?|got|sees?|saw|does|did|reaches?|reached|has)\s+(?:like |about |around )?~?\d+|"

@@ -47,6 +47,8 @@ _VERDICT_ONLY = re.compile(r"^\W*(?:(?:and |that |this )?(?:fixed|solved|resolve
                            re.I)
 # the verdict before what the reporter found: "Solved: n8n serialises the toggle as the STRING 'false'", "Fixed: ..."
 _VERDICT_LEAD = re.compile(r"^\W*(?:solved|fixed|resolved|found it|root cause(?: found)?)\s*[:\-\u2014]\s*", re.I)
+# the fix told before the change: "Fixed by using bufio.Scanner on lines", "We solved it by pinning the image"
+_FIXED_BY = re.compile(r"^\W*(?:(?:we|I) )?(?:fixed|solved|resolved|worked around)\s+(?:it |this |that |the \w+ )?by\s+", re.I)
 # the fix was vLLM itself (a release, a nightly, a pull request): the families' bug fixed, no cause outside them
 _VLLM_CHANGE = re.compile(r"\b(?:upgrad\w*|updat\w*|bump\w*|downgrad\w*|nightly|v?0\.\d+(?:\.\d+)?|PR\s*#?\d+|#\d{4,}|"
                           r"main branch|latest|newer|older|release|versions?|patch\w*|cherry-?pick\w*|commit)\b", re.I)
@@ -107,6 +109,8 @@ def _trial(sentence: str, before: str) -> tuple[str, bool] | None:
     if _VERDICT_ONLY.match(sentence):
         return before, True
     if m := _VERDICT_LEAD.match(sentence):
+        return sentence[m.end():], True
+    if m := _FIXED_BY.match(sentence):  # "Fixed by using bufio.Scanner on lines."
         return sentence[m.end():], True
     m = _FIXED_IT.search(sentence)
     if m:
