@@ -425,6 +425,9 @@ def own_quality_gate(root: LogException, facts: LogFacts) -> bool:
     return not any(re.search(r"vllm/|site-packages/|dist-packages/|torch/|/lib/python", f.file) for f in root.frames)
 
 
+_CLIFF = re.compile(r"\bcliff\b|\b(?:falls?|fell|drops?|dropped) off\b|\bknee\b", re.I)
+
+
 def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slower under drafts at a load whose decode steps outgrow the largest CUDA graph: a step of n
     spec decodes carries n x (1 + k) tokens, and above the largest capture size it runs without a full decode graph
@@ -458,9 +461,11 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
             max(loads) * (k + 1) == cap and not truncated):
         return None
     load = max(loads)
-    if not truncated and load >= 128:
+    told = " ".join(str((facts.lines.get(f) or (0, ""))[1]) for f in ("slow_prose", "spec_slower_prose"))
+    if not truncated and load >= 128 and not (_CLIFF.search(told) or re.search(rf"\b{cap // (k + 1)}\b", told)):
         # (at a batch this large the GPUs are compute-bound: graphs save little, and verifying 1 + k tokens per request
-        # is the drafts' cost -- the large-batch reading's, unless vLLM itself cut the graphs short)
+        # is the drafts' cost -- the large-batch reading's, unless vLLM itself cut the graphs short or the report
+        # tells a cliff at the graphs' edge)
         return None
     fills = load * (k + 1) == cap
     if fills and facts.args.get("max_num_batched_tokens") == cap:
