@@ -330,3 +330,30 @@ def test_drafts_slower_at_a_very_large_batch_are_compute_bound_not_the_graph_cei
              "Avg generation throughput: 8311.7 tokens/s, Running: 256 reqs, Waiting: 188 reqs, GPU KV cache usage: 71.5%, "
              "Prefix cache hit rate: 0.0%"]
     assert "compute-bound" in _analyze(lines).findings[0].title
+
+
+@pytest.mark.parametrize(("fact", "words"), [
+    ("direct_fine_prose", "Sending the raw request directly to vLLM twice, an hour apart: byte-identical outputs."),
+    ("slow_prose", "MTP \u0441 3 \u2014 \u043f\u0440\u043e\u043f\u0443\u0441\u043a\u043d\u0430\u044f "
+                   "\u0441\u043f\u043e\u0441\u043e\u0431\u043d\u043e\u0441\u0442\u044c \u043f\u0430\u0434\u0430\u0435\u0442 "
+                   "\u041d\u0418\u0416\u0415, \u0447\u0435\u043c \u0431\u0435\u0437 MTP."),
+])
+def test_words_of_round_ninety_nine_continued(fact, words):
+    assert facts_from_text(words).startup.get(fact)
+
+
+def test_a_numbered_request_of_a_repro_is_no_fix():
+    """'Request 1 -> normal answer.' is the repro's first run, not a change that ended the symptom."""
+    facts = facts_from_text("Repro: same 6k-token system prompt, two questions.\nRequest 1 -> normal answer.\n"
+                            "Request 2 -> garbage.")
+    assert not facts.startup.get("resolved_prose")
+
+
+def test_a_cliff_at_the_graphs_edge_keeps_the_capture_reading_at_a_large_batch():
+    lines = ["GLM-4.5-Air with MTP scales nicely up to ~128 concurrent users and then falls off a cliff.",
+             "vllm serve zai-org/GLM-4.5-Air-FP8 -tp 2 --max-num-seqs 256 --speculative-config "
+             "'{\"method\":\"mtp\",\"num_speculative_tokens\":3}' --compilation-config '{\"max_cudagraph_capture_size\": 512}'",
+             "(APIServer pid=5002) INFO 01-21 16:31:07 [loggers.py:248] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+             "Avg generation throughput: 6872.5 tokens/s, Running: 256 reqs, Waiting: 0 reqs, GPU KV cache usage: 30.1%, "
+             "Prefix cache hit rate: 0.0%"]
+    assert _analyze(lines).findings[0].category == "cudagraph_shape"

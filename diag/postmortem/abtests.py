@@ -264,7 +264,10 @@ FAMILY_TOGGLE = re.compile(r"prefix|(?<!response )(?<!semantic )(?<!http )(?<!re
 # requests, one kind of rows or fewer drafts is what the mixed-batch and kernel-limit classes predict, no cause elsewhere
 WORKLOAD_TOGGLE = re.compile(r"\b(?:single|one|1) (?:user|client|request|stream|conversation)s?\b|\bonly\b|\btraffic\b|"
                               r"\bload\b|\bk\s*=|\bconcurren\w*|\bbatch\b|\bctx\b|\bcontext\b|\bprompts?\b|"
-                              r"\bwithout (?:\w+ )?requests\b|\bsmaller model\b|\b(?:attempt|comment|run)\s*#?\d", re.I)
+                              r"\bwithout (?:\w+ )?requests\b|\bsmaller model\b|\b(?:attempt|comment|run)\s*#?\d|"
+                              # a numbered request of a repro ("Request 1 -> normal answer", "turn 2: garbage")
+                              r"\b(?:request|req|turn|try|case|sample|query|question)\s*#?\d+\b|"
+                              r"\b(?:first|second|third|1st|2nd|3rd|next|later) (?:request|turn|call|query)\b", re.I)
 # an A/B table's run-number column, whose value changes every row
 _RUN_COLUMN = re.compile(r"^(?:#|no\.?|n|nr|run|id|test|case|attempt|try)$", re.I)
 

@@ -120,7 +120,7 @@ DOUBLE_TEMPLATE = re.compile(
 DIRECT_FINE = re.compile(
     r"\b(?:straight|directly|direct) (?:to|against|at) (?:the )?(?:vLLM|server|engine|pod|:\d{2,5}|port \d+|localhost)\b"
     r"[^\n]{0,80}?(?:(?:->|\u2192|=>|:|\bgives?|\breturns?|\bis|\bare|\bshows?)\s*(?:the |a )?(?:text|output|answers?)?\s*"
-    r"(?:is |are )?(?:perfect|fine|correct|clean|coherent|ok)\b|\bstreams? (?:smoothly|fine|normally|evenly)\b|"
+    r"(?:is |are )?(?:perfect|fine|correct|clean|coherent|ok|(?:byte-)?identical)\b|\bstreams? (?:smoothly|fine|normally|evenly)\b|"
     r"\bnever (?:duplicated|garbled|broken|corrupt\w*|wrong|repeat\w*|loop\w*)\b)|"
     # "curl -N against the pod IP directly: every delta is valid UTF-8, no garbage"
     r"\b(?:curl|directly|direct)\b[^\n]{0,80}?(?:->|\u2192|=>|:)[^\n]{0,60}?\b(?:no (?:garbage|garbled \w+|mojibake|"
