@@ -45,7 +45,8 @@ def _outcome(stdout: str) -> dict:
     for line in stdout.splitlines():
         i = line.find("OUTCOME ")
         if i >= 0:
-            return json.loads(line[i + 8:])
+            # (a worker process writing to the same stdout may append its log line to ours: the first object only)
+            return json.JSONDecoder().raw_decode(line[i + 8:])[0]
     raise AssertionError(stdout[-6000:])
 
 
