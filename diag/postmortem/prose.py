@@ -8,10 +8,14 @@ import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
 from .cause_words import (BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE,
-                          DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, IGNORE_EOS, MIG,
-                          OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY, PROXY_TIMEOUT, REPLAY_HITS, REPLICAS_DIFFER,
-                          SPLIT_ROUTING, UNIQUE_PROMPTS, WSL)
+                          DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE, GUESS,
+                          IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY, PROXY_TIMEOUT, REPLAY_HITS,
+                          REPLICAS_DIFFER, SPLIT_ROUTING, UNIQUE_PROMPTS, WSL)
 from .lines import Line
+from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
+                            PROMPT_HEAD_SHOWN, RANDOM_DATASET, RANDOM_PREFIX, RANDOM_PROMPTS, REQ_HINT, REQ_PARAM,
+                            REQ_STOP, REQUEST_TOKENS, SHARED_PREFIX, SHARED_PREFIX_BEFORE, SHARED_PREFIX_BRACKETED,
+                            SHORT_PROMPT, SYSTEM_HEAD_VALUE, VARYING_PREFIX, VARYING_PREFIX_TOLD)
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, DEGRADED_OVER_TIME, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW,
                             SLOW_START, SPEC_SLOWER, TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
 
@@ -132,22 +136,6 @@ _NEAR_LIMIT = re.compile(r"\b(?:close to|near(?:ing)?|approach(?:es|ing)?|within
 # what the reporter has read or fears, not what the run did
 _HEARSAY = re.compile(r"\b(?:read|heard|seen)\s+(?:about|of|that|reports?|people|others|somewhere)\b|\bworried\b|"
                       r"\breports? of\b|\bknown issues? (?:with|of|about)\b|\bpeople (?:say|report|mention)", re.I)
-# the size before the noun ("the same 350-token system prompt", "same ~900-token preamble") or the system prompt's
-# size stated ("our system prompt is ~420 tokens")
-_SHARED_PREFIX_BEFORE = re.compile(r"\b(?:(?:same|shared|common|identical)\s+(?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
-                                   r"\s*(k)?[- ]tokens?\s+(?:long\s+)?(?:system[ -]prompts?|prefix(?:es)?|preambles?|headers?|"
-                                   r"instructions|context)|"
-                                   r"(?:our|the|a|my|shared|common)\s+(?:shared\s+|common\s+)?system[ -]prompt\s+(?:is|has|was|of)\s+"
-                                   r"(?:about |around |roughly |~|≈)?\s*(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens\b)", re.I)
-# ... or in brackets after the prompts: "my prompts (~1.5k tokens shared)"
-_SHARED_PREFIX_BRACKETED = re.compile(r"\((?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens? "
-                                      r"(?:shared|in common)\)", re.I)
-# the reporter's words tying the failure to short prompts (a prompt, or a prompt's last prefill chunk, of a few tokens):
-# "very short prompts", "4-token prompts", "prompts of up to 3 tokens", "a 4-token prefill"
-_SHORT_PROMPT = re.compile(r"\b(?:very |really |extremely |tiny |super )short (?:raw |input )?prompts?\b|"
-                           r"\b(\d{1,2})[- ]token (?:prompts?|prefills?|prefill chunks?|inputs?)\b|"
-                           r"\bprompts? (?:of|with|up to|under|below|shorter than) (?:up to |at most )?(\d{1,2}) tokens?\b",
-                           re.I)
 # the reporter's words that the drafts are the trigger: fine once speculative decoding is off
 _SPEC_TIED = re.compile(r"\b(?:without|removing|removed|remove|disabl\w+|turn\w* off|dropping|dropped|no)\s+(?:the\s+)?`?"
                         r"(?:--)?(?:speculative[-_ ]config|spec(?:ulative)?[- ]decod\w*|mtp|ngram|n-gram|suffix decoding|"
@@ -199,19 +187,8 @@ _STRUCTURED = re.compile(r"\bxgrammar\b|\bguided[_ ](?:decoding|json|regex|choic
 _BLOCK_SIZE_PROSE = re.compile(r"\b[Bb]lock size (?:ended up (?:at|as|being)|is now|is|was|became|of|turned into|"
                                r"(?:logged|reported|shown|printed|set) (?:as|to|at))\s+"
                                r"(\d{2,5})\b(?!\s*(?:bytes|B\b|KiB|MiB))")
-# the reporter's length of the prefix its requests share: "the same system prompt (tool definitions, ~430 tokens)",
-# "Your shared prefix is 1,147 tokens", "a few-shot header (410 tokens with the chat template)"
-_SHARED_PREFIX = re.compile(r"\b(?:same|shared|common|identical)\s+(?:[\w-]+\s+){0,2}?(?:system[ -]prompts?|prefix(?:es)?|"
-                            r"headers?|preambles?|instructions|context|few-shot examples)\b"
-                            r"(?:(?!\bthen\b|\bfollowed\b|\bplus\b|\buser\b|\beach\b|\bper\b)[^.;\n]){0,60}?~?\s?"
-                            r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens\b", re.I)
 
 
-# the reporter's words that it does not depend on the batch: wrong for every request, a lone one included
-_EVERY_REQUEST = re.compile(r"\b(?:every|each|all) (?:single )?(?:requests?|prompts?|completions?|answers?)\b[^.]{0,40}"
-                            r"\b(?:even|including) (?:a |the )?(?:lone|single|first|one)\b|"
-                            r"\beven (?:a |with a |for a |with one |for one )?(?:lone|single|one) (?:request|prompt|user|client)\b",
-                            re.I)
 # the reporter's words that the loss grows with the context: the signature of quantized K/V numerics (the error of each
 # cached token adds up over the attention span), not of a state-index or batch fault
 _LENGTH_DEPENDENT = re.compile(
@@ -229,13 +206,6 @@ _BATCH_DEPENDENT = re.compile(
     r"looks?|gives?|returns?) (?:\w+ )?(?:fine|ok|correct|good)\b|"
     r"\b(?:with|at) (?:1|one|a single) concurren\w*(?: \w+)?,? (?:it'?s|is|works|runs|stays) (?:\w+ )?(?:fine|ok|correct)\b",
     re.I)
-# sampling / request parameters of the request that failed, in a curl JSON body, an OpenAI client call or
-# SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
-_REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
-                        r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty|frequency_penalty|truncate_prompt_tokens)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
-_REQ_HINT = re.compile(r"max_tokens|temperature|top_|logprobs|min_tokens|max_completion|_penalty|truncate_prompt|\bstop\b")
-# the request's stop strings (``SamplingParams(..., stop=['\n\n', 'Human:'], ...)``, a body's ``"stop": ["###"]``)
-_REQ_STOP = re.compile(r"""(?<![\w.])["']?stop["']?\s*[:=]\s*\[\s*(["'][^\]]{1,200}?)\]""")
 # startup / stats records pasted without their prefix (one search instead of a keyword loop per prose line)
 _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
     "Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size", "Prefix cache hit rate",
@@ -310,19 +280,6 @@ _CLIENT_CAUSE = re.compile(
     r"\b(?:without|no|missing|skipp?(?:ed|ing)) (?:the |a |any )?chat[ _]template\b", re.I)
 
 
-# the requests leave the temperature to the server ("no temperature set in the request body", "we rely on greedy
-# defaults"): with a model's generation_config the server samples them
-# the drafts accepted well once the requests are greedy: "With temperature 0 the acceptance length is 2.6", "greedy:
-# acceptance 71%"
-_GREEDY_ACCEPTS = re.compile(r"\b(?:(?:with|at) temperature\s*[=:]?\s*0(?:\.0+)?|greedy(?: decoding| requests)?)\b[^.\n]{0,20}?"
-                             r"\b(?:(?:mean )?acceptance(?: length| rate)?|accept(?:ance)? len)\b[^.\n]{0,12}?\d", re.I)
-_NO_TEMPERATURE = re.compile(r"\b(?:no|without|never set|not set(?:ting)?|didn'?t set|omit\w*) (?:a |any |the )?temperature\b|"
-                             r"\btemperature (?:is |was )?(?:not set|unset|omitted)\b|\brel(?:y|ied|ying) on (?:the )?greedy "
-                             r"defaults?\b|"
-                             # "our gateway doesn't send temperature/top_p, it relies on server defaults"
-                             r"\b(?:doesn'?t|does not|don'?t|do not|never) (?:send|set|pass|specify|include)s? (?:a |any |the )?"
-                             r"temperature\b|\brel(?:y|ies|ied|ying) on (?:the )?(?:server|vllm|model|engine)(?:'s)? "
-                             r"(?:sampling )?defaults?\b", re.I)
 # a stack dump's frame (py-spy, faulthandler) inside a collective: "all_reduce (torch/distributed/distributed_c10d.py:2875)"
 _COLLECTIVE_FRAME = re.compile(r"\b(?:all_reduce|all_gather\w*|reduce_scatter\w*|broadcast|ncclAllReduce|ncclAllGather|"
                                r"ncclBroadcast)\s*\((?:[\w/.-]*(?:distributed|nccl|communicator)[\w/.-]*\.(?:py|cc|cpp)\b)", re.I)
@@ -335,56 +292,9 @@ _COLLECTIVE_TOLD = re.compile(r"\b(?:all[_-]?reduce|all[_-]?gather|collective|nc
                               # a stack dump told in words: "py-spy shows it inside ncclAllReduce"
                               r"\b(?:inside|stuck in|waiting in|blocked in|sits in|hangs? in|hung in) (?:the )?(?:\w+\.)?"
                               r"(?:ncclAllReduce|ncclAllGather|ncclBroadcast|ncclCommInitRank|all_reduce|all_gather)\b", re.I)
-# a per-request value interpolated into a prompt template: a time, a UUID, a request / session / trace id
-# (a template's field, not a JSON object: no quotes or colons inside the braces)
-_VARYING_PREFIX = re.compile(r"\{[^{}\n\"':]{0,40}?(?:uuid\d?\(\)|uuid\.uuid\d\(\)|datetime\.(?:utc)?now\(\)|time\.time\(\)|"
-                             r"\b(?:request|session|trace|conversation)_?id\b|\btimestamp\b|\buuid\b|\bnow\b|"
-                             r"\bcurrent_?(?:date_?time|time|date)\b)[^{}\n\"':]{0,40}\}", re.I)
-# a captured request whose system prompt opens with a per-request value: a UUID or an ISO time within its first 80
-# characters ({"role": "system", "content": "Session: 7f3c2a9e-... | Now: 2026-04-27T09:40:11Z\n..."})
-_SYSTEM_HEAD_VALUE = re.compile(r"[\"']role[\"']\s*:\s*[\"']system[\"']\s*,\s*[\"']content[\"']\s*:\s*[\"']([^\"']{0,80}?"
-                                r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|"
-                                r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}))", re.I)
-# the reporter's words for a per-request value in a prompt
-_PER_REQUEST_WORDS = r"(?:request[-_ ]?ids?|trace[-_ ]?ids?|uuids?|timestamps?|current (?:time|date)|date and time)"
-_VARYING_PREFIX_TOLD = re.compile(
-    r"\b(?:prepend\w*|inject\w*|insert\w*|adds?|added|adding|puts?|putting)\b[^.\n]{0,120}?\b" + _PER_REQUEST_WORDS +
-    r"\b[^\n]{0,120}?\b(?:to|at|in) the "
-    r"\W{0,2}(?:start|beginning|front|top|head)\W{0,2} of (?:every|each|all|the) (?:system )?(?:prompts?|requests?|"
-    r"messages?)\b|"
-    # "our gateway template starts the system prompt with 'Current time: {{now}} (request id {{uuid}})'"
-    r"\b(?:starts?|begins?|opens?|starting|beginning|opening) (?:the |every |each |all )?(?:system )?(?:prompts?|messages?) "
-    r"with\b[^\n]{0,80}?\b" + _PER_REQUEST_WORDS + r"|"
-    # "puts 'Current time: ...' as the FIRST line of the system prompt", "moving the timestamp to the end -> 71%"
-    r"\b" + _PER_REQUEST_WORDS + r"\b[^\n]{0,120}?\b"
-    r"(?:as|on|in|at) the (?:very )?first (?:line|tokens?|thing|part)s? of (?:the |every |each |all )?(?:system )?"
-    r"(?:prompts?|requests?|messages?)\b|"
-    # "... {{CURRENT_DATETIME}}" as its FIRST line"
-    r"\b" + _PER_REQUEST_WORDS + r"\b[^\n]{0,120}?\b(?:as|on|in|at) its (?:very )?first (?:line|tokens?|thing|part)s?\b|"
-    # "Moving that variable to the end of the system prompt fixed it"
-    r"\bmov(?:e|ed|es|ing) (?:the|that|this|those|these) (?:template )?(?:variables?|placeholders?|fields?)\b[^.\n]{0,40}?"
-    r"\bto the (?:end|bottom) of (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b|"
-    r"\bmov(?:e|ed|es|ing) (?:the )?(?:request[-_ ]?id|trace[-_ ]?id|uuid|timestamp|current time|date)s?\b[^.\n]{0,40}?"
-    # (... or out of the prompt: "Moved the trace id into the `user` field / a header")
-    r"\b(?:to the (?:end|bottom)|into the (?:last|final) (?:user )?(?:message|turn)|(?:in)?to (?:the |a )?[`'\"]?\w*[`'\"]? ?"
-    r"(?:field|header|metadata|request header))\b|"
-    # the prompt quoted with its per-request time ("Current time: 2025-10-14T12:13:58.412Z"), or the requests said to
-    # part within the first tokens ("every request diverges at token ~12")
-    r"\b(?:current time|time|now|date|timestamp)\s*[:=]\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|"
-    r"\b(?:every|each) (?:request|prompt) diverges\b|\bdiverg\w* (?:at|after) (?:token|position) ~?\d{1,3}\b", re.I)
-# a benchmark of random prompts (vllm bench's random dataset, the reporter's words): a drafter has nothing to predict
-_RANDOM_DATASET = re.compile(r"--dataset[-_]name[ =]random\b")
-_RANDOM_PREFIX = re.compile(r"--random[-_]prefix[-_]len[ =]\s*[1-9]")
-_RANDOM_PROMPTS = re.compile(r"--dataset[-_]name[ =]random\b|\brandom (?:prompts?|tokens?|inputs?|dataset|data)\b", re.I)
-# the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
-_REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|an)\s*(?:request|req|conversation|prompt)\b|"
-                             r"\b(?:each|every|per) request (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*tokens\b", re.I)
 # a term negated after it: "MTP is not even configured here", "spec decode is off"
 _NEGATED_AFTER = re.compile(r"\W{0,3}(?:is |was |are )?(?:not (?:even )?(?:configured|enabled|used|on|in use|set)\b|"
                             r"(?:off|disabled)\b)", re.I)
-# a hook that prepends something to the prompt, the value it prepends shown on the next line
-_PREPENDS = re.compile(r"\bprepend\w*\b[^.\n]{0,60}?\b(?:to|at|in) (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b",
-                       re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # the report's words for causes outside the families, each read once: (fact, words, a needle one of them holds,
 # whether only the reporter's lines count -- an access log's retry count or vLLM's request log is a record)
@@ -403,12 +313,6 @@ _CAUSE_FACTS = (
 )
 # a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
 _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+((?:(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+)\s+){2,}(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+))\b")
-# ... or that shows the prompt's first lines on the next: "Gateway request dump, first lines of the system prompt:"
-_PROMPT_HEAD_SHOWN = re.compile(r"\bfirst (?:lines?|tokens?|words|part) of (?:the |every |each |a )?(?:rendered )?(?:system )?"
-                                r"(?:prompts?|messages?)\b|\b(?:system )?prompts? (?:starts?|begins?|opens?) (?:with|like)\b",
-                                re.I)
-_PER_REQUEST_VALUE = re.compile(r"\b(?:request[-_ ]?id|trace[-_ ]?id|session[-_ ]?id)\s*[=:]\s*\S+|"
-                                r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}", re.I)
 # a debugger's or sanitizer's report retold in prose, naming the kernel that faulted: "compute-sanitizer reports the
 # invalid __global__ read in _causal_conv1d_update_kernel", "the faulting kernel is fused_recurrent_..._kernel"
 _PROSE_FAULT_KERNEL = re.compile(
@@ -545,10 +449,10 @@ class ProseLines:
 
     def _request_params(self, text: str) -> None:
         """A request's sampling parameters (a curl body, a client call, vLLM's request log ``SamplingParams(...)``)."""
-        if "request_stop" not in self.facts.startup and "stop" in text and (m := _REQ_STOP.search(text)):
+        if "request_stop" not in self.facts.startup and "stop" in text and (m := REQ_STOP.search(text)):
             self.facts.startup["request_stop"] = "[" + m.group(1)[:200] + "]"
         params = self.facts.startup.setdefault("request_params", {})
-        found = {name: float(val) if "." in val else int(val) for name, val in _REQ_PARAM.findall(text)[:20]}
+        found = {name: float(val) if "." in val else int(val) for name, val in REQ_PARAM.findall(text)[:20]}
         for name, val in found.items():
             if len(params) < 20:
                 params.setdefault(name, val)
@@ -671,9 +575,9 @@ class ProseLines:
                                                           or "{" in text):
             # the client's prompt template puts a per-request value into the prompt ("Current time:
             # {datetime.utcnow().isoformat()}", "trace: {uuid4()}"): no two requests share that prefix
-            self._first_words("varying_prefix_prose", _VARYING_PREFIX, text, line)
+            self._first_words("varying_prefix_prose", VARYING_PREFIX, text, line)
         if line.level is None and len(text) < 4000 and "varying_prefix_prose" not in self.facts.startup and "system" in text \
-                and "content" in text and (m := _SYSTEM_HEAD_VALUE.search(text)):
+                and "content" in text and (m := SYSTEM_HEAD_VALUE.search(text)):
             self.facts.startup["varying_prefix_prose"] = f"the system prompt opens with a per-request value: '{m.group(1)}'"
             self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000 and "varying_prefix_prose" not in self.facts.startup and (
@@ -681,15 +585,15 @@ class ProseLines:
                 or "mov" in wide.lower() or "open" in wide or "iverg" in wide or "ime" in wide or "ate" in wide):
             # told in words: "the gateway prepends a line like `Request-ID: ...; Received: <time>` to the start of
             # every system prompt"
-            self._first_words("varying_prefix_prose", _VARYING_PREFIX_TOLD, wide, line)
-            if "varying_prefix_prose" not in self.facts.startup and (_PREPENDS.search(text) or _PROMPT_HEAD_SHOWN.search(text)):
+            self._first_words("varying_prefix_prose", VARYING_PREFIX_TOLD, wide, line)
+            if "varying_prefix_prose" not in self.facts.startup and (PREPENDS.search(text) or PROMPT_HEAD_SHOWN.search(text)):
                 self._prepend_line = line.lineno  # the line it prepends may follow ("... prepends a line: \n '[id=...]'")
         if line.level is None and "varying_prefix_prose" not in self.facts.startup \
-                and 0 < line.lineno - getattr(self, "_prepend_line", -9) <= 2 and (m := _PER_REQUEST_VALUE.search(text)):
+                and 0 < line.lineno - getattr(self, "_prepend_line", -9) <= 2 and (m := PER_REQUEST_VALUE.search(text)):
             self.facts.startup["varying_prefix_prose"] = f"the prompt is prefixed with a per-request value: '{m.group(0)}'"
             self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and "shared_prefix_tokens" not in self.facts.startup and len(text) < 2000 and "token" in text:
-            m = _SHARED_PREFIX.search(text) or _SHARED_PREFIX_BEFORE.search(text) or _SHARED_PREFIX_BRACKETED.search(text)
+            m = SHARED_PREFIX.search(text) or SHARED_PREFIX_BEFORE.search(text) or SHARED_PREFIX_BRACKETED.search(text)
             if m:
                 groups = [g for g in m.groups()]
                 number = next(g for g in groups[::2] if g is not None)
@@ -705,12 +609,12 @@ class ProseLines:
                 self.facts.startup["block_size_prose"] = int(m.group(1))
                 self.facts.lines["block_size_prose"] = (line.lineno, text.strip()[:500])
         if "every_request_prose" not in self.facts.startup and len(text) < 2000 and ("ven" in text or "ncluding" in text):
-            m = _EVERY_REQUEST.search(text)
+            m = EVERY_REQUEST.search(text)
             if m:
                 self.facts.startup["every_request_prose"] = m.group(0)
                 self.facts.lines["every_request_prose"] = (line.lineno, text.strip()[:500])
         if "short_prompt_prose" not in self.facts.startup and len(text) < 2000 and ("short" in text or "token" in text):
-            m = _SHORT_PROMPT.search(text)
+            m = SHORT_PROMPT.search(text)
             if m:
                 self.facts.startup["short_prompt_prose"] = m.group(0)
                 n = m.group(1) or m.group(2)
@@ -756,8 +660,8 @@ class ProseLines:
             self.ab_tests.read(wide, text, line)
             self.trials.read(text, line)
             if "emperature" in wide or "greedy" in wide:
-                self._first_words("no_temperature_prose", _NO_TEMPERATURE, wide, line)
-                self._first_words("greedy_accepts_prose", _GREEDY_ACCEPTS, wide, line)
+                self._first_words("no_temperature_prose", NO_TEMPERATURE, wide, line)
+                self._first_words("greedy_accepts_prose", GREEDY_ACCEPTS, wide, line)
             # (in lower case: "MAIS LENTO", "SLOWER")
             low = wide.lower()
             if any(w in low for w in ("slow", "below", "lower", "worse", "hroughput", "tpot", "cliff", "egression", "tail",
@@ -848,13 +752,13 @@ class ProseLines:
                 above = m.group(1) and re.search(r"(?:>|\bmore than |\bover )$", text[max(0, m.start() - 10):m.start()]) \
                     or m.group(3) == ">"
                 self.facts.startup.setdefault("concurrent_requests", n + 1 if above else n)
-        if len(text) < 4000 and _REQ_HINT.search(text):
+        if len(text) < 4000 and REQ_HINT.search(text):
             self._request_params(text)
         if "finish_reason" in text and "finish_reason_length" not in self.facts.startup and FINISH_LENGTH.search(text):
             self.facts.startup["finish_reason_length"] = True  # an answer the API server ended at its token cap
             self.facts.lines["finish_reason_length"] = (line.lineno, text.strip()[:500])
         if "request_tokens_prose" not in self.facts.startup and len(text) < 2000 and "token" in text and "request" in text \
-                and (m := _REQUEST_TOKENS.search(text)):
+                and (m := REQUEST_TOKENS.search(text)):
             raw, kilo = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
             try:
                 n = float(raw.replace(",", "")) * (1000 if kilo else 1)
@@ -928,9 +832,9 @@ class ProseLines:
                 or "lands" in text or "land on" in text):
             self._first_words("split_routing_prose", SPLIT_ROUTING, text, line)
         if "random_prompts_prose" not in self.facts.startup and "random" in text and len(text) < 2000:
-            self._first_words("random_prompts_prose", _RANDOM_PROMPTS, text, line)
-            if "unique_prompts_prose" not in self.facts.startup and (m := _RANDOM_DATASET.search(text)) \
-                    and not _RANDOM_PREFIX.search(text):
+            self._first_words("random_prompts_prose", RANDOM_PROMPTS, text, line)
+            if "unique_prompts_prose" not in self.facts.startup and (m := RANDOM_DATASET.search(text)) \
+                    and not RANDOM_PREFIX.search(text):
                 # (vLLM's benchmark draws each random prompt's tokens afresh: no two share a prefix, unless a
                 # --random-prefix-len puts one before them)
                 self.facts.startup["unique_prompts_prose"] = m.group(0)

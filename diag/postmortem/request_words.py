@@ -1,0 +1,128 @@
+"""The words of the requests a report shows and of their prompts: sampling parameters (a curl body, vLLM's request
+log), a per-request value at the head of a prompt (a time, a UUID, a trace id), prompts that share a prefix or none
+(a benchmark's random dataset), and the greedy run a report compares with. Read by :class:`.prose.ProseLines`."""
+
+from __future__ import annotations
+
+import re
+
+# the size before the noun ("the same 350-token system prompt", "same ~900-token preamble") or the system prompt's
+# size stated ("our system prompt is ~420 tokens")
+SHARED_PREFIX_BEFORE = re.compile(r"\b(?:(?:same|shared|common|identical)\s+(?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
+                                  r"\s*(k)?[- ]tokens?\s+(?:long\s+)?(?:system[ -]prompts?|prefix(?:es)?|preambles?|headers?|"
+                                  r"instructions|context)|"
+                                  r"(?:our|the|a|my|shared|common)\s+(?:shared\s+|common\s+)?system[ -]prompt\s+(?:is|has|was|of)\s+"
+                                  r"(?:about |around |roughly |~|≈)?\s*(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens\b)", re.I)
+
+# ... or in brackets after the prompts: "my prompts (~1.5k tokens shared)"
+SHARED_PREFIX_BRACKETED = re.compile(r"\((?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens? "
+                                     r"(?:shared|in common)\)", re.I)
+
+# the reporter's words tying the failure to short prompts (a prompt, or a prompt's last prefill chunk, of a few tokens):
+# "very short prompts", "4-token prompts", "prompts of up to 3 tokens", "a 4-token prefill"
+SHORT_PROMPT = re.compile(r"\b(?:very |really |extremely |tiny |super )short (?:raw |input )?prompts?\b|"
+                          r"\b(\d{1,2})[- ]token (?:prompts?|prefills?|prefill chunks?|inputs?)\b|"
+                          r"\bprompts? (?:of|with|up to|under|below|shorter than) (?:up to |at most )?(\d{1,2}) tokens?\b",
+                           re.I)
+
+# the reporter's length of the prefix its requests share: "the same system prompt (tool definitions, ~430 tokens)",
+# "Your shared prefix is 1,147 tokens", "a few-shot header (410 tokens with the chat template)"
+SHARED_PREFIX = re.compile(r"\b(?:same|shared|common|identical)\s+(?:[\w-]+\s+){0,2}?(?:system[ -]prompts?|prefix(?:es)?|"
+                           r"headers?|preambles?|instructions|context|few-shot examples)\b"
+                           r"(?:(?!\bthen\b|\bfollowed\b|\bplus\b|\buser\b|\beach\b|\bper\b)[^.;\n]){0,60}?~?\s?"
+                           r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens\b", re.I)
+
+# the reporter's words that it does not depend on the batch: wrong for every request, a lone one included
+EVERY_REQUEST = re.compile(r"\b(?:every|each|all) (?:single )?(?:requests?|prompts?|completions?|answers?)\b[^.]{0,40}"
+                           r"\b(?:even|including) (?:a |the )?(?:lone|single|first|one)\b|"
+                           r"\beven (?:a |with a |for a |with one |for one )?(?:lone|single|one) (?:request|prompt|user|client)\b",
+                            re.I)
+
+# sampling / request parameters of the request that failed, in a curl JSON body, an OpenAI client call or
+# SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
+REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
+                       r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty|frequency_penalty|truncate_prompt_tokens)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
+
+REQ_HINT = re.compile(r"max_tokens|temperature|top_|logprobs|min_tokens|max_completion|_penalty|truncate_prompt|\bstop\b")
+
+# the request's stop strings (``SamplingParams(..., stop=['\n\n', 'Human:'], ...)``, a body's ``"stop": ["###"]``)
+REQ_STOP = re.compile(r"""(?<![\w.])["']?stop["']?\s*[:=]\s*\[\s*(["'][^\]]{1,200}?)\]""")
+
+# the requests leave the temperature to the server ("no temperature set in the request body", "we rely on greedy
+# defaults"): with a model's generation_config the server samples them
+# the drafts accepted well once the requests are greedy: "With temperature 0 the acceptance length is 2.6", "greedy:
+# acceptance 71%"
+GREEDY_ACCEPTS = re.compile(r"\b(?:(?:with|at) temperature\s*[=:]?\s*0(?:\.0+)?|greedy(?: decoding| requests)?)\b[^.\n]{0,20}?"
+                            r"\b(?:(?:mean )?acceptance(?: length| rate)?|accept(?:ance)? len)\b[^.\n]{0,12}?\d", re.I)
+
+NO_TEMPERATURE = re.compile(r"\b(?:no|without|never set|not set(?:ting)?|didn'?t set|omit\w*) (?:a |any |the )?temperature\b|"
+                            r"\btemperature (?:is |was )?(?:not set|unset|omitted)\b|\brel(?:y|ied|ying) on (?:the )?greedy "
+                            r"defaults?\b|"
+                             # "our gateway doesn't send temperature/top_p, it relies on server defaults"
+                            r"\b(?:doesn'?t|does not|don'?t|do not|never) (?:send|set|pass|specify|include)s? (?:a |any |the )?"
+                            r"temperature\b|\brel(?:y|ies|ied|ying) on (?:the )?(?:server|vllm|model|engine)(?:'s)? "
+                            r"(?:sampling )?defaults?\b", re.I)
+
+# a per-request value interpolated into a prompt template: a time, a UUID, a request / session / trace id
+# (a template's field, not a JSON object: no quotes or colons inside the braces)
+VARYING_PREFIX = re.compile(r"\{[^{}\n\"':]{0,40}?(?:uuid\d?\(\)|uuid\.uuid\d\(\)|datetime\.(?:utc)?now\(\)|time\.time\(\)|"
+                            r"\b(?:request|session|trace|conversation)_?id\b|\btimestamp\b|\buuid\b|\bnow\b|"
+                            r"\bcurrent_?(?:date_?time|time|date)\b)[^{}\n\"':]{0,40}\}", re.I)
+
+# a captured request whose system prompt opens with a per-request value: a UUID or an ISO time within its first 80
+# characters ({"role": "system", "content": "Session: 7f3c2a9e-... | Now: 2026-04-27T09:40:11Z\n..."})
+SYSTEM_HEAD_VALUE = re.compile(r"[\"']role[\"']\s*:\s*[\"']system[\"']\s*,\s*[\"']content[\"']\s*:\s*[\"']([^\"']{0,80}?"
+                               r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|"
+                               r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}))", re.I)
+
+# the reporter's words for a per-request value in a prompt
+PER_REQUEST_WORDS = r"(?:request[-_ ]?ids?|trace[-_ ]?ids?|uuids?|timestamps?|current (?:time|date)|date and time)"
+
+VARYING_PREFIX_TOLD = re.compile(
+    r"\b(?:prepend\w*|inject\w*|insert\w*|adds?|added|adding|puts?|putting)\b[^.\n]{0,120}?\b" + PER_REQUEST_WORDS +
+    r"\b[^\n]{0,120}?\b(?:to|at|in) the "
+    r"\W{0,2}(?:start|beginning|front|top|head)\W{0,2} of (?:every|each|all|the) (?:system )?(?:prompts?|requests?|"
+    r"messages?)\b|"
+    # "our gateway template starts the system prompt with 'Current time: {{now}} (request id {{uuid}})'"
+    r"\b(?:starts?|begins?|opens?|starting|beginning|opening) (?:the |every |each |all )?(?:system )?(?:prompts?|messages?) "
+    r"with\b[^\n]{0,80}?\b" + PER_REQUEST_WORDS + r"|"
+    # "puts 'Current time: ...' as the FIRST line of the system prompt", "moving the timestamp to the end -> 71%"
+    r"\b" + PER_REQUEST_WORDS + r"\b[^\n]{0,120}?\b"
+    r"(?:as|on|in|at) the (?:very )?first (?:line|tokens?|thing|part)s? of (?:the |every |each |all )?(?:system )?"
+    r"(?:prompts?|requests?|messages?)\b|"
+    # "... {{CURRENT_DATETIME}}" as its FIRST line"
+    r"\b" + PER_REQUEST_WORDS + r"\b[^\n]{0,120}?\b(?:as|on|in|at) its (?:very )?first (?:line|tokens?|thing|part)s?\b|"
+    # "Moving that variable to the end of the system prompt fixed it"
+    r"\bmov(?:e|ed|es|ing) (?:the|that|this|those|these) (?:template )?(?:variables?|placeholders?|fields?)\b[^.\n]{0,40}?"
+    r"\bto the (?:end|bottom) of (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b|"
+    r"\bmov(?:e|ed|es|ing) (?:the )?(?:request[-_ ]?id|trace[-_ ]?id|uuid|timestamp|current time|date)s?\b[^.\n]{0,40}?"
+    # (... or out of the prompt: "Moved the trace id into the `user` field / a header")
+    r"\b(?:to the (?:end|bottom)|into the (?:last|final) (?:user )?(?:message|turn)|(?:in)?to (?:the |a )?[`'\"]?\w*[`'\"]? ?"
+    r"(?:field|header|metadata|request header))\b|"
+    # the prompt quoted with its per-request time ("Current time: 2025-10-14T12:13:58.412Z"), or the requests said to
+    # part within the first tokens ("every request diverges at token ~12")
+    r"\b(?:current time|time|now|date|timestamp)\s*[:=]\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|"
+    r"\b(?:every|each) (?:request|prompt) diverges\b|\bdiverg\w* (?:at|after) (?:token|position) ~?\d{1,3}\b", re.I)
+
+# a benchmark of random prompts (vllm bench's random dataset, the reporter's words): a drafter has nothing to predict
+RANDOM_DATASET = re.compile(r"--dataset[-_]name[ =]random\b")
+
+RANDOM_PREFIX = re.compile(r"--random[-_]prefix[-_]len[ =]\s*[1-9]")
+
+RANDOM_PROMPTS = re.compile(r"--dataset[-_]name[ =]random\b|\brandom (?:prompts?|tokens?|inputs?|dataset|data)\b", re.I)
+
+# the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
+REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|an)\s*(?:request|req|conversation|prompt)\b|"
+                            r"\b(?:each|every|per) request (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*tokens\b", re.I)
+
+# a hook that prepends something to the prompt, the value it prepends shown on the next line
+PREPENDS = re.compile(r"\bprepend\w*\b[^.\n]{0,60}?\b(?:to|at|in) (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b",
+                       re.I)
+
+# ... or that shows the prompt's first lines on the next: "Gateway request dump, first lines of the system prompt:"
+PROMPT_HEAD_SHOWN = re.compile(r"\bfirst (?:lines?|tokens?|words|part) of (?:the |every |each |a )?(?:rendered )?(?:system )?"
+                               r"(?:prompts?|messages?)\b|\b(?:system )?prompts? (?:starts?|begins?|opens?) (?:with|like)\b",
+                                re.I)
+
+PER_REQUEST_VALUE = re.compile(r"\b(?:request[-_ ]?id|trace[-_ ]?id|session[-_ ]?id)\s*[=:]\s*\S+|"
+                               r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}", re.I)
