@@ -357,3 +357,23 @@ def test_a_cliff_at_the_graphs_edge_keeps_the_capture_reading_at_a_large_batch()
              "Avg generation throughput: 6872.5 tokens/s, Running: 256 reqs, Waiting: 0 reqs, GPU KV cache usage: 30.1%, "
              "Prefix cache hit rate: 0.0%"]
     assert _analyze(lines).findings[0].category == "cudagraph_shape"
+
+
+@pytest.mark.parametrize(("fact", "words"), [
+    ("direct_fine_prose", "Edit: `curl -N` against /v1/chat/completions with stream=true gives perfectly fine text."),
+    ("slow_prose", "granite-4.0-h-small with TP=4 gives ~half the tokens/s I get with TP=2 on two of the same cards."),
+])
+def test_words_of_round_one_hundred(fact, words):
+    assert facts_from_text(words).startup.get(fact)
+
+
+@pytest.mark.parametrize(("tokenizer", "foreign"), [
+    ("ibm-granite/granite-3.3-8b-instruct", True),   # another generation of the family: another vocabulary
+    ("ibm-granite/granite-4.0-h-small", False),
+    ("mistralai/Mistral-7B-Instruct-v0.3", True),
+])
+def test_a_tokenizer_of_another_generation_of_the_family(tokenizer, foreign):
+    lines = ["granite-4.0-h-small returns garbage for every prompt.",
+             "INFO 01-27 16:20:08 [utils.py:263] non-default args: {'model_tag': 'ibm-granite/granite-4.0-h-small', "
+             f"'model': 'ibm-granite/granite-4.0-h-small', 'tokenizer': '{tokenizer}', 'max_num_seqs': 64}}"]
+    assert any("tokenizer" in f.title for f in _analyze(lines).findings) is foreign

@@ -396,7 +396,7 @@ def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     names = [p.rstrip("/").rsplit("/", 1)[-1] for p in (tok, model)]
     t, m = (_MODEL_NAME.match(n) if re.search(r"\d", n) else None for n in names)
     fixed = facts.startup.get("own_tokenizer_fixes")  # (the report's trial: the model's own tokenizer is fine)
-    if not fixed and (not t or not m or t.group(1).lower() == m.group(1).lower()):
+    if not fixed and (not t or not m or t.group(1).lower().replace("_", "-") == m.group(1).lower().replace("_", "-")):
         return None  # (a local path or the same family and generation says nothing)
     return outside_families(
         facts, base_numbers,
@@ -412,4 +412,5 @@ def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
 
 # a model's name (a Hugging Face repo id's or a folder's last part), its first word with its generation: "Zamba2", "Mistral", "Qwen3.5" -- a
 # tokenizer of another generation of one family has another vocabulary
-_MODEL_NAME = re.compile(r"^([A-Za-z]+\d*(?:\.\d+)?)")
+# (a version after a hyphen counts -- "granite-3.3" vs "granite-4.0" -- a size does not: "Mistral-7B")
+_MODEL_NAME = re.compile(r"^([A-Za-z]+\d*(?:\.\d+)?(?:[-_]v?\d+(?:\.\d+)?(?![\d.]*[bBkKmM]\b))?)")

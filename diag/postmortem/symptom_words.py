@@ -516,6 +516,8 @@ SLOW = re.compile(
     # "~38 tok/s single stream, half of what others report"
     r"\b(?:half|a third|a quarter|a fraction) of what (?:others|other people|everyone|the (?:blog|docs|model card)|"
     r"(?:the )?benchmarks?) (?:report|get|see|show|claim)\w*\b|"
+    # "TP=4 gives ~half the tokens/s I get with TP=2"
+    r"\b(?:~|about |roughly |around )?half (?:the|of the|of my|of our) (?:tokens?/s|tok/s|throughput|speed|performance)\b|"
     # "TP=4 on 4x L4 throughput lower than TP=2??"
     r"\b(?:throughput|tok(?:en)?s?/s|performance|speed)\b (?:is |was |gets |got )?(?:much |way |far |even )?lower than\b|"
     # a rate against the same card elsewhere: "gets like 18 tok/s, friend on native Ubuntu same card gets ~70"
