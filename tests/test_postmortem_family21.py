@@ -377,3 +377,23 @@ def test_a_tokenizer_of_another_generation_of_the_family(tokenizer, foreign):
              "INFO 01-27 16:20:08 [utils.py:263] non-default args: {'model_tag': 'ibm-granite/granite-4.0-h-small', "
              f"'model': 'ibm-granite/granite-4.0-h-small', 'tokenizer': '{tokenizer}', 'max_num_seqs': 64}}"]
     assert any("tokenizer" in f.title for f in _analyze(lines).findings) is foreign
+
+
+@pytest.mark.parametrize(("fact", "words"), [
+    ("spec_slower_prose", "Going to 3 MTP tokens, throughput drops BELOW the non-spec baseline."),
+    ("capacity_prose", "Only ~18k tokens of KV cache and requests queue under any load."),
+    ("cpu_starved_prose", "container_cpu_cfs_throttled_periods_total climbs constantly. Raised the limit to 48."),
+    ("replicas_differ_prose", "The Service round-robins across both, so \"non-determinism\" = which pod answered."),
+    ("draft_weights_prose", "The quant's quantization_config has no \"mtp\" in modules_to_not_convert."),
+])
+def test_words_of_round_one_hundred_and_one(fact, words):
+    assert facts_from_text(words).startup.get(fact)
+
+
+def test_prompts_the_usage_shows_cut_at_the_requests_limit():
+    lines = ["Kimi-Linear misses a needle at 10% depth of a 90k-token doc.",
+             "vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct --trust-remote-code --max-model-len 262144",
+             '  "usage": {"prompt_tokens": 32768, "completion_tokens": 41, "total_tokens": 32809}',
+             "The harness config has `truncate_prompt_tokens: 32768` in its default extra_body."]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "truncate_prompt_tokens" in lead.title

@@ -16,7 +16,10 @@ CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\w
                          # 'Pod limit was cpu: "4"', "nr_throttled climbing", cgroup v2's "cpu.max 400000 100000"
                          r"\blimit (?:was|is|of|at) cpu:\s*[\"']?[1-8][\"']?(?![\d.])|"
                          r"\bnr_throttled\W{0,3}(?:climbing|increasing|growing|rising|keeps)\b|"
-                         r"\bcpu\.max\b[^\n]{0,20}?\b[1-8]00000 100000\b", re.I)
+                         r"\bcpu\.max\b[^\n]{0,20}?\b[1-8]00000 100000\b|"
+    # "resources.limits.cpu: "4"", "container_cpu_cfs_throttled_periods_total climbs constantly"
+    r"\blimits\.cpu:\s*[\"']?[1-8][\"']?(?![\d.])|cfs_throttled\w*[^.\n]{0,30}?\b(?:climb|increas|grow|ris|keep)\w*",
+    re.I)
 # the GPUs' clocks held down (nvidia-smi -q's clock event reasons, the reporter's words): "SW Power Cap : Active",
 # "HW Thermal Slowdown : Active", "power-capped", "thermal throttling"
 GPU_THROTTLED = re.compile(
@@ -93,7 +96,8 @@ PROXY_TIMEOUT = re.compile(
 DRAFT_WEIGHTS = re.compile(
     r"\b(?:MTP|draft(?:er)?|EAGLE\w*|spec(?:ulative)?)[ -](?:head|layers?|block|weights|module)s?\b[^.\n]{0,60}?\b(?:quanti[sz]ed|"
     r"(?:basically |just |pure )?noise|randomly initiali[sz]ed|uncalibrated|never calibrated|missing from)\b|"
-    r"\bmodules_to_not_convert\b[^.\n]{0,60}?\bmtp\b|\b(?:ran|applied|quanti[sz]ed)\b[^.\n]{0,40}?\bover the (?:MTP|draft) "
+    r"\bmodules_to_not_convert\b[^.\n]{0,60}?\bmtp\b|\bmtp\b[^.\n]{0,30}?\bmodules_to_not_convert\b|"
+    r"\bmtp\.\*?\s[^.\n]{0,40}?\bquanti[sz]ed\b|\b(?:ran|applied|quanti[sz]ed)\b[^.\n]{0,40}?\bover the (?:MTP|draft) "
     r"(?:block|head|layers?)\b", re.I)
 # requests that forbid the end of the answer: "ignore_eos=True", '"ignore_eos": true' (a throughput benchmark's setting
 # copied into a client), so every answer runs to max_tokens and a greedy one loops
@@ -167,6 +171,9 @@ REPLICAS_DIFFER = re.compile(
     # "Pinned to granite-a-0: 20/20 identical answers", "two different deployments behind one service name"
     r"\bpinned to [\w.-]+:?\s*(?:\d+\s*/\s*\d+\s+)?(?:identical|deterministic|consistent|the same)\b|"
     r"\btwo (?:different |separate )?(?:deployments|replicas|models|checkpoints|services) behind (?:one|the same|a single)\b|"
+    # "The Service round-robins across both, so "non-determinism" = which pod answered"
+    r"\b(?:which|what) (?:pod|replica|instance|backend|node|server) (?:answered|served|responded|handled)\b|"
+    r"\bthe (?:two|2|three|3) (?:pods|replicas|instances) (?:are|were)(?:n'?t| not) running the same\b|"
     # "Same request 20 times with port-forward to a single pod -> identical every time"
     r"\b(?:to|against|on) (?:a single|one) (?:pod|replica|instance|node|server|backend)\b[^.\n]{0,30}?(?:->|=>|:)?\s*"
     r"(?:identical|deterministic|consistent|the same)\b|"

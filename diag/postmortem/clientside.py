@@ -242,6 +242,9 @@ def left_truncated_prompts(facts: LogFacts, base_numbers: dict) -> Diagnosis | N
     the client's setting, outside the families."""
     said = facts.startup.get("wrong_output_prose")
     keep = (facts.startup.get("request_params") or {}).get("truncate_prompt_tokens")
+    if not said and isinstance(keep, int) and (facts.startup.get("printed_values") or {}).get("prompt_tokens") == keep:
+        # (the usage the report shows has every long prompt at exactly that many tokens: the cut is visible)
+        said = f"prompt_tokens is {keep} for the long prompts"
     if not said or not isinstance(keep, int) or keep <= 0:
         return None
     return outside_families(

@@ -812,7 +812,8 @@ class ProseLines:
                 self._first_words("proxy_timeout_prose", PROXY_TIMEOUT, text, line)
             if "replicas_differ_prose" not in self.facts.startup and ("eplica" in text or "each " in text.lower() or "inned" in text or "behind" in text
                                                                          or "inn" in text or "against" in text or "single" in text
-                                                                         or "came from" in text):
+                                                                         or "came from" in text or "answered" in text
+                                                                         or "running the same" in text):
                 self._first_words("replicas_differ_prose", REPLICAS_DIFFER, text, line)
             if "mig_prose" not in self.facts.startup and ("MIG" in text or "gb" in text):
                 self._first_words("mig_prose", MIG, text, line)

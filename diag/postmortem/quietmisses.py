@@ -144,7 +144,11 @@ def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     said = _never_accepted(facts.startup.get("metrics") or {})
     broken = facts.startup.get("draft_weights_prose")  # (the report found the drafter's weights broken)
     if said is None and broken:
-        said = facts.startup.get("acceptance_prose") or facts.startup.get("spec_slower_prose")
+        metrics = facts.startup.get("metrics") or {}
+        length, rate = metrics.get("spec_mean_acceptance_length"), metrics.get("spec_avg_draft_acceptance_rate")
+        said = facts.startup.get("acceptance_prose") or facts.startup.get("spec_slower_prose") or (
+            f"mean acceptance length {length:g}" if isinstance(length, (int, float)) and length <= 1.5 else
+            f"draft acceptance rate {rate:g}%" if isinstance(rate, (int, float)) and rate <= 20 else None)
     # (drafts accepted once prefix caching is off: the same drafter matches, so its weights are not the cause)
     if said is None or facts.startup.get("wrong_output_prose") or setup.prefix_caching_needed:
         return None
