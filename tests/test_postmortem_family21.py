@@ -397,3 +397,15 @@ def test_prompts_the_usage_shows_cut_at_the_requests_limit():
              "The harness config has `truncate_prompt_tokens: 32768` in its default extra_body."]
     lead = _analyze(lines).findings[0]
     assert lead.category == "other" and "truncate_prompt_tokens" in lead.title
+
+
+@pytest.mark.parametrize(("fact", "words"), [
+    ("cotenant_prose", "pid 3877 is a colleague's TensorFlow notebook on the same card."),
+    ("varying_prefix_prose", "Our tool router builds the tools array from a set(), so every gunicorn worker serialises "
+                             "the 14 tools in a different order."),
+    ("draft_weights_prose", "Found it: the quant recipe's `ignore` list only excluded `lm_head` and the gates, so the "
+                            "`mtp.*` layers were\nquantized with per-tensor FP8 too."),
+    ("wrong_output_prose", "Kimi-Linear-48B-A3B answers are irrelevant on long documents, fine on short ones."),
+])
+def test_words_of_round_one_hundred_and_two(fact, words):
+    assert facts_from_text(words).startup.get(fact)

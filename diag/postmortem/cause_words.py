@@ -47,7 +47,7 @@ COTENANT = re.compile(
     r"\b(?:on|holding|using|sharing|occup\w+) (?:the same |that |our )?(?:GPUs?|cards?|devices?)\b|\bco-?tenants?\b|"
     # "a colleague's Jupyter kernel that got scheduled on the same GPU", "PID 2210711 is a colleague's Jupyter kernel"
     r"\b(?:colleague|coworker|co-worker|teammate|another user|another team)'?s? (?:idle |old |stale |forgotten )?"
-    r"(?:Jupyter |notebook |python |training |eval |inference )?(?:kernel|notebook|process|job|script|session|container)\b|"
+    r"(?:[\w-]+ )?(?:kernel|notebook|process|job|script|session|container)\b|"
     # "That's a jupyter kernel from a colleague"
     r"\b(?:kernel|notebook|process|job|script|session|container) (?:from|of|belonging to) (?:a |my |our )?(?:colleague|coworker|"
     r"co-worker|teammate|another user|another team)\b|"
@@ -97,7 +97,7 @@ DRAFT_WEIGHTS = re.compile(
     r"\b(?:MTP|draft(?:er)?|EAGLE\w*|spec(?:ulative)?)[ -](?:head|layers?|block|weights|module)s?\b[^.\n]{0,60}?\b(?:quanti[sz]ed|"
     r"(?:basically |just |pure )?noise|randomly initiali[sz]ed|uncalibrated|never calibrated|missing from)\b|"
     r"\bmodules_to_not_convert\b[^.\n]{0,60}?\bmtp\b|\bmtp\b[^.\n]{0,30}?\bmodules_to_not_convert\b|"
-    r"\bmtp\.\*?\s[^.\n]{0,40}?\bquanti[sz]ed\b|\b(?:ran|applied|quanti[sz]ed)\b[^.\n]{0,40}?\bover the (?:MTP|draft) "
+    r"\bmtp\.\*?[`'\"]?\s[^.\n]{0,40}?\bquanti[sz]ed\b|\b(?:ran|applied|quanti[sz]ed)\b[^.\n]{0,40}?\bover the (?:MTP|draft) "
     r"(?:block|head|layers?)\b", re.I)
 # requests that forbid the end of the answer: "ignore_eos=True", '"ignore_eos": true' (a throughput benchmark's setting
 # copied into a client), so every answer runs to max_tokens and a greedy one loops

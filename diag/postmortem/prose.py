@@ -786,8 +786,9 @@ class ProseLines:
         if len(text) < 2000:
             for name, rx, needles, prose_only in _CAUSE_FACTS:
                 if name not in self.facts.startup and (line.level is None or not prose_only) \
-                        and any(n in text for n in needles):
-                    self._first_words(name, rx, text, line)
+                        and any(n in wide for n in needles):
+                    # (a reporter's sentence hard-wrapped over two lines is read whole: prose only)
+                    self._first_words(name, rx, wide if line.level is None else text, line)
         if line.level is None and "GPU" in text and (topo := _TOPO_ROW.match(text)):
             # nvidia-smi topo -m: a row with no NV# cell links that GPU to the others over PCIe or the host
             if "NV" in topo.group(1):

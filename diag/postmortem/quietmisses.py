@@ -145,7 +145,11 @@ def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     broken = facts.startup.get("draft_weights_prose")  # (the report found the drafter's weights broken)
     if said is None and broken:
         metrics = facts.startup.get("metrics") or {}
-        length, rate = metrics.get("spec_mean_acceptance_length"), metrics.get("spec_avg_draft_acceptance_rate")
+        # (the first metrics line is the broken drafter's; a later one may be the report's fixed rerun)
+        length = min((v for v in (metrics.get("spec_mean_acceptance_length"),
+                                  metrics.get("spec_mean_acceptance_length_first")) if isinstance(v, (int, float))),
+                     default=None)
+        rate = metrics.get("spec_avg_draft_acceptance_rate")
         said = facts.startup.get("acceptance_prose") or facts.startup.get("spec_slower_prose") or (
             f"mean acceptance length {length:g}" if isinstance(length, (int, float)) and length <= 1.5 else
             f"draft acceptance rate {rate:g}%" if isinstance(rate, (int, float)) and rate <= 20 else None)

@@ -102,6 +102,9 @@ VARYING_PREFIX_TOLD = re.compile(
     # the prompt quoted with its per-request time ("Current time: 2025-10-14T12:13:58.412Z"), or the requests said to
     # part within the first tokens ("every request diverges at token ~12")
     r"\b(?:current time|time|now|date|timestamp)\s*[:=]\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|"
+    # "every gunicorn worker serialises the 14 tools in a different order", "Sorting the tool list"
+    r"\b(?:serialis|serializ|render|build|list)\w*\b[^.\n]{0,60}?\bin a (?:different|random) order\b|"
+    r"\bsort(?:ing|ed)? the (?:tool|tools|function|functions) (?:list|array)\b|"
     r"\b(?:every|each) (?:request|prompt) diverges\b|\bdiverg\w* (?:at|after) (?:token|position) ~?\d{1,3}\b", re.I)
 
 # a benchmark of random prompts (vllm bench's random dataset, the reporter's words): a drafter has nothing to predict

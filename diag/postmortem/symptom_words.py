@@ -104,6 +104,9 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           r"(?:returns?|returning|turns? into|produces?|producing|outputs?|generates?|gives?|giving|spits? out) (?:\w+ )?"
                           r"(?:garbage|gibberish|nonsense|word salad)\b|word salad|broken (?:outputs?|text|answers?)|"
                           r"(?:comes?|came|coming) (?:back|out) as (?:garbage|gibberish|nonsense|junk)|"
+                          # "answers are irrelevant on long documents"
+                          r"\b(?:answers?|outputs?|responses?|replies) (?:are|is|were|was) (?:completely |totally |often )?"
+                          r"(?:irrelevant|off-topic)\b|"
                           # "Some streamed answers contain the whole answer twice"
                           r"\b(?:answers?|outputs?|responses?|streams?|completions?) contains? (?:the whole|the same|the "
                           r"entire) (?:answer|text|response|output) twice\b|\b(?:duplicated|doubled) (?:answers?|outputs?|"
@@ -249,7 +252,7 @@ REPEATED_WORD = re.compile(r"\b([^\W\d_]{2,})(?: \1){2,}\b|"
                            r"\b([^\W\d_]{3,}) \2\b[^\n]{0,40}?\b([^\W\d_]{3,}) \3\b")
 
 # words of which every match of WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
-WRONG_OUTPUT_HINTS = ("twice", "duplicat", "doubled", "odd", "weird", "strange", "bizarre", "user's", "garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
+WRONG_OUTPUT_HINTS = ("twice", "duplicat", "doubled", "irrelevant", "off-topic", "odd", "weird", "strange", "bizarre", "user's", "garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
