@@ -582,7 +582,8 @@ class ProseLines:
             self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000 and "varying_prefix_prose" not in self.facts.startup and (
                 "prepend" in wide or "start" in wide or "begin" in wide or "front" in wide or "first" in wide.lower()
-                or "mov" in wide.lower() or "open" in wide or "iverg" in wide or "ime" in wide or "ate" in wide):
+                or "mov" in wide.lower() or "open" in wide or "iverg" in wide or "ime" in wide or "ate" in wide
+                or "order" in wide or "ort" in wide):
             # told in words: "the gateway prepends a line like `Request-ID: ...; Received: <time>` to the start of
             # every system prompt"
             self._first_words("varying_prefix_prose", VARYING_PREFIX_TOLD, wide, line)
