@@ -107,11 +107,11 @@ VARYING_PREFIX_TOLD = re.compile(
     r"\bsort(?:ing|ed)? the (?:tool|tools|function|functions) (?:list|array)\b|"
     r"\b(?:every|each) (?:request|prompt) diverges\b|\bdiverg\w* (?:at|after) (?:token|position) ~?\d{1,3}\b", re.I)
 
-# a benchmark of random prompts (vllm bench's random dataset, the reporter's words): a drafter has nothing to predict
+# vllm bench's random dataset, and the shared prefix it may put before each random prompt
 RANDOM_DATASET = re.compile(r"--dataset[-_]name[ =]random\b")
-
 RANDOM_PREFIX = re.compile(r"--random[-_]prefix[-_]len[ =]\s*[1-9]")
 
+# a benchmark of random prompts (vllm bench's random dataset, the reporter's words): a drafter has nothing to predict
 RANDOM_PROMPTS = re.compile(r"--dataset[-_]name[ =]random\b|\brandom (?:prompts?|tokens?|inputs?|dataset|data)\b", re.I)
 
 # the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
