@@ -30,9 +30,9 @@ _ERROR_MARK = re.compile(r"\b(?:ERROR|\w*(?:Error|Exception)\b|error:|Assertion|
                          r"exit code)")
 # drafters with attention layers (and KV pages) of their own beside the target's: EAGLE heads, Medusa, DFlash
 _OWN_KV_DRAFTER = re.compile(r"eagle|medusa|dflash|dspark", re.I)
-# a signal that says who ended the worker (the OOM killer's SIGKILL, a segfault): a cause of its own, not modelled here
 # a worker process that died killed, without an error of its own ("died unexpectedly (exit code: -9)")
 _KILLED_WORKER = re.compile(r"died unexpectedly|exit ?code[:= ]+-9\b|SIGKILL|signal 9|Killed", re.I)
+# a signal that says who ended the worker (the OOM killer's SIGKILL, a segfault): a cause of its own, not modelled here
 _SIGNALLED = re.compile(r"SIGKILL|SIGSEGV|signal 9|exit ?code[:= ]+13[79]|Segmentation fault|core dumped|OOMKilled|"
                         r"out of memory", re.I)
 

@@ -11,10 +11,9 @@ from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (chat_template_twice, client_capped_concurrency, client_path_corruption, foreign_tokenizer,
                          ignore_eos_loops, left_truncated_prompts, prompt_logprobs_skip_cache, proxy_retry_duplicates,
-                         proxy_slows_stream,
-                         proxy_timeout_truncation, repeats_rewarded, replayed_prompts_hit, replicas_differ,
-                         salted_prefixes, split_routing, stop_string_truncation, token_cap_truncation, unique_prompts_miss,
-                         varying_prefix)
+                         proxy_slows_stream, proxy_timeout_truncation, repeats_rewarded, replayed_prompts_hit,
+                         replicas_differ, salted_prefixes, split_routing, stop_string_truncation, token_cap_truncation,
+                         unique_prompts_miss, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, collective_hang,
