@@ -8,7 +8,6 @@ suggestions). ``Analysis.to_record()`` is the session record every output render
 from __future__ import annotations
 
 import os
-import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -29,6 +28,7 @@ from ..model import (
     new_session_id,
 )
 from ..rules.base import GpuInfo, RuleContext, parse_version
+from ..rules.prefix_cache_granularity import PREFILL_COMPLAINT
 
 MISMATCH_CATEGORIES = tuple(c for c in CATEGORIES if c != "other")
 PROBE_HINT = (
@@ -479,7 +479,7 @@ def _answers_symptom(facts: LogFacts, f: Finding) -> bool:
     rate = st.get("prefix_cache_hit_rate_max")
     said = " ".join(str((facts.lines.get(k) or (0, ""))[1]) for k in ("slow_prose", "spec_slower_prose", "capacity_prose"))
     return bool(st.get("hit_rate_prose") or st.get("prefix_caching_prose") or st.get("shared_prefix_tokens")
-                or rate == 0 or re.search(r"TTFT|first token|prefill|prompt", said, re.I))
+                or rate == 0 or PREFILL_COMPLAINT.search(said))
 
 
 def _root_first(facts: LogFacts, findings: list[Finding]) -> list[Finding]:

@@ -141,10 +141,10 @@ def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     proposes what the target never agrees with -- its weights (an MTP head a quantized or exported checkpoint left
     out, so vLLM runs it randomly initialised; a draft model of another tokenizer or vocabulary) -- not one of the
     hybrid/spec failure classes, which break the output or the engine rather than acceptance alone from step one."""
-    said = _never_accepted(facts.startup.get("metrics") or {})
+    metrics = facts.startup.get("metrics") or {}
+    said = never = _never_accepted(metrics)
     broken = facts.startup.get("draft_weights_prose")  # (the report found the drafter's weights broken)
     if said is None and broken:
-        metrics = facts.startup.get("metrics") or {}
         # (the first metrics line is the broken drafter's; a later one may be the report's fixed rerun)
         length = min((v for v in (metrics.get("spec_mean_acceptance_length"),
                                   metrics.get("spec_mean_acceptance_length_first")) if isinstance(v, (int, float))),
@@ -166,7 +166,7 @@ def drafts_never_accepted(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
                "randomly initialised, or quantized without calibration; a draft model with another tokenizer or "
                "vocabulary); outside the hybrid/spec-decode failure classes -- not modelled beyond the metrics"),
         title=("Drafts rarely accepted: the drafter's weights are broken (not an engine failure)" if broken and
-               _never_accepted(facts.startup.get("metrics") or {}) is None else
+               never is None else
                "Drafts never accepted (the drafter's weights or vocabulary, not an engine failure)"),
         message=f"no draft accepted: {said}", evidence=("command", "non_default_args"),
         missing=["the draft weights the checkpoint holds (for MTP: the mtp.* tensors in its safetensors index) and the "

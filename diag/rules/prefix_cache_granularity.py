@@ -23,8 +23,8 @@ from .base import Rule, RuleContext
 from .kv_cache_pressure import kv_cache_full
 
 ID = "prefix_cache_granularity"
-# a complaint about the prompt's side of serving, which prefix hits speed up
-_PREFILL_WORDS = re.compile(r"TTFT|first token|prefill|prompt", re.I)
+# a complaint about the prompt's side of serving, which prefix hits speed up (also read by the post-mortem's ordering)
+PREFILL_COMPLAINT = re.compile(r"TTFT|first token|prefill|prompt", re.I)
 MIN_INTERESTING_BLOCK = 256
 
 
@@ -80,7 +80,7 @@ def check(ctx: RuleContext) -> list[Finding]:
     # for the warning: the prefixes it serves are longer than the block)
     hitting = ctx.log is not None and isinstance(ctx.log.startup.get("prefix_cache_hit_rate_max"), (int, float)) \
         and ctx.log.startup["prefix_cache_hit_rate_max"] >= 30 and not ctx.log.startup.get("hit_rate_prose") \
-        and not _PREFILL_WORDS.search(" ".join(str((ctx.log.lines.get(k) or (0, ""))[1])
+        and not PREFILL_COMPLAINT.search(" ".join(str((ctx.log.lines.get(k) or (0, ""))[1])
                                                for k in ("slow_prose", "spec_slower_prose", "capacity_prose")))
     if cfg(ctx, "enable_prefix_caching") and block and int(block) >= MIN_INTERESTING_BLOCK and not hitting:
         ev = ([Evidence(f"mamba_cache_mode {mode}, Mamba/attention block {block} tokens", source=state_source(st))]
