@@ -108,9 +108,7 @@ def _trial(sentence: str, before: str) -> tuple[str, bool] | None:
     sentence tells no trial."""
     if _VERDICT_ONLY.match(sentence):
         return before, True
-    if m := _VERDICT_LEAD.match(sentence):
-        return sentence[m.end():], True
-    if m := _FIXED_BY.match(sentence):  # "Fixed by using bufio.Scanner on lines."
+    if m := _VERDICT_LEAD.match(sentence) or _FIXED_BY.match(sentence):  # "Solved: ...", "Fixed by using ..."
         return sentence[m.end():], True
     m = _FIXED_IT.search(sentence)
     if m:
@@ -134,15 +132,14 @@ class TrialReader:
     def __init__(self, facts: LogFacts) -> None:
         self.facts = facts
         self._before = ""  # the sentence before (the change a bare "Fixed." follows)
-        self._referent = ""  # ... and, while a sentence is read, the one before it
 
     def read(self, text: str, line: Line) -> None:
         if len(text) > 1500:
             return
         st = self.facts.startup
         for sentence in _SENTENCES.split(text.strip().lstrip("-*> ").strip()):
-            trial = _trial(sentence, self._before) if not _UNTRIED.search(sentence) else None
-            self._referent, self._before = self._before, sentence
+            before, self._before = self._before, sentence
+            trial = _trial(sentence, before) if not _UNTRIED.search(sentence) else None
             if trial is None or not trial[0]:
                 continue
             change, gone = trial
@@ -161,7 +158,7 @@ class TrialReader:
                 st.setdefault("prefix_caching_prose", True)
                 self.facts.lines["prefix_caching_needed"] = (line.lineno, text.strip()[:500])
             # (a change told by a pronoun -- "Disabling it for this route" -- is of what the sentence before names)
-            referent = f"{self._referent} " if re.search(r"\b(?:it|that|them)\b", change, re.I) else ""
+            referent = f"{before} " if re.search(r"\b(?:it|that|them)\b", change, re.I) else ""
             if "resolved_prose" not in st and _outside(referent + change):
                 st["resolved_prose"] = told
                 self.facts.lines["resolved_prose"] = (line.lineno, text.strip()[:500])
