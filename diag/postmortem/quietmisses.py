@@ -11,6 +11,7 @@ import re
 from ..model import LogFacts
 from .configuration import AB_TEST_FACTS, Setup, ab_tests_clear_families, truthy
 from .diagnosis import Diagnosis, fact_evidence
+from .symptom_words import FIRST_TOKEN
 
 
 def outside_families(facts: LogFacts, base_numbers: dict, *, basis: str, title: str, message: str,
@@ -548,9 +549,6 @@ def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
         missing=["the acceptance of the same prompts sent with temperature 0 and no penalties"])
 
 
-_TTFT = re.compile(r"\bTTFT\b|first[- ]token|time to first", re.I)
-
-
 def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error; drafts said to make serving slower at a large batch, on a model without MLA: at that batch the GPUs
     are compute-bound, and every step verifies 1 + k tokens per request for the few it accepts -- speculative decoding's
@@ -559,7 +557,7 @@ def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Di
     load = max(int(facts.startup.get("concurrent_requests") or 0), int(facts.startup.get("num_requests_running_max") or 0))
     if not said or not setup.spec_k or setup.mla or load < 32:
         return None
-    if _TTFT.search(str((facts.lines.get("spec_slower_prose") or (0, ""))[1])):
+    if FIRST_TOKEN.search(str((facts.lines.get("spec_slower_prose") or (0, ""))[1])):
         return None  # (a slow first token is the prefill's and the queue's: drafts verify during decode)
     # (vLLM's own word that the drafts' steps outgrew the graphs or the token budget is the families' reading)
     seqs, budget = facts.args.get("max_num_seqs"), facts.args.get("max_num_batched_tokens")

@@ -26,6 +26,7 @@ from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_n
                           slow_tokenizer_latency, slow_weight_loading, socket_network_slowdown, spec_batch_slowdown,
                           static_rope_quality, toggles_clear_families, untuned_moe_slowdown, wsl_slowdown)
 from .specpath import model_names, no_spec_path
+from .symptom_words import FIRST_TOKEN
 
 __all__ = ["fp16_overflow_quality", "own_quality_gate", "quiet_report", "silent_corruption",
            "unexplained_symptom"]
@@ -574,9 +575,6 @@ def mla_decode_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Dia
                  "(VLLM_ATTENTION_BACKEND, or VLLM_ROCM_USE_AITER_MLA=0 on ROCm)"])
 
 
-_FIRST_TOKEN = re.compile(r"\bTTFT\b|first token", re.I)
-
-
 def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error, but speculative decoding made an MLA model slower (``low``): the MLA decode kernels of a backend that
     takes one query token per request (FlashInfer / TRT-LLM MLA before 0.12, FlashMLA's early releases, AITER) send
@@ -587,7 +585,7 @@ def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosi
     said = facts.startup.get("spec_slower_prose")
     if not said and not facts.startup.get("moe_default_config") \
             and not _STARTUP_SLOW.search((facts.lines.get("slow_prose") or (0, ""))[1]) \
-            and not _FIRST_TOKEN.search(str(facts.startup.get("slow_prose") or "")):
+            and not FIRST_TOKEN.search(str(facts.startup.get("slow_prose") or "")):
         # (a slow first token is the prefill's and the queue's: drafts verify during decode)
         said = facts.startup.get("slow_prose")
     # (a slowdown that came with time under the same deployment is not a backend's cost, which is there from the start)

@@ -320,6 +320,10 @@ SLOW_START = re.compile(
     r"\btak(?:e|es) (?:~|about |over |more than )?\d+\+?\s*(?:min|mins|minutes)\b[^.\n]{0,30}?\bto (?:start|load|come up|"
     r"be ready|become ready|scale up|serve)\b", re.I)
 
+# the time to the first token, in the report's words: the prefill's and the queue's, not the drafts' (which verify
+# during decode)
+FIRST_TOKEN = re.compile(r"\bTTFT\b|first[- ]token|time to first", re.I)
+
 # serving that became slower with time under the same deployment: "got 35% slower overnight, nothing redeployed",
 # "has been getting slower since Monday", "slower after a few hours" -- a configuration's cost is there from the start
 DEGRADED_OVER_TIME = re.compile(
