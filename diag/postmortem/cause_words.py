@@ -105,6 +105,12 @@ IGNORE_EOS = re.compile(r"\bignore_eos[\"']?\s*[=:]\s*(?:True|true|1)\b")
 # the engine under Windows' WSL2: vLLM's own "Using 'pin_memory=False' as WSL is detected" warning, the reporter's
 # "under WSL2"
 WSL = re.compile(r"\bWSL is detected\b|\bWSL ?2\b|\b(?:under|on|in|inside|via|through) WSL\b")
+# ROCm without AITER: vLLM uses AMD's AITER kernels only when VLLM_ROCM_USE_AITER=1, so a deployment that lost the
+# variable runs the Triton fallbacks ("we dropped VLLM_ROCM_USE_AITER when we cleaned up the manifest")
+AITER_DROPPED = re.compile(
+    r"\b(?:dropped|removed|unset|forgot|lost|deleted|left out|omitted|without|missing|no longer (?:set|sets|has))\b"
+    r"[^.\n]{0,40}?\bVLLM_ROCM_USE_AITER\b(?!_)|\bVLLM_ROCM_USE_AITER\b(?!_)[^.\n]{0,30}?\b(?:is |was )?(?:unset|not set|"
+    r"missing|removed|dropped|left out)\b")
 MIG = re.compile(r"\bMIG[- ](?:\d+g\.\d+gb|slice|profile|instance|partition)\b|\b\d+g\.\d+gb\b", re.I)
 # the chat template applied twice: the client renders the model's template and posts the result as a chat message
 # ("vLLM applies the chat template a second time", "double chat template", a message whose content holds role markers)
@@ -149,6 +155,15 @@ DIRECT_FINE = re.compile(
     # "curl -N straight to the pod (port 8000), 500 streamed answers: 0 garbled"
     r"\b(?:straight|directly|direct) (?:to|against|at) (?:the )?(?:vLLM|server|engine|pod|:\d{2,5}|port \d+|localhost)\b"
     r"[^\n]{0,80}?(?:->|\u2192|=>|:)\s*(?:0|zero|none|no)\s+(?:garbled|broken|corrupt\w*|wrong|bad|mangled)\b|"
+    # "the same request with stream=false, or `curl -N` and reading the raw SSE, never has the replacement chars"
+    r"\bsame (?:request|prompt|call)s? (?:with|via|through|from|using)\b[^\n]{0,80}?\bnever (?:has|have|shows?|contains?|gets?|"
+    r"returns?) (?:the |any )?(?:replacement char\w*|mojibake|garbl\w*|U\+FFFD|broken \w+|garbage)|"
+    # "vLLM's SSE events are complete UTF-8 (checked with tcpdump)": the server's bytes are right on the wire
+    r"\b(?:SSE|events?|chunks?|bytes|deltas?|stream)\b[^.\n]{0,30}?\b(?:are|is|were|was) (?:all )?(?:complete|valid|"
+    r"well-formed|correct|intact) UTF-?8\b|"
+    # "Switched the client to an InputStreamReader (stateful decoder) -> no more \ufffd"
+    r"\b(?:switched|changed|moved|fixed|patched) (?:the |our )?(?:\w+ )?client\b[^\n]{0,80}?(?:->|\u2192|=>|:)\s*"
+    r"(?:no more|fixed|gone|clean|fine)\b|"
     # "Python client, same messages: fine": another client of the same server is right
     r"\b(?:python|curl|go|node|java|another|other|a different|our other) client\b[^.\n]{0,40}?(?:->|=>|:)\s*(?:fine|correct|"
     r"clean|ok|normal|good)\b|"

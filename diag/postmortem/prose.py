@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
-from .cause_words import (BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE,
+from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE,
                           DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE, GUESS,
                           IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY, PROXY_TIMEOUT, REPLAY_HITS,
                           REPLICAS_DIFFER, SPLIT_ROUTING, UNIQUE_PROMPTS, WSL)
@@ -676,7 +676,8 @@ class ProseLines:
                                        "pior", "peor", "schlechter", "pire", "bricht",
                                        "\u043f\u0430\u0434\u0430", "\u043d\u0438\u0436\u0435", "\u0443\u043f\u0430\u043b")):
                 self._first_words("slow_prose", SLOW, wide, line)
-                if "slower" in low or "deploy" in low:
+                if "slower" in low or "deploy" in low or "overnight" in low or "since " in low or "change" in low \
+                        or "unchanged" in low:
                     self._first_words("degraded_over_time_prose", DEGRADED_OVER_TIME, wide, line)
             if "tak" in text and ("min" in text or "hour" in text):
                 self._first_words("slow_start_prose", SLOW_START, text, line)
@@ -797,6 +798,8 @@ class ProseLines:
             elif "gpu_link_no_nvlink" not in self.facts.startup:
                 self.facts.startup["gpu_link_no_nvlink"] = " ".join(text.split())[:200]
                 self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
+        if "AITER" in text and "aiter_dropped_prose" not in self.facts.startup and line.level is None and len(text) < 2000:
+            self._first_words("aiter_dropped_prose", AITER_DROPPED, text, line)
         if "WSL" in text and "wsl_prose" not in self.facts.startup and len(text) < 2000:
             self._first_words("wsl_prose", WSL, text, line)  # (vLLM's own warning or the reporter's words)
         if "MiB" in text and line.level is None:

@@ -655,6 +655,12 @@ _STARVED = {
             "full), so copies and kernel launches run slower whatever the engine's configuration",
             "Slow under WSL2 (no pinned memory, the Windows driver layer)",
             "the same model and flags on native Linux on that GPU", False),
+    "aiter": ("aiter_dropped_prose",
+              "says the ROCm deployment runs without VLLM_ROCM_USE_AITER ('{said}'): vLLM uses AMD's AITER kernels "
+              "(attention, MLA, MoE, GEMMs) only when that variable is 1, so every layer runs the slower Triton "
+              "fallbacks, with or without drafts",
+              "Slow on ROCm without AITER (VLLM_ROCM_USE_AITER unset: the Triton fallback kernels)",
+              "the same load with VLLM_ROCM_USE_AITER=1 (and the 'Using ... backend' line naming an AITER backend)", False),
     "net": ("socket_network_prose",
             "shows NCCL between the nodes going over TCP sockets ('{said}'): every step's all-reduce or pipeline "
             "hand-off crosses an Ethernet link, so decode waits on the network whatever the engine's configuration",
@@ -667,10 +673,11 @@ def _starved_slowdown(facts: LogFacts, base_numbers: dict, kind: str) -> Diagnos
     fact, cause, title, missing, takes_memory = _STARVED[kind]
     slow = _said_slow(facts) or facts.startup.get("capacity_prose")
     said = facts.startup.get(fact)
-    if not slow or not said or takes_memory and kv_cache_idle(facts) and (
-            not _said_slow(facts) or (facts.startup.get("num_requests_waiting_max") or 0) > 0):
+    if not slow or not said or takes_memory and kv_cache_idle(facts) and not facts.startup.get("degraded_over_time_prose") \
+            and (not _said_slow(facts) or (facts.startup.get("num_requests_waiting_max") or 0) > 0):
         # another process's memory holds back no request while the KV cache stays mostly empty, and requests that wait
-        # beside an empty cache are held by a scheduler limit, not by a GPU shared for compute
+        # beside an empty cache are held by a scheduler limit, not by a GPU shared for compute (unless serving slowed
+        # down with time under the same settings: what changed is the neighbour)
         return None
     return _slow_from(facts, base_numbers, slow, cause=cause.format(said=said), title=title,
                       evidence=(fact, "command"), missing=missing)
@@ -701,6 +708,12 @@ def wsl_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slow, and the engine runs under WSL2 (vLLM's own warning, or the report's words): the platform,
     outside the families."""
     return _starved_slowdown(facts, base_numbers, "wsl")
+
+
+def rocm_without_aiter(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow, and the report says the ROCm deployment lost VLLM_ROCM_USE_AITER: the Triton fallback
+    kernels, the platform's setting -- outside the families."""
+    return _starved_slowdown(facts, base_numbers, "aiter")
 
 
 def mig_slice_limits(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

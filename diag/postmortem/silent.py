@@ -22,7 +22,7 @@ from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_n
                           kv_saturated_workload, long_context_capacity, lora_slot_queueing, low_memory_share_capacity,
                           mig_slice_limits, mismatched_drafter, modelfree_drafts_unmatched, pcie_allreduce_slowdown,
                           prefill_budget_slowdown, prefill_chunks_stall_decodes, random_prompts_acceptance,
-                          sampled_away_acceptance, sampled_by_generation_config, scheduler_cap,
+                          rocm_without_aiter, sampled_away_acceptance, sampled_by_generation_config, scheduler_cap,
                           slow_tokenizer_latency, slow_weight_loading, socket_network_slowdown, spec_batch_slowdown,
                           static_rope_quality, toggles_clear_families, untuned_moe_slowdown, wsl_slowdown)
 from .specpath import model_names, no_spec_path
@@ -290,6 +290,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or cpu_starved_slowdown(facts, base_numbers) or gpu_throttled_slowdown(facts, base_numbers)
             or socket_network_slowdown(facts, base_numbers) or cotenant_gpu_slowdown(facts, base_numbers)
             or mig_slice_limits(facts, base_numbers) or wsl_slowdown(facts, base_numbers)
+            or rocm_without_aiter(facts, base_numbers)
             or prefill_chunks_stall_decodes(facts, base_numbers)
             or sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
             or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)

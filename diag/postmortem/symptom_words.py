@@ -56,6 +56,12 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           r"\brepeats? the (?:same|first|last|previous|opening) (?:paragraph|sentence|block|answer|line|part)s?\b|"
                           # "answers turn to garbage on follow-up turns", "switches to mixed Chinese/English nonsense",
                           # "starts repeating fragments of an older turn"
+                          # "the model starts producing repeated tokens / garbage like ..."
+                          r"\b(?:produc\w+|generat\w+|emit\w*|spit\w* out|outputs?|returns?) (?:repeated tokens|garbage|"
+                          r"gibberish|nonsense|junk)\b|"
+                          # 'answers loop ("Sure! Sure! Sure! ...") after ~200 tokens'
+                          r"\b(?:answers?|outputs?|responses?|replies|completions?|generations?) (?:start to |begin to )?"
+                          r"loop(?:s|ing)?\b(?! (?:over|through|of|back to the client))|"
                           r"\b(?:answers?|outputs?|responses?|replies|text|generations?) (?:turns?|turned|turning|go|goes|went) "
                           r"(?:in)?to (?:garbage|gibberish|nonsense|junk)\b|"
                           r"\bswitch(?:es|ing|ed)? (?:in)?to (?:mixed |random )?[\w/ -]{0,30}?(?:nonsense|gibberish|garbage)\b|"
@@ -332,7 +338,11 @@ DEGRADED_OVER_TIME = re.compile(
     r"since (?:yesterday|last (?:night|week)|this morning|(?:mon|tues|wednes|thurs|fri|satur|sun)day)|after (?:a few|several|\d+) "
     r"(?:hours|days))\b|"
     r"\b(?:gradually|steadily|progressively) (?:gets?|got|getting|becomes?|became) slower\b|"
-    r"\bnothing (?:was |has been |got )?(?:re)?deployed\b|\bno (?:re)?deploy(?:ment)?s?\b(?: (?:since|in between|in the meantime))?",
+    r"\bnothing (?:was |has been |got )?(?:re)?deployed\b|\bno (?:re)?deploy(?:ment)?s?\b(?: (?:since|in between|in the meantime))?|"
+    # "throughput dropped ~45% overnight, no config change", "Command (unchanged for 3 weeks)"
+    r"\b(?:dropped|fell|went down|degraded|regressed|halved|doubled|jumped|spiked)\b[^.\n]{0,20}?\b(?:overnight|since "
+    r"(?:yesterday|last (?:night|week)|this morning))\b|\bno (?:config(?:uration)?|code|settings?) changes?\b|"
+    r"\bunchanged (?:for|since) (?:\d+|a few|several|two|three|four) (?:days|weeks|months)\b",
     re.I)
 
 # the reporter saying speculative decoding made serving slower (no error): "MTP makes DeepSeek-R1 slower",
@@ -449,6 +459,13 @@ CAPACITY_FELL = re.compile(
     r"\bmemory (?:is |was )?(?:being )?wasted\b|"
     # the batch stops growing: "never more than 16 running requests", "the rest queue up"
     r"\bnever (?:runs? |has |gets? |schedules? )?(?:more than|above|over) \d+ (?:running |concurrent )?(?:requests|reqs|sequences)\b|"
+    # "it never runs more than 3 at a time", "can only serve ~4 users", "serves far fewer concurrent requests than our
+    # sizing sheet", "max_num_seqs 256 can never be reached"
+    r"\bnever (?:runs?|schedules?|serves?|handles?|processes|batches) (?:more than|above|over) ~?\d+ (?:at (?:once|a time)|"
+    r"concurrently|in parallel)\b|\bcan only (?:serve|run|handle|fit|take|hold) (?:~|about |around )?\d+ (?:concurrent )?"
+    r"(?:requests?|reqs|sequences|users|clients|sessions)\b|\b(?:far |way |much |many )?fewer (?:concurrent|parallel|simultaneous) "
+    r"(?:requests|sequences|users|sessions)\b|\bmax[_-]num[_-]seqs\W{0,2} ?(?:of )?\d*\W{0,2} ?(?:can |could )?(?:never|not) "
+    r"(?:be )?(?:reached|hit|filled)\b|"
     r"\brunning(?: count| requests?| reqs)?\b[^.\n]{0,20}?\bnever (?:gets? |goes? |climbs? |rises? )?(?:more than|above|over|"
     r"past|beyond) ~?\d+|"
     r"\b(?:rest|everything else|the others) (?:queues?|queued|waits?|sits?)(?: up| in the queue)?\b|"
@@ -460,7 +477,7 @@ CAPACITY_FELL = re.compile(
 # the reporter saying draft acceptance fell: "MTP acceptance ... drops from ~3.2 to ~1.3", "terrible in production",
 # "acceptance collapses once the cache warms up", "low acceptance"
 ACCEPTANCE_FELL = re.compile(
-    r"\bacceptance\b[^.\n]{0,80}?\b(?:terrible|low|poor|bad|drops?|dropped|collapses?|collapsed|falls?|fell|tanks?|"
+    r"\bacceptance\b(?:[^.\n]|\.(?=\d)){0,80}?\b(?:terrible|low|poor|bad|drops?|dropped|collapses?|collapsed|falls?|fell|tanks?|"
     r"tanked|plummets?|plummeted)\b|\b(?:low|poor|terrible|bad) (?:draft |mtp |spec(?:ulative)? )?acceptance\b", re.I)
 
 # the reporter saying serving is slow, without naming speculative decoding as the cause: "throughput on H20 is ~3x
@@ -477,6 +494,8 @@ SLOW = re.compile(
     r"\b(?:TPOT|ITL|TTFT|latency|p\d\d) (?:is |went |goes )?(?:up|increased|rose|grew) (?:by )?~?\d+(?:\.\d+)?\s*%|"
     r"\bexpect\w* (?:more|higher|better|faster) (?:tok(?:ens)?/s|throughput|speed|decode)\W{0,3}\s*(?:but )?got (?:less|lower|"
     r"worse|slower)\b|"
+    # more GPUs, less speed: "TP=4 gives lower output throughput than TP=2"
+    r"\blower (?:output |generation |decode |total )?(?:throughput|tok(?:ens)?/s) than (?:with |on |at )?(?:TP|tp|PP|pp)\b|"
     # "output tok/s drops from ~5900 to ~4100"
     # ("decode throughput at 64 concurrent users fell from ~2.1k to ~700 tok/s"; "a perf regression")
     r"\b(?:perf(?:ormance)?|throughput|latency|speed|decode) regression\b|"

@@ -1,0 +1,152 @@
+"""Post-mortem, round twenty-two: capacity told in a user's words, a slowdown that came with time beside a neighbour
+on the GPU, ROCm without AITER, and garbled streams a client decodes. The reports are written here; vLLM's lines are
+in its own formats."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_diag.postmortem import facts_from_text
+from vllm_diag.postmortem.analyze import analyze_text
+
+
+def _analyze(lines: list[str]):
+    return analyze_text("\n".join(lines), "t.log", use_preflight=False)
+
+
+_FALCON_H1_FULL_CACHE = [
+    "vllm serve tiiuae/Falcon-H1-7B-Instruct --max-model-len 32768 --max-num-seqs 64",
+    "(APIServer pid=31) INFO 10-21 07:55:14 [config.py:377] Setting attention block size to 784 tokens to ensure that "
+    "attention page size is >= mamba page size.",
+    "(APIServer pid=31) INFO 10-21 07:55:14 [config.py:398] Padding mamba page size by 0.52% to ensure that mamba page "
+    "size and attention page size are exactly equal.",
+    "(EngineCore_DP0 pid=98) INFO 10-21 07:57:48 [kv_cache_utils.py:1087] GPU KV cache size: 151,424 tokens",
+    "(APIServer pid=31) INFO 10-21 08:20:11 [loggers.py:127] Engine 000: Avg prompt throughput: 1210.3 tokens/s, Avg "
+    "generation throughput: 88.4 tokens/s, Running: 4 reqs, Waiting: 23 reqs, GPU KV cache usage: 98.1%, Prefix cache "
+    "hit rate: 0.0%",
+]
+
+
+@pytest.mark.parametrize("told", [
+    "We can only serve ~4 users with this, is the hybrid KV broken?",
+    "max_num_seqs is 64 but it never runs more than 4 at a time.",
+    "It serves far fewer concurrent requests than our sizing spreadsheet says.",
+    "max_num_seqs 64 can never be reached.",
+])
+def test_capacity_in_a_users_words_is_read(told):
+    facts = facts_from_text("\n".join([*_FALCON_H1_FULL_CACHE, told]))
+    assert facts.startup.get("capacity_prose")
+
+
+def test_a_full_cache_of_long_requests_is_the_load_not_the_raised_block():
+    """Four running requests fill 98 % of 151k tokens (~37k tokens each, 47 blocks of 784): the raised block is not
+    what holds the others back, the workload's tokens are -- outside the families, and the block note no lead."""
+    lead = _analyze([*_FALCON_H1_FULL_CACHE, "We can only serve ~4 users with this, is the hybrid KV broken? Our "
+                     "prompts are long RAG contexts."]).findings[0]
+    assert lead.category == "other" and "KV cache full" in lead.title
+
+
+def test_more_gpus_less_throughput_is_slowness():
+    facts = facts_from_text("Jamba with TP=4 gives lower output throughput than TP=2 on the same box.")
+    assert facts.startup.get("slow_prose")
+
+
+@pytest.mark.parametrize("told", [
+    'Answers loop ("Sure! Sure! Sure! ...") after ~200 tokens.',
+    "On the second turn the model starts producing repeated tokens / garbage.",
+])
+def test_looping_or_garbage_output_is_wrong_output(told):
+    assert facts_from_text(told).startup.get("wrong_output_prose")
+
+
+def test_a_loop_over_things_is_no_wrong_output():
+    assert not facts_from_text("Our client answers loop over the list of prompts in order.").startup.get(
+        "wrong_output_prose")
+
+
+def test_acceptance_falling_is_read_across_a_decimal_point():
+    facts = facts_from_text("Acceptance on turn 1 requests is ~2.6 mean length, it collapses once the hit rate rises.")
+    assert facts.startup.get("acceptance_prose")
+
+
+def test_negative_penalties_behind_loops_lead_outside_the_families():
+    lines = [
+        "Nemotron-H 8B + ngram: answers loop after ~200 tokens. vLLM 0.17.0.",
+        "vllm serve nvidia/Nemotron-H-8B-Reasoning-128K --enable-prefix-caching "
+        "--speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":4,\"prompt_lookup_max\":4}'",
+        "(APIServer pid=77) INFO 02-03 14:20:16 [config.py:545] Setting attention block size to 528 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+        "Our UI sends the request with \"frequency_penalty\": -1.8 since last week's release.",
+    ]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "frequency_penalty" in lead.title
+
+
+_DSV32_MTP_NEIGHBOUR = [
+    "DeepSeek-V3.2-Exp + MTP: generation throughput dropped ~40% overnight, no config change.",
+    "vllm serve deepseek-ai/DeepSeek-V3.2-Exp -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'",
+    "(EngineCore_DP0 pid=3321) INFO 02-11 07:55:10 [cuda.py:410] Using FLASHMLA_SPARSE attention backend out of "
+    "potential backends: ['FLASHMLA_SPARSE']",
+    "(APIServer pid=3102) INFO 02-11 09:10:44 [loggers.py:259] Engine 000: Avg prompt throughput: 3900.1 tokens/s, Avg "
+    "generation throughput: 1105.0 tokens/s, Running: 60 reqs, Waiting: 4 reqs, GPU KV cache usage: 20.1%, Prefix "
+    "cache hit rate: 41.0%",
+    "Someone on another team started a fine-tuning job pinned to GPU 5 on our node.",
+]
+
+
+def test_a_slowdown_overnight_is_degradation_over_time():
+    facts = facts_from_text("\n".join(_DSV32_MTP_NEIGHBOUR))
+    assert facts.startup.get("degraded_over_time_prose")
+
+
+def test_a_neighbour_on_the_gpu_explains_a_slowdown_that_came_with_time():
+    """Neither the drafts' kernel limit (the drafts ran for weeks) nor an idle cache's scheduler limit: what changed
+    overnight is the job on one of the TP group's GPUs."""
+    lead = _analyze(_DSV32_MTP_NEIGHBOUR).findings[0]
+    assert lead.category == "other" and "Another process" in lead.title
+
+
+def test_without_the_neighbour_the_mla_drafts_stay_the_reading():
+    lines = [line.replace(" overnight, no config change", " with MTP on compared with MTP off")
+             for line in _DSV32_MTP_NEIGHBOUR[:-1]]
+    assert _analyze(lines).findings[0].category == "spec_kernel_limit"
+
+
+_ROCM_DSV3_MTP = [
+    "[ROCm] DeepSeek-V3 + MTP: TPOT is ~95 ms at 32 concurrent, far worse than expected on MI300X.",
+    "args: vllm serve deepseek-ai/DeepSeek-V3-0324 -tp 8 --speculative-config "
+    "'{\"method\":\"mtp\",\"num_speculative_tokens\":1}'",
+    "(Worker_TP0 pid=4620) INFO 06-03 12:41:02 [rocm.py:612] Using TRITON_MLA backend out of potential backends: "
+    "['TRITON_MLA'].",
+]
+
+
+def test_rocm_without_aiter_is_the_platforms_setting():
+    told = "We dropped VLLM_ROCM_USE_AITER from the manifest when we cleaned it up last month."
+    lead = _analyze([*_ROCM_DSV3_MTP, told]).findings[0]
+    assert lead.category == "other" and "AITER" in lead.title
+
+
+def test_aiter_turned_off_as_a_fix_is_no_missing_aiter():
+    facts = facts_from_text("Setting VLLM_ROCM_USE_AITER_MLA=0 makes it faster.")
+    assert "aiter_dropped_prose" not in facts.startup
+
+
+_QWEN35_MTP_STREAM = [
+    "Qwen3.5 + MTP: streamed Chinese answers show \ufffd replacement characters in about 1 of 20 responses.",
+    "vllm serve Qwen/Qwen3.5-122B-A10B -tp 4 --enable-prefix-caching "
+    "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+    "(APIServer pid=1) INFO 05-02 10:01:02 [loggers.py:259] Engine 000: Avg prompt throughput: 2101.0 tokens/s, Avg "
+    "generation throughput: 901.2 tokens/s, Running: 40 reqs, Waiting: 0 reqs, GPU KV cache usage: 11.0%, Prefix cache "
+    "hit rate: 62.5%",
+]
+
+
+@pytest.mark.parametrize("told", [
+    "The server's SSE events are valid UTF-8 (we checked with tcpdump).",
+    "Switched the Java client to a stateful decoder -> no more \ufffd.",
+    "The same request with stream=false, or curl -N reading the raw SSE, never has the replacement chars.",
+])
+def test_a_stream_right_on_the_wire_puts_the_garbling_on_the_clients_path(told):
+    lead = _analyze([*_QWEN35_MTP_STREAM, told]).findings[0]
+    assert lead.category == "other" and "client" in lead.title
