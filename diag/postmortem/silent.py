@@ -399,11 +399,28 @@ def acceptance_lost_on_prefix_hits(facts: LogFacts, setup: Setup, base_numbers: 
                  "(VLLM_DIAG_DB=run.db)"])
 
 
+def _capacity_the_block_cannot_explain(facts: LogFacts) -> str | None:
+    """The report's capacity complaint, unless a hybrid's raised attention block may be what holds requests back: a
+    short request still takes a whole block, so the block explains lost capacity only while a running request's
+    tokens (the cache's used share over the running count) fill no more than a few blocks."""
+    st = facts.startup
+    said, block = st.get("capacity_prose"), st.get("attention_block_size")
+    if not said or not isinstance(block, int):
+        return said
+    usage, tokens, running = (st.get("gpu_kv_cache_usage_percent_max"), st.get("gpu_kv_cache_tokens"),
+                              st.get("num_requests_running_max"))
+    if not all(isinstance(x, (int, float)) and x > 0 for x in (usage, tokens, running)):
+        return None  # (the footprint is unknown: the raised block may be the cause)
+    return said if usage / 100 * tokens / running >= 4 * block else None
+
+
 def unexplained_symptom(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, the report states a symptom (wrong output, slow serving) and nothing in the log explains it: say so
-    (``low``), so that notes about the configuration are not read as its cause."""
-    said = facts.startup.get("wrong_output_prose") or facts.startup.get("slow_prose") \
-        or facts.startup.get("truncated_prose")
+    """No error, the report states a symptom (wrong output, slow serving, drafts that slow or stop being accepted,
+    fewer requests than expected) and nothing in the log explains it: say so (``low``), so that notes about the
+    configuration are not read as its cause."""
+    st = facts.startup
+    said = st.get("wrong_output_prose") or st.get("slow_prose") or st.get("truncated_prose") \
+        or st.get("spec_slower_prose") or st.get("acceptance_prose") or _capacity_the_block_cannot_explain(facts)
     if not said:
         return None
     return Diagnosis(
@@ -413,7 +430,8 @@ def unexplained_symptom(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
                "modelled"),
         title="Symptom without an error that the log does not explain (not modelled)",
         message=f"symptom without an error: {said}", numbers={**base_numbers, **facts.numbers},
-        evidence=fact_evidence(facts, "wrong_output_prose", "slow_prose", "truncated_prose"),
+        evidence=fact_evidence(facts, "wrong_output_prose", "slow_prose", "truncated_prose", "spec_slower_prose",
+                               "acceptance_prose", "capacity_prose"),
         missing=["a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db) and the same load with and without the "
                  "suspected feature (drafts, prefix caching, KV dtype)"])
 
