@@ -64,6 +64,9 @@ head_dim                               ``Unexpected head dim size, 32``
 nccl_timeout_ms, nccl_ran_ms           NCCL watchdog ``Timeout(ms)=600000`` / ``ran for N milliseconds``
 message_values (list)                  every number of the root error's message, in order
 xid                                    ``Xid 13`` / ``Xid (PCI:…): 31`` in an error line
+errno, port                            an OS error's ``[Errno 98]``; the socket of ``bind on address
+                                       ('0.0.0.0', 8000)``
+cuda_error_code                        the CUDA runtime's ``Error 803: system has unsupported display driver``
 kernel_grid, kernel_block (lists),     cuda-gdb ``kernel<<<(1,73,16),(128,1,1)>>>`` and the kernel's
 kernel_source_line,                    the faulting statement ``#0 kernel<<<…>>> () at …/mamba_utils.py:94``
 kernel_definition_line                 (else the kernel's ``(mamba_utils.py:93)`` after ``triggered at PC``,
@@ -187,6 +190,8 @@ crash_scheduler_stats (dict)           the crash dump's ``Dumping scheduler stat
 num_requests_running,                  the stats line's ``Running: 17 reqs, Waiting: 42 reqs, GPU KV cache
 num_requests_waiting,                  usage: 87.4%`` (last values)
 gpu_kv_cache_usage_percent
+prompt_throughput_tok_s,               the stats line's ``Avg prompt throughput: 0.0 tokens/s, Avg generation
+generation_throughput_tok_s            throughput: 18.3 tokens/s`` (last values)
 num_preemptions_max,                   the highest ``Preemptions: N``, ``Waiting: N reqs`` and ``GPU KV cache
 num_requests_waiting_max,              usage: N%`` of the stats lines (a preemption storm's peak)
 gpu_kv_cache_usage_percent_max,

@@ -23,6 +23,10 @@ _NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
      ("tensor_a_size", "tensor_b_size", "mismatch_dim")),
     (re.compile(r"num_decodes:\s*(\d+),\s*num_spec_decodes:\s*(\d+)"), ("num_decodes", "num_spec_decodes")),
     (re.compile(r"\[Errno (\d+)\]"), ("errno",)),
+    # the socket a bind failed on: "error while attempting to bind on address ('0.0.0.0', 8000)"
+    (re.compile(r"bind on address \(['\"][^'\"]*['\"], (\d+)\)"), ("port",)),
+    # the CUDA runtime's numbered error: "Error 803: system has unsupported display driver / cuda driver combination"
+    (re.compile(r"\bError (\d{1,4}): [a-z]"), ("cuda_error_code",)),
     (re.compile(r"split_sizes to sum exactly to (\d+).*?split_sizes=\[([\d,\s]*)\]", re.S), ("split_sizes_expected_sum", "split_sizes")),
     (re.compile(r"batch size \((\d+)\) <= cudagraph capture sizes \((\d+)\), and number of tokens \((\d+)\)"),
      ("capture_num_reqs", "capture_size", "capture_num_tokens")),

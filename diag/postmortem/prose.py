@@ -54,7 +54,7 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           r"(?:zero|no|0) (?:accepted|draft(?:ed)?) (?:draft )?tokens?|num_accepted(?:_tokens)?\s*(?:=+|of|is)\s*0\b|"
                           r"ragged drafts?|(?:uneven|variable|different) (?:draft|proposal) lengths?|"
                           r"(?:requests?|rows?) (?:without|with no) (?:drafts?|draft tokens|proposals?)|"
-                          r"(?:requests?|reqs|rows?) (?:get|gets|got|have|has|had|find|finds|found) no (?:ngram |n-gram )?"
+                          r"(?:requests?|reqs|rows?) (?:that )?(?:get|gets|got|have|has|had|find|finds|found) (?:no|zero|0) (?:ngram |n-gram )?"
                           r"(?:match(?:es)?|drafts?|proposals?)\b|"
                           r"\d+ drafts? for some (?:requests?|reqs|rows?)\b|"
                           # "19 requests with ngram drafts and several without a match (0 drafts)"

@@ -130,6 +130,10 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("num_requests_running", re.compile(r"Running: (\d+) reqs"), int),
     ("num_requests_waiting", re.compile(r"Waiting: (\d+) reqs"), int),
     ("gpu_kv_cache_usage_percent", re.compile(r"GPU KV cache usage: " + _FLOAT + r"%"), float),
+    # the same line's rates, "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 18.3 tokens/s": what a
+    # throughput complaint quotes
+    ("prompt_throughput_tok_s", re.compile(r"Avg prompt throughput: " + _FLOAT + r" tokens/s"), float),
+    ("generation_throughput_tok_s", re.compile(r"Avg generation throughput: " + _FLOAT + r" tokens/s"), float),
 ]
 # the profiling line's graph groups (gpu_model_runner.py 0.20+): "PIECEWISE=49 (largest=512), FULL=33 (largest=256)"
 _GRAPH_GROUP = re.compile(r"\b(PIECEWISE|FULL|ENCODER)=(\d+) \(largest=(\d+)\)")
