@@ -186,3 +186,90 @@ def test_capacity_of_short_requests_keeps_the_raised_block():
     """Three hundred requests of ~440 tokens each: every one takes a whole 448-token block, the note that explains it."""
     lead = _analyze([*_GRANITE_H_NGRAM, _stats(300, 60.0), "Expected thousands of concurrent requests."]).findings[0]
     assert lead.rule == "block_size_inflated"
+
+
+def test_tensor_parallel_slower_on_pcie_without_nvlink_is_the_links():
+    lines = [
+        "Granite-4.0-H-Small: tensor-parallel 4 is SLOWER than tensor-parallel 2 on our L40S box (PCIe Gen4, no NVLink).",
+        "vllm serve ibm-granite/granite-4.0-h-small --tensor-parallel-size 4 --max-num-seqs 128",
+        "(APIServer pid=77) INFO 02-27 11:05:22 [config.py:541] Setting attention block size to 784 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+    ]
+    facts = facts_from_text("\n".join(lines))
+    assert facts.startup.get("slow_prose") and facts.startup.get("gpu_link_no_nvlink") == "no NVLink"
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "PCIe" in lead.title
+
+
+def test_the_same_setup_fast_elsewhere_is_slowness_here():
+    facts = facts_from_text("Same image on my workstation (same L40S) does ~1450 tok/s gen with identical flags. "
+                            "In the cluster it is 400 tok/s.")
+    assert facts.startup.get("slow_prose")
+
+
+def test_a_log_record_of_another_logger_does_not_continue_the_exception_message():
+    """The stats lines after a tool parser's JSONDecodeError are records of their own: its message stays its own (the
+    metrics' 'Prefix cache hit rate' words do not make a prefix-caching failure of it)."""
+    lines = [
+        "(APIServer pid=1) ERROR 11-14 09:31:55 [hermes_tool_parser.py:117] Error in extracting tool call from response.",
+        "(APIServer pid=1) ERROR 11-14 09:31:55 [hermes_tool_parser.py:117] Traceback (most recent call last):",
+        '(APIServer pid=1) ERROR 11-14 09:31:55 [hermes_tool_parser.py:117]   File "/usr/local/lib/python3.12/'
+        'dist-packages/vllm/tool_parsers/hermes_tool_parser.py", line 101, in extract_tool_calls',
+        "(APIServer pid=1) ERROR 11-14 09:31:55 [hermes_tool_parser.py:117] json.decoder.JSONDecodeError: Expecting "
+        "value: line 1 column 1 (char 0)",
+        "(APIServer pid=1) INFO 11-14 09:32:01 [loggers.py:271] Engine 000: Avg prompt throughput: 6120.4 tokens/s, Avg "
+        "generation throughput: 589.9 tokens/s, Running: 9 reqs, Waiting: 0 reqs, GPU KV cache usage: 6.3%, Prefix "
+        "cache hit rate: 71.9%",
+    ]
+    an = _analyze(lines)
+    assert an.facts.root.message == "Expecting value: line 1 column 1 (char 0)"
+    assert an.findings[0].category == "other"
+
+
+def test_the_stats_lines_throughput_is_read():
+    facts = facts_from_text("(APIServer pid=1) INFO 12-02 10:31:00 [loggers.py:236] Engine 000: Avg prompt throughput: "
+                            "0.0 tokens/s, Avg generation throughput: 18.3 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
+                            "GPU KV cache usage: 0.4%, Prefix cache hit rate: 0.0%")
+    assert facts.startup["generation_throughput_tok_s"] == 18.3 and facts.startup["prompt_throughput_tok_s"] == 0.0
+
+
+def test_a_bind_failures_port_and_a_cuda_error_code_are_numbers():
+    from vllm_diag.postmortem.numbers import message_numbers
+
+    assert message_numbers("[Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): [errno 98] address "
+                           "already in use") == {"errno": 98, "port": 8000}
+    assert message_numbers("Error 803: system has unsupported display driver / cuda driver combination")[
+        "cuda_error_code"] == 803
+
+
+_GRANITE_NGRAM_BARE_ASSERT = [
+    "vllm serve ibm-granite/granite-4.0-h-small --speculative-config "
+    "'{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_max\":5}'",
+    "(EngineCore_DP0 pid=4388) ERROR 06-11 09:15:41 [core.py:1102] EngineCore failed to start.",
+    "(EngineCore_DP0 pid=4388) ERROR 06-11 09:15:41 [core.py:1102] Traceback (most recent call last):",
+    '(EngineCore_DP0 pid=4388) ERROR 06-11 09:15:41 [core.py:1102]   File ".../vllm/v1/worker/gpu_worker.py", line 388, '
+    "in determine_available_memory",
+    "(EngineCore_DP0 pid=4388) ERROR 06-11 09:15:41 [core.py:1102]     cudagraph_memory_estimate = "
+    "self.model_runner.profile_cudagraph_memory()",
+    "(EngineCore_DP0 pid=4388) ERROR 06-11 09:15:41 [core.py:1102] AssertionError",
+]
+
+
+def test_a_failure_that_stays_with_enforce_eager_is_no_cuda_graph_shape():
+    assert _analyze(_GRANITE_NGRAM_BARE_ASSERT).findings[0].category == "cudagraph_shape"
+    told = "- `--enforce-eager` -> still fails, a bit later (after \"Available KV cache memory\")"
+    assert facts_from_text(told).startup.get("persists_eager_prose")
+    assert _analyze([*_GRANITE_NGRAM_BARE_ASSERT, told]).findings[0].category != "cudagraph_shape"
+
+
+def test_a_reading_outside_the_families_leaves_the_families_notes_out():
+    lines = [
+        "Falcon-H1-34B AWQ: noticeably dumber answers than BF16 (ignores instructions), fp8 KV on.",
+        "vllm serve someorg/Falcon-H1-34B-Instruct-AWQ --quantization awq_marlin --kv-cache-dtype fp8 "
+        "--max-model-len 16384",
+        "(APIServer pid=1) INFO 01-27 16:03:13 [config.py:543] Setting attention block size to 816 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+    ]
+    findings = _analyze(lines).findings
+    assert findings[0].category == "other" and all(f.category == "other" for f in findings)
+    assert any("note(s) on the set-up were left out" in m for m in findings[0].missing_evidence)

@@ -230,6 +230,12 @@ families_ruled_out_prose               the reporter's verdict that the families 
 unique_prompts_prose                   prompts said to share no prefix (``unique RAG context each time``, a
                                        benchmark's ``--dataset-name random`` without ``--random-prefix-len``)
 wsl_prose                              the engine under WSL2 (vLLM's ``WSL is detected`` warning, ``under WSL2``)
+aiter_dropped_prose                    a ROCm deployment without ``VLLM_ROCM_USE_AITER`` (``we dropped
+                                       VLLM_ROCM_USE_AITER from the manifest``): the Triton fallback kernels
+persists_eager_prose                   the failure staying with CUDA graphs off (``--enforce-eager -> still
+                                       fails``): no capture size is its cause
+gpu_link_no_nvlink                     a topology row without NV# cells, or the reporter's ``no NVLink`` /
+                                       ``all GPU pairs show SYS``
 degraded_over_time_prose               serving said to slow down with time under the same deployment (``got 35%
                                        slower overnight``, ``nothing redeployed``): no configuration's cost
 greedy_accepts_prose                   the drafts accepted once the requests are greedy (``With temperature 0 the

@@ -18,6 +18,13 @@ _SAME_OUTCOME = (r"same (?:behaviou?r|result|problem|issue|thing|output|garbage|
 _FINE_WORD = r"(?:works?|worked|fine|ok|okay|good|clean|correct|runs|starts|stable|normal)\b"
 _NOT_FINE = r"(?!" + _FINE_WORD + r")"
 # ... for prefix caching: the symptom does not need the cached states
+# the failure stays without CUDA graphs ("`--enforce-eager` -> still fails, a bit later", "even with enforce_eager=True
+# it still crashes"): no capture size or graph shape is its cause
+_PERSISTS_EAGER = re.compile(
+    r"--enforce[-_]eager\b[^.\n]{0,40}?(?:->|=>|\u2192|:)\s*(?:it )?(?:still|same|also) (?:fails?|crash\w*|errors?|asserts?|"
+    r"breaks?|dies|the same)\b|"
+    r"\b(?:even |also |and )?with (?:--)?enforce[-_]eager(?:=True)?\b[`'\"]?[^.\n]{0,30}?\b(?:still|also) (?:fails?|crash\w*|errors?|"
+    r"asserts?|breaks?|dies)\b|\beager mode\b[^.\n]{0,20}?\b(?:still|also) (?:fails?|crash\w*|errors?)\b", re.I)
 _PERSISTS_WITHOUT_PC = re.compile(
     # "prefix caching off: still differs"
     r"\b(?:automatic\s+)?(?:prefix[- _]?caching|apc)\s+(?:off|disabled)\s*(?:->|=>|\u2192|:)\s*(?:still|also|same)\s+"
@@ -362,6 +369,8 @@ class ABTestReader:
             self._first_words("one_host_prose", _ONE_HOST, wide, line)
         if "refix" in low or "apc" in low:
             self._first_words("persists_without_pc_prose", _PERSISTS_WITHOUT_PC, wide, line)
+        if "eager" in low:
+            self._first_words("persists_eager_prose", _PERSISTS_EAGER, wide, line)
         if " or " in low or "regardless" in low or "independent" in low or "irrespective" in low:
             self._either_way(wide, line)
         if "other_engine_prose" not in self.facts.startup and len(wide) < 600 and (m := _OTHER_ENGINE.search(wide)) \

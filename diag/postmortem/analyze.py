@@ -378,7 +378,10 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
             return findings
         if d.answers_symptom and not any(f.severity == "error" and not _preflight_only(f) for f in findings):
             # (the reading of the report's own symptom before notes on the setup, and before a failure the pre-flight
-            # predicts from the configuration that this log does not show)
+            # predicts from the configuration that this log does not show; a reading outside the families leaves the
+            # families' notes out, which beside it would read as a second cause)
+            if d.category == "other":
+                return _notes_left_out(d.finding(), findings)
             return [d.finding()] + findings
         if d.rule == "unexplained_symptom" and not any(_answers_symptom(facts, f) for f in findings):
             # (the rules' warnings are notes on the configuration that do not speak to the report's symptom)

@@ -304,6 +304,8 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
     # field it names: no family's check raised it
     schema = bool(_SCHEMA_ERROR.search(message))
     fc = frame_category(root, message)
+    if fc is not None and fc[0] == "cudagraph_shape" and facts.startup.get("persists_eager_prose"):
+        fc = None  # (the failure stays with --enforce-eager: no CUDA graph is captured there)
     if fc is not None and fc[0] != "other" and not schema:
         cat, rid, fr = fc
         conf = "medium"

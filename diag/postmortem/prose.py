@@ -312,6 +312,10 @@ _CAUSE_FACTS = (
                                                "prefix"), True),
 )
 # a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
+# the reporter's word that the GPUs have no NVLink between them ("4x L40S (PCIe Gen4, no NVLink)", 'all GPU pairs show
+# "SYS"'): what a topology matrix row without NV# cells says
+_NO_NVLINK_PROSE = re.compile(r"\b(?:no|without|lacks?|missing) NVLink\b|\bPCIe[- ]only\b|"
+                              r"\bGPU pairs? (?:all )?shows? [\"'`]?(?:SYS|PHB|NODE)\b", re.I)
 _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+((?:(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+)\s+){2,}(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+))\b")
 # a debugger's or sanitizer's report retold in prose, naming the kernel that faulted: "compute-sanitizer reports the
 # invalid __global__ read in _causal_conv1d_update_kernel", "the faulting kernel is fused_recurrent_..._kernel"
@@ -791,6 +795,10 @@ class ProseLines:
                         and any(n in wide for n in needles):
                     # (a reporter's sentence hard-wrapped over two lines is read whole: prose only)
                     self._first_words(name, rx, wide if line.level is None else text, line)
+        if line.level is None and "gpu_link_no_nvlink" not in self.facts.startup and len(text) < 2000 and (
+                "VLink" in text or "PCIe" in text or "pairs" in text) and (m := _NO_NVLINK_PROSE.search(text)):
+            self.facts.startup["gpu_link_no_nvlink"] = m.group(0)
+            self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
         if line.level is None and "GPU" in text and (topo := _TOPO_ROW.match(text)):
             # nvidia-smi topo -m: a row with no NV# cell links that GPU to the others over PCIe or the host
             if "NV" in topo.group(1):

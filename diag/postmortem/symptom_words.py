@@ -494,7 +494,13 @@ SLOW = re.compile(
     r"\b(?:TPOT|ITL|TTFT|latency|p\d\d) (?:is |went |goes )?(?:up|increased|rose|grew) (?:by )?~?\d+(?:\.\d+)?\s*%|"
     r"\bexpect\w* (?:more|higher|better|faster) (?:tok(?:ens)?/s|throughput|speed|decode)\W{0,3}\s*(?:but )?got (?:less|lower|"
     r"worse|slower)\b|"
-    # more GPUs, less speed: "TP=4 gives lower output throughput than TP=2"
+    # more GPUs, less speed: "TP=4 gives lower output throughput than TP=2", "tensor-parallel 4 is SLOWER than
+    # tensor-parallel 2"
+    r"\b(?:TP|tensor[- ]parallel(?:ism)?)\s*[=:]?\s*\d+\b[^.\n]{0,20}?\b(?:is|runs?|gets?|got|was) (?:\w+ )?slower than\b|"
+    # the same set-up fast elsewhere: "Same image on my workstation ... does ~1450 tok/s gen"
+    r"\b(?:same|identical) (?:image|container|model|flags|setup|set-up|config\w*|command|deployment)\b[^.\n]{0,80}?"
+    r"\b(?:does|gets|gives|reaches|runs at|hits|did|got|gave|reached) (?:~|about |around )?\d[\d,.]*\s*k?\s*(?:gen(?:eration)? )?"
+    r"(?:tok(?:en)?s?/s|t/s)\b|"
     r"\blower (?:output |generation |decode |total )?(?:throughput|tok(?:ens)?/s) than (?:with |on |at )?(?:TP|tp|PP|pp)\b|"
     # "output tok/s drops from ~5900 to ~4100"
     # ("decode throughput at 64 concurrent users fell from ~2.1k to ~700 tok/s"; "a perf regression")

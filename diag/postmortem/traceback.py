@@ -310,14 +310,18 @@ class TracebackParser:
         # (the vllm-diag probes' note on the exception -- "vllm-diag: recorded in run.db ..." -- that Python prints
         # after its message is not part of it)
         if exc is not None and st.cont_lines and stripped and st.cont_lines < 30 and not stripped.startswith(_PROBE_NOTE):
+            # (a record of another logger -- "[metrics.py:120] SpecDecoding metrics: ..." after the exception's
+            # "[hermes_tool_parser.py:117]" -- is the next record, not the rest of a wrapped one)
+            src = _record_src(line)
             wrapped_record = (line.level is not None and line.lineno == st.last_line_seen + 1
+                              and not (src is not None and st.exc_src is not None and src != st.exc_src)
                               and exc.message and exc.message.rstrip()[-1:] not in ".!?:]}'\""
                               and not _EXC_STRICT.match(stripped) and not stripped.startswith(("Traceback", "File "))
                               and not any(w in stripped for w in WRAPPER_TEXTS) and not stripped.endswith(":"))
             # the next line of the same log record (same [file.py:N] header): a message of several lines, such as
             # vLLM's assert "Aiter MLA supports num_heads of 4, 8, ...\nProvided 10 number of heads."
             same_record = (not wrapped_record and line.level is not None and line.lineno == st.last_line_seen + 1
-                           and st.exc_src is not None and _record_src(line) == st.exc_src
+                           and st.exc_src is not None and src == st.exc_src
                            and not _EXC_STRICT.match(stripped) and not stripped.startswith(("Traceback", "File ", "The above"))
                            and not any(w in stripped for w in WRAPPER_TEXTS))
             # pydantic's "1 validation error for VllmConfig" holds its error on the next lines, indented by pydantic
