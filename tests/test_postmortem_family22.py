@@ -273,3 +273,19 @@ def test_a_reading_outside_the_families_leaves_the_families_notes_out():
     findings = _analyze(lines).findings
     assert findings[0].category == "other" and all(f.category == "other" for f in findings)
     assert any("note(s) on the set-up were left out" in m for m in findings[0].missing_evidence)
+
+
+@pytest.mark.parametrize("told", [
+    "Low EAGLE3 acceptance after switching to our fine-tuned checkpoint.",
+    "EAGLE-3 acceptance only ~18% in prod, ~65% in the benchmark.",
+    "EAGLE gets mean acceptance ~1.3 on our traffic vs 2.8 in our staging benchmark.",
+    "The speedup disappeared after the launch (acceptance length 3.4 -> 1.5).",
+    "MTP acceptance much lower than advertised.",
+    "MTP is useless? acceptance ~8% on our traffic.",
+])
+def test_acceptance_complaints_in_a_users_words_are_read(told):
+    assert facts_from_text(told).startup.get("acceptance_prose")
+
+
+def test_an_acceptance_figure_without_a_complaint_is_none():
+    assert not facts_from_text("Draft acceptance rate is 72%, as in the benchmark.").startup.get("acceptance_prose")

@@ -478,7 +478,16 @@ CAPACITY_FELL = re.compile(
 # "acceptance collapses once the cache warms up", "low acceptance"
 ACCEPTANCE_FELL = re.compile(
     r"\bacceptance\b(?:[^.\n]|\.(?=\d)){0,80}?\b(?:terrible|low|poor|bad|drops?|dropped|collapses?|collapsed|falls?|fell|tanks?|"
-    r"tanked|plummets?|plummeted)\b|\b(?:low|poor|terrible|bad) (?:draft |mtp |spec(?:ulative)? )?acceptance\b", re.I)
+    r"tanked|plummets?|plummeted)\b|\b(?:low|poor|terrible|bad) (?:draft |mtp |spec(?:ulative)? )?acceptance\b|"
+    # "Low EAGLE3 acceptance", "acceptance only ~18%", "acceptance way below the model card", "mean acceptance ~1.3 on
+    # our traffic vs 2.8 in staging", "acceptance length 3.4 -> 1.5", "acceptance ~8% ... useless"
+    r"\b(?:low|poor|terrible|bad|awful|abysmal)\s+(?:[\w.-]+\s+){1,2}acceptance\b|"
+    r"\bacceptance\b(?:[^.\n]|\.(?=\d)){0,40}?\b(?:only|just|barely)\s+(?:~|about |around )?\d|"
+    r"\bacceptance\b(?:[^.\n]|\.(?=\d)){0,60}?\b(?:way|much|far|significantly|a lot)\s+(?:below|lower|worse|less)\b|"
+    r"\bacceptance\b(?:[^.\n]|\.(?=\d)){0,40}?~?\d+(?:\.\d+)?\s*%?\s*(?:->|\u2192|=>)\s*~?\d|"
+    r"\bacceptance\b(?:[^.\n]|\.(?=\d)){0,15}?~?\d+(?:\.\d+)?\s*%?\b[^.\n\d]{0,40}?\bvs\.?\s+~?\d|"
+    r"\bacceptance\b[^.\n]{0,40}?\b(?:useless|disappointing|nowhere near|far from)\b|"
+    r"\b(?:useless|pointless|worthless)\b\W{0,3}\s*(?:\w+\s+)?acceptance\b", re.I)
 
 # the reporter saying serving is slow, without naming speculative decoding as the cause: "throughput on H20 is ~3x
 # below what others report", "TPOT far worse than expected", "it is very slow"
