@@ -289,3 +289,72 @@ def test_acceptance_complaints_in_a_users_words_are_read(told):
 
 def test_an_acceptance_figure_without_a_complaint_is_none():
     assert not facts_from_text("Draft acceptance rate is 72%, as in the benchmark.").startup.get("acceptance_prose")
+
+
+@pytest.mark.parametrize("told, key", [
+    ("Streaming comes in big bursts every ~2s.", "slow_prose"),
+    ('Streaming from the model with ngram is "bursty": nothing for 2-3 s, then a paragraph.', "slow_prose"),
+    ("Answers for our internal assistant end after the first paragraph.", "truncated_prose"),
+    ("The model only returns 16 tokens from /v1/completions.", "truncated_prose"),
+    ("Answers in our docs bot stop right before the first markdown heading.", "truncated_prose"),
+    ("Responses never stop, they keep writing assistant turns.", "wrong_output_prose"),
+    ("Every answer ends with pages of repetition after the real answer.", "wrong_output_prose"),
+    ("The tool-call JSON ends in thousands of newlines until max_tokens.", "wrong_output_prose"),
+    ("temperature=0 gives different answers each run.", "wrong_output_prose"),
+    ("Under load the Waiting count keeps growing.", "capacity_prose"),
+    ("Requests queue forever at ~25 concurrent users.", "capacity_prose"),
+])
+def test_symptoms_in_a_users_words_are_read(told, key):
+    assert facts_from_text(told).startup.get(key)
+
+
+_DSV3_EAGLE_BURSTS = [
+    "DeepSeek-V3-0324 + EAGLE (8x H200): streaming is bursty, first token after ~9 s, then big chunks.",
+    "vllm serve deepseek-ai/DeepSeek-V3-0324 -tp 8 --speculative-config "
+    "'{\"method\":\"eagle\",\"model\":\"/ckpt/eagle\",\"num_speculative_tokens\":2}'",
+]
+
+
+def test_a_bunched_stream_is_no_mla_decode_kernel_limit():
+    assert _analyze(_DSV3_EAGLE_BURSTS).findings[0].category != "spec_kernel_limit"
+
+
+def test_a_stream_smooth_past_the_ingress_is_the_proxys():
+    lead = _analyze([*_DSV3_EAGLE_BURSTS, "kubectl port-forward svc/dsv3 8000 -> tokens stream smoothly, TTFT 0.4 s."]
+                    ).findings[0]
+    assert lead.category == "other" and "proxy" in lead.title
+
+
+def test_a_printed_finish_reason_of_length_is_the_token_cap():
+    lines = [
+        "Falcon-H1 34B with ngram returns truncated answers (16 tokens).",
+        "vllm serve tiiuae/Falcon-H1-34B-Instruct --max-model-len 16384 "
+        "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 4}'",
+        "  print(resp.choices[0].finish_reason, resp.usage.completion_tokens)   ->   length 16",
+    ]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "token cap" in lead.title
+
+
+def test_a_jit_build_without_nvcc_is_the_image_not_the_kernel_limit():
+    lines = [
+        "vllm serve deepseek-ai/DeepSeek-V3-0324 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+        "(Worker_TP0 pid=533) ERROR 12-15 03:29:40 [multiproc_executor.py:703] Traceback (most recent call last):",
+        '(Worker_TP0 pid=533) ERROR 12-15 03:29:40 [multiproc_executor.py:703]   File "/usr/local/lib/python3.12/'
+        'site-packages/flashinfer/decode.py", line 2440, in trtllm_batch_decode_with_kv_cache_mla',
+        "(Worker_TP0 pid=533) ERROR 12-15 03:29:40 [multiproc_executor.py:703] RuntimeError: Could not find nvcc and "
+        "default cuda_home='/usr/local/cuda' doesn't exist",
+    ]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "JIT toolchain" in lead.title
+
+
+def test_a_measured_decode_rate_under_enforce_eager_is_eager_mode_whatever_hang_came_before():
+    lines = [
+        "DeepSeek-V3.2 + MTP only ~9 tok/s per request on 8xH200.",
+        "I added `--enforce-eager` a while ago while debugging a startup hang.",
+        "vllm serve deepseek-ai/DeepSeek-V3.2 --tensor-parallel-size 8 --enforce-eager "
+        "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'",
+    ]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "eager" in lead.title

@@ -158,6 +158,9 @@ DIRECT_FINE = re.compile(
     # "the same request with stream=false, or `curl -N` and reading the raw SSE, never has the replacement chars"
     r"\bsame (?:request|prompt|call)s? (?:with|via|through|from|using)\b[^\n]{0,80}?\bnever (?:has|have|shows?|contains?|gets?|"
     r"returns?) (?:the |any )?(?:replacement char\w*|mojibake|garbl\w*|U\+FFFD|broken \w+|garbage)|"
+    # "kubectl port-forward svc/dsv3 8000 -> tokens stream smoothly": the pod reached past the ingress
+    r"\bport-forward\b[^\n]{0,60}?(?:->|\u2192|=>|:)[^\n]{0,30}?\b(?:stream\w* (?:smoothly|fine|normally|evenly)|smooth|"
+    r"fine|clean|correct)\b|"
     # "vLLM's SSE events are complete UTF-8 (checked with tcpdump)": the server's bytes are right on the wire
     r"\b(?:SSE|events?|chunks?|bytes|deltas?|stream)\b[^.\n]{0,30}?\b(?:are|is|were|was) (?:all )?(?:complete|valid|"
     r"well-formed|correct|intact) UTF-?8\b|"

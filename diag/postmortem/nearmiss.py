@@ -42,6 +42,11 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
         r"Too many open files")),
     # the API server's port (or a distributed rendezvous port) already taken by another process
     ("server address already in use", re.compile(r"Address already in use|EADDRINUSE|\[Errno 98\]")),
+    # a kernel built just in time (FlashInfer, DeepGEMM, Triton) in an image without the compilers it needs: no CUDA
+    # toolkit (nvcc), no C compiler, no Python headers
+    ("JIT toolchain missing (nvcc, C compiler, headers)", re.compile(
+        r"Could not find nvcc|nvcc(?:: command)? not found|\bcuda_home=\S* doesn'?t exist|CUDA_HOME environment variable "
+        r"is not set|Failed to find C compiler|Python\.h: No such file", re.I)),
     ("Triton / GPU generation", re.compile(r"triton\.compiler|CompilationError|fp8e4nv not supported|"
                                            r"type fp8e4nv not supported|PTXASError|no kernel image is available|"
                                            # a build without this GPU's architecture (ROCm's gfx targets)

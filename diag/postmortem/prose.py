@@ -669,7 +669,7 @@ class ProseLines:
                 self._first_words("greedy_accepts_prose", GREEDY_ACCEPTS, wide, line)
             # (in lower case: "MAIS LENTO", "SLOWER")
             low = wide.lower()
-            if any(w in low for w in ("slow", "below", "lower", "worse", "hroughput", "tpot", "cliff", "egression", "tail",
+            if any(w in low for w in ("slow", "below", "lower", "burst", "frozen", "chunks", "worse", "hroughput", "tpot", "cliff", "egression", "tail",
                                        "p99", "p95", "p90", "ttft", "itl", "atency", "nly ", "first token", "/s", "crawl", "half",
                                        "faster", "stall", "freez", "stutter",
                                        "\ub290", "\u6162", "\u9045", "langsam", "lent", "\u043c\u0435\u0434\u043b", "trager", "langzam",
@@ -836,7 +836,8 @@ class ProseLines:
             if "direct_fine_prose" not in self.facts.startup and ("irect" in text or "traight" in text
                                                                    or "ypass" in text or "url" in text or "ame " in text
                                                                    or "lient" in text or "vLLM" in text or "oncatenated" in text
-                                                                   or "UTF" in text):
+                                                                   or "UTF" in text or "port-forward" in text or "tcpdump" in text
+                                                                   or "SSE" in text):
                 self._first_words("direct_fine_prose", DIRECT_FINE, text, line)
         if "own_tokenizer_fixes" not in self.facts.startup and line.level is None and "--tokenizer" in text \
                 and len(text) < 2000:
@@ -858,6 +859,7 @@ class ProseLines:
             self._first_words("gpu_throttled_prose", GPU_THROTTLED, text, line)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
                 w in text for w in ("cut ", "cuts ", "exactly", "null", "cut-", "runcat", "stop", "mid", "incomplete", "SSE", "stream", "empty", "troncat", "tagliat", "afge",
+                                    " end ", "ends ", "only ", "early", "abrupt",
                                     "ci\u0119t", "useknut", "\u0159ezan", "kesil", "yar\u0131m", "c\u1eaft", "terpotong",
                                     "avklipp", "\u043e\u0431\u0440\u0438\u0432", "\u043e\u0431\u0440\u0456\u0437", "\u5207\u308c", "\u622a\u65ad", "\u4e00\u534a",
                                     "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):

@@ -22,6 +22,9 @@ def outside_families(facts: LogFacts, base_numbers: dict, *, basis: str, title: 
                      evidence=fact_evidence(facts, *evidence), missing=missing)
 
 
+_RATE = re.compile(r"\d\s*(?:tok(?:en)?s?/s|t/s)\b")
+
+
 def _said_slow(facts: LogFacts) -> str | None:
     """The reporter's words that serving is slow (with or without naming the drafts)."""
     return facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
@@ -410,7 +413,9 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     so each decode step launches every small kernel from Python and the GPU idles between them -- outside the
     families (the capture-size class needs graphs to be captured at all)."""
     slow = _said_slow(facts)
-    if not slow or not truthy(facts.args.get("enforce_eager")) or facts.startup.get("hang_prose"):
+    # (a hang's words read as slowness, unless the report measures a decode rate: a hang has none)
+    if not slow or not truthy(facts.args.get("enforce_eager")) or (
+            facts.startup.get("hang_prose") and not _RATE.search(slow)):
         return None  # (a hang is no launch-bound decode)
     return _slow_from(
         facts, base_numbers, slow,

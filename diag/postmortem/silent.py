@@ -26,7 +26,7 @@ from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_n
                           slow_tokenizer_latency, slow_weight_loading, socket_network_slowdown, spec_batch_slowdown,
                           static_rope_quality, toggles_clear_families, untuned_moe_slowdown, wsl_slowdown)
 from .specpath import model_names, no_spec_path
-from .symptom_words import FIRST_TOKEN
+from .symptom_words import BUNCHED_STREAM, FIRST_TOKEN
 
 __all__ = ["fp16_overflow_quality", "own_quality_gate", "quiet_report", "silent_corruption",
            "unexplained_symptom"]
@@ -607,8 +607,10 @@ def spec_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosi
             and not FIRST_TOKEN.search(str(facts.startup.get("slow_prose") or "")):
         # (a slow first token is the prefill's and the queue's: drafts verify during decode)
         said = facts.startup.get("slow_prose")
-    # (a slowdown that came with time under the same deployment is not a backend's cost, which is there from the start)
-    if not said or not setup.spec_k or not setup.mla or facts.startup.get("degraded_over_time_prose"):
+    # (a slowdown that came with time under the same deployment is not a backend's cost, which is there from the start;
+    # a stream delivered in bursts is the path to the client, not the decode kernel's speed)
+    if not said or not setup.spec_k or not setup.mla or facts.startup.get("degraded_over_time_prose") \
+            or BUNCHED_STREAM.search(said):
         return None
     backend = facts.startup.get("attention_backend_selected")
     return Diagnosis(

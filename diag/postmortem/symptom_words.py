@@ -44,7 +44,11 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           # greedy answers that change between runs: "the same eval prompt gives different answers between
                           # runs", "34/500 differ between runs"
                           r"\b(?:gives?|returns?|produces?|yields?|gets?) different (?:answers|outputs|results|completions|"
-                          r"text|responses) (?:between|across|from) (?:runs?|run to run|calls?)\b|"
+                          r"text|responses) (?:(?:between|across|from) (?:runs?|run to run|calls?)|(?:on )?(?:each|every) (?:run|call|time))\b|"
+                          # "responses never stop, keep writing", "pages of repetition", "thousands of newlines"
+                          r"\b(?:responses?|answers?|outputs?|generations?|replies) never (?:stop|end|finish)\b|"
+                          r"\bpages of (?:repetition|repeated \w+|the same \w+)\b|"
+                          r"\b(?:thousands|hundreds) of (?:newlines|blank lines|spaces|repeated \w+)\b|"
                           r"\b\d+\s*/\s*\d+ (?:\w+ )?differ (?:between|across) runs\b|"
                           # "Answers are short, odd, often start with 'assistant'", "repeat the user's question"
                           r"\b(?:answers?|outputs?|responses?|replies|completions?) (?:are|were|look|looks|seem) "
@@ -258,7 +262,7 @@ REPEATED_WORD = re.compile(r"\b([^\W\d_]{2,})(?: \1){2,}\b|"
                            r"\b([^\W\d_]{3,}) \2\b[^\n]{0,40}?\b([^\W\d_]{3,}) \3\b")
 
 # words of which every match of WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
-WRONG_OUTPUT_HINTS = ("twice", "duplicat", "doubled", "irrelevant", "off-topic", "odd", "weird", "strange", "bizarre", "user's", "garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
+WRONG_OUTPUT_HINTS = ("twice", "never stop", "never end", "never finish", "thousands of", "hundreds of", "duplicat", "doubled", "irrelevant", "off-topic", "odd", "weird", "strange", "bizarre", "user's", "garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
@@ -274,7 +278,9 @@ WRONG_OUTPUT_HINTS = ("twice", "duplicat", "doubled", "irrelevant", "off-topic",
                       "\u0647\u0631\u0627\u0621")
 
 # an answer ended by its token cap (the OpenAI API's body, vLLM's request log): "finish_reason":"length"
-FINISH_LENGTH = re.compile(r"""finish_reason["'`]?\s*(?:[:=]|is|was|of)?\s*["'`]?length\b""")
+FINISH_LENGTH = re.compile(r"""finish_reason["'`]?\s*(?:[:=]|is|was|of)?\s*["'`]?length\b|"""
+                           # a printed result: "print(resp.choices[0].finish_reason, ...)   ->   length 16"
+                           r"""finish_reason\b[^\n]{0,60}?(?:->|\u2192|=>)\s*["'`]?length\b""")
 
 # the reporter saying the answers end early: "answers are cut off after a couple of words", "responses get truncated"
 TRUNCATED = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
@@ -287,8 +293,11 @@ TRUNCATED = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
                        r"closed)(?: early| halfway| abruptly| prematurely| mid\w*)?\b(?! with \[DONE\])|"
                        # "Outputs always stop at exactly 512 tokens", "every report is cut mid-sentence"
                        # "Answers often end after the first paragraph with finish_reason "stop""
-                       r"\b(?:answers?|outputs?|responses?|completions?|replies) (?:often |always |sometimes |usually )?"
-                       r"(?:end|stop|ends|stops|ended|stopped) after the first (?:paragraph|sentence|line|section|heading)\b|"
+                       r"\b(?:answers?|outputs?|responses?|completions?|replies) (?:[\w-]+ ){0,4}?(?:often |always |sometimes |usually )?"
+                       r"(?:end|stop|ends|stops|ended|stopped) (?:after the first (?:paragraph|sentence|line|section|heading)|"
+                       r"(?:right |just )?before the first \w+|abruptly|early|prematurely)\b|"
+                       # "only returns 16 tokens from /v1/completions"
+                       r"\bonly (?:returns?|gives?|generates?|produces?) (?:~|about )?\d+ tokens\b|"
                        # ... "stops at exactly ~1k tokens"
                        r"\bstops? (?:at |around |about |near )(?:exactly |precisely )?~?\d+(?:\.\d+)?k? tokens\b|\bcut mid[- ]sentence\b|"
                        # "cuts answers after a few words", "every answer is exactly 16 tokens"
@@ -414,7 +423,9 @@ CAPACITY_FELL = re.compile(
     r"\b(?:the )?(?:rest|others) (?:are |get |gets |sit )?stuck (?:in )?(?:waiting|the queue)\b|"
     # 'half of them sit in "Waiting"'
     r"\b(?:half|most|many|some|\d+) of them (?:sit|are|wait|stay|get stuck) (?:in )?[\"'`]?(?:Waiting|the queue|queued)\b|"
-    r"[\"'`]?Waiting[\"'`]? (?:grows|keeps growing|climbs|keeps climbing|increases|piles up)\b|"
+    r"[\"'`]?Waiting[\"'`]?(?: count| queue| number)? (?:grows|keeps growing|climbs|keeps climbing|increases|piles up)\b|"
+    # "requests queue forever at ~25 concurrent users"
+    r"\brequests? (?:queue|pile up|wait)\w*(?: up)? (?:forever|indefinitely|endlessly)\b|"
     # "requests sit in Waiting for minutes", "requests stay in the queue"
     r"\b(?:requests?|reqs|jobs|prompts) (?:sit|stay|remain|are stuck|get stuck|hang|wait)(?: for (?:minutes|hours|ages))? in "
     r"(?:the )?[\"'`]?(?:Waiting|(?:waiting )?queue)\b|"
@@ -489,6 +500,10 @@ ACCEPTANCE_FELL = re.compile(
     r"\bacceptance\b[^.\n]{0,40}?\b(?:useless|disappointing|nowhere near|far from)\b|"
     r"\b(?:useless|pointless|worthless)\b\W{0,3}\s*(?:\w+\s+)?acceptance\b", re.I)
 
+# a stream delivered in bunches ("comes in big bursts", '"bursty"', "feels frozen"): how the tokens reach the client,
+# not how fast the engine decodes them
+BUNCHED_STREAM = re.compile(r"\bbursts?\b|\bbursty\b|\bin (?:big |large |huge )?chunks\b|\bfrozen\b", re.I)
+
 # the reporter saying serving is slow, without naming speculative decoding as the cause: "throughput on H20 is ~3x
 # below what others report", "TPOT far worse than expected", "it is very slow"
 SLOW = re.compile(
@@ -503,6 +518,10 @@ SLOW = re.compile(
     r"\b(?:TPOT|ITL|TTFT|latency|p\d\d) (?:is |went |goes )?(?:up|increased|rose|grew) (?:by )?~?\d+(?:\.\d+)?\s*%|"
     r"\bexpect\w* (?:more|higher|better|faster) (?:tok(?:ens)?/s|throughput|speed|decode)\W{0,3}\s*(?:but )?got (?:less|lower|"
     r"worse|slower)\b|"
+    # a stream that arrives in bursts: 'Streaming ... comes in big bursts every ~2s', 'is "bursty"', 'feels frozen'
+    r"\b(?:stream\w*|tokens?|text|output)\b[^.\n]{0,40}?\b(?:comes?|arrives?|shows? up) in (?:big |large |huge )?(?:bursts|chunks)\b|"
+    r"\b(?:stream\w*|tokens?|text|output)\b[^.\n]{0,60}?\b(?:is|are|looks|feels|gets|got|became) [\"'`]?bursty\b|"
+    r"\bfeels? frozen\b|"
     # more GPUs, less speed: "TP=4 gives lower output throughput than TP=2", "tensor-parallel 4 is SLOWER than
     # tensor-parallel 2"
     r"\b(?:TP|tensor[- ]parallel(?:ism)?)\s*[=:]?\s*\d+\b[^.\n]{0,20}?\b(?:is|runs?|gets?|got|was) (?:\w+ )?slower than\b|"
