@@ -358,3 +358,50 @@ def test_a_measured_decode_rate_under_enforce_eager_is_eager_mode_whatever_hang_
     ]
     lead = _analyze(lines).findings[0]
     assert lead.category == "other" and "eager" in lead.title
+
+
+@pytest.mark.parametrize("told, key", [
+    ("TTFT for 100k-token prompts is 40+ seconds, decode is fine.", "slow_prose"),
+    ("p99 ITL spikes to several seconds every few minutes.", "slow_prose"),
+    ('Looks like streams "freeze" and then resume.', "slow_prose"),
+    ("Every night around 03:30 generation throughput halves for ~40 minutes.", "slow_prose"),
+    ("TPOT 60ms at batch 1, people report ~20ms.", "slow_prose"),
+    ("Node gpu-07 has half the generation throughput of the others.", "slow_prose"),
+    ("Decodes at ~19 tok/s for one user, the model card says it should be much faster.", "slow_prose"),
+    ("TTFT goes from 300ms to 20s+ once we pass ~30 concurrent chats.", "slow_prose"),
+    ("Why is ngram speculative decoding making Llama-3.3-70B SLOWER?", "spec_slower_prose"),
+    ("Requests queue even though max_num_seqs=256.", "capacity_prose"),
+    ("After ~200 tokens the model starts repeating the same sentence until max_tokens.", "wrong_output_prose"),
+])
+def test_more_symptoms_in_a_users_words_are_read(told, key):
+    assert facts_from_text(told).startup.get(key)
+
+
+def test_turns_spread_across_pods_split_the_prefix_cache():
+    facts = facts_from_text("kube-proxy spreads the turns of one conversation across the 4 pods; added "
+                            "sessionAffinity: ClientIP.")
+    assert facts.startup.get("split_routing_prose")
+
+
+def test_application_clocks_held_are_a_throttled_gpu():
+    assert facts_from_text("        Applications Clocks Setting       : Active").startup.get("gpu_throttled_prose")
+
+
+def test_the_block_note_answers_a_report_about_hits_not_one_about_slower_decoding():
+    """A slow first token with prefix caching on is the raised block's (hits only at its boundaries); a node that
+    decodes slower while its hit rate is the same as the others' is not."""
+    base = [*_GRANITE_H_NGRAM, _stats(8, 20.0)]
+    hits = _analyze([*base, "With prefix caching on, TTFT goes from 0.3 s to 2.1 s; the shared system prompt never hits."])
+    assert hits.findings[0].rule == "block_size_inflated"
+    slower = _analyze([*base, "Node B is 2.3x slower than node A. Acceptance and hit rate are the same."])
+    assert slower.findings[0].category == "other"
+
+
+def test_an_outside_error_leaves_the_families_notes_out():
+    lines = [
+        *_GRANITE_H_NGRAM,
+        "(Worker_TP0 pid=301) ERROR 02-27 11:36:03 [multiproc_executor.py:671] torch.distributed.DistBackendError: "
+        "NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error, NCCL version "
+        "2.21.5",
+    ]
+    assert all(f.category == "other" for f in _analyze(lines).findings)

@@ -320,9 +320,27 @@ def apply_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
     the families (``other``), findings of the hybrid/spec categories that do not explain it (pre-flight
     warnings about the configuration) are dropped: they would read as the cause of a failure they did not
     cause. Every finding then carries a confidence and a basis."""
-    findings = _with_diagnosis(facts, findings)
+    findings = _outside_lead_drops_notes(facts, _with_diagnosis(facts, findings))
     _state_confidence(facts, findings)
     return findings
+
+
+def _outside_lead_drops_notes(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
+    """A lead outside the families (a near miss, a cause the report names) leaves out the families' notes on the
+    set-up -- a raised block size, a granularity warning that does not speak to the symptom -- which beside it would
+    read as a second cause; the lead says they were left out."""
+    if not findings or findings[0].category != "other" or findings[0].severity not in ("error", "warning"):
+        return findings
+    lead = findings[0]
+    root_line = facts.root.log_line if facts.root is not None else None
+    notes = [f for f in findings[1:] if f.category != "other" and not any(e.line == root_line for e in f.evidence if root_line)
+             and (f.severity == "info" or (f.severity == "warning" and not _answers_symptom(facts, f)))]
+    if not notes:
+        return findings
+    lead.missing_evidence.append(f"{len(notes)} note(s) on the set-up were left out "
+                                 f"({'; '.join(f.title for f in notes)}): they describe the configuration and do "
+                                 "not explain this")
+    return [f for f in findings if f not in notes]
 
 
 def _state_confidence(facts: LogFacts, findings: list[Finding]) -> None:
@@ -383,12 +401,13 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
             if d.category == "other":
                 return _notes_left_out(d.finding(), findings)
             return [d.finding()] + findings
-        if d.rule == "unexplained_symptom" and not any(_answers_symptom(facts, f) for f in findings):
+        if d.rule == "unexplained_symptom":
+            if any(_answers_symptom(facts, f) for f in findings):
+                return findings  # (a rule's finding speaks to the symptom said to be unexplained)
             # (the rules' warnings are notes on the configuration that do not speak to the report's symptom)
             return _notes_left_out(d.finding(), findings, ("info", "warning"))
         if any(f.severity in ("error", "warning") for f in findings):
-            # (a symptom said to be unexplained is explained by the rules' own warning)
-            return findings if d.rule == "unexplained_symptom" else findings + [d.finding()]
+            return findings + [d.finding()]
         return [d.finding()] + findings
     root_line = root.log_line if root is not None else None
 
@@ -468,19 +487,25 @@ def _preflight_only(f: Finding) -> bool:
 
 def _answers_symptom(facts: LogFacts, f: Finding) -> bool:
     """Whether a rule's warning can be the cause of a reported symptom without an error. The hybrid's prefix-cache
-    granularity is a fact of the configuration: it answers a report about prefix hits or time to first token, not
-    slow decoding or wrong output on a log whose cache does hit."""
-    if f.severity not in ("error", "warning"):
-        return False
-    if f.rule != "prefix_cache_granularity" or not f.title.startswith("Hybrid prefix-cache hits only"):
-        return True
+    granularity (its warning, or the note that the attention block was raised) is a fact of the configuration: it
+    answers a report about prefix hits or time to first token, not slow decoding or wrong output on a log whose cache
+    does hit."""
+    granularity = f.rule == "block_size_inflated" or (
+        f.rule == "prefix_cache_granularity" and f.title.startswith("Hybrid prefix-cache hits only"))
+    if not granularity:
+        return f.severity in ("error", "warning")
     st = facts.startup
     if st.get("wrong_output_prose") and not st.get("hit_rate_prose"):
         return False  # (how often the cache hits never makes an answer wrong)
     if st.get("unique_prompts_prose"):
         return False  # (prompts that share no prefix have nothing to hit at any granularity)
-    rate = st.get("prefix_cache_hit_rate_max")
     said = " ".join(str((facts.lines.get(k) or (0, ""))[1]) for k in ("slow_prose", "spec_slower_prose", "capacity_prose"))
+    if f.rule == "block_size_inflated":
+        # (a note, not a warning: the report itself must be about the cache's hits, and a slowness it tells about the
+        # prompt's side)
+        return bool(st.get("hit_rate_prose") or st.get("prefix_caching_prose") or st.get("shared_prefix_tokens")) and (
+            not (st.get("slow_prose") or st.get("spec_slower_prose")) or bool(PREFILL_COMPLAINT.search(said)))
+    rate = st.get("prefix_cache_hit_rate_max")
     return bool(st.get("hit_rate_prose") or st.get("prefix_caching_prose") or st.get("shared_prefix_tokens")
                 or rate == 0 or PREFILL_COMPLAINT.search(said))
 

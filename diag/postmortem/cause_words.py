@@ -23,7 +23,9 @@ CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\w
 # the GPUs' clocks held down (nvidia-smi -q's clock event reasons, the reporter's words): "SW Power Cap : Active",
 # "HW Thermal Slowdown : Active", "power-capped", "thermal throttling"
 GPU_THROTTLED = re.compile(
-    r"\b(?:SW Power Cap|HW Slowdown|HW Thermal Slowdown|HW Power Brake Slowdown|SW Thermal Slowdown)\s*:\s*Active\b|"
+    r"\b(?:SW Power Cap|HW Slowdown|HW Thermal Slowdown|HW Power Brake Slowdown|SW Thermal Slowdown|"
+    # (clocks held by an application clock setting: `nvidia-smi -ac` / a locked-clocks profile)
+    r"Applications Clocks Setting)\s*:\s*Active\b|"
     # the query names of the same reasons: "clocks_event_reasons.hw_power_brake_slowdown: Active", "SM clock 1980 -> 1125 MHz"
     r"\bclocks?_(?:event|throttle)_reasons\.\w+\s*[:=]\s*Active\b|"
     r"\bSM clocks? (?:\w+ )?~?\d{3,4}\s*(?:->|\u2192|to)\s*~?\d{3,4}\s*MHz\b|"
@@ -67,9 +69,12 @@ COTENANT = re.compile(
 SPLIT_ROUTING = re.compile(
     r"\bround[- ]robin\b|"
     r"\b(?:no|without|lacks?|lacking|adds?|added|adding|use|using|enabled?|enabling|turn(?:ed)? on|switch(?:ed)? to|"
-    r"put|putting)\b[^.\n]{0,30}?(?:\bsession[- ]affinity\b|\bsticky sessions?\b|\bconsistent[- ]hash\w*|"
+    r"put|putting)\b[^.\n]{0,30}?(?:\bsession[- ]?affinity\b|\bsticky sessions?\b|\bconsistent[- ]hash\w*|"
     r"\b(?:prefix|cache|kv)[- ](?:cache[- ])?aware (?:rout\w+|load[- ]balanc\w+))|"
-    r"\blands? on (?:a )?(?:different|another|other) (?:pod|replica|instance|engine|node|server)s?\b", re.I)
+    r"\blands? on (?:a )?(?:different|another|other) (?:pod|replica|instance|engine|node|server)s?\b|"
+    # "kube-proxy spreads the turns of one conversation across the 4 pods"
+    r"\bspread\w* (?:the )?(?:turns|requests|calls|conversations?|sessions?)\b[^.\n]{0,40}?\bacross (?:the |all )?(?:\d+ )?"
+    r"(?:pods|replicas|instances|engines|nodes|servers|backends)\b", re.I)
 # the reporter's trial that the model's own tokenizer fixes the output: "Dropping --tokenizer (use the one shipped with
 # the checkpoint) -> perfect output", "without --tokenizer it is fine"
 OWN_TOKENIZER_FIXES = re.compile(
