@@ -335,12 +335,7 @@ def _outside_lead_drops_notes(facts: LogFacts, findings: list[Finding]) -> list[
     root_line = facts.root.log_line if facts.root is not None else None
     notes = [f for f in findings[1:] if f.category != "other" and not any(e.line == root_line for e in f.evidence if root_line)
              and (f.severity == "info" or (f.severity == "warning" and not _answers_symptom(facts, f)))]
-    if not notes:
-        return findings
-    lead.missing_evidence.append(f"{len(notes)} note(s) on the set-up were left out "
-                                 f"({'; '.join(f.title for f in notes)}): they describe the configuration and do "
-                                 "not explain this")
-    return [f for f in findings if f not in notes]
+    return [lead] + _leave_out(lead, findings[1:], notes)
 
 
 def _state_confidence(facts: LogFacts, findings: list[Finding]) -> None:
@@ -396,10 +391,7 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
             return findings
         if d.answers_symptom and not any(f.severity == "error" and not _preflight_only(f) for f in findings):
             # (the reading of the report's own symptom before notes on the setup, and before a failure the pre-flight
-            # predicts from the configuration that this log does not show; a reading outside the families leaves the
-            # families' notes out, which beside it would read as a second cause)
-            if d.category == "other":
-                return _notes_left_out(d.finding(), findings)
+            # predicts from the configuration that this log does not show)
             return [d.finding()] + findings
         if d.rule == "unexplained_symptom":
             if any(_answers_symptom(facts, f) for f in findings):
@@ -472,12 +464,16 @@ def _notes_left_out(lead: Finding, findings: list[Finding], severities: tuple[st
     """``lead`` -- a failure or symptom the log does not explain ('not modelled') -- first, without the rules'
     notes of a family of these ``severities`` (a hybrid's raised block size, true of every such start), which beside it
     would read as its cause; the lead says they were left out."""
-    notes = [f for f in findings if f.severity in severities and f.category != "other"]
+    return [lead] + _leave_out(lead, findings, [f for f in findings if f.severity in severities and f.category != "other"])
+
+
+def _leave_out(lead: Finding, findings: list[Finding], notes: list[Finding]) -> list[Finding]:
+    """``findings`` without ``notes``; ``lead`` says which were left out and why."""
     if notes:
         lead.missing_evidence.append(f"{len(notes)} note(s) on the set-up were left out "
                                      f"({'; '.join(f.title for f in notes)}): they describe the configuration and do "
                                      "not explain this")
-    return [lead] + [f for f in findings if f not in notes]
+    return [f for f in findings if f not in notes]
 
 
 def _preflight_only(f: Finding) -> bool:
