@@ -325,39 +325,36 @@ def test_a_stream_smooth_past_the_ingress_is_the_proxys():
     assert lead.category == "other" and "proxy" in lead.title
 
 
-def test_a_printed_finish_reason_of_length_is_the_token_cap():
-    lines = [
-        "Falcon-H1 34B with ngram returns truncated answers (16 tokens).",
-        "vllm serve tiiuae/Falcon-H1-34B-Instruct --max-model-len 16384 "
-        "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 4}'",
-        "  print(resp.choices[0].finish_reason, resp.usage.completion_tokens)   ->   length 16",
-    ]
+_TOKEN_CAP = [
+    "Falcon-H1 34B with ngram returns truncated answers (16 tokens).",
+    "vllm serve tiiuae/Falcon-H1-34B-Instruct --max-model-len 16384 "
+    "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 4}'",
+    "  print(resp.choices[0].finish_reason, resp.usage.completion_tokens)   ->   length 16",
+]
+_JIT_WITHOUT_NVCC = [
+    "vllm serve deepseek-ai/DeepSeek-V3-0324 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+    "(Worker_TP0 pid=533) ERROR 12-15 03:29:40 [multiproc_executor.py:703] Traceback (most recent call last):",
+    '(Worker_TP0 pid=533) ERROR 12-15 03:29:40 [multiproc_executor.py:703]   File "/usr/local/lib/python3.12/'
+    'site-packages/flashinfer/decode.py", line 2440, in trtllm_batch_decode_with_kv_cache_mla',
+    "(Worker_TP0 pid=533) ERROR 12-15 03:29:40 [multiproc_executor.py:703] RuntimeError: Could not find nvcc and "
+    "default cuda_home='/usr/local/cuda' doesn't exist",
+]
+_EAGER_AFTER_A_HANG = [
+    "DeepSeek-V3.2 + MTP only ~9 tok/s per request on 8xH200.",
+    "I added `--enforce-eager` a while ago while debugging a startup hang.",
+    "vllm serve deepseek-ai/DeepSeek-V3.2 --tensor-parallel-size 8 --enforce-eager "
+    "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'",
+]
+
+
+@pytest.mark.parametrize("lines, named", [
+    (_TOKEN_CAP, "token cap"),  # a printed finish_reason of length
+    (_JIT_WITHOUT_NVCC, "JIT toolchain"),  # the image lacks nvcc, not the kernel's query-length limit
+    (_EAGER_AFTER_A_HANG, "eager"),  # a measured decode rate under --enforce-eager, whatever hang came before
+])
+def test_causes_outside_the_families_lead(lines, named):
     lead = _analyze(lines).findings[0]
-    assert lead.category == "other" and "token cap" in lead.title
-
-
-def test_a_jit_build_without_nvcc_is_the_image_not_the_kernel_limit():
-    lines = [
-        "vllm serve deepseek-ai/DeepSeek-V3-0324 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
-        "(Worker_TP0 pid=533) ERROR 12-15 03:29:40 [multiproc_executor.py:703] Traceback (most recent call last):",
-        '(Worker_TP0 pid=533) ERROR 12-15 03:29:40 [multiproc_executor.py:703]   File "/usr/local/lib/python3.12/'
-        'site-packages/flashinfer/decode.py", line 2440, in trtllm_batch_decode_with_kv_cache_mla',
-        "(Worker_TP0 pid=533) ERROR 12-15 03:29:40 [multiproc_executor.py:703] RuntimeError: Could not find nvcc and "
-        "default cuda_home='/usr/local/cuda' doesn't exist",
-    ]
-    lead = _analyze(lines).findings[0]
-    assert lead.category == "other" and "JIT toolchain" in lead.title
-
-
-def test_a_measured_decode_rate_under_enforce_eager_is_eager_mode_whatever_hang_came_before():
-    lines = [
-        "DeepSeek-V3.2 + MTP only ~9 tok/s per request on 8xH200.",
-        "I added `--enforce-eager` a while ago while debugging a startup hang.",
-        "vllm serve deepseek-ai/DeepSeek-V3.2 --tensor-parallel-size 8 --enforce-eager "
-        "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'",
-    ]
-    lead = _analyze(lines).findings[0]
-    assert lead.category == "other" and "eager" in lead.title
+    assert lead.category == "other" and named in lead.title
 
 
 @pytest.mark.parametrize("told, key", [
