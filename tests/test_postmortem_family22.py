@@ -402,3 +402,47 @@ def test_an_outside_error_leaves_the_families_notes_out():
         "2.21.5",
     ]
     assert all(f.category == "other" for f in _analyze(lines).findings)
+
+
+def test_a_slow_question_after_a_rate_and_pairs_showing_sys_are_read():
+    facts = facts_from_text("Qwen3.5-27B MTP on 4x RTX 4090: 14 tok/s, is GDN + MTP slow on consumer cards?\n"
+                            "nvidia-smi topo -m shows SYS between every pair.")
+    assert facts.startup.get("slow_prose") and facts.startup.get("gpu_link_no_nvlink")
+
+
+def test_reasoning_that_spends_max_tokens_explains_empty_answers():
+    lines = [
+        "our service gets `\"content\": \"\"` or a half sentence back for 40% of questions on qwen3.5 + MTP.",
+        "vllm serve Qwen/Qwen3.5-35B-A3B --reasoning-parser qwen3 --enable-prefix-caching "
+        "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+        "-- update: the client's default options set maxTokens=1024. thinking eats it all.",
+    ]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "Reasoning" in lead.title
+
+
+@pytest.mark.parametrize("told", [
+    "Our outputs are mostly 32-char hex ids and hashes copied from the prompt.",
+    "The speedup went away after we launched our Japanese product.",
+    "Ran the same server against ShareGPT: the server is fine on normal text.",
+])
+def test_low_acceptance_on_text_a_drafter_cannot_predict_is_the_workload(told):
+    lines = [
+        "MTP acceptance on Qwen3-Next is terrible for our workload, we see ~20%.",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --enable-prefix-caching "
+        "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+        "(APIServer pid=1) INFO 05-02 10:01:02 [loggers.py:259] Engine 000: Avg prompt throughput: 2101.0 tokens/s, "
+        "Avg generation throughput: 901.2 tokens/s, Running: 40 reqs, Waiting: 0 reqs, GPU KV cache usage: 11.0%, "
+        "Prefix cache hit rate: 62.5%",
+        told,
+    ]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "cannot predict" in lead.title
+
+
+@pytest.mark.parametrize("told", [
+    "It crashes as soon as several requests are decoding with *different* numbers of ngram drafts.",
+    "Only when some requests are in their first decode step (no drafts yet) while others already have 4 drafts each.",
+])
+def test_drafted_rows_beside_undrafted_ones_are_a_mixed_batch(told):
+    assert facts_from_text(told).startup.get("mixed_prose")

@@ -232,6 +232,10 @@ unique_prompts_prose                   prompts said to share no prefix (``unique
 wsl_prose                              the engine under WSL2 (vLLM's ``WSL is detected`` warning, ``under WSL2``)
 aiter_dropped_prose                    a ROCm deployment without ``VLLM_ROCM_USE_AITER`` (``we dropped
                                        VLLM_ROCM_USE_AITER from the manifest``): the Triton fallback kernels
+hard_to_draft_prose                    text a drafter predicts badly (``32-char hex ids``, ``base64``, ``our
+                                       Japanese product``, ``the server is fine on normal text``)
+reasoning_ate_budget_prose             a reasoning model's thinking spending the request's max_tokens (``thinking
+                                       eats it all``, ``"content": ""`` beside ``reasoning_content``)
 persists_eager_prose                   the failure staying with CUDA graphs off (``--enforce-eager -> still
                                        fails``): no capture size is its cause
 gpu_link_no_nvlink                     a topology row without NV# cells, or the reporter's ``no NVLink`` /

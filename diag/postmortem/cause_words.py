@@ -110,6 +110,22 @@ IGNORE_EOS = re.compile(r"\bignore_eos[\"']?\s*[=:]\s*(?:True|true|1)\b")
 # the engine under Windows' WSL2: vLLM's own "Using 'pin_memory=False' as WSL is detected" warning, the reporter's
 # "under WSL2"
 WSL = re.compile(r"\bWSL is detected\b|\bWSL ?2\b|\b(?:under|on|in|inside|via|through) WSL\b")
+# a reasoning model's thinking spending the request's max_tokens: "thinking eats it all", "the reasoning used up the
+# whole max_tokens", a response body whose content is empty beside its reasoning_content
+REASONING_ATE_BUDGET = re.compile(
+    r"\b(?:thinking|reasoning)\b[^.\n]{0,30}?\b(?:eats?|ate|consumes?|consumed|uses? up|used up|burns?|burned|exhausts?|"
+    r"exhausted|takes?|took|spends?|spent)\b[^.\n]{0,10}?\b(?:it all|all (?:of )?(?:it|them|the tokens)|the (?:whole |entire )?"
+    r"(?:budget|max_tokens|token budget|tokens))\b|"
+    r"[\"']content[\"']\s*:\s*(?:\"\"|''|null)\s*,\s*[\"']reasoning_content[\"']\s*:\s*[\"'][^\"']{20}", re.I)
+# text a drafter cannot predict, or predicts only in the language it was trained on: "32-char hex ids and hashes copied
+# from the prompt", "base64", "since we launched our Japanese product", "the same server is fine on normal text"
+HARD_TO_DRAFT = re.compile(
+    r"\bhex(?:adecimal)? (?:ids?|strings?|digests?|hashes)\b|\b(?:sha\d*|md5) (?:hashes|digests|sums)\b|\bhashes\b|"
+    r"\bu?uids\b|\bguids\b|\bbase64\b|\brandom (?:strings|ids|tokens|characters)\b|\bhigh[- ]entropy\b|"
+    r"\b(?:Japanese|Korean|Chinese|German|French|Spanish|Finnish|Arabic|Russian|Thai|Vietnamese|Hindi|Turkish|Polish|"
+    r"Portuguese|Italian|Indonesian|non-English|multilingual|JP|KR|CN)\b[^.\n]{0,30}?\b(?:prompts?|traffic|requests|text|"
+    r"users|conversations|queries|product|customers)\b|"
+    r"\bserver is fine on (?:normal|other|english|regular|plain) (?:text|prompts|traffic)\b", re.I)
 # ROCm without AITER: vLLM uses AMD's AITER kernels only when VLLM_ROCM_USE_AITER=1, so a deployment that lost the
 # variable runs the Triton fallbacks ("we dropped VLLM_ROCM_USE_AITER when we cleaned up the manifest")
 AITER_DROPPED = re.compile(

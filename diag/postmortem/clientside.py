@@ -61,6 +61,16 @@ _CLIENT_CAP = _Told(
     title="Concurrency capped by the client (the engine runs every request it is sent)",
     message="capacity without an error: {said}",
     missing="the engine's 'Waiting' count under the load (0 throughout: nothing is held back)")
+# a reasoning model's thinking spending the request's whole max_tokens: the answer after it comes back empty or cut
+_REASONING_BUDGET = _Told(
+    ("truncated_prose", "wrong_output_prose"), "reasoning_ate_budget_prose",
+    basis=("no error; the report says the answers come back empty or cut ('{said}') and shows the reasoning spending "
+           "the request's token budget ('{cause}'): max_tokens counts the thinking tokens too, so a long reasoning "
+           "ends the request before the answer starts -- the request's max_tokens, outside the hybrid/spec-decode "
+           "families"),
+    title="Reasoning spends the request's max_tokens (empty or cut answers)",
+    message="empty or cut answers without an error: {said}",
+    missing="the same request with a larger max_tokens (or a thinking budget), and its usage's reasoning tokens")
 # a proxy in front of the server retrying requests (Envoy's retry_on, an access log's retry count): each retry is a
 # new request whose stream a client that appends what it receives shows after the first
 _PROXY_RETRY = _Told(
@@ -165,6 +175,10 @@ def client_path_corruption(facts: LogFacts, base_numbers: dict) -> Diagnosis | N
 
 def replicas_differ(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     return _told(facts, base_numbers, _REPLICAS)
+
+
+def reasoning_spends_budget(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _REASONING_BUDGET)
 
 
 def proxy_slows_stream(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

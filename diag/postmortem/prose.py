@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
-from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE,
+from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, HARD_TO_DRAFT, REASONING_ATE_BUDGET, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE,
                           DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE, GUESS,
                           IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY, PROXY_TIMEOUT, REPLAY_HITS,
                           REPLICAS_DIFFER, SPLIT_ROUTING, UNIQUE_PROMPTS, WSL)
@@ -53,6 +53,10 @@ _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?
                           # rows of one spec batch without drafts: zero accepted tokens, ragged / uneven draft lengths
                           r"(?:zero|no|0) (?:accepted|draft(?:ed)?) (?:draft )?tokens?|num_accepted(?:_tokens)?\s*(?:=+|of|is)\s*0\b|"
                           r"ragged drafts?|(?:uneven|variable|different) (?:draft|proposal) lengths?|"
+                          # "decoding with *different* numbers of ngram drafts", "(no drafts yet) while others already
+                          # have 4 drafts each"
+                          r"\bdifferent\W{0,2} (?:numbers?|counts?) of (?:ngram |n-gram |draft )?(?:drafts?|draft tokens|"
+                          r"proposals?|spec(?:ulative)? tokens)\b|\bno drafts? yet\b|\bothers? (?:already )?(?:have|had) \d+ drafts?\b|"
                           r"(?:requests?|rows?) (?:without|with no) (?:drafts?|draft tokens|proposals?)|"
                           r"(?:requests?|reqs|rows?) (?:that )?(?:get|gets|got|have|has|had|find|finds|found) (?:no|zero|0) (?:ngram |n-gram )?"
                           r"(?:match(?:es)?|drafts?|proposals?)\b|"
@@ -315,7 +319,8 @@ _CAUSE_FACTS = (
 # the reporter's word that the GPUs have no NVLink between them ("4x L40S (PCIe Gen4, no NVLink)", 'all GPU pairs show
 # "SYS"'): what a topology matrix row without NV# cells says
 _NO_NVLINK_PROSE = re.compile(r"\b(?:no|without|lacks?|missing) NVLink\b|\bPCIe[- ]only\b|"
-                              r"\bGPU pairs? (?:all )?shows? [\"'`]?(?:SYS|PHB|NODE)\b", re.I)
+                              r"\bGPU pairs? (?:all )?shows? [\"'`]?(?:SYS|PHB|NODE)\b|"
+                              r"\bshows? [\"'`]?(?:SYS|PHB|NODE)[\"'`]? between (?:every|each|all)\b|\bP2P\s*=\s*Disabled\b", re.I)
 _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+((?:(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+)\s+){2,}(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+))\b")
 # a debugger's or sanitizer's report retold in prose, naming the kernel that faulted: "compute-sanitizer reports the
 # invalid __global__ read in _causal_conv1d_update_kernel", "the faulting kernel is fused_recurrent_..._kernel"
@@ -796,7 +801,7 @@ class ProseLines:
                     # (a reporter's sentence hard-wrapped over two lines is read whole: prose only)
                     self._first_words(name, rx, wide if line.level is None else text, line)
         if line.level is None and "gpu_link_no_nvlink" not in self.facts.startup and len(text) < 2000 and (
-                "VLink" in text or "PCIe" in text or "pairs" in text) and (m := _NO_NVLINK_PROSE.search(text)):
+                "VLink" in text or "PCIe" in text or "pair" in text or "P2P" in text) and (m := _NO_NVLINK_PROSE.search(text)):
             self.facts.startup["gpu_link_no_nvlink"] = m.group(0)
             self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
         if line.level is None and "GPU" in text and (topo := _TOPO_ROW.match(text)):
@@ -806,6 +811,11 @@ class ProseLines:
             elif "gpu_link_no_nvlink" not in self.facts.startup:
                 self.facts.startup["gpu_link_no_nvlink"] = " ".join(text.split())[:200]
                 self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
+        if "reasoning_ate_budget_prose" not in self.facts.startup and line.level is None and len(text) < 4000 and (
+                "hink" in text or "easoning" in text):
+            self._first_words("reasoning_ate_budget_prose", REASONING_ATE_BUDGET, text, line)
+        if "hard_to_draft_prose" not in self.facts.startup and line.level is None and len(text) < 2000:
+            self._first_words("hard_to_draft_prose", HARD_TO_DRAFT, text, line)
         if "AITER" in text and "aiter_dropped_prose" not in self.facts.startup and line.level is None and len(text) < 2000:
             self._first_words("aiter_dropped_prose", AITER_DROPPED, text, line)
         if "WSL" in text and "wsl_prose" not in self.facts.startup and len(text) < 2000:
@@ -859,7 +869,7 @@ class ProseLines:
             self._first_words("gpu_throttled_prose", GPU_THROTTLED, text, line)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
                 w in text for w in ("cut ", "cuts ", "exactly", "null", "cut-", "runcat", "stop", "mid", "incomplete", "SSE", "stream", "empty", "troncat", "tagliat", "afge",
-                                    " end ", "ends ", "only ", "early", "abrupt",
+                                    " end ", "ends ", "only ", "early", "abrupt", "content", "half",
                                     "ci\u0119t", "useknut", "\u0159ezan", "kesil", "yar\u0131m", "c\u1eaft", "terpotong",
                                     "avklipp", "\u043e\u0431\u0440\u0438\u0432", "\u043e\u0431\u0440\u0456\u0437", "\u5207\u308c", "\u622a\u65ad", "\u4e00\u534a",
                                     "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):

@@ -11,14 +11,14 @@ from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (chat_template_twice, client_capped_concurrency, client_path_corruption, foreign_tokenizer,
                          ignore_eos_loops, left_truncated_prompts, prompt_logprobs_skip_cache, proxy_retry_duplicates,
-                         proxy_slows_stream, proxy_timeout_truncation, repeats_rewarded, replayed_prompts_hit,
-                         replicas_differ, salted_prefixes, split_routing, stop_string_truncation, token_cap_truncation,
-                         unique_prompts_miss, varying_prefix)
+                         proxy_slows_stream, proxy_timeout_truncation, reasoning_spends_budget, repeats_rewarded,
+                         replayed_prompts_hit, replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
+                         token_cap_truncation, unique_prompts_miss, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, collective_hang,
                           cotenant_gpu_slowdown, cpu_offload_slowdown, cpu_starved_slowdown, drafts_never_accepted,
-                          eager_slowdown, gpu_throttled_slowdown, grammar_compile_stall, kv_cache_idle,
+                          eager_slowdown, gpu_throttled_slowdown, grammar_compile_stall, hard_to_draft_text, kv_cache_idle,
                           kv_saturated_workload, long_context_capacity, lora_slot_queueing, low_memory_share_capacity,
                           mig_slice_limits, mismatched_drafter, modelfree_drafts_unmatched, pcie_allreduce_slowdown,
                           prefill_budget_slowdown, prefill_chunks_stall_decodes, random_prompts_acceptance,
@@ -276,7 +276,8 @@ def quiet_report(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: li
 def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
     return (fp16_overflow_quality(facts, base_numbers)
             or slow_tokenizer_latency(facts, base_numbers) or slow_weight_loading(facts, base_numbers)
-            or token_cap_truncation(facts, base_numbers) or left_truncated_prompts(facts, base_numbers)
+            or reasoning_spends_budget(facts, base_numbers) or token_cap_truncation(facts, base_numbers)
+            or left_truncated_prompts(facts, base_numbers)
             or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
             or client_path_corruption(facts, base_numbers) or proxy_retry_duplicates(facts, base_numbers)
             or ignore_eos_loops(facts, base_numbers)
@@ -303,7 +304,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or reset_running_stale_state(facts, setup, base_numbers)
             or silent_corruption(facts, setup, base_numbers, batch_ev)
             or drafts_never_accepted(facts, setup, base_numbers) or mismatched_drafter(facts, setup, base_numbers)
-            or sampled_away_acceptance(facts, base_numbers)
+            or sampled_away_acceptance(facts, base_numbers) or hard_to_draft_text(facts, base_numbers)
             or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
             or varying_prefix(facts, base_numbers) or unique_prompts_miss(facts, base_numbers)
             or split_routing(facts, base_numbers)
