@@ -446,3 +446,15 @@ def test_low_acceptance_on_text_a_drafter_cannot_predict_is_the_workload(told):
 ])
 def test_drafted_rows_beside_undrafted_ones_are_a_mixed_batch(told):
     assert facts_from_text(told).startup.get("mixed_prose")
+
+
+def test_nvidia_smi_q_telemetry_is_read():
+    facts = facts_from_text("\n".join([
+        "    GPU Current Temp                      : 89 C",
+        "        Current Power Limit               : 450.00 W",
+        "    Clocks",
+        "        SM                                : 1095 MHz",
+        "    Max Clocks",
+        "        SM                                : 1980 MHz",
+    ]))
+    assert (facts.startup["gpu_temp_c"], facts.startup["power_limit_w"], facts.startup["sm_clock_mhz"]) == (89, 450.0, 1095)

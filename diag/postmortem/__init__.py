@@ -238,6 +238,9 @@ reasoning_ate_budget_prose             a reasoning model's thinking spending the
                                        eats it all``, ``"content": ""`` beside ``reasoning_content``)
 persists_eager_prose                   the failure staying with CUDA graphs off (``--enforce-eager -> still
                                        fails``): no capture size is its cause
+gpu_temp_c, power_limit_w,             nvidia-smi -q's ``GPU Current Temp : 89 C``, ``Current Power Limit :
+power_draw_w, sm_clock_mhz             450.00 W``, ``Power Draw``, the Clocks section's ``SM : 1095 MHz`` (the
+                                       first GPU's)
 gpu_link_no_nvlink                     a topology row without NV# cells, or the reporter's ``no NVLink`` /
                                        ``all GPU pairs show SYS``
 degraded_over_time_prose               serving said to slow down with time under the same deployment (``got 35%

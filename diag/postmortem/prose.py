@@ -316,6 +316,11 @@ _CAUSE_FACTS = (
                                                "prefix"), True),
 )
 # a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
+# nvidia-smi -q's telemetry of a GPU ("GPU Current Temp : 89 C", "Current Power Limit : 450.00 W", the Clocks section's
+# "SM : 1095 MHz"): the first GPU's values, as the report pasted them
+_SMI_FIELD = re.compile(r"^\s*(GPU Current Temp|Current Power Limit|Power Draw|SM)\s+:\s+(\d+(?:\.\d+)?)\s*(C|W|MHz)\b")
+_SMI_NAMES = {"GPU Current Temp": "gpu_temp_c", "Current Power Limit": "power_limit_w", "Power Draw": "power_draw_w",
+              "SM": "sm_clock_mhz"}
 # the reporter's word that the GPUs have no NVLink between them ("4x L40S (PCIe Gen4, no NVLink)", 'all GPU pairs show
 # "SYS"'): what a topology matrix row without NV# cells says
 _NO_NVLINK_PROSE = re.compile(r"\b(?:no|without|lacks?|missing) NVLink\b|\bPCIe[- ]only\b|"
@@ -473,6 +478,11 @@ class ProseLines:
 
     def _prose_line(self, line: Line) -> None:
         text = line.text
+        if " : " in text and (smi := _SMI_FIELD.match(text)):  # (before the nested blocks that end the line's reading)
+            name = _SMI_NAMES[smi.group(1)]
+            if name not in self.facts.startup:
+                self.facts.startup[name] = float(smi.group(2)) if "." in smi.group(2) else int(smi.group(2))
+                self.facts.lines[name] = (line.lineno, text.strip()[:500])
         if self.hit_rate_count and len(text) < 160 and _RUN_HEADER.search(text):
             # a header between pasted metrics naming the setting changed ("MTP 끄면:", "without --enable-prefix-caching:"):
             # the lines after it are another run, even from a process id the restart reused (a container's pid 1)
