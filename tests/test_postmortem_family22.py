@@ -458,3 +458,12 @@ def test_nvidia_smi_q_telemetry_is_read():
         "        SM                                : 1980 MHz",
     ]))
     assert (facts.startup["gpu_temp_c"], facts.startup["power_limit_w"], facts.startup["sm_clock_mhz"]) == (89, 450.0, 1095)
+
+
+@pytest.mark.parametrize("told", [
+    "But disabling prefix caching AND MTP still repeats for the same requests.",
+    "Without MTP and without prefix caching: same garbage.",
+])
+def test_both_switched_off_and_the_symptom_stays(told):
+    facts = facts_from_text(told)
+    assert facts.startup.get("faults_without_spec_prose") and facts.startup.get("persists_without_pc_prose")

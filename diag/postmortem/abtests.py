@@ -25,6 +25,15 @@ _PERSISTS_EAGER = re.compile(
     r"breaks?|dies|the same)\b|"
     r"\b(?:even |also |and )?with (?:--)?enforce[-_]eager(?:=True)?\b[`'\"]?[^.\n]{0,30}?\b(?:still|also) (?:fails?|crash\w*|errors?|"
     r"asserts?|breaks?|dies)\b|\beager mode\b[^.\n]{0,20}?\b(?:still|also) (?:fails?|crash\w*|errors?)\b", re.I)
+# both switched off at once and the symptom stays: "disabling prefix caching AND MTP still repeats", "without MTP and
+# without prefix caching: same garbage"
+_BOTH_OFF_PERSISTS = re.compile(
+    r"\b(?:disabling|disabled|turning off|turned off|without|no)\s+(?:both\s+)?(?:(?:automatic\s+)?prefix[- _]?caching|apc)\s+"
+    r"(?:and|&|\+)\s+(?:without\s+|no\s+)?(?:MTP|spec(?:ulative)?(?:[- ]decod\w*)?|drafts?|EAGLE\w*|ngram|the drafts?)\b"
+    r"[^.\n]{0,30}?(?:\bstill\b|\balso\b|\bsame\b)|"
+    r"\b(?:disabling|disabled|turning off|turned off|without|no)\s+(?:both\s+)?(?:MTP|spec(?:ulative)?(?:[- ]decod\w*)?|drafts?|"
+    r"EAGLE\w*|ngram)\s+(?:and|&|\+)\s+(?:without\s+|no\s+)?(?:(?:automatic\s+)?prefix[- _]?caching|apc)\b[^.\n]{0,30}?"
+    r"(?:\bstill\b|\balso\b|\bsame\b)", re.I)
 _PERSISTS_WITHOUT_PC = re.compile(
     # "prefix caching off: still differs"
     r"\b(?:automatic\s+)?(?:prefix[- _]?caching|apc)\s+(?:off|disabled)\s*(?:->|=>|\u2192|:)\s*(?:still|also|same)\s+"
@@ -371,6 +380,11 @@ class ABTestReader:
             self._first_words("persists_without_pc_prose", _PERSISTS_WITHOUT_PC, wide, line)
         if "eager" in low:
             self._first_words("persists_eager_prose", _PERSISTS_EAGER, wide, line)
+        if (" and " in low or "&" in low or "+" in low) and (m := _BOTH_OFF_PERSISTS.search(wide)):
+            for key in ("faults_without_spec_prose", "persists_without_pc_prose"):
+                if key not in self.facts.startup:
+                    self.facts.startup[key] = m.group(0).strip()
+                    self.facts.lines[key] = (line.lineno, line.text.strip()[:500])
         if " or " in low or "regardless" in low or "independent" in low or "irrespective" in low:
             self._either_way(wide, line)
         if "other_engine_prose" not in self.facts.startup and len(wide) < 600 and (m := _OTHER_ENGINE.search(wide)) \
