@@ -467,3 +467,43 @@ def test_nvidia_smi_q_telemetry_is_read():
 def test_both_switched_off_and_the_symptom_stays(told):
     facts = facts_from_text(told)
     assert facts.startup.get("faults_without_spec_prose") and facts.startup.get("persists_without_pc_prose")
+
+
+def test_an_outcome_that_is_fine_is_no_symptom_staying():
+    """'Without MTP + prefix caching also fine' says both off is fine: no test that takes the families out."""
+    facts = facts_from_text("Same command with `--no-enable-prefix-caching` has run 14h. Without MTP + prefix caching "
+                            "also fine.")
+    assert "persists_without_pc_prose" not in facts.startup
+
+
+def test_apc_off_is_a_family_toggle_not_a_fix_elsewhere():
+    lines = [
+        "Qwen3-Next + MTP + prefix caching gives garbage on the 2nd turn. A/B:",
+        "- MTP on,  APC on  -> garbage ~30% of 2nd turns",
+        "- MTP on,  APC off -> fine",
+        "- MTP off, APC on  -> fine",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --enable-prefix-caching "
+        "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":3}'",
+    ]
+    an = _analyze(lines)
+    assert "resolved_prose" not in an.facts.startup and an.findings[0].category != "other"
+
+
+@pytest.mark.parametrize("told, key", [
+    ("Latency degrades badly after ~20 concurrent users: p50 TPOT 35ms -> 400ms, some requests take minutes.",
+     "slow_prose"),
+    ("Decodes at ~19 tok/s per request, TP=2 on the same box is faster than TP=4.", "slow_prose"),
+    ("Qwen3.5 MTP gives me 31 tok/s single-stream on an H200, the model card says >150.", "slow_prose"),
+    ('The server "hangs" at startup for ~30 minutes, k8s liveness probe kills it.', "slow_start_prose"),
+])
+def test_still_more_symptoms_in_a_users_words_are_read(told, key):
+    assert facts_from_text(told).startup.get(key)
+
+
+def test_a_load_cut_short_is_timed_by_the_progress_bars_pace():
+    lines = [
+        'Kimi-Linear server "hangs" at startup for ~30 minutes, k8s liveness probe kills it. Weights on an NFS PVC.',
+        "Loading safetensors checkpoint shards:   5% Completed | 1/20 [01:31<28:59, 91.55s/it]",
+    ]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "loading the weights took 1,831 s" in lead.title

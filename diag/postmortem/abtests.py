@@ -25,15 +25,18 @@ _PERSISTS_EAGER = re.compile(
     r"breaks?|dies|the same)\b|"
     r"\b(?:even |also |and )?with (?:--)?enforce[-_]eager(?:=True)?\b[`'\"]?[^.\n]{0,30}?\b(?:still|also) (?:fails?|crash\w*|errors?|"
     r"asserts?|breaks?|dies)\b|\beager mode\b[^.\n]{0,20}?\b(?:still|also) (?:fails?|crash\w*|errors?)\b", re.I)
+# the symptom staying ("still repeats", "also crashes", "same garbage"), not an outcome that is fine ("also fine")
+_STAYS = (r"(?:\b(?:still|also)\s+(?!(?:fine|ok|okay|works?|worked|good|clean|correct|stable|normal|healthy|passes|runs|"
+          r"starts|serves)\b)\w+|\bsame\s+(?:garbage|failure|crash|problem|issue|error|loops?|repetition|output|result)s?\b)")
 # both switched off at once and the symptom stays: "disabling prefix caching AND MTP still repeats", "without MTP and
 # without prefix caching: same garbage"
 _BOTH_OFF_PERSISTS = re.compile(
     r"\b(?:disabling|disabled|turning off|turned off|without|no)\s+(?:both\s+)?(?:(?:automatic\s+)?prefix[- _]?caching|apc)\s+"
     r"(?:and|&|\+)\s+(?:without\s+|no\s+)?(?:MTP|spec(?:ulative)?(?:[- ]decod\w*)?|drafts?|EAGLE\w*|ngram|the drafts?)\b"
-    r"[^.\n]{0,30}?(?:\bstill\b|\balso\b|\bsame\b)|"
+    r"[^.\n]{0,30}?" + _STAYS + "|"
     r"\b(?:disabling|disabled|turning off|turned off|without|no)\s+(?:both\s+)?(?:MTP|spec(?:ulative)?(?:[- ]decod\w*)?|drafts?|"
     r"EAGLE\w*|ngram)\s+(?:and|&|\+)\s+(?:without\s+|no\s+)?(?:(?:automatic\s+)?prefix[- _]?caching|apc)\b[^.\n]{0,30}?"
-    r"(?:\bstill\b|\balso\b|\bsame\b)", re.I)
+    + _STAYS, re.I)
 _PERSISTS_WITHOUT_PC = re.compile(
     # "prefix caching off: still differs"
     r"\b(?:automatic\s+)?(?:prefix[- _]?caching|apc)\s+(?:off|disabled)\s*(?:->|=>|\u2192|:)\s*(?:still|also|same)\s+"
@@ -273,7 +276,7 @@ _OFF_COLUMNS = ((re.compile(_SPEC + r"(?:\s*\([^)]{0,20}\))?", re.I), "faults_wi
 # a toggle that belongs to the hybrid / spec-decode classes: what it fixes says nothing against them
 # (a switch to an attention-only model -- "same command with Llama-3.1-8B" -- takes the hybrid layers out too)
 # (a cache of whole responses in front of the engine -- a gateway's semantic cache -- is none of vLLM's)
-FAMILY_TOGGLE = re.compile(r"prefix|(?<!response )(?<!semantic )(?<!http )(?<!redis )(?<!gateway )cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
+FAMILY_TOGGLE = re.compile(r"prefix|\bapc\b|(?<!response )(?<!semantic )(?<!http )(?<!redis )(?<!gateway )cach|mtp|spec|draft|eagle|ngram|medusa|suffix|cuda ?graph|cudagraph|eager|mamba|"
                             r"block|max[-_ ]num|chunked|async|gdn|flashinfer(?!_?sampler)|flashmla|attention|backend|kv|"
                             r"llama|mistral|gemma|dense|linear", re.I)
 # a change of the load, not of a setting: "single user: fine", "only decode traffic: fine", "k=1: fine" -- fewer

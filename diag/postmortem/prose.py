@@ -215,7 +215,8 @@ _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
     "Setting attention block", "Padding mamba", "Truncating max_cudagraph", "KV cache size", "Prefix cache hit rate",
     "Mamba cache mode", "non-default args", "with config:", "padding layers", "Resolved architecture", "Mamba cache '",
     "CUDA_LAUNCH_BLOCKING", "Maximum concurrency", "GPU blocks:", "Available KV cache memory", "Model loading took",
-    "Graph capturing", "Running: ", "Capping cudagraph", "No valid cudagraph capture sizes")))
+    "Graph capturing", "Running: ", "Capping cudagraph", "No valid cudagraph capture sizes",
+    "Loading safetensors checkpoint shards", "Loading weights took")))
 # values a reporter printed (a debug print, a config.json excerpt): "num_prefills=1 num_decodes=0 batch_size=7",
 # '"num_key_value_heads": 8', "qo_indptr = [0, 4, 8]", "idx[:, 0] = tensor([41, 17, -1], device='cuda:0')"
 _PRINTED_PAIR = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']?\s*[=:]\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)""")
@@ -698,7 +699,7 @@ class ProseLines:
                 if "slower" in low or "deploy" in low or "overnight" in low or "since " in low or "change" in low \
                         or "unchanged" in low:
                     self._first_words("degraded_over_time_prose", DEGRADED_OVER_TIME, wide, line)
-            if "tak" in text and ("min" in text or "hour" in text):
+            if ("tak" in text or "ang" in text or "tuck" in text or "sits" in text) and ("min" in text or "hour" in text):
                 self._first_words("slow_start_prose", SLOW_START, text, line)
             if "ang" in text or "tuck" in text or "never return" in text or "reez" in text:
                 self._first_words("hang_prose", HANG, text, line)

@@ -812,6 +812,9 @@ def slow_weight_loading(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
     the storage the checkpoint is read from (a network share, a cold object store) -- outside the families."""
     said = facts.startup.get("slow_start_prose")
     took = facts.startup.get("weights_loading_seconds") or facts.startup.get("model_loading_seconds")
+    shard, shards = facts.startup.get("weights_shard_seconds"), facts.startup.get("weights_shards")
+    if took is None and isinstance(shard, float) and isinstance(shards, int):
+        took = shard * shards  # (the progress bar's pace over all the shards: a load the report cut short)
     if not said or not isinstance(took, (int, float)) or took < _SLOW_LOAD_S:
         return None
     return outside_families(

@@ -421,7 +421,8 @@ def unexplained_symptom(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
     configuration are not read as its cause."""
     st = facts.startup
     said = st.get("wrong_output_prose") or st.get("slow_prose") or st.get("truncated_prose") \
-        or st.get("spec_slower_prose") or st.get("acceptance_prose") or _capacity_the_block_cannot_explain(facts)
+        or st.get("spec_slower_prose") or st.get("acceptance_prose") or _capacity_the_block_cannot_explain(facts) \
+        or st.get("hang_prose")
     if not said:
         return None
     return Diagnosis(

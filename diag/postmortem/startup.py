@@ -102,6 +102,11 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     # "Model loading took 31.06 GiB memory and 286.11 seconds": how long the weights took (a slow start)
     ("model_loading_seconds", re.compile(r"Model loading took [^,\n]{0,40}? and " + _FLOAT + r" ?s(?:ec(?:ond)?s?)?\b"), float),
     ("weights_loading_seconds", re.compile(r"Loading weights took " + _FLOAT + r" ?s(?:ec(?:ond)?s?)?\b"), float),
+    # the loader's progress bar, "Loading safetensors checkpoint shards: 5% Completed | 1/20 [01:31<28:59, 91.55s/it]":
+    # seconds a shard (a load cut short -- a liveness probe -- never logs the total)
+    ("weights_shard_seconds", re.compile(r"Loading safetensors checkpoint shards:.{0,40}?\|\s*\d+/\d+ \[[^\]]{0,30}?, "
+                                         + _FLOAT + r"s/it\]"), float),
+    ("weights_shards", re.compile(r"Loading safetensors checkpoint shards:.{0,40}?\|\s*\d+/(\d+) \["), int),
     # vllm/platforms/cpu.py (0.32): the CPU host runs the accelerated GDN path (AVX512-BF16), SSM state in float32
     ("cpu_accelerated_gdn", re.compile(r"Reset SSM cache type to float32 for accelerated (GDN)"), lambda s: True),
     ("cpu_accelerated_gdn", re.compile(r"SSM state storage for the CPU accelerated (GDN)"), lambda s: True),

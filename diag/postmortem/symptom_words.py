@@ -337,7 +337,10 @@ SLOW_START = re.compile(
     r"\b(?:start(?:-?up|s|ing)?|scale[- ]?ups?|cold[- ]starts?|boots?|booting|(?:model )?load(?:ing)?|restarts?)\b[^.\n]{0,40}?"
     r"\btak(?:e|es|ing|en) (?:~|about |over |more than |almost |nearly )?\d+\+?\s*(?:min|mins|minutes|h|hours?)\b|"
     r"\btak(?:e|es) (?:~|about |over |more than )?\d+\+?\s*(?:min|mins|minutes)\b[^.\n]{0,30}?\bto (?:start|load|come up|"
-    r"be ready|become ready|scale up|serve)\b", re.I)
+    r"be ready|become ready|scale up|serve)\b|"
+    # 'server "hangs" at startup for ~30 minutes'
+    r"\b(?:hangs?|hung|stuck|sits?)\b\W{0,2}[^.\n]{0,15}?\b(?:at|during|on|while) (?:startup|start-up|boot|loading)\b[^.\n]{0,20}?"
+    r"\bfor (?:~|about |over |almost )?\d+\+?\s*(?:min|mins|minutes|h|hours?)\b", re.I)
 
 # the time to the first token, in the report's words: the prefill's and the queue's, not the drafts' (which verify
 # during decode)
@@ -527,6 +530,12 @@ SLOW = re.compile(
     r"worse|slower)\b|"
     # a question whether it is slow, after a rate: "14 tok/s, is GDN + MTP slow on consumer cards?"
     r"\btok(?:en)?s?/s\b\W{1,3}(?:why )?(?:is|are)\b(?: [\w.+/-]+){1,6}? (?:so |this |that |really |very )?slow\b|"
+    # "TPOT 35ms -> 400ms", "latency degrades badly", "some requests take minutes", "TP=2 is faster than TP=4",
+    # "31 tok/s single-stream on an H200, the model card says >150"
+    r"\b(?:TPOT|ITL|TTFT|latency|p\d\d)\b[^.\n]{0,20}?~?\d+(?:\.\d+)?\s*m?s\s*(?:->|\u2192|=>)\s*~?\d|"
+    r"\b(?:latency|throughput|performance|speed)\b[^.\n]{0,20}?\bdegrades?\b|\brequests? take (?:minutes|ages|forever)\b|"
+    r"\b(?:TP|tp)\s*=?\s*\d\b[^.\n]{0,30}?\bis faster than (?:TP|tp)\s*=?\s*\d|"
+    r"\d\s*tok(?:en)?s?/s\b[^.\n]{0,60}?\b(?:model card|blog|docs?|README|paper)\b[^.\n]{0,10}?\bsays?\b|"
     # "decodes at ~19 tok/s for one user, the model card / blog says it should be much faster"
     r"\b(?:model card|blog(?: post)?|docs?|documentation|benchmarks?|README)\b[^.\n]{0,20}?\b(?:says?|said|claims?|shows?|"
     r"suggests?) (?:it )?should be (?:much |way |a lot |far |significantly )?faster\b|"
