@@ -251,6 +251,8 @@ batch_numerics_prose                   greedy answers tied to the batch's numeri
                                        identical``, ``reduction order``)
 slow_start_prose,                      the server said slow to start (``Scale-up takes 12+ minutes``), and
 weights_loading_seconds                vLLM's ``Loading weights took N seconds``
+weights_shard_seconds, weights_shards  the loader's progress bar ``Loading safetensors checkpoint shards: 5%
+                                       Completed | 1/20 [01:31<28:59, 91.55s/it]`` (seconds a shard, shards)
 request_params (dict)                  max_tokens / temperature / top_k ... of the failing request (curl
                                        body, client call, ``SamplingParams(...)``)
 request_params_last (dict)             the last request's, where a later request samples otherwise (a
