@@ -71,6 +71,15 @@ _REASONING_BUDGET = _Told(
     title="Reasoning spends the request's max_tokens (empty or cut answers)",
     message="empty or cut answers without an error: {said}",
     missing="the same request with a larger max_tokens (or a thinking budget), and its usage's reasoning tokens")
+# text a drafter predicts badly (ids, hashes, base64, a language its head was not trained on): acceptance is the text's
+_HARD_TO_DRAFT = _Told(
+    ("acceptance_prose",), "hard_to_draft_prose",
+    basis=("no error; the report says draft acceptance is low ('{said}') on text a drafter predicts badly ('{cause}'): "
+           "a draft head (or n-gram match) guesses the next tokens from what it has seen, so ids, hashes and languages "
+           "outside its training are rejected whatever the engine does -- outside the hybrid/spec-decode families"),
+    title="Low draft acceptance on text the drafter cannot predict (the workload, not the engine)",
+    message="low acceptance without an error: {said}",
+    missing="the acceptance of the same server on a chat dataset (ShareGPT) beside this workload's")
 # a proxy in front of the server retrying requests (Envoy's retry_on, an access log's retry count): each retry is a
 # new request whose stream a client that appends what it receives shows after the first
 _PROXY_RETRY = _Told(
@@ -175,6 +184,10 @@ def client_path_corruption(facts: LogFacts, base_numbers: dict) -> Diagnosis | N
 
 def replicas_differ(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     return _told(facts, base_numbers, _REPLICAS)
+
+
+def hard_to_draft_text(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _HARD_TO_DRAFT)
 
 
 def reasoning_spends_budget(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -554,23 +554,6 @@ def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
         missing=["the acceptance of the same prompts sent with temperature 0 and no penalties"])
 
 
-def hard_to_draft_text(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, draft acceptance low, and the report shows text a drafter cannot predict (ids, hashes, base64) or a
-    language its head was not trained on: acceptance is a property of the text, outside the families."""
-    said, told = facts.startup.get("acceptance_prose"), facts.startup.get("hard_to_draft_prose")
-    if not said or not told or facts.startup.get("wrong_output_prose"):
-        return None
-    return outside_families(
-        facts, base_numbers,
-        basis=(f"no error; the report says draft acceptance is low ('{said}') on text a drafter predicts badly "
-               f"('{told}'): a draft head (or n-gram match) guesses the next tokens from what it has seen, so ids, "
-               "hashes and languages outside its training are rejected whatever the engine does -- outside the "
-               "hybrid/spec-decode families"),
-        title="Low draft acceptance on text the drafter cannot predict (the workload, not the engine)",
-        message=f"low acceptance without an error: {said}", evidence=("acceptance_prose", "hard_to_draft_prose"),
-        missing=["the acceptance of the same server on a chat dataset (ShareGPT) beside this workload's"])
-
-
 def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error; drafts said to make serving slower at a large batch, on a model without MLA: at that batch the GPUs
     are compute-bound, and every step verifies 1 + k tokens per request for the few it accepts -- speculative decoding's

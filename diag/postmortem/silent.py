@@ -10,15 +10,15 @@ from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (chat_template_twice, client_capped_concurrency, client_path_corruption, foreign_tokenizer,
-                         ignore_eos_loops, left_truncated_prompts, prompt_logprobs_skip_cache, proxy_retry_duplicates,
-                         proxy_slows_stream, proxy_timeout_truncation, reasoning_spends_budget, repeats_rewarded,
-                         replayed_prompts_hit, replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
-                         token_cap_truncation, unique_prompts_miss, varying_prefix)
+                         hard_to_draft_text, ignore_eos_loops, left_truncated_prompts, prompt_logprobs_skip_cache,
+                         proxy_retry_duplicates, proxy_slows_stream, proxy_timeout_truncation, reasoning_spends_budget,
+                         repeats_rewarded, replayed_prompts_hit, replicas_differ, salted_prefixes, split_routing,
+                         stop_string_truncation, token_cap_truncation, unique_prompts_miss, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, collective_hang,
                           cotenant_gpu_slowdown, cpu_offload_slowdown, cpu_starved_slowdown, drafts_never_accepted,
-                          eager_slowdown, gpu_throttled_slowdown, grammar_compile_stall, hard_to_draft_text, kv_cache_idle,
+                          eager_slowdown, gpu_throttled_slowdown, grammar_compile_stall, kv_cache_idle,
                           kv_saturated_workload, long_context_capacity, lora_slot_queueing, low_memory_share_capacity,
                           mig_slice_limits, mismatched_drafter, modelfree_drafts_unmatched, pcie_allreduce_slowdown,
                           prefill_budget_slowdown, prefill_chunks_stall_decodes, random_prompts_acceptance,
