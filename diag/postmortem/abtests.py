@@ -30,13 +30,14 @@ _STAYS = (r"(?:\b(?:still|also)\s+(?!(?:fine|ok|okay|works?|worked|good|clean|co
           r"starts|serves)\b)\w+|\bsame\s+(?:garbage|failure|crash|problem|issue|error|loops?|repetition|output|result)s?\b)")
 # both switched off at once and the symptom stays: "disabling prefix caching AND MTP still repeats", "without MTP and
 # without prefix caching: same garbage"
+_OFF = r"\b(?:disabling|disabled|turning off|turned off|without|no)\s+(?:both\s+)?"
+_AND = r"\s+(?:and|&|\+)\s+(?:without\s+|no\s+)?"
+_PC_WORD = r"(?:(?:automatic\s+)?prefix[- _]?caching|apc)"
+_DRAFTS_WORD = r"(?:MTP|spec(?:ulative)?(?:[- ]decod\w*)?|drafts?|EAGLE\w*|ngram"
 _BOTH_OFF_PERSISTS = re.compile(
-    r"\b(?:disabling|disabled|turning off|turned off|without|no)\s+(?:both\s+)?(?:(?:automatic\s+)?prefix[- _]?caching|apc)\s+"
-    r"(?:and|&|\+)\s+(?:without\s+|no\s+)?(?:MTP|spec(?:ulative)?(?:[- ]decod\w*)?|drafts?|EAGLE\w*|ngram|the drafts?)\b"
-    r"[^.\n]{0,30}?" + _STAYS + "|"
-    r"\b(?:disabling|disabled|turning off|turned off|without|no)\s+(?:both\s+)?(?:MTP|spec(?:ulative)?(?:[- ]decod\w*)?|drafts?|"
-    r"EAGLE\w*|ngram)\s+(?:and|&|\+)\s+(?:without\s+|no\s+)?(?:(?:automatic\s+)?prefix[- _]?caching|apc)\b[^.\n]{0,30}?"
-    + _STAYS, re.I)
+    # (either switch named first; after the cache, the drafts may also be "the drafts")
+    _OFF + _PC_WORD + _AND + _DRAFTS_WORD + r"|the drafts?)\b[^.\n]{0,30}?" + _STAYS + "|"
+    + _OFF + _DRAFTS_WORD + ")" + _AND + _PC_WORD + r"\b[^.\n]{0,30}?" + _STAYS, re.I)
 _PERSISTS_WITHOUT_PC = re.compile(
     # "prefix caching off: still differs"
     r"\b(?:automatic\s+)?(?:prefix[- _]?caching|apc)\s+(?:off|disabled)\s*(?:->|=>|\u2192|:)\s*(?:still|also|same)\s+"

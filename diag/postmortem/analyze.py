@@ -333,9 +333,14 @@ def _outside_lead_drops_notes(facts: LogFacts, findings: list[Finding]) -> list[
         return findings
     lead = findings[0]
     root_line = facts.root.log_line if facts.root is not None else None
-    notes = [f for f in findings[1:] if f.category != "other" and not any(e.line == root_line for e in f.evidence if root_line)
+    notes = [f for f in findings[1:] if f.category != "other" and not _cites(f, root_line)
              and (f.severity == "info" or (f.severity == "warning" and not _answers_symptom(facts, f)))]
     return [lead] + _leave_out(lead, findings[1:], notes)
+
+
+def _cites(f: Finding, line: int | None) -> bool:
+    """Whether ``f``'s evidence quotes the log line ``line`` (the root error's)."""
+    return line is not None and any(e.line == line for e in f.evidence)
 
 
 def _state_confidence(facts: LogFacts, findings: list[Finding]) -> None:
@@ -345,7 +350,7 @@ def _state_confidence(facts: LogFacts, findings: list[Finding]) -> None:
         if f.confidence and f.basis:
             continue
         log_ev = [e for e in f.evidence if e.source in (None, "log")]
-        cites_root = root_line is not None and any(e.line == root_line for e in f.evidence)
+        cites_root = _cites(f, root_line)
         if cites_root and f.comparisons:
             conf, why = "high", "the log's root error, with expected-vs-actual values"
         elif cites_root:
@@ -404,7 +409,7 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
     root_line = root.log_line if root is not None else None
 
     def cites_root(f: Finding) -> bool:
-        return root_line is not None and any(e.line == root_line for e in f.evidence)
+        return _cites(f, root_line)
 
     same = [f for f in findings if f.category == d.category and (cites_root(f) or root is None) and f.severity == "error"]
     if same and d.category != "other":
@@ -514,8 +519,7 @@ def _root_first(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
     from ..model import SEVERITIES
 
     def key(f: Finding) -> tuple[int, int]:
-        hits = any(e.line == root.log_line for e in f.evidence)
-        return SEVERITIES.index(f.severity), 0 if hits else 1
+        return SEVERITIES.index(f.severity), 0 if _cites(f, root.log_line) else 1
 
     return sorted(findings, key=key)
 

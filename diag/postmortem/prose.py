@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
-from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, HARD_TO_DRAFT, REASONING_ATE_BUDGET, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED, DIRECT_FINE,
-                          DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE, GUESS,
-                          IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY, PROXY_TIMEOUT, REPLAY_HITS,
-                          REPLICAS_DIFFER, SPLIT_ROUTING, UNIQUE_PROMPTS, WSL)
+from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED,
+                          DIRECT_FINE, DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE,
+                          GUESS, HARD_TO_DRAFT, IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY,
+                          PROXY_TIMEOUT, REASONING_ATE_BUDGET, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING,
+                          UNIQUE_PROMPTS, WSL)
 from .lines import Line
 from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
                             PROMPT_HEAD_SHOWN, RANDOM_DATASET, RANDOM_PREFIX, RANDOM_PROMPTS, REQ_HINT, REQ_PARAM,
@@ -812,7 +813,8 @@ class ProseLines:
                     # (a reporter's sentence hard-wrapped over two lines is read whole: prose only)
                     self._first_words(name, rx, wide if line.level is None else text, line)
         if line.level is None and "gpu_link_no_nvlink" not in self.facts.startup and len(text) < 2000 and (
-                "VLink" in text or "PCIe" in text or "pair" in text or "P2P" in text) and (m := _NO_NVLINK_PROSE.search(text)):
+                "VLink" in text or "PCIe" in text or "pair" in text or "P2P" in text) \
+                and (m := _NO_NVLINK_PROSE.search(text)):
             self.facts.startup["gpu_link_no_nvlink"] = m.group(0)
             self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
         if line.level is None and "GPU" in text and (topo := _TOPO_ROW.match(text)):
