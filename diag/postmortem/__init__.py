@@ -196,6 +196,15 @@ num_preemptions_max,                   the highest ``Preemptions: N``, ``Waiting
 num_requests_waiting_max,              usage: N%`` of the stats lines (a preemption storm's peak)
 gpu_kv_cache_usage_percent_max,
 num_requests_running_max               the highest ``Running: N reqs``
+proxy_read_timeout_s                   a proxy's read timeout as its configuration states it (``proxy_read_timeout
+                                       60s;``, ``proxy-read-timeout: "60"``)
+compute_capability                     the GPU's compute capability as the report states it (``Compute Capability
+                                       7.0``)
+other_process_mib                      the memory of the other program nvidia-smi lists beside vLLM on one GPU
+mojibake_text                          a line showing UTF-8 text decoded as Latin-1 (``fÃ¼r``, ``itâ€™s``)
+replica_imbalance                      stats lines of several engines within seconds of each other, one running
+                                       many requests with some waiting while another runs few (replicas behind a
+                                       router, data-parallel engines)
 max_cudagraph_capture_size_requested,  ``Capping cudagraph capture sizes from max 512 to 48 to fit Mamba
 max_cudagraph_capture_size_capped,     cache blocks (50 blocks available)``; when none fits (``No valid cudagraph
 mamba_cache_blocks_available,          capture sizes remain after capping to Mamba cache blocks (6). The smallest

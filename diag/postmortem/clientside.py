@@ -154,6 +154,35 @@ _SPLIT_ROUTING = _Told(
     missing=("the hit rate of one replica replaying one conversation, or with session affinity / prefix-aware "
              "routing in front of the replicas"))
 
+# several engines' stats lines of one moment, one of them loaded and queueing while another idles: the router in front
+# of them (a hash on a constant header, no least-request balancing) sends them the load unevenly
+_LOAD_ON_ONE = _Told(
+    ("capacity_prose", "slow_prose", "spec_slower_prose"), "replica_imbalance",
+    basis=("no error; the report says '{said}' and the stats lines of several engines at one moment show the load on "
+           "one of them ({cause}): the busy engine queues while the others idle, so the router or load balancer in "
+           "front of them spreads requests unevenly -- outside the hybrid/spec-decode families"),
+    title="Load concentrated on one of several engines (the router, not an engine's capacity)",
+    message="capacity without an error: {said}",
+    missing="the router's balancing policy (hash key, least-request) and every engine's Running / Waiting under the load")
+
+# UTF-8 decoded as Latin-1 on the way in or out (a dataset export, a client's decoding): the text itself is garbled
+_ENCODED_TWICE = _Told(
+    ("wrong_output_prose", "acceptance_prose"), "mojibake_text",
+    basis=("no error; the report says '{said}' and its text shows UTF-8 read as Latin-1 ('{cause}'): those characters "
+           "are bytes encoded twice on the way to or from the engine (a data export, a client's decoding), which no "
+           "model or drafter produces on its own -- outside the hybrid/spec-decode families"),
+    title="Text encoded twice (UTF-8 read as Latin-1): the data or the client, not the engine",
+    message="garbled text without an error: {said}",
+    missing="the raw bytes of one prompt as sent (xxd) and of one response as received")
+
+
+def encoded_twice(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _ENCODED_TWICE)
+
+
+def load_on_one_engine(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _LOAD_ON_ONE)
+
 
 def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     return _told(facts, base_numbers, _CLIENT_CAP)

@@ -196,6 +196,11 @@ def _split_parts(frames: list, numbers: dict[str, Any]) -> None:
         numbers.setdefault(name, val)
 
 
+# UTF-8 text decoded as Latin-1 / cp1252 ("fÃ¼r", "Ã©tÃ©", "itâ€™s"): bytes encoded twice on the way, never a token
+# the model or a drafter produces on its own
+_MOJIBAKE = re.compile("\u00c3[\u0080-\u00bf]|\u00e2\u20ac[\u2122\u0153\u009d\u02dc\u201c\u201d\"'\u2013\u2014\u00a6-]")
+
+
 class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ErrorLines):
     def __init__(self) -> None:
         self.tb = TracebackParser()
@@ -265,6 +270,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.logged: dict[str, Any] = {}
         self._logged_budget = 400  # records read for logged_values (startup.py)  # settings vLLM's INFO/WARNING records state (logged_numbers)
         self.shell_vars: dict[str, str] = {}  # variables a pasted shell script sets (TP=4), used as -tp $TP
+        self.stats_rows: list[tuple[int, int, int, int]] = []  # recent stats lines: (second, running, waiting, line)
 
     # -------------------------------------------------------------- helpers
     # -------------------------------------------------------------- feed
@@ -325,6 +331,9 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         if self.socket_net is None and ("Socket" in line.text or "GbE" in line.text or "thernet" in line.text
                                         or "NET/IB" in line.text) and (m := _SOCKET_NET.search(line.text)):
             self.socket_net = (line.lineno, line.text.strip()[:500], m.group(0))
+        if ("\u00c3" in line.text or "\u00e2\u20ac" in line.text) and "mojibake_text" not in self.facts.startup \
+                and len(_MOJIBAKE.findall(line.text[:4000])) >= 2:
+            self._set_startup("mojibake_text", line.text.strip()[:200], line)
         if "ip=" in line.text and len(self.node_ips) < 64 and (m := _RAY_NODE_IP.search(line.text)):
             self.node_ips.add(m.group(1))
         if not self.multi_node_prose and "node" in line.text and line.level is None and _MULTI_NODE.search(line.text):

@@ -61,6 +61,9 @@ _PROC_NOPAREN = re.compile(r"^([A-Za-z][\w.\-]*)(?: rank=(\d+))? pid=([^)\s,]*)(
 _MIDLINE_RECORD = re.compile(r"\((?:" + _PROC_NAME + r")(?: rank=\d+)? pid=[^)\s]*(?:, ip=[^)]*)?\) "
                              r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 _RANK = re.compile(r"^\[rank(\d+)\]:")
+# a name a launcher or a reporter put in front of a vLLM record ("W2 ERROR 12-03 16:53:05 [...]", "EngineCore INFO
+# 11-26 ..."): one word, then the record's level and date
+_NAME_BEFORE_RECORD = re.compile(r"^([A-Za-z][\w.\-:]{0,39}) (?=(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d)")
 _LEVEL = re.compile(
     r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+)?"
     # (a reporter may elide the line number: "[core.py:..]", "[multiproc_executor.py:…]")
@@ -233,6 +236,11 @@ def clean_line(raw: str, lineno: int) -> Line | None:
         m = _RANK.match(text)
         if m:
             process = process or f"rank{m.group(1)}"
+            text = text[m.end():]
+            continue
+        m = _NAME_BEFORE_RECORD.match(text) if process is None else None
+        if m:
+            process = m.group(1)
             text = text[m.end():]
             continue
         break

@@ -321,6 +321,11 @@ _CAUSE_FACTS = (
 # nvidia-smi -q's telemetry of a GPU ("GPU Current Temp : 89 C", "Current Power Limit : 450.00 W", the Clocks section's
 # "SM : 1095 MHz"): the first GPU's values, as the report pasted them
 _SMI_FIELD = re.compile(r"^\s*(GPU Current Temp|Current Power Limit|Power Draw|SM)\s+:\s+(\d+(?:\.\d+)?)\s*(C|W|MHz)\b")
+# a proxy's read timeout as its configuration states it (nginx's "proxy_read_timeout 60s;", the ingress annotation
+# 'proxy-read-timeout: "60"'): the longest a response may stay silent before the proxy cuts it
+_PROXY_READ_TIMEOUT = re.compile(r"\bproxy[-_]read[-_]timeout[\"']?\s*[:=]?\s*[\"']?(\d+)\s*(s|m|ms)?\b")
+# the GPU's compute capability as a report or nvidia-smi states it ("Compute Capability 7.0", "compute capability 8.9")
+_COMPUTE_CAPABILITY = re.compile(r"\bcompute[ _]capability\b[\"':=\s]*(?:is |of )?(\d{1,2}\.\d)\b", re.I)
 _SMI_NAMES = {"GPU Current Temp": "gpu_temp_c", "Current Power Limit": "power_limit_w", "Power Draw": "power_draw_w",
               "SM": "sm_clock_mhz"}
 # the reporter's word that the GPUs have no NVLink between them ("4x L40S (PCIe Gen4, no NVLink)", 'all GPU pairs show
@@ -458,6 +463,7 @@ class ProseLines:
             if engine and other and "cotenant_prose" not in self.facts.startup:
                 self.facts.startup["cotenant_prose"] = (f"nvidia-smi lists {other[0][0]} ({other[0][1]:,} MiB) beside "
                                                         f"vLLM on GPU {gpu}")
+                self.facts.startup["other_process_mib"] = other[0][1]
                 self.facts.lines["cotenant_prose"] = (line.lineno, text.strip()[:500])
 
     def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
@@ -485,6 +491,15 @@ class ProseLines:
             if name not in self.facts.startup:
                 self.facts.startup[name] = float(smi.group(2)) if "." in smi.group(2) else int(smi.group(2))
                 self.facts.lines[name] = (line.lineno, text.strip()[:500])
+        if "timeout" in text and "proxy_read_timeout_s" not in self.facts.startup and (m := _PROXY_READ_TIMEOUT.search(text)):
+            secs = int(m.group(1)) * {"m": 60, "ms": 0.001}.get(m.group(2) or "s", 1)
+            self.facts.startup["proxy_read_timeout_s"] = secs
+            self.facts.lines["proxy_read_timeout_s"] = (line.lineno, text.strip()[:500])
+        if "apabilit" in text and "compute_capability" not in self.facts.startup and (
+                m := _COMPUTE_CAPABILITY.search(text)):
+            major, minor = m.group(1).split(".")
+            self.facts.startup["compute_capability"] = [int(major), int(minor)]  # (as identity.py reads it off sm_NN)
+            self.facts.lines["compute_capability"] = (line.lineno, text.strip()[:500])
         if self.hit_rate_count and len(text) < 160 and _RUN_HEADER.search(text):
             # a header between pasted metrics naming the setting changed ("MTP 끄면:", "without --enable-prefix-caching:"):
             # the lines after it are another run, even from a process id the restart reused (a container's pid 1)

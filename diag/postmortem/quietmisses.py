@@ -751,6 +751,9 @@ def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
     tokens, per_request, running = st.get("gpu_kv_cache_tokens"), st.get("request_tokens_prose"), st.get("num_requests_running_max")
     if all(isinstance(x, int) and x > 0 for x in (tokens, per_request, running)) and running * per_request * 2 <= tokens:
         return None  # the requests the report sizes should fit twice over: the cache's layout, not the load, holds fewer
+    if isinstance(block, int) and isinstance(tokens, int) and isinstance(running, int) and running > 0 \
+            and usage / 100 * tokens / running <= 2 * block:
+        return None  # (each running request holds a block or two of the hybrid's raised size: the block, not the load)
     return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says '{said}' and the engine's stats lines show the KV cache at {usage:g}% with "

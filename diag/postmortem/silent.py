@@ -9,11 +9,12 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
-from .clientside import (chat_template_twice, client_capped_concurrency, client_path_corruption, foreign_tokenizer,
-                         hard_to_draft_text, ignore_eos_loops, left_truncated_prompts, prompt_logprobs_skip_cache,
-                         proxy_retry_duplicates, proxy_slows_stream, proxy_timeout_truncation, reasoning_spends_budget,
-                         repeats_rewarded, replayed_prompts_hit, replicas_differ, salted_prefixes, split_routing,
-                         stop_string_truncation, token_cap_truncation, unique_prompts_miss, varying_prefix)
+from .clientside import (chat_template_twice, client_capped_concurrency, client_path_corruption, encoded_twice,
+                         foreign_tokenizer, hard_to_draft_text, ignore_eos_loops, left_truncated_prompts,
+                         load_on_one_engine, prompt_logprobs_skip_cache, proxy_retry_duplicates, proxy_slows_stream,
+                         proxy_timeout_truncation, reasoning_spends_budget, repeats_rewarded, replayed_prompts_hit,
+                         replicas_differ, salted_prefixes, split_routing, stop_string_truncation, token_cap_truncation,
+                         unique_prompts_miss, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, collective_hang,
@@ -279,7 +280,8 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or reasoning_spends_budget(facts, base_numbers) or token_cap_truncation(facts, base_numbers)
             or left_truncated_prompts(facts, base_numbers)
             or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
-            or client_path_corruption(facts, base_numbers) or proxy_retry_duplicates(facts, base_numbers)
+            or client_path_corruption(facts, base_numbers) or encoded_twice(facts, base_numbers)
+            or proxy_retry_duplicates(facts, base_numbers)
             or ignore_eos_loops(facts, base_numbers)
             or proxy_slows_stream(facts, base_numbers)
             or chat_template_twice(facts, base_numbers) or stop_string_truncation(facts, base_numbers)
@@ -287,6 +289,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or foreign_tokenizer(facts, base_numbers)
             or random_prompts_acceptance(facts, setup, base_numbers) or modelfree_drafts_unmatched(facts, setup, base_numbers)
             or lora_slot_queueing(facts, base_numbers) or client_capped_concurrency(facts, base_numbers)
+            or load_on_one_engine(facts, base_numbers)
             or grammar_compile_stall(facts, base_numbers)
             or cpu_starved_slowdown(facts, base_numbers) or gpu_throttled_slowdown(facts, base_numbers)
             or socket_network_slowdown(facts, base_numbers) or cotenant_gpu_slowdown(facts, base_numbers)

@@ -151,6 +151,9 @@ _STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, co
 # usage: 100.0%" -- a preemption counter appears once requests were preempted (recomputed) for want of KV blocks; a
 # preemption storm shows in the highest values over the log (<name>_max), not the last
 _PREEMPTIONS = re.compile(r"Preemptions: (\d+)")
+_RUNNING = re.compile(r"Running: (\d+) reqs")
+_WAITING = re.compile(r"Waiting: (\d+) reqs")
+_STAMP = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 # vLLM's request log: "Received request chatcmpl-..: prompt: '...'" (older) / "Request chatcmpl-.. details: prompt: "...""
 _LOGGED_PROMPT = re.compile(r"\bRe(?:ceived re)?quest \S+(?: details)?:? prompt: ['\"](.{20,})")
 _PEAKED = ("num_requests_waiting", "gpu_kv_cache_usage_percent", "num_requests_running", "dsa_native_next_n")
@@ -286,6 +289,30 @@ class StartupLines:
         elif mode == "FULL" and int(m.group(2)) > st.get("cudagraph_full_max_tokens", 0):
             st["cudagraph_full_max_tokens"] = int(m.group(2))
 
+    def _engines_apart(self, line: Line) -> None:
+        """Stats lines of several engines in one 10-second round (replicas behind a router, data-parallel engines):
+        one running many requests with some waiting while another runs a handful is load the router concentrated, not
+        an engine's capacity."""
+        run, wait, when = _RUNNING.search(line.text), _WAITING.search(line.text), _STAMP.search(line.display)
+        if run is None or when is None:
+            return
+        mo, d, h, mi, se = (int(x) for x in when.groups())
+        row = ((((mo * 31 + d) * 24 + h) * 60 + mi) * 60 + se, int(run.group(1)), int(wait.group(1)) if wait else 0,
+               line.lineno)
+        rows = self.stats_rows
+        for other in rows:
+            if abs(other[0] - row[0]) > 6:
+                continue
+            hi, lo = (row, other) if row[1] >= other[1] else (other, row)
+            if hi[1] >= 16 and hi[2] > 0 and lo[2] == 0 and lo[1] * 8 <= hi[1]:
+                self.facts.startup["replica_imbalance"] = (f"one engine runs {hi[1]} requests with {hi[2]} waiting while "
+                                                           f"another runs {lo[1]} at the same time")
+                self.facts.lines["replica_imbalance"] = (hi[3], f"Running: {hi[1]} reqs, Waiting: {hi[2]} reqs "
+                                                                f"(line {hi[3]}) beside Running: {lo[1]} reqs (line {lo[3]})")
+                return
+        rows.append(row)
+        del rows[:-16]
+
     def _record_line(self, line: Line) -> None:
         text = line.text
         if "hut" in text or "SIG" in text:
@@ -327,6 +354,8 @@ class StartupLines:
         m = _PREEMPTIONS.search(text) if "Preemptions: " in text else None
         if m:
             self._peak("num_preemptions", int(m.group(1)), line)
+        if "Running: " in text and "replica_imbalance" not in self.facts.startup:
+            self._engines_apart(line)
         m = _CAPPING.search(text) if "Capping cudagraph" in text else None
         if m:  # "Capping cudagraph capture sizes from max 512 to 48 to fit Mamba cache blocks (50 blocks available)"
             self._set_startup("max_cudagraph_capture_size_requested", int(m.group(1)), line)

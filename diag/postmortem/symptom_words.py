@@ -684,7 +684,9 @@ SLOW = re.compile(
     r"\blos(?:es|ing|t|e) (?:~|about |around )?\d+(?:\.\d+)?\s*% (?:of )?(?:its |the )?(?:\w+ )?throughput\b|"
     r"\b(?:TPOT|TTFT|ITL|latency)\b (?:\w+ )?(?:doubles|doubled|triples|tripled)\b|"
     r"\b\d+(?:\.\d+)?\s*x (?:throughput |perf(?:ormance)? |speed )?regression\b|"
-    r"\b(?:falls?|fell|falling|drops?|dropped) off a cliff\b|\b(?:throughput|latency|performance) cliff\b|"
+    r"\b(?:falls?|fell|falling|drops?|dropped) off a cliff\b|\b(?:throughput|latency|performance|TPOT|TTFT|ITL) cliff\b|"
+    # "Throughput actually goes *down* from 96 to 128"
+    r"\b(?:throughput|tok(?:en)?s?/s)\b (?:\w+ )?(?:goes|went|going) \*{0,2}down\b|"
     # the tail only: "p50 looks like a win, the tail is terrible", "p99 TPOT got much worse"
     r"\b(?:the )?(?:tail|p9[05]|p99(?:\.9)?)(?: latency| TPOT| TTFT| ITL)? (?:is|are|looks?|got|gets|went) (?:\w+ )?"
     r"(?:terrible|awful|bad|horrible|worse|much worse|way worse)\b", re.I)

@@ -106,6 +106,7 @@ class _State:
     pending_file: str | None = None  # 'File "<path>",' whose ' line N, in f' was wrapped onto the next line
     ipy_frame: tuple[str, str] | None = None  # IPython's "<file> in <function>(" awaiting its "--> N code" line
     exc_src: str | None = None  # the [file.py:N] of the log record that printed the last exception line
+    exc_level: str | None = None  # that record's level (ERROR): a record of another level is the next record
     exc_colon_only: bool = False  # the last exception line ended at its colon ("RuntimeError: "): a wrap cut it there
 
 
@@ -313,7 +314,9 @@ class TracebackParser:
             # (a record of another logger -- "[metrics.py:120] SpecDecoding metrics: ..." after the exception's
             # "[hermes_tool_parser.py:117]" -- is the next record, not the rest of a wrapped one)
             src = _record_src(line)
-            wrapped_record = (line.level is not None and line.lineno == st.last_line_seen + 1
+            # (an INFO access or stats line after an ERROR record's exception is the next record, whatever its header)
+            same_level = line.level is None or st.exc_level is None or line.level == st.exc_level
+            wrapped_record = (line.level is not None and same_level and line.lineno == st.last_line_seen + 1
                               and not (src is not None and st.exc_src is not None and src != st.exc_src)
                               and exc.message and exc.message.rstrip()[-1:] not in ".!?:]}'\""
                               and not _EXC_STRICT.match(stripped) and not stripped.startswith(("Traceback", "File "))
@@ -367,6 +370,7 @@ class TracebackParser:
         st.last_exc = exc
         st.cont_lines = 1
         st.exc_src = _record_src(line) if line.level is not None else None
+        st.exc_level = line.level
         st.exc_colon_only = not message and line.text.rstrip().endswith(":")
         sig = (exc_type, message[:300])
         self.counts[sig] = self.counts.get(sig, 0) + 1

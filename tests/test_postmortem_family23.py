@@ -1,0 +1,177 @@
+"""Post-mortem, round twenty-three: a launcher's name in front of vLLM's records, an exception message that stops at
+the next record of another level, several engines' stats lines of one moment, text encoded twice, a hybrid whose
+requests each hold one raised block, a latency cliff told as such, and the numbers of a proxy's timeout, a GPU's
+compute capability and a co-tenant's memory. The reports are written here; vLLM's lines are in its own formats."""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem import facts_from_text
+from vllm_diag.postmortem.analyze import analyze_text
+
+
+def _analyze(lines: list[str]):
+    return analyze_text("\n".join(lines), "t.log", use_preflight=False)
+
+
+def test_a_short_name_before_each_record_is_a_process_prefix():
+    """'W2 ERROR 12-03 ...' (a launcher naming worker 2): the traceback behind it is read, so the kernel's check --
+    not the engine's wrapper -- is the root error."""
+    rec = "W2 ERROR 12-03 16:53:05 [multiproc_executor.py:852] "
+    lead = _analyze([
+        "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 4 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+        rec + "WorkerProc failed to start.",
+        rec + "Traceback (most recent call last):",
+        rec + '  File ".../vllm/model_executor/layers/sparse_attn_indexer.py", line 324, in sparse_attn_indexer',
+        rec + "    logits = fp8_fp4_paged_mqa_logits(",
+        rec + '  File ".../vllm/utils/deep_gemm.py", line 606, in fp8_fp4_paged_mqa_logits',
+        rec + "    return _fp8_fp4_paged_mqa_logits_impl(",
+        rec + "RuntimeError: Assertion error (/build/DeepGEMM/csrc/jit_kernels/impls/smxx_fp8_paged_mqa_logits.hpp:233): "
+              "next_n == 1 or next_n == 2",
+        "EngineCore ERROR 12-03 16:53:06 [core.py:1120] EngineCore failed to start.",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ]).findings[0]
+    assert lead.category == "spec_kernel_limit"
+
+
+def test_a_prose_word_before_a_level_is_not_a_prefix():
+    facts = facts_from_text("we saw INFO 12-03 16:53:05 lines only")
+    assert facts.exceptions == []
+
+
+_TOOL_PARSER_ERROR = [
+    "vllm serve Qwen/Qwen3-Coder-Next --enable-prefix-caching --tool-call-parser hermes --enable-auto-tool-choice",
+    "(APIServer pid=7711) ERROR 11-29 08:14:22 [hermes_tool_parser.py:117] Error in extracting tool call from response.",
+    "(APIServer pid=7711) ERROR 11-29 08:14:22 [hermes_tool_parser.py:117] Traceback (most recent call last):",
+    '(APIServer pid=7711) ERROR 11-29 08:14:22 [hermes_tool_parser.py:117]   File ".../vllm/tool_parsers/'
+    'hermes_tool_parser.py", line 92, in extract_tool_calls',
+    '(APIServer pid=7711) ERROR 11-29 08:14:22 [hermes_tool_parser.py:117]   File "/usr/lib/python3.12/json/decoder.py", '
+    "line 356, in raw_decode",
+    "(APIServer pid=7711) ERROR 11-29 08:14:22 [hermes_tool_parser.py:117] json.decoder.JSONDecodeError: Expecting value: "
+    "line 2 column 1 (char 1)",
+    '(APIServer pid=7711) INFO:     10.8.3.21:51844 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    "(APIServer pid=7711) INFO 11-29 08:14:25 [loggers.py:...] Engine 000: Avg prompt throughput: 21877.1 tokens/s, Avg "
+    "generation throughput: 964.0 tokens/s, Running: 14 reqs, Waiting: 0 reqs, GPU KV cache usage: 9.7%, Prefix cache "
+    "hit rate: 91.3%",
+]
+
+
+def test_an_info_record_after_an_error_records_exception_is_not_its_message():
+    """The access line and the stats line after the JSONDecodeError are the next records (INFO, not ERROR): the
+    message stays 'Expecting value ...', and nothing reads the stats line's prefix-cache words as the error's."""
+    facts = facts_from_text("\n".join(_TOOL_PARSER_ERROR))
+    exc = next(e for e in facts.exceptions if e.exc_type.endswith("JSONDecodeError"))
+    assert exc.message == "Expecting value: line 2 column 1 (char 1)"
+    assert _analyze(_TOOL_PARSER_ERROR).findings[0].category == "other"
+
+
+def _replica(name: str, at: str, running: int, waiting: int) -> str:
+    return (f"  {name} | (APIServer pid=7) INFO 11-22 10:31:{at} [loggers.py:315] Engine 000: Avg prompt throughput: "
+            f"612.4 tokens/s, Avg generation throughput: 337.8 tokens/s, Running: {running} reqs, Waiting: {waiting} "
+            "reqs, GPU KV cache usage: 61.3%, Prefix cache hit rate: 41.2%")
+
+
+_JAMBA_REPLICAS = [
+    "4 replicas of Jamba-Mini behind Envoy; with 250 concurrent users the queue explodes and p95 TTFT goes to 90 s.",
+    "vllm serve ai21labs/AI21-Jamba-Mini-1.7 --tensor-parallel-size 2 --kv-cache-dtype fp8 --enable-prefix-caching "
+    "--max-num-seqs 256",
+    "  jamba-0 | (APIServer pid=7) INFO 11-22 10:00:03 [interface.py:933] Setting attention block size to 2128 tokens "
+    "to ensure that attention page size is >= mamba page size.",
+]
+
+
+def test_one_engine_queueing_while_another_idles_is_the_router():
+    lines = [*_JAMBA_REPLICAS, _replica("jamba-0", "20", 212, 34), _replica("jamba-1", "19", 1, 0),
+             _replica("jamba-2", "21", 2, 0)]
+    facts = facts_from_text("\n".join(lines))
+    assert "212 requests with 34 waiting" in facts.startup["replica_imbalance"]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "one of several engines" in lead.title
+
+
+def test_one_engine_over_time_is_no_imbalance():
+    """The same engine's stats lines ten seconds apart, busy then quiet: one engine's load changing, not replicas."""
+    lines = [*_JAMBA_REPLICAS, _replica("jamba-0", "10", 212, 34), _replica("jamba-0", "20", 1, 0)]
+    assert "replica_imbalance" not in facts_from_text("\n".join(lines)).startup
+
+
+def test_balanced_engines_are_no_imbalance():
+    lines = [*_JAMBA_REPLICAS, _replica("jamba-0", "20", 60, 3), _replica("jamba-1", "19", 55, 0)]
+    assert "replica_imbalance" not in facts_from_text("\n".join(lines)).startup
+
+
+_MLA_MTP_EVAL = [
+    "DeepSeek-V3.2 + MTP produces weird characters on our German eval, acceptance also bad.",
+    "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'",
+    "(EngineCore_DP0 pid=771) INFO 11-25 14:02:31 [cuda.py:538] Using FLASHMLA_SPARSE attention backend out of "
+    "potential backends: ['FLASHMLA_SPARSE'].",
+]
+
+
+def test_utf8_read_as_latin1_is_the_data_not_the_kernel():
+    row = '4471,de,"Guten Tag, ich habe eine Frage zur RÃ¼ckerstattung fÃ¼r meine Bestellung."'
+    facts = facts_from_text("\n".join([*_MLA_MTP_EVAL, row]))
+    assert "fÃ¼r" in facts.startup["mojibake_text"]
+    lead = _analyze([*_MLA_MTP_EVAL, row]).findings[0]
+    assert lead.category == "other" and "encoded twice" in lead.title
+
+
+def test_one_accented_word_is_no_mojibake():
+    assert "mojibake_text" not in facts_from_text("Ã la carte: the menu item Ã is fine").startup
+
+
+_NEMOTRON_ONE_BLOCK_EACH = [
+    "Running never goes above 141 although max-num-seqs is 256; our requests are ~700 tokens each.",
+    "vllm serve nvidia/NVIDIA-Nemotron-Nano-12B-v2 --max-model-len 16384 --max-num-seqs 256",
+    "(APIServer pid=61) INFO 11-23 08:15:40 [interface.py:911] Setting attention block size to 1056 tokens to ensure "
+    "that attention page size is >= mamba page size.",
+    "(EngineCore_DP0 pid=188) INFO 11-23 08:17:05 [kv_cache_utils.py:1869] GPU KV cache size: 148,896 tokens, Maximum "
+    "concurrency for 16,384 tokens per request: 9.09x",
+    "(APIServer pid=61) INFO 11-23 09:40:12 [loggers.py:310] Engine 000: Avg prompt throughput: 13870.4 tokens/s, Avg "
+    "generation throughput: 4087.3 tokens/s, Running: 141 reqs, Waiting: 259 reqs, Preemptions: 3, GPU KV cache "
+    "usage: 100.0%, Prefix cache hit rate: 0.0%",
+]
+
+
+def test_a_full_cache_of_one_block_per_request_is_the_block_not_the_load():
+    """141 running requests fill 148,896 tokens: 1,056 tokens each, one raised block apiece although each has ~700
+    tokens -- the hybrid's block granularity caps the concurrency, not the workload's size."""
+    lead = _analyze(_NEMOTRON_ONE_BLOCK_EACH).findings[0]
+    assert lead.category == "mamba_block_budget"
+
+
+_CLIFF = [
+    "### TPOT cliff above ~100 concurrent requests with Qwen3-Next FP8 + MTP (k=4) on H200",
+    "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 --max-num-seqs 256 --speculative-config "
+    "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":4}'",
+    "(EngineCore_DP0 pid=5521) INFO 11-08 10:31:18 [core.py:109] Initializing a V1 LLM engine (v0.20.2) with config: "
+    "model='Qwen/Qwen3-Next-80B-A3B-Instruct-FP8', compilation_config={'cudagraph_capture_sizes': [5, 10, 20, 500], "
+    "'max_cudagraph_capture_size': 500}",
+    "(APIServer pid=5400) INFO 11-08 11:02:10 [loggers.py:271] Engine 000: Avg prompt throughput: 6215.4 tokens/s, Avg "
+    "generation throughput: 3104.9 tokens/s, Running: 128 reqs, Waiting: 0 reqs, GPU KV cache usage: 9.8%",
+]
+
+
+def test_a_tpot_cliff_is_slowness_and_the_graphs_edge_reads_it():
+    assert facts_from_text("Throughput actually goes *down* from 96 to 128.").startup.get("slow_prose")
+    lead = _analyze(_CLIFF).findings[0]
+    assert lead.category == "cudagraph_shape" and lead.numbers["max_cudagraph_capture_size"] == 500
+
+
+def test_a_proxys_read_timeout_is_a_number():
+    assert facts_from_text("    proxy_read_timeout 60s;").startup["proxy_read_timeout_s"] == 60
+    assert facts_from_text('nginx.ingress.kubernetes.io/proxy-read-timeout: "600"').startup["proxy_read_timeout_s"] == 600
+    assert facts_from_text("proxy_read_timeout 2m;").startup["proxy_read_timeout_s"] == 120
+
+
+def test_a_compute_capability_in_words_is_the_gpus():
+    assert facts_from_text('nvidia-smi -q says "Compute Capability 7.0" if that matters.').startup[
+        "compute_capability"] == [7, 0]
+
+
+def test_a_cotenants_memory_is_a_number():
+    smi = [
+        "|    1   N/A  N/A     88213      C   python                                      17262MiB |",
+        "|    1   N/A  N/A       403      C   /usr/bin/python3 -m vllm.entrypoints.openai.api_server    60970MiB |",
+    ]
+    facts = facts_from_text("\n".join(smi))
+    assert facts.startup.get("other_process_mib") == 17262
