@@ -175,3 +175,130 @@ def test_a_cotenants_memory_is_a_number():
     ]
     facts = facts_from_text("\n".join(smi))
     assert facts.startup.get("other_process_mib") == 17262
+
+
+_GRANITE_STARTUP = [
+    "(EngineCore_DP0 pid=702) INFO 11-25 01:00:27 [interface.py:912] Setting attention block size to 1200 tokens to "
+    "ensure that attention page size is >= mamba page size.",
+    "(APIServer pid=611) INFO 11-25 01:14:50 [loggers.py:310] Engine 000: Avg prompt throughput: 912.7 tokens/s, Avg "
+    "generation throughput: 143.2 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache usage: 4.4%, Prefix cache "
+    "hit rate: 77.9%",
+]
+
+
+def test_a_raised_block_note_is_no_diagnosis_of_a_report_it_does_not_answer():
+    """Someone's words (host RAM grows every hour, prefix caching on) and a cache that hits 78 %: the raised block is
+    true of every such start and answers nothing said, so the lead says nothing here is read (not modelled) and the
+    note is left out."""
+    lines = ["Host RAM of our pod grows by about 1.5 GB every hour until the OOM killer ends it; we enabled prefix "
+             "caching for the hybrid model.", *_GRANITE_STARTUP]
+    findings = _analyze(lines).findings
+    assert findings[0].category == "other" and findings[0].rule == "unexplained_report"
+    assert "not modelled" in findings[0].title
+    assert not any(f.rule == "block_size_inflated" for f in findings)
+
+
+def test_a_pasted_log_alone_keeps_its_note_first():
+    """Two startup lines and nothing else: the note is all a reader asked for, so it stays the lead."""
+    assert _analyze(_GRANITE_STARTUP[:1]).findings[0].rule == "block_size_inflated"
+
+
+def test_a_shared_prefix_told_over_a_wrapped_line_is_read():
+    """'Every request starts with the same' / 'system prompt + tool schema, ~1,200 tokens' -- the prefix is stated, so
+    the chunks 'different every time' after it are no report of prompts that share nothing."""
+    lines = [
+        "Subject: prefix caching does nothing on Nemotron-H (0% hit rate)",
+        "vllm serve nvidia/NVIDIA-Nemotron-H-47B-Reasoning-128K -tp 4 --enable-prefix-caching --max-num-seqs 48",
+        "Every request starts with the same",
+        "system prompt + tool schema, ~1,200 tokens, then user question + retrieved chunks (different every time).",
+        "(APIServer pid=9013) INFO 11-10 10:01:22 [config.py:604] Setting attention block size to 1584 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+        "(APIServer pid=9013) INFO 11-10 14:20:41 [loggers.py:310] Engine 000: Avg prompt throughput: 9120.4 tokens/s, "
+        "Avg generation throughput: 611.3 tokens/s, Running: 29 reqs, Waiting: 0 reqs, GPU KV cache usage: 38.2%, "
+        "Prefix cache hit rate: 0.0%",
+    ]
+    assert facts_from_text("\n".join(lines)).startup["shared_prefix_tokens"] == 1200
+    assert _analyze(lines).findings[0].category == "block_size_alignment"
+
+
+def test_an_eval_score_falling_and_rambling_answers_are_wrong_output():
+    assert facts_from_text("Quality eval went from 81% -> 47% since the upgrade.").startup.get("wrong_output_prose")
+    assert facts_from_text("accuracy dropped from 0.71 to 0.52 on gsm8k").startup.get("wrong_output_prose")
+    assert facts_from_text("The model rambles and answers its own follow-up questions").startup.get("wrong_output_prose")
+    assert not facts_from_text("the eval score is 47% on this model").startup.get("wrong_output_prose")
+
+
+def test_drafts_named_before_their_state_in_an_ab_test():
+    said = facts_from_text("Edit: tried --speculative-config removed -> output still weird but slower.").startup
+    assert said.get("faults_without_spec_prose")
+    assert not facts_from_text("MTP off -> still works fine").startup.get("faults_without_spec_prose")
+
+
+_HOT = [
+    "Title: Qwen3-Next + MTP outputs gibberish after ~100 tokens, acceptance also terrible",
+    "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --enable-prefix-caching --speculative-config "
+    "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+    "(APIServer pid=2210) INFO 11-27 09:31:24 [loggers.py:310] Engine 000: Avg prompt throughput: 3877.0 tokens/s, Avg "
+    "generation throughput: 598.4 tokens/s, Running: 19 reqs, Waiting: 0 reqs, GPU KV cache usage: 5.8%, Prefix cache "
+    "hit rate: 43.0%",
+]
+
+
+def test_gibberish_at_temperature_1_9_is_the_sampling():
+    lead = _analyze([*_HOT, '{"temperature": 1.9, "top_p": 1.0, "max_tokens": 2048}']).findings[0]
+    assert lead.category == "other" and "temperature 1.9" in lead.title
+
+
+def test_a_hot_temperature_with_a_top_p_cut_is_no_sampling_reading():
+    lead = _analyze([*_HOT, '{"temperature": 1.9, "top_p": 0.8, "max_tokens": 2048}']).findings[0]
+    assert "temperature" not in lead.title
+
+
+def test_a_full_cache_of_three_raised_blocks_per_request_is_left_to_the_block():
+    """Five running requests fill 18,688 tokens: ~3.2 blocks of 1,168 each -- few enough that the raised block may be
+    what holds the 178 waiting back, so the workload reading steps aside for the Mamba block budget's."""
+    lines = [
+        "only 4-5 requests ever run, the rest queue; max-num-seqs is 128",
+        "vllm serve tiiuae/Falcon-H1-34B-Instruct --max-model-len 16384 --max-num-seqs 128",
+        "(APIServer pid=8) INFO 11-20 09:00:01 [interface.py:912] Setting attention block size to 1168 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+        "(EngineCore_DP0 pid=88) INFO 11-20 09:02:41 [kv_cache_utils.py:1868] GPU KV cache size: 18,688 tokens, Maximum "
+        "concurrency for 16,384 tokens per request: 1.14x",
+        "(APIServer pid=8) INFO 11-20 09:30:02 [loggers.py:310] Engine 000: Avg prompt throughput: 1290.1 tokens/s, Avg "
+        "generation throughput: 152.0 tokens/s, Running: 5 reqs, Waiting: 187 reqs, GPU KV cache usage: 100.0%, Prefix "
+        "cache hit rate: 0.0%",
+    ]
+    assert _analyze(lines).findings[0].category == "mamba_block_budget"
+
+
+def test_a_command_or_an_exception_is_no_report_in_someones_words():
+    """The command and the exception are the log's; only a sentence of the reporter's makes a report (whose note
+    then does not lead on its own)."""
+    for line in ("vllm serve someorg/MiniMax-M1-80k-AWQ -tp 4 --quantization awq_marlin --max-model-len 65536",
+                 "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"):
+        assert "report_prose" not in facts_from_text(line).lines
+    assert "report_prose" in facts_from_text("The answers get worse every day since we moved to the new cluster.").lines
+
+
+def test_the_platforms_own_numbers_are_read():
+    text = "\n".join([
+        "| NVIDIA-SMI 535.183.01             Driver Version: 535.183.01   CUDA Version: 12.2     |",
+        "|    0   N/A  N/A          131077      C   python3 train_probe.py                  7204MiB |",
+        "|    1   N/A  N/A     71204      C   /opt/conda/bin/python                     21346MiB   |",
+        "nr_periods 41877",
+        "nr_throttled 39102",
+        "Nov 17 03:12:55 hgx-b12 kernel: NVRM: Xid (PCI:0000:ab:00): 94, pid=533, name=VLLM::Worker_TP, Contained: SM",
+    ])
+    st = facts_from_text(text).startup
+    assert (st["driver_version"], st["driver_cuda_version"]) == ("535.183.01", 12.2)
+    # (a bare interpreter may be the engine itself; a program of its own is another's)
+    assert st["other_process_mib"] == 7204
+    assert (st["nr_periods"], st["nr_throttled"], st["xid"]) == (41877, 39102, 94)
+
+
+def test_a_rate_that_changed_keeps_its_first_value():
+    line = ("(APIServer pid=88) INFO 11-20 {} [loggers.py:310] Engine 000: Avg prompt throughput: {} tokens/s, Avg "
+            "generation throughput: {} tokens/s, Running: 40 reqs, Waiting: 0 reqs, GPU KV cache usage: 20.0%")
+    st = facts_from_text("\n".join([line.format("10:14:22", 5210.7, 1912.4), line.format("14:37:51", 2288.1, 846.0)])).startup
+    assert (st["generation_throughput_tok_s_first"], st["generation_throughput_tok_s"]) == (1912.4, 846.0)
+    assert "generation_throughput_tok_s_first" not in facts_from_text(line.format("10:14:22", 1.0, 2.0)).startup

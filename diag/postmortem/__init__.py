@@ -191,7 +191,8 @@ num_requests_running,                  the stats line's ``Running: 17 reqs, Wait
 num_requests_waiting,                  usage: 87.4%`` (last values)
 gpu_kv_cache_usage_percent
 prompt_throughput_tok_s,               the stats line's ``Avg prompt throughput: 0.0 tokens/s, Avg generation
-generation_throughput_tok_s            throughput: 18.3 tokens/s`` (last values)
+generation_throughput_tok_s            throughput: 18.3 tokens/s`` (last values; ``<name>_first``: the first, where
+                                       it changed)
 num_preemptions_max,                   the highest ``Preemptions: N``, ``Waiting: N reqs`` and ``GPU KV cache
 num_requests_waiting_max,              usage: N%`` of the stats lines (a preemption storm's peak)
 gpu_kv_cache_usage_percent_max,
@@ -200,7 +201,11 @@ proxy_read_timeout_s                   a proxy's read timeout as its configurati
                                        60s;``, ``proxy-read-timeout: "60"``)
 compute_capability                     the GPU's compute capability as the report states it (``Compute Capability
                                        7.0``)
-other_process_mib                      the memory of the other program nvidia-smi lists beside vLLM on one GPU
+other_process_mib                      the memory of the largest program of its own nvidia-smi lists (not vLLM's,
+                                       not a bare interpreter)
+driver_version, driver_cuda_version    nvidia-smi's header ``Driver Version: 535.183.01  CUDA Version: 12.2``
+nr_periods, nr_throttled, ...          a cgroup's cpu.stat lines (a CPU quota throttling the engine's host threads)
+xid                                    the driver's GPU fault code (``NVRM: Xid (PCI:0000:ab:00): 94, ...``)
 mojibake_text                          a line showing UTF-8 text decoded as Latin-1 (``fÃ¼r``, ``itâ€™s``)
 replica_imbalance                      stats lines of several engines within seconds of each other, one running
                                        many requests with some waiting while another runs few (replicas behind a

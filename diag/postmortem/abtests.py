@@ -56,6 +56,12 @@ _PERSISTS_WITHOUT_PC = re.compile(
 # + custom AR: crashed after 3h", "num_spec_tokens 0 (no spec): same crash", "So MTP is not the trigger"
 _SPEC = r"(?:[`'\"]?(?:--)?speculative[-_ ]config[`'\"]?|suffix[ -]decod\w*|suffix(?=\s+(?:off|on|disabled|removed)\b)|medusa|MTP|EAGLE-?3?|[Ee]agle-?3?|num_spec(?:ulative)?_tokens|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|drafting|ngram|" \
         r"speculation)"
+# the toggle named before its state: "tried --speculative-config removed -> output still weird", "MTP off: answers are
+# still wrong"
+_SPEC_OFF_STILL = re.compile(
+    _SPEC + r"[`'\"]?\s+(?:removed|off|disabled|dropped|turned off|switched off)\b[^.\n]{0,12}?(?:->|=>|\u2192|[:,])\s*"
+    r"(?:the\s+)?(?:(?:output|outputs|answers?|text|responses?|it)\s+)?(?:is\s+|are\s+|was\s+|were\s+)?(?:still|also)\s+"
+    + _NOT_FINE + r"[a-z]+", re.I)
 # the report saying the run has no drafts at all: "MTP is not even configured here", "no speculative decoding at all"
 _NO_SPEC_RUN = re.compile(r"\b(?:MTP|spec(?:ulative)?[ -]decod\w*|drafts?|EAGLE\w*|ngram)\b (?:is |was |are )?not (?:even )?"
                           r"(?:configured|enabled|used|on|in use)\b|\bno (?:spec(?:ulative)?[ -]decod\w*|MTP|drafts?) "
@@ -377,6 +383,7 @@ class ABTestReader:
                 self._first_words("hits_without_spec_prose", _HITS_WITHOUT_SPEC, wide, line)
             self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC, wide, line)
             self._first_words("faults_without_spec_prose", _FAULTS_WITHOUT_SPEC_I18N, wide, line)
+            self._first_words("faults_without_spec_prose", _SPEC_OFF_STILL, wide, line)
             self._first_words("no_spec_prose", _NO_SPEC_RUN, wide, line)
         if any(w in low for w in _ONE_HOST_HINTS):
             self._first_words("one_host_prose", _ONE_HOST, wide, line)

@@ -320,9 +320,38 @@ def apply_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
     the families (``other``), findings of the hybrid/spec categories that do not explain it (pre-flight
     warnings about the configuration) are dropped: they would read as the cause of a failure they did not
     cause. Every finding then carries a confidence and a basis."""
-    findings = _outside_lead_drops_notes(facts, _with_diagnosis(facts, findings))
+    findings = _note_is_no_diagnosis(facts, _outside_lead_drops_notes(facts, _with_diagnosis(facts, findings)))
     _state_confidence(facts, findings)
     return findings
+
+
+def _note_is_no_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
+    """A report in someone's words, no error, and nothing read but a note on the set-up (a hybrid's raised block) that
+    does not speak to what the report says: the note is true of every such start, so it does not lead as the cause --
+    the lead says vllm-diag read no failure or symptom here (not modelled), and the notes are left out. A pasted log
+    alone keeps its notes first: it asks nothing else."""
+    said = facts.lines.get("report_prose")
+    if facts.root is not None or not findings or said is None:
+        return findings
+    lead = findings[0]
+    if lead.category == "other" or lead.severity != "info" or _answers_symptom(facts, lead):
+        return findings
+    rate = facts.startup.get("prefix_cache_hit_rate_max")
+    if lead.rule == "block_size_inflated" and isinstance(rate, (int, float)) and rate < 10 and facts.args.get(
+            "enable_prefix_caching") is not False:
+        return findings  # (the cache barely hits: the raised block is a reading of that, whatever the words)
+    new = Finding(
+        rule="unexplained_report", category="other", severity="info",
+        title="No failure or symptom that vllm-diag reads in this report (not modelled)",
+        message=("the log shows no error, and nothing in the report's words is a symptom vllm-diag reads; the notes on "
+                 "the set-up describe the configuration, not a cause"),
+        numbers=dict(facts.numbers),
+        evidence=[Evidence(text=said[1][:300], line=said[0])],
+        missing_evidence=["the symptom in vLLM's own terms (an error, the stats lines under the load, a request and "
+                          "its response), or a run with the vllm-diag probes on (VLLM_DIAG_DB=run.db)"])
+    new.confidence = "low"
+    new.basis = "no error in the log and no symptom vllm-diag reads in the report: not modelled"
+    return _notes_left_out(new, findings)
 
 
 def _outside_lead_drops_notes(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
@@ -501,12 +530,15 @@ def _answers_symptom(facts: LogFacts, f: Finding) -> bool:
     if st.get("unique_prompts_prose"):
         return False  # (prompts that share no prefix have nothing to hit at any granularity)
     said = " ".join(str((facts.lines.get(k) or (0, ""))[1]) for k in ("slow_prose", "spec_slower_prose", "capacity_prose"))
+    rate = st.get("prefix_cache_hit_rate_max")
+    if isinstance(rate, (int, float)) and rate >= 20 and not (
+            st.get("hit_rate_prose") or st.get("shared_prefix_tokens") or PREFILL_COMPLAINT.search(said)):
+        return False  # (the cache hits; a report that only says prefix caching is on asks nothing of its granularity)
     if f.rule == "block_size_inflated":
         # (a note, not a warning: the report itself must be about the cache's hits, and a slowness it tells about the
         # prompt's side)
         return bool(st.get("hit_rate_prose") or st.get("prefix_caching_prose") or st.get("shared_prefix_tokens")) and (
             not (st.get("slow_prose") or st.get("spec_slower_prose")) or bool(PREFILL_COMPLAINT.search(said)))
-    rate = st.get("prefix_cache_hit_rate_max")
     return bool(st.get("hit_rate_prose") or st.get("prefix_caching_prose") or st.get("shared_prefix_tokens")
                 or rate == 0 or PREFILL_COMPLAINT.search(said))
 

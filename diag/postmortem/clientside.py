@@ -248,7 +248,11 @@ _UNIQUE_PROMPTS = _Told(
 
 def unique_prompts_miss(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     # (only where the report is about the hits: a benchmark of random prompts shows 0 % whatever it measures)
-    return _told(facts, base_numbers, _UNIQUE_PROMPTS) if facts.startup.get("hit_rate_prose") else None
+    # (a report that also states the prefix its prompts share -- "every request starts with the same 1,217-token
+    # system prompt, then chunks different every time" -- is about that prefix, not about prompts without one)
+    st = facts.startup
+    return _told(facts, base_numbers, _UNIQUE_PROMPTS) if st.get("hit_rate_prose") and not st.get(
+        "shared_prefix_tokens") else None
 
 
 def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -326,6 +326,15 @@ _SMI_FIELD = re.compile(r"^\s*(GPU Current Temp|Current Power Limit|Power Draw|S
 _PROXY_READ_TIMEOUT = re.compile(r"\bproxy[-_]read[-_]timeout[\"']?\s*[:=]?\s*[\"']?(\d+)\s*(s|m|ms)?\b")
 # the GPU's compute capability as a report or nvidia-smi states it ("Compute Capability 7.0", "compute capability 8.9")
 _COMPUTE_CAPABILITY = re.compile(r"\bcompute[ _]capability\b[\"':=\s]*(?:is |of )?(\d{1,2}\.\d)\b", re.I)
+# a sentence of the reporter's (a heading's or a quote's marks aside): it starts with a letter and holds none of the
+# characters of code, tables or key=value settings
+_OPERATOR_SENTENCE = re.compile(r"^[#>*\s]*[^\W\d_][^|{}=<>\\]*$")
+# ... and not a command, a flag list, an exception's line or a frame
+_NOT_A_SENTENCE = re.compile(r"\s--\w|^\s*(?:vllm|python\d?|docker|podman|sudo|export|pip|uv|kubectl|curl|torchrun|srun|"
+                             r"nvidia-smi|CUDA_\w*|VLLM_\w*|HF_\w*)\b|^\s*[\w.]*(?:Error|Exception|Warning|Interrupt)\b|"
+                             r"\bFile \"|^\s*Traceback\b")
+_WORD = re.compile(r"[^\W\d_]{2,}")
+_CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]")
 _SMI_NAMES = {"GPU Current Temp": "gpu_temp_c", "Current Power Limit": "power_limit_w", "Power Draw": "power_draw_w",
               "SM": "sm_clock_mhz"}
 # the reporter's word that the GPUs have no NVLink between them ("4x L40S (PCIe Gen4, no NVLink)", 'all GPU pairs show
@@ -442,6 +451,14 @@ def _failing_k(text: str) -> int | None:
 # GI / CI ids as "N/A  N/A")
 # (rows a reader's hard-wrap joined into one line are read one by one)
 _SMI_PROCESS = re.compile(r"(?:^|\|)\s*(\d+)\s+(?:N/A\s+N/A\s+)?(\d{2,})\s+(?:C|G|C\+G)\s+(\S[^|\n]{0,80}?)\s+(\d+)\s*MiB\b")
+# a bare interpreter's row ("python", "/opt/conda/bin/python3"): the engine's own as likely as another program's
+_BARE_INTERPRETER = re.compile(r"^\S*(?:python[\d.]*|pt_main_thread)$", re.I)
+# nvidia-smi's header: "| NVIDIA-SMI 535.183.01   Driver Version: 535.183.01   CUDA Version: 12.2 |"
+_SMI_HEADER = re.compile(r"Driver Version: (\d+\.\d+(?:\.\d+)?)\s+CUDA Version: (\d+\.\d+)")
+# a cgroup's cpu.stat ("nr_periods 41877", "nr_throttled 39102", "throttled_usec 812345"): a CPU quota throttling
+_CPU_STAT = re.compile(r"^\s*(nr_periods|nr_throttled|throttled_usec|throttled_time|nr_bursts)\s+(\d+)\s*$")
+# the driver's GPU fault report: "NVRM: Xid (PCI:0000:ab:00): 94, pid=533, ..."
+_XID = re.compile(r"\bXid \([^)]{0,40}\): (\d{1,3})\b")
 # the engine's own processes in that table (a bare python process is the engine's only where no row names vLLM)
 _ENGINE_PROCESS = re.compile(r"vllm|EngineCore|ray::", re.I)
 _PYTHON_PROCESS = re.compile(r"python|pt_main_thread", re.I)
@@ -460,6 +477,10 @@ class ProseLines:
             rx = _ENGINE_PROCESS if any(_ENGINE_PROCESS.search(n) for n, _ in seen) else _PYTHON_PROCESS
             engine = [n for n, _ in seen if rx.search(n)]
             other = [(n, v) for n, v in seen if not rx.search(n) and v >= 1024]
+            if not _ENGINE_PROCESS.search(name) and not _BARE_INTERPRETER.match(name) and mib >= 1024 \
+                    and mib > (self.facts.startup.get("other_process_mib") or 0):
+                # (a program of its own -- "python train_probe.py", "triton_server" -- is no engine's process)
+                self.facts.startup["other_process_mib"] = mib
             if engine and other and "cotenant_prose" not in self.facts.startup:
                 self.facts.startup["cotenant_prose"] = (f"nvidia-smi lists {other[0][0]} ({other[0][1]:,} MiB) beside "
                                                         f"vLLM on GPU {gpu}")
@@ -486,6 +507,9 @@ class ProseLines:
 
     def _prose_line(self, line: Line) -> None:
         text = line.text
+        if "report_prose" not in self.facts.lines and _OPERATOR_SENTENCE.match(text) and not _NOT_A_SENTENCE.search(text) \
+                and (len(_WORD.findall(text)) >= 6 or len(_CJK.findall(text)) >= 8):
+            self.facts.lines["report_prose"] = (line.lineno, text.strip()[:500])  # (someone's words, not a log's)
         if " : " in text and (smi := _SMI_FIELD.match(text)):  # (before the nested blocks that end the line's reading)
             name = _SMI_NAMES[smi.group(1)]
             if name not in self.facts.startup:
@@ -630,7 +654,8 @@ class ProseLines:
             self.facts.startup["varying_prefix_prose"] = f"the prompt is prefixed with a per-request value: '{m.group(0)}'"
             self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and "shared_prefix_tokens" not in self.facts.startup and len(text) < 2000 and "token" in text:
-            m = SHARED_PREFIX.search(text) or SHARED_PREFIX_BEFORE.search(text) or SHARED_PREFIX_BRACKETED.search(text)
+            # (the sentence may be hard-wrapped: "Every request starts with the same" / "system prompt, ~1,200 tokens")
+            m = SHARED_PREFIX.search(wide) or SHARED_PREFIX_BEFORE.search(wide) or SHARED_PREFIX_BRACKETED.search(wide)
             if m:
                 groups = [g for g in m.groups()]
                 number = next(g for g in groups[::2] if g is not None)
@@ -850,6 +875,15 @@ class ProseLines:
             self._first_words("wsl_prose", WSL, text, line)  # (vLLM's own warning or the reporter's words)
         if "MiB" in text and line.level is None:
             self._smi_process(text, line)
+        if "Driver Version" in text and "driver_version" not in self.facts.startup and (m := _SMI_HEADER.search(text)):
+            self.facts.startup["driver_version"] = m.group(1)
+            self.facts.startup["driver_cuda_version"] = float(m.group(2))
+            self.facts.lines["driver_version"] = (line.lineno, text.strip()[:500])
+        if ("nr_" in text or "throttled" in text) and (m := _CPU_STAT.match(text)) and m.group(1) not in self.facts.startup:
+            self.facts.startup[m.group(1)] = int(m.group(2))
+        if "Xid" in text and "xid" not in self.facts.startup and (m := _XID.search(text)):
+            self.facts.startup["xid"] = int(m.group(1))
+            self.facts.lines["xid"] = (line.lineno, text.strip()[:500])
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text
                 or "onto" in text or "schedul" in text or "slic" in text

@@ -554,6 +554,28 @@ def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
         missing=["the acceptance of the same prompts sent with temperature 0 and no penalties"])
 
 
+def hot_sampling_garbage(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the output said to be garbage, and the requests sample at a temperature of 1.5 or more without a
+    top-p / top-k / min-p cut: the tail of the vocabulary is drawn often enough that any model's text falls apart (its
+    drafts are rejected too) -- the requests' sampling, outside the families."""
+    said = facts.startup.get("wrong_output_prose")
+    params = facts.startup.get("request_params_last") or facts.startup.get("request_params") or {}
+    temp = params.get("temperature")
+    cut = any(isinstance(params.get(k), (int, float)) and 0 < params[k] < (0.95 if k == "top_p" else 10 ** 6)
+              for k in ("top_p", "min_p")) or (isinstance(params.get("top_k"), int) and 0 < params["top_k"] <= 100)
+    if not said or not isinstance(temp, (int, float)) or temp < 1.5 or cut:
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says the output goes wrong ('{said}') and the requests sample at temperature "
+               f"{temp:g} with no top-p / top-k / min-p cut: at that temperature the vocabulary's tail is drawn often "
+               "enough that any model's text turns incoherent, drafts or not -- the requests' sampling, outside the "
+               "hybrid/spec-decode families"),
+        title=f"Incoherent text from sampling at temperature {temp:g} (the requests, not the engine)",
+        message=f"wrong output without an error: {said}", evidence=("wrong_output_prose", "request_params"),
+        missing=["the same prompts sent with temperature 0 (greedy) or the model's recommended sampling"])
+
+
 def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error; drafts said to make serving slower at a large batch, on a model without MLA: at that batch the GPUs
     are compute-bound, and every step verifies 1 + k tokens per request for the few it accepts -- speculative decoding's
@@ -752,8 +774,10 @@ def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
     if all(isinstance(x, int) and x > 0 for x in (tokens, per_request, running)) and running * per_request * 2 <= tokens:
         return None  # the requests the report sizes should fit twice over: the cache's layout, not the load, holds fewer
     if isinstance(block, int) and isinstance(tokens, int) and isinstance(running, int) and running > 0 \
-            and usage / 100 * tokens / running <= 2 * block:
-        return None  # (each running request holds a block or two of the hybrid's raised size: the block, not the load)
+            and usage / 100 * tokens / running < 4 * block:
+        # (each running request holds a few blocks of the hybrid's raised size: the block may be what holds the others
+        # back, as silent.py's capacity reading weighs it)
+        return None
     return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says '{said}' and the engine's stats lines show the KV cache at {usage:g}% with "

@@ -19,7 +19,8 @@ from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, collective_hang,
                           cotenant_gpu_slowdown, cpu_offload_slowdown, cpu_starved_slowdown, drafts_never_accepted,
-                          eager_slowdown, gpu_throttled_slowdown, grammar_compile_stall, kv_cache_idle,
+                          eager_slowdown, gpu_throttled_slowdown, grammar_compile_stall, hot_sampling_garbage,
+                          kv_cache_idle,
                           kv_saturated_workload, long_context_capacity, lora_slot_queueing, low_memory_share_capacity,
                           mig_slice_limits, mismatched_drafter, modelfree_drafts_unmatched, pcie_allreduce_slowdown,
                           prefill_budget_slowdown, prefill_chunks_stall_decodes, random_prompts_acceptance,
@@ -296,7 +297,8 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or mig_slice_limits(facts, base_numbers) or wsl_slowdown(facts, base_numbers)
             or rocm_without_aiter(facts, base_numbers)
             or prefill_chunks_stall_decodes(facts, base_numbers)
-            or sampled_by_generation_config(facts, base_numbers) or static_rope_quality(facts, base_numbers)
+            or sampled_by_generation_config(facts, base_numbers) or hot_sampling_garbage(facts, base_numbers)
+            or static_rope_quality(facts, base_numbers)
             or draft_capacity_loss(facts, setup, base_numbers) or kv_quant_block_growth(facts, setup, base_numbers)
             or low_memory_share_capacity(facts, base_numbers)
             or padding_capacity_loss(facts, setup, base_numbers) or unrounded_capture_sizes(facts, setup, base_numbers)

@@ -156,6 +156,8 @@ _WAITING = re.compile(r"Waiting: (\d+) reqs")
 _STAMP = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 # vLLM's request log: "Received request chatcmpl-..: prompt: '...'" (older) / "Request chatcmpl-.. details: prompt: "...""
 _LOGGED_PROMPT = re.compile(r"\bRe(?:ceived re)?quest \S+(?: details)?:? prompt: ['\"](.{20,})")
+# the stats line's rates whose first value is kept beside the last when they change (<name>_first)
+_FIRSTED = ("prompt_throughput_tok_s", "generation_throughput_tok_s")
 _PEAKED = ("num_requests_waiting", "gpu_kv_cache_usage_percent", "num_requests_running", "dsa_native_next_n")
 _KV_SIZE = re.compile(r"\b(GPU|CPU|XPU|TPU|HPU)(?: \+ host)? KV cache size: " + _INT + r" tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _FLOAT + r"x")
@@ -334,6 +336,10 @@ class StartupLines:
                     value = conv(m.group(1))
                 except ValueError:
                     continue
+                if name in _FIRSTED and name in self.facts.startup and self.facts.startup[name] != value \
+                        and f"{name}_first" not in self.facts.startup:
+                    # (a rate that changed over the log: the report quotes where it started as well as where it ended)
+                    self.facts.startup[f"{name}_first"] = self.facts.startup[name]
                 self._set_startup(name, value, line)
                 if name in _PEAKED:
                     self._peak(name, value, line)

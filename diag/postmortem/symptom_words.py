@@ -36,6 +36,11 @@ WRONG_OUTPUT_ANYWHERE = (
 
 # the reporter's words about wrong output with no error (a silent corruption): garbled / repeated text
 WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|or|and) ?\w+)? (?:output|text|tokens|generations?|answers?)|"
+                          # an evaluation's score falling: "Quality eval went from 81% -> 47%", "accuracy dropped from 0.71
+                          # to 0.52"; answers that ramble on
+                          r"\b(?:quality|accuracy|eval\w*|score|pass@1|exact[- ]match)\b[^.\n]{0,25}?\b(?:went|dropped|fell|"
+                          r"drops|falls|regressed|down) (?:from )?~?\d+(?:\.\d+)?\s*%?\s*(?:->|\u2192|to)\s*~?\d+(?:\.\d+)?|"
+                          r"\brambl(?:es|ing|e on)\b|"
                           # a title's verdict without its verb: "outputs corrupted only when ..."
                           r"\b(?:outputs?|completions?|answers?|responses?|generations?) (?:\w+ )?corrupted\b|"
                           # 'Outputs are "!!!!!!!!" or empty' (fp16 overflow's all-NaN logits sample token 0 again and again)
@@ -263,7 +268,7 @@ REPEATED_WORD = re.compile(r"\b([^\W\d_]{2,})(?: \1){2,}\b|"
                            r"\b([^\W\d_]{3,}) \2\b[^\n]{0,40}?\b([^\W\d_]{3,}) \3\b")
 
 # words of which every match of WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
-WRONG_OUTPUT_HINTS = ("twice", "never stop", "never end", "never finish", "thousands of", "hundreds of", "duplicat", "doubled", "irrelevant", "off-topic", "odd", "weird", "strange", "bizarre", "user's", "garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
+WRONG_OUTPUT_HINTS = ("rambl", "uality", "ccuracy", "eval", "score", "twice", "never stop", "never end", "never finish", "thousands of", "hundreds of", "duplicat", "doubled", "irrelevant", "off-topic", "odd", "weird", "strange", "bizarre", "user's", "garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",

@@ -94,8 +94,9 @@ def check(ctx: RuleContext) -> list[Finding]:
     max_ok = max(a for a in (allowed or {2}) if a != 4 or severity == "warning") if allowed else 2
     comps = [Comparison("next_n = num_speculative_tokens + 1", expected=f"in {sorted(allowed or {1, 2})}", actual=next_n)]
     msg = (f"DeepGEMM's paged_mqa_logits kernel is called with next_n = num_speculative_tokens + 1"
-           + (f" = {next_n}" if next_n is not None else " (its value is not in the log)") + "; on Hopper "
-           f"it accepts next_n in {sorted(allowed or {1, 2})}, so the engine fails during CUDA-graph memory profiling. "
+           + (f" = {next_n}" if next_n is not None else " (its value is not in the log)") + "; "
+           + ("on Hopper it" if cc is None or cc[0] == 9 else f"this DeepGEMM build (on sm_{cc[0]}{cc[1]})")
+           + f" accepts next_n in {sorted(allowed or {1, 2})}, so the engine fails during CUDA-graph memory profiling. "
            f"k={max_ok - 1} is the largest speculative depth that works here.")
     if severity == "warning" and cc is None:
         msg += " (GPU unknown: pass --gpu; Blackwell sm_100 is not affected.)"
