@@ -302,3 +302,76 @@ def test_a_rate_that_changed_keeps_its_first_value():
     st = facts_from_text("\n".join([line.format("10:14:22", 5210.7, 1912.4), line.format("14:37:51", 2288.1, 846.0)])).startup
     assert (st["generation_throughput_tok_s_first"], st["generation_throughput_tok_s"]) == (1912.4, 846.0)
     assert "generation_throughput_tok_s_first" not in facts_from_text(line.format("10:14:22", 1.0, 2.0)).startup
+
+
+def _stats(at: str, hit: float, running: int = 20, prefix: str = "") -> str:
+    return (f"{prefix}(APIServer pid=1) INFO 09-02 09:40:{at} [loggers.py:310] Engine 000: Avg prompt throughput: 38110.2 "
+            f"tokens/s, Avg generation throughput: 402.6 tokens/s, Running: {running} reqs, Waiting: 0 reqs, GPU KV cache "
+            f"usage: 33.0%, Prefix cache hit rate: {hit}%")
+
+
+def test_round_robin_across_replicas_splits_the_prefix_cache_whatever_share_is_left():
+    """Four replicas behind a ROUND_ROBIN load balancer hit ~25 % where one replica replaying the same traffic hits
+    78 %: the router spreads a conversation's turns, so the reading holds above the 20 % a cache that never hits
+    shows."""
+    lines = ["kimi-linear prefix cache hit rate low (~25%) with multi-turn agent traffic, 4 replicas behind envoy",
+             "    lb_policy: ROUND_ROBIN", _stats("12", 24.1, prefix="  replica-0 "), _stats("14", 26.8, prefix="  replica-1 "),
+             "staging has 1 replica and the same agent replay gets:", _stats("55", 78.6)]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "split across replicas" in lead.title
+
+
+def test_a_benchmark_that_starts_fine_then_degrades_is_slowness():
+    assert facts_from_text("benchmark starts fine then degrades:").startup.get("slow_prose")
+
+
+def test_two_interpreters_on_one_gpu_are_an_engine_and_a_neighbour():
+    rows = ["|    0   N/A  N/A          412877      C   python3                                 68920MiB |",
+            "|    0   N/A  N/A          530114      C   /opt/conda/bin/python                   10104MiB |"]
+    assert "10,104 MiB" in facts_from_text("\n".join(rows)).startup["cotenant_prose"]
+    assert "cotenant_prose" not in facts_from_text(rows[0]).startup
+
+
+def test_a_fault_in_a_foreign_namespaces_kernel_is_that_librarys():
+    lines = [
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --enable-prefix-caching --speculative-config "
+        "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+        "========= Invalid __global__ read of size 16 bytes",
+        "=========     at void acme_kernels::fused_qknorm_partial_rope_kernel<__nv_bfloat16, 64, true>(...)+0x1c0",
+        "(Worker_TP0 pid=77) ERROR 11-28 03:12:40 [multiproc_executor.py:1039] RuntimeError: CUDA error: an illegal memory "
+        "access was encountered",
+    ]
+    assert _analyze(lines).findings[0].category == "other"
+
+
+def test_the_request_that_samples_hot_is_the_one_whose_drafts_are_rejected():
+    """The production request (temperature 1.35, penalties) is logged before the greedy benchmark's: the sampling one
+    is read, whichever comes last."""
+    req = ("(APIServer pid=9) INFO 01-14 {} [logger.py:47] Received request chatcmpl-{}: prompt: 'You are Aria, a playful "
+           "companion[...]', params: SamplingParams(n=1, presence_penalty={}, frequency_penalty=0.0, "
+           "repetition_penalty={}, temperature={}, top_p=1.0, top_k=0, min_p=0.0, max_tokens=1024)")
+    lines = ["Title: Qwen3-Next MTP acceptance is terrible in prod but fine on my laptop benchmark",
+             "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --speculative-config "
+             "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+             req.format("10:33:09", "prod1", 0.6, 1.15, 1.35), req.format("09:21:31", "bench1", 0.0, 1.0, 0.0)]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "sampling" in lead.title
+
+
+def test_a_description_and_its_verdict_are_no_trial():
+    said = facts_from_text("Workload is document rewriting (long input, output copies the input) -> perfect for ngram, "
+                           "right.").startup
+    assert "resolved_prose" not in said and "other_fix_prose" not in said
+
+
+def test_a_full_cache_without_the_hybrid_manager_is_its_layout():
+    lines = [
+        "TTFT p99 went from 2 s to 19 s after we plugged in our KV connector; requests queue.",
+        "vllm serve openai/gpt-oss-120b --kv-transfer-config '{\"kv_connector\":\"ShmKVConnector\",\"kv_role\":\"kv_both\"}'",
+        "(EngineCore_DP0 pid=40) WARNING 10-02 08:00:11 [vllm.py:1180] Turning off hybrid kv cache manager because "
+        "`--kv-transfer-config` selects a KV connector that does not support it.",
+        "(APIServer pid=1) INFO 10-02 09:00:10 [loggers.py:310] Engine 000: Avg prompt throughput: 9000.1 tokens/s, Avg "
+        "generation throughput: 800.2 tokens/s, Running: 40 reqs, Waiting: 31 reqs, Preemptions: 12, GPU KV cache "
+        "usage: 99.2%, Prefix cache hit rate: 10.0%",
+    ]
+    assert _analyze(lines).findings[0].category == "kv_page_size"

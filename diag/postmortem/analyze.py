@@ -338,7 +338,9 @@ def _note_is_no_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Find
         return findings
     rate = facts.startup.get("prefix_cache_hit_rate_max")
     if lead.rule == "block_size_inflated" and isinstance(rate, (int, float)) and rate < 10 and facts.args.get(
-            "enable_prefix_caching") is not False:
+            "enable_prefix_caching") is not False and not ((facts.startup.get("random_prompts_prose")
+                                                            or facts.startup.get("unique_prompts_prose"))
+                                                           and not facts.startup.get("shared_prefix_tokens")):
         return findings  # (the cache barely hits: the raised block is a reading of that, whatever the words)
     new = Finding(
         rule="unexplained_report", category="other", severity="info",
@@ -527,7 +529,7 @@ def _answers_symptom(facts: LogFacts, f: Finding) -> bool:
     st = facts.startup
     if st.get("wrong_output_prose") and not st.get("hit_rate_prose"):
         return False  # (how often the cache hits never makes an answer wrong)
-    if st.get("unique_prompts_prose"):
+    if st.get("unique_prompts_prose") and not st.get("shared_prefix_tokens"):
         return False  # (prompts that share no prefix have nothing to hit at any granularity)
     said = " ".join(str((facts.lines.get(k) or (0, ""))[1]) for k in ("slow_prose", "spec_slower_prose", "capacity_prose"))
     rate = st.get("prefix_cache_hit_rate_max")

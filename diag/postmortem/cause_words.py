@@ -67,7 +67,7 @@ COTENANT = re.compile(
 # robin over 4 pods)", "lands on a different pod", "use session affinity / prefix-aware routing"
 # (an affinity counts where it is missing or the fix: "same router with session affinity" rules the router out)
 SPLIT_ROUTING = re.compile(
-    r"\bround[- ]robin\b|"
+    r"\bround[-_ ]?robin\b|"
     r"\b(?:no|without|lacks?|lacking|adds?|added|adding|use|using|enabled?|enabling|turn(?:ed)? on|switch(?:ed)? to|"
     r"put|putting)\b[^.\n]{0,30}?(?:\bsession[- ]?affinity\b|\bsticky sessions?\b|\bconsistent[- ]hash\w*|"
     r"\b(?:prefix|cache|kv)[- ](?:cache[- ])?aware (?:rout\w+|load[- ]balanc\w+))|"

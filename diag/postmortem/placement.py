@@ -107,6 +107,16 @@ _WHAT = {"mamba_copy": "the Mamba state copies between blocks", "mamba": "a Mamb
          "index": "PyTorch's indexing kernel"}
 
 
+# a kernel's C++ namespace as a debugger prints it ("void acme_kernels::fused_rope_kernel<...>", "at::native::...")
+_NAMESPACE = re.compile(r"^(?:void\s+)?([A-Za-z_]\w*)::")
+# the namespaces of vLLM's own kernels, PyTorch's and the libraries vLLM builds in or calls (their faults are read by
+# what the kernel computes, not by whose it is)
+_KNOWN_NAMESPACES = frozenset({
+    "vllm", "at", "c10", "torch", "cub", "thrust", "cutlass", "cute", "flash", "flash_mla", "flashinfer", "deep_gemm",
+    "deepgemm", "aiter", "ck", "ck_tile", "marlin", "gptq_marlin", "fbgemm", "fbgemm_gpu", "nccl", "trtllm",
+    "tensorrt_llm", "tllm", "moe", "mamba_ssm", "causal_conv1d", "sgl_kernel", "flashmla", "fmha", "xformers",
+    "triton", "cublas", "cudnn", "machete", "allspark", "quickreduce", "vllm_flash_attn", "hopper", "sm90", "sm100",
+    "anonymous_namespace", "detail", "std", "internal", "kernel", "kernels", "cuda", "cooperative_groups"})
 # a device-side assert that an index / coordinate / state slot is not negative
 _NON_NEGATIVE = re.compile(r"\b\w*(?:idx|index|indices|coord|slot|state\w*|block_id\w*|offset)\w*\s*(?:>=\s*0|>\s*-1|"
                            r"!=\s*-1)(?!\.)\b|\b0\s*<=\s*\w*(?:idx|index|coord|slot|state)", re.I)
@@ -230,6 +240,13 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
                                       "a token id of the larger vocabulary looked up in the smaller embedding table "
                                       "indexes past its rows -- a tokenizer / draft-model vocabulary mismatch, outside "
                                       "the hybrid / spec-decode families")
+    ns = _NAMESPACE.match(name) if what is None else None
+    if ns is not None and ns.group(1).lower() not in _KNOWN_NAMESPACES:
+        # a kernel of a C++ namespace that neither vLLM, PyTorch nor the attention / GEMM libraries vLLM calls use (an
+        # in-house plugin, a fork's extension): the fault is that library's, whatever the model around it
+        return out("other", "medium", f"the kernel is in the C++ namespace {ns.group(1)}::, which is none of vLLM's, "
+                                      "PyTorch's or the kernel libraries vLLM ships or calls -- a plugin or extension "
+                                      "outside vLLM, outside the hybrid / spec-decode families")
     launched = _launching_statement(facts) if setup.hybrid is not False else None
     if launched is not None:
         cat, fr = launched

@@ -477,6 +477,11 @@ class ProseLines:
             rx = _ENGINE_PROCESS if any(_ENGINE_PROCESS.search(n) for n, _ in seen) else _PYTHON_PROCESS
             engine = [n for n, _ in seen if rx.search(n)]
             other = [(n, v) for n, v in seen if not rx.search(n) and v >= 1024]
+            big = sorted(((v, n) for n, v in seen if v >= 1024), reverse=True)
+            if not other and rx is _PYTHON_PROCESS and len(big) >= 2:
+                # two interpreters of a GiB or more on one GPU, none named vLLM: one is the engine (the larger), the
+                # other a program beside it (each vLLM worker holds one GPU; the API server's share is far smaller)
+                other = [(big[1][1], big[1][0])]
             if not _ENGINE_PROCESS.search(name) and not _BARE_INTERPRETER.match(name) and mib >= 1024 \
                     and mib > (self.facts.startup.get("other_process_mib") or 0):
                 # (a program of its own -- "python train_probe.py", "triton_server" -- is no engine's process)
@@ -728,7 +733,7 @@ class ProseLines:
             low = wide.lower()
             if any(w in low for w in ("slow", "below", "lower", "burst", "frozen", "chunks", "worse", "hroughput", "tpot", "cliff", "egression", "tail",
                                        "p99", "p95", "p90", "ttft", "itl", "atency", "nly ", "first token", "/s", "crawl", "half",
-                                       "faster", "stall", "freez", "stutter",
+                                       "faster", "stall", "freez", "stutter", "degrad", " down",
                                        "\ub290", "\u6162", "\u9045", "langsam", "lent", "\u043c\u0435\u0434\u043b", "trager", "langzam",
                                        "wolniej", "pomal", "yava\u015f", "ch\u1eadm", "lambat", "l\u00e5ngsam",
                                        "\u043f\u043e\u0432\u0456\u043b\u044c\u043d", "\u0927\u0940\u092e\u093e", "\u0623\u0628\u0637\u0623",
@@ -915,7 +920,7 @@ class ProseLines:
                 and len(text) < 2000:
             self._first_words("own_tokenizer_fixes", OWN_TOKENIZER_FIXES, text, line)
         if "split_routing_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
-                "robin" in text or "affinity" in text or "sticky" in text or "hash" in text or "aware" in text
+                "robin" in text or "ROBIN" in text or "affinity" in text or "sticky" in text or "hash" in text or "aware" in text
                 or "lands" in text or "land on" in text or "spread" in text or "ffinity" in text):
             self._first_words("split_routing_prose", SPLIT_ROUTING, text, line)
         if "random_prompts_prose" not in self.facts.startup and "random" in text and len(text) < 2000:

@@ -532,9 +532,15 @@ def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
     if not said and facts.startup.get("greedy_accepts_prose"):
         # (slower under drafts, and the report's own greedy run has them accepted: the sampling is what rejects them)
         said = facts.startup.get("spec_slower_prose")
-    params = facts.startup.get("request_params_last") or facts.startup.get("request_params") or {}
-    if facts.startup.get("greedy_accepts_prose") and facts.startup.get("request_params"):
-        params = facts.startup["request_params"]  # (the last request is the greedy run the report compares with)
+    def hot(p: dict) -> bool:
+        t = p.get("temperature")
+        return isinstance(t, (int, float)) and t >= 1.0 or any(
+            isinstance(p.get(k), (int, float)) and p[k] not in (0, 1) for k in _SAMPLING_KNOBS)
+
+    # (of the requests the report shows -- a production one beside a greedy benchmark's, in either order -- the one that
+    # samples is the one whose drafts are rejected)
+    logged = [p for p in (facts.startup.get("request_params_last"), facts.startup.get("request_params")) if p]
+    params = next((p for p in logged if hot(p)), logged[0] if logged else {})
     temp = params.get("temperature")
     knobs = [k for k in _SAMPLING_KNOBS if isinstance(params.get(k), (int, float)) and params[k] not in (0, 1)]
     if not said or facts.startup.get("wrong_output_prose") or not (
@@ -767,6 +773,8 @@ def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
     if not said or not isinstance(usage, (int, float)) or usage < 95 or not (
             (st.get("num_preemptions_max") or 0) > 0 or (st.get("num_requests_waiting_max") or 0) > 0):
         return None
+    if st.get("hybrid_kv_cache_manager_disabled"):
+        return None  # (vLLM runs the model without its hybrid KV cache manager: every layer keeps full-length KV)
     shared, block = st.get("shared_prefix_tokens"), st.get("attention_block_size")
     if st.get("hit_rate_prose") and isinstance(shared, int) and isinstance(block, int) and shared < block:
         return None  # (the report's shared prefix is shorter than the hybrid's raised block: its hits never come)

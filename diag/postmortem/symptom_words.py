@@ -692,6 +692,8 @@ SLOW = re.compile(
     r"\b(?:falls?|fell|falling|drops?|dropped) off a cliff\b|\b(?:throughput|latency|performance|TPOT|TTFT|ITL) cliff\b|"
     # "Throughput actually goes *down* from 96 to 128"
     r"\b(?:throughput|tok(?:en)?s?/s)\b (?:\w+ )?(?:goes|went|going) \*{0,2}down\b|"
+    # "benchmark starts fine then degrades", "starts fast, then slows down after 20 minutes"
+    r"\bstarts? (?:fine|fast|ok|okay|well|normal(?:ly)?)\b[^.\n]{0,20}?\bthen (?:degrades?|slows? down|drops?|tanks?)\b|"
     # the tail only: "p50 looks like a win, the tail is terrible", "p99 TPOT got much worse"
     r"\b(?:the )?(?:tail|p9[05]|p99(?:\.9)?)(?: latency| TPOT| TTFT| ITL)? (?:is|are|looks?|got|gets|went) (?:\w+ )?"
     r"(?:terrible|awful|bad|horrible|worse|much worse|way worse)\b", re.I)

@@ -103,6 +103,13 @@ def _outside(change: str) -> bool:
         or _BUDGET.search(changed) or _FRESH_OR_VAGUE.search(changed))
 
 
+# a sentence's left side that states what something is, and one that names a change or a setting
+_DESCRIBED = re.compile(r"\b(?:is|are)\b", re.I)
+_CHANGED = re.compile(r"--|=|\b(?:disabl\w*|enabl\w*|remov\w*|drop\w*|set|setting|switch\w*|turn\w*|add\w*|use[ds]?|using|"
+                      r"chang\w*|replac\w*|lower\w*|rais\w*|increas\w*|decreas\w*|reduc\w*|upgrad\w*|downgrad\w*|pin\w*|"
+                      r"revert\w*|without|with|no|off|on|tr(?:y|ied)|mov\w*|forc\w*|limit\w*|bump\w*)\b", re.I)
+
+
 def _trial(sentence: str, before: str) -> tuple[str, bool] | None:
     """The change a sentence tries and whether the symptom went (``True``) or stayed (``False``); None when the
     sentence tells no trial."""
@@ -116,6 +123,8 @@ def _trial(sentence: str, before: str) -> tuple[str, bool] | None:
         change = re.sub(r"^(?:and|so|then|finally)\s+|\s*(?:which|that|this|it)\s*$", "", change, flags=re.I).strip(" ,")
         return (change if change and change.lower() not in ("that", "this", "it") else before), True
     arrow = _ARROW.search(sentence) or _toggle_colon(sentence)
+    if arrow and _DESCRIBED.search(sentence[:arrow.start()]) and not _CHANGED.search(sentence[:arrow.start()]):
+        return None  # "Workload is document rewriting -> perfect for ngram": a description and its verdict, no trial
     if arrow:
         outcome = sentence[arrow.end():]
         # (what the outcome says stayed as it was is no symptom kept: "20/20 identical answers, EAGLE still on")
