@@ -104,7 +104,7 @@ def test_the_start_up_memory_check_naming_its_device_gives_its_numbers():
                       "memory utilization (0.9, 71.26 GiB). Decrease GPU memory utilization or reduce GPU memory used by "
                       "other processes.", "t.log", use_preflight=False)
     n = an.facts.numbers
-    assert (n["gpu_free_gib"], n["gpu_total_gib"], n["gpu_memory_utilization"], n["requested_memory_gib"]) == (
+    assert (n["free_memory_gib"], n["total_memory_gib"], n["gpu_memory_utilization"], n["requested_memory_gib"]) == (
         4.61, 79.18, 0.9, 71.26)
     assert an.findings[0].category == "other"
 

@@ -204,7 +204,7 @@ def test_sentence_final_numbers_are_read():
 def test_startup_memory_check_and_a_token_id():
     n = facts_from_text(_tb("ValueError: Free memory on device (20.5/44.99 GiB) on startup is less than desired GPU memory "
                             "utilization (0.92, 41.39 GiB). Decrease GPU memory utilization")).numbers
-    assert (n["gpu_free_gib"], n["gpu_total_gib"], n["gpu_memory_utilization"], n["requested_memory_gib"]) == \
+    assert (n["free_memory_gib"], n["total_memory_gib"], n["gpu_memory_utilization"], n["requested_memory_gib"]) == \
         (20.5, 44.99, 0.92, 41.39)
     n = facts_from_text(_tb("RuntimeError: Check failed: (!IsTerminated()) is false: GrammarMatcher has terminated after "
                             "accepting the stop token, but is trying to accept another token 128009")).numbers

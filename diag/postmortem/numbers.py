@@ -55,7 +55,8 @@ _NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     # memory utilization (0.9, 71.27 GiB)"; later releases name the device ("Free memory on device cuda:0 (...)")
     (re.compile(r"Free memory on device(?: [\w:]+)? \(" + _FLOAT + r"/" + _FLOAT + r" ?GiB\) on startup is less than desired GPU memory "
                 r"utilization \(" + _FLOAT + r", ?" + _FLOAT + r" ?GiB\)"),
-     ("gpu_free_gib", "gpu_total_gib", "gpu_memory_utilization", "requested_memory_gib")),
+     # (vLLM's own names: its worker's init_snapshot.free_memory / total_memory)
+     ("free_memory_gib", "total_memory_gib", "gpu_memory_utilization", "requested_memory_gib")),
     # a token a message names by id ("... is trying to accept another token 151645", "token id 128001")
     (re.compile(r"\btoken(?: id| ID)?:? (\d{2,})\b(?!\.\d)"), ("token_id",)),
     (re.compile(r"ran for (\d+) milliseconds before timing out"), ("nccl_ran_ms",)),
