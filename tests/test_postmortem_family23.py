@@ -375,3 +375,87 @@ def test_a_full_cache_without_the_hybrid_manager_is_its_layout():
         "usage: 99.2%, Prefix cache hit rate: 10.0%",
     ]
     assert _analyze(lines).findings[0].category == "kv_page_size"
+
+
+def test_a_record_whose_location_lost_its_line_number_is_still_a_record():
+    """'[multiproc_executor.py]' with the ':N' cut: the traceback behind it is read, so vLLM's Mamba-block check is the
+    root error, not the engine's wrapper."""
+    rec = "(Worker_TP0 pid=276) ERROR 11-25 13:40:34 [multiproc_executor.py] "
+    lines = [
+        "vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8 --max-num-seqs 512",
+        rec + "Traceback (most recent call last):",
+        rec + '  File ".../vllm/config/compilation.py", line 1549, in resolve_cudagraph_mode_and_sizes',
+        rec + "    raise ValueError(",
+        rec + "ValueError: max_num_seqs (512) exceeds available Mamba cache blocks (389). Each decode sequence requires "
+              "one Mamba cache block, so CUDA graph capture cannot proceed.",
+        "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ]
+    assert _analyze(lines).findings[0].category == "mamba_block_budget"
+
+
+def test_nvidia_smi_csv_throttle_reasons_are_read():
+    text = "\n".join([
+        "index, temperature.gpu, clocks.sm [MHz], clocks.max.sm [MHz], clocks_event_reasons.hw_thermal_slowdown, "
+        "clocks_event_reasons.sw_thermal_slowdown",
+        "0, 61, 1980, 1980, Not Active, Not Active",
+        "2, 88, 1140, 1980, Active, Active",
+    ])
+    st = facts_from_text(text).startup
+    assert "GPU 2" in st["gpu_throttled_prose"] and (st["gpu_temp_c"], st["sm_clock_mhz"]) == (88, 1140)
+    calm = facts_from_text("\n".join(text.splitlines()[:2]))
+    assert "gpu_throttled_prose" not in calm.startup
+
+
+def test_wrong_output_is_never_answered_by_the_caches_granularity():
+    lines = ["granite tiny gives weird output since the template change; prefix cache hit rate is fine though.",
+             "(EngineCore_DP0 pid=5) INFO 11-25 01:00:27 [interface.py:912] Setting attention block size to 208 tokens "
+             "to ensure that attention page size is >= mamba page size."]
+    assert _analyze(lines).findings[0].category == "other"
+
+
+def test_drafts_rejected_on_random_prompts_of_a_hybrid_that_accepts_them_elsewhere():
+    """A hybrid whose drafts are rejected on `--dataset-name random` (10 %) and accepted on real conversations by the
+    same server (67 %): no state fault rejects them, the benchmark's tokens do."""
+    metric = ("(APIServer pid=7) INFO 06-19 {} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: {}, "
+              "Accepted: 4537 tokens, Drafted: 43911 tokens, Avg Draft acceptance rate: {}%")
+    lines = ["MTP on Qwen3.5 looks broken?? acceptance ~10% and tput is WORSE than no spec.",
+             "vllm bench serve --dataset-name random --random-input-len 1024 --num-prompts 500",
+             "vllm serve Qwen/Qwen3.5-35B-A3B --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+             metric.format("09:41:03", 1.31, 10.3), "on real conversations the same server:",
+             metric.format("10:02:27", 3.02, 67.3)]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "random prompts" in lead.title
+
+
+def test_throughput_worse_than_without_drafts_is_slower_with_drafts():
+    assert facts_from_text("acceptance ~10% and tput is WORSE than no spec.").startup.get("spec_slower_prose")
+    assert facts_from_text("latency is higher than with no drafts").startup.get("spec_slower_prose")
+
+
+def test_requests_that_hang_until_a_proxy_timeout_are_the_proxy():
+    lines = ["DeepSeek-V2-Lite + ngram: long non-streaming requests hang and then the client gets a 504.",
+             "vllm serve deepseek-ai/DeepSeek-V2-Lite --speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\""
+             ":3,\"prompt_lookup_max\":4}'",
+             "    proxy_read_timeout 60s;"]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "timeout" in lead.title
+
+
+def test_a_ceiling_on_running_requests_is_a_capacity_complaint():
+    for told in ("We set --max-num-seqs 256 but it never runs more than ~190.",
+                 "qwen3-next queueing at only ~190 concurrent, max-num-seqs is 256"):
+        assert facts_from_text(told).startup.get("capacity_prose")
+
+
+def test_the_raised_block_answers_a_ceiling_of_requests_that_each_hold_a_few_blocks():
+    """191 running requests fill 393,216 tokens (~2,060 each, under four 544-token blocks) at a 0.6 memory share: the
+    block granularity, not the share, is what the report's own arithmetic leaves (256 x 600 tokens fit 2.5 times)."""
+    lines = ["We set --max-num-seqs 256 but it never runs more than ~190; our chats are short (~600 tokens).",
+             "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 -tp 2 --max-num-seqs 256 --gpu-memory-utilization 0.6",
+             "(APIServer pid=1) INFO 11-20 09:00:03 [interface.py:906] Setting attention block size to 544 tokens to "
+             "ensure that attention page size is >= mamba page size.",
+             "(EngineCore_DP0 pid=80) INFO 11-20 09:02:41 [kv_cache_utils.py:1868] GPU KV cache size: 393,216 tokens",
+             "(APIServer pid=1) INFO 11-20 09:30:02 [loggers.py:310] Engine 000: Avg prompt throughput: 5290.1 tokens/s, "
+             "Avg generation throughput: 3152.0 tokens/s, Running: 191 reqs, Waiting: 40 reqs, Preemptions: 31, GPU KV "
+             "cache usage: 100.0%, Prefix cache hit rate: 0.0%"]
+    assert _analyze(lines).findings[0].category in ("block_size_alignment", "mamba_block_budget")

@@ -29,6 +29,7 @@ from ..model import (
 )
 from ..rules.base import GpuInfo, RuleContext, parse_version
 from ..rules.prefix_cache_granularity import PREFILL_COMPLAINT
+from .quietmisses import raised_block_holds_requests
 
 MISMATCH_CATEGORIES = tuple(c for c in CATEGORIES if c != "other")
 PROBE_HINT = (
@@ -527,8 +528,10 @@ def _answers_symptom(facts: LogFacts, f: Finding) -> bool:
     if not granularity:
         return f.severity in ("error", "warning")
     st = facts.startup
-    if st.get("wrong_output_prose") and not st.get("hit_rate_prose"):
-        return False  # (how often the cache hits never makes an answer wrong)
+    if st.get("wrong_output_prose"):
+        return False  # (how often the cache hits never makes an answer wrong, whatever else the report says of the hits)
+    if f.rule == "block_size_inflated" and st.get("capacity_prose") and raised_block_holds_requests(facts):
+        return True  # (fewer requests run than expected, each holding a few of the raised blocks: the block's granularity)
     if st.get("unique_prompts_prose") and not st.get("shared_prefix_tokens"):
         return False  # (prompts that share no prefix have nothing to hit at any granularity)
     said = " ".join(str((facts.lines.get(k) or (0, ""))[1]) for k in ("slow_prose", "spec_slower_prose", "capacity_prose"))

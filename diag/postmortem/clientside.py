@@ -327,7 +327,9 @@ def proxy_timeout_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis |
     """No error; answers said to stop early, and the report shows a proxy's or load balancer's timeout in front of the
     server: it closes a long request's connection (a first token after a long prefill, a long reasoning answer), and
     vLLM aborts a request whose client went away -- the network path, outside the families."""
-    said, timeout = facts.startup.get("truncated_prose"), facts.startup.get("proxy_timeout_prose")
+    # (a request cut that way reads as cut short, or as hanging until the proxy answers 504 in its place)
+    said = facts.startup.get("truncated_prose") or facts.startup.get("hang_prose")
+    timeout = facts.startup.get("proxy_timeout_prose")
     if not said or not timeout or facts.startup.get("finish_reason_length"):
         return None
     return outside_families(

@@ -453,6 +453,10 @@ def _failing_k(text: str) -> int | None:
 _SMI_PROCESS = re.compile(r"(?:^|\|)\s*(\d+)\s+(?:N/A\s+N/A\s+)?(\d{2,})\s+(?:C|G|C\+G)\s+(\S[^|\n]{0,80}?)\s+(\d+)\s*MiB\b")
 # a bare interpreter's row ("python", "/opt/conda/bin/python3"): the engine's own as likely as another program's
 _BARE_INTERPRETER = re.compile(r"^\S*(?:python[\d.]*|pt_main_thread)$", re.I)
+# a throttle reason's column of nvidia-smi --query-gpu ("clocks_event_reasons.hw_thermal_slowdown",
+# "clocks_throttle_reasons.sw_power_cap"; not the bitmask "clocks_event_reasons.active" or "...supported")
+_SMI_REASON = re.compile(r"^clocks_(?:event|throttle)_reasons\.(?:hw_slowdown|hw_thermal_slowdown|sw_thermal_slowdown|"
+                         r"hw_power_brake_slowdown|sw_power_cap)$")
 # nvidia-smi's header: "| NVIDIA-SMI 535.183.01   Driver Version: 535.183.01   CUDA Version: 12.2 |"
 _SMI_HEADER = re.compile(r"Driver Version: (\d+\.\d+(?:\.\d+)?)\s+CUDA Version: (\d+\.\d+)")
 # a cgroup's cpu.stat ("nr_periods 41877", "nr_throttled 39102", "throttled_usec 812345"): a CPU quota throttling
@@ -491,6 +495,31 @@ class ProseLines:
                                                         f"vLLM on GPU {gpu}")
                 self.facts.startup["other_process_mib"] = other[0][1]
                 self.facts.lines["cotenant_prose"] = (line.lineno, text.strip()[:500])
+
+    def _smi_csv(self, text: str, line: Line) -> None:
+        """``nvidia-smi --query-gpu=... --format=csv``: its header names the columns, each row after it one GPU; a
+        throttle reason the row shows ``Active`` (``clocks_event_reasons.hw_thermal_slowdown``) is read as the
+        throttling nvidia-smi -q prints (``gpu_throttled_prose``), with the GPU's temperature and SM clock."""
+        if "temperature.gpu" in text or "clocks_event_reasons" in text or "clocks_throttle_reasons" in text:
+            self._smi_columns = [c.strip().split(" [")[0] for c in text.split(",")]
+            return
+        cols = getattr(self, "_smi_columns", None)
+        if not cols:
+            return
+        cells = [c.strip() for c in text.split(",")]
+        if len(cells) != len(cols):
+            self._smi_columns = None  # (the table ended)
+            return
+        row = dict(zip(cols, cells))
+        active = [c for c, v in row.items() if _SMI_REASON.search(c) and v.lower() == "active"]
+        if active and "gpu_throttled_prose" not in self.facts.startup:
+            gpu = row.get("index", "?")
+            self.facts.startup["gpu_throttled_prose"] = f"nvidia-smi: {', '.join(active)} Active on GPU {gpu}"
+            self.facts.lines["gpu_throttled_prose"] = (line.lineno, text.strip()[:500])
+            for col, name in (("temperature.gpu", "gpu_temp_c"), ("clocks.sm", "sm_clock_mhz")):
+                value = row.get(col, "").split(" ")[0]
+                if value.isdigit() and name not in self.facts.startup:
+                    self.facts.startup[name] = int(value)
 
     def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
         first_words(self.facts, name, rx, text, line)
@@ -713,7 +742,7 @@ class ProseLines:
                 self.facts.lines["prefix_caching_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000:
             if "lower" in wide or "LOWER" in wide or "hroughput" in wide or "othing" in wide or "help" in wide \
-                    or "worse than" in wide or "below" in wide or "peed" in wide:
+                    or "worse than" in wide or "below" in wide or "peed" in wide or " than " in wide:
                 # ("is SLOWER than no speculation", "gives almost nothing", "barely helps", "worse than no spec")
                 self._first_words("spec_slower_prose", SPEC_SLOWER, wide, line)
             if "okenizer" in text or "emplate" in text:
@@ -880,6 +909,8 @@ class ProseLines:
             self._first_words("wsl_prose", WSL, text, line)  # (vLLM's own warning or the reporter's words)
         if "MiB" in text and line.level is None:
             self._smi_process(text, line)
+        if "," in text and line.level is None:
+            self._smi_csv(text, line)
         if "Driver Version" in text and "driver_version" not in self.facts.startup and (m := _SMI_HEADER.search(text)):
             self.facts.startup["driver_version"] = m.group(1)
             self.facts.startup["driver_cuda_version"] = float(m.group(2))

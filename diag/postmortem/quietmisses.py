@@ -58,11 +58,16 @@ def random_prompts_acceptance(facts: LogFacts, setup: Setup, base_numbers: dict)
     (``vllm bench serve --dataset-name random``): random tokens leave a drafter nothing to predict, so every step pays
     for drafts it throws away -- the benchmark's data, not an engine failure (a hybrid's rejected drafts can be a
     state fault: those stay with the families)."""
-    slow = _said_slow(facts)
-    rate = (facts.startup.get("metrics") or {}).get("spec_avg_draft_acceptance_rate")
+    slow = _said_slow(facts) or facts.startup.get("acceptance_prose")
+    metrics = facts.startup.get("metrics") or {}
+    rates = [r for r in (metrics.get("spec_avg_draft_acceptance_rate"), metrics.get("spec_avg_draft_acceptance_rate_first"))
+             if isinstance(r, (int, float))]
     told = facts.startup.get("random_prompts_prose")
-    if not slow or setup.hybrid or not isinstance(rate, (int, float)) or rate >= 20 or not told:
+    # (on a hybrid, rejected drafts can be a state fault -- unless the same server accepts them on other traffic)
+    accepts_elsewhere = any(r >= 50 for r in rates)
+    if not slow or (setup.hybrid and not accepts_elsewhere) or not rates or min(rates) >= 20 or not told:
         return None
+    rate = min(rates)
     return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says serving is slower with drafts ('{slow}') and vLLM's metrics show a draft "
@@ -200,6 +205,17 @@ def static_rope_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
                  "unchanged"])
 
 
+def raised_block_holds_requests(facts: LogFacts) -> bool:
+    """A hybrid's raised attention block may be what holds requests back: the running requests fill the cache with
+    fewer than four such blocks each (the cache's used share over the running count), so a short request still takes
+    whole blocks -- as silent.py's capacity reading weighs it."""
+    st = facts.startup
+    block, tokens, running, usage = (st.get("attention_block_size"), st.get("gpu_kv_cache_tokens"),
+                                     st.get("num_requests_running_max"), st.get("gpu_kv_cache_usage_percent_max"))
+    return all(isinstance(x, (int, float)) and x > 0 for x in (block, tokens, running, usage)) \
+        and usage / 100 * tokens / running < 4 * block
+
+
 def low_memory_share_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, fewer requests fit than the reporter expects, and the engine was given a small share of the GPU's
     memory (``--gpu-memory-utilization`` 0.6 or less): the weights come out of that share first, the KV cache gets the
@@ -215,8 +231,9 @@ def low_memory_share_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis 
     kv = runs[0] if runs else None
     # (up to 0.75 when the report's own rerun with a larger share found several times the KV memory)
     rerun = len(runs) >= 2 and kv is not None and max(runs[1:]) >= 2 * kv
-    if not said or not 0 < share <= (0.75 if rerun else 0.6) or kv_cache_idle(facts):
-        return None  # (a KV cache the stats lines show mostly empty is not what holds the requests back)
+    if not said or not 0 < share <= (0.75 if rerun else 0.6) or kv_cache_idle(facts) or raised_block_holds_requests(facts):
+        return None  # (a KV cache the stats lines show mostly empty is not what holds the requests back, nor one whose
+        # requests each hold a few of a hybrid's raised blocks)
     return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says '{said}', and the engine runs with --gpu-memory-utilization {share:g}: vLLM "
@@ -781,10 +798,7 @@ def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
     tokens, per_request, running = st.get("gpu_kv_cache_tokens"), st.get("request_tokens_prose"), st.get("num_requests_running_max")
     if all(isinstance(x, int) and x > 0 for x in (tokens, per_request, running)) and running * per_request * 2 <= tokens:
         return None  # the requests the report sizes should fit twice over: the cache's layout, not the load, holds fewer
-    if isinstance(block, int) and isinstance(tokens, int) and isinstance(running, int) and running > 0 \
-            and usage / 100 * tokens / running < 4 * block:
-        # (each running request holds a few blocks of the hybrid's raised size: the block may be what holds the others
-        # back, as silent.py's capacity reading weighs it)
+    if raised_block_holds_requests(facts):
         return None
     return outside_families(
         facts, base_numbers,

@@ -659,6 +659,23 @@ def reset_running_stale_state(facts: LogFacts, setup: Setup, base_numbers: dict)
         missing=["the same rollout with the weight update after the running requests finish (or on vLLM 0.17+)"])
 
 
+def _these_drafts_off_kept_it(facts: LogFacts, setup: Setup) -> bool:
+    """The report's trial switched this run's drafter off ("Turning off ngram: output same") and the symptom stayed:
+    a switch it names outright (off, disabled, removed, without), of the drafter configured or of drafts in general --
+    not a hedged verdict ("Maybe MTP is not the problem") nor another drafter than the one the run uses."""
+    said = str(facts.startup.get("faults_without_spec_prose") or "")
+    if not _SWITCHED_OFF.search(said):
+        return False
+    named = {m.lower()[:4] for m in _DRAFTER.findall(said)}
+    method = str(setup.spec_method or "").lower()
+    return not named or any(n in method for n in named)
+
+
+_SWITCHED_OFF = re.compile(r"\b(?:off|disabl\w*|remov\w*|without|dropp\w*|no (?:spec\w*|drafts?|MTP|ngram|EAGLE\w*))\b",
+                           re.I)
+_DRAFTER = re.compile(r"\b(mtp|eagle\w*|ngram|suffix|medusa)\b", re.I)
+
+
 def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: list[Evidence]) -> Diagnosis | None:
     """No error at all, but the output goes wrong under speculative decoding (``low``/``medium``: the symptom, the
     configuration and vLLM's own warnings, not a failure site):
@@ -789,6 +806,10 @@ def silent_corruption(facts: LogFacts, setup: Setup, base_numbers: dict, batch_e
         return None
     if facts.startup.get("faults_without_spec_prose") and not setup.prefix_cached_states:
         return None  # it goes wrong without the drafts too, and no states are cached: no drafts' path explains it
+    if _these_drafts_off_kept_it(facts, setup) and not setup.prefix_caching_needed:
+        # the configured drafter switched off and the output as wrong: every reading below is of the spec-decode path
+        # (its state indices, its split of the batch), which that run did not take
+        return None
     batch = setup.batch or {}
     mixed = setup.mixed_evidence or ("the crash dump's batch" if batch.get("mixed") or batch.get("ragged_drafts") else None)
     dependent = facts.startup.get("batch_dependent_prose")

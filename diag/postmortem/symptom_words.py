@@ -369,6 +369,9 @@ DEGRADED_OVER_TIME = re.compile(
 # the reporter saying speculative decoding made serving slower (no error): "MTP makes DeepSeek-R1 slower",
 # "adding MTP drops decode throughput", "slower with EAGLE than without"
 SPEC_SLOWER = re.compile(
+    # "tput is WORSE than no spec", "throughput lower than without MTP"
+    r"\b(?:tput|throughput|tok(?:en)?s?/s|speed|perf(?:ormance)?|TPOT|latency)\b[^.\n]{0,20}?\b(?:worse|lower|slower|less|"
+    r"higher)\b[^.\n]{0,10}?\bthan (?:with )?(?:no|without)\s+(?:spec\w*|MTP|drafts?|drafting|EAGLE\w*|ngram|speculation)\b|"
     r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|drafts?|drafting|ngram|suffix(?: decoding)?|speculation|"
     # (a model's name may hold a dot: "ngram on Qwen3.5-35B-A3B gives almost no speedup")
     r"num_spec(?:ulative)?_tokens)\b(?:[^.\n]|\.(?=\d)){0,80}?\b"
@@ -402,6 +405,9 @@ SPEC_SLOWER = re.compile(
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 CAPACITY_FELL = re.compile(
+    # "it never runs more than ~190", "queueing at only ~190 concurrent"
+    r"\bnever (?:runs?|goes|gets|schedules?|goes above|exceeds?) (?:above |over |past |beyond |more than )?~?\d+\b|"
+    r"\bqueu\w* at (?:only )?~?\d+ (?:concurrent|running|requests|reqs)\b|"
     # '"Maximum concurrency" is ~3x lower than on my workstation'
     r"\bconcurrency\W{0,3} (?:is|was) (?:~|about |around )?\d+(?:\.\d+)?\s*x lower\b|"
     # "Max concurrency went from ~40 to ~6 overnight", "KV cache dropped from 31 GiB to 4"
