@@ -459,3 +459,53 @@ def test_the_raised_block_answers_a_ceiling_of_requests_that_each_hold_a_few_blo
              "Avg generation throughput: 3152.0 tokens/s, Running: 191 reqs, Waiting: 40 reqs, Preemptions: 31, GPU KV "
              "cache usage: 100.0%, Prefix cache hit rate: 0.0%"]
     assert _analyze(lines).findings[0].category in ("block_size_alignment", "mamba_block_budget")
+
+
+def test_a_placeholder_for_the_records_line_number_keeps_it_a_record():
+    rec = "(Worker_TP0 pid=53240) ERROR 12-09 10:02:45 [multiproc_executor.py:xxx] "
+    lines = [
+        "vllm serve Qwen/Qwen3-32B -tp 4 --speculative-config '{\"method\":\"eagle3\",\"model\":\"x/eagle3\","
+        "\"num_speculative_tokens\":2}' --compilation-config '{\"pass_config\":{\"enable_sequence_parallelism\":true}}'",
+        rec + "Traceback (most recent call last):",
+        rec + '  File ".../vllm/config/compilation.py", line 1201, in adjust_cudagraph_sizes_for_spec_decode',
+        rec + "    raise ValueError(",
+        rec + "ValueError: Can't determine cudagraph shapes that are both a multiple of 3 (num_speculative_tokens + 1) "
+              "required by spec-decode and 4 (tensor_parallel_size) required by sequence parallelism please adjust "
+              "num_speculative_tokens or disable sequence parallelism",
+    ]
+    assert _analyze(lines).findings[0].category == "cudagraph_shape"
+
+
+def test_an_index_out_of_bounds_beside_the_operators_logits_processors_is_theirs():
+    lines = [
+        "vllm serve deepseek-ai/DeepSeek-V2-Lite-Chat --speculative-config '{\"method\":\"ngram\","
+        "\"num_speculative_tokens\":4,\"prompt_lookup_max\":5}' --logits-processors safety_lp.processors:BlockedTokens",
+        "../aten/src/ATen/native/cuda/ScatterGatherKernel.cu:367: operator(): block: [0,0,0], thread: [12,0,0] Assertion "
+        "`idx_dim >= 0 && idx_dim < index_size && \"index out of bounds\"` failed.",
+        "(EngineCore_DP0 pid=77) ERROR 01-21 06:25:03 [core.py:1512] torch.AcceleratorError: CUDA error: device-side "
+        "assert triggered",
+    ]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "logits processors" in lead.basis
+    # (without processors of the operator's own, the index fault is read from the configuration as before)
+    assert "logits processors" not in (_analyze([lines[0].split(" --logits")[0], *lines[1:]]).findings[0].basis or "")
+
+
+def test_the_worst_hit_rate_the_metrics_lines_show_is_kept():
+    line = ("(APIServer pid=1) INFO 11-03 09:40:{} [loggers.py:335] Engine 000: Avg prompt throughput: 4412.8 tokens/s, "
+            "Avg generation throughput: 905.1 tokens/s, Running: 29 reqs, Waiting: 0 reqs, GPU KV cache usage: 4.2%, "
+            "Prefix cache hit rate: {}%")
+    st = facts_from_text("\n".join([line.format("12", 3.9), line.format("22", 2.1), line.format("32", 5.0)])).startup
+    assert (st["prefix_cache_hit_rate_min"], st["prefix_cache_hit_rate_max"]) == (2.1, 5.0)
+    assert "prefix_cache_hit_rate_min" not in facts_from_text(line.format("12", 3.9)).startup
+
+
+def test_metrics_cache_labels_and_numeric_environment_settings_are_facts():
+    st = facts_from_text("\n".join([
+        'vllm:cache_config_info{block_size="544",cache_dtype="auto",enable_prefix_caching="True",'
+        'gpu_memory_utilization="0.85",num_gpu_blocks="783"} 1.0',
+        "env: LMCACHE_CHUNK_SIZE=256 LMCACHE_LOCAL_CPU=True CUDA_VISIBLE_DEVICES=0,1",
+    ])).startup
+    assert st["cache_config"] == {"block_size": 544, "gpu_memory_utilization": 0.85, "num_gpu_blocks": 783}
+    # (a device list is no number; a boolean is no number)
+    assert st["env_numbers"] == {"lmcache_chunk_size": 256}

@@ -137,6 +137,7 @@ resolved_architecture                  ``Resolved architecture: NemotronHForCaus
 gpu_kv_cache_tokens, kv_cache_device   ``GPU KV cache size: 123,456 tokens`` (device GPU/CPU/…)
 max_concurrency, max_concurrency_tokens ``Maximum concurrency for 2,048 tokens per request: 60.28x``
 prefix_cache_hit_rate                  last ``Prefix cache hit rate: 0.0%`` (percent)
+prefix_cache_hit_rate_min              the smallest value read, where it differs from the largest
 prefix_cache_hit_rate_max,             largest value and number of values read: every metrics
 prefix_cache_hit_rate_samples          line of a small log; the first and last metrics line of
                                        each 8 MiB chunk of a large one (enough to tell "stuck at
@@ -206,6 +207,10 @@ other_process_mib                      the memory of the largest program of its 
 driver_version, driver_cuda_version    nvidia-smi's header ``Driver Version: 535.183.01  CUDA Version: 12.2``
 nr_periods, nr_throttled, ...          a cgroup's cpu.stat lines (a CPU quota throttling the engine's host threads)
 xid                                    the driver's GPU fault code (``NVRM: Xid (PCI:0000:ab:00): 94, ...``)
+cache_config (dict)                    the numeric labels of /metrics' ``vllm:cache_config_info{...}`` (num_gpu_blocks,
+                                       block_size, gpu_memory_utilization ...)
+env_numbers (dict)                     environment variables the report sets to a number (``LMCACHE_CHUNK_SIZE=256``),
+                                       lower-cased
 mojibake_text                          a line showing UTF-8 text decoded as Latin-1 (``fÃ¼r``, ``itâ€™s``)
 replica_imbalance                      stats lines of several engines within seconds of each other, one running
                                        many requests with some waiting while another runs few (replicas behind a

@@ -196,6 +196,11 @@ def _split_parts(frames: list, numbers: dict[str, Any]) -> None:
         numbers.setdefault(name, val)
 
 
+# a numeric label of a Prometheus sample: num_gpu_blocks="783"
+_PROM_NUMERIC_LABEL = re.compile(r"\b([a-z_]+)=\"(-?\d+(?:\.\d+)?)\"")
+# an environment variable set to a number (`LMCACHE_CHUNK_SIZE=256`, `env: VLLM_RPC_TIMEOUT=300000`): what the run was
+# told outside its flags
+_ENV_NUMBER = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*_[A-Z0-9_]{2,40})=[\"']?(-?\d+(?:\.\d+)?)\b(?![.,\w])")
 # UTF-8 text decoded as Latin-1 / cp1252 ("fÃ¼r", "Ã©tÃ©", "itâ€™s"): bytes encoded twice on the way, never a token
 # the model or a drafter produces on its own
 _MOJIBAKE = re.compile("\u00c3[\u0080-\u00bf]|\u00e2\u20ac[\u2122\u0153\u009d\u02dc\u201c\u201d\"'\u2013\u2014\u00a6-]")
@@ -228,6 +233,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.hit_rates: list[float] = []
         self.hit_rate_count = 0
         self.hit_rate_max = 0.0
+        self.hit_rate_min = 0.0
         self.hit_rate_runs: dict[str, list] = {}  # "pid#run" ("" unprefixed) -> [samples, largest rate]
         self.hit_rate_epoch = 0  # runs the reporter's headers part ("MTP off:") inside one process id (a container's pid 1)
         self.arch_mentions: list[str] = []
@@ -270,6 +276,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         self.logged: dict[str, Any] = {}
         self._logged_budget = 400  # records read for logged_values (startup.py)  # settings vLLM's INFO/WARNING records state (logged_numbers)
         self.shell_vars: dict[str, str] = {}  # variables a pasted shell script sets (TP=4), used as -tp $TP
+        self.env_numbers: dict[str, Any] = {}  # numeric environment settings the report shows (LMCACHE_CHUNK_SIZE=256)
         self.stats_rows: list[tuple[int, int, int, int]] = []  # recent stats lines: (second, running, waiting, line)
 
     # -------------------------------------------------------------- helpers
@@ -319,6 +326,14 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
         if "vllm:" in line.text and len(self.metrics) < 60:
             for m in _PROM.finditer(line.text):
                 self._metric(m.group(1), _num(m.group(2)))
+            if "cache_config_info{" in line.text and "cache_config" not in self.facts.startup:
+                # the engine's cache settings as /metrics labels them: num_gpu_blocks="783", block_size="544"
+                labels = {k: _num(v) for k, v in _PROM_NUMERIC_LABEL.findall(line.text.split("cache_config_info{", 1)[1])}
+                if labels:
+                    self.facts.startup["cache_config"] = labels
+        if "=" in line.text and len(self.env_numbers) < 20:
+            for name, value in _ENV_NUMBER.findall(line.text):
+                self.env_numbers.setdefault(name.lower(), _num(value))
         if "cceptance" in line.text or "Drafted" in line.text:
             for m in _SPEC_METRICS.finditer(line.text):
                 self._metric("spec_" + m.group(1).lower().replace(" ", "_"), _num(m.group(2)))
@@ -488,12 +503,16 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
             self.facts.startup["request_failures"] = sum(self.request_failures.values())
         if self.prose_terms:
             self.facts.startup["prose_terms"] = list(self.prose_terms)
+        if self.env_numbers:
+            self.facts.startup["env_numbers"] = dict(self.env_numbers)
         self._prompts_part()
         f = self.facts
         f.total_lines = self.last_line
         if self.hit_rate_count:
             f.startup["prefix_cache_hit_rate_max"] = self.hit_rate_max
             f.startup["prefix_cache_hit_rate_samples"] = self.hit_rate_count
+            if self.hit_rate_min < self.hit_rate_max:
+                f.startup["prefix_cache_hit_rate_min"] = self.hit_rate_min  # (the worst the cache did: what a report quotes)
             # one engine run that never hit while another did (the reporter's restart with a setting changed)
             zero_runs = [n for n, top in self.hit_rate_runs.values() if n >= 2 and top == 0]
             if zero_runs and len(self.hit_rate_runs) > 1 and self.hit_rate_max > 0:

@@ -66,9 +66,9 @@ _RANK = re.compile(r"^\[rank(\d+)\]:")
 _NAME_BEFORE_RECORD = re.compile(r"^([A-Za-z][\w.\-:]{0,39}) (?=(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d)")
 _LEVEL = re.compile(
     r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)?\s+)?"
-    # (a reporter may elide the line number: "[core.py:..]", "[multiproc_executor.py:…]")
+    # (a reporter may elide the line number: "[core.py:..]", "[multiproc_executor.py:…]", "[core.py:xxx]")
     # (or cut it with its colon: "[multiproc_executor.py]")
-    r"\[?([\w.\-/]+\.py)(?::(\d+|\.{2,3}|\u2026|[Nn]|\?{1,3}))?\]\s?"
+    r"\[?([\w.\-/]+\.py)(?::(\d+|\.{2,3}|\u2026|[A-Za-z]{1,4}|\?{1,3}))?\]\s?"
 )
 _UVICORN = re.compile(r"^(INFO|ERROR|WARNING|DEBUG|CRITICAL):\s+")
 # (the message may start with a traceback's indentation: "ERROR   File ...", the timestamp and location cut out)

@@ -107,6 +107,8 @@ _WHAT = {"mamba_copy": "the Mamba state copies between blocks", "mamba": "a Mamb
          "index": "PyTorch's indexing kernel"}
 
 
+# the operator's own logits processors ("--logits-processors pkg.mod:Class", the engine config's logits_processors=[...])
+_CUSTOM_LOGITS = re.compile(r"--logits[-_]processors?[= ]+\S+|\blogits_processors=\[[^\]]+\]|\[['\"][\w.]+:\w+['\"]\]")
 # a kernel's C++ namespace as a debugger prints it ("void acme_kernels::fused_rope_kernel<...>", "at::native::...")
 _NAMESPACE = re.compile(r"^(?:void\s+)?([A-Za-z_]\w*)::")
 # the namespaces of vLLM's own kernels, PyTorch's and the libraries vLLM builds in or calls (their faults are read by
@@ -240,6 +242,14 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
                                       "a token id of the larger vocabulary looked up in the smaller embedding table "
                                       "indexes past its rows -- a tokenizer / draft-model vocabulary mismatch, outside "
                                       "the hybrid / spec-decode families")
+    custom = _CUSTOM_LOGITS.search(" ".join(str(x) for x in (facts.command, facts.args.get("logits_processors")) if x))
+    if what == "index" and custom:
+        # PyTorch's gather / scatter / index kernel out of bounds, in a run with the operator's own logits processors
+        # (they index the logits tensor with their token ids on the GPU): the processor's indices, not vLLM's
+        return out("other", "medium", f"the run loads its own logits processors ({custom.group(0)}), which index the "
+                                      "logits with their own token ids on the GPU: an id past the vocabulary trips "
+                                      "this bounds check -- the processor's code, outside the hybrid / spec-decode "
+                                      "families")
     ns = _NAMESPACE.match(name) if what is None else None
     if ns is not None and ns.group(1).lower() not in _KNOWN_NAMESPACES:
         # a kernel of a C++ namespace that neither vLLM, PyTorch nor the attention / GEMM libraries vLLM calls use (an

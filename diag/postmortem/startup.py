@@ -263,6 +263,7 @@ class StartupLines:
         """One prefix-cache metrics value (``Prefix cache hit rate: X%``)."""
         self.hit_rate_count += 1
         self.hit_rate_max = max(self.hit_rate_max, value)
+        self.hit_rate_min = value if self.hit_rate_count == 1 else min(self.hit_rate_min, value)
         # (per engine process: a log of two runs -- drafts on, then a restart without them -- has a rate of each)
         pid = _PID.search(display)
         run = self.hit_rate_runs.setdefault(f"{pid.group(1) if pid else ''}#{self.hit_rate_epoch}", [0, 0.0])
