@@ -509,3 +509,35 @@ def test_metrics_cache_labels_and_numeric_environment_settings_are_facts():
     assert st["cache_config"] == {"block_size": 544, "gpu_memory_utilization": 0.85, "num_gpu_blocks": 783}
     # (a device list is no number; a boolean is no number)
     assert st["env_numbers"] == {"lmcache_chunk_size": 256}
+
+
+def test_a_throughput_halved_is_slowness():
+    assert facts_from_text("Throughput dropped by half after ~20 min of the load test").startup.get("slow_prose")
+    assert facts_from_text("tok/s fell by 40% since Monday").startup.get("slow_prose")
+
+
+_GLM_MTP = [
+    "MTP on GLM-4.7-Flash gives basically nothing on our A100s, same thing without --speculative-config.",
+    "Things I tried: --max-num-seqs 8, num_speculative_tokens 1 (a bit better), --enforce-eager (much worse, as expected).",
+    "vllm serve zai-org/GLM-4.7-Flash -tp 2 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+    "(Worker_TP0 pid=7890) WARNING 05-19 13:41:38 [compilation.py:1458] CUDAGraphMode.FULL_AND_PIECEWISE is not supported "
+    "with spec-decode for attention backend TritonMLABackend (support: AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE); "
+    "setting cudagraph_mode=PIECEWISE",
+    "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|##########| 35/35 [00:09<00:00,  3.71it/s]",
+]
+
+
+def test_drafts_that_bring_nothing_are_no_eager_run_and_no_cleared_family():
+    """'--enforce-eager (much worse)' is a trial, and the run captured graphs: not an eager run. 'Same without the
+    drafts' is what 'MTP gives nothing' means: it confirms the complaint rather than clearing the families."""
+    lead = _analyze(_GLM_MTP).findings[0]
+    assert lead.rule == "spec_cudagraph_downgrade"
+
+
+def test_gibberish_answers_to_random_token_prompts_are_the_benchmarks():
+    lines = ["Jamba + ngram: the outputs are word salad and acceptance is low.",
+             "vllm bench serve --dataset-name random --random-input-len 2048 --num-prompts 400",
+             "vllm serve ai21labs/AI21-Jamba-Mini-1.7 --speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\""
+             ":5,\"prompt_lookup_max\":4}'"]
+    lead = _analyze(lines).findings[0]
+    assert lead.category == "other" and "random-token prompts" in lead.title

@@ -80,6 +80,23 @@ def random_prompts_acceptance(facts: LogFacts, setup: Setup, base_numbers: dict)
         missing=["the same benchmark on a real dataset (sharegpt, the production traffic) with and without the drafts"])
 
 
+def random_prompts_output(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the output said to be gibberish, and the load is random token ids (``vllm bench serve
+    --dataset-name random``): a model continues random tokens with text as random -- the benchmark's data, not a
+    corruption."""
+    said, told = facts.startup.get("wrong_output_prose"), facts.startup.get("random_prompts_prose")
+    if not said or not told:
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says the output goes wrong ('{said}') on a load of random prompts ('{told}'): "
+               "random token ids carry no text to continue, so any model answers them with text as random -- the "
+               "benchmark's data, outside the hybrid/spec-decode families"),
+        title="Gibberish answers to random-token prompts (the benchmark's data)",
+        message=f"wrong output without an error: {said}", evidence=("wrong_output_prose", "random_prompts_prose"),
+        missing=["the same server's answers to real prompts (sharegpt, the production traffic)"])
+
+
 # the proposers that copy text instead of running a model: their drafts match only where the output repeats its input
 _MODEL_FREE = ("ngram", "suffix", "suffix_decoding", "ngram_gpu")
 
@@ -340,6 +357,9 @@ def toggles_clear_families(facts: LogFacts, setup: Setup, base_numbers: dict) ->
     """No error; the report's own A/B tests take the hybrid/spec-decode readings out (:func:`ab_tests_clear_families`)
     -- a near miss, as an asynchronous fault with the same tests is."""
     cleared, by_own_fix = ab_tests_clear_families(facts, setup, no_drafts_counts=False), False
+    if cleared and cleared.startswith("it persists without speculative decoding") and facts.startup.get("spec_slower_prose"):
+        # (a report that the drafts bring no gain is the same without them by definition: that test confirms it)
+        cleared = None
     fix = facts.startup.get("other_fix_prose")
     if cleared is None and fix and facts.startup.get("wrong_output_prose") and _A_CHANGE.search(str(fix)):
         # (a wrong output that a change outside the classes makes right: a state or batch fault of the drafts or the
@@ -430,8 +450,12 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     so each decode step launches every small kernel from Python and the GPU idles between them -- outside the
     families (the capture-size class needs graphs to be captured at all)."""
     slow = _said_slow(facts)
+    # (a run that captured CUDA graphs was not eager, whatever the report says it tried besides)
+    captured = any(facts.startup.get(k) for k in ("cudagraph_memory_gib", "mixed_piecewise_capture_sizes",
+                                                   "decode_full_capture_sizes", "mixed_full_capture_sizes",
+                                                   "decode_piecewise_capture_sizes"))
     # (a hang's words read as slowness, unless the report measures a decode rate: a hang has none)
-    if not slow or not truthy(facts.args.get("enforce_eager")) or (
+    if not slow or not truthy(facts.args.get("enforce_eager")) or captured or (
             facts.startup.get("hang_prose") and not _RATE.search(slow)):
         return None  # (a hang is no launch-bound decode)
     return _slow_from(
