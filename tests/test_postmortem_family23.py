@@ -541,3 +541,49 @@ def test_gibberish_answers_to_random_token_prompts_are_the_benchmarks():
              ":5,\"prompt_lookup_max\":4}'"]
     lead = _analyze(lines).findings[0]
     assert lead.category == "other" and "random-token prompts" in lead.title
+
+
+def test_an_exception_hard_wrapped_at_a_column_keeps_its_message():
+    """A paste wrapped at a fixed width: 'ValueError: Hybrid' / 'KV cache manager is disabled but fail' / 'ed to ...' --
+    the unprefixed lines after a line that ran to the column are the rest of the message, so vLLM's site matches."""
+    rec = "2026-04-10 07:43:19 (EngineCore_DP0 pid=274) ERROR 04-10 07:43:19 [core.py:1231] "
+    lines = [
+        "vllm serve ibm-granite/granite-4.0-h-small --kv-transfer-config '{\"kv_connector\":\"LMCacheConnectorV1\","
+        "\"kv_role\":\"kv_both\"}'",
+        rec + "Traceback (most recent call last):",
+        rec + '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/kv_cache_utils.py", line 1493, in unify_hyb',
+        "rid_kv_cache_specs",
+        (rec + "ValueError: Hybrid")[:99],
+        "KV cache manager is disabled but failed to convert the KV cache specs to one unified type.",
+    ]
+    assert len(lines[4]) >= 78
+    assert _analyze(lines).findings[0].category == "kv_page_size"
+
+
+def test_short_requests_that_each_hold_many_pages_are_the_hybrids_not_a_neighbours():
+    """~5k tokens of cache per running request on a report of short prompts: the rest is what the hybrid pins per
+    request (a state page in each Mamba group), not the small process that shares the card."""
+    lines = [
+        'Title: granite-4.0-h-tiny only runs ~31 requests at a time, max-num-seqs 128 ignored? KV "full" with short prompts',
+        "We share the card with a small embedding service.",
+        "vllm serve ibm-granite/granite-4.0-h-tiny --max-num-seqs 128",
+        "(APIServer pid=1207) INFO 11-22 08:10:11 [interface.py:905] Setting attention block size to 528 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+        "(EngineCore_DP0 pid=1290) INFO 11-22 08:11:20 [kv_cache_utils.py:2177] GPU KV cache size: 159,283 tokens",
+        "(APIServer pid=1207) INFO 11-22 08:31:00 [loggers.py:301] Engine 000: Avg prompt throughput: 1240.2 tokens/s, Avg "
+        "generation throughput: 611.0 tokens/s, Running: 32 reqs, Waiting: 99 reqs, Preemptions: 3, GPU KV cache usage: "
+        "99.4%, Prefix cache hit rate: 0.0%",
+    ]
+    assert _analyze(lines).findings[0].category in ("block_size_alignment", "mamba_block_budget")
+
+
+def test_a_cache_that_never_hits_keeps_the_note_only_for_a_report_about_the_cache():
+    stats = ("(APIServer pid=1) INFO 11-22 08:31:00 [loggers.py:301] Engine 000: Avg prompt throughput: 1240.2 tokens/s, "
+             "Avg generation throughput: 611.0 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache usage: 9.4%, "
+             "Prefix cache hit rate: 0.0%")
+    note = ("(APIServer pid=1) INFO 11-22 08:10:11 [interface.py:905] Setting attention block size to 272 tokens to "
+            "ensure that attention page size is >= mamba page size.")
+    json_report = "qwen3-next thinking + mtp returns broken json ~1 in 5 requests, we parse the content with json.loads"
+    assert _analyze([json_report, note, stats]).findings[0].rule == "unexplained_report"
+    cache_report = "We enabled prefix caching on qwen3-next for our agents and it does nothing at all for us"
+    assert _analyze([cache_report, note, stats]).findings[0].rule == "block_size_inflated"

@@ -337,12 +337,8 @@ def _note_is_no_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Find
     lead = findings[0]
     if lead.category == "other" or lead.severity != "info" or _answers_symptom(facts, lead):
         return findings
-    rate = facts.startup.get("prefix_cache_hit_rate_max")
-    if lead.rule == "block_size_inflated" and isinstance(rate, (int, float)) and rate < 10 and facts.args.get(
-            "enable_prefix_caching") is not False and not ((facts.startup.get("random_prompts_prose")
-                                                            or facts.startup.get("unique_prompts_prose"))
-                                                           and not facts.startup.get("shared_prefix_tokens")):
-        return findings  # (the cache barely hits: the raised block is a reading of that, whatever the words)
+    if lead.rule == "block_size_inflated" and _cache_report_without_hits(facts):
+        return findings  # (a report that speaks of prefix caching, on a cache that barely hits: the raised block reads it)
     new = Finding(
         rule="unexplained_report", category="other", severity="info",
         title="No failure or symptom that vllm-diag reads in this report (not modelled)",
@@ -355,6 +351,16 @@ def _note_is_no_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Find
     new.confidence = "low"
     new.basis = "no error in the log and no symptom vllm-diag reads in the report: not modelled"
     return _notes_left_out(new, findings)
+
+
+def _cache_report_without_hits(facts: LogFacts) -> bool:
+    """The report speaks of prefix caching, the cache is on and its stats lines show it hitting under 10 %, and nothing
+    says the prompts share no prefix to begin with (random or unique prompts, no shared prefix stated)."""
+    st = facts.startup
+    rate = st.get("prefix_cache_hit_rate_max")
+    no_prefix = (st.get("random_prompts_prose") or st.get("unique_prompts_prose")) and not st.get("shared_prefix_tokens")
+    return (isinstance(rate, (int, float)) and rate < 10 and facts.args.get("enable_prefix_caching") is not False
+            and bool(st.get("prefix_caching_prose")) and not no_prefix)
 
 
 def _outside_lead_drops_notes(facts: LogFacts, findings: list[Finding]) -> list[Finding]:

@@ -331,7 +331,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Error
                 labels = {k: _num(v) for k, v in _PROM_NUMERIC_LABEL.findall(line.text.split("cache_config_info{", 1)[1])}
                 if labels:
                     self.facts.startup["cache_config"] = labels
-        if "=" in line.text and len(self.env_numbers) < 20:
+        if line.level is None and "=" in line.text and "_" in line.text and len(self.env_numbers) < 20:
             for name, value in _ENV_NUMBER.findall(line.text):
                 self.env_numbers.setdefault(name.lower(), _num(value))
         if "cceptance" in line.text or "Drafted" in line.text:

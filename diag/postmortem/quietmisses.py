@@ -229,8 +229,22 @@ def raised_block_holds_requests(facts: LogFacts) -> bool:
     st = facts.startup
     block, tokens, running, usage = (st.get("attention_block_size"), st.get("gpu_kv_cache_tokens"),
                                      st.get("num_requests_running_max"), st.get("gpu_kv_cache_usage_percent_max"))
-    return all(isinstance(x, (int, float)) and x > 0 for x in (block, tokens, running, usage)) \
-        and usage / 100 * tokens / running < 4 * block
+    if not all(isinstance(x, (int, float)) and x > 0 for x in (block, tokens, running, usage)):
+        return False
+    footprint = usage / 100 * tokens / running
+    if footprint < 4 * block:
+        return True
+    # (the cache holds far more per running request than the report's requests have tokens: the rest is what a hybrid
+    # pins per request whatever its length -- a state page in every Mamba/GDN group)
+    told = st.get("request_tokens_prose")
+    if isinstance(told, int) and told > 0 and footprint > 2 * max(told, block):
+        return True
+    said = " ".join(str((facts.lines.get(k) or (0, ""))[1]) for k in ("capacity_prose", "report_prose"))
+    return footprint < 16 * block and _SHORT_REQUESTS.search(said) is not None
+
+
+# the report's word that its requests are short ("KV 'full' with short prompts")
+_SHORT_REQUESTS = re.compile(r"\b(?:short|small|tiny) (?:prompts?|requests?|chats?|inputs?|conversations?|questions?)\b", re.I)
 
 
 def low_memory_share_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
@@ -747,6 +761,8 @@ def _starved_slowdown(facts: LogFacts, base_numbers: dict, kind: str) -> Diagnos
     fact, cause, title, missing, takes_memory = _STARVED[kind]
     slow = _said_slow(facts) or facts.startup.get("capacity_prose")
     said = facts.startup.get(fact)
+    if takes_memory and not _said_slow(facts) and raised_block_holds_requests(facts):
+        return None  # (fewer requests than expected, each holding a few of a hybrid's raised blocks: the block's count)
     if not slow or not said or takes_memory and kv_cache_idle(facts) and not facts.startup.get("degraded_over_time_prose") \
             and (not _said_slow(facts) or (facts.startup.get("num_requests_waiting_max") or 0) > 0):
         # another process's memory holds back no request while the KV cache stays mostly empty, and requests that wait

@@ -408,6 +408,9 @@ CAPACITY_FELL = re.compile(
     # "it never runs more than ~190", "queueing at only ~190 concurrent"
     r"\bnever (?:runs?|goes|gets|schedules?|goes above|exceeds?) (?:above |over |past |beyond |more than )?~?\d+\b|"
     r"\bqueu\w* at (?:only )?~?\d+ (?:concurrent|running|requests|reqs)\b|"
+    # "only runs ~31 requests at a time"
+    r"\bonly (?:ever )?(?:runs?|serves?|handles?|schedules?) (?:about |around |~)?\d+ (?:concurrent )?(?:requests|reqs|"
+    r"sequences|seqs|users)\b|"
     # '"Maximum concurrency" is ~3x lower than on my workstation'
     r"\bconcurrency\W{0,3} (?:is|was) (?:~|about |around )?\d+(?:\.\d+)?\s*x lower\b|"
     # "Max concurrency went from ~40 to ~6 overnight", "KV cache dropped from 31 GiB to 4"

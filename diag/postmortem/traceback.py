@@ -107,6 +107,7 @@ class _State:
     ipy_frame: tuple[str, str] | None = None  # IPython's "<file> in <function>(" awaiting its "--> N code" line
     exc_src: str | None = None  # the [file.py:N] of the log record that printed the last exception line
     exc_level: str | None = None  # that record's level (ERROR): a record of another level is the next record
+    exc_line_chars: int = 0  # that line's length (a paste hard-wrapped at a column cuts long ones)
     exc_colon_only: bool = False  # the last exception line ended at its colon ("RuntimeError: "): a wrap cut it there
 
 
@@ -336,8 +337,15 @@ class TracebackParser:
                 and (exc.message.rstrip()[-1:] in (",", "(") or (st.exc_colon_only and not exc.message)
                      or _OPEN_WORD.search(exc.message[-40:]) is not None) \
                 and not _EXC_STRICT.match(stripped) and not stripped.startswith(_TB_TEXT)
+            # a paste hard-wrapped at a fixed column: the exception's line ran to the column, and the next line -- no
+            # prefix, no traceback text -- is the rest of its message ("ValueError: Hybrid" / "KV cache manager is ...")
+            hard_wrapped = (line.level is None and line.process is None and line.lineno == st.last_line_seen + 1
+                            and st.exc_line_chars >= 78 and st.cont_lines < 4 and exc.message
+                            and exc.message.rstrip()[-1:] not in ".!?:)]}'\""
+                            and not _EXC_STRICT.match(stripped) and not stripped.startswith(_TB_TEXT)
+                            and not any(w in stripped for w in WRAPPER_TEXTS))
             if _quote_open(exc.message) or (text[:1] in " \t" and line.level is None) or wrapped_record or same_record \
-                    or body or unfinished:
+                    or body or unfinished or hard_wrapped:
                 if len(exc.message) < MAX_MESSAGE:
                     exc.message = ((exc.message + "\n" + stripped) if exc.message else stripped)[:MAX_MESSAGE]
                 st.cont_lines += 1
@@ -371,6 +379,7 @@ class TracebackParser:
         st.cont_lines = 1
         st.exc_src = _record_src(line) if line.level is not None else None
         st.exc_level = line.level
+        st.exc_line_chars = len(line.display)
         st.exc_colon_only = not message and line.text.rstrip().endswith(":")
         sig = (exc_type, message[:300])
         self.counts[sig] = self.counts.get(sig, 0) + 1
