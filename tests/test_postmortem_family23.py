@@ -587,3 +587,35 @@ def test_a_cache_that_never_hits_keeps_the_note_only_for_a_report_about_the_cach
     assert _analyze([json_report, note, stats]).findings[0].rule == "unexplained_report"
     cache_report = "We enabled prefix caching on qwen3-next for our agents and it does nothing at all for us"
     assert _analyze([cache_report, note, stats]).findings[0].rule == "block_size_inflated"
+
+
+def test_acceptance_said_to_be_healthy_is_no_complaint():
+    assert not facts_from_text("acceptance is healthy (2.88 mean len), kv only 2%").startup.get("acceptance_prose")
+    assert facts_from_text("acceptance only 3% since monday").startup.get("acceptance_prose")
+
+
+def test_a_ceiling_of_running_requests_is_no_question_of_the_caches_granularity():
+    """'only ever runs 16 requests at once' on a hybrid whose cache barely hits: how many requests run is not what the
+    prefix-cache granularity decides, so its warning does not lead (the symptom is said to be unexplained)."""
+    lines = [
+        "### Granite-4.0-H only ever runs 16 requests at once, max_num_seqs ignored for hybrid models?",
+        "vllm serve ibm-granite/granite-4.0-h-small --max-num-seqs 256 --enable-prefix-caching --mamba-cache-mode all",
+        "(APIServer pid=1) INFO 11-22 08:10:11 [interface.py:905] Setting attention block size to 512 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+        "(APIServer pid=1) INFO 11-22 08:31:00 [loggers.py:301] Engine 000: Avg prompt throughput: 1240.2 tokens/s, Avg "
+        "generation throughput: 1111.0 tokens/s, Running: 16 reqs, Waiting: 0 reqs, GPU KV cache usage: 6.4%, Prefix "
+        "cache hit rate: 2.1%",
+    ]
+    assert facts_from_text("\n".join(lines)).startup.get("capacity_prose")
+    assert _analyze(lines).findings[0].category == "other"
+
+
+def test_a_report_nothing_is_read_in_is_said_to_be_not_modelled_not_clean():
+    """A chat export about a latency regression, no error and nothing vllm-diag reads: the result says so, instead of
+    an empty list that reads as all well."""
+    lines = ["[10:02] priya.k: qwen3.5-35b-a3b canary on the new H100 pool is way off. TPOT p50 42ms, p99 71ms.",
+             "vllm serve Qwen/Qwen3.5-35B-A3B --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'"]
+    assert "report_prose" in facts_from_text("\n".join(lines)).lines
+    lead = _analyze(lines).findings[0]
+    assert lead.rule == "unexplained_report" and "not modelled" in lead.title
+    assert _analyze(lines[1:]).findings == []  # (a command alone asks nothing)

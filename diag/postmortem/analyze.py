@@ -327,18 +327,20 @@ def apply_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
 
 
 def _note_is_no_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
-    """A report in someone's words, no error, and nothing read but a note on the set-up (a hybrid's raised block) that
-    does not speak to what the report says: the note is true of every such start, so it does not lead as the cause --
-    the lead says vllm-diag read no failure or symptom here (not modelled), and the notes are left out. A pasted log
-    alone keeps its notes first: it asks nothing else."""
+    """A report in someone's words, no error, and nothing read -- no finding at all, or only a note on the set-up (a
+    hybrid's raised block) that does not speak to what the report says: the note is true of every such start, so it
+    does not lead as the cause, and an empty result would read as a clean bill of health. The lead says vllm-diag read
+    no failure or symptom here (not modelled), and the notes are left out. A pasted log alone keeps its notes first:
+    it asks nothing else."""
     said = facts.lines.get("report_prose")
-    if facts.root is not None or not findings or said is None:
+    if facts.root is not None or said is None or (not findings and facts.startup.get("error_lines")):
         return findings
-    lead = findings[0]
-    if lead.category == "other" or lead.severity != "info" or _answers_symptom(facts, lead):
-        return findings
-    if lead.rule == "block_size_inflated" and _cache_report_without_hits(facts):
-        return findings  # (a report that speaks of prefix caching, on a cache that barely hits: the raised block reads it)
+    if findings:  # (nothing found at all, on a report in someone's words: say it is not read, not that all is well)
+        lead = findings[0]
+        if lead.category == "other" or lead.severity != "info" or _answers_symptom(facts, lead):
+            return findings
+        if lead.rule == "block_size_inflated" and _cache_report_without_hits(facts):
+            return findings  # (a report that speaks of prefix caching, on a cache that barely hits: the raised block reads it)
     new = Finding(
         rule="unexplained_report", category="other", severity="info",
         title="No failure or symptom that vllm-diag reads in this report (not modelled)",
@@ -540,6 +542,8 @@ def _answers_symptom(facts: LogFacts, f: Finding) -> bool:
         return True  # (fewer requests run than expected, each holding a few of the raised blocks: the block's granularity)
     if st.get("unique_prompts_prose") and not st.get("shared_prefix_tokens"):
         return False  # (prompts that share no prefix have nothing to hit at any granularity)
+    if st.get("capacity_prose") and not (st.get("hit_rate_prose") or st.get("slow_prose") or st.get("spec_slower_prose")):
+        return False  # (a report of how many requests run, not of hits or prompt time: granularity caps no concurrency)
     said = " ".join(str((facts.lines.get(k) or (0, ""))[1]) for k in ("slow_prose", "spec_slower_prose", "capacity_prose"))
     rate = st.get("prefix_cache_hit_rate_max")
     if isinstance(rate, (int, float)) and rate >= 20 and not (

@@ -329,11 +329,23 @@ _COMPUTE_CAPABILITY = re.compile(r"\bcompute[ _]capability\b[\"':=\s]*(?:is |of 
 # a sentence of the reporter's (a heading's or a quote's marks aside): it starts with a letter and holds none of the
 # characters of code, tables or key=value settings
 _OPERATOR_SENTENCE = re.compile(r"^[#>*\s]*[^\W\d_][^|{}=<>\\]*$")
+# a person's voice (a library's unprefixed message -- "Triton is installed, but doesn't include CPU backend." -- has
+# none): first person, a greeting, a question, an issue's title or heading
+_REPORT_VOICE = re.compile(r"\b(?:I|I'm|I've|I'd|we|we're|we've|our|my|us|anyone|hi|hey|hello|thanks)\b|\?\s*$|"
+                           r"^\s*(?:#+\s|\*\*|Title:|Subject:|\[(?:Bug|Question|Issue)\])", re.I)
+# a chat export's speaker in front of a message ("[10:02] priya.k: ", "10:42 dmitri: ")
+_CHAT_PREFIX = re.compile(r"^\s*\[?\d{1,2}:\d\d(?::\d\d)?\]?\s+[\w.\- ]{1,30}:\s+")
 # ... and not a command, a flag list, an exception's line or a frame
 _NOT_A_SENTENCE = re.compile(r"\s--\w|^\s*(?:vllm|python\d?|docker|podman|sudo|export|pip|uv|kubectl|curl|torchrun|srun|"
                              r"nvidia-smi|CUDA_\w*|VLLM_\w*|HF_\w*)\b|^\s*[\w.]*(?:Error|Exception|Warning|Interrupt)\b|"
                              r"\bFile \"|^\s*Traceback\b")
 _WORD = re.compile(r"[^\W\d_]{2,}")
+# the report saying acceptance is fine ("acceptance is healthy (2.88 mean len)"): a number after it is no complaint
+_ACCEPTANCE_FINE = re.compile(r"\bacceptance(?: rate| length)? (?:is |looks |seems |stays |was )?(?:still )?(?:healthy|fine|good|"
+                              r"normal|ok|okay|high|great|as expected)\b", re.I)
+# ... unless the same words say it is bad somewhere ("great with 1 user and terrible with several")
+_ACCEPTANCE_BAD = re.compile(r"\b(?:terrible|low|poor|bad|awful|drops?|dropped|collaps\w*|falls?|fell|tank\w*|plummet\w*|"
+                             r"worse)\b", re.I)
 _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]")
 _SMI_NAMES = {"GPU Current Temp": "gpu_temp_c", "Current Power Limit": "power_limit_w", "Power Draw": "power_draw_w",
               "SM": "sm_clock_mhz"}
@@ -541,8 +553,10 @@ class ProseLines:
 
     def _prose_line(self, line: Line) -> None:
         text = line.text
-        if "report_prose" not in self.facts.lines and _OPERATOR_SENTENCE.match(text) and not _NOT_A_SENTENCE.search(text) \
-                and (len(_WORD.findall(text)) >= 6 or len(_CJK.findall(text)) >= 8):
+        said = _CHAT_PREFIX.sub("", text, count=1) if "report_prose" not in self.facts.lines else ""
+        if said and _OPERATOR_SENTENCE.match(said) and not _NOT_A_SENTENCE.search(said) \
+                and (len(_WORD.findall(said)) >= 6 and (said != text or _REPORT_VOICE.search(said))
+                     or len(_CJK.findall(said)) >= 8):
             self.facts.lines["report_prose"] = (line.lineno, text.strip()[:500])  # (someone's words, not a log's)
         if " : " in text and (smi := _SMI_FIELD.match(text)):  # (before the nested blocks that end the line's reading)
             name = _SMI_NAMES[smi.group(1)]
@@ -747,11 +761,11 @@ class ProseLines:
                 self._first_words("spec_slower_prose", SPEC_SLOWER, wide, line)
             if "okenizer" in text or "emplate" in text:
                 self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)
-            if "cceptance" in wide:
+            if "cceptance" in wide and not (_ACCEPTANCE_FINE.search(wide) and not _ACCEPTANCE_BAD.search(wide)):
                 self._first_words("acceptance_prose", ACCEPTANCE_FELL, wide, line)
             if "oncurren" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
                     or "never" in wide or "ueue" in wide or "cap" in wide or "apacit" in wide or " wait" in wide or "unning" in wide \
-                    or "Wait" in wide:
+                    or "Wait" in wide or "only" in wide:
                 self._first_words("capacity_prose", CAPACITY_FELL, wide, line)
             self.ab_tests.read(wide, text, line)
             self.trials.read(text, line)

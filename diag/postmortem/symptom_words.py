@@ -406,7 +406,8 @@ SPEC_SLOWER = re.compile(
 # than half", "~3x fewer KV tokens than with the MTP module"
 CAPACITY_FELL = re.compile(
     # "it never runs more than ~190", "queueing at only ~190 concurrent"
-    r"\bnever (?:runs?|goes|gets|schedules?|goes above|exceeds?) (?:above |over |past |beyond |more than )?~?\d+\b|"
+    r"\bnever (?:runs?|goes|gets|schedules?|goes above|exceeds?) (?:above |over |past |beyond |more than )?[`'\"]?"
+    r"(?:Running:? )?~?\d+\b|"
     r"\bqueu\w* at (?:only )?~?\d+ (?:concurrent|running|requests|reqs)\b|"
     # "only runs ~31 requests at a time"
     r"\bonly (?:ever )?(?:runs?|serves?|handles?|schedules?) (?:about |around |~)?\d+ (?:concurrent )?(?:requests|reqs|"
