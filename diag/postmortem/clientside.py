@@ -179,6 +179,20 @@ _ENCODED_TWICE = _Told(
 def encoded_twice(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     return _told(facts, base_numbers, _ENCODED_TWICE)
 
+# random token ids as the load (`vllm bench serve --dataset-name random`): a model continues them with text as random
+_RANDOM_OUTPUT = _Told(
+    ("wrong_output_prose",), "random_prompts_prose",
+    basis=("no error; the report says the output goes wrong ('{said}') on a load of random prompts ('{cause}'): random "
+           "token ids carry no text to continue, so any model answers them with text as random -- the benchmark's "
+           "data, outside the hybrid/spec-decode families"),
+    title="Gibberish answers to random-token prompts (the benchmark's data)",
+    message="wrong output without an error: {said}",
+    missing="the same server's answers to real prompts (sharegpt, the production traffic)")
+
+
+def random_prompts_output(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    return _told(facts, base_numbers, _RANDOM_OUTPUT)
+
 
 def load_on_one_engine(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     return _told(facts, base_numbers, _LOAD_ON_ONE)

@@ -80,23 +80,6 @@ def random_prompts_acceptance(facts: LogFacts, setup: Setup, base_numbers: dict)
         missing=["the same benchmark on a real dataset (sharegpt, the production traffic) with and without the drafts"])
 
 
-def random_prompts_output(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, the output said to be gibberish, and the load is random token ids (``vllm bench serve
-    --dataset-name random``): a model continues random tokens with text as random -- the benchmark's data, not a
-    corruption."""
-    said, told = facts.startup.get("wrong_output_prose"), facts.startup.get("random_prompts_prose")
-    if not said or not told:
-        return None
-    return outside_families(
-        facts, base_numbers,
-        basis=(f"no error; the report says the output goes wrong ('{said}') on a load of random prompts ('{told}'): "
-               "random token ids carry no text to continue, so any model answers them with text as random -- the "
-               "benchmark's data, outside the hybrid/spec-decode families"),
-        title="Gibberish answers to random-token prompts (the benchmark's data)",
-        message=f"wrong output without an error: {said}", evidence=("wrong_output_prose", "random_prompts_prose"),
-        missing=["the same server's answers to real prompts (sharegpt, the production traffic)"])
-
-
 # the proposers that copy text instead of running a model: their drafts match only where the output repeats its input
 _MODEL_FREE = ("ngram", "suffix", "suffix_decoding", "ngram_gpu")
 

@@ -12,9 +12,9 @@ from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (chat_template_twice, client_capped_concurrency, client_path_corruption, encoded_twice,
                          foreign_tokenizer, hard_to_draft_text, ignore_eos_loops, left_truncated_prompts,
                          load_on_one_engine, prompt_logprobs_skip_cache, proxy_retry_duplicates, proxy_slows_stream,
-                         proxy_timeout_truncation, reasoning_spends_budget, repeats_rewarded, replayed_prompts_hit,
-                         replicas_differ, salted_prefixes, split_routing, stop_string_truncation, token_cap_truncation,
-                         unique_prompts_miss, varying_prefix)
+                         proxy_timeout_truncation, random_prompts_output, reasoning_spends_budget, repeats_rewarded,
+                         replayed_prompts_hit, replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
+                         token_cap_truncation, unique_prompts_miss, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, collective_hang,
@@ -23,10 +23,10 @@ from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_n
                           kv_cache_idle, kv_saturated_workload, long_context_capacity, lora_slot_queueing,
                           low_memory_share_capacity, mig_slice_limits, mismatched_drafter, modelfree_drafts_unmatched,
                           pcie_allreduce_slowdown, prefill_budget_slowdown, prefill_chunks_stall_decodes,
-                          random_prompts_acceptance, random_prompts_output, rocm_without_aiter,
-                          sampled_away_acceptance, sampled_by_generation_config, scheduler_cap, slow_tokenizer_latency,
-                          slow_weight_loading, socket_network_slowdown, spec_batch_slowdown, static_rope_quality,
-                          toggles_clear_families, untuned_moe_slowdown, wsl_slowdown)
+                          random_prompts_acceptance, rocm_without_aiter, sampled_away_acceptance,
+                          sampled_by_generation_config, scheduler_cap, slow_tokenizer_latency, slow_weight_loading,
+                          socket_network_slowdown, spec_batch_slowdown, static_rope_quality, toggles_clear_families,
+                          untuned_moe_slowdown, wsl_slowdown)
 from .specpath import model_names, no_spec_path
 from .symptom_words import BUNCHED_STREAM, FIRST_TOKEN
 
