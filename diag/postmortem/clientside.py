@@ -164,7 +164,6 @@ _LOAD_ON_ONE = _Told(
     title="Load concentrated on one of several engines (the router, not an engine's capacity)",
     message="capacity without an error: {said}",
     missing="the router's balancing policy (hash key, least-request) and every engine's Running / Waiting under the load")
-
 # UTF-8 decoded as Latin-1 on the way in or out (a dataset export, a client's decoding): the text itself is garbled
 _ENCODED_TWICE = _Told(
     ("wrong_output_prose", "acceptance_prose"), "mojibake_text",
@@ -178,6 +177,7 @@ _ENCODED_TWICE = _Told(
 
 def encoded_twice(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     return _told(facts, base_numbers, _ENCODED_TWICE)
+
 
 # random token ids as the load (`vllm bench serve --dataset-name random`): a model continues them with text as random
 _RANDOM_OUTPUT = _Told(

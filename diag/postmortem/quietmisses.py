@@ -205,25 +205,34 @@ def static_rope_quality(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
                  "unchanged"])
 
 
-def raised_block_holds_requests(facts: LogFacts) -> bool:
-    """A hybrid's raised attention block may be what holds requests back: the running requests fill the cache with
-    fewer than four such blocks each (the cache's used share over the running count), so a short request still takes
-    whole blocks -- as silent.py's capacity reading weighs it."""
+def blocks_per_running_request(facts: LogFacts) -> float | None:
+    """How many of a hybrid's raised attention blocks each running request fills at the fullest the stats lines show
+    (the cache's used share over the running count); None when the log lacks one of those figures."""
     st = facts.startup
     block, tokens, running, usage = (st.get("attention_block_size"), st.get("gpu_kv_cache_tokens"),
                                      st.get("num_requests_running_max"), st.get("gpu_kv_cache_usage_percent_max"))
     if not all(isinstance(x, (int, float)) and x > 0 for x in (block, tokens, running, usage)):
+        return None
+    return usage / 100 * tokens / running / block
+
+
+def raised_block_holds_requests(facts: LogFacts) -> bool:
+    """A hybrid's raised attention block may be what holds requests back: the running requests fill the cache with
+    fewer than four such blocks each, so a short request still takes whole blocks -- as silent.py's capacity reading
+    weighs it."""
+    blocks = blocks_per_running_request(facts)
+    if blocks is None:
         return False
-    footprint = usage / 100 * tokens / running
-    if footprint < 4 * block:
+    if blocks < 4:
         return True
     # (the cache holds far more per running request than the report's requests have tokens: the rest is what a hybrid
     # pins per request whatever its length -- a state page in every Mamba/GDN group)
-    told = st.get("request_tokens_prose")
-    if isinstance(told, int) and told > 0 and footprint > 2 * max(told, block):
+    block = facts.startup["attention_block_size"]
+    told = facts.startup.get("request_tokens_prose")
+    if isinstance(told, int) and told > 0 and blocks * block > 2 * max(told, block):
         return True
     said = " ".join(str((facts.lines.get(k) or (0, ""))[1]) for k in ("capacity_prose", "report_prose"))
-    return footprint < 16 * block and _SHORT_REQUESTS.search(said) is not None
+    return blocks < 16 and _SHORT_REQUESTS.search(said) is not None
 
 
 # the report's word that its requests are short ("KV 'full' with short prompts")

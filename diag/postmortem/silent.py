@@ -17,16 +17,16 @@ from .clientside import (chat_template_twice, client_capped_concurrency, client_
                          token_cap_truncation, unique_prompts_miss, varying_prefix)
 from .configuration import Setup, truthy
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
-from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, collective_hang,
-                          cotenant_gpu_slowdown, cpu_offload_slowdown, cpu_starved_slowdown, drafts_never_accepted,
-                          eager_slowdown, gpu_throttled_slowdown, grammar_compile_stall, hot_sampling_garbage,
-                          kv_cache_idle, kv_saturated_workload, long_context_capacity, lora_slot_queueing,
-                          low_memory_share_capacity, mig_slice_limits, mismatched_drafter, modelfree_drafts_unmatched,
-                          pcie_allreduce_slowdown, prefill_budget_slowdown, prefill_chunks_stall_decodes,
-                          random_prompts_acceptance, rocm_without_aiter, sampled_away_acceptance,
-                          sampled_by_generation_config, scheduler_cap, slow_tokenizer_latency, slow_weight_loading,
-                          socket_network_slowdown, spec_batch_slowdown, static_rope_quality, toggles_clear_families,
-                          untuned_moe_slowdown, wsl_slowdown)
+from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, blocks_per_running_request,
+                          collective_hang, cotenant_gpu_slowdown, cpu_offload_slowdown, cpu_starved_slowdown,
+                          drafts_never_accepted, eager_slowdown, gpu_throttled_slowdown, grammar_compile_stall,
+                          hot_sampling_garbage, kv_cache_idle, kv_saturated_workload, long_context_capacity,
+                          lora_slot_queueing, low_memory_share_capacity, mig_slice_limits, mismatched_drafter,
+                          modelfree_drafts_unmatched, pcie_allreduce_slowdown, prefill_budget_slowdown,
+                          prefill_chunks_stall_decodes, random_prompts_acceptance, rocm_without_aiter,
+                          sampled_away_acceptance, sampled_by_generation_config, scheduler_cap, slow_tokenizer_latency,
+                          slow_weight_loading, socket_network_slowdown, spec_batch_slowdown, static_rope_quality,
+                          toggles_clear_families, untuned_moe_slowdown, wsl_slowdown)
 from .specpath import model_names, no_spec_path
 from .symptom_words import BUNCHED_STREAM, FIRST_TOKEN
 
@@ -288,7 +288,8 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or chat_template_twice(facts, base_numbers) or stop_string_truncation(facts, base_numbers)
             or replicas_differ(facts, base_numbers) or batch_variant_numerics(facts, setup, base_numbers)
             or foreign_tokenizer(facts, base_numbers)
-            or random_prompts_acceptance(facts, setup, base_numbers) or random_prompts_output(facts, base_numbers) or modelfree_drafts_unmatched(facts, setup, base_numbers)
+            or random_prompts_acceptance(facts, setup, base_numbers) or random_prompts_output(facts, base_numbers)
+            or modelfree_drafts_unmatched(facts, setup, base_numbers)
             or lora_slot_queueing(facts, base_numbers) or client_capped_concurrency(facts, base_numbers)
             or load_on_one_engine(facts, base_numbers)
             or grammar_compile_stall(facts, base_numbers)
@@ -409,15 +410,13 @@ def _capacity_the_block_cannot_explain(facts: LogFacts) -> str | None:
     """The report's capacity complaint, unless a hybrid's raised attention block may be what holds requests back: a
     short request still takes a whole block, so the block explains lost capacity only while a running request's
     tokens (the cache's used share over the running count) fill no more than a few blocks."""
-    st = facts.startup
-    said, block = st.get("capacity_prose"), st.get("attention_block_size")
+    said, block = facts.startup.get("capacity_prose"), facts.startup.get("attention_block_size")
     if not said or not isinstance(block, int):
         return said
-    usage, tokens, running = (st.get("gpu_kv_cache_usage_percent_max"), st.get("gpu_kv_cache_tokens"),
-                              st.get("num_requests_running_max"))
-    if not all(isinstance(x, (int, float)) and x > 0 for x in (usage, tokens, running)):
+    blocks = blocks_per_running_request(facts)
+    if blocks is None:
         return None  # (the footprint is unknown: the raised block may be the cause)
-    return said if usage / 100 * tokens / running >= 4 * block else None
+    return said if blocks >= 4 else None
 
 
 def unexplained_symptom(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -151,8 +151,6 @@ _STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, co
 # usage: 100.0%" -- a preemption counter appears once requests were preempted (recomputed) for want of KV blocks; a
 # preemption storm shows in the highest values over the log (<name>_max), not the last
 _PREEMPTIONS = re.compile(r"Preemptions: (\d+)")
-_RUNNING = re.compile(r"Running: (\d+) reqs")
-_WAITING = re.compile(r"Waiting: (\d+) reqs")
 _STAMP = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 # vLLM's request log: "Received request chatcmpl-..: prompt: '...'" (older) / "Request chatcmpl-.. details: prompt: "...""
 _LOGGED_PROMPT = re.compile(r"\bRe(?:ceived re)?quest \S+(?: details)?:? prompt: ['\"](.{20,})")
@@ -292,16 +290,15 @@ class StartupLines:
         elif mode == "FULL" and int(m.group(2)) > st.get("cudagraph_full_max_tokens", 0):
             st["cudagraph_full_max_tokens"] = int(m.group(2))
 
-    def _engines_apart(self, line: Line) -> None:
+    def _engines_apart(self, line: Line, running: int, waiting: int) -> None:
         """Stats lines of several engines in one 10-second round (replicas behind a router, data-parallel engines):
         one running many requests with some waiting while another runs a handful is load the router concentrated, not
         an engine's capacity."""
-        run, wait, when = _RUNNING.search(line.text), _WAITING.search(line.text), _STAMP.search(line.display)
-        if run is None or when is None:
+        when = _STAMP.search(line.display)
+        if when is None:
             return
         mo, d, h, mi, se = (int(x) for x in when.groups())
-        row = ((((mo * 31 + d) * 24 + h) * 60 + mi) * 60 + se, int(run.group(1)), int(wait.group(1)) if wait else 0,
-               line.lineno)
+        row = ((((mo * 31 + d) * 24 + h) * 60 + mi) * 60 + se, running, waiting, line.lineno)
         rows = self.stats_rows
         for other in rows:
             if abs(other[0] - row[0]) > 6:
@@ -328,6 +325,7 @@ class StartupLines:
             m = _LOGGED_PROMPT.search(text)
             if m:  # (the request log's prompt text: where two requests' prompts part says what they share)
                 self.logged_prompts.append((line.lineno, m.group(1)[:400]))
+        counts: dict[str, int] = {}  # (this line's Running / Waiting, for the engines' balance)
         for kw, name, rx, conv in _STARTUP_PATTERNS:
             if kw not in text:
                 continue
@@ -344,6 +342,8 @@ class StartupLines:
                 self._set_startup(name, value, line)
                 if name in _PEAKED:
                     self._peak(name, value, line)
+                if name in ("num_requests_running", "num_requests_waiting"):
+                    counts[name] = value
         if self._logged_budget > 0 and line.level != "ERROR" and line.level != "DEBUG" and (
                 "=" in text or " from " in text or "Using " in text) and len(text) < 2000 and "with config:" not in text \
                 and "non-default args" not in text and "SamplingParams(" not in text:
@@ -361,8 +361,8 @@ class StartupLines:
         m = _PREEMPTIONS.search(text) if "Preemptions: " in text else None
         if m:
             self._peak("num_preemptions", int(m.group(1)), line)
-        if "Running: " in text and "replica_imbalance" not in self.facts.startup:
-            self._engines_apart(line)
+        if "num_requests_running" in counts and "replica_imbalance" not in self.facts.startup:
+            self._engines_apart(line, counts["num_requests_running"], counts.get("num_requests_waiting", 0))
         m = _CAPPING.search(text) if "Capping cudagraph" in text else None
         if m:  # "Capping cudagraph capture sizes from max 512 to 48 to fit Mamba cache blocks (50 blocks available)"
             self._set_startup("max_cudagraph_capture_size_requested", int(m.group(1)), line)
