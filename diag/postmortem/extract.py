@@ -38,6 +38,7 @@ from .numbers import (
 from .abtests import ABTestReader
 from .trials import TrialReader
 from .prose import ProseLines
+from .tool_output import ToolOutputLines
 from .rooterror import ErrorLines, unflatten
 from .startup import StartupLines
 from .traceback import ORPHAN_TYPE, TracebackParser
@@ -206,7 +207,7 @@ _ENV_NUMBER = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*_[A-Z0-9_]{2,40})=[\"']?(-?\
 _MOJIBAKE = re.compile("\u00c3[\u0080-\u00bf]|\u00e2\u20ac[\u2122\u0153\u009d\u02dc\u201c\u201d\"'\u2013\u2014\u00a6-]")
 
 
-class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ErrorLines):
+class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolOutputLines, ErrorLines):
     def __init__(self) -> None:
         self.tb = TracebackParser()
         self.facts = LogFacts()

@@ -317,15 +317,9 @@ _CAUSE_FACTS = (
     ("unique_prompts_prose", UNIQUE_PROMPTS, ("unique", "fresh", "expected", "distinct", "different", "share", "common",
                                                "prefix"), True),
 )
-# a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
-# nvidia-smi -q's telemetry of a GPU ("GPU Current Temp : 89 C", "Current Power Limit : 450.00 W", the Clocks section's
-# "SM : 1095 MHz"): the first GPU's values, as the report pasted them
-_SMI_FIELD = re.compile(r"^\s*(GPU Current Temp|Current Power Limit|Power Draw|SM)\s+:\s+(\d+(?:\.\d+)?)\s*(C|W|MHz)\b")
 # a proxy's read timeout as its configuration states it (nginx's "proxy_read_timeout 60s;", the ingress annotation
 # 'proxy-read-timeout: "60"'): the longest a response may stay silent before the proxy cuts it
 _PROXY_READ_TIMEOUT = re.compile(r"\bproxy[-_]read[-_]timeout[\"']?\s*[:=]?\s*[\"']?(\d+)\s*(s|m|ms)?\b")
-# the GPU's compute capability as a report or nvidia-smi states it ("Compute Capability 7.0", "compute capability 8.9")
-_COMPUTE_CAPABILITY = re.compile(r"\bcompute[ _]capability\b[\"':=\s]*(?:is |of )?(\d{1,2}\.\d)\b", re.I)
 # a sentence of the reporter's (a heading's or a quote's marks aside): it starts with a letter and holds none of the
 # characters of code, tables or key=value settings
 _OPERATOR_SENTENCE = re.compile(r"^[#>*\s]*[^\W\d_][^|{}=<>\\]*$")
@@ -347,14 +341,11 @@ _ACCEPTANCE_FINE = re.compile(r"\bacceptance(?: rate| length)? (?:is |looks |see
 _ACCEPTANCE_BAD = re.compile(r"\b(?:terrible|low|poor|bad|awful|drops?|dropped|collaps\w*|falls?|fell|tank\w*|plummet\w*|"
                              r"worse)\b", re.I)
 _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]")
-_SMI_NAMES = {"GPU Current Temp": "gpu_temp_c", "Current Power Limit": "power_limit_w", "Power Draw": "power_draw_w",
-              "SM": "sm_clock_mhz"}
 # the reporter's word that the GPUs have no NVLink between them ("4x L40S (PCIe Gen4, no NVLink)", 'all GPU pairs show
 # "SYS"'): what a topology matrix row without NV# cells says
 _NO_NVLINK_PROSE = re.compile(r"\b(?:no|without|lacks?|missing) NVLink\b|\bPCIe[- ]only\b|"
                               r"\bGPU pairs? (?:all )?shows? [\"'`]?(?:SYS|PHB|NODE)\b|"
                               r"\bshows? [\"'`]?(?:SYS|PHB|NODE)[\"'`]? between (?:every|each|all)\b|\bP2P\s*=\s*Disabled\b", re.I)
-_TOPO_ROW = re.compile(r"^\s*GPU\d+\s+((?:(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+)\s+){2,}(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+))\b")
 # a debugger's or sanitizer's report retold in prose, naming the kernel that faulted: "compute-sanitizer reports the
 # invalid __global__ read in _causal_conv1d_update_kernel", "the faulting kernel is fused_recurrent_..._kernel"
 _PROSE_FAULT_KERNEL = re.compile(
@@ -459,79 +450,11 @@ def _failing_k(text: str) -> int | None:
     return int(next(g for g in ks[0].groups() if g))
 
 
-# a row of nvidia-smi's process table: "|   0  3011207   C   text-embeddings-router   27968MiB |" (newer drivers add the
-# GI / CI ids as "N/A  N/A")
-# (rows a reader's hard-wrap joined into one line are read one by one)
-_SMI_PROCESS = re.compile(r"(?:^|\|)\s*(\d+)\s+(?:N/A\s+N/A\s+)?(\d{2,})\s+(?:C|G|C\+G)\s+(\S[^|\n]{0,80}?)\s+(\d+)\s*MiB\b")
-# a bare interpreter's row ("python", "/opt/conda/bin/python3"): the engine's own as likely as another program's
-_BARE_INTERPRETER = re.compile(r"^\S*(?:python[\d.]*|pt_main_thread)$", re.I)
-# a throttle reason's column of nvidia-smi --query-gpu ("clocks_event_reasons.hw_thermal_slowdown",
-# "clocks_throttle_reasons.sw_power_cap"; not the bitmask "clocks_event_reasons.active" or "...supported")
-_SMI_REASON = re.compile(r"^clocks_(?:event|throttle)_reasons\.(?:hw_slowdown|hw_thermal_slowdown|sw_thermal_slowdown|"
-                         r"hw_power_brake_slowdown|sw_power_cap)$")
-# nvidia-smi's header: "| NVIDIA-SMI 535.183.01   Driver Version: 535.183.01   CUDA Version: 12.2 |"
-_SMI_HEADER = re.compile(r"Driver Version: (\d+\.\d+(?:\.\d+)?)\s+CUDA Version: (\d+\.\d+)")
-# a cgroup's cpu.stat ("nr_periods 41877", "nr_throttled 39102", "throttled_usec 812345"): a CPU quota throttling
-_CPU_STAT = re.compile(r"^\s*(nr_periods|nr_throttled|throttled_usec|throttled_time|nr_bursts)\s+(\d+)\s*$")
-# the driver's GPU fault report: "NVRM: Xid (PCI:0000:ab:00): 94, pid=533, ..."
-_XID = re.compile(r"\bXid \([^)]{0,40}\): (\d{1,3})\b")
-# the engine's own processes in that table (a bare python process is the engine's only where no row names vLLM)
-_ENGINE_PROCESS = re.compile(r"vllm|EngineCore|ray::", re.I)
-_PYTHON_PROCESS = re.compile(r"python|pt_main_thread", re.I)
 
 
 class ProseLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: text outside log records."""
 
-    def _smi_process(self, text: str, line: Line) -> None:
-        """nvidia-smi's process table listing a process of another program beside the engine's on one GPU: a co-tenant
-        whose memory vLLM's profile saw as used (read as ``cotenant_prose``)."""
-        for m in _SMI_PROCESS.finditer(text):
-            gpu, name, mib = m.group(1), m.group(3).strip(), int(m.group(4))
-            seen = self.smi_rows.setdefault(gpu, [])
-            seen.append((name, mib))
-            rx = _ENGINE_PROCESS if any(_ENGINE_PROCESS.search(n) for n, _ in seen) else _PYTHON_PROCESS
-            engine = [n for n, _ in seen if rx.search(n)]
-            other = [(n, v) for n, v in seen if not rx.search(n) and v >= 1024]
-            big = sorted(((v, n) for n, v in seen if v >= 1024), reverse=True)
-            if not other and rx is _PYTHON_PROCESS and len(big) >= 2:
-                # two interpreters of a GiB or more on one GPU, none named vLLM: one is the engine (the larger), the
-                # other a program beside it (each vLLM worker holds one GPU; the API server's share is far smaller)
-                other = [(big[1][1], big[1][0])]
-            if not _ENGINE_PROCESS.search(name) and not _BARE_INTERPRETER.match(name) and mib >= 1024 \
-                    and mib > (self.facts.startup.get("other_process_mib") or 0):
-                # (a program of its own -- "python train_probe.py", "triton_server" -- is no engine's process)
-                self.facts.startup["other_process_mib"] = mib
-            if engine and other and "cotenant_prose" not in self.facts.startup:
-                self.facts.startup["cotenant_prose"] = (f"nvidia-smi lists {other[0][0]} ({other[0][1]:,} MiB) beside "
-                                                        f"vLLM on GPU {gpu}")
-                self.facts.startup["other_process_mib"] = other[0][1]
-                self.facts.lines["cotenant_prose"] = (line.lineno, text.strip()[:500])
-
-    def _smi_csv(self, text: str, line: Line) -> None:
-        """``nvidia-smi --query-gpu=... --format=csv``: its header names the columns, each row after it one GPU; a
-        throttle reason the row shows ``Active`` (``clocks_event_reasons.hw_thermal_slowdown``) is read as the
-        throttling nvidia-smi -q prints (``gpu_throttled_prose``), with the GPU's temperature and SM clock."""
-        if "temperature.gpu" in text or "clocks_event_reasons" in text or "clocks_throttle_reasons" in text:
-            self._smi_columns = [c.strip().split(" [")[0] for c in text.split(",")]
-            return
-        cols = getattr(self, "_smi_columns", None)
-        if not cols:
-            return
-        cells = [c.strip() for c in text.split(",")]
-        if len(cells) != len(cols):
-            self._smi_columns = None  # (the table ended)
-            return
-        row = dict(zip(cols, cells))
-        active = [c for c, v in row.items() if _SMI_REASON.search(c) and v.lower() == "active"]
-        if active and "gpu_throttled_prose" not in self.facts.startup:
-            gpu = row.get("index", "?")
-            self.facts.startup["gpu_throttled_prose"] = f"nvidia-smi: {', '.join(active)} Active on GPU {gpu}"
-            self.facts.lines["gpu_throttled_prose"] = (line.lineno, text.strip()[:500])
-            for col, name in (("temperature.gpu", "gpu_temp_c"), ("clocks.sm", "sm_clock_mhz")):
-                value = row.get(col, "").split(" ")[0]
-                if value.isdigit() and name not in self.facts.startup:
-                    self.facts.startup[name] = int(value)
 
     def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
         first_words(self.facts, name, rx, text, line)
@@ -558,20 +481,10 @@ class ProseLines:
                 and (len(_WORD.findall(said)) >= 6 and (said != text or _REPORT_VOICE.search(said))
                      or len(_CJK.findall(said)) >= 8):
             self.facts.lines["report_prose"] = (line.lineno, text.strip()[:500])  # (someone's words, not a log's)
-        if " : " in text and (smi := _SMI_FIELD.match(text)):  # (before the nested blocks that end the line's reading)
-            name = _SMI_NAMES[smi.group(1)]
-            if name not in self.facts.startup:
-                self.facts.startup[name] = float(smi.group(2)) if "." in smi.group(2) else int(smi.group(2))
-                self.facts.lines[name] = (line.lineno, text.strip()[:500])
         if "timeout" in text and "proxy_read_timeout_s" not in self.facts.startup and (m := _PROXY_READ_TIMEOUT.search(text)):
             secs = int(m.group(1)) * {"m": 60, "ms": 0.001}.get(m.group(2) or "s", 1)
             self.facts.startup["proxy_read_timeout_s"] = secs
             self.facts.lines["proxy_read_timeout_s"] = (line.lineno, text.strip()[:500])
-        if "apabilit" in text and "compute_capability" not in self.facts.startup and (
-                m := _COMPUTE_CAPABILITY.search(text)):
-            major, minor = m.group(1).split(".")
-            self.facts.startup["compute_capability"] = [int(major), int(minor)]  # (as identity.py reads it off sm_NN)
-            self.facts.lines["compute_capability"] = (line.lineno, text.strip()[:500])
         if self.hit_rate_count and len(text) < 160 and _RUN_HEADER.search(text):
             # a header between pasted metrics naming the setting changed ("MTP 끄면:", "without --enable-prefix-caching:"):
             # the lines after it are another run, even from a process id the restart reused (a container's pid 1)
@@ -905,13 +818,6 @@ class ProseLines:
                 and (m := _NO_NVLINK_PROSE.search(text)):
             self.facts.startup["gpu_link_no_nvlink"] = m.group(0)
             self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
-        if line.level is None and "GPU" in text and (topo := _TOPO_ROW.match(text)):
-            # nvidia-smi topo -m: a row with no NV# cell links that GPU to the others over PCIe or the host
-            if "NV" in topo.group(1):
-                self.facts.startup["gpu_link_nvlink"] = True
-            elif "gpu_link_no_nvlink" not in self.facts.startup:
-                self.facts.startup["gpu_link_no_nvlink"] = " ".join(text.split())[:200]
-                self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
         if "reasoning_ate_budget_prose" not in self.facts.startup and line.level is None and len(text) < 4000 and (
                 "hink" in text or "easoning" in text):
             self._first_words("reasoning_ate_budget_prose", REASONING_ATE_BUDGET, text, line)
@@ -921,19 +827,7 @@ class ProseLines:
             self._first_words("aiter_dropped_prose", AITER_DROPPED, text, line)
         if "WSL" in text and "wsl_prose" not in self.facts.startup and len(text) < 2000:
             self._first_words("wsl_prose", WSL, text, line)  # (vLLM's own warning or the reporter's words)
-        if "MiB" in text and line.level is None:
-            self._smi_process(text, line)
-        if "," in text and line.level is None:
-            self._smi_csv(text, line)
-        if "Driver Version" in text and "driver_version" not in self.facts.startup and (m := _SMI_HEADER.search(text)):
-            self.facts.startup["driver_version"] = m.group(1)
-            self.facts.startup["driver_cuda_version"] = float(m.group(2))
-            self.facts.lines["driver_version"] = (line.lineno, text.strip()[:500])
-        if ("nr_" in text or "throttled" in text) and (m := _CPU_STAT.match(text)) and m.group(1) not in self.facts.startup:
-            self.facts.startup[m.group(1)] = int(m.group(2))
-        if "Xid" in text and "xid" not in self.facts.startup and (m := _XID.search(text)):
-            self.facts.startup["xid"] = int(m.group(1))
-            self.facts.lines["xid"] = (line.lineno, text.strip()[:500])
+        self._tool_output_line(text, line)  # (before the reporter's words for the same facts: the table is exact)
         if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text
                 or "onto" in text or "schedul" in text or "slic" in text
