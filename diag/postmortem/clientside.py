@@ -35,25 +35,25 @@ class _Told:
     missing: str
     hits_below: float | None = None
 
-
-def _told(facts: LogFacts, base_numbers: dict, told: _Told) -> Diagnosis | None:
-    cause = facts.startup.get(told.cause)
-    if told.hits_below is not None:
-        said = cause if _hits_low(facts, told.hits_below) else None
-    else:
-        said = next((facts.startup[k] for k in told.symptoms if facts.startup.get(k)), None)
-    if not said or not cause:
-        return None
-    evidence = (told.cause, *told.symptoms) if told.hits_below is not None else (*told.symptoms, told.cause)
-    return outside_families(
-        facts, base_numbers, basis=told.basis.format(said=said, cause=cause), title=told.title,
-        message=told.message.format(said=said, cause=cause), evidence=evidence, missing=[told.missing])
+    def __call__(self, facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+        """The finding where the report holds both the symptom and the cause (a reading like the others)."""
+        cause = facts.startup.get(self.cause)
+        if self.hits_below is not None:
+            said = cause if _hits_low(facts, self.hits_below) else None
+        else:
+            said = next((facts.startup[k] for k in self.symptoms if facts.startup.get(k)), None)
+        if not said or not cause:
+            return None
+        evidence = (self.cause, *self.symptoms) if self.hits_below is not None else (*self.symptoms, self.cause)
+        return outside_families(
+            facts, base_numbers, basis=self.basis.format(said=said, cause=cause), title=self.title,
+            message=self.message.format(said=said, cause=cause), evidence=evidence, missing=[self.missing])
 
 
 # the prefix-cache readings' symptom facts: the stats lines' best hit rate, the report's words about the hits
 _HITS = ("prefix_cache_hit_rate_max", "hit_rate_prose")
 # the client sends no more requests than run (a thread pool's default size, a load generator's setting)
-_CLIENT_CAP = _Told(
+client_capped_concurrency = _Told(
     ("capacity_prose", "slow_prose"), "client_cap_prose",
     basis=("no error; the report says '{said}' and finds that the client sends no more requests than run ('{cause}'): "
            "the engine schedules the requests it receives, so the client's concurrency (a thread pool's default size, "
@@ -62,7 +62,7 @@ _CLIENT_CAP = _Told(
     message="capacity without an error: {said}",
     missing="the engine's 'Waiting' count under the load (0 throughout: nothing is held back)")
 # a reasoning model's thinking spending the request's whole max_tokens: the answer after it comes back empty or cut
-_REASONING_BUDGET = _Told(
+reasoning_spends_budget = _Told(
     ("truncated_prose", "wrong_output_prose"), "reasoning_ate_budget_prose",
     basis=("no error; the report says the answers come back empty or cut ('{said}') and shows the reasoning spending "
            "the request's token budget ('{cause}'): max_tokens counts the thinking tokens too, so a long reasoning "
@@ -72,7 +72,7 @@ _REASONING_BUDGET = _Told(
     message="empty or cut answers without an error: {said}",
     missing="the same request with a larger max_tokens (or a thinking budget), and its usage's reasoning tokens")
 # text a drafter predicts badly (ids, hashes, base64, a language its head was not trained on): acceptance is the text's
-_HARD_TO_DRAFT = _Told(
+hard_to_draft_text = _Told(
     ("acceptance_prose",), "hard_to_draft_prose",
     basis=("no error; the report says draft acceptance is low ('{said}') on text a drafter predicts badly ('{cause}'): "
            "a draft head (or n-gram match) guesses the next tokens from what it has seen, so ids, hashes and languages "
@@ -82,7 +82,7 @@ _HARD_TO_DRAFT = _Told(
     missing="the acceptance of the same server on a chat dataset (ShareGPT) beside this workload's")
 # a proxy in front of the server retrying requests (Envoy's retry_on, an access log's retry count): each retry is a
 # new request whose stream a client that appends what it receives shows after the first
-_PROXY_RETRY = _Told(
+proxy_retry_duplicates = _Told(
     ("wrong_output_prose",), "proxy_retry_prose",
     basis=("no error; the report says the output goes wrong ('{said}') and shows a proxy retrying requests ('{cause}'): "
            "a retry after the proxy's timeout is a new request to the engine, and a client that appends each stream it "
@@ -92,7 +92,7 @@ _PROXY_RETRY = _Told(
     missing=("the engine's 'Received request' lines of one user action (one per retry), and the proxy's retry policy / "
              "per-try timeout against the longest stream"))
 # the same request sent straight to the server comes back right: a proxy or the client's decoding of the stream
-_CLIENT_PATH = _Told(
+client_path_corruption = _Told(
     ("wrong_output_prose", "truncated_prose"), "direct_fine_prose",
     basis=("no error; the report says the output goes wrong ('{said}'), and its own test sends the same request "
            "straight to the server with a right answer ('{cause}'): the engine's output is right, the client's path (a "
@@ -102,7 +102,7 @@ _CLIENT_PATH = _Told(
     missing="the raw bytes of one garbled stream as the client received them, beside the server's")
 # the same stream straight from the server is smooth: a proxy in between buffers it (or compresses it) and releases it
 # in bursts
-_PROXY_SLOW = _Told(
+proxy_slows_stream = _Told(
     ("slow_prose", "spec_slower_prose"), "direct_fine_prose",
     basis=("no error; the report says serving is slow ('{said}'), and its own test against the server directly is right "
            "('{cause}'): the engine streams at its pace, and what stands between it and the client (a proxy buffering or "
@@ -112,7 +112,7 @@ _PROXY_SLOW = _Told(
     missing="the proxy's buffering / compression settings for text/event-stream, and a direct and a proxied stream's "
             "token timestamps side by side")
 # replicas behind one endpoint set up apart (each alone repeatable, on different revisions): the router alternates
-_REPLICAS = _Told(
+replicas_differ = _Told(
     ("wrong_output_prose",), "replicas_differ_prose",
     basis=("no error; the report says the answers differ ('{said}') and shows the endpoint's replicas answering "
            "differently ('{cause}'): requests alternate between engines set up apart (another checkpoint revision, "
@@ -124,7 +124,7 @@ _REPLICAS = _Told(
 
 # requests that ask for the prompt's own logprobs (lm-eval's loglikelihood tasks send echo with logprobs): vLLM
 # computes every prompt token of such a request, so it reads no cached block
-_PROMPT_LOGPROBS = _Told(
+prompt_logprobs_skip_cache = _Told(
     _HITS, "prompt_logprobs_prose", hits_below=5,
     basis=("no error; the prefix-cache hits are low and the requests ask for the prompt's logprobs ('{cause}'): vLLM "
            "needs the logits of every prompt token for them, so it computes the whole prompt and reads no cached "
@@ -134,7 +134,7 @@ _PROMPT_LOGPROBS = _Told(
     missing="the hit rate of the same prompts without prompt logprobs (a generation task)")
 # the report's prompt template interpolates a per-request value (a time, a UUID, a request or trace id): the prompts
 # differ from their first tokens, so no block is ever shared
-_VARYING_PREFIX = _Told(
+varying_prefix = _Told(
     _HITS, "varying_prefix_prose", hits_below=5,
     basis=("no error; the prompt template the report shows puts a per-request value into the prompt ('{cause}'): "
            "prefix caching shares whole blocks of identical leading tokens, so prompts that differ where that value "
@@ -156,7 +156,7 @@ _SPLIT_ROUTING = _Told(
 
 # several engines' stats lines of one moment, one of them loaded and queueing while another idles: the router in front
 # of them (a hash on a constant header, no least-request balancing) sends them the load unevenly
-_LOAD_ON_ONE = _Told(
+load_on_one_engine = _Told(
     ("capacity_prose", "slow_prose", "spec_slower_prose"), "replica_imbalance",
     basis=("no error; the report says '{said}' and the stats lines of several engines at one moment show the load on "
            "one of them ({cause}): the busy engine queues while the others idle, so the router or load balancer in "
@@ -165,7 +165,7 @@ _LOAD_ON_ONE = _Told(
     message="capacity without an error: {said}",
     missing="the router's balancing policy (hash key, least-request) and every engine's Running / Waiting under the load")
 # UTF-8 decoded as Latin-1 on the way in or out (a dataset export, a client's decoding): the text itself is garbled
-_ENCODED_TWICE = _Told(
+encoded_twice = _Told(
     ("wrong_output_prose", "acceptance_prose"), "mojibake_text",
     basis=("no error; the report says '{said}' and its text shows UTF-8 read as Latin-1 ('{cause}'): those characters "
            "are bytes encoded twice on the way to or from the engine (a data export, a client's decoding), which no "
@@ -175,12 +175,9 @@ _ENCODED_TWICE = _Told(
     missing="the raw bytes of one prompt as sent (xxd) and of one response as received")
 
 
-def encoded_twice(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _ENCODED_TWICE)
-
 
 # random token ids as the load (`vllm bench serve --dataset-name random`): a model continues them with text as random
-_RANDOM_OUTPUT = _Told(
+random_prompts_output = _Told(
     ("wrong_output_prose",), "random_prompts_prose",
     basis=("no error; the report says the output goes wrong ('{said}') on a load of random prompts ('{cause}'): random "
            "token ids carry no text to continue, so any model answers them with text as random -- the benchmark's "
@@ -190,20 +187,11 @@ _RANDOM_OUTPUT = _Told(
     missing="the same server's answers to real prompts (sharegpt, the production traffic)")
 
 
-def random_prompts_output(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _RANDOM_OUTPUT)
 
-
-def load_on_one_engine(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _LOAD_ON_ONE)
-
-
-def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _CLIENT_CAP)
 
 
 # requests that tell the engine to ignore the end-of-sequence token: the answer runs to max_tokens, looping once greedy
-_IGNORE_EOS = _Told(
+ignore_eos_loops = _Told(
     ("wrong_output_prose", "truncated_prose"), "ignore_eos_prose",
     basis=("no error; the report says '{said}' and its requests set '{cause}': vLLM then never stops an answer at the "
            "model's end-of-sequence token, so every answer runs to max_tokens and a greedy one repeats itself once it "
@@ -213,40 +201,13 @@ _IGNORE_EOS = _Told(
     missing="the same requests without ignore_eos (finish_reason 'stop' where the answer ends)")
 
 
-def ignore_eos_loops(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _IGNORE_EOS)
 
 
-def proxy_retry_duplicates(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _PROXY_RETRY)
 
 
-def client_path_corruption(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _CLIENT_PATH)
 
 
-def replicas_differ(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _REPLICAS)
 
-
-def hard_to_draft_text(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _HARD_TO_DRAFT)
-
-
-def reasoning_spends_budget(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _REASONING_BUDGET)
-
-
-def proxy_slows_stream(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _PROXY_SLOW)
-
-
-def prompt_logprobs_skip_cache(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _PROMPT_LOGPROBS)
-
-
-def varying_prefix(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    return _told(facts, base_numbers, _VARYING_PREFIX)
 
 
 # prompts that share no prefix at all (a benchmark's random prompts, unique documents): no cache hits them
@@ -265,7 +226,7 @@ def unique_prompts_miss(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
     # (a report that also states the prefix its prompts share -- "every request starts with the same 1,217-token
     # system prompt, then chunks different every time" -- is about that prefix, not about prompts without one)
     st = facts.startup
-    return _told(facts, base_numbers, _UNIQUE_PROMPTS) if st.get("hit_rate_prose") and not st.get(
+    return _UNIQUE_PROMPTS(facts, base_numbers) if st.get("hit_rate_prose") and not st.get(
         "shared_prefix_tokens") else None
 
 
@@ -273,8 +234,8 @@ def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     # (a report about the hits, whatever share is left: with N engines a conversation's next turn finds its blocks
     # about one time in N, so the production hit rate falls below a single engine's without reaching zero)
     if facts.startup.get("hit_rate_prose") and facts.startup.get("split_routing_prose"):
-        return _told(facts, base_numbers, replace(_SPLIT_ROUTING, hits_below=100))
-    return _told(facts, base_numbers, _SPLIT_ROUTING)
+        return replace(_SPLIT_ROUTING, hits_below=100)(facts, base_numbers)
+    return _SPLIT_ROUTING(facts, base_numbers)
 
 
 def salted_prefixes(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
