@@ -72,6 +72,17 @@ def truthy(v: Any) -> bool | None:
     return bool(v)
 
 
+# what vLLM logs once it has captured CUDA graphs: the capture's memory, or a capture progress bar's sizes
+_CAPTURED = ("cudagraph_memory_gib", "mixed_piecewise_capture_sizes", "decode_full_capture_sizes",
+             "mixed_full_capture_sizes", "decode_piecewise_capture_sizes")
+
+
+def ran_eager(facts: LogFacts) -> bool:
+    """The run had no CUDA graphs: its command says --enforce-eager and vLLM logged no capture (a report that quotes
+    --enforce-eager as its comparison while the log shows the graphs captured was not eager)."""
+    return bool(truthy(facts.args.get("enforce_eager"))) and not any(facts.startup.get(k) for k in _CAPTURED)
+
+
 def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     a = facts.args
     why: list[str] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..model import LogFacts
-from .configuration import AB_TEST_FACTS, Setup, ab_tests_clear_families, truthy
+from .configuration import AB_TEST_FACTS, Setup, ab_tests_clear_families, ran_eager, truthy
 from .diagnosis import Diagnosis, fact_evidence
 from .symptom_words import FIRST_TOKEN
 
@@ -456,12 +456,8 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     so each decode step launches every small kernel from Python and the GPU idles between them -- outside the
     families (the capture-size class needs graphs to be captured at all)."""
     slow = _said_slow(facts)
-    # (a run that captured CUDA graphs was not eager, whatever the report says it tried besides)
-    captured = any(facts.startup.get(k) for k in ("cudagraph_memory_gib", "mixed_piecewise_capture_sizes",
-                                                   "decode_full_capture_sizes", "mixed_full_capture_sizes",
-                                                   "decode_piecewise_capture_sizes"))
     # (a hang's words read as slowness, unless the report measures a decode rate: a hang has none)
-    if not slow or not truthy(facts.args.get("enforce_eager")) or captured or (
+    if not slow or not ran_eager(facts) or (
             facts.startup.get("hang_prose") and not _RATE.search(slow)):
         return None  # (a hang is no launch-bound decode)
     return _slow_from(

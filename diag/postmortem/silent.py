@@ -15,7 +15,7 @@ from .clientside import (chat_template_twice, client_capped_concurrency, client_
                          proxy_timeout_truncation, random_prompts_output, reasoning_spends_budget, repeats_rewarded,
                          replayed_prompts_hit, replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
                          token_cap_truncation, unique_prompts_miss, varying_prefix)
-from .configuration import Setup, truthy
+from .configuration import Setup, ran_eager
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, blocks_per_running_request,
                           collective_hang, cotenant_gpu_slowdown, cpu_offload_slowdown, cpu_starved_slowdown,
@@ -124,10 +124,8 @@ def unrounded_capture_sizes(facts: LogFacts, setup: Setup, base_numbers: dict) -
     v = log_version(facts)
     sizes = sorted({s for s in facts.startup.get("cudagraph_capture_sizes") or [] if isinstance(s, int) and s > 0})
     n = facts.startup.get("concurrent_requests")
-    # (--enforce-eager quoted as the reporter's comparison: the run that captured graphs was not eager)
-    eager = truthy(facts.args.get("enforce_eager")) and not facts.startup.get("cudagraph_memory_gib")
-    if not said or not k or k < 1 or v is None or v >= (0, 12, 0) or eager or not sizes or not isinstance(n, int) \
-            or n < 2:
+    if not said or not k or k < 1 or v is None or v >= (0, 12, 0) or ran_eager(facts) or not sizes \
+            or not isinstance(n, int) or n < 2:
         return None
     mode = str(facts.args.get("cudagraph_mode") or "").upper()
     if ("NONE" in mode or "PIECEWISE" in mode) and "FULL" not in mode:
@@ -460,8 +458,7 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
     profile)."""
     slow = facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
     k = setup.spec_k
-    if not slow or not k or k < 1 or truthy(facts.args.get("enforce_eager")) \
-            or facts.startup.get("degraded_over_time_prose"):
+    if not slow or not k or k < 1 or ran_eager(facts) or facts.startup.get("degraded_over_time_prose"):
         return None  # (the graphs' ceiling costs from the start: not a slowdown that came with time)
     sizes = [s for s in facts.startup.get("cudagraph_capture_sizes") or [] if isinstance(s, int)]
     # (vLLM's own "Truncating max_cudagraph_capture_size to N" is the largest graph it captured)
