@@ -138,6 +138,7 @@ gpu_kv_cache_tokens, kv_cache_device   ``GPU KV cache size: 123,456 tokens`` (de
 max_concurrency, max_concurrency_tokens ``Maximum concurrency for 2,048 tokens per request: 60.28x``
 prefix_cache_hit_rate                  last ``Prefix cache hit rate: 0.0%`` (percent)
 prefix_cache_hit_rate_min              the smallest value read, where it differs from the largest
+prefix_cache_hit_rate_first            the first value read, where it differs from the last
 prefix_cache_hit_rate_max,             largest value and number of values read: every metrics
 prefix_cache_hit_rate_samples          line of a small log; the first and last metrics line of
                                        each 8 MiB chunk of a large one (enough to tell "stuck at
@@ -189,11 +190,10 @@ full_cudagraph_count, ..._largest      ``Profiling CUDA graph memory: PIECEWISE=
 crash_scheduler_stats (dict)           the crash dump's ``Dumping scheduler stats: SchedulerStats(...)``:
                                        its top-level counters (num_running_reqs, kv_cache_usage ...)
 num_requests_running,                  the stats line's ``Running: 17 reqs, Waiting: 42 reqs, GPU KV cache
-num_requests_waiting,                  usage: 87.4%`` (last values)
-gpu_kv_cache_usage_percent
-prompt_throughput_tok_s,               the stats line's ``Avg prompt throughput: 0.0 tokens/s, Avg generation
-generation_throughput_tok_s            throughput: 18.3 tokens/s`` (last values; ``<name>_first``: the first, where
-                                       it changed)
+num_requests_waiting,                  usage: 87.4%`` and ``Avg prompt throughput: 0.0 tokens/s, Avg generation
+gpu_kv_cache_usage_percent,            throughput: 18.3 tokens/s`` (last values; ``<name>_first``: the first, where
+prompt_throughput_tok_s,               it changed)
+generation_throughput_tok_s
 num_preemptions_max,                   the highest ``Preemptions: N``, ``Waiting: N reqs`` and ``GPU KV cache
 num_requests_waiting_max,              usage: N%`` of the stats lines (a preemption storm's peak)
 gpu_kv_cache_usage_percent_max,
@@ -201,9 +201,12 @@ num_requests_running_max               the highest ``Running: N reqs``
 proxy_read_timeout_s                   a proxy's read timeout as its configuration states it (``proxy_read_timeout
                                        60s;``, ``proxy-read-timeout: "60"``)
 compute_capability                     the GPU's compute capability as the report states it (``Compute Capability
-                                       7.0``)
-other_process_mib                      the memory of the largest program of its own nvidia-smi lists (not vLLM's,
-                                       not a bare interpreter)
+                                       7.0``, ``compute cap 8.9``, nvidia-smi's ``compute_cap`` column) as [major,
+                                       minor]; findings quote it as 7.0
+other_process_mib, other_process_pid   the memory of the largest program of its own nvidia-smi lists (not vLLM's,
+                                       not a bare interpreter); where the root error is a start-up memory check or
+                                       an out-of-memory on GPU N, the largest other process on that GPU (at the
+                                       start-up check, a bare interpreter too: the engine holds nothing yet)
 driver_version, driver_cuda_version    nvidia-smi's header ``Driver Version: 535.183.01  CUDA Version: 12.2``
 nr_periods, nr_throttled, ...          a cgroup's cpu.stat lines (a CPU quota throttling the engine's host threads)
 xid                                    the driver's GPU fault code (``NVRM: Xid (PCI:0000:ab:00): 94, ...``)

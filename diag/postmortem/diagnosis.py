@@ -73,6 +73,9 @@ def config_numbers(facts: LogFacts, setup: Setup) -> dict[str, Any]:
             out[k] = v
     if setup.spec_k > 0:
         out.setdefault("num_speculative_tokens", setup.spec_k)
+    cc = facts.startup.get("compute_capability")
+    if isinstance(cc, list) and len(cc) == 2:  # (as NVIDIA and vLLM's messages write it: 7.0, 8.9)
+        out["compute_capability"] = float(f"{cc[0]}.{cc[1]}")
     return out
 
 

@@ -235,6 +235,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
         self.hit_rate_count = 0
         self.hit_rate_max = 0.0
         self.hit_rate_min = 0.0
+        self.hit_rate_first = 0.0
         self.hit_rate_runs: dict[str, list] = {}  # "pid#run" ("" unprefixed) -> [samples, largest rate]
         self.hit_rate_epoch = 0  # runs the reporter's headers part ("MTP off:") inside one process id (a container's pid 1)
         self.arch_mentions: list[str] = []
@@ -253,6 +254,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
         self.ab_tests = ABTestReader(self.facts)  # the reporter's A/B tests (sentences, bullets, tables)
         self.trials = TrialReader(self.facts)  # the reporter's own fix
         self.smi_rows: dict[str, list[tuple[str, int]]] = {}  # nvidia-smi's process table: GPU -> (process, MiB)
+        self.smi_pids: dict[tuple[str, str, int], int] = {}  # ... and each row's pid
         self._err_open = False
         self._err_last = 0
         self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text
@@ -514,6 +516,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
             f.startup["prefix_cache_hit_rate_samples"] = self.hit_rate_count
             if self.hit_rate_min < self.hit_rate_max:
                 f.startup["prefix_cache_hit_rate_min"] = self.hit_rate_min  # (the worst the cache did: what a report quotes)
+            if self.hit_rate_first != f.startup.get("prefix_cache_hit_rate"):
+                f.startup["prefix_cache_hit_rate_first"] = self.hit_rate_first  # (where it started, beside the last)
             # one engine run that never hit while another did (the reporter's restart with a setting changed)
             zero_runs = [n for n, top in self.hit_rate_runs.values() if n >= 2 and top == 0]
             if zero_runs and len(self.hit_rate_runs) > 1 and self.hit_rate_max > 0:
@@ -529,6 +533,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
                 self.facts.startup["crash_batch"] = batch
                 self.facts.lines["crash_batch"] = (self.dump_text[0], (DUMP_SCHED + ": " + self.dump_text[1])[:500])
         self._finish_exceptions()
+        self._finish_tool_output()
         self._finish_identity()
         self._finish_numbers()
         return f

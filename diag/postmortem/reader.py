@@ -306,6 +306,8 @@ class Scanner:
                 continue
             self.c.hit_rate_count += 1
             self.c.hit_rate_max = max(self.c.hit_rate_max, value)
+            if self.c.hit_rate_count == 1:
+                self.c.hit_rate_first = value
             self.c.facts.startup["prefix_cache_hit_rate"] = value
         ls = buf.rfind(b"\n", 0, last) + 1
         le = buf.find(b"\n", last, stop)

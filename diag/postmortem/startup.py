@@ -154,8 +154,10 @@ _PREEMPTIONS = re.compile(r"Preemptions: (\d+)")
 _STAMP = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 # vLLM's request log: "Received request chatcmpl-..: prompt: '...'" (older) / "Request chatcmpl-.. details: prompt: "...""
 _LOGGED_PROMPT = re.compile(r"\bRe(?:ceived re)?quest \S+(?: details)?:? prompt: ['\"](.{20,})")
-# the stats line's rates whose first value is kept beside the last when they change (<name>_first)
-_FIRSTED = ("prompt_throughput_tok_s", "generation_throughput_tok_s")
+# the stats line's values whose first is kept beside the last when they change (<name>_first): a report quotes the
+# load where its trouble began as often as where it ended
+_FIRSTED = ("prompt_throughput_tok_s", "generation_throughput_tok_s", "num_requests_running", "num_requests_waiting",
+            "gpu_kv_cache_usage_percent")
 _PEAKED = ("num_requests_waiting", "gpu_kv_cache_usage_percent", "num_requests_running", "dsa_native_next_n")
 _KV_SIZE = re.compile(r"\b(GPU|CPU|XPU|TPU|HPU)(?: \+ host)? KV cache size: " + _INT + r" tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _FLOAT + r"x")
@@ -262,6 +264,8 @@ class StartupLines:
         self.hit_rate_count += 1
         self.hit_rate_max = max(self.hit_rate_max, value)
         self.hit_rate_min = value if self.hit_rate_count == 1 else min(self.hit_rate_min, value)
+        if self.hit_rate_count == 1:
+            self.hit_rate_first = value
         # (per engine process: a log of two runs -- drafts on, then a restart without them -- has a rate of each)
         pid = _PID.search(display)
         run = self.hit_rate_runs.setdefault(f"{pid.group(1) if pid else ''}#{self.hit_rate_epoch}", [0, 0.0])

@@ -13,7 +13,11 @@ from .lines import Line
 # "SM : 1095 MHz"): the first GPU's values, as the report pasted them
 _SMI_FIELD = re.compile(r"^\s*(GPU Current Temp|Current Power Limit|Power Draw|SM)\s+:\s+(\d+(?:\.\d+)?)\s*(C|W|MHz)\b")
 # the GPU's compute capability as a report or nvidia-smi states it ("Compute Capability 7.0", "compute capability 8.9")
-_COMPUTE_CAPABILITY = re.compile(r"\bcompute[ _]capability\b[\"':=\s]*(?:is |of )?(\d{1,2}\.\d)\b", re.I)
+_COMPUTE_CAPABILITY = re.compile(r"\bcompute[ _]cap(?:ability|\.)?\b[\"':=\s]*(?:is |of |[^\n]{0,12}?(?:->|=>|\u2192)\s*)?"
+                                 r"(\d{1,2}\.\d)\b", re.I)
+# a row of ``nvidia-smi --query-gpu=name,compute_cap,...`` without its header: the GPU's name, then its capability
+_SMI_CAP_ROW = re.compile(r"^\s*(?:NVIDIA |Tesla |Quadro )?[\w -]{1,40}?,\s*(\d{1,2}\.\d)\s*(?:,|$)")
+_GPU_NAME = re.compile(r"\b(?:NVIDIA|Tesla|Quadro|GeForce|RTX|[AHLTVB]\d{1,3}\b)")
 _SMI_NAMES = {"GPU Current Temp": "gpu_temp_c", "Current Power Limit": "power_limit_w", "Power Draw": "power_draw_w",
               "SM": "sm_clock_mhz"}
 # a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
@@ -49,8 +53,9 @@ class ToolOutputLines:
             if name not in self.facts.startup:
                 self.facts.startup[name] = float(smi.group(2)) if "." in smi.group(2) else int(smi.group(2))
                 self.facts.lines[name] = (line.lineno, text.strip()[:500])
-        if "apabilit" in text and "compute_capability" not in self.facts.startup and (
-                m := _COMPUTE_CAPABILITY.search(text)):
+        if "compute_capability" not in self.facts.startup and ("apabilit" in text or "ompute cap" in text) and (
+                m := _COMPUTE_CAPABILITY.search(text)) or "compute_capability" not in self.facts.startup \
+                and line.level is None and "," in text and _GPU_NAME.search(text) and (m := _SMI_CAP_ROW.match(text)):
             major, minor = m.group(1).split(".")
             self.facts.startup["compute_capability"] = [int(major), int(minor)]  # (as identity.py reads it off sm_NN)
             self.facts.lines["compute_capability"] = (line.lineno, text.strip()[:500])
@@ -82,6 +87,7 @@ class ToolOutputLines:
             gpu, name, mib = m.group(1), m.group(3).strip(), int(m.group(4))
             seen = self.smi_rows.setdefault(gpu, [])
             seen.append((name, mib))
+            self.smi_pids[(gpu, name, mib)] = int(m.group(2))
             rx = _ENGINE_PROCESS if any(_ENGINE_PROCESS.search(n) for n, _ in seen) else _PYTHON_PROCESS
             engine = [n for n, _ in seen if rx.search(n)]
             other = [(n, v) for n, v in seen if not rx.search(n) and v >= 1024]
@@ -104,7 +110,8 @@ class ToolOutputLines:
         """``nvidia-smi --query-gpu=... --format=csv``: its header names the columns, each row after it one GPU; a
         throttle reason the row shows ``Active`` (``clocks_event_reasons.hw_thermal_slowdown``) is read as the
         throttling nvidia-smi -q prints (``gpu_throttled_prose``), with the GPU's temperature and SM clock."""
-        if "temperature.gpu" in text or "clocks_event_reasons" in text or "clocks_throttle_reasons" in text:
+        if "temperature.gpu" in text or "clocks_event_reasons" in text or "clocks_throttle_reasons" in text \
+                or "compute_cap" in text:
             self._smi_columns = [c.strip().split(" [")[0] for c in text.split(",")]
             return
         cols = getattr(self, "_smi_columns", None)
@@ -115,6 +122,11 @@ class ToolOutputLines:
             self._smi_columns = None  # (the table ended)
             return
         row = dict(zip(cols, cells))
+        cap = row.get("compute_cap", "")
+        if re.fullmatch(r"\d{1,2}\.\d", cap) and "compute_capability" not in self.facts.startup:
+            major, minor = cap.split(".")
+            self.facts.startup["compute_capability"] = [int(major), int(minor)]
+            self.facts.lines["compute_capability"] = (line.lineno, text.strip()[:500])
         active = [c for c, v in row.items() if _SMI_REASON.search(c) and v.lower() == "active"]
         if active and "gpu_throttled_prose" not in self.facts.startup:
             gpu = row.get("index", "?")
@@ -124,3 +136,26 @@ class ToolOutputLines:
                 value = row.get(col, "").split(" ")[0]
                 if value.isdigit() and name not in self.facts.startup:
                     self.facts.startup[name] = int(value)
+
+    def _finish_tool_output(self) -> None:
+        """nvidia-smi's process table read against the root error: where vLLM's start-up memory check failed (free
+        memory below the requested share) or CUDA ran out of memory on GPU N, the largest process on that GPU that is
+        not the engine's is what holds the memory (``other_process_mib`` / ``other_process_pid``). At the start-up
+        check the engine has allocated nothing yet, so a bare interpreter there is another program too; after an
+        out-of-memory error only a row of its own name (or beside rows named vLLM's) is."""
+        msg = self.facts.root.message if self.facts.root is not None else ""
+        if not self.smi_rows or not msg:
+            return
+        at_start = "less than desired GPU memory utilization" in msg
+        if not at_start and "out of memory" not in msg.lower():
+            return
+        m = re.search(r"\bcuda:(\d+)|\bGPU (\d+) has a total capacity", msg)
+        gpus = [m.group(1) or m.group(2)] if m else list(self.smi_rows)
+        named = any(_ENGINE_PROCESS.search(n) for rows in self.smi_rows.values() for n, _ in rows)
+        rows = [(mib, name, gpu) for gpu in gpus for name, mib in self.smi_rows.get(gpu, [])
+                if mib >= 1024 and not _ENGINE_PROCESS.search(name)
+                and (at_start or named or not _BARE_INTERPRETER.match(name))]
+        if rows:
+            mib, name, gpu = max(rows)
+            self.facts.startup["other_process_mib"] = mib
+            self.facts.startup["other_process_pid"] = self.smi_pids[(gpu, name, mib)]
