@@ -527,8 +527,8 @@ class LogException:
 
 
 # a CUDA_LAUNCH_BLOCKING=1 rerun the reporter tells as one that did not fault (LogFacts.blocking_launches)
-_NO_REPRO = re.compile(r"CUDA_LAUNCH_BLOCKING\s*=\s*['\"]?1\b[^.\n]{0,30}?(?:could ?n[o']t|can'?t|cannot|unable to|did ?n[o']t|"
-                       r"never) (?:reproduce|repro|crash|fault|trigger)", re.I)
+_NO_REPRO = re.compile(r"CUDA_LAUNCH_BLOCKING\s*=\s*['\"]?1\b[^.\n]{0,60}?(?:could ?n[o']t|can'?t|cannot|unable to|did ?n[o']t|"
+                       r"never|too slow to) (?:reproduce|repro|crash|fault|trigger)", re.I)
 
 
 @dataclass

@@ -97,3 +97,269 @@ def test_the_stats_lines_keep_where_the_load_and_the_hits_began():
     assert st["prefix_cache_hit_rate_first"] == 0.4 and st["prefix_cache_hit_rate"] == 0.9
     one = facts_from_text(stats(16, 0, 2.1, 0.4)).startup
     assert "num_requests_running_first" not in one and "prefix_cache_hit_rate_first" not in one
+
+
+def _stats(hhmmss: str, running: int, waiting: int, usage: float, hits: float = 0.0, pid: int = 2291) -> str:
+    return (f"(APIServer pid={pid}) INFO 11-06 {hhmmss} [loggers.py:310] Engine 000: Avg prompt throughput: 4102.7 "
+            f"tokens/s, Avg generation throughput: 822.5 tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, "
+            f"GPU KV cache usage: {usage}%, Prefix cache hit rate: {hits}%")
+
+
+_FALCON_H1 = [
+    "(APIServer pid=2291) INFO 11-04 09:00:12 [interface.py:911] Setting attention block size to 800 tokens to ensure "
+    "that attention page size is >= mamba page size.",
+    "(EngineCore_DP0 pid=2410) INFO 11-04 09:00:58 [kv_cache_utils.py:1869] GPU KV cache size: 1,036,800 tokens, Maximum "
+    "concurrency for 16,384 tokens per request: 63.28x",
+]
+
+
+def test_a_neighbour_on_the_gpu_during_a_slowdown_is_the_cause_even_while_requests_queue():
+    """Latency spikes, nvidia-smi listing another team's job beside the engine on the GPU, and the stats lines show a
+    queue while the running count moves with the load: a slower engine's queue, not a scheduler cap -- the co-tenant."""
+    lines = ["Since Tuesday the endpoint has periodic latency spikes, p95 TPOT goes from ~22ms to 70-90ms for a few "
+             "minutes.", "vllm serve tiiuae/Falcon-H1-7B-Instruct --max-num-seqs 128 --enable-prefix-caching"] \
+        + _FALCON_H1 + [_stats("10:14:40", 43, 0, 9.8), _stats("10:15:50", 71, 36, 17.1), _stats("10:16:00", 80, 52, 19.4),
+                        "|    0   N/A  N/A      2410      C   /opt/venv/bin/python3                       47812MiB |",
+                        "|    0   N/A  N/A     91877      C   python -m batch_embed.worker --bs 512       21344MiB |"]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "batch_embed" in top.basis
+    # the running count pinned at max_num_seqs while requests wait: the cap holds them, not the neighbour
+    capped = [line.replace("--max-num-seqs 128", "--max-num-seqs 80") for line in lines[:-5]] \
+        + [_stats("10:15:50", 80, 36, 17.1), _stats("10:16:00", 80, 52, 19.4)] + lines[-2:]
+    assert "batch_embed" not in _analyze(capped).findings[0].basis
+
+
+def test_a_proxy_that_buffers_the_event_stream_explains_bursty_slow_streaming():
+    an = _analyze(["Our streaming UI shows the first token after 2-4 s and then the text arrives in big chunks.",
+                   "vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --enable-prefix-caching --mamba-cache-mode align"]
+                  + _FALCON_H1[:1] + ["location /v1/ {", "    proxy_pass http://10.0.4.17:8000;",
+                                      "    proxy_buffering on;", "    gzip on;",
+                                      "    gzip_types application/json text/event-stream;", "}"])
+    top = an.findings[0]
+    assert top.category == "other" and "buffering" in top.title
+    assert not any(f.category == "block_size_alignment" for f in an.findings)
+
+
+def test_another_chat_formats_turn_markers_in_the_answers_are_the_template_not_the_engine():
+    """An answer that runs on through Llama-3's turn markers, served from another model with a copied template: the
+    markers were no special tokens of this model, so the template is another model's."""
+    lines = ["falcon-h1 34b never stops talking / answers its own questions (fp8 kv, 0.30.0)",
+             "vllm serve tiiuae/Falcon-H1-34B-Instruct -tp 2 --kv-cache-dtype fp8 --chat-template /models/t.jinja",
+             "Sample output (raw text returned, /v1/chat/completions):",
+             '  "Paris is the capital of France.<|eot_id|><|start_header_id|>user<|end_header_id|>\\n\\nAnd Germany?"',
+             '  finish_reason: "length"']
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "turn markers" in top.title
+    # the template's source and a logged prompt hold the same markers as input, not as an answer
+    source = lines[:2] + ["{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ "
+                          "message['content'] | trim + '<|eot_id|>' %}",
+                          "Received request chatcmpl-1: prompt: 'You are helpful.<|eot_id|><|start_header_id|>user'"]
+    assert "turn markers" not in _analyze(source).findings[0].title
+
+
+def test_tensor_parallel_over_pcie_without_nvlink_explains_a_tpot_that_climbs_with_load():
+    an = _analyze(["Summary: new staging node (4x L40S, PCIe gen4, no nvlink, 2 sockets) serves Qwen3-Next at ~45 "
+                   "tok/s/user at low load and TPOT climbs to 140ms+ at 32 users.",
+                   "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 --tensor-parallel-size 4 --enable-prefix-caching "
+                   "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'",
+                   "GPU0     X      PIX     SYS     SYS     0-31            0",
+                   "GPU1    PIX      X      SYS     SYS     0-31            0"])
+    top = an.findings[0]
+    assert top.category == "other" and "140ms" in top.message
+
+
+def _align_mtp_capacity(k: int, running: int, usage: float) -> list[str]:
+    e = "(EngineCore_DP0 pid=2290) INFO 11-22 18:40:05 "
+    return [
+        "Qwen3-Next + MTP: only ~140 requests running, KV cache full although requests are tiny",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 -tp 2 --speculative-config "
+        f"'{{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":{k}}}' --enable-prefix-caching "
+        "--max-model-len 262144 --max-num-seqs 256",
+        "Workload: batch extraction job, each ~1,500 prompt tokens, max_tokens 128.",
+        e + "[config.py:563] Mamba cache mode is set to 'align' for Qwen3NextForCausalLM by default when prefix "
+            "caching is enabled",
+        e + "[interface.py:905] Setting attention block size to 544 tokens to ensure that attention page size is >= "
+            "mamba page size.",
+        e + "[kv_cache_utils.py:2177] GPU KV cache size: 1,381,760 tokens",
+        _stats("18:55:31", running, 259, usage - 0.2, 8.2, pid=2187), _stats("18:55:41", running - 1, 260, usage, 8.0,
+                                                                              pid=2187),
+    ]
+
+
+def test_state_blocks_per_request_under_drafts_in_align_mode_cap_a_hybrids_concurrency():
+    """In align mode every Mamba/GDN group holds up to 2 + k state blocks per running request: 141 requests of ~1,500
+    tokens fill 99.8 % of ~2,540 blocks, 18 each -- 3 for their attention, the rest states (vLLM's MambaManager)."""
+    top = _analyze(_align_mtp_capacity(3, 141, 99.8)).findings[0]
+    assert top.category == "mamba_block_budget"
+    assert top.numbers["state_blocks_per_group"] == 5 and top.numbers["blocks_per_running_request"] == 18.1
+    # the same fill by requests whose tokens need the blocks they hold: nothing left for the states to explain
+    assert _analyze(_align_mtp_capacity(3, 800, 99.8)).findings[0].category != "mamba_block_budget"
+
+
+def test_acceptance_that_goes_to_trash_on_cached_prefixes_is_the_state_restored_from_the_cache():
+    an = _analyze([
+        "Qwen3.5-122B-A10B with MTP on our B200 box (4 GPUs, v0.20.2). Acceptance",
+        "starts great and then slowly goes to trash over ~20 min.",
+        "vllm serve Qwen/Qwen3.5-122B-A10B-FP8 -tp 4 --speculative-config "
+        "'{\"method\":\"mtp\",\"num_speculative_tokens\":2}' --enable-prefix-caching",
+        "replaying the SAME 300 conversations twice on a fresh server: first pass acceptance ~0.75, second pass "
+        "(everything now cached) ~0.15. with --no-enable-prefix-caching both passes stay ~0.75.",
+        _stats("08:58:00", 40, 0, 30.0, 72.9)])
+    assert an.findings[0].category == "state_index"
+
+
+def test_a_symptom_told_under_a_setting_before_a_colon_is_no_trial_that_fixed_it():
+    """'With MTP enabled, responses become garbled in the middle: correct start, then ...' describes the failure; the
+    'correct' after the colon is no outcome of a change."""
+    from vllm_diag.postmortem import facts_from_text
+
+    f = facts_from_text("With MTP enabled, a small fraction of responses become garbled in the middle: correct start, "
+                        "then\nrepeated fragments.\n")
+    assert "resolved_prose" not in f.startup
+    tried = facts_from_text("With --tokenizer Qwen/Qwen3-Next-80B-A3B-Instruct: correct output\n")
+    assert "resolved_prose" in tried.startup
+
+
+def test_vllms_own_warning_that_full_graphs_were_dropped_under_drafts_explains_the_slowdown():
+    """A linear-attention hybrid under n-gram drafts at 32 requests: vLLM says it set cudagraph_mode=PIECEWISE for the
+    backend -- the graphs, not speculative decoding's own trade-off at a large batch."""
+    an = _analyze([
+        "ngram spec decoding is slower than no spec decoding at concurrency 32 on our hybrid",
+        "vllm serve MiniMaxAI/MiniMax-Text-01 -tp 8 --speculative-config "
+        "'{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_max\":5}'",
+        "(Worker_TP0 pid=388) WARNING 11-10 04:17:02 [compilation.py:1390] CUDAGraphMode.FULL_AND_PIECEWISE is not "
+        "supported with spec-decode for attention backend LinearAttentionBackend (support: "
+        "AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE); setting cudagraph_mode=PIECEWISE"])
+    assert an.findings[0].category == "cudagraph_shape"
+
+
+_IMA = [
+    "(EngineCore_DP0 pid=212) ERROR 03-11 08:09:47 [core.py:1332] Traceback (most recent call last):",
+    '(EngineCore_DP0 pid=212) ERROR 03-11 08:09:47 [core.py:1332]   File "/usr/local/lib/python3.12/dist-packages/vllm/'
+    'v1/worker/gpu_model_runner.py", line 313, in get_output',
+    "(EngineCore_DP0 pid=212) ERROR 03-11 08:09:47 [core.py:1332]     self.async_copy_ready_event.synchronize()",
+    "(EngineCore_DP0 pid=212) ERROR 03-11 08:09:47 [core.py:1332] torch.AcceleratorError: CUDA error: an illegal "
+    "memory access was encountered",
+]
+
+
+def test_an_xid_the_report_says_is_absent_and_a_blocking_rerun_that_never_crashed_are_not_the_runs():
+    """'no Xid 79 in dmesg, only Xid 13' names one driver code (13, a kernel's fault); 'CUDA_LAUNCH_BLOCKING=1 makes
+    it too slow to reproduce' is a rerun that did not fault -- the IMA is reasoned from GDN + MTP + prefix caching."""
+    from vllm_diag.postmortem import facts_from_text
+
+    head = ["after we flipped --enable-prefix-caching on the qwen3-next MTP deployment the engine dies with illegal "
+            "memory access. CUDA_LAUNCH_BLOCKING=1 makes it too slow to reproduce.",
+            "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 --enable-prefix-caching --speculative-config "
+            "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'"]
+    tail = ["nvidia-smi after restart looks clean, no Xid 79 in dmesg, only Xid 13 at 08:09:47."]
+    assert facts_from_text("\n".join(tail)).startup["xids"] == [13]
+    an = _analyze(head + _IMA + tail)
+    assert an.findings[0].category == "state_index"
+
+
+def test_an_embedding_lookup_past_the_vocabulary_of_a_tokenizers_added_token_is_a_mismatch():
+    """indexSelectLargeIndex's bounds assert, with the tokenizer adding id 100358 to a model of vocab_size 100352:
+    the token id, not the hybrid's state indices."""
+    an = _analyze([
+        "granite-4.0-h fine-tune + ngram spec decode: device-side assert on some requests (v0.20.2)",
+        "vllm serve /models/granite-ft --enable-prefix-caching --speculative-config "
+        "'{\"method\":\"ngram\",\"num_speculative_tokens\":5,\"prompt_lookup_max\":4}'",
+        "../aten/src/ATen/native/cuda/Indexing.cu:1422: indexSelectLargeIndex: block: [211,0,0], thread: [64,0,0] "
+        "Assertion `srcIndex < srcSelectDimSize` failed.",
+        "torch.AcceleratorError: CUDA error: device-side assert triggered",
+        'tokenizer_config added_tokens: "<|field_start|>": 100357, "<|field_end|>": 100358',
+        'config.json: "vocab_size": 100352'])
+    top = an.findings[0]
+    assert top.category == "other" and "id 100358, past the model's vocab_size 100352" in top.basis
+    assert an.facts.startup["added_token_id_max"] == 100358
+
+
+def test_state_blocks_without_prefix_caching_hold_one_plus_k_per_group_and_one_runs_figures_count():
+    """Without prefix caching a Mamba/GDN group holds 1 + k state blocks a request; the report pastes its MTP run
+    (86 running at 99.5 %) and a run without the drafts (212 running): the blocks a request holds are read on the
+    MTP run's own stats line, not from the maxima of both runs."""
+    e = "(EngineCore pid=14630) INFO 07-30 09:14:48 "
+    lines = [
+        "Qwen3-Next + MTP k=3 never goes above ~86 running requests even though KV cache says ~1M tokens",
+        "We load test with ~2k-token prompts and 1k output. Without MTP we get ~250 running on the same box.",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 -tp 2 --max-model-len 32768 --max-num-seqs 256 "
+        "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+        "(APIServer pid=14402) INFO 07-30 09:12:23 [interface.py:933] Setting attention block size to 1088 tokens to "
+        "ensure that attention page size is >= mamba page size.",
+        e + "[kv_cache_utils.py:2394] GPU KV cache size: 983,040 tokens, Maximum concurrency for 32,768 tokens per "
+            "request: 30.00x",
+        _stats("09:21:40", 86, 141, 99.3, pid=14402), _stats("09:21:50", 84, 158, 99.8, pid=14402),
+        "Same command without `--speculative-config`:",
+        _stats("10:03:22", 212, 0, 96.8, pid=20117),
+    ]
+    an = _analyze(lines)
+    assert an.findings[0].category == "mamba_block_budget"
+    assert an.facts.startup["blocks_at_fullest"] == [10.73, 84, 99.8, 983040]
+    from vllm_diag.postmortem.configuration import read_setup
+    from vllm_diag.postmortem.diagnosis import config_numbers
+    from vllm_diag.postmortem.silent import spec_state_blocks_capacity
+
+    setup = read_setup(an.facts, None)
+    d = spec_state_blocks_capacity(an.facts, setup, config_numbers(an.facts, setup))
+    assert d.numbers["state_blocks_per_group"] == 4 and d.numbers["num_requests_running_at_full"] == 84
+    assert "'none' mode" in d.basis
+
+
+def test_full_graphs_dropped_for_flashinfer_on_a_dense_model_under_drafts_are_the_capture_class():
+    an = _analyze([
+        "EAGLE k=3 on Llama-3.1-8B gives no speed-up on H100: TPOT 5.8 ms vs 3.2 ms on FLASH_ATTN.",
+        "vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config '{\"method\":\"eagle\",\"model\":"
+        "\"yuhuili/EAGLE-LLaMA3.1-Instruct-8B\",\"num_speculative_tokens\":3}'",
+        "(EngineCore_DP0 pid=311) WARNING 09-12 10:02:41 [gpu_model_runner.py:4322] CUDAGraphMode.FULL_AND_PIECEWISE is "
+        "not supported with spec-decode for attention backend FlashInferBackend (support: "
+        "AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE); setting cudagraph_mode=PIECEWISE"])
+    assert (an.findings[0].category, an.findings[0].rule) == ("cudagraph_shape", "spec_cudagraph_downgrade")
+
+
+def test_a_hot_request_beside_a_fine_comparison_explains_the_garbage_in_either_order():
+    log = lambda t, p, k: (f"INFO 11-02 10:00:0{k} [logger.py:39] Received request chatcmpl-{k}: prompt: 'x', params: "
+                           f"SamplingParams(n=1, presence_penalty=0.0, temperature={t}, top_p={p}, top_k=0, "
+                           f"max_tokens=4096)")
+    head = ["Since the new frontend went live, long answers turn into gibberish with MTP on Qwen3-Next.",
+            "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --speculative-config "
+            "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}' --enable-log-requests"]
+    for first, second in ((log(1.9, 1.0, 1), log(0.7, 0.8, 2)), (log(0.7, 0.8, 1), log(1.9, 1.0, 2))):
+        top = _analyze(head + [first, "and the same prompt from the old playground:", second]).findings[0]
+        assert top.category == "other" and "temperature 1.9" in top.title
+
+
+def test_latency_that_doubles_while_a_neighbour_trains_on_the_gpu():
+    top = _analyze([
+        "> latency on the granite-h-tiny endpoint doubles every afternoon for 1-2 hours then goes back.",
+        "vllm serve ibm-granite/granite-4.0-h-tiny --enable-prefix-caching --gpu-memory-utilization 0.60",
+        "|    0   N/A  N/A          412907      C   VLLM::EngineCore                        48630MiB |",
+        "|    0   N/A  N/A          588214      C   /opt/conda/envs/dl/bin/python           28904MiB |"]).findings[0]
+    assert top.category == "other" and "Another process" in top.title
+
+
+def test_a_service_without_session_affinity_splits_a_conversations_turns_over_the_replicas():
+    top = _analyze([
+        "We run 4 replicas of nvidia/NVIDIA-Nemotron-Nano-12B-v2 behind a k8s Service. In staging (single pod) I "
+        "measured ~85% prefix hit rate. In prod each pod sits around 20-25%.",
+        "vllm serve nvidia/NVIDIA-Nemotron-Nano-12B-v2 --enable-prefix-caching",
+        "  spec:", "    selector: {app: nemo-nano}", "    sessionAffinity: None"]).findings[0]
+    assert top.category == "other" and "affinity" in top.title
+
+
+def test_an_evaluation_whose_lenient_filter_holds_lost_its_score_to_the_format():
+    """lm-eval's flexible-extract 0.8658 vs 0.8673 while strict-match fell from 0.8491 to 0.4117: the answers are as
+    right as before, their format fails the strict pattern."""
+    table = ["|gsm8k|      3|flexible-extract|     5|exact_match|\u2191  |{f}|\u00b1  |0.0094|",
+             "|     |       |strict-match    |     5|exact_match|\u2191  |{s}|\u00b1  |0.0136|"]
+    lines = ["GSM8K drops from ~0.87 to 0.41 when serving Nemotron-H-8B with ngram speculative decoding",
+             "vllm serve nvidia/Nemotron-H-8B-Base-8K --speculative-config "
+             "'{\"method\":\"ngram\",\"num_speculative_tokens\":5,\"prompt_lookup_max\":3}'", "Result tonight:"] \
+        + [r.format(f="0.8658", s="0.4117") for r in table] + ["Last month:"] \
+        + [r.format(f="0.8673", s="0.8491") for r in table]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "format" in top.title
+    # both filters fell: the answers themselves changed
+    both = lines[:3] + [r.format(f="0.4658", s="0.4117") for r in table] + lines[5:6] \
+        + [r.format(f="0.8673", s="0.8491") for r in table]
+    assert "format" not in _analyze(both).findings[0].title

@@ -215,6 +215,16 @@ cache_config (dict)                    the numeric labels of /metrics' ``vllm:ca
 env_numbers (dict)                     environment variables the report sets to a number (``LMCACHE_CHUNK_SIZE=256``),
                                        lower-cased
 mojibake_text                          a line showing UTF-8 text decoded as Latin-1 (``fÃ¼r``, ``itâ€™s``)
+eval_format_only                       lm-eval's tables of two runs: the lenient filter's score held while the
+                                       strict filter's fell (``flexible-extract 0.8658 vs 0.8673, strict-match ...``)
+blocks_at_fullest                      [blocks, running, usage %, KV tokens] of the fullest stats line: the raised
+                                       blocks each running request holds, read on one line of one run
+turn_tokens_in_output                  an answer that runs on through a chat format's turn markers as text
+                                       (``France.<|eot_id|><|start_header_id|>user``): another model's format
+proxy_buffering_prose                  a proxy set to buffer or compress the event stream (``proxy_buffering on;``,
+                                       ``gzip_types ... text/event-stream``)
+added_token_id_max, vocab_sizes        the largest id of a tokenizer's added tokens (``"<|x|>": 100357``) and the
+                                       vocabulary sizes a report states (config.json's ``vocab_size``)
 replica_imbalance                      stats lines of several engines within seconds of each other, one running
                                        many requests with some waiting while another runs few (replicas behind a
                                        router, data-parallel engines)

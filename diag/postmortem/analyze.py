@@ -337,7 +337,9 @@ def _note_is_no_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Find
         return findings
     if findings:  # (nothing found at all, on a report in someone's words: say it is not read, not that all is well)
         lead = findings[0]
-        if lead.category == "other" or lead.severity != "info" or _answers_symptom(facts, lead):
+        # (a pre-flight warning the log does not show is a note on the configuration as well)
+        if lead.category == "other" or lead.severity != "info" and not _preflight_only(lead) \
+                or _answers_symptom(facts, lead):
             return findings
         if lead.rule == "block_size_inflated" and _cache_report_without_hits(facts):
             return findings  # (a report that speaks of prefix caching, on a cache that barely hits: the raised block reads it)

@@ -72,6 +72,8 @@ SPLIT_ROUTING = re.compile(
     r"put|putting)\b[^.\n]{0,30}?(?:\bsession[- ]?affinity\b|\bsticky sessions?\b|\bconsistent[- ]hash\w*|"
     r"\b(?:prefix|cache|kv)[- ](?:cache[- ])?aware (?:rout\w+|load[- ]balanc\w+))|"
     r"\blands? on (?:a )?(?:different|another|other) (?:pod|replica|instance|engine|node|server)s?\b|"
+    # a Kubernetes Service's "sessionAffinity: None", an ingress's "session-affinity=off"
+    r"\bsession[-_ ]?affinity\b[\"']?\s*[:=]\s*[\"']?(?:none|off|false|disabled)\b|"
     # "kube-proxy spreads the turns of one conversation across the 4 pods"
     r"\bspread\w* (?:the )?(?:turns|requests|calls|conversations?|sessions?)\b[^.\n]{0,40}?\bacross (?:the |all )?(?:\d+ )?"
     r"(?:pods|replicas|instances|engines|nodes|servers|backends)\b", re.I)
@@ -305,3 +307,14 @@ GRAMMAR_COMPILE = re.compile(r"\bGrammarCompiler\b|\bcompile_(?:json_schema|gram
 # requests that ask for the prompt's own logprobs (lm-eval's loglikelihood tasks: "echo": true with logprobs): vLLM
 # computes every prompt token for them, so they skip the prefix cache
 PROMPT_LOGPROBS = re.compile(r"\bprompt_logprobs\b|[\"']echo[\"']\s*:\s*true\b|\bloglikelihood tasks?\b", re.I)
+
+# a proxy set to buffer or compress the event stream (nginx's "proxy_buffering on;", "gzip_types ... text/event-stream",
+# an ingress's 'proxy-buffering: "on"', a response's "X-Accel-Buffering: yes"): tokens wait until a buffer fills
+PROXY_BUFFERING = re.compile(r"\bproxy[-_]buffering[\"']?\s*[:=]?\s*[\"']?on\b|\bgzip_types\b[^;\n]{0,80}?text/event-stream|"
+                             r"\bX-Accel-Buffering:\s*yes\b", re.I)
+# turn markers of a chat format printed in an answer: a model's own end-of-turn token is special -- vLLM stops at it and
+# does not print it -- so markers shown as text right after the answer's words are another model's format the model
+# imitates ("Paris is the capital of France.<|eot_id|><|start_header_id|>user"); not a template's source or a prompt
+TURN_TOKENS_IN_OUTPUT = re.compile(
+    r"(?<=[\w.!?)])\s?(?:<\|eot_id\|>|<\|start_header_id\|>|<\|im_start\|>|<\|im_end\|>|\[/?INST\]|"
+    r"<end_of_turn>|<start_of_turn>|<\|end\|>|<\|user\|>|<\|assistant\|>|<\|endoftext\|>)")

@@ -111,6 +111,42 @@ proxy_slows_stream = _Told(
     message="slow serving without an error: {said}",
     missing="the proxy's buffering / compression settings for text/event-stream, and a direct and a proxied stream's "
             "token timestamps side by side")
+# a proxy set to buffer or compress the event stream (proxy_buffering on, gzip of text/event-stream): the engine streams
+# every token, the proxy releases them when a buffer fills
+proxy_buffers_stream = _Told(
+    ("slow_prose", "spec_slower_prose"), "proxy_buffering_prose",
+    basis=("no error; the report says serving is slow ('{said}') and its proxy is set to buffer or compress the event "
+           "stream ('{cause}'): the engine sends each token as it is made, the proxy holds them until a buffer fills, "
+           "so the client sees a late first token and text in bursts -- the network path, outside the "
+           "hybrid/spec-decode families"),
+    title="Stream held back by the proxy's buffering (the engine streams every token)",
+    message="slow serving without an error: {said}",
+    missing="vLLM's own time-to-first-token (/metrics) beside the client's, and the proxy with proxy_buffering off and "
+            "no gzip for text/event-stream")
+# turn markers of another chat format in the answers: the template applied to the prompts is not the model's own, so the
+# model imitates its turns as text and never reaches its own end of turn
+foreign_chat_format = _Told(
+    ("wrong_output_prose", "truncated_prose", "turn_tokens_in_output"), "turn_tokens_in_output",
+    basis=("no error; the report says '{said}' and its answers carry turn markers of a chat format as text "
+           "('{cause}'): a model's own end-of-turn token is special -- vLLM stops at it and does not print it -- so "
+           "these are another model's markers, from a chat template (--chat-template) or a prompt format that is not "
+           "the model's; the model imitates the turns and runs on to max_tokens -- outside the hybrid/spec-decode "
+           "families"),
+    title="Answers run on through another chat format's turn markers (the chat template is not the model's)",
+    message="wrong output without an error: {said}",
+    missing="the same request with the model's own chat template (no --chat-template), and one response's token ids")
+# an evaluation whose lenient filter scores as before while its strict filter falls: the answers are right, their
+# format (a stop sequence, the few-shot layout) no longer matches the strict pattern
+eval_format_only = _Told(
+    ("wrong_output_prose",), "eval_format_only",
+    basis=("no error; the report says '{said}' but its own evaluation tables show the lenient filter's score unchanged "
+           "while the strict one fell ({cause}): the answers are as right as before and only their format fails the "
+           "strict pattern -- the evaluation's stop sequences or prompt format, outside the hybrid/spec-decode "
+           "families"),
+    title="Evaluation score lost to the answers' format (the lenient filter scores as before)",
+    message="score drop without an error: {said}",
+    missing="one response against the strict pattern, and the evaluation's generation settings (until / stop) of both "
+            "runs")
 # replicas behind one endpoint set up apart (each alone repeatable, on different revisions): the router alternates
 replicas_differ = _Told(
     ("wrong_output_prose",), "replicas_differ_prose",

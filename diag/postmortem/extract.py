@@ -255,6 +255,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
         self.trials = TrialReader(self.facts)  # the reporter's own fix
         self.smi_rows: dict[str, list[tuple[str, int]]] = {}  # nvidia-smi's process table: GPU -> (process, MiB)
         self.smi_pids: dict[tuple[str, str, int], int] = {}  # ... and each row's pid
+        self.eval_scores: dict[tuple[str, str], list[float]] = {}  # lm-eval's tables: (filter, metric) -> values
         self._err_open = False
         self._err_last = 0
         self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text
@@ -428,7 +429,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
             self._record_line(line)
         else:
             self._prose_line(line)
-        if "vocab" in text or "okenizer" in text:
+        if "vocab" in text or "okenizer" in text or "dded" in text or '"content"' in text:
             self.vocab_line(line)
         self._common_line(line)
 

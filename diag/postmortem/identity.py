@@ -77,6 +77,10 @@ _RERUN = re.compile(r"^\W{0,8}(?:(?:second|2nd|third|3rd|next|final|latest|new) 
                     r"[^.]{0,80}:\s*\W{0,8}$)", re.I)
 
 
+# a negation right before a driver code the report names
+_NOT_BEFORE = re.compile(r"\b(?:no|not|without|never|zero|nor)\s+(?:an?\s+|any\s+)?$", re.I)
+
+
 class IdentityLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: version, model, GPU."""
 
@@ -163,7 +167,10 @@ class IdentityLines:
         if "Xid" in text:
             from .numbers import _XID
 
-            m = _XID.search(text)  # the driver's report (NVRM: Xid (PCI:...): 79, pid=...), in or outside error lines
+            # the driver's report (NVRM: Xid (PCI:...): 79, pid=...), in or outside error lines; not a code the report
+            # says is absent ("no Xid 79 in dmesg, only Xid 13")
+            m = next((x for x in _XID.finditer(text) if not _NOT_BEFORE.search(text[max(0, x.start() - 16):x.start()])),
+                     None)
             if m:
                 xid = int(m.group(1))
                 if "xid" not in self.facts.numbers:

@@ -233,6 +233,14 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
         return out("other", "medium" if what in ("sampling", "comm") else "low",
                    "outside the hybrid / spec-decode state, batch and kernel-limit paths")
     vocab = sorted(set(facts.startup.get("vocab_sizes") or []))
+    added = facts.startup.get("added_token_id_max")
+    if what == "index" and "indexselect" in name.lower() and vocab and isinstance(added, int) and added >= vocab[0]:
+        # the same with the tokenizer's own word for it: an added token whose id is past the embedding's rows
+        nums.update(vocab_size=vocab[0], added_token_id=added)
+        return out("other", "medium", f"the tokenizer adds a token with id {added}, past the model's vocab_size "
+                                      f"{vocab[0]}: the embedding lookup of that id (in a prompt, or copied into the "
+                                      "drafts) indexes past its rows -- a tokenizer / checkpoint mismatch (embeddings "
+                                      "not resized), outside the hybrid / spec-decode families")
     if what == "index" and "indexselect" in name.lower() and len(vocab) >= 2:
         # an index-select (an embedding lookup is one) past the rows of a table, with the report stating vocabularies
         # of different sizes: a token id from the larger one (a tokenizer's added tokens, a draft model's vocabulary)

@@ -9,9 +9,9 @@ import re
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
 from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED,
                           DIRECT_FINE, DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE,
-                          GUESS, HARD_TO_DRAFT, IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_RETRY,
-                          PROXY_TIMEOUT, REASONING_ATE_BUDGET, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING,
-                          UNIQUE_PROMPTS, WSL)
+                          GUESS, HARD_TO_DRAFT, IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_BUFFERING,
+                          PROXY_RETRY, PROXY_TIMEOUT, REASONING_ATE_BUDGET, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING,
+                          TURN_TOKENS_IN_OUTPUT, UNIQUE_PROMPTS, WSL)
 from .lines import Line
 from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
                             PROMPT_HEAD_SHOWN, RANDOM_DATASET, RANDOM_PREFIX, RANDOM_PROMPTS, REQ_HINT, REQ_PARAM,
@@ -316,7 +316,10 @@ _CAUSE_FACTS = (
     ("batch_numerics_prose", BATCH_NUMERICS, ("BATCH_INVARIANT", "atch", "eduction", "ssociativ", "tie"), True),
     ("unique_prompts_prose", UNIQUE_PROMPTS, ("unique", "fresh", "expected", "distinct", "different", "share", "common",
                                                "prefix"), True),
+    ("proxy_buffering_prose", PROXY_BUFFERING, ("uffering", "event-stream", "Accel"), False),
 )
+# a line that is a chat template's source or a request's prompt: turn markers there are the input, not an answer
+_TEMPLATE_OR_PROMPT = re.compile(r"\{[%{]|\bprompt|\bmessages\b|\btemplate\b|\brole\b[\"']?\s*:\s*[\"']?(?:user|system)", re.I)
 # a proxy's read timeout as its configuration states it (nginx's "proxy_read_timeout 60s;", the ingress annotation
 # 'proxy-read-timeout: "60"'): the longest a response may stay silent before the proxy cuts it
 _PROXY_READ_TIMEOUT = re.compile(r"\bproxy[-_]read[-_]timeout[\"']?\s*[:=]?\s*[\"']?(\d+)\s*(s|m|ms)?\b")
@@ -385,6 +388,9 @@ _PC_NEEDED = re.compile(
     r"(?:--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False)\b[`'\"]?\s*(?:->|\u2192|=>|:)\s*(?:the )?"
     r"(?:outputs?|answers?|text|results?)?\s*(?:is |are )?(?:always |all |100\s?% )?(?:correct|fine|clean|ok|coherent|"
     r"normal|good)\b|"
+    # "with --no-enable-prefix-caching both passes stay ~0.75": the measure holds where it fell with prefix caching
+    r"(?:--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False)\b[^.;\n]{0,40}?\b(?:stays?|stayed|remains?|"
+    r"remained|holds?|held|keeps?) (?:at )?(?:~|about |around )?\d|"
     r"\bonly (?:happens |crashes |fails |occurs |reproduces )?(?:with|when|on)\s+(?:--enable-prefix-caching|(?:automatic "
     r")?prefix[ -]cach(?:ing|e hits?)|apc|cache hits?)\b", re.I)
 
@@ -778,12 +784,20 @@ class ProseLines:
                 self.facts.startup.setdefault("concurrent_requests", n + 1 if above else n)
         if len(text) < 4000 and REQ_HINT.search(text):
             self._request_params(text)
+        if line.level is None and "turn_tokens_in_output" not in self.facts.startup and len(text) < 4000 and (
+                "<|" in text or "INST]" in text or "_of_turn>" in text) and (m := TURN_TOKENS_IN_OUTPUT.search(text)) \
+                and not _TEMPLATE_OR_PROMPT.search(text):
+            self.facts.startup["turn_tokens_in_output"] = text[max(0, m.start() - 40):m.end() + 40].strip()
+            self.facts.lines["turn_tokens_in_output"] = (line.lineno, text.strip()[:500])
         if "finish_reason" in text and "finish_reason_length" not in self.facts.startup and FINISH_LENGTH.search(text):
             self.facts.startup["finish_reason_length"] = True  # an answer the API server ended at its token cap
             self.facts.lines["finish_reason_length"] = (line.lineno, text.strip()[:500])
-        if "request_tokens_prose" not in self.facts.startup and len(text) < 2000 and "token" in text and "request" in text \
+        # (not vLLM's "Maximum concurrency for 32,768 tokens per request", pasted in a sentence: the configured length)
+        if "request_tokens_prose" not in self.facts.startup and len(text) < 2000 and "token" in text \
+                and ("request" in text or "prompt" in text) and "oncurrency for" not in text \
                 and (m := REQUEST_TOKENS.search(text)):
-            raw, kilo = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            groups = m.groups()  # (number, k) pairs, one per way of saying it
+            raw, kilo = next((groups[i], groups[i + 1]) for i in range(0, len(groups), 2) if groups[i])
             try:
                 n = float(raw.replace(",", "")) * (1000 if kilo else 1)
             except ValueError:

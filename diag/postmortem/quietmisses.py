@@ -209,6 +209,9 @@ def blocks_per_running_request(facts: LogFacts) -> float | None:
     """How many of a hybrid's raised attention blocks each running request fills at the fullest the stats lines show
     (the cache's used share over the running count); None when the log lacks one of those figures."""
     st = facts.startup
+    fullest = st.get("blocks_at_fullest")
+    if fullest:  # (read line by line: one run's usage, running count and cache size)
+        return float(fullest[0])
     block, tokens, running, usage = (st.get("attention_block_size"), st.get("gpu_kv_cache_tokens"),
                                      st.get("num_requests_running_max"), st.get("gpu_kv_cache_usage_percent_max"))
     if not all(isinstance(x, (int, float)) and x > 0 for x in (block, tokens, running, usage)):
@@ -603,17 +606,25 @@ def sampled_away_acceptance(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
         missing=["the acceptance of the same prompts sent with temperature 0 and no penalties"])
 
 
+def _hot(params: dict) -> bool:
+    """A request sampling at temperature 1.5 or more with no top-p / top-k / min-p cut."""
+    temp = params.get("temperature")
+    cut = any(isinstance(params.get(k), (int, float)) and 0 < params[k] < (0.95 if k == "top_p" else 10 ** 6)
+              for k in ("top_p", "min_p")) or (isinstance(params.get("top_k"), int) and 0 < params["top_k"] <= 100)
+    return isinstance(temp, (int, float)) and temp >= 1.5 and not cut
+
+
 def hot_sampling_garbage(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, the output said to be garbage, and the requests sample at a temperature of 1.5 or more without a
     top-p / top-k / min-p cut: the tail of the vocabulary is drawn often enough that any model's text falls apart (its
     drafts are rejected too) -- the requests' sampling, outside the families."""
     said = facts.startup.get("wrong_output_prose")
-    params = facts.startup.get("request_params_last") or facts.startup.get("request_params") or {}
-    temp = params.get("temperature")
-    cut = any(isinstance(params.get(k), (int, float)) and 0 < params[k] < (0.95 if k == "top_p" else 10 ** 6)
-              for k in ("top_p", "min_p")) or (isinstance(params.get("top_k"), int) and 0 < params["top_k"] <= 100)
-    if not said or not isinstance(temp, (int, float)) or temp < 1.5 or cut:
+    # (of two requests the report shows -- the failing one and a comparison that is fine, in either order -- the one
+    # sampling hot)
+    hot = [p for p in (facts.startup.get("request_params_last"), facts.startup.get("request_params")) if p and _hot(p)]
+    if not said or not hot:
         return None
+    temp = hot[0]["temperature"]
     return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says the output goes wrong ('{said}') and the requests sample at temperature "
@@ -635,10 +646,12 @@ def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Di
         return None
     if FIRST_TOKEN.search(str((facts.lines.get("spec_slower_prose") or (0, ""))[1])):
         return None  # (a slow first token is the prefill's and the queue's: drafts verify during decode)
-    # (vLLM's own word that the drafts' steps outgrew the graphs or the token budget is the families' reading)
+    # (vLLM's own word that the drafts' steps outgrew the graphs or the token budget is the families' reading, ...)
     seqs, budget = facts.args.get("max_num_seqs"), facts.args.get("max_num_batched_tokens")
+    # (... or that it dropped full CUDA graphs for a backend under drafts)
     if facts.startup.get("max_cudagraph_capture_size_truncated") is not None or (
-            isinstance(seqs, int) and isinstance(budget, int) and budget < seqs * (setup.spec_k + 1)):
+            isinstance(seqs, int) and isinstance(budget, int) and budget < seqs * (setup.spec_k + 1)) \
+            or facts.startup.get("cudagraph_spec_downgrade_backend"):
         return None
     acc = (facts.startup.get("metrics") or {}).get("spec_mean_acceptance_length")
     return outside_families(
@@ -745,6 +758,19 @@ _STARVED = {
 }
 
 
+def _held_at_a_cap(facts: LogFacts) -> bool:
+    """Requests wait while the running count sits at a ceiling: max_num_seqs, or the same count on every stats line (a
+    running count that moves with the load is a slower engine's queue, not a cap)."""
+    st = facts.startup
+    if not (st.get("num_requests_waiting_max") or 0) > 0:
+        return False
+    top, cap = st.get("num_requests_running_max"), facts.args.get("max_num_seqs")
+    if isinstance(top, int) and isinstance(cap, int) and not isinstance(cap, bool) and top >= cap:
+        return True
+    first = st.get("num_requests_running_first", st.get("num_requests_running"))
+    return first == st.get("num_requests_running") == top
+
+
 def _starved_slowdown(facts: LogFacts, base_numbers: dict, kind: str) -> Diagnosis | None:
     fact, cause, title, missing, takes_memory = _STARVED[kind]
     slow = _said_slow(facts) or facts.startup.get("capacity_prose")
@@ -752,7 +778,7 @@ def _starved_slowdown(facts: LogFacts, base_numbers: dict, kind: str) -> Diagnos
     if takes_memory and not _said_slow(facts) and raised_block_holds_requests(facts):
         return None  # (fewer requests than expected, each holding a few of a hybrid's raised blocks: the block's count)
     if not slow or not said or takes_memory and kv_cache_idle(facts) and not facts.startup.get("degraded_over_time_prose") \
-            and (not _said_slow(facts) or (facts.startup.get("num_requests_waiting_max") or 0) > 0):
+            and (not _said_slow(facts) or _held_at_a_cap(facts)):
         # another process's memory holds back no request while the KV cache stays mostly empty, and requests that wait
         # beside an empty cache are held by a scheduler limit, not by a GPU shared for compute (unless serving slowed
         # down with time under the same settings: what changed is the neighbour)

@@ -116,7 +116,12 @@ RANDOM_PROMPTS = re.compile(r"--dataset[-_]name[ =]random\b|\brandom (?:prompts?
 
 # the size of a request the reporter states: "short chat, ~600 tokens/request", "2k-token prompts", "each request ~1.5k tokens"
 REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|an)\s*(?:request|req|conversation|prompt)\b|"
-                            r"\b(?:each|every|per) request (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*tokens\b", re.I)
+                            r"\b(?:each|every|per) request (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*tokens\b|"
+                            # "each ~1,500 prompt tokens", "1.6k per request"
+                            r"\beach (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*(?:prompt |input )?tokens\b|"
+                            r"~?(\d[\d,.]*)\s*(k)\s*(?:/|per)\s*(?:request|req)\b|"
+                            # "~2k-token prompts", "1,500-token requests"
+                            r"~?(\d[\d,.]*)\s*(k)?[- ]tokens?\s+(?:prompts?|requests?|inputs?)\b", re.I)
 
 # a hook that prepends something to the prompt, the value it prepends shown on the next line
 PREPENDS = re.compile(r"\bprepend\w*\b[^.\n]{0,60}?\b(?:to|at|in) (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b",

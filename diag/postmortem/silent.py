@@ -10,10 +10,11 @@ from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_quant_hybrid_capacity import QUANTIZED_KV_DTYPES
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (chat_template_twice, client_capped_concurrency, client_path_corruption, encoded_twice,
-                         foreign_tokenizer, hard_to_draft_text, ignore_eos_loops, left_truncated_prompts,
-                         load_on_one_engine, prompt_logprobs_skip_cache, proxy_retry_duplicates, proxy_slows_stream,
-                         proxy_timeout_truncation, random_prompts_output, reasoning_spends_budget, repeats_rewarded,
-                         replayed_prompts_hit, replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
+                         eval_format_only, foreign_chat_format, foreign_tokenizer, hard_to_draft_text,
+                         ignore_eos_loops, left_truncated_prompts, load_on_one_engine, prompt_logprobs_skip_cache,
+                         proxy_buffers_stream, proxy_retry_duplicates, proxy_slows_stream, proxy_timeout_truncation,
+                         random_prompts_output, reasoning_spends_budget, repeats_rewarded, replayed_prompts_hit,
+                         replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
                          token_cap_truncation, unique_prompts_miss, varying_prefix)
 from .configuration import Setup, ran_eager
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
@@ -194,8 +195,8 @@ def kv_quant_block_growth(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     """No error; two starts of a hybrid pasted side by side, the quantized-KV one with an attention block two or four
     times the other's, and the report says what got worse (prefix-cache hits, capacity, speed): the KV dtype halves the
     attention bytes per token but not the Mamba/GDN state page, so vLLM doubles the block to keep one page size --
-    prefix hits come only at the larger block boundaries and the requests that fit do not grow (quantized KV on a
-    hybrid, ``low``)."""
+    prefix hits come only at the larger block boundaries (the hybrid's prefix-cache class) and the requests that fit do
+    not grow (quantized KV on a hybrid's layout), ``low``."""
     kv = str(facts.args.get("kv_cache_dtype") or "").lower()
     runs = [b for b in facts.startup.get("attention_block_size_runs") or [] if isinstance(b, int) and b > 0]
     said = (facts.startup.get("capacity_prose") or facts.startup.get("slow_prose")
@@ -205,9 +206,10 @@ def kv_quant_block_growth(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     small, big = min(runs[-2:]), max(runs[-2:])
     if big // small not in (2, 4) or big % small:
         return None
-    hits = facts.startup.get("hit_rate_prose")
+    hits = facts.startup.get("hit_rate_prose") and not facts.startup.get("capacity_prose")
+    # (lost hits are the hybrid's prefix-cache class, the larger block their cause; lost capacity is the layout's)
     return _family_warning(
-        facts, base_numbers, "kv_page_size", "low",
+        facts, base_numbers, "prefix_cache_degraded" if hits else "kv_page_size", "low",
         basis=(f"no error; two starts of {', '.join(setup.why)}: with --kv-cache-dtype {kv} vLLM raised the attention "
                f"block from {small} to {big} tokens, because the quantized KV halves the attention bytes per token but "
                "not the Mamba/GDN state page that every page must match; the report's symptom ('" + str(said) + "') follows "
@@ -215,7 +217,8 @@ def kv_quant_block_growth(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
                                        f"shorter than {big} tokens stop hitting" if hits else
                                        "the same memory holds the same number of pages, so the requests that fit do "
                                        "not grow") + " -- quantized KV on a hybrid"),
-        title=f"{title_of('kv_page_size')} (silent: {kv} KV raised the hybrid's block from {small} to {big} tokens)",
+        title=f"{title_of('prefix_cache_degraded' if hits else 'kv_page_size')} (silent: {kv} KV raised the hybrid's block "
+              f"from {small} to {big} tokens)",
         message=f"{said} after --kv-cache-dtype {kv}",
         numbers={"attention_block_size_before": small, "attention_block_size": big,
                  "kv_cache_dtype": kv},
@@ -282,9 +285,11 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or client_path_corruption(facts, base_numbers) or encoded_twice(facts, base_numbers)
             or proxy_retry_duplicates(facts, base_numbers)
             or ignore_eos_loops(facts, base_numbers)
-            or proxy_slows_stream(facts, base_numbers)
-            or chat_template_twice(facts, base_numbers) or stop_string_truncation(facts, base_numbers)
-            or replicas_differ(facts, base_numbers) or batch_variant_numerics(facts, setup, base_numbers)
+            or proxy_slows_stream(facts, base_numbers) or proxy_buffers_stream(facts, base_numbers)
+            or chat_template_twice(facts, base_numbers) or foreign_chat_format(facts, base_numbers)
+            or stop_string_truncation(facts, base_numbers)
+            or replicas_differ(facts, base_numbers) or eval_format_only(facts, base_numbers)
+            or batch_variant_numerics(facts, setup, base_numbers)
             or foreign_tokenizer(facts, base_numbers)
             or random_prompts_acceptance(facts, setup, base_numbers) or random_prompts_output(facts, base_numbers)
             or modelfree_drafts_unmatched(facts, setup, base_numbers)
@@ -302,6 +307,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or low_memory_share_capacity(facts, base_numbers)
             or padding_capacity_loss(facts, setup, base_numbers) or unrounded_capture_sizes(facts, setup, base_numbers)
             or fp8_kv_quality(facts, setup, base_numbers)
+            or spec_state_blocks_capacity(facts, setup, base_numbers)
             or activation_reserve_capacity(facts, base_numbers) or scheduler_cap(facts, base_numbers)
             or kv_saturated_workload(facts, base_numbers)
             or indexer_native_next_n_quality(facts, setup, base_numbers) or mla_decode_quality(facts, setup, base_numbers)
@@ -402,6 +408,54 @@ def acceptance_lost_on_prefix_hits(facts: LogFacts, setup: Setup, base_numbers: 
         evidence=fact_evidence(facts, "acceptance_prose", "prefix_cache_hit_rate"),
         missing=["acceptance split by requests with and without a prefix hit; a run with the probes on "
                  "(VLLM_DIAG_DB=run.db)"])
+
+
+def spec_state_blocks_capacity(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, fewer requests run than expected, on a hybrid under speculative decoding: vLLM's MambaManager holds
+    1 + k state blocks of every Mamba/GDN KV-cache group per running request (the running state and k speculative
+    blocks; 2 + k in the 'align' mode of prefix caching, with the block-boundary state), each a whole raised block of
+    the shared pool, whatever the request's length. The stats lines show the cache full with
+    each running request holding far more blocks than its tokens need: the hybrid's block budget caps concurrency,
+    which 'GPU KV cache size' (tokens at max_model_len) does not show (``low``: the arithmetic, not the KV cache
+    config)."""
+    said, k, st = facts.startup.get("capacity_prose"), setup.spec_k, facts.startup
+    mode = st.get("mamba_cache_mode") or setup.mamba_cache_mode or ("align" if setup.prefix_caching else "none")
+    fullest = st.get("blocks_at_fullest")
+    if not said or not setup.hybrid or not k or k < 1 or mode not in ("align", "none") or not fullest \
+            or fullest[2] < 90:
+        return None
+    blocks, running, usage, tokens = fullest
+    block = st["attention_block_size"]
+    told = st.get("request_tokens_prose")
+    attention = -(-int(told) // block) if isinstance(told, int) and told > 0 else 1
+    # (vLLM's MambaSpec: the running state and k speculative blocks, and in align mode the block-boundary state too)
+    per_group = (2 if mode == "align" else 1) + k
+    surplus = blocks - attention
+    if surplus < per_group:
+        return None  # (the requests' own tokens fill what they hold: no state blocks to see)
+    groups = max(1, round(surplus / per_group))
+    return _family_warning(
+        facts, base_numbers, "mamba_block_budget", "low",
+        basis=(f"no error; the report says '{said}' on {', '.join(setup.why)} with the Mamba cache in '{mode}' mode and "
+               f"speculative decoding (k={k}): every Mamba/GDN KV-cache group then holds up to "
+               f"{'2' if mode == 'align' else '1'} + k = {per_group} state blocks per running request (the running "
+               + ("state, the block-boundary state and k " if mode == "align" else "state and k ")
+               + f"speculative blocks), each a whole {block}-token block of the shared pool, whatever the request's "
+               f"length; the stats lines show {running} requests filling {usage:g}% of about {tokens // block:,} blocks, "
+               f"{blocks:.1f} blocks each -- {attention} for the attention of "
+               + (f"their ~{told:,} tokens" if isinstance(told, int) else "a short request")
+               + f" and the rest (~{groups} group(s) x {per_group}) for the states. 'GPU KV cache size' counts tokens "
+                 "at max_model_len, not these per-request state blocks: the hybrid's block budget caps concurrency"),
+        title=(f"{title_of('mamba_block_budget')} (silent: {per_group} state blocks per Mamba group per request under "
+               f"k={k} drafts cap running requests at ~{running})"),
+        message=f"capacity without an error: {said}",
+        numbers={"num_speculative_tokens": k, "attention_block_size": block, "num_requests_running_at_full": running,
+                 "blocks_per_running_request": round(blocks, 1), "state_blocks_per_group": per_group,
+                 "num_gpu_blocks_estimate": tokens // block},
+        evidence=("capacity_prose", "mamba_cache_mode", "attention_block_size", "gpu_kv_cache_tokens",
+                  "num_requests_running_max", "gpu_kv_cache_usage_percent_max"),
+        missing=["the KV cache config's num_blocks and groups (the probes record them: VLLM_DIAG_DB=run.db), and the "
+                 "running count with fewer speculative tokens or without prefix caching"])
 
 
 def _capacity_the_block_cannot_explain(facts: LogFacts) -> str | None:

@@ -167,6 +167,9 @@ _PID = re.compile(r"\bpid=(\d+)")
 _LOGGED_HINT = re.compile(r"[a-z]_[a-z]\w*\s*=\s*-?\d|Using (?:a |the )?(?:max |min )?[a-z]|\bfrom (?:max )?\d+ to \d")
 _VOCAB = re.compile(r"\b(?:draft_)?vocab_size\b[\"']?\s*[:=]\s*(\d{4,7})\b|"
                     r"\btokenizer\b[^.\n]{0,40}?\b(?:has|with|of|size|length|len)\b\D{0,12}(\d{4,7})\b", re.I)
+# a tokenizer's added token and its id (tokenizer.json's added vocabulary '"<|field_start|>": 100357', the
+# added_tokens_decoder's '"100357": {"content": ...'): the tokenizer produces that id
+_ADDED_TOKEN = re.compile(r"[\"'](?:<[^\"'\n]{1,40}>|\[[A-Z_]{2,20}\])[\"']\s*:\s*(\d{4,7})\b|[\"'](\d{4,7})[\"']\s*:\s*\{\s*[\"']content")
 _LOGGER_SRC = re.compile(r"\[([A-Za-z_][\w\-]*)\.py:(\d+)\]")
 _CAPPING = re.compile(r"Capping cudagraph capture sizes from max (\d+) to (\d+)(?:[^(]{0,80}\((\d+) blocks available\))?")
 # the same check when no capture size fits (vllm/config/compilation.py adjust_cudagraph_sizes_for_mamba_cache, 0.18-0.19)
@@ -242,6 +245,10 @@ class StartupLines:
     def vocab_line(self, line: Line) -> None:
         """Vocabulary sizes a report states, in a record or in prose (config.json's vocab_size / draft_vocab_size,
         the tokenizer's length): two that differ are a token id past an embedding table waiting to happen."""
+        for m in _ADDED_TOKEN.finditer(line.text[:4000]):
+            value = int(next(g for g in m.groups() if g))
+            if value > self.facts.startup.get("added_token_id_max", -1):
+                self._set_startup("added_token_id_max", value, line)
         sizes = self.facts.startup.get("vocab_sizes") or []
         for m in _VOCAB.finditer(line.text[:4000]):
             value = int(next(g for g in m.groups() if g))
@@ -317,6 +324,18 @@ class StartupLines:
         rows.append(row)
         del rows[:-16]
 
+    def _blocks_per_request(self, running: int, usage: float) -> None:
+        """A hybrid's raised blocks each running request holds on one stats line (its KV usage over its running count,
+        in the KV cache size and block of the start before it); the fullest line's is kept (``blocks_at_fullest``:
+        [blocks, running, usage %, KV tokens]) -- one run's figures, not the maxima of several runs."""
+        st = self.facts.startup
+        block, tokens = st.get("attention_block_size"), st.get("gpu_kv_cache_tokens")
+        if not isinstance(block, int) or block <= 0 or not isinstance(tokens, int) or tokens <= 0:
+            return
+        kept = st.get("blocks_at_fullest")
+        if kept is None or usage > kept[2]:
+            st["blocks_at_fullest"] = [round(usage / 100 * tokens / running / block, 2), running, usage, tokens]
+
     def _record_line(self, line: Line) -> None:
         text = line.text
         if "hut" in text or "SIG" in text:
@@ -346,7 +365,7 @@ class StartupLines:
                 self._set_startup(name, value, line)
                 if name in _PEAKED:
                     self._peak(name, value, line)
-                if name in ("num_requests_running", "num_requests_waiting"):
+                if name in ("num_requests_running", "num_requests_waiting", "gpu_kv_cache_usage_percent"):
                     counts[name] = value
         if self._logged_budget > 0 and line.level != "ERROR" and line.level != "DEBUG" and (
                 "=" in text or " from " in text or "Using " in text) and len(text) < 2000 and "with config:" not in text \
@@ -367,6 +386,8 @@ class StartupLines:
             self._peak("num_preemptions", int(m.group(1)), line)
         if "num_requests_running" in counts and "replica_imbalance" not in self.facts.startup:
             self._engines_apart(line, counts["num_requests_running"], counts.get("num_requests_waiting", 0))
+        if counts.get("num_requests_running") and "gpu_kv_cache_usage_percent" in counts:
+            self._blocks_per_request(counts["num_requests_running"], counts["gpu_kv_cache_usage_percent"])
         m = _CAPPING.search(text) if "Capping cudagraph" in text else None
         if m:  # "Capping cudagraph capture sizes from max 512 to 48 to fit Mamba cache blocks (50 blocks available)"
             self._set_startup("max_cudagraph_capture_size_requested", int(m.group(1)), line)

@@ -52,6 +52,13 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           r"text|responses) (?:(?:between|across|from) (?:runs?|run to run|calls?)|(?:on )?(?:each|every) (?:run|call|time))\b|"
                           # "responses never stop, keep writing", "pages of repetition", "thousands of newlines"
                           r"\b(?:responses?|answers?|outputs?|generations?|replies) never (?:stop|end|finish)\b|"
+                          # a model that runs on past its answer: "never stops talking", "keeps going after the answer",
+                          # "answers its own questions", "writes a fake user turn"
+                          r"\bnever stops? (?:talking|generating|writing|answering)\b|\bkeeps? (?:going|generating|writing|"
+                          r"talking) (?:after|past|beyond) (?:the|its|an?) (?:answer|reply)\b|\banswers? (?:its|their) own "
+                          r"questions?\b|\b(?:writes|invents|generates|makes up|adds|hallucinates) (?:a |the )?(?:fake|next|new|"
+                          r"another) (?:user|human) (?:turn|message|question)s?\b|\bcontinues? the (?:conversation|"
+                          r"dialog(?:ue)?) (?:by|on|with) (?:itself|its own|both sides)\b|"
                           r"\bpages of (?:repetition|repeated \w+|the same \w+)\b|"
                           r"\b(?:thousands|hundreds) of (?:newlines|blank lines|spaces|repeated \w+)\b|"
                           r"\b\d+\s*/\s*\d+ (?:\w+ )?differ (?:between|across) runs\b|"
@@ -268,7 +275,7 @@ REPEATED_WORD = re.compile(r"\b([^\W\d_]{2,})(?: \1){2,}\b|"
                            r"\b([^\W\d_]{3,}) \2\b[^\n]{0,40}?\b([^\W\d_]{3,}) \3\b")
 
 # words of which every match of WRONG_OUTPUT holds one (lower case): a cheap test before the regex on each prose line
-WRONG_OUTPUT_HINTS = ("rambl", "uality", "ccuracy", "eval", "score", "twice", "never stop", "never end", "never finish", "thousands of", "hundreds of", "duplicat", "doubled", "irrelevant", "off-topic", "odd", "weird", "strange", "bizarre", "user's", "garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
+WRONG_OUTPUT_HINTS = ("keeps going", "keep going", "own question", "user turn", "conversation", "rambl", "uality", "ccuracy", "eval", "score", "twice", "never stop", "never end", "never finish", "thousands of", "hundreds of", "duplicat", "doubled", "irrelevant", "off-topic", "odd", "weird", "strange", "bizarre", "user's", "garbl", "greedy", " bad", "determinism", "gibberish", "corrupt", "fragments", "degrad", "degenerat", "nonsense", "garbage", "wrong",
                       "incorrect", "salad", "broken", "junk", "deterministic", "stuck", "repetiti", "repeat", "off",
                       "accuracy", "exact", "score", "regression", "switch", "baseline", "threshold", "diverge", "differ",
                       "gsm8k", "mmlu", "humaneval", "math500", "aime", "unrelated", "different", "another", "invalid",
@@ -523,6 +530,9 @@ ACCEPTANCE_FELL = re.compile(
     r"\bacceptance\b(?:[^.\n]|\.(?=\d)){0,40}?~?\d+(?:\.\d+)?\s*%?\s*(?:->|\u2192|=>)\s*~?\d|"
     r"\bacceptance\b(?:[^.\n]|\.(?=\d)){0,15}?~?\d+(?:\.\d+)?\s*%?\b[^.\n\d]{0,40}?\bvs\.?\s+~?\d|"
     r"\bacceptance\b[^.\n]{0,40}?\b(?:useless|disappointing|nowhere near|far from)\b|"
+    # "acceptance starts great and then slowly goes to trash", "acceptance decays over the day"
+    r"\bacceptance\b[^.\n]{0,60}?\b(?:goes|went|going|turns?|turned) (?:to )?(?:trash|garbage|zero|nothing|crap|junk|"
+    r"downhill)\b|\bacceptance\b[^.\n]{0,60}?\b(?:degrades?|degraded|decays?|decayed|erodes?|eroded|worsens?|worsened)\b|"
     r"\b(?:useless|pointless|worthless)\b\W{0,3}\s*(?:\w+\s+)?acceptance\b", re.I)
 
 # a stream delivered in bunches ("comes in big bursts", '"bursty"', "feels frozen"): how the tokens reach the client,
@@ -579,6 +589,14 @@ SLOW = re.compile(
     r"\b(?:same|identical) (?:image|container|model|flags|setup|set-up|config\w*|command|deployment)\b[^.\n]{0,80}?"
     r"\b(?:does|gets|gives|reaches|runs at|hits|did|got|gave|reached) (?:~|about |around )?\d[\d,.]*\s*k?\s*(?:gen(?:eration)? )?"
     r"(?:tok(?:en)?s?/s|t/s)\b|"
+    # "Same image on the H100 box does 4x better"
+    r"\b(?:same|identical) (?:image|container|model|flags|setup|set-up|config\w*|command|deployment)\b[^.\n]{0,80}?"
+    r"\b(?:does|runs?|is|gets|got|did) (?:~|about |around )?(?:[2-9](?:\.\d)?\s*x|twice as|much|way|far) ?(?:better|faster)\b|"
+    # "latency ... doubles every afternoon", "TPOT tripled", "throughput halved"
+    r"\b(?:latency|TPOT|TTFT|ITL|step time)\b[^\n]{0,80}?\b(?:doubles?|doubled|triples?|tripled)\b|"
+    # "TPOT climbs to 140ms+ at 32 users", "latency shoots up past 2 s"
+    r"\b(?:TPOT|ITL|TTFT|latency)\b (?:climbs?|rises?|jumps?|shoots? up|balloons?|goes up|grows?) (?:to|past|above|over) "
+    r"(?:~|about )?\d+(?:\.\d+)?\s*(?:ms|s)?\+?|"
     r"\blower (?:output |generation |decode |total )?(?:throughput|tok(?:ens)?/s) than (?:with |on |at )?(?:TP|tp|PP|pp)\b|"
     # "output tok/s drops from ~5900 to ~4100"
     # ("decode throughput at 64 concurrent users fell from ~2.1k to ~700 tok/s"; "a perf regression")

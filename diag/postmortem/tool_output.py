@@ -38,6 +38,10 @@ _SMI_HEADER = re.compile(r"Driver Version: (\d+\.\d+(?:\.\d+)?)\s+CUDA Version: 
 _CPU_STAT = re.compile(r"^\s*(nr_periods|nr_throttled|throttled_usec|throttled_time|nr_bursts)\s+(\d+)\s*$")
 # the driver's GPU fault report: "NVRM: Xid (PCI:0000:ab:00): 94, pid=533, ..."
 _XID = re.compile(r"\bXid \([^)]{0,40}\): (\d{1,3})\b")
+# a row of lm-evaluation-harness's result table: "|gsm8k|  3|flexible-extract|  5|exact_match|↑  |0.8658|±  |0.0094|"
+# (a continuation row leaves the task's cells blank)
+_LM_EVAL_ROW = re.compile(r"^\s*\|[^|]*\|[^|]*\|\s*(strict-match|flexible-extract|none)\s*\|\s*\d*\s*\|\s*(\w+)\s*\|[^|]*\|\s*"
+                          r"(\d?\.\d+)\s*\|")
 # the engine's own processes in that table (a bare python process is the engine's only where no row names vLLM)
 _ENGINE_PROCESS = re.compile(r"vllm|EngineCore|ray::", re.I)
 _PYTHON_PROCESS = re.compile(r"python|pt_main_thread", re.I)
@@ -76,9 +80,31 @@ class ToolOutputLines:
             self.facts.lines["driver_version"] = (line.lineno, text.strip()[:500])
         if ("nr_" in text or "throttled" in text) and (m := _CPU_STAT.match(text)) and m.group(1) not in self.facts.startup:
             self.facts.startup[m.group(1)] = int(m.group(2))
+        if "-match" in text or "-extract" in text:
+            self._lm_eval_row(text, line)
         if "Xid" in text and "xid" not in self.facts.startup and (m := _XID.search(text)):
             self.facts.startup["xid"] = int(m.group(1))
             self.facts.lines["xid"] = (line.lineno, text.strip()[:500])
+
+    def _lm_eval_row(self, text: str, line: Line) -> None:
+        """lm-eval's table, pasted for two runs (the failing one and one from before): where the lenient filter's score
+        held (within 2 points) while the strict filter's fell by 10 or more, the answers are as right as before and
+        only their format fails the strict check (``eval_format_only``)."""
+        # (rows of one width a reader's hard-wrap joined into one line -- "...|0.0094||     |..." -- are read one by one)
+        for row in re.split(r"(?<=\|)(?=\|)", text):
+            m = _LM_EVAL_ROW.match(row)
+            if m:
+                self.eval_scores.setdefault((m.group(1), m.group(2)), []).append(float(m.group(3)))
+                self._eval_format_only(m.group(2), line, text)
+
+    def _eval_format_only(self, metric: str, line: Line, text: str) -> None:
+        strict, lenient = (self.eval_scores.get(("strict-match", metric)),
+                           self.eval_scores.get(("flexible-extract", metric)))
+        if strict and lenient and len(strict) >= 2 and len(lenient) >= 2 and "eval_format_only" not in self.facts.startup \
+                and abs(lenient[0] - lenient[1]) <= 0.02 and abs(strict[0] - strict[1]) >= 0.1:
+            self.facts.startup["eval_format_only"] = (f"flexible-extract {lenient[0]:g} vs {lenient[1]:g}, strict-match "
+                                                      f"{strict[0]:g} vs {strict[1]:g}")
+            self.facts.lines["eval_format_only"] = (line.lineno, text.strip()[:500])
 
     def _smi_process(self, text: str, line: Line) -> None:
         """nvidia-smi's process table listing a process of another program beside the engine's on one GPU: a co-tenant

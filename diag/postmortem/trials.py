@@ -37,6 +37,9 @@ _DENIED = re.compile(r"^\W*(?:zero|no more|no|0) (?:wrong|bad|garbled|broken|cor
 _BAD = re.compile(r"\b(?:same|still|again|garbage|nonsense|garbled|wrong|broken|crash\w*|fail\w*|worse|slow\w*|"
                   r"no (?:change|difference|effect|improvement)|didn'?t|did not|doesn'?t|does not|not (?:fixed|better))\b",
                   re.I)
+# the symptom itself before a colon: the sentence describes the failure under a setting, it tries no change
+_SYMPTOM_BEFORE = re.compile(r"\b(?:garbled|garbage|gibberish|nonsense|corrupt\w*|broken|wrong|crash\w*|fail\w*|slow\w*|"
+                             r"hangs?|stuck|truncated|repeat\w*)\b", re.I)
 # "<change> fixed it", "... which solved it", and not "didn't fix it" / "fixed in v0.30"
 _FIXED_IT = re.compile(r"(?<!n't )(?<!not )(?<!never )\b(?:fixed|fixes|solved|solves|resolved|resolves|cured)\s+"
                        r"(?:it|this|that|everything|the (?:issue|problem|bug|symptom|bursts?|output|garbage|mojibake|"
@@ -122,9 +125,12 @@ def _trial(sentence: str, before: str) -> tuple[str, bool] | None:
         change = sentence[:m.start()].strip()
         change = re.sub(r"^(?:and|so|then|finally)\s+|\s*(?:which|that|this|it)\s*$", "", change, flags=re.I).strip(" ,")
         return (change if change and change.lower() not in ("that", "this", "it") else before), True
-    arrow = _ARROW.search(sentence) or _toggle_colon(sentence)
+    colon = None if _ARROW.search(sentence) else _toggle_colon(sentence)
+    arrow = _ARROW.search(sentence) or colon
     if arrow and _DESCRIBED.search(sentence[:arrow.start()]) and not _CHANGED.search(sentence[:arrow.start()]):
         return None  # "Workload is document rewriting -> perfect for ngram": a description and its verdict, no trial
+    if colon and _SYMPTOM_BEFORE.search(sentence[:colon.start()]):
+        return None  # "With MTP enabled, responses become garbled in the middle: correct start, then ...": the symptom told
     if arrow:
         outcome = sentence[arrow.end():]
         # (what the outcome says stayed as it was is no symptom kept: "20/20 identical answers, EAGLE still on")
