@@ -363,3 +363,88 @@ def test_an_evaluation_whose_lenient_filter_holds_lost_its_score_to_the_format()
     both = lines[:3] + [r.format(f="0.4658", s="0.4117") for r in table] + lines[5:6] \
         + [r.format(f="0.8673", s="0.8491") for r in table]
     assert "format" not in _analyze(both).findings[0].title
+
+
+def test_a_per_request_value_at_the_head_of_a_rendered_system_turn_or_a_system_field():
+    """The gateway renders '<|im_start|>system' then '[ctx req_id=... ts=2026-05-30T14:32:06.914Z ...]'; a request
+    log's top-level "system" field opens with '[session=<uuid> ts=...]': no two prompts share their first block."""
+    from vllm_diag.postmortem import facts_from_text
+
+    rendered = facts_from_text("the gateway now renders the system message as:\n\n  <|im_start|>system\n"
+                               "  [ctx req_id=7f3a0c2e-91b4 ts=2026-05-30T14:32:06.914Z user_tier=pro]\n"
+                               "  You are Aria, the assistant for ...\n")
+    assert "2026-05-30T14:32:06" in rendered.startup["varying_prefix_prose"]
+    field = facts_from_text('req 7f1c...  "system": "[session=a91f03e2-5d2b-4c1e-9c11-0b7e5e0f2d44 '
+                            'ts=2026-11-24T14:36:49.118Z]\\nYou are AcmeDocs assistant."\n')
+    assert "a91f03e2-5d2b-4c1e-9c11-0b7e5e0f2d44" in field.startup["varying_prefix_prose"]
+    # the same turn opening on a policy text: nothing per request
+    plain = facts_from_text("  <|im_start|>system\n  You are Aria, the assistant for ...\n")
+    assert "varying_prefix_prose" not in plain.startup
+
+
+def test_a_slow_first_token_and_an_answer_that_arrives_at_once_behind_a_buffering_proxy():
+    top = _analyze(["Subject: Jamba Mini 1.7 \"slow first token\" in the chat UI -- is it the mamba prefill?",
+                    "users report the chat UI thinks for 4-8 seconds before any text shows up, and then the whole "
+                    "answer appears nearly at once instead of streaming.",
+                    "vllm serve ai21labs/AI21-Jamba-Mini-1.7 -tp 2 --enable-prefix-caching",
+                    "    location /v1/ {", "        proxy_buffering on;",
+                    "        gzip_types text/plain application/json text/event-stream;", "    }"]).findings[0]
+    assert top.category == "other" and "buffering" in top.title
+
+
+def test_the_server_only_running_n_with_a_full_cache_is_the_engines_capacity_not_the_clients():
+    """'the server only runs 32 requests' beside a full KV cache and preemptions: the engine holds requests back, so
+    the client's ceiling does not explain it."""
+    e = "(EngineCore_DP0 pid=881) INFO 06-02 11:10:04 "
+    lines = ["Qwen3.5-35B-A3B with MTP runs only 32 requests at a time, KV cache full with short prompts",
+             "With MTP (3 tokens) the server only runs 32 requests, GPU KV cache usage is ~100% and I see preemptions.",
+             "vllm serve Qwen/Qwen3.5-35B-A3B --speculative-config '{\"method\":\"qwen3_5_mtp\","
+             "\"num_speculative_tokens\":3}' --no-enable-prefix-caching",
+             e + "[interface.py:933] Setting attention block size to 1568 tokens to ensure that attention page size "
+                 "is >= mamba page size.",
+             e + "[kv_cache_utils.py:1869] GPU KV cache size: 652,288 tokens",
+             _stats("11:20:00", 32, 40, 100.0, pid=880)]
+    top = _analyze(lines).findings[0]
+    assert "client" not in top.title
+    # the same words with requests running freely (no queue, the cache a third full): the client's ceiling
+    free = lines[:-1] + [_stats("11:20:00", 32, 0, 30.0, pid=880)]
+    assert "client" in _analyze(free).findings[0].title
+
+
+def test_short_requests_holding_two_raised_blocks_each_are_no_long_context_limit():
+    """Jamba at 65,536 tokens holds 3.01 requests of that length, but the report's requests are short and 111 of them
+    fill the cache at ~2 raised blocks each: the block count, not the configured context."""
+    e = "(EngineCore_DP0 pid=511) INFO 03-12 09:01:10 "
+    top = _analyze([
+        "jamba-mini 1.7 on 4xH100 -- cannot get more than ~111 running requests, max-num-seqs is 256",
+        "Our traffic is short: ~550 prompt tokens, ~150 output. I'd expect hundreds of concurrent seqs.",
+        "vllm serve ai21labs/AI21-Jamba-Mini-1.7 -tp 4 --max-model-len 65536 --max-num-seqs 256 --enable-prefix-caching",
+        e + "[interface.py:911] Setting attention block size to 1776 tokens to ensure that attention page size is >= "
+            "mamba page size.",
+        e + "[kv_cache_utils.py:1194] GPU KV cache size: 394,272 tokens",
+        e + "[kv_cache_utils.py:1198] Maximum concurrency for 65,536 tokens per request: 3.01x",
+        _stats("09:30:00", 111, 90, 99.6, pid=510)]).findings[0]
+    assert top.category in ("mamba_block_budget", "block_size_alignment") and "65,536-token" not in top.title
+
+
+def test_drafts_trimmed_by_a_small_token_budget_under_load_are_not_the_prefix_caches_state():
+    """MTP k=4 with --max-num-batched-tokens 1024 and max_num_seqs 256: a full batch's drafts need 1,280 tokens, so
+    acceptance falls under load -- the budget's finding leads, not a state restored from cached blocks."""
+    an = _analyze([
+        "MTP acceptance collapses under load on Qwen3.5-122B-A10B (fine at low concurrency)",
+        "vllm serve Qwen/Qwen3.5-122B-A10B-FP8 -tp 4 --speculative-config "
+        "'{\"method\":\"mtp\",\"num_speculative_tokens\":4}' --max-num-seqs 256 --max-num-batched-tokens 1024 "
+        "--enable-prefix-caching",
+        _stats("10:40:00", 204, 0, 35.0, 40.7, pid=77)])
+    assert an.findings[0].category == "token_budget"
+
+
+def test_acceptance_that_falls_only_on_steps_mixing_prefills_with_drafted_decodes():
+    an = _analyze([
+        "Qwen3.5-35B-A3B MTP: acceptance collapses under load (only when new requests keep arriving)",
+        "vllm serve Qwen/Qwen3.5-35B-A3B -tp 2 --speculative-config '{\"method\":\"qwen3_5_mtp\","
+        "\"num_speculative_tokens\":3}' --max-num-batched-tokens 8192 --enable-prefix-caching",
+        "I put a breakpoint-print in the GDN metadata builder, a typical mixed step:",
+        "    num_prefills=5 num_decodes=0 num_spec_decodes=43 num_spec_decode_tokens=172 num_prefill_tokens=6984",
+        _stats("17:00:00", 48, 0, 20.0, 30.0, pid=90)])
+    assert an.findings[0].category == "mixed_batch" and "mixed steps" in an.findings[0].title

@@ -53,7 +53,7 @@ class _Told:
 # the prefix-cache readings' symptom facts: the stats lines' best hit rate, the report's words about the hits
 _HITS = ("prefix_cache_hit_rate_max", "hit_rate_prose")
 # the client sends no more requests than run (a thread pool's default size, a load generator's setting)
-client_capped_concurrency = _Told(
+_CLIENT_CAP = _Told(
     ("capacity_prose", "slow_prose"), "client_cap_prose",
     basis=("no error; the report says '{said}' and finds that the client sends no more requests than run ('{cause}'): "
            "the engine schedules the requests it receives, so the client's concurrency (a thread pool's default size, "
@@ -61,6 +61,17 @@ client_capped_concurrency = _Told(
     title="Concurrency capped by the client (the engine runs every request it is sent)",
     message="capacity without an error: {said}",
     missing="the engine's 'Waiting' count under the load (0 throughout: nothing is held back)")
+
+
+def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """The client's ceiling, unless the engine's own stats lines hold requests back (some waiting, preempted, or the
+    KV cache full): then "the server only runs N" is the engine's capacity, not the client's."""
+    st = facts.startup
+    held = (st.get("num_requests_waiting_max") or 0) > 0 or (st.get("num_preemptions_max") or 0) > 0 \
+        or (st.get("gpu_kv_cache_usage_percent_max") or 0) >= 90
+    return None if held else _CLIENT_CAP(facts, base_numbers)
+
+
 # a reasoning model's thinking spending the request's whole max_tokens: the answer after it comes back empty or cut
 reasoning_spends_budget = _Told(
     ("truncated_prose", "wrong_output_prose"), "reasoning_ate_budget_prose",

@@ -16,7 +16,7 @@ from .lines import Line
 from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
                             PROMPT_HEAD_SHOWN, RANDOM_DATASET, RANDOM_PREFIX, RANDOM_PROMPTS, REQ_HINT, REQ_PARAM,
                             REQ_STOP, REQUEST_TOKENS, SHARED_PREFIX, SHARED_PREFIX_BEFORE, SHARED_PREFIX_BRACKETED,
-                            SHORT_PROMPT, SYSTEM_HEAD_VALUE, VARYING_PREFIX, VARYING_PREFIX_TOLD)
+                            SHORT_PROMPT, SYSTEM_HEAD_VALUE, SYSTEM_TURN, VARYING_PREFIX, VARYING_PREFIX_TOLD)
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, DEGRADED_OVER_TIME, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW,
                             SLOW_START, SPEC_SLOWER, TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
 
@@ -604,7 +604,7 @@ class ProseLines:
             # {datetime.utcnow().isoformat()}", "trace: {uuid4()}"): no two requests share that prefix
             self._first_words("varying_prefix_prose", VARYING_PREFIX, text, line)
         if line.level is None and len(text) < 4000 and "varying_prefix_prose" not in self.facts.startup and "system" in text \
-                and "content" in text and (m := SYSTEM_HEAD_VALUE.search(text)):
+                and ("content" in text or "system\"" in text or "system'" in text) and (m := SYSTEM_HEAD_VALUE.search(text)):
             self.facts.startup["varying_prefix_prose"] = f"the system prompt opens with a per-request value: '{m.group(1)}'"
             self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000 and "varying_prefix_prose" not in self.facts.startup and (
@@ -616,6 +616,8 @@ class ProseLines:
             self._first_words("varying_prefix_prose", VARYING_PREFIX_TOLD, wide, line)
             if "varying_prefix_prose" not in self.facts.startup and (PREPENDS.search(text) or PROMPT_HEAD_SHOWN.search(text)):
                 self._prepend_line = line.lineno  # the line it prepends may follow ("... prepends a line: \n '[id=...]'")
+        if line.level is None and "system" in text and SYSTEM_TURN.match(text):
+            self._prepend_line = line.lineno  # a rendered prompt's system turn: its first line is the prompt's head
         if line.level is None and "varying_prefix_prose" not in self.facts.startup \
                 and 0 < line.lineno - getattr(self, "_prepend_line", -9) <= 2 and (m := PER_REQUEST_VALUE.search(text)):
             self.facts.startup["varying_prefix_prose"] = f"the prompt is prefixed with a per-request value: '{m.group(0)}'"

@@ -673,8 +673,9 @@ def long_context_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
     what the clients ask for), not the KV layout -- outside the families."""
     said = facts.startup.get("capacity_prose")
     x, tokens = facts.startup.get("max_concurrency"), facts.startup.get("max_concurrency_tokens")
-    if not said or not isinstance(x, (int, float)) or x > 4 or not isinstance(tokens, int) or tokens < 65536:
-        return None
+    if not said or not isinstance(x, (int, float)) or x > 4 or not isinstance(tokens, int) or tokens < 65536 \
+            or raised_block_holds_requests(facts):
+        return None  # (running requests that each hold a few of a hybrid's raised blocks: the block's count, not their length)
     asked = (facts.startup.get("request_params") or {}).get("max_tokens")
     if kv_cache_idle(facts) and not (isinstance(asked, int) and asked * 4 >= tokens):
         # the stats lines show the cache mostly empty while requests wait, and no client asks for a context-long

@@ -71,7 +71,8 @@ VARYING_PREFIX = re.compile(r"\{[^{}\n\"':]{0,40}?(?:uuid\d?\(\)|uuid\.uuid\d\(\
 
 # a captured request whose system prompt opens with a per-request value: a UUID or an ISO time within its first 80
 # characters ({"role": "system", "content": "Session: 7f3c2a9e-... | Now: 2026-04-27T09:40:11Z\n..."})
-SYSTEM_HEAD_VALUE = re.compile(r"[\"']role[\"']\s*:\s*[\"']system[\"']\s*,\s*[\"']content[\"']\s*:\s*[\"']([^\"']{0,80}?"
+# (or a request's top-level "system" field: {"system": "[session=a91f03e2-... ts=2026-11-24T14:36:49Z]\nYou are ..."})
+SYSTEM_HEAD_VALUE = re.compile(r"(?:[\"']role[\"']\s*:\s*[\"']system[\"']\s*,\s*[\"']content[\"']|[\"']system[\"'])\s*:\s*[\"']([^\"']{0,80}?"
                                r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|"
                                r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}))", re.I)
 
@@ -131,6 +132,10 @@ PREPENDS = re.compile(r"\bprepend\w*\b[^.\n]{0,60}?\b(?:to|at|in) (?:the |every 
 PROMPT_HEAD_SHOWN = re.compile(r"\bfirst (?:lines?|tokens?|words|part) of (?:the |every |each |a )?(?:rendered )?(?:system )?"
                                r"(?:prompts?|messages?)\b|\b(?:system )?prompts? (?:starts?|begins?|opens?) (?:with|like)\b",
                                 re.I)
+
+# a chat format's system turn opening on a line of its own (a rendered prompt): its first line follows
+SYSTEM_TURN = re.compile(r"^\s*(?:<\|im_start\|>system|<\|start_header_id\|>system<\|end_header_id\|>|<start_of_turn>system|"
+                         r"\[SYSTEM\]|<\|system\|>)\s*$")
 
 PER_REQUEST_VALUE = re.compile(r"\b(?:request[-_ ]?id|trace[-_ ]?id|session[-_ ]?id)\s*[=:]\s*\S+|"
                                r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}", re.I)

@@ -315,6 +315,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or silent_corruption(facts, setup, base_numbers, batch_ev)
             or drafts_never_accepted(facts, setup, base_numbers) or mismatched_drafter(facts, setup, base_numbers)
             or sampled_away_acceptance(facts, base_numbers) or hard_to_draft_text(facts, base_numbers)
+            or acceptance_lost_on_mixed_steps(facts, setup, base_numbers)
             or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
             or varying_prefix(facts, base_numbers) or unique_prompts_miss(facts, base_numbers)
             or split_routing(facts, base_numbers)
@@ -386,6 +387,27 @@ def fp8_kv_quality(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnos
 _STARTUP_SLOW = re.compile(r"\b(?:load\w*|download\w*|compil\w*|start(?:s|ing|up|-up)?|boot\w*|init\w*|warm[- ]?up)\b", re.I)
 
 
+def acceptance_lost_on_mixed_steps(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, draft acceptance falls on a hybrid under drafts, and the report ties it to steps that mix prefills or
+    ragged draft counts with the spec decodes (its words, or the builder's counts it printed): the Mamba/GDN
+    builders split such a batch by kind, and a spec-decode row on another kind's state path drafts from a wrong state
+    -- the drafts are rejected while the output stays right (``low``, the builders' mixed batch)."""
+    said = facts.startup.get("acceptance_prose")
+    if not said or not setup.hybrid or setup.spec_k <= 0 or not setup.mixed_evidence or setup.prefix_caching_needed:
+        return None
+    return Diagnosis(
+        category="mixed_batch", confidence="low", rule="failure_class", severity="warning",
+        basis=(f"no error; the report says draft acceptance falls ('{said}') on {', '.join(setup.why)} and ties it to "
+               f"mixed steps ({setup.mixed_evidence}): the Mamba/GDN builders split a batch by kind, and a spec-decode "
+               "row taken down another kind's state path drafts from a wrong recurrent state, so its drafts are "
+               "rejected -- the builders on a mixed decode / spec-decode batch"),
+        title=f"{title_of('mixed_batch')} (silent: acceptance lost on mixed steps)",
+        message=f"acceptance falls without an error: {said}", numbers={**base_numbers, **facts.numbers},
+        evidence=fact_evidence(facts, "acceptance_prose", "mixed_prose"),
+        missing=["acceptance per step split by the step's mix (prefills, ragged drafts); a run with the probes on "
+                 "(VLLM_DIAG_DB=run.db) records each step's batch and the builders' split"])
+
+
 def acceptance_lost_on_prefix_hits(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error, draft acceptance falls on a hybrid under drafts once prefix caching hits (the report ties it to the
     cache, or the metrics show hits): a state restored from a cached block into another slot than the spec-decode path
@@ -396,6 +418,10 @@ def acceptance_lost_on_prefix_hits(facts: LogFacts, setup: Setup, base_numbers: 
     if not said or not setup.hybrid or setup.spec_k <= 0 or not setup.prefix_cached_states or not (
             hits or setup.prefix_caching_needed):
         return None
+    seqs, budget = facts.args.get("max_num_seqs"), facts.args.get("max_num_batched_tokens")
+    if not setup.prefix_caching_needed and isinstance(seqs, int) and isinstance(budget, int) \
+            and budget < seqs * (setup.spec_k + 1):
+        return None  # (a full batch's drafts do not fit the step's token budget: the scheduler trims them -- the budget's)
     return Diagnosis(
         category="state_index", confidence="low", rule="failure_class", severity="warning",
         basis=(f"no error; the report says draft acceptance falls ('{said}') on {', '.join(setup.why)} with prefix caching "

@@ -592,6 +592,12 @@ SLOW = re.compile(
     # "Same image on the H100 box does 4x better"
     r"\b(?:same|identical) (?:image|container|model|flags|setup|set-up|config\w*|command|deployment)\b[^.\n]{0,80}?"
     r"\b(?:does|runs?|is|gets|got|did) (?:~|about |around )?(?:[2-9](?:\.\d)?\s*x|twice as|much|way|far) ?(?:better|faster)\b|"
+    # "slow first token", "TTFT is bad", "4-8 seconds before any text shows up", "the whole answer appears nearly at
+    # once instead of streaming"
+    r"\bslow first token\b|\b(?:TTFT|time to first token)\b[^.\n]{0,20}?\b(?:is|was|are|looks) (?:very |really |so )?"
+    r"(?:bad|terrible|awful|poor|horrible|high)\b|\b\d+(?:\s*[-\u2013]\s*\d+)?\s*(?:s|secs?|seconds) before (?:any|the first) "
+    r"(?:text|token|output|words?)\b|\b(?:whole|entire|full) (?:answer|response|reply|text) (?:appears|arrives|shows up|"
+    r"comes) (?:nearly |almost |all )?at once\b|"
     # "latency ... doubles every afternoon", "TPOT tripled", "throughput halved"
     r"\b(?:latency|TPOT|TTFT|ITL|step time)\b[^\n]{0,80}?\b(?:doubles?|doubled|triples?|tripled)\b|"
     # "TPOT climbs to 140ms+ at 32 users", "latency shoots up past 2 s"
