@@ -395,15 +395,14 @@ def acceptance_lost_on_mixed_steps(facts: LogFacts, setup: Setup, base_numbers: 
     said = facts.startup.get("acceptance_prose")
     if not said or not setup.hybrid or setup.spec_k <= 0 or not setup.mixed_evidence or setup.prefix_caching_needed:
         return None
-    return Diagnosis(
-        category="mixed_batch", confidence="low", rule="failure_class", severity="warning",
+    return _family_warning(
+        facts, base_numbers, "mixed_batch", "low",
         basis=(f"no error; the report says draft acceptance falls ('{said}') on {', '.join(setup.why)} and ties it to "
                f"mixed steps ({setup.mixed_evidence}): the Mamba/GDN builders split a batch by kind, and a spec-decode "
                "row taken down another kind's state path drafts from a wrong recurrent state, so its drafts are "
                "rejected -- the builders on a mixed decode / spec-decode batch"),
         title=f"{title_of('mixed_batch')} (silent: acceptance lost on mixed steps)",
-        message=f"acceptance falls without an error: {said}", numbers={**base_numbers, **facts.numbers},
-        evidence=fact_evidence(facts, "acceptance_prose", "mixed_prose"),
+        message=f"acceptance falls without an error: {said}", evidence=("acceptance_prose", "mixed_prose"),
         missing=["acceptance per step split by the step's mix (prefills, ragged drafts); a run with the probes on "
                  "(VLLM_DIAG_DB=run.db) records each step's batch and the builders' split"])
 
@@ -422,16 +421,15 @@ def acceptance_lost_on_prefix_hits(facts: LogFacts, setup: Setup, base_numbers: 
     if not setup.prefix_caching_needed and isinstance(seqs, int) and isinstance(budget, int) \
             and budget < seqs * (setup.spec_k + 1):
         return None  # (a full batch's drafts do not fit the step's token budget: the scheduler trims them -- the budget's)
-    return Diagnosis(
-        category="state_index", confidence="low", rule="failure_class", severity="warning",
+    return _family_warning(
+        facts, base_numbers, "state_index", "low",
         basis=(f"no error; the report says draft acceptance falls ('{said}') on {', '.join(setup.why)} with prefix caching "
                + (f"hitting (up to {hit:g}%)" if hits else f"('{setup.prefix_caching_needed}')")
                + ": a Mamba/GDN state restored from a cached block is read through the state indices the spec-decode "
                  "path uses; restored into another slot, the target verifies the drafts against a wrong state and "
                  "rejects them"),
         title=f"{title_of('state_index')} (silent: acceptance lost on prefix-cache hits)",
-        message=f"acceptance falls without an error: {said}", numbers={**base_numbers, **facts.numbers},
-        evidence=fact_evidence(facts, "acceptance_prose", "prefix_cache_hit_rate"),
+        message=f"acceptance falls without an error: {said}", evidence=("acceptance_prose", "prefix_cache_hit_rate"),
         missing=["acceptance split by requests with and without a prefix hit; a run with the probes on "
                  "(VLLM_DIAG_DB=run.db)"])
 
