@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from vllm_diag.postmortem.analyze import analyze_text
+from vllm_diag.postmortem.configuration import read_setup
+from vllm_diag.postmortem.diagnosis import config_numbers
+from vllm_diag.postmortem.silent import state_blocks_capacity
 
 
 def _analyze(lines: list[str]):
     return analyze_text("\n".join(lines), "t.log", use_preflight=False)
+
+
+def _state_reading(facts):
+    """silent.py's state-block capacity reading on a log's facts (the rules' finding of the class may lead)."""
+    setup = read_setup(facts, None)
+    return state_blocks_capacity(facts, setup, config_numbers(facts, setup))
 
 
 def _qwen3next_011_bars(concurrency: int) -> list[str]:
@@ -296,12 +305,7 @@ def test_state_blocks_without_prefix_caching_hold_one_plus_k_per_group_and_one_r
     an = _analyze(lines)
     assert an.findings[0].category == "mamba_block_budget"
     assert an.facts.startup["blocks_at_fullest"] == [10.73, 84, 99.8, 983040]
-    from vllm_diag.postmortem.configuration import read_setup
-    from vllm_diag.postmortem.diagnosis import config_numbers
-    from vllm_diag.postmortem.silent import spec_state_blocks_capacity
-
-    setup = read_setup(an.facts, None)
-    d = spec_state_blocks_capacity(an.facts, setup, config_numbers(an.facts, setup))
+    d = _state_reading(an.facts)
     assert d.numbers["state_blocks_per_group"] == 4 and d.numbers["num_requests_running_at_full"] == 84
     assert "'none' mode" in d.basis
 
@@ -448,3 +452,78 @@ def test_acceptance_that_falls_only_on_steps_mixing_prefills_with_drafted_decode
         "    num_prefills=5 num_decodes=0 num_spec_decodes=43 num_spec_decode_tokens=172 num_prefill_tokens=6984",
         _stats("17:00:00", 48, 0, 20.0, 30.0, pid=90)])
     assert an.findings[0].category == "mixed_batch" and "mixed steps" in an.findings[0].title
+
+
+def test_the_same_greedy_request_answered_differently_the_second_time_is_wrong_output():
+    from vllm_diag.postmortem import facts_from_text
+
+    for said in ("same greedy request gives a different (wrong) answer the 2nd time",
+                 "second identical request gives a different (worse) answer at temperature 0",
+                 "Follow-up questions often come back subtly wrong: wrong party names",
+                 "running the suite twice gives different outputs the 2nd time for ~15% of cases"):
+        assert facts_from_text(said + "\n").startup.get("wrong_output_prose"), said
+
+
+def test_state_blocks_of_align_mode_without_drafts_cap_short_requests():
+    """Align mode without drafts: 2 state blocks per Mamba group a request. 26 requests of ~2.5-3k tokens fill 99.1 %
+    of ~244 blocks of 1,056 tokens, 9.3 blocks each: 3 for their attention, the rest the three groups' states."""
+    e = "(EngineCore_DP0 pid=9270) INFO 11-26 08:02:58 "
+    lines = ["Qwen3-Next FP8 on one H200: stuck at ~27 running requests, queue grows",
+             "Our traffic is short: prompts ~2.5-3k tokens (RAG with 4 chunks), answers ~300 tokens.",
+             "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 --max-model-len 131072 --max-num-seqs 128 "
+             "--enable-prefix-caching --mamba-cache-mode align",
+             "(APIServer pid=9031) INFO 11-26 08:00:42 [interface.py:933] Setting attention block size to 1056 tokens "
+             "to ensure that attention page size is >= mamba page size.",
+             e + "[kv_cache_utils.py:2395] GPU KV cache size: 258,048 tokens, Maximum concurrency for 131,072 tokens "
+                 "per request: 1.97x",
+             _stats("08:30:00", 26, 60, 99.1, pid=9031)]
+    an = _analyze(lines)
+    assert an.findings[0].category == "mamba_block_budget"
+    assert _state_reading(an.facts).numbers["state_blocks_per_group"] == 2
+    # very long prompts fill what they hold with their own tokens: no state blocks to blame
+    long = [lines[0], "average prompt is around 190,000 tokens per request"] + lines[2:-1] \
+        + [_stats("08:30:00", 1, 60, 99.1, pid=9031)]
+    assert _state_reading(_analyze(long).facts) is None
+
+
+def test_a_failure_the_pre_flight_predicts_before_serving_yields_to_a_log_that_served():
+    """A CUDA-graph capture failure predicted from the configuration, in a log whose engine served for 20 minutes:
+    a note after what the log shows, not the run's error."""
+    from vllm_diag.model import Evidence, Finding
+    from vllm_diag.postmortem import facts_from_text
+    from vllm_diag.postmortem.analyze import _served_despite_prediction
+
+    facts = facts_from_text(_stats("10:00:00", 87, 0, 40.0, 20.0) + "\n")
+    predicted = Finding(rule="mamba_state_indices", category="state_index", severity="error",
+                        title="Mamba state-index buffer narrower than the block-table row", message="",
+                        evidence=[Evidence(text="group 0 block table", source="preflight")])
+    seen = Finding(rule="prefix_cache_granularity", category="prefix_cache_degraded", severity="warning",
+                   title="Hybrid prefix-cache hits only in 1088-token steps", message="",
+                   evidence=[Evidence(text="Setting attention block size to 1088", line=3, source="log")])
+    findings = [predicted, seen]
+    _served_despite_prediction(facts, findings)
+    assert findings[0] is seen and predicted.severity == "info"
+
+
+def test_vllms_warning_that_the_drafts_slots_cut_the_token_budget_outranks_a_pcie_box():
+    an = _analyze([
+        "perf regression when enabling PARD drafting on llama-70b: TTFT for long prompts is 6-8x worse",
+        "vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 4 --max-num-seqs 512 --max-num-batched-tokens 4096 "
+        "--speculative-config '{\"method\":\"draft_model\",\"model\":\"amd/PARD-Llama-3.2-1B\","
+        "\"num_speculative_tokens\":6,\"parallel_drafting\":true}'",
+        "(APIServer pid=7710) WARNING 12-03 18:40:22 [vllm.py:1862] max_num_scheduled_tokens is set to 1024 based on "
+        "the speculative decoding settings. This may lead to suboptimal performance. Consider increasing "
+        "max_num_batched_tokens to accommodate the additional draft token slots, or decrease num_speculative_tokens.",
+        "(Worker_TP0 pid=7977) WARNING 12-03 18:40:31 [custom_all_reduce.py:195] Custom allreduce is disabled because "
+        "your platform lacks GPU P2P capability or P2P test failed. To silence this warning, specify "
+        "disable_custom_all_reduce=True explicitly."])
+    assert an.findings[0].category == "token_budget"
+
+
+def test_ptx_from_a_newer_toolchain_than_the_driver_is_a_driver_near_miss():
+    top = _analyze([
+        "vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config '{\"method\":\"eagle3\",\"model\":"
+        "\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\",\"num_speculative_tokens\":3}'",
+        "(Worker_TP1 pid=8812) ERROR 12-19 22:17:05 [multiproc_executor.py:1007] torch.AcceleratorError: CUDA error: "
+        "the provided PTX was compiled with an unsupported toolchain."]).findings[0]
+    assert top.category == "other" and "Driver too old" in top.title

@@ -299,17 +299,20 @@ def analyze_facts(facts: LogFacts, source: str = "<log>", files: list[dict] | No
 
 
 def _served_despite_prediction(facts: LogFacts, findings: list[Finding]) -> None:
-    """A start-up refusal the pre-flight predicts from the configuration, in a log whose engine went on to serve
-    (its stats lines count running requests): vLLM did not refuse this start, so the prediction is kept as a note,
-    not as the error of the run."""
+    """A failure the pre-flight predicts from the configuration before serving (a start-up refusal, a CUDA-graph capture
+    failure), in a log whose engine went on to serve (its stats lines count running requests): it did not happen in
+    this run, so the prediction is kept as a note after what the log shows, not as the error of the run."""
     if facts.root is not None or not isinstance(facts.startup.get("num_requests_running_max"), int):
         return
     for f in findings:
-        if f.rule == "startup_validation" and f.severity == "error" and _preflight_only(f):
+        # (a refusal at start-up, or a failure the pre-flight predicts at CUDA-graph capture: both come before serving)
+        if f.severity == "error" and _preflight_only(f):
             f.severity = "info"
             f.title = f"Predicted by the pre-flight, contradicted by the log: {f.title}"
             f.basis = ((f.basis + "; ") if f.basis else "") + ("but the log shows the engine serving requests, so vLLM "
                                                                "did not refuse this start (not modelled for this release)")
+    # (a contradicted prediction is a note: what the log shows goes before it)
+    findings.sort(key=lambda f: f.title.startswith("Predicted by the pre-flight, contradicted by the log"))
 
 
 def apply_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:

@@ -316,5 +316,5 @@ PROXY_BUFFERING = re.compile(r"\bproxy[-_]buffering[\"']?\s*[:=]?\s*[\"']?on\b|\
 # does not print it -- so markers shown as text right after the answer's words are another model's format the model
 # imitates ("Paris is the capital of France.<|eot_id|><|start_header_id|>user"); not a template's source or a prompt
 TURN_TOKENS_IN_OUTPUT = re.compile(
-    r"(?<=[\w.!?)])\s?(?:<\|eot_id\|>|<\|start_header_id\|>|<\|im_start\|>|<\|im_end\|>|\[/?INST\]|"
+    r"(?<=[\w.!?)])\s?(?:<\|eot_id\|>|<\|start_header_id\|>|<\|end_header_id\|>|<\|im_start\|>|<\|im_end\|>|\[/?INST\]|"
     r"<end_of_turn>|<start_of_turn>|<\|end\|>|<\|user\|>|<\|assistant\|>|<\|endoftext\|>)")

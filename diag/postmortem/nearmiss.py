@@ -47,6 +47,12 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
     ("JIT toolchain missing (nvcc, C compiler, headers)", re.compile(
         r"Could not find nvcc|nvcc(?:: command)? not found|\bcuda_home=\S* doesn'?t exist|CUDA_HOME environment variable "
         r"is not set|Failed to find C compiler|Python\.h: No such file", re.I)),
+    # the driver older than the CUDA toolkit the image (or a JIT-built kernel) was compiled with
+    ("driver too old for the CUDA toolkit", re.compile(
+        r"provided PTX was compiled with an unsupported toolchain|cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX|"
+        r"driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|"
+        r"unsupported display driver / cuda driver combination|forward compatibility was attempted on non supported HW",
+        re.I)),
     ("Triton / GPU generation", re.compile(r"triton\.compiler|CompilationError|fp8e4nv not supported|"
                                            r"type fp8e4nv not supported|PTXASError|no kernel image is available|"
                                            # a build without this GPU's architecture (ROCm's gfx targets)

@@ -529,8 +529,8 @@ def pcie_allreduce_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
         why = f"nvidia-smi topo -m links the GPUs without NVLink ('{topo}')"
     else:
         why = None
-    if not slow or not why:
-        return None
+    if not slow or not why or facts.startup.get("max_num_scheduled_tokens_reduced") is not None:
+        return None  # (vLLM's own word that the drafts' slots cut the step's token budget: the families' reading)
     return _slow_from(
         facts, base_numbers, slow,
         cause=(f"{why}: every layer's all-reduce"

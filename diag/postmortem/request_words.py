@@ -121,6 +121,9 @@ REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|a
                             # "each ~1,500 prompt tokens", "1.6k per request"
                             r"\beach (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*(?:prompt |input )?tokens\b|"
                             r"~?(\d[\d,.]*)\s*(k)\s*(?:/|per)\s*(?:request|req)\b|"
+                            # "prompts ~2.5-3k tokens" (a range: its first number)
+                            r"\bprompts? (?:of |are |is )?(?:~|about |around )?(\d[\d,.]*)(?:\s*[-\u2013]\s*\d[\d,.]*)?\s*(k)?"
+                            r"\s*tokens\b|"
                             # "~2k-token prompts", "1,500-token requests"
                             r"~?(\d[\d,.]*)\s*(k)?[- ]tokens?\s+(?:prompts?|requests?|inputs?)\b", re.I)
 

@@ -307,7 +307,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or low_memory_share_capacity(facts, base_numbers)
             or padding_capacity_loss(facts, setup, base_numbers) or unrounded_capture_sizes(facts, setup, base_numbers)
             or fp8_kv_quality(facts, setup, base_numbers)
-            or spec_state_blocks_capacity(facts, setup, base_numbers)
+            or state_blocks_capacity(facts, setup, base_numbers)
             or activation_reserve_capacity(facts, base_numbers) or scheduler_cap(facts, base_numbers)
             or kv_saturated_workload(facts, base_numbers)
             or indexer_native_next_n_quality(facts, setup, base_numbers) or mla_decode_quality(facts, setup, base_numbers)
@@ -434,44 +434,46 @@ def acceptance_lost_on_prefix_hits(facts: LogFacts, setup: Setup, base_numbers: 
                  "(VLLM_DIAG_DB=run.db)"])
 
 
-def spec_state_blocks_capacity(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
-    """No error, fewer requests run than expected, on a hybrid under speculative decoding: vLLM's MambaManager holds
-    1 + k state blocks of every Mamba/GDN KV-cache group per running request (the running state and k speculative
-    blocks; 2 + k in the 'align' mode of prefix caching, with the block-boundary state), each a whole raised block of
-    the shared pool, whatever the request's length. The stats lines show the cache full with
-    each running request holding far more blocks than its tokens need: the hybrid's block budget caps concurrency,
-    which 'GPU KV cache size' (tokens at max_model_len) does not show (``low``: the arithmetic, not the KV cache
-    config)."""
-    said, k, st = facts.startup.get("capacity_prose"), setup.spec_k, facts.startup
+def state_blocks_capacity(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
+    """No error, fewer requests run than expected, on a hybrid: vLLM's MambaManager holds state blocks of every
+    Mamba/GDN KV-cache group per running request -- the running state, in the 'align' mode of prefix caching the
+    block-boundary state too, and under speculative decoding k speculative blocks (1 + k, or 2 + k in align mode) --
+    each a whole raised block of the shared pool, whatever the request's length. The stats lines show the cache full
+    with each running request holding far more blocks than its tokens need: the hybrid's block budget caps
+    concurrency, which 'GPU KV cache size' (tokens at max_model_len) does not show (``low``: the arithmetic, not the
+    KV cache config). Without drafts the report must say how long its requests are."""
+    said, k, st = facts.startup.get("capacity_prose"), max(setup.spec_k, 0), facts.startup
     mode = st.get("mamba_cache_mode") or setup.mamba_cache_mode or ("align" if setup.prefix_caching else "none")
     fullest = st.get("blocks_at_fullest")
-    if not said or not setup.hybrid or not k or k < 1 or mode not in ("align", "none") or not fullest \
-            or fullest[2] < 90:
+    told = st.get("request_tokens_prose")
+    told = told if isinstance(told, int) and told > 0 else None
+    if not said or not setup.hybrid or mode not in ("align", "none") or not fullest or fullest[2] < 90 \
+            or not k and told is None:
         return None
     blocks, running, usage, tokens = fullest
     block = st["attention_block_size"]
-    told = st.get("request_tokens_prose")
-    attention = -(-int(told) // block) if isinstance(told, int) and told > 0 else 1
-    # (vLLM's MambaSpec: the running state and k speculative blocks, and in align mode the block-boundary state too)
-    per_group = (2 if mode == "align" else 1) + k
+    attention = -(-told // block) if told else 1
+    # (vLLM's MambaSpec: the running state, k speculative blocks, and in align mode the block-boundary state)
+    base = 2 if mode == "align" else 1
+    per_group = base + k
     surplus = blocks - attention
-    if surplus < per_group:
-        return None  # (the requests' own tokens fill what they hold: no state blocks to see)
+    if surplus < max(per_group, attention):
+        return None  # (the requests' own tokens fill most of what they hold: the states are not what caps them)
     groups = max(1, round(surplus / per_group))
+    held = ("the running state, the block-boundary state" if mode == "align" else "the running state") \
+        + (" and k speculative blocks" if k else "")
     return _family_warning(
         facts, base_numbers, "mamba_block_budget", "low",
-        basis=(f"no error; the report says '{said}' on {', '.join(setup.why)} with the Mamba cache in '{mode}' mode and "
-               f"speculative decoding (k={k}): every Mamba/GDN KV-cache group then holds up to "
-               f"{'2' if mode == 'align' else '1'} + k = {per_group} state blocks per running request (the running "
-               + ("state, the block-boundary state and k " if mode == "align" else "state and k ")
-               + f"speculative blocks), each a whole {block}-token block of the shared pool, whatever the request's "
-               f"length; the stats lines show {running} requests filling {usage:g}% of about {tokens // block:,} blocks, "
-               f"{blocks:.1f} blocks each -- {attention} for the attention of "
-               + (f"their ~{told:,} tokens" if isinstance(told, int) else "a short request")
+        basis=(f"no error; the report says '{said}' on {', '.join(setup.why)} with the Mamba cache in '{mode}' mode"
+               + (f" and speculative decoding (k={k})" if k else "") + ": every Mamba/GDN KV-cache group then holds up to "
+               + (f"{base} + k = " if k else "") + f"{per_group} state block(s) per running request ({held}), each a "
+               f"whole {block}-token block of the shared pool, whatever the request's length; the stats lines show "
+               f"{running} requests filling {usage:g}% of about {tokens // block:,} blocks, {blocks:.1f} blocks each -- "
+               f"{attention} for the attention of " + (f"their ~{told:,} tokens" if told else "a short request")
                + f" and the rest (~{groups} group(s) x {per_group}) for the states. 'GPU KV cache size' counts tokens "
                  "at max_model_len, not these per-request state blocks: the hybrid's block budget caps concurrency"),
-        title=(f"{title_of('mamba_block_budget')} (silent: {per_group} state blocks per Mamba group per request under "
-               f"k={k} drafts cap running requests at ~{running})"),
+        title=(f"{title_of('mamba_block_budget')} (silent: {per_group} state block(s) per Mamba group per request"
+               + (f" under k={k} drafts" if k else "") + f" cap running requests at ~{running})"),
         message=f"capacity without an error: {said}",
         numbers={"num_speculative_tokens": k, "attention_block_size": block, "num_requests_running_at_full": running,
                  "blocks_per_running_request": round(blocks, 1), "state_blocks_per_group": per_group,

@@ -52,6 +52,12 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           r"text|responses) (?:(?:between|across|from) (?:runs?|run to run|calls?)|(?:on )?(?:each|every) (?:run|call|time))\b|"
                           # "responses never stop, keep writing", "pages of repetition", "thousands of newlines"
                           r"\b(?:responses?|answers?|outputs?|generations?|replies) never (?:stop|end|finish)\b|"
+                          # "the same greedy request gives a different (wrong) answer the 2nd time", "follow-up questions
+                          # come back subtly wrong"
+                          r"\b(?:gives?|returns?|gets?) a different \(?(?:wrong|incorrect|bad|worse)\)? (?:answer|output|"
+                          r"result|response)\b|\b(?:comes?|came|coming) back (?:\w+ )?(?:wrong|incorrect|garbled)\b|"
+                          r"\b(?:gives?|returns?|gets?) different (?:answers|outputs|results|responses) (?:the )?"
+                          r"(?:2nd|second) time\b|"
                           # a model that runs on past its answer: "never stops talking", "keeps going after the answer",
                           # "answers its own questions", "writes a fake user turn"
                           r"\bnever stops? (?:talking|generating|writing|answering)\b|\bkeeps? (?:going|generating|writing|"
