@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from vllm_diag.postmortem.analyze import analyze_text
 from vllm_diag.postmortem.configuration import read_setup
 from vllm_diag.postmortem.diagnosis import config_numbers
@@ -527,3 +529,77 @@ def test_ptx_from_a_newer_toolchain_than_the_driver_is_a_driver_near_miss():
         "(Worker_TP1 pid=8812) ERROR 12-19 22:17:05 [multiproc_executor.py:1007] torch.AcceleratorError: CUDA error: "
         "the provided PTX was compiled with an unsupported toolchain."]).findings[0]
     assert top.category == "other" and "Driver too old" in top.title
+
+
+def test_a_diagnosis_that_raises_is_said_in_the_output_not_swallowed(monkeypatch):
+    """A bug in a reading must not lose the rules' findings, and must not pass for a clean reading either: the output
+    says the diagnosis failed (VLLM_DIAG_DEBUG=1 raises instead)."""
+    import vllm_diag.postmortem.diagnose as diagnose_module
+
+    def broken(facts):
+        raise NameError("a reading's bug")
+
+    monkeypatch.setattr(diagnose_module, "diagnose", broken)
+    monkeypatch.delenv("VLLM_DIAG_DEBUG", raising=False)
+    an = _analyze(["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct", "ValueError: something else entirely"])
+    assert any(f.rule == "diagnosis_failed" and "NameError" in f.message for f in an.findings)
+    monkeypatch.setenv("VLLM_DIAG_DEBUG", "1")
+    with pytest.raises(NameError):
+        _analyze(["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct", "ValueError: something else entirely"])
+
+
+def test_capture_sizes_rounded_to_one_plus_k_put_the_cliff_where_the_largest_rounded_graph_ends():
+    """From 0.12 vLLM rounds the capture sizes up to multiples of 1 + k and drops those past the largest: [.., 128,
+    256] with k = 2 captures up to 129 tokens (43 requests), so 48 running requests (144 tokens) run without a full
+    decode graph -- the cliff at ~40 the report measures."""
+    an = _analyze([
+        "TPOT is great until ~40 concurrent and then falls off a cliff (vllm 0.20.2, TP2, MTP 2 tokens)",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2 --max-num-seqs 256 --speculative-config "
+        "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}' -cc '{\"cudagraph_mode\":\"FULL_AND_PIECEWISE\","
+        "\"cudagraph_capture_sizes\":[1,2,4,8,16,32,64,128,256]}'",
+        "(EngineCore_DP0 pid=9) INFO 02-11 09:01:02 [core.py:97] Initializing a V1 LLM engine (v0.20.2) with config: "
+        "model='Qwen/Qwen3-Next-80B-A3B-Instruct'",
+        _stats("14:02:00", 48, 0, 18.0)])
+    assert an.findings[0].category == "cudagraph_shape"
+
+
+def test_a_time_per_token_that_grows_with_the_load_is_no_prefill_chunk_stall():
+    """TPOT that doubles from 128 to 160 concurrent requests with a 16,384-token step budget: no stall or spike told,
+    so not the prefill chunks (the report also tried 32,768 with no change)."""
+    top = _analyze([
+        "GLM-4.5-Air MTP: throughput not scaling after 128 concurrency, from 128 -> 160 the output throughput DROP "
+        "and TPOT almost double",
+        "vllm serve /mnt/models/GLM-4.5-Air-FP8 --tensor-parallel-size 4 --max-num-seqs 256 "
+        "--max-num-batched-tokens 16384 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'"
+    ]).findings[0]
+    assert "prefill chunks" not in top.title
+    stall = _analyze([
+        "TPOT spikes to 900 ms and the streams stall whenever a long prompt arrives",
+        "vllm serve /mnt/models/GLM-4.5-Air-FP8 --tensor-parallel-size 4 --max-num-batched-tokens 16384"]).findings[0]
+    assert "prefill chunks" in stall.title
+
+
+def test_answers_cut_in_the_middle_at_the_checkpoints_default_max_tokens():
+    top = _analyze([
+        "The long answers (summaries, normally 800-1500 tokens) are always cut in the middle of a sentence.",
+        "vllm serve /models/granite-4.0-h-small-ft -tp 2 --enable-prefix-caching",
+        "(APIServer pid=5411) INFO 11-03 14:21:53 [serving_chat.py:139] Using default chat sampling params from model: "
+        "{'temperature': 0.2, 'top_p': 0.9, 'max_tokens': 512}",
+        '  "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "..."}}]'
+    ]).findings[0]
+    assert top.category == "other" and "token cap" in top.title
+
+
+def test_thinking_inside_the_answer_from_a_server_without_a_reasoning_parser():
+    """The response's content holds '</think>' and reasoning_content is null: the run's command sets no
+    --reasoning-parser (the older command the report quotes did)."""
+    lines = ["output has the thinking and </think> inside content since we enabled MTP",
+             "vllm serve Qwen/Qwen3.5-27B --speculative-config '{\"method\":\"qwen3_5_mtp\",\"num_speculative_tokens\":2}'",
+             "old: command: --model Qwen/Qwen3.5-27B --reasoning-parser qwen3",
+             '   "content":"The user asks about returns. Let me check...\\n</think>\\n\\nThe policy is 30 days.",',
+             '   "reasoning_content":null,"tool_calls":[]}']
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "reasoning-parser" in top.title
+    with_parser = [lines[0], lines[1].replace("vllm serve Qwen/Qwen3.5-27B", "vllm serve Qwen/Qwen3.5-27B "
+                                              "--reasoning-parser qwen3")] + lines[3:]
+    assert not any("reasoning-parser" in f.title for f in _analyze(with_parser).findings)

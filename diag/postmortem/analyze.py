@@ -305,8 +305,9 @@ def _served_despite_prediction(facts: LogFacts, findings: list[Finding]) -> None
     if facts.root is not None or not isinstance(facts.startup.get("num_requests_running_max"), int):
         return
     for f in findings:
-        # (a refusal at start-up, or a failure the pre-flight predicts at CUDA-graph capture: both come before serving)
-        if f.severity == "error" and _preflight_only(f):
+        # (a refusal at start-up, or a failure the pre-flight predicts at CUDA-graph capture: both come before serving;
+        # a mixed batch's failure needs the traffic that makes one, which serving does not rule out)
+        if f.severity == "error" and _preflight_only(f) and f.category != "mixed_batch":
             f.severity = "info"
             f.title = f"Predicted by the pre-flight, contradicted by the log: {f.title}"
             f.basis = ((f.basis + "; ") if f.basis else "") + ("but the log shows the engine serving requests, so vLLM "
@@ -413,10 +414,16 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
 
     try:
         d = diagnose(facts)
-    except Exception:  # noqa: BLE001 - a diagnosis bug must not lose the rules' findings
+    except Exception as exc:  # noqa: BLE001 - a diagnosis bug must not lose the rules' findings
         if os.environ.get("VLLM_DIAG_DEBUG"):
             raise
-        return findings
+        # (said, not swallowed: the rules' findings stand without the failure-class reading, and the output says so)
+        note = Finding(rule="diagnosis_failed", category="other", severity="info",
+                       title="The failure-class diagnosis failed on this log (not modelled: an internal error)",
+                       message=f"{type(exc).__name__} in the diagnosis; the findings are the rules' alone -- rerun with "
+                               "VLLM_DIAG_DEBUG=1 and report the traceback")
+        note.confidence, note.basis = "low", "the diagnosis raised; nothing it would have read is in this output"
+        return findings + [note]
     visible = facts.root is not None or any(e.frames for e in facts.exceptions) or bool(facts.startup.get("error_lines"))
     if visible:
         # the log shows a failure: pre-flight findings about the configuration that the log itself does not

@@ -318,3 +318,7 @@ PROXY_BUFFERING = re.compile(r"\bproxy[-_]buffering[\"']?\s*[:=]?\s*[\"']?on\b|\
 TURN_TOKENS_IN_OUTPUT = re.compile(
     r"(?<=[\w.!?)])\s?(?:<\|eot_id\|>|<\|start_header_id\|>|<\|end_header_id\|>|<\|im_start\|>|<\|im_end\|>|\[/?INST\]|"
     r"<end_of_turn>|<start_of_turn>|<\|end\|>|<\|user\|>|<\|assistant\|>|<\|endoftext\|>)")
+# a reasoning model's thinking returned inside the answer: the response's content holding "</think>" (the server split
+# no reasoning out of it: no --reasoning-parser), or reasoning_content null beside it
+THINKING_IN_CONTENT = re.compile(r"[\"']content[\"']\s*:\s*[\"'][^\"'\n]{0,3000}?</think>|</think>[^\n]{0,3000}?"
+                                 r"[\"']reasoning_content[\"']\s*:\s*null")

@@ -158,6 +158,26 @@ eval_format_only = _Told(
     message="score drop without an error: {said}",
     missing="one response against the strict pattern, and the evaluation's generation settings (until / stop) of both "
             "runs")
+# a reasoning model's thinking returned in the answer's content: the server splits it out only with a reasoning parser
+_THINKING_IN_CONTENT = _Told(
+    ("wrong_output_prose", "truncated_prose", "thinking_in_content"), "thinking_in_content",
+    basis=("no error; the report says '{said}' and its response carries the model's thinking inside the answer "
+           "('...{cause}'): vLLM moves a reasoning model's thinking into reasoning_content only when the server runs with "
+           "--reasoning-parser, and this command sets none -- the server's options, outside the hybrid/spec-decode "
+           "families"),
+    title="Thinking returned inside the answer (no --reasoning-parser)",
+    message="output without an error: {said}",
+    missing="the same request to the server started with the model's --reasoning-parser")
+
+
+def thinking_in_content(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """The thinking in the content, on a server started without a reasoning parser (the run's own command decides
+    where the report has one: an older command it quotes may have set the parser)."""
+    cmd = facts.command or ""
+    parser = ("reasoning-parser" in cmd or "reasoning_parser" in cmd) if cmd else facts.args.get("reasoning_parser")
+    return None if parser else _THINKING_IN_CONTENT(facts, base_numbers)
+
+
 # replicas behind one endpoint set up apart (each alone repeatable, on different revisions): the router alternates
 replicas_differ = _Told(
     ("wrong_output_prose",), "replicas_differ_prose",

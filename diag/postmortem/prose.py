@@ -11,7 +11,7 @@ from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED,
                           DIRECT_FINE, DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE,
                           GUESS, HARD_TO_DRAFT, IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_BUFFERING,
                           PROXY_RETRY, PROXY_TIMEOUT, REASONING_ATE_BUDGET, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING,
-                          TURN_TOKENS_IN_OUTPUT, UNIQUE_PROMPTS, WSL)
+                          THINKING_IN_CONTENT, TURN_TOKENS_IN_OUTPUT, UNIQUE_PROMPTS, WSL)
 from .lines import Line
 from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
                             PROMPT_HEAD_SHOWN, RANDOM_DATASET, RANDOM_PREFIX, RANDOM_PROMPTS, REQ_HINT, REQ_PARAM,
@@ -786,6 +786,10 @@ class ProseLines:
                 self.facts.startup.setdefault("concurrent_requests", n + 1 if above else n)
         if len(text) < 4000 and REQ_HINT.search(text):
             self._request_params(text)
+        if "</think>" in text and "thinking_in_content" not in self.facts.startup and len(text) < 8000 \
+                and (m := THINKING_IN_CONTENT.search(text)):
+            self.facts.startup["thinking_in_content"] = m.group(0)[-120:]
+            self.facts.lines["thinking_in_content"] = (line.lineno, text.strip()[:500])
         if line.level is None and "turn_tokens_in_output" not in self.facts.startup and len(text) < 4000 and (
                 "<|" in text or "INST]" in text or "_of_turn>" in text) and (m := TURN_TOKENS_IN_OUTPUT.search(text)) \
                 and not _TEMPLATE_OR_PROMPT.search(text):

@@ -873,8 +873,10 @@ def prefill_chunks_stall_decodes(facts: LogFacts, base_numbers: dict) -> Diagnos
     beside the running decodes, so every decode waits for the whole chunk -- the setting, outside the families."""
     slow = _said_slow(facts)
     budget = facts.args.get("max_num_batched_tokens")
-    if not slow or not _INTER_TOKEN.search(slow + " " + str((facts.lines.get("slow_prose") or (0, ""))[1])) \
-            or not isinstance(budget, int) or budget < 16384:
+    said = slow + " " + str((facts.lines.get("slow_prose") or (0, ""))[1]) if slow else ""
+    # (gaps while long prompts arrive; a time per token that grows with the load is another reading's)
+    if not slow or not _INTER_TOKEN.search(said) or not _STALLS.search(said) or not isinstance(budget, int) \
+            or budget < 16384:
         return None
     return _slow_from(
         facts, base_numbers, slow,
@@ -887,6 +889,8 @@ def prefill_chunks_stall_decodes(facts: LogFacts, base_numbers: dict) -> Diagnos
                 "--long-prefill-token-threshold")
 
 
+# the time between tokens stopping for a while: spikes, stalls, freezes, gaps
+_STALLS = re.compile(r"spik|stall|freez|stutter|\bgaps?\b|paus|jitter|hiccup|choppy|jerky|hang", re.I)
 # the time between tokens, in the report's words: ITL / TPOT / a stream that freezes or stalls
 _INTER_TOKEN = re.compile(r"\b(?:ITL|TPOT|inter[- ]token|time per output token|stream\w* (?:freez|stall|stutter))", re.I)
 

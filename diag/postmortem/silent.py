@@ -15,7 +15,7 @@ from .clientside import (chat_template_twice, client_capped_concurrency, client_
                          proxy_buffers_stream, proxy_retry_duplicates, proxy_slows_stream, proxy_timeout_truncation,
                          random_prompts_output, reasoning_spends_budget, repeats_rewarded, replayed_prompts_hit,
                          replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
-                         token_cap_truncation, unique_prompts_miss, varying_prefix)
+                         thinking_in_content, token_cap_truncation, unique_prompts_miss, varying_prefix)
 from .configuration import Setup, ran_eager
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, blocks_per_running_request,
@@ -287,6 +287,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or ignore_eos_loops(facts, base_numbers)
             or proxy_slows_stream(facts, base_numbers) or proxy_buffers_stream(facts, base_numbers)
             or chat_template_twice(facts, base_numbers) or foreign_chat_format(facts, base_numbers)
+            or thinking_in_content(facts, base_numbers)
             or stop_string_truncation(facts, base_numbers)
             or replicas_differ(facts, base_numbers) or eval_format_only(facts, base_numbers)
             or batch_variant_numerics(facts, setup, base_numbers)
@@ -540,7 +541,13 @@ def capture_ceiling_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) 
     k = setup.spec_k
     if not slow or not k or k < 1 or ran_eager(facts) or facts.startup.get("degraded_over_time_prose"):
         return None  # (the graphs' ceiling costs from the start: not a slowdown that came with time)
-    sizes = [s for s in facts.startup.get("cudagraph_capture_sizes") or [] if isinstance(s, int)]
+    sizes = [s for s in facts.startup.get("cudagraph_capture_sizes") or [] if isinstance(s, int) and s > 0]
+    v = log_version(facts)
+    if sizes and v is not None and v >= (0, 12, 0):
+        # from 0.12 vLLM rounds the capture sizes up to multiples of 1 + k and drops those past the largest
+        # (CompilationConfig.adjust_cudagraph_sizes_for_spec_decode): [.., 128, 256] with k = 2 captures up to 129
+        top = facts.args.get("max_cudagraph_capture_size") or max(sizes)
+        sizes = sorted({-(-s // (k + 1)) * (k + 1) for s in sizes if -(-s // (k + 1)) * (k + 1) <= top}) or sizes
     # (vLLM's own "Truncating max_cudagraph_capture_size to N" is the largest graph it captured)
     # (of two starts -- the report's and a rerun it tells of -- the smaller graph is the one with the cliff)
     truncated = [t for t in facts.startup.get("max_cudagraph_capture_size_truncated_runs")
