@@ -603,3 +603,35 @@ def test_thinking_inside_the_answer_from_a_server_without_a_reasoning_parser():
     with_parser = [lines[0], lines[1].replace("vllm serve Qwen/Qwen3.5-27B", "vllm serve Qwen/Qwen3.5-27B "
                                               "--reasoning-parser qwen3")] + lines[3:]
     assert not any("reasoning-parser" in f.title for f in _analyze(with_parser).findings)
+
+
+def test_tool_calls_left_in_the_text_by_a_parser_of_another_format():
+    lines = ["[Bug] Qwen3-Coder-Next + MTP: tool calls come back as plain text with broken XML in `content`, "
+             "`tool_calls` empty",
+             "vllm serve Qwen/Qwen3-Coder-Next -tp 2 --enable-auto-tool-choice --tool-call-parser hermes "
+             "--speculative-config '{\"method\": \"qwen3_next_mtp\", \"num_speculative_tokens\": 3}'"]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "--tool-call-parser hermes" in top.title
+    # an answer without a call has an empty tool_calls list too: no symptom
+    from vllm_diag.postmortem import facts_from_text
+
+    assert "tool_calls_as_text" not in facts_from_text('"content":"Paris.", "tool_calls":[]},"finish_reason":"stop"\n').startup
+
+
+def test_a_slow_eager_run_is_the_eager_mode_before_a_low_acceptance_on_prefix_hits():
+    top = _analyze([
+        "Falcon-H1 with ngram is slow, TPOT 3-4x what we expect, and the ngram acceptance 24% is low",
+        "vllm serve tiiuae/Falcon-H1-7B-Instruct --enforce-eager --enable-prefix-caching --speculative-config "
+        "'{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_max\":4}'",
+        _stats("10:00:00", 20, 0, 10.0, 55.0)]).findings[0]
+    assert top.category == "other" and "eager" in top.title
+
+
+def test_clients_getting_504_after_exactly_60s_behind_a_gateway_timeout():
+    top = _analyze([
+        "Incident: Kimi-K2.5 + EAGLE3 auf 8x B200: Clients bekommen 504 nach genau 60s",
+        "vllm serve moonshotai/Kimi-K2.5 -tp 8 --speculative-config '{\"method\":\"eagle3\",\"model\":"
+        "\"/models/kimi-k25-eagle3\",\"num_speculative_tokens\":3}'",
+        "[2026-11-27T09:14:02.118Z] \"POST /v1/chat/completions HTTP/1.1\" 504 UT 0 24 60001 - \"-\" "
+        "upstream_timeout"]).findings[0]
+    assert top.category == "other" and "timeout" in top.title

@@ -322,3 +322,15 @@ TURN_TOKENS_IN_OUTPUT = re.compile(
 # no reasoning out of it: no --reasoning-parser), or reasoning_content null beside it
 THINKING_IN_CONTENT = re.compile(r"[\"']content[\"']\s*:\s*[\"'][^\"'\n]{0,3000}?</think>|</think>[^\n]{0,3000}?"
                                  r"[\"']reasoning_content[\"']\s*:\s*null")
+# tool calls the server left in the answer's text: "tool calls come back as plain text", "tool_calls empty", a call
+# written into the content (an empty tool_calls list alone is any answer without a call)
+TOOL_CALLS_AS_TEXT = re.compile(
+    r"\btool[_ -]?calls?\b[^.\n]{0,60}?\b(?:come|comes|came|coming) back as (?:plain |raw )?(?:text|content)\b|"
+    r"\btool[_ -]?calls?\b[^.\n]{0,60}?\b(?:returned|show(?:s|n)? up|appear(?:s|ed)?|end(?:s|ed)? up|land(?:s|ed)?) "
+    r"(?:as (?:plain |raw )?text|in (?:the )?[`'\"]?content)\b|\btool_calls[`'\"]? (?:is |are |was |stays? )?(?:always )?empty\b|"
+    # a call written into the answer's content ('"content": "<tool_call>{...}' , '"content": "<function=...')
+    r"[\"']content[\"']\s*:\s*[\"'][^\"'\n]{0,2000}?(?:<tool_call>|<function=)",
+    re.I)
+# a client's request answered by a proxy's timeout in the engine's place: "504 Gateway Timeout", "504 after exactly 60s"
+GATEWAY_TIMEOUT = re.compile(r"\b504\b(?:\s+Gateway\s+Time-?out\b|[^.\n]{0,20}?\b(?:after|nach|at|tras|despu\u00e9s de) (?:exactly |genau |exactamente )?\d+\s*s)|"
+                             r"\bGateway\s+Time-?out\b", re.I)

@@ -178,6 +178,26 @@ def thinking_in_content(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
     return None if parser else _THINKING_IN_CONTENT(facts, base_numbers)
 
 
+def tool_calls_unparsed(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error; the model's tool calls come back as text in the answer, from a server whose --tool-call-parser is
+    set: vLLM moves a call into tool_calls only when that parser matches the model's tool-call format (hermes expects
+    JSON in <tool_call>, Qwen3-Coder writes XML <function=...>), so a parser of another format leaves every call in
+    the content -- the server's options, outside the families."""
+    said, parser = facts.startup.get("tool_calls_as_text"), facts.args.get("tool_call_parser")
+    if not said or not isinstance(parser, str):
+        return None
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says the tool calls come back as text ('{said}') from a server started with "
+               f"--tool-call-parser {parser}: vLLM moves a call into tool_calls only when that parser matches the "
+               "format the model writes its calls in, so a parser of another model family leaves every call in the "
+               "content, whatever the drafts or layers -- the server's options, outside the hybrid/spec-decode "
+               "families"),
+        title=f"Tool calls left in the text: --tool-call-parser {parser} does not match the model's call format",
+        message=f"tool calls as text without an error: {said}", evidence=("tool_calls_as_text", "command"),
+        missing=["the model card's tool-call parser, and one raw response with its call"])
+
+
 # replicas behind one endpoint set up apart (each alone repeatable, on different revisions): the router alternates
 replicas_differ = _Told(
     ("wrong_output_prose",), "replicas_differ_prose",
@@ -370,7 +390,8 @@ def proxy_timeout_truncation(facts: LogFacts, base_numbers: dict) -> Diagnosis |
     server: it closes a long request's connection (a first token after a long prefill, a long reasoning answer), and
     vLLM aborts a request whose client went away -- the network path, outside the families."""
     # (a request cut that way reads as cut short, or as hanging until the proxy answers 504 in its place)
-    said = facts.startup.get("truncated_prose") or facts.startup.get("hang_prose")
+    said = facts.startup.get("truncated_prose") or facts.startup.get("hang_prose") \
+        or facts.startup.get("gateway_timeout_prose")
     timeout = facts.startup.get("proxy_timeout_prose")
     if not said or not timeout or facts.startup.get("finish_reason_length"):
         return None

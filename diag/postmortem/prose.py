@@ -8,10 +8,11 @@ import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
 from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED,
-                          DIRECT_FINE, DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE,
-                          GUESS, HARD_TO_DRAFT, IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_BUFFERING,
-                          PROXY_RETRY, PROXY_TIMEOUT, REASONING_ATE_BUDGET, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING,
-                          THINKING_IN_CONTENT, TURN_TOKENS_IN_OUTPUT, UNIQUE_PROMPTS, WSL)
+                          DIRECT_FINE, DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GATEWAY_TIMEOUT, GPU_THROTTLED,
+                          GRAMMAR_COMPILE, GUESS, HARD_TO_DRAFT, IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS,
+                          PROXY_BUFFERING, PROXY_RETRY, PROXY_TIMEOUT, REASONING_ATE_BUDGET, REPLAY_HITS, REPLICAS_DIFFER,
+                          SPLIT_ROUTING, THINKING_IN_CONTENT, TOOL_CALLS_AS_TEXT, TURN_TOKENS_IN_OUTPUT,
+                          UNIQUE_PROMPTS, WSL)
 from .lines import Line
 from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
                             PROMPT_HEAD_SHOWN, RANDOM_DATASET, RANDOM_PREFIX, RANDOM_PROMPTS, REQ_HINT, REQ_PARAM,
@@ -786,6 +787,11 @@ class ProseLines:
                 self.facts.startup.setdefault("concurrent_requests", n + 1 if above else n)
         if len(text) < 4000 and REQ_HINT.search(text):
             self._request_params(text)
+        if "504" in text or "ateway" in text:
+            if "gateway_timeout_prose" not in self.facts.startup and len(text) < 4000:
+                self._first_words("gateway_timeout_prose", GATEWAY_TIMEOUT, text, line)
+        if "tool" in text and "tool_calls_as_text" not in self.facts.startup and len(text) < 4000:
+            self._first_words("tool_calls_as_text", TOOL_CALLS_AS_TEXT, text, line)
         if "</think>" in text and "thinking_in_content" not in self.facts.startup and len(text) < 8000 \
                 and (m := THINKING_IN_CONTENT.search(text)):
             self.facts.startup["thinking_in_content"] = m.group(0)[-120:]

@@ -15,7 +15,8 @@ from .clientside import (chat_template_twice, client_capped_concurrency, client_
                          proxy_buffers_stream, proxy_retry_duplicates, proxy_slows_stream, proxy_timeout_truncation,
                          random_prompts_output, reasoning_spends_budget, repeats_rewarded, replayed_prompts_hit,
                          replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
-                         thinking_in_content, token_cap_truncation, unique_prompts_miss, varying_prefix)
+                         thinking_in_content, token_cap_truncation, tool_calls_unparsed, unique_prompts_miss,
+                         varying_prefix)
 from .configuration import Setup, ran_eager
 from .diagnosis import Diagnosis, fact_evidence, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, blocks_per_running_request,
@@ -287,7 +288,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or ignore_eos_loops(facts, base_numbers)
             or proxy_slows_stream(facts, base_numbers) or proxy_buffers_stream(facts, base_numbers)
             or chat_template_twice(facts, base_numbers) or foreign_chat_format(facts, base_numbers)
-            or thinking_in_content(facts, base_numbers)
+            or thinking_in_content(facts, base_numbers) or tool_calls_unparsed(facts, base_numbers)
             or stop_string_truncation(facts, base_numbers)
             or replicas_differ(facts, base_numbers) or eval_format_only(facts, base_numbers)
             or batch_variant_numerics(facts, setup, base_numbers)
@@ -422,6 +423,8 @@ def acceptance_lost_on_prefix_hits(facts: LogFacts, setup: Setup, base_numbers: 
     if not setup.prefix_caching_needed and isinstance(seqs, int) and isinstance(budget, int) \
             and budget < seqs * (setup.spec_k + 1):
         return None  # (a full batch's drafts do not fit the step's token budget: the scheduler trims them -- the budget's)
+    if not setup.prefix_caching_needed and facts.startup.get("slow_prose") and ran_eager(facts):
+        return None  # (a slow report on an eager run: the launch-bound steps are its reading, not the drafts' state)
     return _family_warning(
         facts, base_numbers, "state_index", "low",
         basis=(f"no error; the report says draft acceptance falls ('{said}') on {', '.join(setup.why)} with prefix caching "
