@@ -635,3 +635,23 @@ def test_clients_getting_504_after_exactly_60s_behind_a_gateway_timeout():
         "[2026-11-27T09:14:02.118Z] \"POST /v1/chat/completions HTTP/1.1\" 504 UT 0 24 60001 - \"-\" "
         "upstream_timeout"]).findings[0]
     assert top.category == "other" and "timeout" in top.title
+
+
+def test_a_jamba_whose_eight_kv_groups_each_hold_a_block_per_request_caps_short_requests():
+    """Jamba's 4 attention + 28 Mamba layers in groups of 4: each short request holds a block in every group (7 state
+    blocks, mamba_cache_mode "none" as /metrics labels it) -- 19 requests fill 98.7 % of 152 blocks of 2,320 tokens."""
+    e = "(EngineCore_DP0 pid=301) INFO 04-02 10:00:00 "
+    lines = ["jamba mini 1.7 on vllm 0.15.1: never more than 19 running requests, queue explodes",
+             "TL;DR: max-num-seqs is 128 but the engine runs at most 19 requests at a time. Prompts are short",
+             "(~600 tok in, ~300 out). No errors.",
+             "vllm serve ai21labs/AI21-Jamba-Mini-1.7 -tp 2 --max-model-len 262144 --max-num-seqs 128",
+             e + "[interface.py:520] Setting attention block size to 2320 tokens to ensure that attention page size is "
+                 ">= mamba page size.",
+             e + "[kv_cache_utils.py:1163] GPU KV cache size: 352,640 tokens",
+             'vllm:cache_config_info{block_size="2320",enable_prefix_caching="False",mamba_cache_mode="none",'
+             'num_gpu_blocks="152"} 1.0',
+             _stats("10:30:00", 19, 80, 98.7, pid=300)]
+    an = _analyze(lines)
+    assert an.facts.startup["request_tokens_prose"] == 600 and an.facts.startup["mamba_cache_mode"] == "none"
+    assert an.findings[0].category == "mamba_block_budget"
+    assert _state_reading(an.facts).numbers["state_blocks_per_group"] == 1

@@ -335,6 +335,9 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
                 labels = {k: _num(v) for k, v in _PROM_NUMERIC_LABEL.findall(line.text.split("cache_config_info{", 1)[1])}
                 if labels:
                     self.facts.startup["cache_config"] = labels
+                mode = re.search(r'\bmamba_cache_mode="(\w+)"', line.text)
+                if mode:  # (the engine's own word for it, as its start-up line would give it)
+                    self.facts.startup.setdefault("mamba_cache_mode", mode.group(1))
         if line.level is None and "=" in line.text and "_" in line.text and len(self.env_numbers) < 20:
             for name, value in _ENV_NUMBER.findall(line.text):
                 self.env_numbers.setdefault(name.lower(), _num(value))

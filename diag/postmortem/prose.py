@@ -805,9 +805,10 @@ class ProseLines:
             self.facts.startup["finish_reason_length"] = True  # an answer the API server ended at its token cap
             self.facts.lines["finish_reason_length"] = (line.lineno, text.strip()[:500])
         # (not vLLM's "Maximum concurrency for 32,768 tokens per request", pasted in a sentence: the configured length)
-        if "request_tokens_prose" not in self.facts.startup and len(text) < 2000 and "token" in text \
-                and ("request" in text or "prompt" in text) and "oncurrency for" not in text \
-                and (m := REQUEST_TOKENS.search(text)):
+        # (a sentence hard-wrapped over two lines -- "Prompts are short" / "(~600 tok in, ~300 out)" -- is read whole)
+        if "request_tokens_prose" not in self.facts.startup and len(text) < 2000 and "tok" in text \
+                and ("request" in wide or "rompt" in wide) and "oncurrency for" not in wide \
+                and (m := REQUEST_TOKENS.search(text) or REQUEST_TOKENS.search(wide)):
             groups = m.groups()  # (number, k) pairs, one per way of saying it
             raw, kilo = next((groups[i], groups[i + 1]) for i in range(0, len(groups), 2) if groups[i])
             try:
