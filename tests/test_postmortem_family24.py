@@ -655,3 +655,60 @@ def test_a_jamba_whose_eight_kv_groups_each_hold_a_block_per_request_caps_short_
     assert an.facts.startup["request_tokens_prose"] == 600 and an.facts.startup["mamba_cache_mode"] == "none"
     assert an.findings[0].category == "mamba_block_budget"
     assert _state_reading(an.facts).numbers["state_blocks_per_group"] == 1
+
+
+def test_a_benchmark_clients_own_concurrency_summary_caps_the_running_requests():
+    top = _analyze([
+        "[perf-eval] Qwen3-Next + MTP(3): running requests never go above 8, no matter if I send 64 or 256 prompts.",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2 --max-num-seqs 256 --speculative-config "
+        "'{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'",
+        _stats("10:00:00", 8, 0, 1.2),
+        "============ Serving Benchmark Result ============",
+        "Maximum request concurrency:             8"]).findings[0]
+    assert top.category == "other" and "client" in top.title
+
+
+def test_throughput_that_gets_slower_and_slower_on_a_throttled_gpu():
+    top = _analyze([
+        "nemotron nano 9b v2 gets slower and slower, ngram spec, L40S",
+        "right after start ~1900 tok/s gen. after 15-25 min it goes down to ~1000 and stays there.",
+        "vllm serve nvidia/NVIDIA-Nemotron-Nano-9B-v2 --speculative-config "
+        "'{\"method\":\"ngram\",\"num_speculative_tokens\":4,\"prompt_lookup_max\":4}'",
+        "    Clocks Event Reasons",
+        "        HW Slowdown                       : Active"]).findings[0]
+    assert top.category == "other" and "throttled" in top.title
+
+
+def test_chinese_text_read_as_latin1_is_text_encoded_twice():
+    from vllm_diag.postmortem import facts_from_text
+
+    garbled = "    \u00e6\u201a\u00a8\u00e5\u00a5\u00bd\u00ef\u00bc\u0152\u00e6\u201e\u0178\u00e8\u00b0\u00a2\u00e6\u201a\u00a8\n"
+    assert facts_from_text(garbled).startup.get("mojibake_text")
+    assert not facts_from_text("Caf\u00e9 \u00e9t\u00e9, r\u00e9sum\u00e9 -- \u00e4\u00f6\u00fc\n").startup.get("mojibake_text")
+
+
+def test_a_client_that_tokenizes_with_another_models_tokenizer_garbles_the_answers():
+    top = _analyze([
+        "[Bug]: Kimi-Linear-48B-A3B produces gibberish with prefix caching on v0.32.0",
+        "Our offline eval harness sends pre-tokenized prompts to /v1/completions.",
+        "vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct --trust-remote-code -tp 2 --enable-prefix-caching",
+        "tok = AutoTokenizer.from_pretrained(cfg.tokenizer_path)   # cfg.tokenizer_path = "
+        "\"/models/shared/llama-3.1-8b-instruct\""]).findings[0]
+    assert top.category == "other" and "llama-3.1-8b-instruct" in top.title
+
+
+def test_a_hit_rate_the_report_calls_fine_is_no_complaint_about_the_hits():
+    from vllm_diag.postmortem import facts_from_text
+
+    assert "hit_rate_prose" not in facts_from_text("maybe cache is thrashing? hit rate looks ok-ish though\n").startup
+    assert facts_from_text("the prefix cache hit rate dropped to 2% after the upgrade\n").startup["hit_rate_prose"]
+
+
+def test_an_eval_answer_still_inside_its_thinking_ran_out_of_tokens():
+    top = _analyze([
+        "Qwen3.5 + MTP: GSM8K dropped 93 -> 71 after last night's deploy",
+        "vllm serve Qwen/Qwen3.5-27B --speculative-config '{\"method\":\"qwen3_5_mtp\",\"num_speculative_tokens\":2}'",
+        "  doc_id=41  target=\"18\"  resp=\"<think>\\nJanet's ducks lay 16 eggs per day. She eats 3 and bakes with 4, so "
+        "16 - 3 - 4 = 9 eggs ... 9 * 2 = 18. So she makes $18\"",
+        "  gen_kwargs: {'max_gen_toks': 256, 'until': ['Question:'], 'do_sample': False}"]).findings[0]
+    assert top.category == "other" and "Reasoning" in top.title

@@ -235,6 +235,8 @@ REPLAY_HITS = re.compile(
 # the reporter's finding that the client sends no more requests than the engine runs: "the server only ever SEES 14
 # requests", "vLLM is not holding anything back", "the client only sends 8 at a time"
 CLIENT_CAP = re.compile(
+    # vllm bench serve's own summary of the load it kept in flight
+    r"\bMaximum request concurrency:\s*\d+\b|"
     r"\b(?:server|engine|vLLM) only (?:ever )?(?:sees|gets|receives|shows|runs)\W{0,2} ~?\d+ (?:requests?|reqs|running)\b|"
     r"\bvLLM (?:is|was) not holding (?:anything|any requests?|requests) back\b|"
     r"\b(?:client|load generator|benchmark|script) (?:only )?(?:sends|submits|keeps) (?:at most |only )?~?\d+ "
@@ -334,3 +336,8 @@ TOOL_CALLS_AS_TEXT = re.compile(
 # a client's request answered by a proxy's timeout in the engine's place: "504 Gateway Timeout", "504 after exactly 60s"
 GATEWAY_TIMEOUT = re.compile(r"\b504\b(?:\s+Gateway\s+Time-?out\b|[^.\n]{0,20}?\b(?:after|nach|at|tras|despu\u00e9s de) (?:exactly |genau |exactamente )?\d+\s*s)|"
                              r"\bGateway\s+Time-?out\b", re.I)
+# the client tokenizing the prompts itself, with the tokenizer it names: 'AutoTokenizer.from_pretrained("meta-llama/...")',
+# 'tokenizer_path = "/models/shared/llama-3.1-8b-instruct"' (token ids sent to /v1/completions decode in the server's
+# vocabulary)
+CLIENT_TOKENIZER = re.compile(r"\bAutoTokenizer\.from_pretrained\(\s*[\"']([\w./-]{3,200})[\"']|"
+                              r"\btokenizer(?:_path|_name|_dir)?\s*[=:]\s*[\"']([\w./-]{3,200})[\"']")

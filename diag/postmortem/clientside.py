@@ -520,7 +520,9 @@ def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     of another model family or generation, whatever its organisation): token ids decode into another vocabulary's
     pieces -- garbled from the first request, whatever the engine computes -- outside the families."""
     said = facts.startup.get("wrong_output_prose")
-    tok, model = facts.args.get("tokenizer"), facts.args.get("model")
+    # (or the client tokenizes the prompts itself with the tokenizer it names, and sends the ids)
+    client = facts.startup.get("client_tokenizer")
+    tok, model = facts.args.get("tokenizer") or client, facts.args.get("model")
     if not said or not isinstance(tok, str) or not isinstance(model, str) or tok == model:
         return None
     # (a local folder is named after its model too -- "/models/Falcon3-10B-Instruct" -- where its name holds a
@@ -532,11 +534,14 @@ def foreign_tokenizer(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         return None  # (a local path or the same family and generation says nothing)
     return outside_families(
         facts, base_numbers,
-        basis=(f"no error; the report says the output is wrong ('{said}') and the command loads the tokenizer of another "
-               f"model (--tokenizer {tok} for {model}"
+        basis=(f"no error; the report says the output is wrong ('{said}') and "
+               + ("the client tokenizes the prompts itself with the tokenizer of another model "
+                  if tok == client and not facts.args.get("tokenizer") else
+                  "the command loads the tokenizer of another model ")
+               + f"({tok} for {model}"
                + (f"; the report's trial: '{fixed}'" if fixed else "") + "): the model's token ids decode through another "
                "vocabulary, so every answer is garbled from the first request -- outside the hybrid/spec-decode families"),
-        title=f"Wrong output from another model's tokenizer (--tokenizer {tok})",
+        title=f"Wrong output from another model's tokenizer ({tok})",
         message=f"wrong output without an error: {said}",
         evidence=("wrong_output_prose", "non_default_args", "command", "own_tokenizer_fixes"),
         missing=["the same request without --tokenizer (the model's own tokenizer)"])

@@ -204,7 +204,10 @@ _PROM_NUMERIC_LABEL = re.compile(r"\b([a-z_]+)=\"(-?\d+(?:\.\d+)?)\"")
 _ENV_NUMBER = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*_[A-Z0-9_]{2,40})=[\"']?(-?\d+(?:\.\d+)?)\b(?![.,\w])")
 # UTF-8 text decoded as Latin-1 / cp1252 ("fÃ¼r", "Ã©tÃ©", "itâ€™s"): bytes encoded twice on the way, never a token
 # the model or a drafter produces on its own
-_MOJIBAKE = re.compile("\u00c3[\u0080-\u00bf]|\u00e2\u20ac[\u2122\u0153\u009d\u02dc\u201c\u201d\"'\u2013\u2014\u00a6-]")
+_MOJIBAKE = re.compile("\u00c3[\u0080-\u00bf]|\u00e2\u20ac[\u2122\u0153\u009d\u02dc\u201c\u201d\"'\u2013\u2014\u00a6-]|"
+                       # a CJK character's three UTF-8 bytes read as cp1252 / Latin-1: "æ‚¨", "å¥½", "ï¼Œ"
+                       "[\u00e4-\u00e9\u00ef][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc"
+                       "\u2013-\u2026\u2030\u2039\u203a\u20ac\u2122]{2}")
 
 
 class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolOutputLines, ErrorLines):
@@ -353,7 +356,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
         if self.socket_net is None and ("Socket" in line.text or "GbE" in line.text or "thernet" in line.text
                                         or "NET/IB" in line.text) and (m := _SOCKET_NET.search(line.text)):
             self.socket_net = (line.lineno, line.text.strip()[:500], m.group(0))
-        if ("\u00c3" in line.text or "\u00e2\u20ac" in line.text) and "mojibake_text" not in self.facts.startup \
+        if ("\u00c3" in line.text or "\u00e2\u20ac" in line.text or "\u00e5" in line.text or "\u00e6" in line.text
+                or "\u00ef\u00bc" in line.text) and "mojibake_text" not in self.facts.startup \
                 and len(_MOJIBAKE.findall(line.text[:4000])) >= 2:
             self._set_startup("mojibake_text", line.text.strip()[:200], line)
         if "ip=" in line.text and len(self.node_ips) < 64 and (m := _RAY_NODE_IP.search(line.text)):

@@ -7,12 +7,12 @@ from __future__ import annotations
 import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
-from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED,
-                          DIRECT_FINE, DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GATEWAY_TIMEOUT, GPU_THROTTLED,
-                          GRAMMAR_COMPILE, GUESS, HARD_TO_DRAFT, IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS,
-                          PROXY_BUFFERING, PROXY_RETRY, PROXY_TIMEOUT, REASONING_ATE_BUDGET, REPLAY_HITS, REPLICAS_DIFFER,
-                          SPLIT_ROUTING, THINKING_IN_CONTENT, TOOL_CALLS_AS_TEXT, TURN_TOKENS_IN_OUTPUT,
-                          UNIQUE_PROMPTS, WSL)
+from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, CLIENT_TOKENIZER, COTENANT,
+                          CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GATEWAY_TIMEOUT,
+                          GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, HARD_TO_DRAFT, IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES,
+                          PROMPT_LOGPROBS, PROXY_BUFFERING, PROXY_RETRY, PROXY_TIMEOUT, REASONING_ATE_BUDGET,
+                          REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING, THINKING_IN_CONTENT, TOOL_CALLS_AS_TEXT,
+                          TURN_TOKENS_IN_OUTPUT, UNIQUE_PROMPTS, WSL)
 from .lines import Line
 from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
                             PROMPT_HEAD_SHOWN, RANDOM_DATASET, RANDOM_PREFIX, RANDOM_PROMPTS, REQ_HINT, REQ_PARAM,
@@ -313,7 +313,7 @@ _CAUSE_FACTS = (
     ("proxy_retry_prose", PROXY_RETRY, ("etr", "next_upstream"), False),
     ("ignore_eos_prose", IGNORE_EOS, ("ignore_eos",), False),
     ("draft_weights_prose", DRAFT_WEIGHTS, ("MTP", "mtp", "raft", "EAGLE", "agle"), True),
-    ("client_cap_prose", CLIENT_CAP, ("only", "holding", "loop", "equential", "one after"), True),
+    ("client_cap_prose", CLIENT_CAP, ("only", "holding", "loop", "equential", "one after", "concurrency:"), True),
     ("batch_numerics_prose", BATCH_NUMERICS, ("BATCH_INVARIANT", "atch", "eduction", "ssociativ", "tie"), True),
     ("unique_prompts_prose", UNIQUE_PROMPTS, ("unique", "fresh", "expected", "distinct", "different", "share", "common",
                                                "prefix"), True),
@@ -406,6 +406,11 @@ _RUN_HEADER = re.compile(r"(?:" + DRAFTS_WORDS + r"|prefix[ -]caching|--[a-z][\w
                          r"\u4e0d\u5f00|\u5f00\u542f)\s*[`'\"]?(?:" + DRAFTS_WORDS + r"|prefix[ -]caching|--[a-z][\w-]+)", re.I)
 
 
+# a response (an evaluation's resp=, an API answer's content) that opens with <think> and has no </think>
+_RESPONSE_IN_THINKING = re.compile(r"\b(?:resp(?:onse)?|content|output|text|completion)[\"']?\s*[:=]\s*[\"']\s*<think>")
+# the report saying the hits are fine ("hit rate looks ok-ish though", "cache hit rate is healthy at 62%")
+_HITS_FINE = re.compile(r"\bhit[- ]rate (?:looks|is|seems|stays|was) (?:still )?(?:ok(?:-ish|ay)?|fine|good|healthy|normal|"
+                        r"high|as expected)\b", re.I)
 # "hit rate" in Japanese, Chinese and Korean (ヒット率, 命中率, 히트율 / 적중률)
 _HIT_RATE_I18N = ("\u30d2\u30c3\u30c8\u7387", "\u547d\u4e2d\u7387", "\ud788\ud2b8\uc728", "\uc801\uc911\ub960")
 
@@ -595,8 +600,9 @@ class ProseLines:
         if line.level is None and "hit_rate_prose" not in self.facts.startup and len(text) < 2000 and (
                 "hit rate" in text.lower() or "cache hit" in text.lower() or "hit-rate" in text.lower()
                 or "never hit" in text.lower() and "cach" in text.lower()
-                or any(w in text for w in _HIT_RATE_I18N)) and "Engine 000" not in text:
+                or any(w in text for w in _HIT_RATE_I18N)) and "Engine 000" not in text and not _HITS_FINE.search(text):
             # the reporter speaks of the prefix cache's hits (not vLLM's stats line): the complaint is about them
+            # (unless the words say the hits are fine: "hit rate looks ok-ish though")
             self.facts.startup["hit_rate_prose"] = True
             self.facts.lines["hit_rate_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000 and ("uuid" in text or "now()" in text or "time()" in text
@@ -790,8 +796,17 @@ class ProseLines:
         if "504" in text or "ateway" in text:
             if "gateway_timeout_prose" not in self.facts.startup and len(text) < 4000:
                 self._first_words("gateway_timeout_prose", GATEWAY_TIMEOUT, text, line)
+        if "okenizer" in text and "client_tokenizer" not in self.facts.startup and len(text) < 4000 \
+                and (m := CLIENT_TOKENIZER.search(text)):
+            self.facts.startup["client_tokenizer"] = m.group(1) or m.group(2)
+            self.facts.lines["client_tokenizer"] = (line.lineno, text.strip()[:500])
         if "tool" in text and "tool_calls_as_text" not in self.facts.startup and len(text) < 4000:
             self._first_words("tool_calls_as_text", TOOL_CALLS_AS_TEXT, text, line)
+        if "<think>" in text and "</think>" not in text and "reasoning_ate_budget_prose" not in self.facts.startup \
+                and len(text) < 8000 and (m := _RESPONSE_IN_THINKING.search(text)):
+            # a response that ends while still thinking: the token cap came before the answer
+            self.facts.startup["reasoning_ate_budget_prose"] = m.group(0)[:120]
+            self.facts.lines["reasoning_ate_budget_prose"] = (line.lineno, text.strip()[:500])
         if "</think>" in text and "thinking_in_content" not in self.facts.startup and len(text) < 8000 \
                 and (m := THINKING_IN_CONTENT.search(text)):
             self.facts.startup["thinking_in_content"] = m.group(0)[-120:]
