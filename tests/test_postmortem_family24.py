@@ -712,3 +712,34 @@ def test_an_eval_answer_still_inside_its_thinking_ran_out_of_tokens():
         "16 - 3 - 4 = 9 eggs ... 9 * 2 = 18. So she makes $18\"",
         "  gen_kwargs: {'max_gen_toks': 256, 'until': ['Question:'], 'do_sample': False}"]).findings[0]
     assert top.category == "other" and "Reasoning" in top.title
+
+
+def test_a_clients_connection_pool_caps_what_the_engines_run():
+    top = _analyze([
+        "8x DP engines but the server only ever runs ~8 requests, p50 TTFT is 4.9 s with 256 concurrent users",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -dp 8 --speculative-config '{\"method\":\"mtp\","
+        "\"num_speculative_tokens\":2}'",
+        _stats("22:19:31", 1, 0, 2.0),
+        "    conn = aiohttp.TCPConnector(limit_per_host=8, ttl_dns_cache=300)"]).findings[0]
+    assert top.category == "other" and "client" in top.title
+
+
+def test_nccl_tests_that_hang_the_same_way_and_iommu_page_faults_are_a_collective_hang():
+    top = _analyze([
+        "[Bug]: Jamba Mini 1.7 hangs forever at \"Capturing CUDA graphs\" with TP=4 (v0.15.1)",
+        "vllm serve ai21labs/AI21-Jamba-Mini-1.7 --tensor-parallel-size 4 --enable-prefix-caching",
+        "nccl-tests from the same container also never finishes:",
+        "[ 2214.551203] nvidia 0000:01:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0023 address=0x38e1c0000]"
+    ]).findings[0]
+    assert top.category == "other" and "collective" in top.title
+
+
+def test_french_words_for_a_collapsing_throughput_on_a_throttled_gpu():
+    top = _analyze([
+        "[Perf] D\u00e9bit qui s'effondre apr\u00e8s ~20 min -- Nemotron-H 56B + MTP, vllm 0.20.2",
+        "Au d\u00e9but ~950 tok/s. Puis \u00e7a descend vers ~540 tok/s et \u00e7a reste l\u00e0.",
+        "vllm serve nvidia/Nemotron-H-56B-Base-8K -tp 2 --speculative-config "
+        "'{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+        "index, temperature.gpu, clocks.sm [MHz], clocks_throttle_reasons.sw_thermal_slowdown",
+        "0, 91, 1110 MHz, Active"]).findings[0]
+    assert top.category == "other" and "throttled" in top.title

@@ -237,6 +237,9 @@ REPLAY_HITS = re.compile(
 CLIENT_CAP = re.compile(
     # vllm bench serve's own summary of the load it kept in flight
     r"\bMaximum request concurrency:\s*\d+\b|"
+    # the client's HTTP connection pool: aiohttp's TCPConnector(limit_per_host=8), httpx's max_connections=8, requests'
+    # pool_maxsize=8 -- no more requests in flight than connections
+    r"\b(?:limit_per_host|max_connections|pool_maxsize|max_keepalive_connections)\s*=\s*\d+\b|\bTCPConnector\(limit=\d+|"
     r"\b(?:server|engine|vLLM) only (?:ever )?(?:sees|gets|receives|shows|runs)\W{0,2} ~?\d+ (?:requests?|reqs|running)\b|"
     r"\bvLLM (?:is|was) not holding (?:anything|any requests?|requests) back\b|"
     r"\b(?:client|load generator|benchmark|script) (?:only )?(?:sends|submits|keeps) (?:at most |only )?~?\d+ "

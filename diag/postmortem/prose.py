@@ -295,7 +295,11 @@ _COLLECTIVE_FRAME = re.compile(r"\b(?:all_reduce|all_gather\w*|reduce_scatter\w*
 _COLLECTIVE_TOLD = re.compile(r"\b(?:all[_-]?reduce|all[_-]?gather|collective|ncclCommInitRank|nccl init\w*)\b[^.\n]{0,40}?\b"
                               r"(?:never (?:completes?|returns?|finish\w*|ends?)|hangs?|hung|(?:is |gets? )?stuck|blocks? forever)\b|"
                               r"\bNCCL_P2P_DISABLE=1\b[^.\n]{0,80}?\b(?:works?|worked|fix\w*|starts?|started|serves?|runs?|"
-                              r"fine|solves?|solved)\b|"
+                              r"fine|solves?|solved|completes?|completed|finish(?:es|ed)|pass(?:es|ed))\b|"
+                              # NCCL's own test hanging the same way: "nccl-tests from the same container also never
+                              # finishes"; the IOMMU faulting the GPUs' peer transfers (dmesg: "AMD-Vi: ... IO_PAGE_FAULT")
+                              r"\bnccl-tests\b[^.\n]{0,60}?\b(?:never (?:finishes|completes|returns|ends)|hangs?|hung|stuck)\b|"
+                              r"\bAMD-Vi\b[^\n]{0,60}?\bIO_PAGE_FAULT\b|\bDMAR: \[DMA (?:Read|Write)\] Request\b|"
                               # a stack dump told in words: "py-spy shows it inside ncclAllReduce"
                               r"\b(?:inside|stuck in|waiting in|blocked in|sits in|hangs? in|hung in) (?:the )?(?:\w+\.)?"
                               r"(?:ncclAllReduce|ncclAllGather|ncclBroadcast|ncclCommInitRank|all_reduce|all_gather)\b", re.I)
@@ -313,7 +317,8 @@ _CAUSE_FACTS = (
     ("proxy_retry_prose", PROXY_RETRY, ("etr", "next_upstream"), False),
     ("ignore_eos_prose", IGNORE_EOS, ("ignore_eos",), False),
     ("draft_weights_prose", DRAFT_WEIGHTS, ("MTP", "mtp", "raft", "EAGLE", "agle"), True),
-    ("client_cap_prose", CLIENT_CAP, ("only", "holding", "loop", "equential", "one after", "concurrency:"), True),
+    ("client_cap_prose", CLIENT_CAP, ("only", "holding", "loop", "equential", "one after", "concurrency:", "limit",
+                                      "max_conn", "pool_max", "keepalive"), True),
     ("batch_numerics_prose", BATCH_NUMERICS, ("BATCH_INVARIANT", "atch", "eduction", "ssociativ", "tie"), True),
     ("unique_prompts_prose", UNIQUE_PROMPTS, ("unique", "fresh", "expected", "distinct", "different", "share", "common",
                                                "prefix"), True),
@@ -710,7 +715,7 @@ class ProseLines:
                                        "\u043f\u043e\u0432\u0456\u043b\u044c\u043d", "\u0927\u0940\u092e\u093e", "\u0623\u0628\u0637\u0623",
                                        "\u0e0a\u0e49\u0e32", "\u60aa", "\u5dee", "\u4e0b\u964d", "\ub098\ube60", "\ub098\uc058",
                                        "\uc545\ud654", "\ub5a8\uc5b4", "\u843d\u3061", "\u4f4e\u4e0b", "\u541e\u5410", "despenc", "desab", "desplom",
-                                       "pior", "peor", "schlechter", "pire", "bricht",
+                                       "pior", "peor", "schlechter", "pire", "bricht", "effondr", "descend",
                                        "\u043f\u0430\u0434\u0430", "\u043d\u0438\u0436\u0435", "\u0443\u043f\u0430\u043b")):
                 self._first_words("slow_prose", SLOW, wide, line)
                 if "slower" in low or "deploy" in low or "overnight" in low or "since " in low or "change" in low \
@@ -722,7 +727,8 @@ class ProseLines:
                 self._first_words("hang_prose", HANG, text, line)
             if ("reduce" in text or "gather" in text or "nccl" in text or "broadcast" in text) and "(" in text:
                 self._first_words("collective_stack", _COLLECTIVE_FRAME, text, line)
-            if "educe" in text or "ather" in text or "ollective" in text or "P2P" in text or "nccl" in text.lower():
+            if "educe" in text or "ather" in text or "ollective" in text or "P2P" in text or "nccl" in text.lower() \
+                    or "AMD-Vi" in text or "DMAR" in text:
                 self._first_words("collective_prose", _COLLECTIVE_TOLD, text, line)
             if ("__" in text or "ernel" in text) and "prose_fault_kernel" not in self.facts.startup \
                     and (m := _PROSE_FAULT_KERNEL.search(text)):

@@ -124,6 +124,8 @@ REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|a
                             # "prompts ~2.5-3k tokens" (a range: its first number)
                             r"\bprompts? (?:of |are |is )?(?:~|about |around )?(\d[\d,.]*)(?:\s*[-\u2013]\s*\d[\d,.]*)?\s*(k)?"
                             r"\s*tokens\b|"
+                            # "requests are short (1.8k tokens total)"
+                            r"\brequests? (?:are |is )?(?:short |small |tiny )?\(?~?(\d[\d,.]*)\s*(k)?\s*tokens? (?:in )?total\b|"
                             # "~600 tok in, ~300 out", "2000 tokens in / 800 out"
                             r"~?(\d[\d,.]*)\s*(k)?\s*tok(?:ens)?\s+in\b(?=[^.\n]{0,20}?\bout\b)|"
                             # "~2k-token prompts", "1,500-token requests"

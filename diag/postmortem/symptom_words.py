@@ -677,6 +677,8 @@ SLOW = re.compile(
     # throughput por usuário despenca, fica pior do que sem speculative decoding"
     r"\b(?:throughput|desempenho|rendimiento|velocidad|velocidade|durchsatz|d\u00e9bit)\b[^.\n]{0,40}?\b(?:despenca\w*|"
     r"desaba\w*|se desploma\w*|cae en picado|bricht ein|s'effondre)\b|"
+    # "ça descend vers ~540 tok/s et ça reste là", "baja hasta ~500 tok/s"
+    r"\b(?:descend|tombe|chute|baja|cae|f\u00e4llt|sinkt)\w* (?:vers|\u00e0|a|hasta|auf) ~?\d[\d.,]*\s*(?:tok(?:en)?s?/s|t/s)|"
     r"\b(?:pior do que sem|peor que sin|schlechter als ohne|pire que sans)\b|"
     # ... in Russian: "пропускная способность падает НИЖЕ, чем вообще без спекулятивного декодирования"
     r"\u043f\u0440\u043e\u043f\u0443\u0441\u043a\u043d\u0430\u044f \u0441\u043f\u043e\u0441\u043e\u0431\u043d\u043e\u0441\u0442\u044c[^.\n]{0,30}?(?:\u043f\u0430\u0434\u0430\u0435\u0442|\u0443\u043f\u0430\u043b\u0430|\u0441\u043d\u0438\u0436\u0430\u0435\u0442\u0441\u044f|\u043f\u0440\u043e\u0441\u0435\u0434\u0430\u0435\u0442)|\u043d\u0438\u0436\u0435,? \u0447\u0435\u043c (?:\u0432\u043e\u043e\u0431\u0449\u0435 )?\u0431\u0435\u0437\b|"
