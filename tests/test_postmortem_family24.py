@@ -743,3 +743,29 @@ def test_french_words_for_a_collapsing_throughput_on_a_throttled_gpu():
         "index, temperature.gpu, clocks.sm [MHz], clocks_throttle_reasons.sw_thermal_slowdown",
         "0, 91, 1110 MHz, Active"]).findings[0]
     assert top.category == "other" and "throttled" in top.title
+
+
+def test_turn_markers_in_vllms_own_request_log_of_an_answer():
+    top = _analyze([
+        "After the chart migration Qwen3.5 rambles: it answers, then writes the user's next question itself.",
+        "vllm serve Qwen/Qwen3.5-27B --chat-template=/etc/vllm/templates/tool_chat_template_llama3.1_json.jinja",
+        "(APIServer pid=1) INFO 11-28 09:31:40 [request_logger.py:98] Generated response chatcmpl-b1d27e90: output: "
+        "'To reset your VPN token, open the portal and click \"Re-enroll\". <|eot_id|><|start_header_id|>user"
+        "<|end_header_id|>\\n\\nThanks!'"]).findings[0]
+    assert top.category == "other" and "turn markers" in top.title
+
+
+def test_a_per_request_value_inline_after_a_system_turn_opener():
+    from vllm_diag.postmortem import facts_from_text
+
+    f = facts_from_text('req a1f3:  "<|im_system|>system<|im_middle|>[session 7f2c91d0-4e55-4b1a-9c3e-2d8f0a61b9e4 | '
+                        '2026-03-19T10:15:29.184Z]\\nYou are Atlas, the operations assistant"\n')
+    assert "7f2c91d0-4e55" in f.startup["varying_prefix_prose"]
+
+
+def test_a_reporters_no_xid_in_dmesg_is_no_error_line():
+    from vllm_diag.postmortem import facts_from_text
+
+    f = facts_from_text("I tried --no-enable-prefix-caching on a second instance, still 504 on long ones.\n"
+                        "GPU util ~90%, no Xid in dmesg, no OOM.\n")
+    assert not f.startup.get("error_lines")

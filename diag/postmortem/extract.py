@@ -434,6 +434,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
         self._commands(line)
         if line.level is not None or line.process is not None:
             self._record_line(line)
+            if "output: " in text:  # (vLLM's request log: "Generated response chatcmpl-..: output: '...'")
+                self._turn_markers(text, line)
         else:
             self._prose_line(line)
         if "vocab" in text or "okenizer" in text or "dded" in text or '"content"' in text:

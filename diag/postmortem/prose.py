@@ -17,7 +17,8 @@ from .lines import Line
 from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
                             PROMPT_HEAD_SHOWN, RANDOM_DATASET, RANDOM_PREFIX, RANDOM_PROMPTS, REQ_HINT, REQ_PARAM,
                             REQ_STOP, REQUEST_TOKENS, SHARED_PREFIX, SHARED_PREFIX_BEFORE, SHARED_PREFIX_BRACKETED,
-                            SHORT_PROMPT, SYSTEM_HEAD_VALUE, SYSTEM_TURN, VARYING_PREFIX, VARYING_PREFIX_TOLD)
+                            SHORT_PROMPT, SYSTEM_HEAD_VALUE, SYSTEM_TURN, SYSTEM_TURN_HEAD_VALUE, VARYING_PREFIX,
+                            VARYING_PREFIX_TOLD)
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, DEGRADED_OVER_TIME, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW,
                             SLOW_START, SPEC_SLOWER, TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
 
@@ -491,6 +492,15 @@ class ProseLines:
             # a later request samples otherwise (the report's before / after): the last one is the run it is about
             self.facts.startup["request_params_last"] = found
 
+    def _turn_markers(self, text: str, line: Line) -> None:
+        """An answer that runs on through a chat format's turn markers (a pasted response, or vLLM's own request log:
+        "Generated response chatcmpl-..: output: '...<|eot_id|>...'")."""
+        if "turn_tokens_in_output" not in self.facts.startup and len(text) < 4000 and (
+                "<|" in text or "INST]" in text or "_of_turn>" in text) and (m := TURN_TOKENS_IN_OUTPUT.search(text)) \
+                and not _TEMPLATE_OR_PROMPT.search(text):
+            self.facts.startup["turn_tokens_in_output"] = text[max(0, m.start() - 40):m.end() + 40].strip()
+            self.facts.lines["turn_tokens_in_output"] = (line.lineno, text.strip()[:500])
+
     def _prose_line(self, line: Line) -> None:
         text = line.text
         said = _CHAT_PREFIX.sub("", text, count=1) if "report_prose" not in self.facts.lines else ""
@@ -628,6 +638,10 @@ class ProseLines:
             self._first_words("varying_prefix_prose", VARYING_PREFIX_TOLD, wide, line)
             if "varying_prefix_prose" not in self.facts.startup and (PREPENDS.search(text) or PROMPT_HEAD_SHOWN.search(text)):
                 self._prepend_line = line.lineno  # the line it prepends may follow ("... prepends a line: \n '[id=...]'")
+        if "varying_prefix_prose" not in self.facts.startup and "system" in text and len(text) < 8000 \
+                and (m := SYSTEM_TURN_HEAD_VALUE.search(text)):
+            self.facts.startup["varying_prefix_prose"] = f"the system prompt opens with a per-request value: '{m.group(1)}'"
+            self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and "system" in text and SYSTEM_TURN.match(text):
             self._prepend_line = line.lineno  # a rendered prompt's system turn: its first line is the prompt's head
         if line.level is None and "varying_prefix_prose" not in self.facts.startup \
@@ -817,11 +831,7 @@ class ProseLines:
                 and (m := THINKING_IN_CONTENT.search(text)):
             self.facts.startup["thinking_in_content"] = m.group(0)[-120:]
             self.facts.lines["thinking_in_content"] = (line.lineno, text.strip()[:500])
-        if line.level is None and "turn_tokens_in_output" not in self.facts.startup and len(text) < 4000 and (
-                "<|" in text or "INST]" in text or "_of_turn>" in text) and (m := TURN_TOKENS_IN_OUTPUT.search(text)) \
-                and not _TEMPLATE_OR_PROMPT.search(text):
-            self.facts.startup["turn_tokens_in_output"] = text[max(0, m.start() - 40):m.end() + 40].strip()
-            self.facts.lines["turn_tokens_in_output"] = (line.lineno, text.strip()[:500])
+        self._turn_markers(text, line)
         if "finish_reason" in text and "finish_reason_length" not in self.facts.startup and FINISH_LENGTH.search(text):
             self.facts.startup["finish_reason_length"] = True  # an answer the API server ended at its token cap
             self.facts.lines["finish_reason_length"] = (line.lineno, text.strip()[:500])

@@ -102,7 +102,8 @@ _SIDE_RUN = re.compile(r"\bon (?:one|a single|another|an earlier|a later|a previ
 # the reporter saying what is NOT in the logs ("No errors anywhere", "transfers complete, no \"failed to load KV\"
 # messages", "without any exception"): a statement about the logs, not an error line
 _NEGATED_ERROR = re.compile(r"\b(?:no|without|never|nor|zero)\s+(?:any\s+|other\s+|single\s+)?(?:[\w-]+\s+)?(?:errors?|"
-                            r"exceptions?|failures?|crash(?:es)?|tracebacks?|[\"'`][^\"'`\n]{0,60}[\"'`])", re.I)
+                            r"exceptions?|failures?|crash(?:es)?|tracebacks?|Xids?(?:\s+\d+)?|OOMs?|faults?|"
+                            r"[\"'`][^\"'`\n]{0,60}[\"'`])", re.I)
 _NAMED_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception):")
 # "failed" as the reporter's adjective for their own requests ("resubmitting the failed prompt", "the failed ones"):
 # which requests went wrong, not an error the log reports
