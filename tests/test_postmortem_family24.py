@@ -7,7 +7,7 @@ import pytest
 from vllm_diag.postmortem.analyze import analyze_text
 from vllm_diag.postmortem.configuration import read_setup
 from vllm_diag.postmortem.diagnosis import config_numbers
-from vllm_diag.postmortem.silent import state_blocks_capacity
+from vllm_diag.postmortem.silent_capacity import state_blocks_capacity
 
 
 def _analyze(lines: list[str]):

@@ -128,3 +128,11 @@ def describe_batch(batch: dict) -> str:
     from .dump import describe
 
     return describe(batch)
+
+
+def family_warning(facts: LogFacts, base_numbers: dict, category: str, confidence: str, *, basis: str, title: str,
+                   message: str, evidence: tuple[str, ...], missing: list[str], numbers: dict | None = None) -> Diagnosis:
+    """A no-error report read as one of the families from numbers the log holds (a warning: nothing failed)."""
+    return Diagnosis(category=category, confidence=confidence, rule="failure_class", severity="warning", basis=basis,
+                     title=title, message=message, numbers={**base_numbers, **facts.numbers, **(numbers or {})},
+                     evidence=fact_evidence(facts, *evidence), missing=missing)
