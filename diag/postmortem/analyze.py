@@ -304,16 +304,16 @@ def _served_despite_prediction(facts: LogFacts, findings: list[Finding]) -> None
     this run, so the prediction is kept as a note after what the log shows, not as the error of the run."""
     if facts.root is not None or not isinstance(facts.startup.get("num_requests_running_max"), int):
         return
-    for f in findings:
-        # (a refusal at start-up, or a failure the pre-flight predicts at CUDA-graph capture: both come before serving;
-        # a mixed batch's failure needs the traffic that makes one, which serving does not rule out)
-        if f.severity == "error" and _preflight_only(f) and f.category != "mixed_batch":
-            f.severity = "info"
-            f.title = f"Predicted by the pre-flight, contradicted by the log: {f.title}"
-            f.basis = ((f.basis + "; ") if f.basis else "") + ("but the log shows the engine serving requests, so vLLM "
-                                                               "did not refuse this start (not modelled for this release)")
+    # (a refusal at start-up, or a failure the pre-flight predicts at CUDA-graph capture: both come before serving;
+    # a mixed batch's failure needs the traffic that makes one, which serving does not rule out)
+    contradicted = [f for f in findings if f.severity == "error" and _preflight_only(f) and f.category != "mixed_batch"]
+    for f in contradicted:
+        f.severity = "info"
+        f.title = f"Predicted by the pre-flight, contradicted by the log: {f.title}"
+        f.basis = ((f.basis + "; ") if f.basis else "") + ("but the log shows the engine serving requests, so vLLM "
+                                                           "did not refuse this start (not modelled for this release)")
     # (a contradicted prediction is a note: what the log shows goes before it)
-    findings.sort(key=lambda f: f.title.startswith("Predicted by the pre-flight, contradicted by the log"))
+    findings.sort(key=lambda f: any(f is c for c in contradicted))
 
 
 def apply_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:

@@ -262,7 +262,6 @@ encoded_twice = _Told(
     missing="the raw bytes of one prompt as sent (xxd) and of one response as received")
 
 
-
 # random token ids as the load (`vllm bench serve --dataset-name random`): a model continues them with text as random
 random_prompts_output = _Told(
     ("wrong_output_prose",), "random_prompts_prose",
@@ -274,9 +273,6 @@ random_prompts_output = _Told(
     missing="the same server's answers to real prompts (sharegpt, the production traffic)")
 
 
-
-
-
 # requests that tell the engine to ignore the end-of-sequence token: the answer runs to max_tokens, looping once greedy
 ignore_eos_loops = _Told(
     ("wrong_output_prose", "truncated_prose"), "ignore_eos_prose",
@@ -286,15 +282,6 @@ ignore_eos_loops = _Told(
     title="Answers that never stop: the requests set ignore_eos",
     message="output without an error: {said}",
     missing="the same requests without ignore_eos (finish_reason 'stop' where the answer ends)")
-
-
-
-
-
-
-
-
-
 
 
 # prompts that share no prefix at all (a benchmark's random prompts, unique documents): no cache hits them

@@ -83,6 +83,13 @@ def ran_eager(facts: LogFacts) -> bool:
     return bool(truthy(facts.args.get("enforce_eager"))) and not any(facts.startup.get(k) for k in _CAPTURED)
 
 
+def drafts_outgrow_budget(facts: LogFacts, setup: Setup) -> bool:
+    """A full batch's spec decodes (max_num_seqs x (1 + k) tokens) do not fit the step's token budget
+    (--max-num-batched-tokens): the scheduler trims their drafts."""
+    seqs, budget = facts.args.get("max_num_seqs"), facts.args.get("max_num_batched_tokens")
+    return isinstance(seqs, int) and isinstance(budget, int) and budget < seqs * (setup.spec_k + 1)
+
+
 def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     a = facts.args
     why: list[str] = []

@@ -468,8 +468,6 @@ def _failing_k(text: str) -> int | None:
     return int(next(g for g in ks[0].groups() if g))
 
 
-
-
 class ProseLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: text outside log records."""
 

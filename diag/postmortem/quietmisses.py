@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 
 from ..model import LogFacts
-from .configuration import AB_TEST_FACTS, Setup, ab_tests_clear_families, ran_eager, truthy
+from .configuration import (AB_TEST_FACTS, Setup, ab_tests_clear_families, drafts_outgrow_budget, ran_eager,
+                            truthy)
 from .diagnosis import Diagnosis, fact_evidence
 from .symptom_words import FIRST_TOKEN
 
@@ -646,11 +647,9 @@ def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Di
         return None
     if FIRST_TOKEN.search(str((facts.lines.get("spec_slower_prose") or (0, ""))[1])):
         return None  # (a slow first token is the prefill's and the queue's: drafts verify during decode)
-    # (vLLM's own word that the drafts' steps outgrew the graphs or the token budget is the families' reading, ...)
-    seqs, budget = facts.args.get("max_num_seqs"), facts.args.get("max_num_batched_tokens")
-    # (... or that it dropped full CUDA graphs for a backend under drafts)
-    if facts.startup.get("max_cudagraph_capture_size_truncated") is not None or (
-            isinstance(seqs, int) and isinstance(budget, int) and budget < seqs * (setup.spec_k + 1)) \
+    # (drafts' steps that outgrow the graphs or the token budget, or vLLM's word that it dropped full CUDA graphs for a
+    # backend under drafts, are the families' reading)
+    if facts.startup.get("max_cudagraph_capture_size_truncated") is not None or drafts_outgrow_budget(facts, setup) \
             or facts.startup.get("cudagraph_spec_downgrade_backend"):
         return None
     acc = (facts.startup.get("metrics") or {}).get("spec_mean_acceptance_length")

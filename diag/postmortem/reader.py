@@ -304,11 +304,7 @@ class Scanner:
             value = _rate_at(buf, pos)
             if value is None:
                 continue
-            self.c.hit_rate_count += 1
-            self.c.hit_rate_max = max(self.c.hit_rate_max, value)
-            if self.c.hit_rate_count == 1:
-                self.c.hit_rate_first = value
-            self.c.facts.startup["prefix_cache_hit_rate"] = value
+            self.c.count_hit_rate(value)
         ls = buf.rfind(b"\n", 0, last) + 1
         le = buf.find(b"\n", last, stop)
         lineno = line_after - buf.count(b"\n", ls, stop)

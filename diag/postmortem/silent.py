@@ -19,7 +19,7 @@ from .clientside import (chat_template_twice, client_capped_concurrency, client_
                          replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
                          thinking_in_content, token_cap_truncation, tool_calls_unparsed, unique_prompts_miss,
                          varying_prefix)
-from .configuration import Setup, ran_eager
+from .configuration import Setup, drafts_outgrow_budget, ran_eager
 from .diagnosis import Diagnosis, fact_evidence, family_warning, log_version, title_of
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, blocks_per_running_request,
                           collective_hang, cotenant_gpu_slowdown, cpu_offload_slowdown, cpu_starved_slowdown,
@@ -42,9 +42,6 @@ __all__ = ["fp16_overflow_quality", "own_quality_gate", "quiet_report", "silent_
 
 # hybrids whose linear-attention builder has no speculative-decoding path (MiniMax's lightning attention)
 _NO_SPEC_BUILDER = re.compile(r"MiniMaxText01|MiniMaxM1|minimax[-_]?(?:m1|text)", re.I)
-
-
-
 
 
 def unrounded_capture_sizes(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
@@ -248,9 +245,7 @@ def acceptance_lost_on_prefix_hits(facts: LogFacts, setup: Setup, base_numbers: 
     if not said or not setup.hybrid or setup.spec_k <= 0 or not setup.prefix_cached_states or not (
             hits or setup.prefix_caching_needed):
         return None
-    seqs, budget = facts.args.get("max_num_seqs"), facts.args.get("max_num_batched_tokens")
-    if not setup.prefix_caching_needed and isinstance(seqs, int) and isinstance(budget, int) \
-            and budget < seqs * (setup.spec_k + 1):
+    if not setup.prefix_caching_needed and drafts_outgrow_budget(facts, setup):
         return None  # (a full batch's drafts do not fit the step's token budget: the scheduler trims them -- the budget's)
     if not setup.prefix_caching_needed and facts.startup.get("slow_prose") and ran_eager(facts):
         return None  # (a slow report on an eager run: the launch-bound steps are its reading, not the drafts' state)

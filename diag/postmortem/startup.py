@@ -266,13 +266,19 @@ class StartupLines:
             if name not in self.facts.startup:
                 self._set_startup(name, int(m.group(4)), line)
 
-    def fast_hit_rate(self, lineno: int, value: float, display: str) -> None:
-        """One prefix-cache metrics value (``Prefix cache hit rate: X%``)."""
+    def count_hit_rate(self, value: float) -> None:
+        """One more prefix-cache hit rate read (its count, largest and first value), line by line or, in a large log,
+        from a chunk's first and last metrics line."""
         self.hit_rate_count += 1
         self.hit_rate_max = max(self.hit_rate_max, value)
-        self.hit_rate_min = value if self.hit_rate_count == 1 else min(self.hit_rate_min, value)
         if self.hit_rate_count == 1:
             self.hit_rate_first = value
+        self.facts.startup["prefix_cache_hit_rate"] = value
+
+    def fast_hit_rate(self, lineno: int, value: float, display: str) -> None:
+        """One prefix-cache metrics value (``Prefix cache hit rate: X%``)."""
+        self.count_hit_rate(value)
+        self.hit_rate_min = value if self.hit_rate_count == 1 else min(self.hit_rate_min, value)
         # (per engine process: a log of two runs -- drafts on, then a restart without them -- has a rate of each)
         pid = _PID.search(display)
         run = self.hit_rate_runs.setdefault(f"{pid.group(1) if pid else ''}#{self.hit_rate_epoch}", [0, 0.0])
@@ -281,7 +287,6 @@ class StartupLines:
         self.hit_rates.append(value)
         if len(self.hit_rates) > 64:
             del self.hit_rates[:32]
-        self.facts.startup["prefix_cache_hit_rate"] = value
         self.facts.lines["prefix_cache_hit_rate"] = (lineno, display[:500])
 
     def _cudagraph_stats(self, line: Line) -> None:

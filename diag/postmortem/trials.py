@@ -125,8 +125,9 @@ def _trial(sentence: str, before: str) -> tuple[str, bool] | None:
         change = sentence[:m.start()].strip()
         change = re.sub(r"^(?:and|so|then|finally)\s+|\s*(?:which|that|this|it)\s*$", "", change, flags=re.I).strip(" ,")
         return (change if change and change.lower() not in ("that", "this", "it") else before), True
-    colon = None if _ARROW.search(sentence) else _toggle_colon(sentence)
-    arrow = _ARROW.search(sentence) or colon
+    arrow = _ARROW.search(sentence)
+    colon = None if arrow else _toggle_colon(sentence)
+    arrow = arrow or colon
     if arrow and _DESCRIBED.search(sentence[:arrow.start()]) and not _CHANGED.search(sentence[:arrow.start()]):
         return None  # "Workload is document rewriting -> perfect for ngram": a description and its verdict, no trial
     if colon and _SYMPTOM_BEFORE.search(sentence[:colon.start()]):
