@@ -28,7 +28,8 @@ pre-flight runs where the model's config.json is reachable, as in the CLI) and i
   words in another order, :data:`FILLER` words aside: ``vllm_config_raise_line`` ~ ``config_vllm_line``), or share a specific word
   (``cache_config_block_size`` ~ ``block_size``; ``gpu_model_runner_build_attention_metadata_line`` ~
   ``gpu_model_runner_line``; words in :data:`GENERIC` -- num, size, max, line, py ... -- do not count);
-  values are equal (integers exactly, floats within 1 %, lists element-wise, a number and a one-element list; ``_mib``/``_gib``/``_ms``/``_s``
+  values are equal (integers exactly, floats within 1 %, lists element-wise, a number and a one-element list, a
+  ``major.minor`` number and a ``[major, minor]`` pair such as a compute capability; ``_mib``/``_gib``/``_ms``/``_s``
   suffixes convert units); a ``"file.ext:N"`` (or ``file.ext", line N``) label is ``<file stem>_line == N``; other strings must occur
   in a string of the output. Log-line positions (``log_line``, evidence and file line counts) and the view
   and session blocks are not numbers of the failure and are not searched. ``in log`` counts the label
@@ -200,6 +201,10 @@ def recovered(name: str, value, leaves: list[tuple[str, object]]) -> bool:
     for k, v in leaves:
         if isinstance(v, list) and len(v) == 1:  # a one-element list holds the one value (prompt_lens: [812])
             v = v[0]
+        if isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v) and compatible(name, k):
+            if _equal(n, float(f"{v[0]}.{v[1]}")):  # a (major, minor) pair: compute capability [7, 5] is 7.5
+                return True
+            continue
         if isinstance(v, (list, dict, str)) or not compatible(name, k):
             continue
         m = _num(v)

@@ -57,3 +57,10 @@ def test_a_percentage_labelled_as_text_is_the_number_vllm_printed():
     ok = _ok({"startup": {"prefix_cache_hit_rate": 63.8}})
     assert ok("prefix_cache_hit_rate", "63.8%") and ok("prefix_cache_hit_rate", 63.8)
     assert not ok("prefix_cache_hit_rate", "6.38%") and not ok("kv_cache_usage_pct", "63.8%")
+
+
+def test_a_major_minor_pair_is_the_version_number_an_expert_writes():
+    ok = _ok({"gpu": {"compute_capability": [7, 5]}, "startup": {"printed_values": {"qo_indptr": [7, 5]}}})
+    assert ok("compute_capability", 7.5) and ok("compute_capability", "7.5")
+    assert not ok("compute_capability", 8.6) and not ok("compute_capability", 5.7)
+    assert not ok("num_decodes", 7.5)  # the pair under another name

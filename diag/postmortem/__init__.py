@@ -63,6 +63,8 @@ num_speculative_tokens, n_predict      ``num_speculative_tokens:3 must be divisi
 head_dim                               ``Unexpected head dim size, 32``
 nccl_timeout_ms, nccl_ran_ms           NCCL watchdog ``Timeout(ms)=600000`` / ``ran for N milliseconds``
 message_values (list)                  every number of the root error's message, in order
+json_line, json_column, json_char      Python's JSON error ``Expecting value: line 2 column 1 (char 1)`` (a tool-call
+                                       parser or a client failing on the text)
 xid                                    ``Xid 13`` / ``Xid (PCI:…): 31`` in an error line
 errno, port                            an OS error's ``[Errno 98]``; the socket of ``bind on address
                                        ('0.0.0.0', 8000)``
@@ -272,7 +274,15 @@ persists_eager_prose                   the failure staying with CUDA graphs off 
                                        fails``): no capture size is its cause
 gpu_temp_c, power_limit_w,             nvidia-smi -q's ``GPU Current Temp : 89 C``, ``Current Power Limit :
 power_draw_w, sm_clock_mhz             450.00 W``, ``Power Draw``, the Clocks section's ``SM : 1095 MHz`` (the
-                                       first GPU's)
+                                       first GPU's; a --query-gpu CSV's row of the throttled GPU over them)
+slowdown_temp_c, shutdown_temp_c,      nvidia-smi -q's ``GPU Slowdown Temp : 87 C``, ``GPU Shutdown Temp``, the
+max_sm_clock_mhz                       Max Clocks section's ``SM : 1755 MHz`` (the GPU's top clock)
+throttled_gpu_index                    the GPU whose --query-gpu row shows a throttle reason Active, a thermal bit
+                                       of the ``clocks_event_reasons.active`` mask, or 85 C at under 70 % of its
+                                       top SM clock
+request_time_s,                        a proxy's access-log line for the first request it failed (499 / 5xx):
+upstream_response_time_s,              its timings, named (``rt=60.001 urt=60.000 uct=0.001``) or in
+upstream_connect_time_s                ingress-nginx's default order
 gpu_link_no_nvlink                     a topology row without NV# cells, or the reporter's ``no NVLink`` /
                                        ``all GPU pairs show SYS``
 degraded_over_time_prose               serving said to slow down with time under the same deployment (``got 35%

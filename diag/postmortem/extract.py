@@ -259,6 +259,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
         self.smi_rows: dict[str, list[tuple[str, int]]] = {}  # nvidia-smi's process table: GPU -> (process, MiB)
         self.smi_pids: dict[tuple[str, str, int], int] = {}  # ... and each row's pid
         self.eval_scores: dict[tuple[str, str], list[float]] = {}  # lm-eval's tables: (filter, metric) -> values
+        self._smi_columns: list[str] | None = None  # the header of the nvidia-smi --query-gpu CSV being read
+        self._smi_clock_section = "Clocks"  # the nvidia-smi -q clock section being read ("Max Clocks", ...)
         self._err_open = False
         self._err_last = 0
         self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text

@@ -18,7 +18,10 @@ _INT = r"(\d[\d,]*)"
 # numbers inside error messages
 # ------------------------------------------------------------------------------------------------
 
+_JSON_POSITION = re.compile(r"\bline (\d+) column (\d+) \(char (\d+)\)")
 _NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
+    # Python's json module: "Expecting value: line 1 column 2 (char 1)" -- where in the text the parse failed
+    (_JSON_POSITION, ("json_line", "json_column", "json_char")),
     (re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d+)"),
      ("tensor_a_size", "tensor_b_size", "mismatch_dim")),
     (re.compile(r"num_decodes:\s*(\d+),\s*num_spec_decodes:\s*(\d+)"), ("num_decodes", "num_spec_decodes")),
@@ -222,6 +225,7 @@ def phrase_numbers(message: str) -> dict[str, Any]:
             kept.insert(0, w)
         if kept:  # (a bare "size 16" is _WORD_NUM's)
             out.setdefault("_".join(kept + [words[-1]]), _num(m.group(2)))
+    msg = _JSON_POSITION.sub("", msg)  # ("line 1 column 59": no count of columns)
     for val, phrase in _NUM_NOUN.findall(msg):  # "declares 4 states" -> states: 4
         if phrase.split()[0] in _VERBS:  # "97 exceeds buffer size 65": the number belongs to the words before it
             continue

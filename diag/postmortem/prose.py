@@ -17,8 +17,8 @@ from .lines import Line
 from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
                             PROMPT_HEAD_SHOWN, RANDOM_DATASET, RANDOM_PREFIX, RANDOM_PROMPTS, REQ_HINT, REQ_PARAM,
                             REQ_STOP, REQUEST_TOKENS, SHARED_PREFIX, SHARED_PREFIX_BEFORE, SHARED_PREFIX_BRACKETED,
-                            SHORT_PROMPT, SYSTEM_HEAD_VALUE, SYSTEM_TURN, SYSTEM_TURN_HEAD_VALUE, VARYING_PREFIX,
-                            VARYING_PREFIX_TOLD)
+                            SHORT_PROMPT, SYSTEM_HEAD_VALUE, SYSTEM_PROMPT_SIZE, SYSTEM_TURN, SYSTEM_TURN_HEAD_VALUE,
+                            VARYING_PREFIX, VARYING_PREFIX_TOLD)
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, DEGRADED_OVER_TIME, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW,
                             SLOW_START, SPEC_SLOWER, TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
 
@@ -658,6 +658,11 @@ class ProseLines:
                 if re.search(r"system[ -]prompt", m.group(0), re.I):  # (in the reporter's own words too)
                     self.facts.startup["system_prompt_tokens"] = int(n)
                 self.facts.lines["shared_prefix_tokens"] = (line.lineno, text.strip()[:500])
+        if line.level is None and "system_prompt_tokens" not in self.facts.startup and len(text) < 2000 \
+                and "ystem" in text and (m := SYSTEM_PROMPT_SIZE.search(wide)):
+            number, kilo = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            self.facts.startup["system_prompt_tokens"] = int(float(number.replace(",", "")) * (1000 if kilo else 1))
+            self.facts.lines["system_prompt_tokens"] = (line.lineno, text.strip()[:500])
         if "block_size_prose" not in self.facts.startup and len(text) < 2000 and "lock size" in text and line.level is None:
             m = _BLOCK_SIZE_PROSE.search(text)  # the reporter quoting the block size vLLM chose
             if m:

@@ -32,6 +32,14 @@ SHARED_PREFIX = re.compile(r"\b(?:same|shared|common|identical)\s+(?:[\w-]+\s+){
                            r"(?:(?!\bthen\b|\bfollowed\b|\bplus\b|\buser\b|\beach\b|\bper\b)[^.;\n]){0,60}?~?\s?"
                            r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens\b", re.I)
 
+# the size of the system prompt in the reporter's words, whether or not they say it is shared: "system prompt is ~620
+# tokens", "a 6.5k-token system prompt", "system prompt (same for everyone, 812 tokens w/ chat template)"
+SYSTEM_PROMPT_SIZE = re.compile(r"\bsystem[ -]prompts?\b(?:(?!\bthen\b|\bfollowed\b|\bplus\b|\buser\b|\beach\b|\bper\b|"
+                                r"\boutputs?\b|\banswers?\b|\brequests?\b)[^.;\n]){0,40}?(?:~|≈|about |around |roughly )?"
+                                r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?[- ]?tok(?:en)?s?\b|"
+                                r"(?:~|≈|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?[- ]tok(?:en)?s?\s+(?:long\s+)?"
+                                r"system[ -]prompts?\b", re.I)
+
 # the reporter's words that it does not depend on the batch: wrong for every request, a lone one included
 EVERY_REQUEST = re.compile(r"\b(?:every|each|all) (?:single )?(?:requests?|prompts?|completions?|answers?)\b[^.]{0,40}"
                            r"\b(?:even|including) (?:a |the )?(?:lone|single|first|one)\b|"

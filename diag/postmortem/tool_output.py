@@ -11,15 +11,20 @@ from .lines import Line
 
 # nvidia-smi -q's telemetry of a GPU ("GPU Current Temp : 89 C", "Current Power Limit : 450.00 W", the Clocks section's
 # "SM : 1095 MHz"): the first GPU's values, as the report pasted them
-_SMI_FIELD = re.compile(r"^\s*(GPU Current Temp|Current Power Limit|Power Draw|SM)\s+:\s+(\d+(?:\.\d+)?)\s*(C|W|MHz)\b")
+_SMI_FIELD = re.compile(r"^\s*(GPU Current Temp|GPU Slowdown Temp|GPU Shutdown Temp|Current Power Limit|Power Draw|SM)"
+                        r"\s+:\s+(\d+(?:\.\d+)?)\s*(C|W|MHz)\b")
+# the -q sections whose "SM : N MHz" is not the clock the GPU ran at ("Max Clocks" is its ceiling)
+_SMI_CLOCK_SECTION = re.compile(r"^\s*((?:Max |Applications |Default Applications |Max Customer Boost )?Clocks)\s*$")
 # the GPU's compute capability as a report or nvidia-smi states it ("Compute Capability 7.0", "compute capability 8.9")
 _COMPUTE_CAPABILITY = re.compile(r"\bcompute[ _]cap(?:ability|\.)?\b[\"':=\s]*(?:is |of |[^\n]{0,12}?(?:->|=>|\u2192)\s*)?"
                                  r"(\d{1,2}\.\d)\b", re.I)
 # a row of ``nvidia-smi --query-gpu=name,compute_cap,...`` without its header: the GPU's name, then its capability
 _SMI_CAP_ROW = re.compile(r"^\s*(?:NVIDIA |Tesla |Quadro )?[\w -]{1,40}?,\s*(\d{1,2}\.\d)\s*(?:,|$)")
 _GPU_NAME = re.compile(r"\b(?:NVIDIA|Tesla|Quadro|GeForce|RTX|[AHLTVB]\d{1,3}\b)")
-_SMI_NAMES = {"GPU Current Temp": "gpu_temp_c", "Current Power Limit": "power_limit_w", "Power Draw": "power_draw_w",
-              "SM": "sm_clock_mhz"}
+_SMI_NAMES = {"GPU Current Temp": "gpu_temp_c", "GPU Slowdown Temp": "slowdown_temp_c", "GPU Shutdown Temp": "shutdown_temp_c",
+              "Current Power Limit": "power_limit_w", "Power Draw": "power_draw_w", "SM": "sm_clock_mhz"}
+# nvidia-smi's throttle bitmask (clocks_event_reasons.active): HW slowdown, SW / HW thermal slowdown, HW power brake
+_THROTTLE_BITS = 0x08 | 0x20 | 0x40 | 0x80
 # a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
 _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+((?:(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+)\s+){2,}(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+))\b")
 # a row of nvidia-smi's process table: "|   0  3011207   C   text-embeddings-router   27968MiB |" (newer drivers add the
@@ -42,6 +47,18 @@ _XID = re.compile(r"\bXid \([^)]{0,40}\): (\d{1,3})\b")
 # (a continuation row leaves the task's cells blank)
 _LM_EVAL_ROW = re.compile(r"^\s*\|[^|]*\|[^|]*\|\s*(strict-match|flexible-extract|none)\s*\|\s*\d*\s*\|\s*(\w+)\s*\|[^|]*\|\s*"
                           r"(\d?\.\d+)\s*\|")
+# a proxy's access log line (nginx, ingress-nginx, Envoy-style) for a request it failed or the client dropped: its
+# status, then the timings its format prints after the user agent -- named ("rt=60.001 urt=60.000 uct=0.001") or in
+# ingress-nginx's default order (request length, request time, [upstream], [alternative], address, response length,
+# upstream response time, upstream status)
+_PROXY_ACCESS = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH|HEAD) \S+ HTTP/[\d.]+" (499|5\d\d) \d+ "[^"]*" "[^"]*"(.*)$')
+_PROXY_TIMING = re.compile(r"\b(rt|request_time|urt|upstream_response_time|uct|upstream_connect_time|uht|"
+                           r"upstream_header_time)=(\d+(?:\.\d+)?)\b")
+_INGRESS_TAIL = re.compile(r"^\s*\d+ (\d+\.\d+) \[[^\]]*\] \[[^\]]*\] \S+ (?:\d+|-) (\d+\.\d+|-) (?:\d{3}|-)\b")
+_TIMING_NAMES = {"rt": "request_time_s", "request_time": "request_time_s", "urt": "upstream_response_time_s",
+                 "upstream_response_time": "upstream_response_time_s", "uct": "upstream_connect_time_s",
+                 "upstream_connect_time": "upstream_connect_time_s", "uht": "upstream_header_time_s",
+                 "upstream_header_time": "upstream_header_time_s"}
 # the engine's own processes in that table (a bare python process is the engine's only where no row names vLLM)
 _ENGINE_PROCESS = re.compile(r"vllm|EngineCore|ray::", re.I)
 _PYTHON_PROCESS = re.compile(r"python|pt_main_thread", re.I)
@@ -52,9 +69,14 @@ class ToolOutputLines:
 
     def _tool_output_line(self, text: str, line: Line) -> None:
         """One line of the report outside log records, read for the tools' tables and fields."""
+        if "Clocks" in text and (sec := _SMI_CLOCK_SECTION.match(text)):
+            self._smi_clock_section = sec.group(1)
         if " : " in text and (smi := _SMI_FIELD.match(text)):
             name = _SMI_NAMES[smi.group(1)]
-            if name not in self.facts.startup:
+            if name == "sm_clock_mhz":
+                section = self._smi_clock_section
+                name = {"Clocks": name, "Max Clocks": "max_sm_clock_mhz"}.get(section, "")
+            if name and name not in self.facts.startup:
                 self.facts.startup[name] = float(smi.group(2)) if "." in smi.group(2) else int(smi.group(2))
                 self.facts.lines[name] = (line.lineno, text.strip()[:500])
         if "compute_capability" not in self.facts.startup and ("apabilit" in text or "ompute cap" in text) and (
@@ -80,11 +102,26 @@ class ToolOutputLines:
             self.facts.lines["driver_version"] = (line.lineno, text.strip()[:500])
         if ("nr_" in text or "throttled" in text) and (m := _CPU_STAT.match(text)) and m.group(1) not in self.facts.startup:
             self.facts.startup[m.group(1)] = int(m.group(2))
+        if "HTTP/" in text and "request_time_s" not in self.facts.startup and (m := _PROXY_ACCESS.search(text)):
+            self._proxy_timings(m.group(2), line, text)
         if "-match" in text or "-extract" in text:
             self._lm_eval_row(text, line)
         if "Xid" in text and "xid" not in self.facts.startup and (m := _XID.search(text)):
             self.facts.startup["xid"] = int(m.group(1))
             self.facts.lines["xid"] = (line.lineno, text.strip()[:500])
+
+    def _proxy_timings(self, tail: str, line: Line, text: str) -> None:
+        """The first failed request's timings in a proxy's access log: a request time at the proxy's timeout (60.001
+        for a 60 s proxy_read_timeout) is the proxy cutting a stream the engine was still writing."""
+        timings = {_TIMING_NAMES[k]: float(v) for k, v in _PROXY_TIMING.findall(tail)}
+        if not timings and (m := _INGRESS_TAIL.match(tail)):
+            timings = {"request_time_s": float(m.group(1))}
+            if m.group(2) != "-":
+                timings["upstream_response_time_s"] = float(m.group(2))
+        if "request_time_s" in timings:
+            for name, value in timings.items():
+                self.facts.startup.setdefault(name, value)
+            self.facts.lines["request_time_s"] = (line.lineno, text.strip()[:500])
 
     def _lm_eval_row(self, text: str, line: Line) -> None:
         """lm-eval's table, pasted for two runs (the failing one and one from before): where the lenient filter's score
@@ -137,10 +174,10 @@ class ToolOutputLines:
         throttle reason the row shows ``Active`` (``clocks_event_reasons.hw_thermal_slowdown``) is read as the
         throttling nvidia-smi -q prints (``gpu_throttled_prose``), with the GPU's temperature and SM clock."""
         if "temperature.gpu" in text or "clocks_event_reasons" in text or "clocks_throttle_reasons" in text \
-                or "compute_cap" in text:
+                or "compute_cap" in text or "clocks.sm" in text:
             self._smi_columns = [c.strip().split(" [")[0] for c in text.split(",")]
             return
-        cols = getattr(self, "_smi_columns", None)
+        cols = self._smi_columns
         if not cols:
             return
         cells = [c.strip() for c in text.split(",")]
@@ -153,15 +190,29 @@ class ToolOutputLines:
             major, minor = cap.split(".")
             self.facts.startup["compute_capability"] = [int(major), int(minor)]
             self.facts.lines["compute_capability"] = (line.lineno, text.strip()[:500])
+        if "gpu_throttled_prose" in self.facts.startup:
+            return
+        gpu = row.get("index", "?")
         active = [c for c, v in row.items() if _SMI_REASON.search(c) and v.lower() == "active"]
-        if active and "gpu_throttled_prose" not in self.facts.startup:
-            gpu = row.get("index", "?")
-            self.facts.startup["gpu_throttled_prose"] = f"nvidia-smi: {', '.join(active)} Active on GPU {gpu}"
-            self.facts.lines["gpu_throttled_prose"] = (line.lineno, text.strip()[:500])
-            for col, name in (("temperature.gpu", "gpu_temp_c"), ("clocks.sm", "sm_clock_mhz")):
-                value = row.get(col, "").split(" ")[0]
-                if value.isdigit() and name not in self.facts.startup:
-                    self.facts.startup[name] = int(value)
+        mask = next((v for c, v in row.items() if re.fullmatch(r"clocks_(?:event|throttle)_reasons\.active", c)), "")
+        temp, sm, top = (_smi_int(row.get(c)) for c in ("temperature.gpu", "clocks.sm", "clocks.max.sm"))
+        if active:
+            said = f"nvidia-smi: {', '.join(active)} Active on GPU {gpu}"
+        elif re.fullmatch(r"0x[0-9a-fA-F]+", mask) and int(mask, 16) & _THROTTLE_BITS:
+            said = f"nvidia-smi: clocks_event_reasons.active {mask} (thermal / power-brake slowdown) on GPU {gpu}"
+        elif temp is not None and temp >= 85 and sm and top and sm < 0.7 * top and not any(
+                _SMI_REASON.search(c) for c in row):  # (no reason column: a hot GPU well below its top clock)
+            said = f"nvidia-smi: GPU {gpu} at {temp} C, SM clock {sm} of {top} MHz"
+        else:
+            return
+        self.facts.startup["gpu_throttled_prose"] = said
+        self.facts.lines["gpu_throttled_prose"] = (line.lineno, text.strip()[:500])
+        for value, name in ((temp, "gpu_temp_c"), (sm, "sm_clock_mhz"), (top, "max_sm_clock_mhz"),
+                            (_smi_int(row.get("power.draw")), "power_draw_w")):
+            if value is not None:
+                self.facts.startup[name] = value  # (the throttled GPU's row, over the -q fields of another GPU)
+        if gpu.isdigit():
+            self.facts.startup["throttled_gpu_index"] = int(gpu)
 
     def _finish_tool_output(self) -> None:
         """nvidia-smi's process table read against the root error: where vLLM's start-up memory check failed (free
@@ -185,3 +236,9 @@ class ToolOutputLines:
             mib, name, gpu = max(rows)
             self.facts.startup["other_process_mib"] = mib
             self.facts.startup["other_process_pid"] = self.smi_pids[(gpu, name, mib)]
+
+
+def _smi_int(cell: str | None) -> int | None:
+    """A cell of nvidia-smi's CSV as a whole number ("1005 MHz", "87", "251.40 W"), None for "[N/A]" or nothing."""
+    m = re.match(r"\s*(\d+)(?:\.\d+)?\b", cell or "")
+    return int(m.group(1)) if m else None

@@ -46,8 +46,12 @@ _FRAME_LOOSE = re.compile(r'^\s*((?:\.\.\./|/|~/)?[\w.\-]+(?:/[\w.\-]+)+\.py)(?:
                           r'(?:,?\s+in\s+([\w<>.]+))?\s*:?\s*$')
 _MARKER = re.compile(r"^\s*[~^\s]+$")
 # (also a reporter's own elision inside a traceback: "..." or "...   (torch.compile wrapper frames)" on its own line)
+# or in brackets: "[...]", "[... model forward frames ...]", "<snip>", "(12 frames omitted)")
 _ELISION = re.compile(r"^\s*\.\.\.\s*<\d+ lines>\s*\.\.\.\s*$|^\s*\[Previous line repeated \d+ more times?\]\s*$|"
-                      r"^\s*(?:\.\.\.|…)(?:\s+\([^()]{0,80}\))?\s*$")
+                      r"^\s*(?:\.\.\.|…)(?:\s+\([^()]{0,80}\))?\s*$|"
+                      r"^\s*[\[(<]\s*(?:\.\.\.|…)[^\[\]()<>]{0,100}[\])>]\s*$|"
+                      r"^\s*[\[(<]\s*(?:snip(?:ped)?|\d+ (?:more )?(?:frames?|lines?) (?:omitted|elided|trimmed|removed|snipped))"
+                      r"\s*[\])>]\s*$")
 _CHAIN = re.compile(
     r"The above exception was the direct cause of the following exception|"
     r"During handling of the above exception, another exception occurred"
@@ -273,7 +277,8 @@ class TracebackParser:
             st.frames[-1].code = text.strip()  # the source line of a pasted frame, not indented
             st.awaiting_code = False
             return
-        if (("..." in text or "Previous line" in text) and _ELISION.match(text)) or (
+        if (("..." in text or "…" in text or "Previous line" in text or "snip" in text or "omitted" in text
+             or "elided" in text or "trimmed" in text or "removed" in text) and _ELISION.match(text)) or (
                 st.in_tb and text.strip() and _MARKER.match(text)):
             return
         if "above exception" in text and _CHAIN.search(text):
