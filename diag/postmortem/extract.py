@@ -97,6 +97,8 @@ _HOST_PY_FRAME = re.compile(r"Host Frame:\s*\S+ in (?:\S*/)?([A-Za-z_][\w\-]*)\.
 # "NET/IB : No device found") or the reporter's words ("a plain 25GbE VLAN", "over Ethernet")
 _SOCKET_NET = re.compile(r"\bUsing network Socket\b|NET/Socket\s*:\s*Using\b|NET/IB\s*:\s*No device found|\b\d+\s*GbE\b|"
                          r"\b(?:over|via|across) (?:a |the |plain )?(?:TCP|Ethernet|sockets)\b")
+# peer-to-peer between the GPUs turned off in the environment: NCCL's own INFO line, a shell's or a manifest's setting
+_P2P_OFF = re.compile(r"\bNCCL_P2P_DISABLE\b(?: set by environment to |[\"']?\s*[=:]\s*[\"']?|[\"']?,\s*value:\s*[\"']?)1\b")
 _RAY_NODE_IP = re.compile(r"\bip=(\d{1,3}(?:\.\d{1,3}){3})\b")
 _MULTI_NODE = re.compile(r"\b(?:[2-9]|two|three|four|multiple|several) nodes\b|\bmulti-?node\b|\bacross (?:the )?nodes\b", re.I)
 _NCCL_SRC = re.compile(r"\s(?:[\w.\-]+/)*([A-Za-z_]\w*)\.(?:cc|cu|cpp|h):(\d+) NCCL WARN")
@@ -343,6 +345,10 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
                 mode = re.search(r'\bmamba_cache_mode="(\w+)"', line.text)
                 if mode:  # (the engine's own word for it, as its start-up line would give it)
                     self.facts.startup.setdefault("mamba_cache_mode", mode.group(1))
+        if "NCCL_P2P_DISABLE" in line.text and "nccl_p2p_disabled" not in self.facts.startup \
+                and _P2P_OFF.search(line.text):
+            self.facts.startup["nccl_p2p_disabled"] = "NCCL_P2P_DISABLE=1"  # (however the report set it; the line is the evidence)
+            self.facts.lines["nccl_p2p_disabled"] = (line.lineno, line.text.strip()[:500])
         if line.level is None and "=" in line.text and "_" in line.text and len(self.env_numbers) < 20:
             for name, value in _ENV_NUMBER.findall(line.text):
                 self.env_numbers.setdefault(name.lower(), _num(value))

@@ -49,9 +49,14 @@ def wrap_width(lines: list[str]) -> int | None:
     return None
 
 
+# a field of a tool's aligned output ("        GPU Slowdown Temp                 : 87 C", nvidia-smi -q): every such line
+# has the table's width, and none is a piece of a wrap
+_ALIGNED_FIELD = re.compile(r"^\s{2,}[A-Za-z][\w .()/+-]*?\s{2,}: \S")
+
+
 def _wraps_at(lines: list[str], width: int) -> bool:
-    at_width = {line for line in lines if len(line) == width}
-    pairs = [(a, b) for a, b in zip(lines, lines[1:]) if len(a) == width]
+    at_width = {line for line in lines if len(line) == width and not _ALIGNED_FIELD.match(line)}
+    pairs = [(a, b) for a, b in zip(lines, lines[1:]) if a in at_width]
     continued = sum(1 for _, b in pairs if b and not _LINE_START.match(b))
     # a terminal cuts mid-word: most pieces end without the space a word wrap breaks at
     mid_word = sum(1 for a, _ in pairs if not a.endswith(" "))

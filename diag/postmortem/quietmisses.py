@@ -523,8 +523,12 @@ def pcie_allreduce_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
     whatever the model's layers or drafts -- outside the families."""
     slow = _said_slow(facts)
     off, topo = facts.startup.get("custom_allreduce_off"), facts.startup.get("gpu_link_no_nvlink")
+    p2p_off = facts.startup.get("nccl_p2p_disabled")
     tp = facts.args.get("tensor_parallel_size")
-    if off:
+    if p2p_off and isinstance(tp, int) and tp >= 2:
+        why = (f"the environment sets {p2p_off}, so neither NCCL nor vLLM's custom all-reduce "
+               "uses NVLink / P2P between the GPUs")
+    elif off:
         why = f"vLLM disabled its custom all-reduce because {off}"
     elif topo and not facts.startup.get("gpu_link_nvlink") and isinstance(tp, int) and tp >= 2:
         why = f"nvidia-smi topo -m links the GPUs without NVLink ('{topo}')"
@@ -537,8 +541,9 @@ def pcie_allreduce_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
         cause=(f"{why}: every layer's all-reduce"
                + (f" across the {tp} GPUs" if tp else "") + " goes through NCCL over the host's PCIe / socket link, so "
                "each step waits on communication, with or without drafts"),
-        title="Slow from tensor parallelism over PCIe (no NVLink / P2P between the GPUs)",
-        evidence=("custom_allreduce_off", "gpu_link_no_nvlink", "command"),
+        title=("Slow from tensor parallelism with GPU peer-to-peer turned off (NCCL_P2P_DISABLE=1)" if p2p_off else
+               "Slow from tensor parallelism over PCIe (no NVLink / P2P between the GPUs)"),
+        evidence=("nccl_p2p_disabled", "custom_allreduce_off", "gpu_link_no_nvlink", "command"),
         missing="the same load at a smaller TP size (or pipeline parallelism across the sockets), and `nvidia-smi topo -m`")
 
 

@@ -421,6 +421,13 @@ SPEC_SLOWER = re.compile(
 # the reporter saying the KV capacity fell: "adding an eagle3 head halves max concurrency", "the KV cache drops to less
 # than half", "~3x fewer KV tokens than with the MTP module"
 CAPACITY_FELL = re.compile(
+    # the running count held below what was asked: "Running never passes ~106", "caps at ~106 running requests",
+    # "running requests max out at 40", "Waiting goes into hundreds"
+    r"\b(?:Running|running (?:requests|reqs|seqs|sequences)|concurrent (?:requests|reqs|sequences))\b[^.\n]{0,20}?"
+    r"\b(?:never (?:passes|exceeds|goes (?:above|past|over|beyond)|gets (?:above|past|over)|rises above)|caps? (?:out )?at|"
+    r"capped at|maxes out at|tops out at|stuck at|plateaus? at)\s*[`'\"]?(?:~|about |around )?\d+|"
+    r"\bcap(?:s|ped)? at (?:~|about |around )?\d+ (?:running|concurrent) (?:requests|reqs|seqs|sequences)\b|"
+    r"[\"'`]?Waiting[\"'`]? (?:goes|climbs|grows|jumps|runs) (?:in)?to (?:the )?(?:hundreds|thousands|\d{2,})\b|"
     # "it never runs more than ~190", "queueing at only ~190 concurrent"
     r"\bnever (?:runs?|goes|go|gets|get|schedules?|goes above|exceeds?|exceed|rises?|rise|climbs?|climb) (?:above |over |past |"
     r"beyond |more than )?[`'\"]?"
@@ -570,7 +577,8 @@ SLOW = re.compile(
     r"\b(?:TPOT|ITL|TTFT|latency|p\d\d)\b[^.\n]{0,20}?~?\d+(?:\.\d+)?\s*m?s\s*(?:->|\u2192|=>)\s*~?\d|"
     r"\b(?:latency|throughput|performance|speed)\b[^.\n]{0,20}?\bdegrades?\b|\brequests? take (?:minutes|ages|forever)\b|"
     r"\b(?:TP|tp)\s*=?\s*\d\b[^.\n]{0,30}?\bis faster than (?:TP|tp)\s*=?\s*\d|"
-    r"\d\s*tok(?:en)?s?/s\b[^.\n]{0,60}?\b(?:model card|blog|docs?|README|paper)\b[^.\n]{0,10}?\bsays?\b|"
+    r"(?<![\d.])~?\d+(?:\.\d+)?\s*tok(?:en)?s?/s\b[^.\n]{0,60}?\b(?:model card|blog|docs?|README|paper)\b[^.\n]{0,25}?\b(?:says?|suggests?|"
+    r"claims?|shows?|quotes?|promises?|advertises?)\b|"
     # "decodes at ~19 tok/s for one user, the model card / blog says it should be much faster"
     r"\b(?:model card|blog(?: post)?|docs?|documentation|benchmarks?|README)\b[^.\n]{0,20}?\b(?:says?|said|claims?|shows?|"
     r"suggests?) (?:it )?should be (?:much |way |a lot |far |significantly )?faster\b|"

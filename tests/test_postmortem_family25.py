@@ -1,0 +1,177 @@
+"""Post-mortem, round twenty-five: the numbers of what reports paste beside vLLM's log (nvidia-smi, a proxy's access
+log, a JSON error, a traceback with the reporter's elisions) and two readings of slow or capped serving. The reports
+are written here; vLLM's lines are in its own formats."""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem import facts_from_text
+from vllm_diag.postmortem.analyze import analyze_text
+
+
+def _analyze(lines: list[str]):
+    return analyze_text("\n".join(lines), "t.log", use_preflight=False)
+
+
+def test_a_bracketed_elision_inside_a_traceback_keeps_the_frames_before_it():
+    """"[...]" and "[... model forward, torch.compile frames ...]" stand for frames the reporter cut: the frames
+    printed before them are still the same traceback, so the vLLM kernel that launched the failing Triton kernel is
+    its innermost vLLM frame."""
+    w = "(EngineCore_DP0 pid=40399) ERROR 10-28 15:31:52 [core.py:708] "
+    text = [
+        w + "Traceback (most recent call last):",
+        w + '  File "/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 3392, in profile_run',
+        w + "    hidden_states = self._dummy_run(self.max_num_tokens, is_profile=True)",
+        w + "  [... model forward, torch.compile frames ...]",
+        w + '  File "/venv/lib/python3.12/site-packages/vllm/model_executor/layers/mamba/ops/ssd_chunk_scan.py", '
+            "line 467, in _chunk_scan_fwd",
+        w + "    _chunk_scan_fwd_kernel[grid](",
+        w + "  [...]",
+        w + '  File "/venv/lib/python3.12/site-packages/triton/compiler/compiler.py", line 488, in _init_handles',
+        w + '    raise OutOfResources(self.metadata.shared, max_shared, "shared memory")',
+        w + "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: "
+            "98304. Reducing block sizes or `num_stages` may help.",
+    ]
+    facts = facts_from_text("\n".join(text))
+    assert [f.line for f in facts.root.frames] == [3392, 467, 488]
+    assert facts.numbers["ssd_chunk_scan_line"] == 467 and facts.numbers["gpu_model_runner_line"] == 3392
+    # an elision on its own, outside a traceback, is no part of the message before it
+    plain = facts_from_text("ValueError: bad value\n   [...]\n")
+    assert plain.root.message == "bad value"
+
+
+def test_nvidia_smi_q_max_clocks_and_temperature_thresholds():
+    """nvidia-smi -q prints the SM clock in its Clocks section and again under Max Clocks: the first is the clock the
+    GPU ran at, the second its ceiling; the slowdown and shutdown temperatures are the throttling thresholds."""
+    facts = facts_from_text("\n".join([
+        "nvidia-smi -q -d PERFORMANCE,CLOCK,TEMPERATURE -i 1",
+        "    Temperature",
+        "        GPU Current Temp                  : 89 C",
+        "        GPU Shutdown Temp                 : 95 C",
+        "        GPU Slowdown Temp                 : 87 C",
+        "    Applications Clocks",
+        "        Graphics                          : 1755 MHz",
+        "        SM                                : 1755 MHz",
+        "    Clocks",
+        "        Graphics                          : 885 MHz",
+        "        SM                                : 885 MHz",
+        "    Max Clocks",
+        "        Graphics                          : 1980 MHz",
+        "        SM                                : 1980 MHz",
+    ]))
+    st = facts.startup
+    assert (st["gpu_temp_c"], st["slowdown_temp_c"], st["shutdown_temp_c"]) == (89, 87, 95)
+    assert (st["sm_clock_mhz"], st["max_sm_clock_mhz"]) == (885, 1980)
+
+
+def test_the_throttled_row_of_a_query_gpu_csv():
+    """A --query-gpu CSV: the row whose clocks_event_reasons.active mask has a thermal bit (0x40 HW thermal, 0x20 SW
+    thermal) is the throttled GPU, and its temperature and clocks are the numbers; a healthy table says nothing."""
+    head = ("index, temperature.gpu, power.draw [W], clocks.sm [MHz], clocks.max.sm [MHz], "
+            "clocks_event_reasons.active")
+    facts = facts_from_text("\n".join([head, "0, 61, 402.10 W, 1980 MHz, 1980 MHz, 0x0000000000000000",
+                                       "1, 91, 198.77 W, 975 MHz, 1980 MHz, 0x0000000000000060"]))
+    st = facts.startup
+    assert "GPU 1" in st["gpu_throttled_prose"] and "0x0000000000000060" in st["gpu_throttled_prose"]
+    assert (st["gpu_temp_c"], st["sm_clock_mhz"], st["max_sm_clock_mhz"], st["power_draw_w"]) == (91, 975, 1980, 198)
+    assert st["throttled_gpu_index"] == 1
+    # no reason column: a GPU at 85 C or more and under 70 % of its top clock is throttled; a busy cool one is not
+    bare = facts_from_text("index, temperature.gpu, clocks.sm [MHz], clocks.max.sm [MHz]\n0, 62, 2490 MHz, 2520 MHz\n"
+                           "1, 91, 1035 MHz, 2520 MHz\n")
+    assert bare.startup["throttled_gpu_index"] == 1 and bare.startup["sm_clock_mhz"] == 1035
+    calm = facts_from_text(head + "\n0, 70, 350.00 W, 1980 MHz, 1980 MHz, 0x0000000000000004\n")  # SW power cap only
+    assert "gpu_throttled_prose" not in calm.startup and "throttled_gpu_index" not in calm.startup
+
+
+def test_a_proxy_access_logs_timings_for_the_first_failed_request():
+    """nginx with named timings and ingress-nginx's default format: the request and upstream times of the first
+    request the proxy failed (a 504 at 60.001 s is its 60 s read timeout); answered requests say nothing."""
+    named = facts_from_text("\n".join([
+        '10.44.7.19 - - [18/Apr/2026:10:21:02 +0000] "POST /v1/chat/completions HTTP/1.1" 200 8817 "-" '
+        '"python-httpx/0.27.2" rt=12.300 uct=0.001 urt=12.299',
+        '10.44.7.19 - - [18/Apr/2026:10:22:07 +0000] "POST /v1/chat/completions HTTP/1.1" 504 160 "-" '
+        '"python-httpx/0.27.2" rt=60.001 uct=0.001 urt=60.001',
+    ]))
+    assert (named.startup["request_time_s"], named.startup["upstream_response_time_s"],
+            named.startup["upstream_connect_time_s"]) == (60.001, 60.001, 0.001)
+    ingress = facts_from_text(
+        '10.20.9.175 - - [28/Nov/2026:15:00:43 +0000] "POST /v1/chat/completions HTTP/1.1" 504 562 "-" '
+        '"python-httpx/0.28.1" 11779 60.001 [llm-r1-8000] [] 10.8.3.21:8000 0 60.000 504 0d3c\n')
+    assert (ingress.startup["request_time_s"], ingress.startup["upstream_response_time_s"]) == (60.001, 60.0)
+    ok = facts_from_text('1.2.3.4 - - [x] "POST /v1/completions HTTP/1.1" 200 10 "-" "curl/8" rt=1.2 urt=1.2\n')
+    assert "request_time_s" not in ok.startup
+
+
+def test_pythons_json_error_position():
+    """A tool-call parser failing on the model's text: json's "line L column C (char P)" are where the parse
+    stopped, not a count of columns."""
+    w = "(APIServer pid=90211) ERROR 11-21 17:40:09 [hermes_tool_parser.py:117] "
+    facts = facts_from_text("\n".join([
+        w + "Error in extracting tool call from response.",
+        w + "json.decoder.JSONDecodeError: Unterminated string starting at: line 1 column 59 (char 58)",
+    ]))
+    assert (facts.numbers["json_line"], facts.numbers["json_column"], facts.numbers["json_char"]) == (1, 59, 58)
+    assert facts.numbers.get("column") is None
+
+
+def test_the_system_prompts_size_in_the_reporters_words():
+    for text, n in [("Our traffic: system prompt is ~620 tokens (same for everyone), then short turns.", 620),
+                    ("our agent has a ~6500 token system prompt (tool schemas)", 6500),
+                    ("a 6.5k-token system prompt", 6500)]:
+        assert facts_from_text(text + "\n").startup["system_prompt_tokens"] == n, text
+    # the number of the turns after it is not the system prompt's
+    assert "system_prompt_tokens" not in facts_from_text("system prompt, then user turns of 200 tokens\n").startup
+
+
+def _slow_tp4(env_line: str) -> list[str]:
+    w, t = "(EngineCore_DP0 pid=1) ", "(Worker_TP0 pid=214) "
+    return [
+        "single-stream decode is ~27 tok/s, the model card / blog numbers suggest ~3x that with MTP on H100. no errors.",
+        "vllm serve nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 --tensor-parallel-size 4 --enable-prefix-caching "
+        "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+        env_line,
+        w + "INFO 11-26 07:51:40 [interface.py:911] Setting attention block size to 1056 tokens to ensure that "
+            "attention page size is >= mamba page size.",
+        t + "INFO 11-26 07:51:58 [pynccl.py:103] vLLM is using nccl==2.28.3",
+        "(APIServer pid=1) INFO 11-26 08:10:44 [loggers.py:310] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg "
+        "generation throughput: 27.3 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix "
+        "cache hit rate: 0.0%",
+        "nvidia-smi topo -m on the node shows NV18 between all 4 GPUs, so nvlink is there.",
+    ]
+
+
+def test_slow_tensor_parallel_decode_with_peer_to_peer_turned_off_in_the_environment():
+    """A deployment's environment setting NCCL_P2P_DISABLE=1 on an NVLink node: every all-reduce goes through host
+    memory. With the reporter's words that decode is slow against the model card, that is the slowdown -- outside the
+    families -- whether the setting is a manifest's entry or NCCL's own INFO line."""
+    for env in ('    - {name: NCCL_P2P_DISABLE, value: "1"}',
+                "vllm-0:214:214 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1",
+                "export NCCL_P2P_DISABLE=1"):
+        top = _analyze(_slow_tp4(env)).findings[0]
+        assert top.category == "other" and "NCCL_P2P_DISABLE=1" in top.title, env
+    # without the setting (and without vLLM's own word that custom all-reduce is off) nothing says P2P
+    assert not any("P2P" in f.title for f in _analyze(_slow_tp4("")).findings)
+
+
+def test_a_running_count_held_far_below_max_num_seqs_by_state_blocks_under_drafts():
+    """"Running never passes ~106" with short chats, KV usage at 99 % and num_gpu_blocks 1488 on a GDN hybrid under
+    MTP k=3: each request holds ~14 blocks -- far more than its ~2k tokens need -- which is the Mamba groups' 1 + k
+    state blocks each (family E), not the workload."""
+    e, a = "(EngineCore_DP0 pid=877) ", "(APIServer pid=702) "
+    text = [
+        "Qwen3.5-35B-A3B + MTP caps at ~106 running requests, KV cache full with tiny contexts (vllm 0.20.2, 1x H100)",
+        "workload: short chats, prompt ~1.5k tokens, output <= 400 tokens. Running never passes ~106.",
+        "vllm serve Qwen/Qwen3.5-35B-A3B-FP8 --max-model-len 4096 --max-num-seqs 256 "
+        "--speculative-config '{\"method\":\"qwen3_5_mtp\",\"num_speculative_tokens\":3}'",
+        e + "INFO 02-09 10:11:31 [interface.py:607] Setting attention block size to 1056 tokens to ensure that "
+            "attention page size is >= mamba page size.",
+        e + "INFO 02-09 10:12:38 [kv_cache_utils.py:1708] GPU KV cache size: 1,571,328 tokens",
+        e + "INFO 02-09 10:12:38 [kv_cache_utils.py:1710] Maximum concurrency for 4,096 tokens per request: 183.60x",
+        a + "INFO 02-09 11:30:04 [loggers.py:224] Engine 000: Avg prompt throughput: 6012.5 tokens/s, Avg generation "
+            "throughput: 3870.2 tokens/s, Running: 106 reqs, Waiting: 214 reqs, GPU KV cache usage: 99.3%, Prefix cache "
+            "hit rate: 0.0%",
+    ]
+    facts = facts_from_text("\n".join(text))
+    assert facts.startup["capacity_prose"]
+    top = _analyze(text).findings[0]
+    assert top.category == "mamba_block_budget"
+    assert top.numbers["num_speculative_tokens"] == 3 and top.numbers["num_requests_running_at_full"] == 106
