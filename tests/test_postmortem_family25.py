@@ -175,3 +175,45 @@ def test_a_running_count_held_far_below_max_num_seqs_by_state_blocks_under_draft
     top = _analyze(text).findings[0]
     assert top.category == "mamba_block_budget"
     assert top.numbers["num_speculative_tokens"] == 3 and top.numbers["num_requests_running_at_full"] == 106
+
+
+def test_the_cuda_of_a_driver_too_old_a_torch_build_and_a_containers_cpu_limit():
+    """PyTorch's "driver ... too old (found version 12020)" is the driver's CUDA as CUDA encodes it, kept apart from
+    nvidia-smi's "CUDA Version: 12.2" of the same report; pip's torch wheel tag is the CUDA it was built for; a pod's
+    CPU limit, inline or in a limits block, is in cores."""
+    facts = facts_from_text("\n".join([
+        "| NVIDIA-SMI 535.183.01   Driver Version: 535.183.01   CUDA Version: 12.2 |",
+        "torch                     2.11.0+cu130",
+        "(Worker_TP0 pid=5) ERROR 11-02 10:00:01 [multiproc_executor.py:597] RuntimeError: The NVIDIA driver on your "
+        "system is too old (found version 12020). Please update your GPU driver.",
+        "resources:",
+        "  limits:",
+        "    nvidia.com/gpu: 1",
+        '    cpu: "3500m"',
+    ]))
+    st = facts.startup
+    assert st["driver_cuda_version"] == 12.2 and st["driver_cuda_version_found"] == 12020
+    assert (st["torch_cuda_tag"], st["torch_cuda_version"]) == (130, 13.0)
+    assert st["cpu_limit_cores"] == 3.5
+    assert facts_from_text('    limits:   {nvidia.com/gpu: 2, cpu: "2", memory: 96Gi}\n').startup["cpu_limit_cores"] == 2
+    assert "cpu_limit_cores" not in facts_from_text("  requests:\n    cpu: 8\n").startup  # a request is no limit
+
+
+def test_shared_memory_ecc_counts_and_a_proxys_error_page():
+    """df's /dev/shm row and docker's --shm-size are the container's shared memory in MiB; nvidia-smi -q's first ECC
+    section gives the volatile error counts; a proxy's error page names the status the client got."""
+    shm = facts_from_text("Filesystem      Size  Used Avail Use% Mounted on\n"
+                          "shm              64M   61M  3.0M  96% /dev/shm\n")
+    assert shm.startup["shm_size_mb"] == 64
+    assert facts_from_text("docker run --gpus all --shm-size=16g vllm/vllm-openai\n").startup["shm_size_mb"] == 16384
+    ecc = facts_from_text("\n".join(["    ECC Errors", "        Volatile",
+                                     "            SRAM Uncorrectable            : 3",
+                                     "            DRAM Correctable              : 214",
+                                     "            DRAM Uncorrectable            : 2",
+                                     "        Aggregate",
+                                     "            DRAM Uncorrectable            : 17"]))
+    assert (ecc.startup["dram_correctable"], ecc.startup["dram_uncorrectable"], ecc.startup["sram_uncorrectable"]) \
+        == (214, 2, 3)
+    page = facts_from_text("openai.InternalServerError: <html>\n<head><title>504 Gateway Time-out</title></head>\n")
+    assert page.startup["http_status"] == 504
+    assert facts_from_text("request_time=60.001 status=504\n").startup["http_status"] == 504

@@ -210,7 +210,13 @@ other_process_mib, other_process_pid   the memory of the largest program of its 
                                        an out-of-memory on GPU N, the largest other process on that GPU (at the
                                        start-up check, a bare interpreter too: the engine holds nothing yet)
 driver_version, driver_cuda_version    nvidia-smi's header ``Driver Version: 535.183.01  CUDA Version: 12.2``
+driver_cuda_version_found              PyTorch's ``The NVIDIA driver on your system is too old (found version 12020)``
+                                       (the CUDA version the driver supports, as CUDA encodes it)
 nr_periods, nr_throttled, ...          a cgroup's cpu.stat lines (a CPU quota throttling the engine's host threads)
+cpu_limit_cores                        a container's CPU limit: Kubernetes' ``limits: {cpu: "2"}`` or a limits
+                                       block's ``cpu: 3500m``, docker's ``--cpus=4``
+torch_cuda_tag, torch_cuda_version     the CUDA a PyTorch build was made for: ``torch 2.10.0+cu130`` (130, 13.0),
+                                       collect_env's ``CUDA used to build PyTorch: 12.9``
 xid                                    the driver's GPU fault code (``NVRM: Xid (PCI:0000:ab:00): 94, ...``)
 cache_config (dict)                    the numeric labels of /metrics' ``vllm:cache_config_info{...}`` (num_gpu_blocks,
                                        block_size, gpu_memory_utilization ...)

@@ -66,6 +66,9 @@ _PROCESS_FACTS = [
     ("http_status", "HTTP", re.compile(r"\bHTTP/\d(?:\.\d)?\"? ([45]\d\d)\b|\bHTTP ([45]\d\d)\b")),
     ("http_status", "tatus", re.compile(r"\b(?:status_code|status code|HTTP status)[=: ]+([45]\d\d)\b")),
     ("http_status", " Error", re.compile(r"(?<![\w.])([45]\d\d) (?:Client|Server) Error\b")),  # requests' raise_for_status
+    # a proxy's own error page or status ("<title>504 Gateway Time-out</title>", "502 Bad Gateway", "status=504")
+    ("http_status", "Gateway", re.compile(r"\b(50[24]) (?:Gateway Time-?out|Bad Gateway)\b")),
+    ("http_status", "status=", re.compile(r"(?<![\w.])status=([45]\d\d)\b")),
     # a signal is a negative code: multiprocessing's "exit code: -6" (SIGABRT), "exitcode=-9"
     ("exit_code", "xit", re.compile(r"\b[Ee]xit(?:ed)?(?: with)? ?(?:[Cc]ode|status)[=: ]*(-?\d{1,3})\b|\bExit Code:\s*(\d{1,3})\b")),
     ("exit_code", "status=", re.compile(r"\bcode=exited, status=(\d{1,3})/")),
@@ -79,7 +82,7 @@ _PROCESS_FACTS = [
     ("probe_period_seconds", "periodSeconds", re.compile(r"\bperiodSeconds\W{1,3}(\d{1,6})\b")),
     ("probe_failure_threshold", "failureThreshold", re.compile(r"\bfailureThreshold\W{1,3}(\d{1,4})\b")),
     # PyTorch's CUDA initialisation warning: "The NVIDIA driver on your system is too old (found version 12080)"
-    ("driver_cuda_version", "found version", re.compile(r"driver on your system is too old \(found version (\d{4,6})\)")),
+    ("driver_cuda_version_found", "found version", re.compile(r"driver on your system is too old \(found version (\d{4,6})\)")),
 ]
 # the API server's answers that failed (uvicorn's access log: '127.0.0.1:43500 - "POST /v1/completions HTTP/1.1" 400
 # Bad Request') and why a request failed inside it (AsyncLLM: "Request cmpl-9 failed due to ModuleNotFoundError: No
@@ -262,6 +265,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
         self.smi_pids: dict[tuple[str, str, int], int] = {}  # ... and each row's pid
         self.eval_scores: dict[tuple[str, str], list[float]] = {}  # lm-eval's tables: (filter, metric) -> values
         self._smi_columns: list[str] | None = None  # the header of the nvidia-smi --query-gpu CSV being read
+        self._limits_line = -9  # the line of a Kubernetes manifest's "limits:" block being read
         self._smi_clock_section = "Clocks"  # the nvidia-smi -q clock section being read ("Max Clocks", ...)
         self._err_open = False
         self._err_last = 0

@@ -11,8 +11,8 @@ from .lines import Line
 
 # nvidia-smi -q's telemetry of a GPU ("GPU Current Temp : 89 C", "Current Power Limit : 450.00 W", the Clocks section's
 # "SM : 1095 MHz"): the first GPU's values, as the report pasted them
-_SMI_FIELD = re.compile(r"^\s*(GPU Current Temp|GPU Slowdown Temp|GPU Shutdown Temp|Current Power Limit|Power Draw|SM)"
-                        r"\s+:\s+(\d+(?:\.\d+)?)\s*(C|W|MHz)\b")
+_SMI_FIELD = re.compile(r"^\s*(GPU Current Temp|GPU Slowdown Temp|GPU Shutdown Temp|Current Power Limit|Power Draw|SM|"
+                        r"DRAM Correctable|DRAM Uncorrectable|SRAM Uncorrectable)\s+:\s+(\d+(?:\.\d+)?)\s*(C|W|MHz|$)")
 # the -q sections whose "SM : N MHz" is not the clock the GPU ran at ("Max Clocks" is its ceiling)
 _SMI_CLOCK_SECTION = re.compile(r"^\s*((?:Max |Applications |Default Applications |Max Customer Boost )?Clocks)\s*$")
 # the GPU's compute capability as a report or nvidia-smi states it ("Compute Capability 7.0", "compute capability 8.9")
@@ -22,7 +22,10 @@ _COMPUTE_CAPABILITY = re.compile(r"\bcompute[ _]cap(?:ability|\.)?\b[\"':=\s]*(?
 _SMI_CAP_ROW = re.compile(r"^\s*(?:NVIDIA |Tesla |Quadro )?[\w -]{1,40}?,\s*(\d{1,2}\.\d)\s*(?:,|$)")
 _GPU_NAME = re.compile(r"\b(?:NVIDIA|Tesla|Quadro|GeForce|RTX|[AHLTVB]\d{1,3}\b)")
 _SMI_NAMES = {"GPU Current Temp": "gpu_temp_c", "GPU Slowdown Temp": "slowdown_temp_c", "GPU Shutdown Temp": "shutdown_temp_c",
-              "Current Power Limit": "power_limit_w", "Power Draw": "power_draw_w", "SM": "sm_clock_mhz"}
+              "Current Power Limit": "power_limit_w", "Power Draw": "power_draw_w", "SM": "sm_clock_mhz",
+              # the ECC error counts of -q's first (Volatile) section
+              "DRAM Correctable": "dram_correctable", "DRAM Uncorrectable": "dram_uncorrectable",
+              "SRAM Uncorrectable": "sram_uncorrectable"}
 # nvidia-smi's throttle bitmask (clocks_event_reasons.active): HW slowdown, SW / HW thermal slowdown, HW power brake
 _THROTTLE_BITS = 0x08 | 0x20 | 0x40 | 0x80
 # a row of `nvidia-smi topo -m`: "GPU0  X  PIX  NODE  SYS ..." (NV# where two GPUs share NVLink)
@@ -59,6 +62,19 @@ _TIMING_NAMES = {"rt": "request_time_s", "request_time": "request_time_s", "urt"
                  "upstream_response_time": "upstream_response_time_s", "uct": "upstream_connect_time_s",
                  "upstream_connect_time": "upstream_connect_time_s", "uht": "upstream_header_time_s",
                  "upstream_header_time": "upstream_header_time_s"}
+# the CUDA a PyTorch build was made for: pip's "torch 2.10.0+cu130", "torch==2.9.1+cu129", collect_env's "PyTorch
+# version: 2.8.0+cu128" and "CUDA used to build PyTorch: 12.8"
+_TORCH_BUILD = re.compile(r"\b(?:torch|PyTorch version:)\s*(?:==\s*)?\d+\.\d+(?:\.\d+)?\+cu(\d{2})(\d)\b")
+_TORCH_CUDA = re.compile(r"\bCUDA used to build PyTorch:\s*(\d{2}\.\d)\b")
+# the size of a container's /dev/shm: df's row ("shm  64M  61M  3.0M  96% /dev/shm"), docker's --shm-size=64m,
+# compose's shm_size: "64m"
+_SHM_DF = re.compile(r"^\s*(?:shm|tmpfs)\s+(\d+(?:\.\d+)?)([KMG])\s+\S+\s+\S+\s+\d+%\s+/dev/shm\s*$")
+_SHM_FLAG = re.compile(r"(?<![\w-])(?:--shm-size[= ]|shm_size:\s*)[\"']?(\d+(?:\.\d+)?)\s*([kmgKMG])(?:i?b|i?B)?[\"']?")
+# a container's CPU limit: Kubernetes' "limits: {cpu: "2", ...}" or a limits block's "cpu: 4" / "cpu: 3500m",
+# docker's --cpus=4
+_CPU_LIMIT_INLINE = re.compile(r"\blimits:\s*\{[^}]*?\bcpu:\s*[\"']?(\d+(?:\.\d+)?)(m)?[\"']?\s*[,}]")
+_CPU_LIMIT_FIELD = re.compile(r"^\s+cpu:\s*[\"']?(\d+(?:\.\d+)?)(m)?[\"']?\s*$")
+_DOCKER_CPUS = re.compile(r"(?<![\w-])--cpus[= ][\"']?(\d+(?:\.\d+)?)\b")
 # the engine's own processes in that table (a bare python process is the engine's only where no row names vLLM)
 _ENGINE_PROCESS = re.compile(r"vllm|EngineCore|ray::", re.I)
 _PYTHON_PROCESS = re.compile(r"python|pt_main_thread", re.I)
@@ -69,6 +85,8 @@ class ToolOutputLines:
 
     def _tool_output_line(self, text: str, line: Line) -> None:
         """One line of the report outside log records, read for the tools' tables and fields."""
+        if "limits:" in text and text.strip() == "limits:":
+            self._limits_line = line.lineno
         if "Clocks" in text and (sec := _SMI_CLOCK_SECTION.match(text)):
             self._smi_clock_section = sec.group(1)
         if " : " in text and (smi := _SMI_FIELD.match(text)):
@@ -104,11 +122,35 @@ class ToolOutputLines:
             self.facts.startup[m.group(1)] = int(m.group(2))
         if "HTTP/" in text and "request_time_s" not in self.facts.startup and (m := _PROXY_ACCESS.search(text)):
             self._proxy_timings(m.group(2), line, text)
+        if "cu" in text and "torch_cuda_tag" not in self.facts.startup and (m := _TORCH_BUILD.search(text)):
+            self.facts.startup["torch_cuda_tag"] = int(m.group(1) + m.group(2))  # (cu130: CUDA 13.0)
+            self.facts.startup.setdefault("torch_cuda_version", float(f"{m.group(1)}.{m.group(2)}"))
+            self.facts.lines["torch_cuda_tag"] = (line.lineno, text.strip()[:500])
+        if "CUDA used to build" in text and (m := _TORCH_CUDA.search(text)):
+            self.facts.startup["torch_cuda_version"] = float(m.group(1))
+        if "shm" in text and "shm_size_mb" not in self.facts.startup and (
+                m := _SHM_DF.match(text) or _SHM_FLAG.search(text)):
+            mib = float(m.group(1)) * {"k": 1 / 1024, "m": 1, "g": 1024}[m.group(2).lower()]
+            self.facts.startup["shm_size_mb"] = int(mib) if mib.is_integer() else round(mib, 1)
+            self.facts.lines["shm_size_mb"] = (line.lineno, text.strip()[:500])
+        if "cpu" in text and "cpu_limit_cores" not in self.facts.startup:
+            self._cpu_limit(text, line)
         if "-match" in text or "-extract" in text:
             self._lm_eval_row(text, line)
         if "Xid" in text and "xid" not in self.facts.startup and (m := _XID.search(text)):
             self.facts.startup["xid"] = int(m.group(1))
             self.facts.lines["xid"] = (line.lineno, text.strip()[:500])
+
+    def _cpu_limit(self, text: str, line: Line) -> None:
+        """The CPUs a container may use (Kubernetes' resources.limits.cpu, docker's --cpus), in cores: the API
+        server's and the engine's host threads share them."""
+        m = _CPU_LIMIT_INLINE.search(text) or _DOCKER_CPUS.search(text)
+        if m is None and 0 < line.lineno - self._limits_line <= 4:  # a limits block's field, a few lines after it
+            m = _CPU_LIMIT_FIELD.match(text)
+        if m is not None:
+            cores = float(m.group(1)) / (1000 if m.lastindex and m.lastindex >= 2 and m.group(2) else 1)
+            self.facts.startup["cpu_limit_cores"] = int(cores) if cores.is_integer() else cores
+            self.facts.lines["cpu_limit_cores"] = (line.lineno, text.strip()[:500])
 
     def _proxy_timings(self, tail: str, line: Line, text: str) -> None:
         """The first failed request's timings in a proxy's access log: a request time at the proxy's timeout (60.001
