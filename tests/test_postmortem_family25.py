@@ -97,6 +97,8 @@ def test_a_proxy_access_logs_timings_for_the_first_failed_request():
         '10.20.9.175 - - [28/Nov/2026:15:00:43 +0000] "POST /v1/chat/completions HTTP/1.1" 504 562 "-" '
         '"python-httpx/0.28.1" 11779 60.001 [llm-r1-8000] [] 10.8.3.21:8000 0 60.000 504 0d3c\n')
     assert (ingress.startup["request_time_s"], ingress.startup["upstream_response_time_s"]) == (60.001, 60.0)
+    assert facts_from_text("    proxy_buffer_size 64k;\n").startup["proxy_buffer_size_k"] == 64
+    assert facts_from_text('nginx.ingress.kubernetes.io/proxy-buffer-size: "256k"\n').startup["proxy_buffer_size_k"] == 256
     ok = facts_from_text('1.2.3.4 - - [x] "POST /v1/completions HTTP/1.1" 200 10 "-" "curl/8" rt=1.2 urt=1.2\n')
     assert "request_time_s" not in ok.startup
 
@@ -118,6 +120,9 @@ def test_the_system_prompts_size_in_the_reporters_words():
                     ("our agent has a ~6500 token system prompt (tool schemas)", 6500),
                     ("a 6.5k-token system prompt", 6500)]:
         assert facts_from_text(text + "\n").startup["system_prompt_tokens"] == n, text
+    same = facts_from_text("system prompt (same for everyone, 812 tokens w/ chat template)\n").startup
+    assert same["system_prompt_tokens"] == same["shared_prefix_tokens"] == 812  # the same for all: a shared prefix
+    assert "shared_prefix_tokens" not in facts_from_text("a 6.5k-token system prompt\n").startup
     # the number of the turns after it is not the system prompt's
     assert "system_prompt_tokens" not in facts_from_text("system prompt, then user turns of 200 tokens\n").startup
 
@@ -217,3 +222,159 @@ def test_shared_memory_ecc_counts_and_a_proxys_error_page():
     page = facts_from_text("openai.InternalServerError: <html>\n<head><title>504 Gateway Time-out</title></head>\n")
     assert page.startup["http_status"] == 504
     assert facts_from_text("request_time=60.001 status=504\n").startup["http_status"] == 504
+
+
+def test_the_block_table_request_mismatch_in_vllms_own_quantities():
+    """mamba_attn.py asserts num_prefills + num_decodes == state_indices_tensor.shape[0]; its message's "Expected"
+    and "got" are those two."""
+    facts = facts_from_text("(Worker_TP0 pid=7) ERROR 11-02 10:00:01 [multiproc_executor.py:597] AssertionError: "
+                            "Mismatch in number of requests when updating block table. Expected 17, got 24.\n")
+    assert (facts.numbers["num_reqs"], facts.numbers["state_indices_rows"]) == (17, 24)
+
+
+def _flashinfer_mtp_slower(words: str) -> list[str]:
+    e = "(EngineCore pid=142) "
+    return [
+        f"Qwen3.5-27B on one H100, vllm 0.26.0. MTP makes decode slower for us: TPOT 21 ms without, 28 ms with k=3 "
+        f"({words}).",
+        "vllm serve Qwen/Qwen3.5-27B --max-model-len 32768 --max-num-seqs 64 --attention-backend FLASHINFER "
+        "--enable-prefix-caching --speculative-config '{\"method\":\"qwen3_5_mtp\",\"num_speculative_tokens\":3}'",
+        "(APIServer pid=1) INFO 10-09 07:55:14 [interface.py:905] Setting attention block size to 2112 tokens to ensure "
+        "that attention page size is >= mamba page size.",
+        e + "WARNING 10-09 07:57:32 [compilation.py:1443] CUDAGraphMode.FULL_AND_PIECEWISE is not supported with "
+            "spec-decode for attention backend FlashInferBackend (support: "
+            "AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE); setting cudagraph_mode=PIECEWISE",
+        "(APIServer pid=1) INFO 10-09 08:20:31 [loggers.py:310] Engine 000: Avg prompt throughput: 2210.4 tokens/s, Avg "
+        "generation throughput: 1082.7 tokens/s, Running: 32 reqs, Waiting: 0 reqs, GPU KV cache usage: 22.1%, Prefix "
+        "cache hit rate: 18.5%",
+    ]
+
+
+def test_slower_with_drafts_leads_with_the_capture_the_drafts_cost_not_a_word_that_acceptance_is_fine():
+    """"acceptance ~2.9 mean len, so it's not the drafts being bad" says acceptance is fine; with MTP slower and vLLM's
+    warning that the full graphs were dropped under spec decode, that warning answers the complaint, before the
+    configuration's capacity and prefix-cache notes."""
+    facts = facts_from_text("\n".join(_flashinfer_mtp_slower("acceptance ~2.9 mean len, so it's not the drafts being bad")))
+    assert "acceptance_prose" not in facts.startup
+    top = _analyze(_flashinfer_mtp_slower("acceptance ~2.9 mean len, so it's not the drafts being bad")).findings[0]
+    assert top.category == "cudagraph_shape"
+    # acceptance said to be bad is still a complaint about acceptance
+    bad = facts_from_text("acceptance is fine with 1 user and terrible with several\n")
+    assert bad.startup.get("acceptance_prose")
+
+
+def test_acceptance_lost_only_when_structured_output_requests_are_in_the_mix_on_a_hybrid():
+    """Free chat alone and json_schema alone accept well; served together acceptance collapses for both: the grammar
+    cuts drafts per request, so a step mixes draft counts in the GDN builder's spec-decode rows (family D)."""
+    text = [
+        "MTP acceptance tanks when json_schema requests are in the mix (Qwen3.5-122B-A10B, 0.30.0)",
+        "* chat only -> mean acceptance length ~2.9 (k=3); json_schema only -> ~3.1",
+        "* both together -> 1.6 for both kinds; one request at a time -> 2.9 again",
+        "vllm serve Qwen/Qwen3.5-122B-A10B-FP8 -tp 4 --max-model-len 32768 --speculative-config "
+        "'{\"method\":\"qwen3_5_mtp\",\"num_speculative_tokens\":3}' --structured-outputs-config '{\"backend\":\"xgrammar\"}'",
+        "(APIServer pid=1880) INFO 11-25 08:00:15 [interface.py:933] Setting attention block size to 1056 tokens to "
+        "ensure that attention page size is >= mamba page size.",
+        "(APIServer pid=1880) INFO 11-25 09:51:30 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 1.64, "
+        "Accepted throughput: 631.70 tokens/s, Drafted throughput: 2960.30 tokens/s, Accepted: 6317 tokens, Drafted: "
+        "29603 tokens",
+        "Prefix caching is off on purpose.",
+    ]
+    assert _analyze(text).findings[0].category == "mixed_batch"
+
+
+def test_the_rules_findings_of_the_complained_kind_go_first_on_a_log_without_an_error():
+    """A slowdown with drafts puts a capture finding before a capacity prediction; fewer running requests the reverse;
+    a report of both (or neither) keeps the rules' order."""
+    from vllm_diag.model import Finding
+    from vllm_diag.postmortem.analyze import _symptom_first
+
+    def findings():
+        return [Finding(rule="mamba_block_budget", category="mamba_block_budget", severity="warning", title="cap"),
+                Finding(rule="prefix_cache_granularity", category="prefix_cache_degraded", severity="warning", title="pc"),
+                Finding(rule="spec_cudagraph_downgrade", category="cudagraph_shape", severity="warning", title="cg")]
+
+    slow = facts_from_text("MTP makes decode slower, TPOT 28 ms vs 21 ms without it\n")
+    assert [f.title for f in _symptom_first(slow, findings())] == ["cg", "cap", "pc"]
+    capped = facts_from_text("Running never passes ~40 even though max_num_seqs is 256\n")
+    assert [f.title for f in _symptom_first(capped, findings())] == ["cap", "pc", "cg"]
+    assert [f.title for f in _symptom_first(facts_from_text("hello\n"), findings())] == ["cap", "pc", "cg"]
+
+
+def test_the_latencies_a_report_quotes_and_nvidia_smis_gpu_row():
+    """PromQL over vLLM's histograms and the reporter's own "TTFT p50 4.8s, p99 19s" / "85ms TPOT" keep the report's
+    unit in their names; nvidia-smi's GPU row gives utilisation and memory, its process table the engine's share; the
+    worker prefix of the root error is its tensor-parallel rank."""
+    facts = facts_from_text("\n".join([
+        "histogram_quantile(0.99, rate(vllm:time_to_first_token_seconds_bucket[5m]))   = 0.94",
+        "histogram_quantile(0.99, rate(vllm:e2e_request_latency_seconds_bucket[5m])) = 41.2",
+        "symptom: TTFT p50 4.8s, p99 19s at only 20 users; ~11 tok/s per stream, 85ms TPOT",
+        "| N/A   71C    P0            341W /  350W |   46012MiB /  46068MiB |    100%      Default |",
+        "|    0   N/A  N/A          118842      C   python3                                 45938MiB |",
+        "(Worker_TP5 pid=5526) ERROR 11-02 10:00:01 [multiproc_executor.py:597] RuntimeError: NCCL error: unhandled "
+        "system error",
+    ]))
+    q = facts.startup["quoted_latencies"]
+    assert (q["ttft_p99_s"], q["e2e_latency_p99_s"], q["ttft_p50_s"], q["tpot_ms"]) == (0.94, 41.2, 4.8, 85.0)
+    st = facts.startup
+    assert (st["gpu_util_pct"], st["gpu_memory_used_mib"], st["gpu_memory_total_mib"]) == (100, 46012, 46068)
+    assert st["engine_process_mib"] == 45938 and facts.numbers["failed_tp_rank"] == 5
+    # "TP=2" or a throughput figure is no latency
+    assert "quoted_latencies" not in facts_from_text("TP=2, 1,390 out tok/s at 32 concurrent\n").startup
+
+
+def test_prompts_that_double_every_turn_are_the_client_resending_its_history():
+    """A gateway's usage table for one conversation of short messages whose prompt tokens double each turn: the TTFT
+    complaint is the client's history, not the hybrid's block size or the drafts; a table that grows by a turn's
+    length says nothing."""
+    table = ["turn  prompt_tokens  completion_tokens", "1     1,204          311", "2     3,015          288",
+             "3     7,406          402", "4     17,930         276"]
+    text = ["TTFT on the qwen3-next support bot is terrible since the new frontend went live, p50 7.8s.",
+            "vllm serve Qwen/Qwen3-Next-80B-A3B-Thinking -tp 2 --enable-prefix-caching "
+            "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+            "(APIServer pid=7741) INFO 06-02 08:11:27 [interface.py:911] Setting attention block size to 544 tokens to "
+            "ensure that attention page size is >= mamba page size.",
+            "(APIServer pid=7741) INFO 06-02 10:42:17 [loggers.py:262] Engine 000: Avg prompt throughput: 41388.2 "
+            "tokens/s, Avg generation throughput: 212.6 tokens/s, Running: 17 reqs, Waiting: 9 reqs, GPU KV cache usage: "
+            "71.4%, Prefix cache hit rate: 9.1%", *table]
+    facts = facts_from_text("\n".join(text))
+    assert facts.startup["prompt_tokens_last"] == 17930 and "over 4 turns" in facts.startup["prompt_growth"]
+    top = _analyze(text).findings[0]
+    assert top.category == "other" and "history" in top.title
+    steady = ["turn | prompt_tokens | completion_tokens", "1 | 1,204 | 311", "2 | 1,530 | 288", "3 | 1,911 | 402"]
+    assert "prompt_growth" not in facts_from_text("\n".join(steady)).startup
+    assert facts_from_text("the new frontend makes prompts double every turn\n").startup["prompt_growth"]
+
+
+def test_a_per_request_header_after_any_templates_system_marker():
+    """Granite's <|start_of_role|>system<|end_of_role|> opens the system turn as ChatML's <|im_start|>system does: a
+    session UUID and timestamp right after it make every prompt differ from its first block."""
+    facts = facts_from_text("req a1f3: <|start_of_role|>system<|end_of_role|>[session 7f2c91e0-55b3-4a0e-9d1e-0f3b7c3b2a11"
+                            " | 2026-03-03 11:28:51.204 UTC]\n")
+    assert "7f2c91e0" in facts.startup["varying_prefix_prose"]
+
+
+def test_the_kubelets_back_off_after_a_probe_kill_is_the_same_event():
+    """kubectl describe: the liveness probe failed, the kubelet killed the container (exit 137) and backs off before
+    restarting it -- the back-off is no second error, so the start slower than the probe is the reading."""
+    text = [
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2 --speculative-config "
+        "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":3}'",
+        "  livenessProbe:  httpGet /health :8000, initialDelaySeconds: 300, periodSeconds: 10, failureThreshold: 3",
+        "2026-02-03T10:05:12Z (APIServer pid=1) INFO 02-03 10:05:12 [launcher.py:137] Shutting down FastAPI HTTP server.",
+        "Events:",
+        "  Warning  Unhealthy  4m58s (x3 over 5m18s)  kubelet  Liveness probe failed: Get \"http://10.42.7.19:8000/health\": "
+        "dial tcp 10.42.7.19:8000: connect: connection refused",
+        "  Normal   Killing    4m58s                  kubelet  Container vllm failed liveness probe, will be restarted",
+        "  Warning  BackOff    2m11s (x6 over 9m40s)  kubelet  Back-off restarting failed container vllm in pod qwen3-0",
+        "    Last State:     Terminated",
+        "    Exit Code:    137",
+    ]
+    top = _analyze(text).findings[0]
+    assert top.category == "other" and "probe" in top.title and top.numbers["probe_initial_delay_seconds"] == 300
+
+
+def test_greedy_answers_that_change_on_the_second_identical_request():
+    for words in ("greedy output changes on the second identical request (prefix cache hit), no errors",
+                  "~15% of prompts produce a different second answer"):
+        assert facts_from_text(words + "\n").startup.get("wrong_output_prose"), words
+    assert not facts_from_text("the output changes with the temperature setting\n").startup.get("wrong_output_prose")

@@ -194,7 +194,7 @@ def test_a_pods_restarts_the_drivers_cuda_version_and_the_connectors_hit_rate():
     s = _facts("UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 12040).\n"
                "(APIServer pid=1) INFO 09-14 08:41:37 [loggers.py:310] Engine 000: Running: 3 reqs, Waiting: 0 reqs, "
                "GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%, External prefix cache hit rate: 87.5%\n").startup
-    assert s["driver_cuda_version"] == 12040 and s["external_prefix_cache_hit_rate"] == 87.5
+    assert s["driver_cuda_version_found"] == 12040 and s["external_prefix_cache_hit_rate"] == 87.5
     assert s["prefix_cache_hit_rate"] == 0.0
 
 

@@ -117,6 +117,10 @@ uniform_decode_query_len               the multiple vLLM rounds cudagraph sizes 
                                        ``divisible by cp_kv_cache_interleave_size (128)``
 <words>_expected, <words>_got          ``… a last dimension of size 576, but got 512``; ``number of
                                        requests … Expected 6, got 8`` -> requests_expected / _got
+failed_tp_rank                         the tensor-parallel rank of the worker whose error is the root
+                                       (``(Worker_TP5 pid=...)``: 5)
+num_reqs, state_indices_rows           mamba_attn.py's ``Mismatch in number of requests when updating block table.
+                                       Expected 6, got 8``: the metadata's requests, the state-index rows
 check_* + <operand>                    also ``q_len_per_req must be <= 4, but got 6``, ``Assertion failed:
                                        qSeqLen <= 16``, ``Expected n <= 8192 to be true``, ``x == 128
                                        INTERNAL ASSERT FAILED``, macros over an expression
@@ -213,6 +217,19 @@ driver_version, driver_cuda_version    nvidia-smi's header ``Driver Version: 535
 driver_cuda_version_found              PyTorch's ``The NVIDIA driver on your system is too old (found version 12020)``
                                        (the CUDA version the driver supports, as CUDA encodes it)
 nr_periods, nr_throttled, ...          a cgroup's cpu.stat lines (a CPU quota throttling the engine's host threads)
+quoted_latencies (dict)                the latencies the report quotes: a Prometheus query over vLLM's histograms
+                                       (``histogram_quantile(0.99, ...vllm:time_to_first_token_seconds_bucket...) =
+                                       0.94`` -> ttft_p99_s) and the reporter's ``TTFT p50 4.8s, p99 19s``, ``85ms
+                                       TPOT`` (see :mod:`.quoted_latency`)
+gpu_util_pct, gpu_memory_used_mib,     the first GPU row of nvidia-smi's table (``| N/A 71C P0 341W / 350W |
+gpu_memory_total_mib                   46012MiB / 46068MiB | 100% Default |``), with its temperature and power
+engine_process_mib                     the largest row of nvidia-smi's process table that may be the engine's (named
+                                       vLLM, or an interpreter)
+proxy_buffer_size_k                    nginx's ``proxy_buffer_size 64k;`` or ingress-nginx's ``proxy-buffer-size:
+                                       "256k"``
+prompt_growth, prompt_tokens_first,    a usage table of one conversation's turns whose prompt tokens about double
+prompt_tokens_last                     every turn (``1,204 -> 3,015 -> 7,406 prompt tokens over 3 turns``), or the
+                                       reporter's ``prompts double each turn``: the client resends its history
 cpu_limit_cores                        a container's CPU limit: Kubernetes' ``limits: {cpu: "2"}`` or a limits
                                        block's ``cpu: 3500m``, docker's ``--cpus=4``
 torch_cuda_tag, torch_cuda_version     the CUDA a PyTorch build was made for: ``torch 2.10.0+cu130`` (130, 13.0),

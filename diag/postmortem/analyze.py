@@ -452,7 +452,7 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
             return [d.finding()] + findings
         if d.rule == "unexplained_symptom":
             if any(_answers_symptom(facts, f) for f in findings):
-                return findings  # (a rule's finding speaks to the symptom said to be unexplained)
+                return _symptom_first(facts, findings)  # (a rule's finding speaks to the symptom said to be unexplained)
             # (the rules' warnings are notes on the configuration that do not speak to the report's symptom)
             return _notes_left_out(d.finding(), findings, ("info", "warning"))
         if any(f.severity in ("error", "warning") for f in findings):
@@ -536,6 +536,24 @@ def _leave_out(lead: Finding, findings: list[Finding], notes: list[Finding]) -> 
 def _preflight_only(f: Finding) -> bool:
     """A finding whose only evidence is the pre-flight's prediction from the configuration."""
     return bool(f.evidence) and all(e.source == "preflight" for e in f.evidence)
+
+
+# the families' categories that can make serving slower with drafts, and those that cap how many requests run
+_SPEED_CATEGORIES = ("cudagraph_shape", "token_budget")
+_CAPACITY_CATEGORIES = ("mamba_block_budget", "token_budget", "block_size_alignment")
+
+
+def _symptom_first(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
+    """Among the rules' findings on a log without an error, those of the kind the report complains of go first: a
+    slowdown with drafts is a capture or token-budget matter before a capacity prediction, fewer running requests a
+    capacity one before a note on capture (stable otherwise; errors stay first)."""
+    st = facts.startup
+    slow = bool(st.get("slow_prose") or st.get("spec_slower_prose"))
+    capacity = bool(st.get("capacity_prose"))
+    if slow == capacity:
+        return findings
+    wanted = _SPEED_CATEGORIES if slow else _CAPACITY_CATEGORIES
+    return sorted(findings, key=lambda f: (f.severity != "error", f.category not in wanted or f.severity == "info"))
 
 
 def _answers_symptom(facts: LogFacts, f: Finding) -> bool:

@@ -63,6 +63,18 @@ _CLIENT_CAP = _Told(
     missing="the engine's 'Waiting' count under the load (0 throughout: nothing is held back)")
 
 
+# a client resending its history every turn: prompts about doubling per turn of a conversation of short messages
+history_resent = _Told(
+    ("slow_prose", "capacity_prose", "hit_rate_prose", "spec_slower_prose"), "prompt_growth",
+    basis=("no error; the report says '{said}' and its own figures show the prompts growing far faster than the "
+           "conversation ({cause}): the client sends its history again (twice) every turn, so prefill time, KV blocks "
+           "and the prefix cache's misses grow with it, whatever the model or drafts -- outside the hybrid/spec-decode "
+           "families"),
+    title="Prompts that double every turn: the client resends its conversation history",
+    message="the client's prompts grow every turn: {cause}",
+    missing="one conversation's request bodies (messages) for two consecutive turns")
+
+
 def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """The client's ceiling, unless the engine's own stats lines hold requests back (some waiting, preempted, or the
     KV cache full): then "the server only runs N" is the engine's capacity, not the client's."""

@@ -509,8 +509,9 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
     probe = facts.startup.get("probe_kill")
     # (the runtime's report of that kill -- "container killed (exit 137)" -- is the same event, unless it names the OOM
     # killer)
+    # (nor is the kubelet's back-off before restarting the container it killed)
     if probe and not any(_REAL_ERROR.search(t) for _, t in lines if "probe" not in t and "Killing" not in t
-                         and not (_PROBE_KILLED.search(t) and "OOM" not in t)):
+                         and "Back-off restarting" not in t and not (_PROBE_KILLED.search(t) and "OOM" not in t)):
         # the kubelet restarted the container because its liveness/startup probe got no answer: a start (weights,
         # compilation, CUDA-graph capture) slower than the probe allows, not an engine failure
         ln = (facts.lines.get("probe_kill") or (None,))[0]

@@ -265,6 +265,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
         self.smi_pids: dict[tuple[str, str, int], int] = {}  # ... and each row's pid
         self.eval_scores: dict[tuple[str, str], list[float]] = {}  # lm-eval's tables: (filter, metric) -> values
         self._smi_columns: list[str] | None = None  # the header of the nvidia-smi --query-gpu CSV being read
+        self._turn_prompt_col: int | None = None  # the prompt_tokens column of a usage table of turns being read
+        self._turn_prompts: list[int] = []
         self._limits_line = -9  # the line of a Kubernetes manifest's "limits:" block being read
         self._smi_clock_section = "Clocks"  # the nvidia-smi -q clock section being read ("Max Clocks", ...)
         self._err_open = False
@@ -592,6 +594,11 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
                 f.lines["num_speculative_tokens"] = f.lines["spec_prose"]
         for name, val in frame_line_numbers(f, self.tb.exceptions).items():
             f.numbers.setdefault(name, val)
+        tp = f.args.get("tensor_parallel_size")
+        if f.root is not None and f.root.process and (rank := _TP_RANK.search(f.root.process)) and (
+                int(rank.group(1)) > 0 or isinstance(tp, int) and tp > 1):
+            # the worker that raised it (Worker_TP5: 5), where there is more than one to tell apart
+            f.numbers.setdefault("failed_tp_rank", int(rank.group(1)))
         mult, k = f.numbers.get("multiple_of"), f.numbers.get("num_speculative_tokens")
         if isinstance(mult, int) and isinstance(k, int) and mult == k + 1 and f.root is not None \
                 and "cudagraph" in f.root.message[:300]:

@@ -22,6 +22,10 @@ _JSON_POSITION = re.compile(r"\bline (\d+) column (\d+) \(char (\d+)\)")
 _NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     # Python's json module: "Expecting value: line 1 column 2 (char 1)" -- where in the text the parse failed
     (_JSON_POSITION, ("json_line", "json_column", "json_char")),
+    # mamba_attn.py's block-table update: "Expected" is the metadata's requests (num_prefills + num_decodes), "got"
+    # the rows of its state-index tensor
+    (re.compile(r"Mismatch in number of requests when updating block table\.?\s*Expected (\d+), got (\d+)"),
+     ("num_reqs", "state_indices_rows")),
     (re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d+)"),
      ("tensor_a_size", "tensor_b_size", "mismatch_dim")),
     (re.compile(r"num_decodes:\s*(\d+),\s*num_spec_decodes:\s*(\d+)"), ("num_decodes", "num_spec_decodes")),

@@ -44,6 +44,8 @@ _SPEC_K = re.compile(r"(?:num_speculative_tokens|num_spec_tokens)\W{0,3}(\d+)|(?
                      # "mtp n=3", "eagle3 n=4": the depth written after the method
                      r"(?:MTP|mtp|EAGLE\w*|[Ee]agle\w*|ngram)\s+n\s*=\s*(\d)\b(?![\w.])")
 _MIXED_PROSE = re.compile(r"mixed (?:traffic|batch(?:es)?|workload|decode|spec(?:-| )?decode)|"
+                          # two kinds of request served together: "mixed 50/50", "when json_schema requests are in the mix"
+                          r"\bmixed \d{1,2}/\d{1,2}\b|\brequests (?:are )?in the mix\b|"
                           # "mixed long prefill + short decode traffic"
                           r"\bmixed (?:\w+ )?prefills?\s*(?:\+|and|/|&)\s*(?:\w+ )?decodes?\b|"
                           r"(?:spec(?:ulative)?|draft)(?:-| )?decodes? (?:and|with|mixed with) (?:plain |non-spec )?decodes?|"
@@ -347,6 +349,13 @@ _WORD = re.compile(r"[^\W\d_]{2,}")
 # the report saying acceptance is fine ("acceptance is healthy (2.88 mean len)"): a number after it is no complaint
 _ACCEPTANCE_FINE = re.compile(r"\bacceptance(?: rate| length)? (?:is |looks |seems |stays |was )?(?:still )?(?:healthy|fine|good|"
                               r"normal|ok|okay|high|great|as expected)\b", re.I)
+# ... or that the drafts are not what is wrong ("so it's not the drafts being bad", "acceptance isn't the problem")
+_ACCEPTANCE_NOT_BAD = re.compile(r"\b(?:not|isn'?t|aren'?t|wasn'?t)\s+(?:the\s+)?(?:drafts?|drafter|acceptance)?\s*"
+                                 r"(?:being\s+|that'?s\s+|is\s+|are\s+)?(?:bad|low|poor|the (?:problem|issue|cause))\b", re.I)
+# a system prompt said to be the same for every request
+_SAME_FOR_ALL = re.compile(r"\b(?:same|identical|shared|common|fixed|constant)\b(?: (?:for|across|to) (?:every|all|each)\w*)?", re.I)
+# a sentence's clauses: "acceptance looks okay but throughput is terrible" says nothing bad of acceptance
+_CLAUSE = re.compile(r"[.;!?]\s|,\s*(?:but|while|whereas|though)\b|\s(?:but|while|whereas|though)\s")
 # ... unless the same words say it is bad somewhere ("great with 1 user and terrible with several")
 _ACCEPTANCE_BAD = re.compile(r"\b(?:terrible|low|poor|bad|awful|drops?|dropped|collaps\w*|falls?|fell|tank\w*|plummet\w*|"
                              r"worse)\b", re.I)
@@ -558,7 +567,7 @@ class ProseLines:
                     prose["k"] = k
         # (vLLM's capture progress bar names its graphs "mixed prefill-decode": no batch of the failure)
         if "mixed_prose" not in self.facts.startup and len(text) < 2000 and "Capturing CUDA graphs" not in text and any(
-                k in text for k in ("ixed", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a", "match",
+                k in text for k in ("ixed", "the mix", "decod", "non-spec", "ccepted", "raft", "agged", "roposal", " as a", "match",
                                     "generating", "mixing", "overlap", "mid-gen", "mid gen", "while the", "during",
                                     "prefill", "while oth", "borrador", "rascunho", "\uc11e", "\u6df7", "emisch", "ezcl")):
             # (a sentence hard-wrapped over two lines: the joined pair, searched only when there is one)
@@ -663,6 +672,10 @@ class ProseLines:
             number, kilo = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
             self.facts.startup["system_prompt_tokens"] = int(float(number.replace(",", "")) * (1000 if kilo else 1))
             self.facts.lines["system_prompt_tokens"] = (line.lineno, text.strip()[:500])
+            if "shared_prefix_tokens" not in self.facts.startup and _SAME_FOR_ALL.search(wide):
+                # ("fixed system prompt (760 tokens, identical for all users)": every request's prefix)
+                self.facts.startup["shared_prefix_tokens"] = self.facts.startup["system_prompt_tokens"]
+                self.facts.lines["shared_prefix_tokens"] = self.facts.lines["system_prompt_tokens"]
         if "block_size_prose" not in self.facts.startup and len(text) < 2000 and "lock size" in text and line.level is None:
             m = _BLOCK_SIZE_PROSE.search(text)  # the reporter quoting the block size vLLM chose
             if m:
@@ -711,7 +724,9 @@ class ProseLines:
                 self._first_words("spec_slower_prose", SPEC_SLOWER, wide, line)
             if "okenizer" in text or "emplate" in text:
                 self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)
-            if "cceptance" in wide and not (_ACCEPTANCE_FINE.search(wide) and not _ACCEPTANCE_BAD.search(wide)):
+            said = " | ".join(c for c in _CLAUSE.split(wide) if "cceptance" in c)  # (what it says of acceptance)
+            if said and not ((_ACCEPTANCE_FINE.search(said) or _ACCEPTANCE_NOT_BAD.search(said))
+                             and not _ACCEPTANCE_BAD.search(_ACCEPTANCE_NOT_BAD.sub("", said))):
                 self._first_words("acceptance_prose", ACCEPTANCE_FELL, wide, line)
             if "oncurren" in wide or "KV" in wide or "kv" in wide or "reempt" in wide or "emory" in wide or " fit" in wide \
                     or "never" in wide or "ueue" in wide or "cap" in wide or "apacit" in wide or " wait" in wide or "unning" in wide \

@@ -149,14 +149,13 @@ PROMPT_HEAD_SHOWN = re.compile(r"\bfirst (?:lines?|tokens?|words|part) of (?:the
                                 re.I)
 
 # a chat format's system turn opening on a line of its own (a rendered prompt): its first line follows
-SYSTEM_TURN = re.compile(r"^\s*(?:<\|im_start\|>system|<\|start_header_id\|>system<\|end_header_id\|>|<start_of_turn>system|"
-                         r"\[SYSTEM\]|<\|system\|>)\s*$")
+SYSTEM_TURN = re.compile(r"^\s*(?:<\|[a-z_]+\|>system(?:<\|[a-z_]+\|>)?|<start_of_turn>system|\[SYSTEM\]|<\|system\|>)\s*$")
 
 # ... or inline, the prompt's head right after it: '"<|im_system|>system<|im_middle|>[session 7f2c91d0-4e55-... |
 # 2026-03-19T10:15:29.184Z]\nYou are ...' -- a UUID or an ISO time within the first characters of the system turn
 SYSTEM_TURN_HEAD_VALUE = re.compile(
-    r"(?:<\|im_start\|>system|<\|im_system\|>system<\|im_middle\|>|<\|start_header_id\|>system<\|end_header_id\|>|"
-    r"<start_of_turn>system|\[SYSTEM\]|<\|system\|>)(?:\\n|\s)*([^\n]{0,40}?(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}|"
+    # (any template's special tokens around "system": ChatML, Llama 3, Kimi, Granite's <|start_of_role|>system<|end_of_role|>)
+    r"(?:<\|[a-z_]+\|>system(?:<\|[a-z_]+\|>)?|<start_of_turn>system|\[SYSTEM\]|<\|system\|>)(?:\\n|\s)*([^\n]{0,40}?(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}|"
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}))")
 
 PER_REQUEST_VALUE = re.compile(r"\b(?:request[-_ ]?id|trace[-_ ]?id|session[-_ ]?id)\s*[=:]\s*\S+|"

@@ -217,6 +217,11 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           # "the same prompt 20 times with temperature=0 gets 3-4 different answers"
                           r"\b(?:gets?|got|returns?|gives?)? ?\d+(?:\s*-\s*\d+)? (?:distinct|different) (?:answers|outputs|"
                           r"responses|completions)\b|"
+                          # the same request answered differently a second time: "greedy output changes on the second
+                          # identical request", "produce a different second answer"
+                          r"\b(?:outputs?|answers?|responses?|completions?) (?:changes?|changed|differs?) (?:on|for|in|with) "
+                          r"(?:the |a )?(?:second|2nd|next|repeated|identical)\b|"
+                          r"\bproduces? a different (?:second|2nd) (?:answer|output|response|completion)\b|"
                           # "ngram spec decode is not deterministic", "~60% of answers different between runs"
                           r"\b(?:is|are|isn'?t|aren'?t|not|non-?)\s*(?:not )?deterministic\b|"
                           r"\b(?:answers?|outputs?|responses?) (?:are |were )?different (?:between|across|from) runs\b|"

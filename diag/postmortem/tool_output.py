@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from .lines import Line
+from .quoted_latency import quoted_latencies
 
 # nvidia-smi -q's telemetry of a GPU ("GPU Current Temp : 89 C", "Current Power Limit : 450.00 W", the Clocks section's
 # "SM : 1095 MHz"): the first GPU's values, as the report pasted them
@@ -34,6 +35,9 @@ _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+((?:(?:X|PIX|PXB|PHB|NODE|SYS|NV\d+)\s+){2
 # GI / CI ids as "N/A  N/A")
 # (rows a reader's hard-wrap joined into one line are read one by one)
 _SMI_PROCESS = re.compile(r"(?:^|\|)\s*(\d+)\s+(?:N/A\s+N/A\s+)?(\d{2,})\s+(?:C|G|C\+G)\s+(\S[^|\n]{0,80}?)\s+(\d+)\s*MiB\b")
+# a GPU's row of nvidia-smi's table: "| N/A   71C    P0   341W /  350W |  46012MiB /  46068MiB |   100%   Default |"
+_SMI_GPU_ROW = re.compile(r"\|\s*(?:\d+%|N/A)\s+(\d+)C\s+P\d+\s+(?:\S+\s+)?(\d+)W\s*/\s*(\d+)W\s*\|\s*(\d+)MiB\s*/\s*"
+                          r"(\d+)MiB\s*\|\s*(\d+)%")
 # a bare interpreter's row ("python", "/opt/conda/bin/python3"): the engine's own as likely as another program's
 _BARE_INTERPRETER = re.compile(r"^\S*(?:python[\d.]*|pt_main_thread)$", re.I)
 # a throttle reason's column of nvidia-smi --query-gpu ("clocks_event_reasons.hw_thermal_slowdown",
@@ -70,6 +74,13 @@ _TORCH_CUDA = re.compile(r"\bCUDA used to build PyTorch:\s*(\d{2}\.\d)\b")
 # compose's shm_size: "64m"
 _SHM_DF = re.compile(r"^\s*(?:shm|tmpfs)\s+(\d+(?:\.\d+)?)([KMG])\s+\S+\s+\S+\s+\d+%\s+/dev/shm\s*$")
 _SHM_FLAG = re.compile(r"(?<![\w-])(?:--shm-size[= ]|shm_size:\s*)[\"']?(\d+(?:\.\d+)?)\s*([kmgKMG])(?:i?b|i?B)?[\"']?")
+# nginx's proxy_buffer_size (a directive, or ingress-nginx's proxy-buffer-size annotation), in KiB
+_PROXY_BUFFER = re.compile(r"\bproxy[-_]buffer[-_]size[\"']?\s*[:=]?\s*[\"']?(\d+)\s*([kKmM])\b")
+# a usage table of one conversation's turns ("turn | prompt_tokens | completion_tokens"), and the reporter's words for
+# prompts that double each turn
+_TURN_TABLE_HEAD = re.compile(r"\bturn\b.{0,40}?\bprompt[_ ]tokens\b", re.I)
+_PROMPT_GROWTH = re.compile(r"\bprompts?\b[^.\n]{0,30}?\b(?:doubl\w+|grows? exponentially|balloon\w*|explod\w*|blows? up)\b"
+                            r"[^.\n]{0,30}?\b(?:each|every|per) (?:turn|message)\b", re.I)
 # a container's CPU limit: Kubernetes' "limits: {cpu: "2", ...}" or a limits block's "cpu: 4" / "cpu: 3500m",
 # docker's --cpus=4
 _CPU_LIMIT_INLINE = re.compile(r"\blimits:\s*\{[^}]*?\bcpu:\s*[\"']?(\d+(?:\.\d+)?)(m)?[\"']?\s*[,}]")
@@ -112,6 +123,12 @@ class ToolOutputLines:
                 self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
         if "MiB" in text and line.level is None:
             self._smi_process(text, line)
+            if "gpu_util_pct" not in self.facts.startup and (row := _SMI_GPU_ROW.search(text)):
+                # the first GPU's row (the -q fields, read first, keep their temperature)
+                for name, value in zip(("gpu_temp_c", "power_draw_w", "power_limit_w", "gpu_memory_used_mib",
+                                        "gpu_memory_total_mib", "gpu_util_pct"), row.groups()):
+                    self.facts.startup.setdefault(name, int(value))
+                self.facts.lines["gpu_util_pct"] = (line.lineno, text.strip()[:500])
         if "," in text and line.level is None:
             self._smi_csv(text, line)
         if "Driver Version" in text and "driver_version" not in self.facts.startup and (m := _SMI_HEADER.search(text)):
@@ -133,13 +150,49 @@ class ToolOutputLines:
             mib = float(m.group(1)) * {"k": 1 / 1024, "m": 1, "g": 1024}[m.group(2).lower()]
             self.facts.startup["shm_size_mb"] = int(mib) if mib.is_integer() else round(mib, 1)
             self.facts.lines["shm_size_mb"] = (line.lineno, text.strip()[:500])
+        if "buffer" in text and "proxy_buffer_size_k" not in self.facts.startup and (m := _PROXY_BUFFER.search(text)):
+            self.facts.startup["proxy_buffer_size_k"] = int(m.group(1)) * (1024 if m.group(2) in "mM" else 1)
+        if "prompt_growth" not in self.facts.startup or self._turn_prompt_col is not None:
+            self._turn_table(text, line)  # (a table of growing prompts is read to its last row)
         if "cpu" in text and "cpu_limit_cores" not in self.facts.startup:
             self._cpu_limit(text, line)
+        if ("TT" in text or "TP" in text or "ITL" in text or "E2E" in text or "vllm:" in text) and len(text) < 2000:
+            for name, value in quoted_latencies(text).items():
+                if len(quoted := self.facts.startup.setdefault("quoted_latencies", {})) < 20:
+                    quoted.setdefault(name, value)
         if "-match" in text or "-extract" in text:
             self._lm_eval_row(text, line)
         if "Xid" in text and "xid" not in self.facts.startup and (m := _XID.search(text)):
             self.facts.startup["xid"] = int(m.group(1))
             self.facts.lines["xid"] = (line.lineno, text.strip()[:500])
+
+    def _turn_table(self, text: str, line: Line) -> None:
+        """A client's prompts that grow far faster than its conversation: a usage table whose prompt tokens about double
+        (x1.8 or more) every turn for three turns or more, or the reporter saying so -- the client resending its
+        history (``prompt_growth``)."""
+        if _TURN_TABLE_HEAD.search(text):
+            cells = [c.strip().lower() for c in (text.split("|") if "|" in text else text.split())]
+            self._turn_prompt_col = next((i for i, c in enumerate(cells) if c in ("prompt_tokens", "prompt tokens")), None)
+            self._turn_prompts = []
+            return
+        if self._turn_prompt_col is not None:
+            cells = [c.strip() for c in (text.split("|") if "|" in text else text.split())]
+            value = cells[self._turn_prompt_col].replace(",", "") if len(cells) > self._turn_prompt_col else ""
+            if not (cells and cells[0].isdigit() and value.isdigit()):
+                self._turn_prompt_col = None  # (the table ended)
+                return
+            self._turn_prompts.append(int(value))
+            seen = self._turn_prompts
+            if len(seen) >= 3 and all(b >= 1.8 * a for a, b in zip(seen, seen[1:])):
+                self.facts.startup["prompt_growth"] = (f"{' -> '.join(f'{n:,}' for n in seen)} prompt tokens over "
+                                                       f"{len(seen)} turns")
+                self.facts.startup["prompt_tokens_first"], self.facts.startup["prompt_tokens_last"] = seen[0], seen[-1]
+                self.facts.lines["prompt_growth"] = (line.lineno, text.strip()[:500])
+            return
+        if line.level is None and ("oubl" in text or "xplod" in text or "alloon" in text or "low" in text) \
+                and (m := _PROMPT_GROWTH.search(text)):
+            self.facts.startup["prompt_growth"] = m.group(0)
+            self.facts.lines["prompt_growth"] = (line.lineno, text.strip()[:500])
 
     def _cpu_limit(self, text: str, line: Line) -> None:
         """The CPUs a container may use (Kubernetes' resources.limits.cpu, docker's --cpus), in cores: the API
@@ -205,6 +258,9 @@ class ToolOutputLines:
                     and mib > (self.facts.startup.get("other_process_mib") or 0):
                 # (a program of its own -- "python train_probe.py", "triton_server" -- is no engine's process)
                 self.facts.startup["other_process_mib"] = mib
+            if (_ENGINE_PROCESS.search(name) or _BARE_INTERPRETER.match(name)) \
+                    and mib > (self.facts.startup.get("engine_process_mib") or 0):
+                self.facts.startup["engine_process_mib"] = mib  # (the largest row that may be the engine's)
             if engine and other and "cotenant_prose" not in self.facts.startup:
                 self.facts.startup["cotenant_prose"] = (f"nvidia-smi lists {other[0][0]} ({other[0][1]:,} MiB) beside "
                                                         f"vLLM on GPU {gpu}")
