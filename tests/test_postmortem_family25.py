@@ -378,3 +378,19 @@ def test_greedy_answers_that_change_on_the_second_identical_request():
                   "~15% of prompts produce a different second answer"):
         assert facts_from_text(words + "\n").startup.get("wrong_output_prose"), words
     assert not facts_from_text("the output changes with the temperature setting\n").startup.get("wrong_output_prose")
+
+
+def test_the_page_sizes_a_reporters_own_arithmetic_ends_on():
+    """A reporter's arithmetic is read for the page size each role ends on -- not a factor (x528), a token count
+    (@400 tok), a per-token size (1280 B/token) or a context length -- and kept apart from the numbers the rules
+    compare."""
+    facts = facts_from_text("\n".join([
+        "My math: target attention is 8 kv heads x 128 dim, so 4096 B/token, x528 = 2162688 B per block; our drafter "
+        "is 5 x 64 -> 1280 B/token, x528 = 675840 B. 2162688 / 675840 = 3.2.",
+        "| draft attn (kv_heads 2/rank, head_dim 96, bf16) | 16 | 400 | 307200 |",
+        "  MLA layer fp8: 2048 * 576 B                  = 1179648 B",
+        "the draft model runs at 2048 tokens max, target 32768 context",
+    ]))
+    pages = facts.startup["reporter_page_sizes"]
+    assert pages == {"target_page_size": 2162688, "draft_page_size": 675840, "mla_page_size": 1179648}
+    assert "draft_page_size" not in facts.numbers

@@ -230,6 +230,9 @@ proxy_buffer_size_k                    nginx's ``proxy_buffer_size 64k;`` or ing
 prompt_growth, prompt_tokens_first,    a usage table of one conversation's turns whose prompt tokens about double
 prompt_tokens_last                     every turn (``1,204 -> 3,015 -> 7,406 prompt tokens over 3 turns``), or the
                                        reporter's ``prompts double each turn``: the client resends its history
+reporter_page_sizes (dict)             the page sizes the reporter's own arithmetic ends on, by role (``Draft is 2 x
+                                       160 x 2 x 2 = 1280 B/token, with block 16 -> 20480 B`` -> draft_page_size);
+                                       kept apart from the numbers the rules compare
 cpu_limit_cores                        a container's CPU limit: Kubernetes' ``limits: {cpu: "2"}`` or a limits
                                        block's ``cpu: 3500m``, docker's ``--cpus=4``
 torch_cuda_tag, torch_cuda_version     the CUDA a PyTorch build was made for: ``torch 2.10.0+cu130`` (130, 13.0),

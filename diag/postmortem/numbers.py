@@ -732,3 +732,51 @@ def quoted_page_sizes(text: str) -> dict[str, Any]:
         role = _ROLE_NAME.get(role, re.sub(r"[ -]", "_", role))
         out.setdefault(f"{role}_page_size", int(m.group(2) or m.group(4)))
     return out
+
+
+# the reporter's own page-size arithmetic: a role ("draft layer", "target attn", "MLA layer", "mamba layers") and the
+# chain after it ("2 x 160 x 2 x 2 = 1280 B/token, with block 16 -> 20480 B", "-> 348,160 B/page", a table row's last
+# cell)
+_ARITH_ROLE = re.compile(r"(?<![._/])\b(?:(target|base|main)(?:\s+(?:model|full[- ]?attn|full[- ]attention|attention|attn|layers?))*|"
+                         r"(draft(?:er)?|eagle\d*(?:[ _]draft)?)(?:[ _](?:model|layers?|head|attn|attention))*|(mla)|(mamba\d?)|"
+                         r"(gdn|linear[- ]attention)|(attention|attn))\b", re.I)
+_ARITH_NUM = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d{4,10})(?![\w.,]\d)")
+# a number that is a factor or a size in tokens, not a page: "x528", "@400 tok", "block 16", "1280 B/token", "8 kv heads"
+_ARITH_NOT_PAGE_BEFORE = re.compile(r"(?:[x*\u00d7@]|\bblock(?:_size)?\s*[=:]?|\bwith)\s*$", re.I)
+_ARITH_NOT_PAGE_AFTER = re.compile(r"^\s*(?:(?:B|bytes?|\u0431\u0430\u0439\u0442\w*)?\s*/\s*(?:token|tok)|[- ]?tok(?:en)?s?\b|"
+                                   r"kv\b|heads?\b|dim\b|layers?\b|x\b|\*|context\b|ctx\b|max\b|len\b|length\b)", re.I)
+# the words of a line about pages at all (a role and a large number alone are a context length or a count)
+_ARITH_CONTEXT = re.compile(r"page|block|B/tok|bytes|Spec\b|\d\s*B\b|\u0431\u0430\u0439\u0442", re.I)
+_ARITH_RESULT_BEFORE = re.compile(r"(?:=|->|\u2192|:|\bis|\bare|\bbe)\s*$")
+_ARITH_RESULT_AFTER = re.compile(r"^\s*(?:B|bytes|\u0431\u0430\u0439\u0442\w*)\b")
+_ARITH_ROLE_NAME = {"base": "target", "main": "target", "drafter": "draft", "attn": "attention",
+                    "linear attention": "gdn", "linear-attention": "gdn"}
+
+
+def arithmetic_page_sizes(text: str) -> dict[str, int]:
+    """``<role>_page_size`` for each role a line's own arithmetic ends on a page size (see ``_ARITH_ROLE``): the last
+    number of the role's clause that is a result (after ``=``, ``->``, ``:``, before ``B``/``bytes``, or a large
+    table cell) and no factor, token count or per-token size."""
+    out: dict[str, int] = {}
+    if not _ARITH_CONTEXT.search(text):
+        return out
+    roles = list(_ARITH_ROLE.finditer(text))
+    for i, m in enumerate(roles):
+        end = roles[i + 1].start() if i + 1 < len(roles) else len(text)
+        clause = text[m.end():end]
+        stop = re.search(r"[.;](?:\s|$)|\(\s*(?:mamba|padded)", clause)
+        clause = clause[:stop.start()] if stop else clause
+        best = None
+        for n in _ARITH_NUM.finditer(clause):
+            value = int(n.group(1).replace(",", ""))
+            before, after = clause[max(0, n.start() - 12):n.start()], clause[n.end():n.end() + 12]
+            if value < 1024 or _ARITH_NOT_PAGE_BEFORE.search(before) or _ARITH_NOT_PAGE_AFTER.match(after):
+                continue
+            if _ARITH_RESULT_BEFORE.search(before) or _ARITH_RESULT_AFTER.match(after) or value >= 4096:
+                best = value
+        if best is not None:
+            word = next(g for g in m.groups() if g).lower()
+            word = "draft" if word.startswith(("draft", "eagle")) else _ARITH_ROLE_NAME.get(word, word)
+            out.setdefault(f"{word}_page_size", best)
+    return out
+

@@ -139,7 +139,7 @@ class ToolOutputLines:
             self.facts.startup[m.group(1)] = int(m.group(2))
         if "HTTP/" in text and "request_time_s" not in self.facts.startup and (m := _PROXY_ACCESS.search(text)):
             self._proxy_timings(m.group(2), line, text)
-        if "cu" in text and "torch_cuda_tag" not in self.facts.startup and (m := _TORCH_BUILD.search(text)):
+        if "+cu" in text and "torch_cuda_tag" not in self.facts.startup and (m := _TORCH_BUILD.search(text)):
             self.facts.startup["torch_cuda_tag"] = int(m.group(1) + m.group(2))  # (cu130: CUDA 13.0)
             self.facts.startup.setdefault("torch_cuda_version", float(f"{m.group(1)}.{m.group(2)}"))
             self.facts.lines["torch_cuda_tag"] = (line.lineno, text.strip()[:500])
@@ -152,11 +152,12 @@ class ToolOutputLines:
             self.facts.lines["shm_size_mb"] = (line.lineno, text.strip()[:500])
         if "buffer" in text and "proxy_buffer_size_k" not in self.facts.startup and (m := _PROXY_BUFFER.search(text)):
             self.facts.startup["proxy_buffer_size_k"] = int(m.group(1)) * (1024 if m.group(2) in "mM" else 1)
-        if "prompt_growth" not in self.facts.startup or self._turn_prompt_col is not None:
+        if self._turn_prompt_col is not None or "prompt_growth" not in self.facts.startup and (
+                "urn" in text or "oubl" in text or "xplod" in text or "alloon" in text or "blow" in text):
             self._turn_table(text, line)  # (a table of growing prompts is read to its last row)
         if "cpu" in text and "cpu_limit_cores" not in self.facts.startup:
             self._cpu_limit(text, line)
-        if ("TT" in text or "TP" in text or "ITL" in text or "E2E" in text or "vllm:" in text) and len(text) < 2000:
+        if ("TTFT" in text or "TPOT" in text or "ITL" in text or "E2E" in text or "vllm:" in text) and len(text) < 2000:
             for name, value in quoted_latencies(text).items():
                 if len(quoted := self.facts.startup.setdefault("quoted_latencies", {})) < 20:
                     quoted.setdefault(name, value)
@@ -189,8 +190,7 @@ class ToolOutputLines:
                 self.facts.startup["prompt_tokens_first"], self.facts.startup["prompt_tokens_last"] = seen[0], seen[-1]
                 self.facts.lines["prompt_growth"] = (line.lineno, text.strip()[:500])
             return
-        if line.level is None and ("oubl" in text or "xplod" in text or "alloon" in text or "low" in text) \
-                and (m := _PROMPT_GROWTH.search(text)):
+        if line.level is None and (m := _PROMPT_GROWTH.search(text)):
             self.facts.startup["prompt_growth"] = m.group(0)
             self.facts.lines["prompt_growth"] = (line.lineno, text.strip()[:500])
 
