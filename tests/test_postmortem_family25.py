@@ -394,3 +394,46 @@ def test_the_page_sizes_a_reporters_own_arithmetic_ends_on():
     pages = facts.startup["reporter_page_sizes"]
     assert pages == {"target_page_size": 2162688, "draft_page_size": 675840, "mla_page_size": 1179648}
     assert "draft_page_size" not in facts.numbers
+
+
+def test_a_record_whose_timestamp_and_location_the_reporter_replaced_by_an_elision():
+    """"(Worker_TP0 pid=88512) ERROR ... AssertionError: ..." is a record with its header elided: the assert is the
+    root error, not the engine's wrapper after it."""
+    w = "(Worker_TP0 pid=88512) ERROR ... "
+    text = [
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --max-num-seqs 32 --speculative-config "
+        "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}' -O '{\"cudagraph_capture_sizes\":[128]}'",
+        w + "Traceback (most recent call last):",
+        w + '  File ".../vllm/v1/attention/backends/gdn_attn.py", line 522, in build_for_cudagraph_capture',
+        w + "    assert (",
+        w + "AssertionError: GDN only supports decode-only full CUDAGraph capture. Make sure batch size (43) <= "
+            "cudagraph capture sizes (96), and number of tokens (128) <= cudagraph capture sizes (96).",
+        "(EngineCore_DP0 pid=88390) ERROR ... EngineCore failed to start.",
+        "(APIServer pid=88121) RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+        "proc(s): {}",
+    ]
+    facts = facts_from_text("\n".join(text))
+    assert facts.root.exc_type == "AssertionError" and facts.root.message.startswith("GDN only supports")
+    assert _analyze(text).findings[0].category == "cudagraph_shape"
+
+
+def test_the_answer_returned_as_reasoning_content_with_thinking_switched_off():
+    """content=None beside reasoning_content='Canberra', thinking off for the request, a --reasoning-parser on the
+    server: the parser read the whole answer as thinking -- not the hybrid's state or the drafts."""
+    text = [
+        "Qwen3.5 hybrid (GDN) + MTP returns empty content when I disable thinking. I suspect the mamba state with "
+        "prefix caching gives wrong tokens.",
+        "vllm serve Qwen/Qwen3.5-35B-A3B -tp 4 --enable-prefix-caching --speculative-config "
+        "'{\"method\":\"qwen3_5_mtp\",\"num_speculative_tokens\":2}' --reasoning-parser deepseek_r1",
+        '    extra_body={"chat_template_kwargs": {"enable_thinking": False}},',
+        "ChatCompletionMessage(content=None, refusal=None, role='assistant', tool_calls=None, "
+        "reasoning_content='Canberra')",
+        "(APIServer pid=61001) INFO 12-03 18:40:51 [loggers.py:251] Engine 000: Avg prompt throughput: 3311.2 tokens/s, "
+        "Avg generation throughput: 905.6 tokens/s, Running: 16 reqs, Waiting: 0 reqs, GPU KV cache usage: 9.8%, "
+        "Prefix cache hit rate: 83.0%",
+    ]
+    top = _analyze(text).findings[0]
+    assert top.category == "other" and "reasoning_content" in top.title
+    # without a reasoning parser on the server, nothing moved the answer there: not this reading
+    plain = [t.replace(" --reasoning-parser deepseek_r1", "") for t in text]
+    assert "reasoning_content" not in _analyze(plain).findings[0].title

@@ -119,6 +119,13 @@ REASONING_ATE_BUDGET = re.compile(
     r"exhausted|takes?|took|spends?|spent)\b[^.\n]{0,10}?\b(?:it all|all (?:of )?(?:it|them|the tokens)|the (?:whole |entire )?"
     r"(?:budget|max_tokens|token budget|tokens))\b|"
     r"[\"']content[\"']\s*:\s*(?:\"\"|''|null)\s*,\s*[\"']reasoning_content[\"']\s*:\s*[\"'][^\"']{20}", re.I)
+# a short answer returned as reasoning: the message's content empty beside a reasoning_content that holds the answer
+# (Python's repr "content=None, ... reasoning_content='Canberra'" or JSON), with thinking switched off for the request
+ANSWER_AS_REASONING = re.compile(
+    r"\bcontent[\"']?\s*[=:]\s*(?:None|null|\"\"|'')\s*,[^\n]{0,300}?\breasoning_content[\"']?\s*[=:]\s*"
+    r"[\"']([^\"'\n]{1,200})[\"']")
+THINKING_OFF = re.compile(r"[\"']?enable_thinking[\"']?\s*[=:]\s*(?:False|false|0)\b|\b(?:disable|turn off|switch off)\w* "
+                          r"(?:the )?thinking\b|\bthinking (?:disabled|off)\b|/no_think\b", re.I)
 # text a drafter cannot predict, or predicts only in the language it was trained on: "32-char hex ids and hashes copied
 # from the prompt", "base64", "since we launched our Japanese product", "the same server is fine on normal text"
 HARD_TO_DRAFT = re.compile(

@@ -185,9 +185,36 @@ _THINKING_IN_CONTENT = _Told(
 def thinking_in_content(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """The thinking in the content, on a server started without a reasoning parser (the run's own command decides
     where the report has one: an older command it quotes may have set the parser)."""
+    return None if _runs_reasoning_parser(facts) else _THINKING_IN_CONTENT(facts, base_numbers)
+
+
+def _runs_reasoning_parser(facts: LogFacts) -> bool:
+    """Whether the server runs a --reasoning-parser (the run's own command decides where the report has one)."""
     cmd = facts.command or ""
-    parser = ("reasoning-parser" in cmd or "reasoning_parser" in cmd) if cmd else facts.args.get("reasoning_parser")
-    return None if parser else _THINKING_IN_CONTENT(facts, base_numbers)
+    return bool(("reasoning-parser" in cmd or "reasoning_parser" in cmd) if cmd else facts.args.get("reasoning_parser"))
+
+
+# the answer returned as reasoning: a reasoning parser that reads text without its thinking markers as thinking (thinking
+# switched off for the request, a parser of another model's format)
+_ANSWER_AS_REASONING = _Told(
+    ("wrong_output_prose", "truncated_prose"), "answer_as_reasoning",
+    basis=("no error; the report says '{said}' and its response holds the answer in reasoning_content with the content "
+           "empty ({cause}): the server's --reasoning-parser took the whole output for thinking -- with thinking "
+           "switched off the model writes no thinking markers, and a parser that expects them (or another model's "
+           "format) reads every token as reasoning; the tokens are right, only the field is wrong -- the server's "
+           "options, outside the hybrid/spec-decode families"),
+    title="The answer returned as reasoning_content: the reasoning parser took it for thinking",
+    message="output without an error: {said}",
+    missing="the same request with thinking on, or to a server with the model's own --reasoning-parser")
+
+
+def answer_as_reasoning(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """The answer in reasoning_content, from a server that runs a reasoning parser, on requests that switch thinking
+    off (or with the content empty and no budget said to be spent: the parser, not max_tokens)."""
+    if not _runs_reasoning_parser(facts) or not (facts.startup.get("thinking_off")
+                                                 or not facts.startup.get("reasoning_ate_budget_prose")):
+        return None
+    return _ANSWER_AS_REASONING(facts, base_numbers)
 
 
 def tool_calls_unparsed(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
-from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, CLIENT_TOKENIZER, COTENANT,
+from .cause_words import (AITER_DROPPED, ANSWER_AS_REASONING, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, CLIENT_TOKENIZER, COTENANT,
                           CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GATEWAY_TIMEOUT,
                           GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, HARD_TO_DRAFT, IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES,
                           PROMPT_LOGPROBS, PROXY_BUFFERING, PROXY_RETRY, PROXY_TIMEOUT, REASONING_ATE_BUDGET,
-                          REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING, THINKING_IN_CONTENT, TOOL_CALLS_AS_TEXT,
+                          REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING, THINKING_IN_CONTENT, THINKING_OFF,
+                          TOOL_CALLS_AS_TEXT,
                           TURN_TOKENS_IN_OUTPUT, UNIQUE_PROMPTS, WSL)
 from .lines import Line
 from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
@@ -845,6 +846,13 @@ class ProseLines:
             # a response that ends while still thinking: the token cap came before the answer
             self.facts.startup["reasoning_ate_budget_prose"] = m.group(0)[:120]
             self.facts.lines["reasoning_ate_budget_prose"] = (line.lineno, text.strip()[:500])
+        if "reasoning_content" in text and "answer_as_reasoning" not in self.facts.startup and len(text) < 8000 \
+                and (m := ANSWER_AS_REASONING.search(text)):
+            self.facts.startup["answer_as_reasoning"] = f"content empty, reasoning_content '{m.group(1)[:80]}'"
+            self.facts.lines["answer_as_reasoning"] = (line.lineno, text.strip()[:500])
+        if "thinking_off" not in self.facts.startup and ("hink" in text) and len(text) < 4000 \
+                and (m := THINKING_OFF.search(text)):
+            self.facts.startup["thinking_off"] = m.group(0)
         if "</think>" in text and "thinking_in_content" not in self.facts.startup and len(text) < 8000 \
                 and (m := THINKING_IN_CONTENT.search(text)):
             self.facts.startup["thinking_in_content"] = m.group(0)[-120:]
