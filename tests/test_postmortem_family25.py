@@ -437,3 +437,64 @@ def test_the_answer_returned_as_reasoning_content_with_thinking_switched_off():
     # without a reasoning parser on the server, nothing moved the answer there: not this reading
     plain = [t.replace(" --reasoning-parser deepseek_r1", "") for t in text]
     assert "reasoning_content" not in _analyze(plain).findings[0].title
+
+
+def _stats(gen: float, running: int) -> str:
+    return (f"(APIServer pid=1) INFO 11-26 10:0{running % 10}:00 [loggers.py:310] Engine 000: Avg prompt throughput: "
+            f"2100.0 tokens/s, Avg generation throughput: {gen} tokens/s, Running: {running} reqs, Waiting: 0 reqs, GPU KV "
+            f"cache usage: 40.0%, Prefix cache hit rate: 44.0%")
+
+
+def test_generation_throughput_halving_at_the_same_load_is_a_slowdown_in_vllms_own_numbers():
+    """A report in French (no English word for slow) whose stats lines halve at the same 48 running requests, with
+    nvidia-smi showing the GPU hot and far below its top clock: the throttled GPU, not the hybrid's cache."""
+    text = ["Falcon-H1-34B + ngram : le d\u00e9bit s'\u00e9croule apr\u00e8s ~20 min",
+            "vllm serve tiiuae/Falcon-H1-34B-Instruct --enable-prefix-caching --speculative-config "
+            "'{\"method\":\"ngram\",\"num_speculative_tokens\":4}'",
+            "(EngineCore_DP0 pid=7) INFO 11-26 09:58:00 [interface.py:773] Setting attention block size to 1600 tokens to "
+            "ensure that attention page size is >= mamba page size.",
+            _stats(1893.4, 48), _stats(921.8, 48),
+            "name, temperature.gpu, clocks.sm [MHz], clocks.max.sm [MHz]",
+            "NVIDIA H100 NVL, 89, 915 MHz, 1785 MHz"]
+    facts = facts_from_text("\n".join(text))
+    assert "1893.4 -> 921.8" in facts.startup["throughput_fell"]
+    assert "throttled" in _analyze(text).findings[0].title
+    # a fall while the load changed (a ramp-down) is no slowdown
+    ramp = facts_from_text("\n".join([_stats(1893.4, 48), _stats(921.8, 20)]))
+    assert "throughput_fell" not in ramp.startup
+
+
+def test_token_ids_past_the_embeddings_rows_a_repl_shows():
+    """The reporter's REPL: config.vocab_size and the embedding weight's shape answer 131072 on the next line, and the
+    request carries ids 131072 and 131073 -- an index-select past the table is the client's token ids, not the
+    hybrid's state."""
+    facts = facts_from_text("\n".join([
+        "I captured the failing request body: it contains ids 131072 and 131073 (tokens we added during SFT).",
+        '>>> AutoConfig.from_pretrained("/models/x", trust_remote_code=True).vocab_size',
+        "131072",
+        '>>> f.get_slice("backbone.embeddings.weight").get_shape()',
+        "[131072, 4480]",
+    ]))
+    assert facts.startup["vocab_sizes"] == [131072] and facts.startup["prompt_token_id_max"] == 131073
+    e = "(EngineCore_DP0 pid=9117) ERROR 12-01 15:47:09 [core.py:1332] "
+    crash = [
+        "Nemotron-Nano-9B-v2 finetune: device-side assert with ngram spec decode + prefix caching",
+        "vllm serve /models/x --enable-prefix-caching --speculative-config "
+        "'{\"method\":\"ngram\",\"num_speculative_tokens\":5,\"prompt_lookup_max\":4}'",
+        e + "torch.AcceleratorError: CUDA error: device-side assert triggered",
+        "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1553: indexSelectLargeIndex: block: [112,0,0], thread: [64,0,0] "
+        "Assertion `srcIndex < srcSelectDimSize` failed.",
+        "I captured the failing request body: it contains token ids 131072 and 131073.",
+        '>>> AutoConfig.from_pretrained("/models/x").vocab_size',
+        "131072",
+    ]
+    top = _analyze(crash).findings[0]
+    assert top.category == "other"
+
+
+def test_an_on_call_note_is_no_setting_switched_on():
+    """"on-call note: no errors, no preemptions" states the symptom's context, not a trial whose fix took the
+    families out."""
+    facts = facts_from_text("on-call note: no errors, no preemptions, GPU at 100% util.\n")
+    assert "resolved_prose" not in facts.startup
+    assert facts_from_text("--tool-call-parser hermes on: no errors, everything fine.\n").startup.get("resolved_prose")

@@ -252,7 +252,12 @@ turn_tokens_in_output                  an answer that runs on through a chat for
 proxy_buffering_prose                  a proxy set to buffer or compress the event stream (``proxy_buffering on;``,
                                        ``gzip_types ... text/event-stream``)
 added_token_id_max, vocab_sizes        the largest id of a tokenizer's added tokens (``"<|x|>": 100357``) and the
-                                       vocabulary sizes a report states (config.json's ``vocab_size``)
+                                       vocabulary sizes a report states (config.json's ``vocab_size``, a REPL's
+                                       answer to ``.vocab_size`` or to an embedding weight's shape)
+prompt_token_id_max                    the largest token id the reporter says a request carries (``it contains ids
+                                       131072 and 131073``)
+throughput_fell                        the stats lines' generation throughput at 60 % or less of where it started, at
+                                       the same running count (a slowdown in vLLM's own numbers)
 replica_imbalance                      stats lines of several engines within seconds of each other, one running
                                        many requests with some waiting while another runs few (replicas behind a
                                        router, data-parallel engines)

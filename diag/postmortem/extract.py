@@ -268,6 +268,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
         self._smi_columns: list[str] | None = None  # the header of the nvidia-smi --query-gpu CSV being read
         self._turn_prompt_col: int | None = None  # the prompt_tokens column of a usage table of turns being read
         self._turn_prompts: list[int] = []
+        self._repl_question = ""  # the last line when it was a REPL's input (its answer is the next line)
         self._limits_line = -9  # the line of a Kubernetes manifest's "limits:" block being read
         self._smi_clock_section = "Clocks"  # the nvidia-smi -q clock section being read ("Max Clocks", ...)
         self._err_open = False
@@ -461,8 +462,11 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
                 self._turn_markers(text, line)
         else:
             self._prose_line(line)
-        if "vocab" in text or "okenizer" in text or "dded" in text or '"content"' in text:
+        if "vocab" in text or "okenizer" in text or "dded" in text or '"content"' in text or " ids " in text:
             self.vocab_line(line)
+        if self._repl_question:
+            self.repl_vocab(line, self._repl_question)
+        self._repl_question = text if text[:4].lstrip().startswith((">>>", "In [")) else ""
         self._common_line(line)
 
     # -------------------------------------------------------------- lines after an exception
@@ -522,6 +526,21 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
         self.facts.startup["varying_prefix_prose"] = f"the logged prompts part at character {i}: '{a[start:i + 12]}'"
         self.facts.lines["varying_prefix_prose"] = self.logged_prompts[1]
 
+    @staticmethod
+    def _throughput_fell(st: dict) -> None:
+        """The engine's own stats lines showing generation throughput fall to 60 % or less of where it started at the
+        same load (the running count within a quarter, four or more): a slowdown in vLLM's numbers, whatever words
+        the report has for it (``throughput_fell``)."""
+        first, last = st.get("generation_throughput_tok_s_first"), st.get("generation_throughput_tok_s")
+        running = st.get("num_requests_running")
+        running_first = st.get("num_requests_running_first", running)
+        if not all(isinstance(x, (int, float)) for x in (first, last, running, running_first)) or first <= 0:
+            return
+        if last <= 0.6 * first and min(running, running_first) >= 4 and \
+                abs(running - running_first) <= 0.25 * max(running, running_first):
+            st["throughput_fell"] = (f"generation throughput {first:g} -> {last:g} tokens/s at {running_first} -> "
+                                     f"{running} running requests")
+
     def finish(self) -> LogFacts:
         self._end_argv()
         self._end_yaml()
@@ -555,6 +574,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolO
             zero_runs = [n for n, top in self.hit_rate_runs.values() if n >= 2 and top == 0]
             if zero_runs and len(self.hit_rate_runs) > 1 and self.hit_rate_max > 0:
                 f.startup["prefix_cache_zero_run_samples"] = max(zero_runs)
+        self._throughput_fell(f.startup)
         self._finish_args()
         if self.dump_text is not None:  # (after the arguments: the dump's elided drafts are counted with their k)
             from .dump import parse_scheduler_output

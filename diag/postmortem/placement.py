@@ -234,6 +234,9 @@ def kernel_fault(facts: LogFacts, kernel, setup: Setup, base_numbers: dict, batc
                    "outside the hybrid / spec-decode state, batch and kernel-limit paths")
     vocab = sorted(set(facts.startup.get("vocab_sizes") or []))
     added = facts.startup.get("added_token_id_max")
+    sent = facts.startup.get("prompt_token_id_max")
+    if isinstance(sent, int) and vocab and sent >= vocab[0] and not (isinstance(added, int) and added >= vocab[0]):
+        added = sent  # (the request's own token ids, past the embedding's rows: the same mismatch, from the client)
     if what == "index" and "indexselect" in name.lower() and vocab and isinstance(added, int) and added >= vocab[0]:
         # the same with the tokenizer's own word for it: an added token whose id is past the embedding's rows
         nums.update(vocab_size=vocab[0], added_token_id=added)

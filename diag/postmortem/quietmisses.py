@@ -27,8 +27,9 @@ _RATE = re.compile(r"\d\s*(?:tok(?:en)?s?/s|t/s)\b")
 
 
 def _said_slow(facts: LogFacts) -> str | None:
-    """The reporter's words that serving is slow (with or without naming the drafts)."""
-    return facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose")
+    """The reporter's words that serving is slow (with or without naming the drafts), or the engine's own stats lines
+    showing generation throughput halve at the same load."""
+    return facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose") or facts.startup.get("throughput_fell")
 
 
 def _slow_from(facts: LogFacts, base_numbers: dict, slow: str, *, cause: str, title: str, evidence: tuple[str, ...],
@@ -355,7 +356,7 @@ def untuned_moe_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
 
 # the reporter's words for what went wrong without an error (prose.py)
 SYMPTOMS = ("wrong_output_prose", "slow_prose", "spec_slower_prose", "acceptance_prose", "capacity_prose", "truncated_prose",
-             "hit_rate_prose", "slow_start_prose")
+             "hit_rate_prose", "slow_start_prose", "throughput_fell")
 
 
 # a change the reporter made (not a run under other conditions -- a cold cache, a fresh server, the first request)

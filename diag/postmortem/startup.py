@@ -170,6 +170,12 @@ _VOCAB = re.compile(r"\b(?:draft_)?vocab_size\b[\"']?\s*[:=]\s*(\d{4,7})\b|"
 # a tokenizer's added token and its id (tokenizer.json's added vocabulary '"<|field_start|>": 100357', the
 # added_tokens_decoder's '"100357": {"content": ...'): the tokenizer produces that id
 _ADDED_TOKEN = re.compile(r"[\"'](?:<[^\"'\n]{1,40}>|\[[A-Z_]{2,20}\])[\"']\s*:\s*(\d{4,7})\b|[\"'](\d{4,7})[\"']\s*:\s*\{\s*[\"']content")
+# a REPL's question whose answer is the next line: "...).vocab_size" -> "131072", an embedding table's shape
+# ("...embeddings.weight").get_shape()" -> "[131072, 4480]": its rows are the vocabulary the model can look up
+_REPL_VOCAB = re.compile(r"^\s*(?:>>>|In \[\d+\]:)\s.*(?:\.vocab_size\s*$|embed\w*\.weight\b.*(?:shape|size\(\))\W*$)")
+_REPL_ANSWER = re.compile(r"^\s*(?:Out\[\d+\]:\s*)?(?:\[\s*|torch\.Size\(\[\s*)?(\d{4,7})\b")
+# token ids a request carries, in the reporter's words ("it contains ids 131072 and 131073"): the largest
+_TOKEN_IDS = re.compile(r"\b(?:token )?ids? ((?:\d{4,7})(?:(?:,|, and| and| &) \d{4,7})*)\b")
 _LOGGER_SRC = re.compile(r"\[([A-Za-z_][\w\-]*)\.py:(\d+)\]")
 _CAPPING = re.compile(r"Capping cudagraph capture sizes from max (\d+) to (\d+)(?:[^(]{0,80}\((\d+) blocks available\))?")
 # the same check when no capture size fits (vllm/config/compilation.py adjust_cudagraph_sizes_for_mamba_cache, 0.18-0.19)
@@ -249,13 +255,24 @@ class StartupLines:
             value = int(next(g for g in m.groups() if g))
             if value > self.facts.startup.get("added_token_id_max", -1):
                 self._set_startup("added_token_id_max", value, line)
-        sizes = self.facts.startup.get("vocab_sizes") or []
         for m in _VOCAB.finditer(line.text[:4000]):
-            value = int(next(g for g in m.groups() if g))
-            if value not in sizes and len(sizes) < 8:
-                sizes.append(value)
-                self.facts.startup["vocab_sizes"] = sizes
-                self._note("vocab_sizes", line)
+            self._vocab_size(int(next(g for g in m.groups() if g)), line)
+        if "token" in line.text and (m := _TOKEN_IDS.search(line.text[:4000])):
+            top = max(int(x) for x in re.findall(r"\d{4,7}", m.group(1)))
+            if top > self.facts.startup.get("prompt_token_id_max", -1):
+                self._set_startup("prompt_token_id_max", top, line)
+
+    def _vocab_size(self, value: int, line: Line) -> None:
+        sizes = self.facts.startup.get("vocab_sizes") or []
+        if value not in sizes and len(sizes) < 8:
+            sizes.append(value)
+            self.facts.startup["vocab_sizes"] = sizes
+            self._note("vocab_sizes", line)
+
+    def repl_vocab(self, line: Line, previous: str) -> None:
+        """The answer of a REPL line that asked for a vocab_size or an embedding table's shape (see ``_REPL_VOCAB``)."""
+        if _REPL_VOCAB.match(previous) and (m := _REPL_ANSWER.match(line.text)):
+            self._vocab_size(int(m.group(1)), line)
 
     def capture_bar(self, line: Line) -> None:
         """The number of CUDA graphs of each kind the capture's progress bar counts (``decode_full_capture_sizes``,

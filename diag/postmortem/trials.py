@@ -82,7 +82,8 @@ _SPEC_OFF = re.compile(r"\b(?:ngram|mtp|eagle\w*|spec(?:ulative)?(?:[ -]decod\w*
 
 # the words before a colon that name a setting the reporter switched ("`--no-enable-prefix-caching` (same spec
 # config): outputs correct"): a flag, an assignment or an on/off word
-_TOGGLED = re.compile(r"--[\w-]+|=\s*\S+|\b(?:off|on|disabled|enabled|without \S+)\b", re.I)
+# ("on" / "off" as words of their own: not "on-call", "off-topic")
+_TOGGLED = re.compile(r"--[\w-]+|=\s*\S+|\b(?:off|on)\b(?!-)|\b(?:disabled|enabled|without \S+)\b", re.I)
 _COLON = re.compile(r":\s")
 
 
