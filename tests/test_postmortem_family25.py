@@ -498,3 +498,38 @@ def test_an_on_call_note_is_no_setting_switched_on():
     facts = facts_from_text("on-call note: no errors, no preemptions, GPU at 100% util.\n")
     assert "resolved_prose" not in facts.startup
     assert facts_from_text("--tool-call-parser hermes on: no errors, everything fine.\n").startup.get("resolved_prose")
+
+
+def test_random_prompts_on_a_hybrid_whose_drafts_the_reporter_saw_accepted_on_real_prompts():
+    """Drafts rejected (19.6 %) in a --dataset-name random benchmark, while the reporter saw acceptance length 2.6 on
+    hand-written prompts to the same server: the benchmark's data, not a hybrid's state fault. A blog's claim of what
+    acceptance should be is no such run."""
+    text = [
+        "Qwen3-Next MTP acceptance rate very low (~20%) on 0.15.1, much worse than blog numbers",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --speculative-config "
+        "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+        "vllm bench serve --dataset-name random --random-input-len 1024 --ignore-eos",
+        "(APIServer pid=88213) INFO 02-11 09:21:43 [metrics.py:100] SpecDecoding metrics: Mean acceptance length: 1.39, "
+        "Accepted throughput: 1392.30 tokens/s, Drafted throughput: 7118.60 tokens/s, Accepted: 13923 tokens, Drafted: "
+        "71186 tokens, Avg Draft acceptance rate: 19.6%",
+        "In the chat UI by hand the server log showed Mean acceptance length 2.6x - 2.8x.",
+    ]
+    assert "random prompts" in _analyze(text).findings[0].title
+    blog = [t for t in text if "chat UI" not in t] + ["Blog/recipes say acceptance length ~2.5+ with 2 spec tokens."]
+    assert "acceptance_length_told_max" not in facts_from_text("\n".join(blog)).startup
+
+
+def test_mamba_page_padding_does_not_explain_a_slowdown_the_platform_does():
+    """A slow TP=4 decode with vLLM's own word that custom all-reduce is off for four PCIe-only GPUs: padding of the
+    state pages costs capacity, not step time, so the all-reduce reading leads."""
+    t = "(Worker_TP0 pid=21044) "
+    text = [
+        "Qwen3-Next on 4x L40S: only ~38 tok/s per user, the blog shows way more",
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --speculative-config "
+        "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+        "(EngineCore_DP0 pid=7) INFO 03-02 10:14:02 [interface.py:631] Padding mamba page size by 40.12% to ensure that "
+        "mamba page size and attention page size are exactly equal.",
+        t + "WARNING 03-02 10:15:31 [custom_all_reduce.py:153] Custom allreduce is disabled because it's not supported "
+            "on more than two PCIe-only GPUs. To silence this warning, specify disable_custom_all_reduce=True explicitly.",
+    ]
+    assert "PCIe" in _analyze(text).findings[0].title

@@ -355,6 +355,10 @@ _ACCEPTANCE_NOT_BAD = re.compile(r"\b(?:not|isn'?t|aren'?t|wasn'?t)\s+(?:the\s+)
                                  r"(?:being\s+|that'?s\s+|is\s+|are\s+)?(?:bad|low|poor|the (?:problem|issue|cause))\b", re.I)
 # a system prompt said to be the same for every request
 _SAME_FOR_ALL = re.compile(r"\b(?:same|identical|shared|common|fixed|constant)\b(?: (?:for|across|to) (?:every|all|each)\w*)?", re.I)
+# an acceptance length the reporter quotes ("there the server log showed Mean acceptance length 2.6x - 2.8x")
+_ACCEPTANCE_LENGTH_TOLD = re.compile(r"\bacceptance length\b\D{0,12}?(\d\.\d+)", re.I)
+# ... and not what someone else claims it should be ("Blog/recipes say acceptance length ~2.5+")
+_CLAIMED = re.compile(r"\b(?:blog|recipes?|model card|docs?|paper|README|should|expected|expect)\b", re.I)
 # a sentence's clauses: "acceptance looks okay but throughput is terrible" says nothing bad of acceptance
 _CLAUSE = re.compile(r"[.;!?]\s|,\s*(?:but|while|whereas|though)\b|\s(?:but|while|whereas|though)\s")
 # ... unless the same words say it is bad somewhere ("great with 1 user and terrible with several")
@@ -725,6 +729,11 @@ class ProseLines:
                 self._first_words("spec_slower_prose", SPEC_SLOWER, wide, line)
             if "okenizer" in text or "emplate" in text:
                 self._first_words("client_cause_prose", _CLIENT_CAUSE, text, line)
+            if "cceptance length" in wide and not _CLAIMED.search(wide) and (told := _ACCEPTANCE_LENGTH_TOLD.findall(wide)):
+                # (the acceptance length the reporter saw on some run, in words: the largest)
+                top = max(float(x) for x in told)
+                if top > self.facts.startup.get("acceptance_length_told_max", 0):
+                    self.facts.startup["acceptance_length_told_max"] = top
             said = " | ".join(c for c in _CLAUSE.split(wide) if "cceptance" in c)  # (what it says of acceptance)
             if said and not ((_ACCEPTANCE_FINE.search(said) or _ACCEPTANCE_NOT_BAD.search(said))
                              and not _ACCEPTANCE_BAD.search(_ACCEPTANCE_NOT_BAD.sub("", said))):

@@ -66,7 +66,9 @@ def random_prompts_acceptance(facts: LogFacts, setup: Setup, base_numbers: dict)
              if isinstance(r, (int, float))]
     told = facts.startup.get("random_prompts_prose")
     # (on a hybrid, rejected drafts can be a state fault -- unless the same server accepts them on other traffic)
-    accepts_elsewhere = any(r >= 50 for r in rates)
+    told_length = facts.startup.get("acceptance_length_told_max")
+    accepts_elsewhere = any(r >= 50 for r in rates) or (isinstance(told_length, float) and setup.spec_k > 0
+                                                        and told_length >= 1 + 0.6 * setup.spec_k)
     if not slow or (setup.hybrid and not accepts_elsewhere) or not rates or min(rates) >= 20 or not told:
         return None
     rate = min(rates)

@@ -153,7 +153,11 @@ def padding_capacity_loss(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     lines show the state pages padded far more in the failing start than in the other (or by a fifth or more): the
     padding holds nothing, so the same KV memory holds fewer blocks -- the hybrid's page-size unification (``low``)."""
     # (a slowdown told with the prefix-cache hits is the hits' symptom: the granularity reading's)
-    said = facts.startup.get("capacity_prose") or (None if facts.startup.get("hit_rate_prose")
+    # (and a slowdown the report's platform explains -- all-reduce over PCIe, P2P off, a throttled or shared GPU -- is
+    # that platform's: padding costs capacity, not the speed of a step)
+    platform = any(facts.startup.get(k) for k in ("custom_allreduce_off", "nccl_p2p_disabled", "gpu_throttled_prose",
+                                                  "cotenant_prose"))
+    said = facts.startup.get("capacity_prose") or (None if facts.startup.get("hit_rate_prose") or platform
                                                    else facts.startup.get("slow_prose"))
     runs = [p for p in facts.startup.get("mamba_padding_percent_runs") or [facts.startup.get("mamba_padding_percent")]
             if isinstance(p, (int, float))]
