@@ -38,6 +38,7 @@ from .numbers import (
 )
 from .abtests import ABTestReader
 from .trials import TrialReader
+from .cause_lines import CauseLines
 from .prose import ProseLines
 from .tool_output import ToolOutputLines
 from .rooterror import ErrorLines, unflatten
@@ -216,7 +217,7 @@ _MOJIBAKE = re.compile("\u00c3[\u0080-\u00bf]|\u00e2\u20ac[\u2122\u0153\u009d\u0
                        "\u2013-\u2026\u2030\u2039\u203a\u20ac\u2122]{2}")
 
 
-class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, ToolOutputLines, ErrorLines):
+class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, CauseLines, ToolOutputLines, ErrorLines):
     def __init__(self) -> None:
         self.tb = TracebackParser()
         self.facts = LogFacts()

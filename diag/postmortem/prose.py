@@ -7,16 +7,11 @@ from __future__ import annotations
 import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
-from .cause_words import (AITER_DROPPED, ANSWER_AS_REASONING, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, CLIENT_TOKENIZER, COTENANT,
-                          CPU_STARVED, DIRECT_FINE, DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GATEWAY_TIMEOUT,
-                          GPU_THROTTLED, GRAMMAR_COMPILE, GUESS, HARD_TO_DRAFT, IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES,
-                          PROMPT_LOGPROBS, PROXY_BUFFERING, PROXY_RETRY, PROXY_TIMEOUT, REASONING_ATE_BUDGET,
-                          REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING, THINKING_IN_CONTENT, THINKING_OFF,
-                          TOOL_CALLS_AS_TEXT,
-                          TURN_TOKENS_IN_OUTPUT, UNIQUE_PROMPTS, WSL)
+from .cause_words import (ANSWER_AS_REASONING, CLIENT_TOKENIZER, GATEWAY_TIMEOUT, THINKING_IN_CONTENT, THINKING_OFF,
+                          TOOL_CALLS_AS_TEXT, TURN_TOKENS_IN_OUTPUT)
 from .lines import Line
 from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
-                            PROMPT_HEAD_SHOWN, RANDOM_DATASET, RANDOM_PREFIX, RANDOM_PROMPTS, REQ_HINT, REQ_PARAM,
+                            PROMPT_HEAD_SHOWN, REQ_HINT, REQ_PARAM,
                             REQ_STOP, REQUEST_TOKENS, SHARED_PREFIX, SHARED_PREFIX_BEFORE, SHARED_PREFIX_BRACKETED,
                             SHORT_PROMPT, SYSTEM_HEAD_VALUE, SYSTEM_PROMPT_SIZE, SYSTEM_TURN, SYSTEM_TURN_HEAD_VALUE,
                             VARYING_PREFIX, VARYING_PREFIX_TOLD)
@@ -310,24 +305,6 @@ _COLLECTIVE_TOLD = re.compile(r"\b(?:all[_-]?reduce|all[_-]?gather|collective|nc
 # a term negated after it: "MTP is not even configured here", "spec decode is off"
 _NEGATED_AFTER = re.compile(r"\W{0,3}(?:is |was |are )?(?:not (?:even )?(?:configured|enabled|used|on|in use|set)\b|"
                             r"(?:off|disabled)\b)", re.I)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-# the report's words for causes outside the families, each read once: (fact, words, a needle one of them holds,
-# whether only the reporter's lines count -- an access log's retry count or vLLM's request log is a record)
-_CAUSE_FACTS = (
-    ("replay_hits_prose", REPLAY_HITS, ("hit", "Hit", "HIT"), True),
-    ("bf16_fine_prose", BF16_FINE, ("bf",), True),
-    ("grammar_compile_prose", GRAMMAR_COMPILE, ("ompil",), True),
-    ("prompt_logprobs_prose", PROMPT_LOGPROBS, ("echo", "prompt_logprobs", "loglikelihood"), False),
-    ("proxy_retry_prose", PROXY_RETRY, ("etr", "next_upstream"), False),
-    ("ignore_eos_prose", IGNORE_EOS, ("ignore_eos",), False),
-    ("draft_weights_prose", DRAFT_WEIGHTS, ("MTP", "mtp", "raft", "EAGLE", "agle"), True),
-    ("client_cap_prose", CLIENT_CAP, ("only", "holding", "loop", "equential", "one after", "concurrency:", "limit",
-                                      "max_conn", "pool_max", "keepalive"), True),
-    ("batch_numerics_prose", BATCH_NUMERICS, ("BATCH_INVARIANT", "atch", "eduction", "ssociativ", "tie"), True),
-    ("unique_prompts_prose", UNIQUE_PROMPTS, ("unique", "fresh", "expected", "distinct", "different", "share", "common",
-                                               "prefix"), True),
-    ("proxy_buffering_prose", PROXY_BUFFERING, ("uffering", "event-stream", "Accel"), False),
-)
 # a line that is a chat template's source or a request's prompt: turn markers there are the input, not an answer
 _TEMPLATE_OR_PROMPT = re.compile(r"\{[%{]|\bprompt|\bmessages\b|\btemplate\b|\brole\b[\"']?\s*:\s*[\"']?(?:user|system)", re.I)
 # a proxy's read timeout as its configuration states it (nginx's "proxy_read_timeout 60s;", the ingress annotation
@@ -365,11 +342,6 @@ _CLAUSE = re.compile(r"[.;!?]\s|,\s*(?:but|while|whereas|though)\b|\s(?:but|whil
 _ACCEPTANCE_BAD = re.compile(r"\b(?:terrible|low|poor|bad|awful|drops?|dropped|collaps\w*|falls?|fell|tank\w*|plummet\w*|"
                              r"worse)\b", re.I)
 _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]")
-# the reporter's word that the GPUs have no NVLink between them ("4x L40S (PCIe Gen4, no NVLink)", 'all GPU pairs show
-# "SYS"'): what a topology matrix row without NV# cells says
-_NO_NVLINK_PROSE = re.compile(r"\b(?:no|without|lacks?|missing) NVLink\b|\bPCIe[- ]only\b|"
-                              r"\bGPU pairs? (?:all )?shows? [\"'`]?(?:SYS|PHB|NODE)\b|"
-                              r"\bshows? [\"'`]?(?:SYS|PHB|NODE)[\"'`]? between (?:every|each|all)\b|\bP2P\s*=\s*Disabled\b", re.I)
 # a debugger's or sanitizer's report retold in prose, naming the kernel that faulted: "compute-sanitizer reports the
 # invalid __global__ read in _causal_conv1d_update_kernel", "the faulting kernel is fused_recurrent_..._kernel"
 _PROSE_FAULT_KERNEL = re.compile(
@@ -884,88 +856,7 @@ class ProseLines:
             if n >= 1:
                 self.facts.startup["request_tokens_prose"] = int(n)
                 self.facts.lines["request_tokens_prose"] = (line.lineno, text.strip()[:500])
-        if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text
-                                                                                  or "100" in text or "00000" in text):
-            self._first_words("cpu_starved_prose", CPU_STARVED, text, line)
-        if line.level is None and len(text) < 1000 and "cause_named_prose" not in self.facts.startup and (
-                " is the" in text or " was the" in text or "it's" in text or "It's" in text):
-            for sentence in _SENTENCE_END.split(text):  # (a guess in one sentence leaves the verdict of the next)
-                if not GUESS.search(sentence):
-                    self._first_words("cause_named_prose", CAUSE_NAMED, sentence, line)
-        if line.level is None and len(text) < 1000 and "families_ruled_out_prose" not in self.facts.startup and any(
-                w in text for w in ("not it", "n't it", "not the", "n't the", "ruled out", "innocent", "not involved",
-                                    "not related", "to blame", ", not ", "ot a ", "othing to do")):
-            # (a verdict hard-wrapped over two lines is read whole; "Not a bug, but maybe ..." is a verdict and a guess)
-            for sentence in _SENTENCE_END.split(wide):  # (the reporter's verdict, not a guess or a question)
-                sentence = re.split(r",\s+but\s+", sentence)[0]
-                if not GUESS.search(sentence):
-                    self._first_words("families_ruled_out_prose", FAMILIES_RULED_OUT, sentence, line)
-        if len(text) < 2000:
-            for name, rx, needles, prose_only in _CAUSE_FACTS:
-                if name not in self.facts.startup and (line.level is None or not prose_only) \
-                        and any(n in wide for n in needles):
-                    # (a reporter's sentence hard-wrapped over two lines is read whole: prose only)
-                    self._first_words(name, rx, wide if line.level is None else text, line)
-        if line.level is None and "gpu_link_no_nvlink" not in self.facts.startup and len(text) < 2000 and (
-                "VLink" in text or "PCIe" in text or "pair" in text or "P2P" in text) \
-                and (m := _NO_NVLINK_PROSE.search(text)):
-            self.facts.startup["gpu_link_no_nvlink"] = m.group(0)
-            self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
-        if "reasoning_ate_budget_prose" not in self.facts.startup and line.level is None and len(text) < 4000 and (
-                "hink" in text or "easoning" in text):
-            self._first_words("reasoning_ate_budget_prose", REASONING_ATE_BUDGET, text, line)
-        if "hard_to_draft_prose" not in self.facts.startup and line.level is None and len(text) < 2000:
-            self._first_words("hard_to_draft_prose", HARD_TO_DRAFT, text, line)
-        if "AITER" in text and "aiter_dropped_prose" not in self.facts.startup and line.level is None and len(text) < 2000:
-            self._first_words("aiter_dropped_prose", AITER_DROPPED, text, line)
-        if "WSL" in text and "wsl_prose" not in self.facts.startup and len(text) < 2000:
-            self._first_words("wsl_prose", WSL, text, line)  # (vLLM's own warning or the reporter's words)
-        self._tool_output_line(text, line)  # (before the reporter's words for the same facts: the table is exact)
-        if "cotenant_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
-                "hare" in text or "nother" in text or "ther " in text or "tenant" in text or "nvidia-smi" in text
-                or "onto" in text or "schedul" in text or "slic" in text
-                or "same GPU" in text or "same card" in text or "same device" in text or "olleague" in text
-                or "worker" in text or "teammate" in text or "omeone" in text or "omebody" in text or "next to" in text
-                or "longside" in text or "beside" in text):
-            self._first_words("cotenant_prose", COTENANT, text, line)
-        if line.level is None and len(text) < 2000:
-            if "proxy_timeout_prose" not in self.facts.startup and ("imeout" in text or "tim" in text or "clos" in text
-                                                                     or "drop" in text or "cut" in text):
-                self._first_words("proxy_timeout_prose", PROXY_TIMEOUT, text, line)
-            if "replicas_differ_prose" not in self.facts.startup and ("eplica" in text or "each " in text.lower() or "inned" in text or "behind" in text
-                                                                         or "inn" in text or "against" in text or "single" in text
-                                                                         or "came from" in text or "answered" in text
-                                                                         or "running the same" in text):
-                self._first_words("replicas_differ_prose", REPLICAS_DIFFER, text, line)
-            if "mig_prose" not in self.facts.startup and ("MIG" in text or "gb" in text):
-                self._first_words("mig_prose", MIG, text, line)
-            if "double_template_prose" not in self.facts.startup and ("emplat" in text or "content" in text
-                                                                       or "BOS" in text or "prompt" in text):
-                self._first_words("double_template_prose", DOUBLE_TEMPLATE, text, line)
-            if "direct_fine_prose" not in self.facts.startup and ("irect" in text or "traight" in text
-                                                                   or "ypass" in text or "url" in text or "ame " in text
-                                                                   or "lient" in text or "vLLM" in text or "oncatenated" in text
-                                                                   or "UTF" in text or "port-forward" in text or "tcpdump" in text
-                                                                   or "SSE" in text):
-                self._first_words("direct_fine_prose", DIRECT_FINE, text, line)
-        if "own_tokenizer_fixes" not in self.facts.startup and line.level is None and "--tokenizer" in text \
-                and len(text) < 2000:
-            self._first_words("own_tokenizer_fixes", OWN_TOKENIZER_FIXES, text, line)
-        if "split_routing_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
-                "robin" in text or "ROBIN" in text or "affinity" in text or "sticky" in text or "hash" in text or "aware" in text
-                or "lands" in text or "land on" in text or "spread" in text or "ffinity" in text):
-            self._first_words("split_routing_prose", SPLIT_ROUTING, text, line)
-        if "random_prompts_prose" not in self.facts.startup and "random" in text and len(text) < 2000:
-            self._first_words("random_prompts_prose", RANDOM_PROMPTS, text, line)
-            if "unique_prompts_prose" not in self.facts.startup and (m := RANDOM_DATASET.search(text)) \
-                    and not RANDOM_PREFIX.search(text):
-                # (vLLM's benchmark draws each random prompt's tokens afresh: no two share a prefix, unless a
-                # --random-prefix-len puts one before them)
-                self.facts.startup["unique_prompts_prose"] = m.group(0)
-                self.facts.lines["unique_prompts_prose"] = (line.lineno, text.strip()[:500])
-        if "gpu_throttled_prose" not in self.facts.startup and len(text) < 2000 and (
-                "hrottl" in text or "Active" in text or "capped" in text):
-            self._first_words("gpu_throttled_prose", GPU_THROTTLED, text, line)
+        self._cause_line(text, wide, line)  # (the report's words for causes outside the families)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(
                 w in text for w in ("cut ", "cuts ", "exactly", "null", "cut-", "runcat", "stop", "mid", "incomplete", "SSE", "stream", "empty", "troncat", "tagliat", "afge",
                                     " end ", "ends ", "only ", "early", "abrupt", "content", "half",
