@@ -211,8 +211,8 @@ _ANSWER_AS_REASONING = _Told(
 def answer_as_reasoning(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """The answer in reasoning_content, from a server that runs a reasoning parser, on requests that switch thinking
     off (or with the content empty and no budget said to be spent: the parser, not max_tokens)."""
-    if not _runs_reasoning_parser(facts) or not (facts.startup.get("thinking_off")
-                                                 or not facts.startup.get("reasoning_ate_budget_prose")):
+    spent = facts.startup.get("reasoning_ate_budget_prose") and not facts.startup.get("thinking_off")
+    if not _runs_reasoning_parser(facts) or spent:
         return None
     return _ANSWER_AS_REASONING(facts, base_numbers)
 

@@ -421,11 +421,11 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Cause
         if line.level is None and len(line.text) < 2000 and ("raft" in line.text or "arget" in line.text or "MLA" in line.text
                                                            or "amba" in line.text or "base " in line.text):
             # (the reporter's own page arithmetic: kept apart from the numbers the rules compare)
-            for name, val in arithmetic_page_sizes(line.text).items():
-                if len(reporter := self.facts.startup.setdefault("reporter_page_sizes", {})) < 12:
-                    reporter.setdefault(name, val)
-            if not self.facts.startup.get("reporter_page_sizes"):
-                self.facts.startup.pop("reporter_page_sizes", None)
+            if pages := arithmetic_page_sizes(line.text):
+                reporter = self.facts.startup.setdefault("reporter_page_sizes", {})
+                for name, val in pages.items():
+                    if len(reporter) < 12:
+                        reporter.setdefault(name, val)
         if "reset_running_requests" in line.text and "reset_running_requests" not in self.facts.startup \
                 and _RESET_RUNNING.search(line.text):
             self._set_startup("reset_running_requests", True, line)  # LLM.reset_prefix_cache(reset_running_requests=True)

@@ -442,6 +442,11 @@ _FAILS_BEFORE = re.compile(r"(?:crash\w*|dies|died|fails?|failed|breaks?|hangs?|
 _MAX_SPEC_K = 64  # deeper than any drafter vLLM runs
 
 
+def _token_count(number: str, kilo: str | bool | None) -> int:
+    """A token count as a reporter writes it: "1,200", or "1.5" with a k after it."""
+    return int(float(number.replace(",", "")) * (1000 if kilo else 1))
+
+
 def _failing_k(text: str) -> int | None:
     """The speculative depth a sentence gives; of several ("k=2 works, k=3 dies"), the one said to fail."""
     # (a depth, not a count: benchmark_serving's "Draft tokens: 137002" is the tokens drafted in the run)
@@ -639,15 +644,15 @@ class ProseLines:
                 groups = [g for g in m.groups()]
                 number = next(g for g in groups[::2] if g is not None)
                 kilo = any(g for g in groups[1::2])
-                n = float(number.replace(",", "")) * (1000 if kilo else 1)
-                self.facts.startup["shared_prefix_tokens"] = int(n)
+                n = _token_count(number, kilo)
+                self.facts.startup["shared_prefix_tokens"] = n
                 if re.search(r"system[ -]prompt", m.group(0), re.I):  # (in the reporter's own words too)
-                    self.facts.startup["system_prompt_tokens"] = int(n)
+                    self.facts.startup["system_prompt_tokens"] = n
                 self.facts.lines["shared_prefix_tokens"] = (line.lineno, text.strip()[:500])
         if line.level is None and "system_prompt_tokens" not in self.facts.startup and len(text) < 2000 \
                 and "ystem" in text and (m := SYSTEM_PROMPT_SIZE.search(wide)):
             number, kilo = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-            self.facts.startup["system_prompt_tokens"] = int(float(number.replace(",", "")) * (1000 if kilo else 1))
+            self.facts.startup["system_prompt_tokens"] = _token_count(number, kilo)
             self.facts.lines["system_prompt_tokens"] = (line.lineno, text.strip()[:500])
             if "shared_prefix_tokens" not in self.facts.startup and _SAME_FOR_ALL.search(wide):
                 # ("fixed system prompt (760 tokens, identical for all users)": every request's prefix)
@@ -850,11 +855,11 @@ class ProseLines:
             groups = m.groups()  # (number, k) pairs, one per way of saying it
             raw, kilo = next((groups[i], groups[i + 1]) for i in range(0, len(groups), 2) if groups[i])
             try:
-                n = float(raw.replace(",", "")) * (1000 if kilo else 1)
+                n = _token_count(raw, kilo)
             except ValueError:
                 n = 0
             if n >= 1:
-                self.facts.startup["request_tokens_prose"] = int(n)
+                self.facts.startup["request_tokens_prose"] = n
                 self.facts.lines["request_tokens_prose"] = (line.lineno, text.strip()[:500])
         self._cause_line(text, wide, line)  # (the report's words for causes outside the families)
         if "truncated_prose" not in self.facts.startup and len(text) < 2000 and any(

@@ -50,7 +50,7 @@ def quoted_latencies(text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     if "histogram_quantile" in text:
         for q, hist, val in _PROMQL.findall(text):
-            name = _HISTOGRAMS.get(hist.removeprefix("request_") if hist not in _HISTOGRAMS else hist)
+            name = _HISTOGRAMS.get(hist) or _HISTOGRAMS.get(hist.removeprefix("request_"))
             if name:
                 pct = round(float(q) * 100)
                 out.setdefault(f"{name}_p{pct}_s", float(val))

@@ -252,15 +252,11 @@ class StartupLines:
         """Vocabulary sizes a report states, in a record or in prose (config.json's vocab_size / draft_vocab_size,
         the tokenizer's length): two that differ are a token id past an embedding table waiting to happen."""
         for m in _ADDED_TOKEN.finditer(line.text[:4000]):
-            value = int(next(g for g in m.groups() if g))
-            if value > self.facts.startup.get("added_token_id_max", -1):
-                self._set_startup("added_token_id_max", value, line)
+            self._peak("added_token_id", int(next(g for g in m.groups() if g)), line)
         for m in _VOCAB.finditer(line.text[:4000]):
             self._vocab_size(int(next(g for g in m.groups() if g)), line)
         if "token" in line.text and (m := _TOKEN_IDS.search(line.text[:4000])):
-            top = max(int(x) for x in re.findall(r"\d{4,7}", m.group(1)))
-            if top > self.facts.startup.get("prompt_token_id_max", -1):
-                self._set_startup("prompt_token_id_max", top, line)
+            self._peak("prompt_token_id", max(int(x) for x in re.findall(r"\d{4,7}", m.group(1))), line)
 
     def _vocab_size(self, value: int, line: Line) -> None:
         sizes = self.facts.startup.get("vocab_sizes") or []

@@ -158,9 +158,11 @@ class ToolOutputLines:
         if "cpu" in text and "cpu_limit_cores" not in self.facts.startup:
             self._cpu_limit(text, line)
         if ("TTFT" in text or "TPOT" in text or "ITL" in text or "E2E" in text or "vllm:" in text) and len(text) < 2000:
-            for name, value in quoted_latencies(text).items():
-                if len(quoted := self.facts.startup.setdefault("quoted_latencies", {})) < 20:
-                    quoted.setdefault(name, value)
+            if said := quoted_latencies(text):
+                quoted = self.facts.startup.setdefault("quoted_latencies", {})
+                for name, value in said.items():
+                    if len(quoted) < 20:
+                        quoted.setdefault(name, value)
         if "-match" in text or "-extract" in text:
             self._lm_eval_row(text, line)
         if "Xid" in text and "xid" not in self.facts.startup and (m := _XID.search(text)):
@@ -172,12 +174,12 @@ class ToolOutputLines:
         (x1.8 or more) every turn for three turns or more, or the reporter saying so -- the client resending its
         history (``prompt_growth``)."""
         if _TURN_TABLE_HEAD.search(text):
-            cells = [c.strip().lower() for c in (text.split("|") if "|" in text else text.split())]
+            cells = [c.lower() for c in _cells(text)]
             self._turn_prompt_col = next((i for i, c in enumerate(cells) if c in ("prompt_tokens", "prompt tokens")), None)
             self._turn_prompts = []
             return
         if self._turn_prompt_col is not None:
-            cells = [c.strip() for c in (text.split("|") if "|" in text else text.split())]
+            cells = _cells(text)
             value = cells[self._turn_prompt_col].replace(",", "") if len(cells) > self._turn_prompt_col else ""
             if not (cells and cells[0].isdigit() and value.isdigit()):
                 self._turn_prompt_col = None  # (the table ended)
@@ -334,6 +336,11 @@ class ToolOutputLines:
             mib, name, gpu = max(rows)
             self.facts.startup["other_process_mib"] = mib
             self.facts.startup["other_process_pid"] = self.smi_pids[(gpu, name, mib)]
+
+
+def _cells(row: str) -> list[str]:
+    """A table row's cells: between "|" where it has them, else between runs of spaces."""
+    return [c.strip() for c in (row.split("|") if "|" in row else row.split())]
 
 
 def _smi_int(cell: str | None) -> int | None:
