@@ -205,7 +205,9 @@ num_requests_waiting_max,              usage: N%`` of the stats lines (a preempt
 gpu_kv_cache_usage_percent_max,
 num_requests_running_max               the highest ``Running: N reqs``
 proxy_read_timeout_s                   a proxy's read timeout as its configuration states it (``proxy_read_timeout
-                                       60s;``, ``proxy-read-timeout: "60"``)
+                                       60s;``, ``proxy-read-timeout: "60"``), or nginx's default 60 where the report
+                                       says it is not set
+proxy_read_timeout_removed_s           the read timeout a diff's removed line took away (so the default applies)
 compute_capability                     the GPU's compute capability as the report states it (``Compute Capability
                                        7.0``, ``compute cap 8.9``, nvidia-smi's ``compute_cap`` column) as [major,
                                        minor]; findings quote it as 7.0
@@ -327,7 +329,8 @@ weights_loading_seconds                vLLM's ``Loading weights took N seconds``
 weights_shard_seconds, weights_shards  the loader's progress bar ``Loading safetensors checkpoint shards: 5%
                                        Completed | 1/20 [01:31<28:59, 91.55s/it]`` (seconds a shard, shards)
 request_params (dict)                  max_tokens / temperature / top_k ... of the failing request (curl
-                                       body, client call, ``SamplingParams(...)``)
+                                       body, client call, ``SamplingParams(...)``; max_tokens also in the
+                                       reporter's words or as a getter's default, ``os.getenv("MAX_TOKENS", 256)``)
 request_params_last (dict)             the last request's, where a later request samples otherwise (a
                                        report's before / after)
 =====================================  ==========================================================

@@ -11,7 +11,8 @@ from .cause_words import (ANSWER_AS_REASONING, CLIENT_TOKENIZER, GATEWAY_TIMEOUT
                           TOOL_CALLS_AS_TEXT, TURN_TOKENS_IN_OUTPUT)
 from .lines import Line
 from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
-                            PROMPT_HEAD_SHOWN, REQ_HINT, REQ_PARAM,
+                            PREFIX_NOUN, PREFIX_TOKENS_EXACT, PREFIX_TOKENS_MEASURED, PREFIX_TOKENS_NAMED,
+                            PROMPT_HEAD_SHOWN, REQ_HINT, REQ_MAX_TOKENS_WORDS, REQ_PARAM,
                             REQ_STOP, REQUEST_TOKENS, SHARED_PREFIX, SHARED_PREFIX_BEFORE, SHARED_PREFIX_BRACKETED,
                             SHORT_PROMPT, SYSTEM_HEAD_VALUE, SYSTEM_PROMPT_SIZE, SYSTEM_TURN, SYSTEM_TURN_HEAD_VALUE,
                             VARYING_PREFIX, VARYING_PREFIX_TOLD)
@@ -310,6 +311,13 @@ _TEMPLATE_OR_PROMPT = re.compile(r"\{[%{]|\bprompt|\bmessages\b|\btemplate\b|\br
 # a proxy's read timeout as its configuration states it (nginx's "proxy_read_timeout 60s;", the ingress annotation
 # 'proxy-read-timeout: "60"'): the longest a response may stay silent before the proxy cuts it
 _PROXY_READ_TIMEOUT = re.compile(r"\bproxy[-_]read[-_]timeout[\"']?\s*[:=]?\s*[\"']?(\d+)\s*(s|m|ms)?\b")
+
+# ... or left unset ("# proxy-read-timeout not set", "(no proxy-read-timeout annotation)", a diff's removed line
+# "-    nginx.ingress.kubernetes.io/proxy-read-timeout: ..."): then it is nginx's (and ingress-nginx's) default, 60 s
+_PROXY_READ_TIMEOUT_UNSET = re.compile(r"\bproxy[-_]read[-_]timeout\b[^\n\d]{0,40}?(?:\bnot (?:set|configured|specified)\b|"
+                                       r"\bisn'?t set\b|\bunset\b|\bmissing\b|\bleft (?:at|to) (?:the |its )?default\b)|"
+                                       r"\b(?:no|without)\s+(?:[\w.]+/)?proxy[-_]read[-_]timeout\b|"
+                                       r"^-\s{2,}(?:[\w.]+/)?proxy[-_]read[-_]timeout\b", re.I)
 # a sentence of the reporter's (a heading's or a quote's marks aside): it starts with a letter and holds none of the
 # characters of code, tables or key=value settings
 _OPERATOR_SENTENCE = re.compile(r"^[#>*\s]*[^\W\d_][^|{}=<>\\]*$")
@@ -331,6 +339,8 @@ _ACCEPTANCE_FINE = re.compile(r"\bacceptance(?: rate| length)? (?:is |looks |see
 _ACCEPTANCE_NOT_BAD = re.compile(r"\b(?:not|isn'?t|aren'?t|wasn'?t)\s+(?:the\s+)?(?:drafts?|drafter|acceptance)?\s*"
                                  r"(?:being\s+|that'?s\s+|is\s+|are\s+)?(?:bad|low|poor|the (?:problem|issue|cause))\b", re.I)
 # a system prompt said to be the same for every request
+# a count given as rounded: "~900 tokens", "about 1,200", "1k-token"
+_APPROX = re.compile(r"(?:~|≈|\babout |\baround |\broughly |\bapprox\w*\.? )\s*\d|\d\s*k[- ]?tok", re.I)
 _SAME_FOR_ALL = re.compile(r"\b(?:same|identical|shared|common|fixed|constant)\b(?: (?:for|across|to) (?:every|all|each)\w*)?", re.I)
 # an acceptance length the reporter quotes ("there the server log showed Mean acceptance length 2.6x - 2.8x")
 _ACCEPTANCE_LENGTH_TOLD = re.compile(r"\bacceptance length\b\D{0,12}?(\d\.\d+)", re.I)
@@ -419,6 +429,10 @@ _IDENT_VALUE = re.compile(r"(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(\d{
 _SHAPE_WORDS = re.compile(r"\d\s+(?:KV |kv |query |attention )?(?:heads|layers|experts)\b|_(?:dim|size)\w*\s+\d")
 
 
+def _timeout_secs(m: re.Match[str]) -> float:
+    return int(m.group(1)) * {"m": 60, "ms": 0.001}.get(m.group(2) or "s", 1)
+
+
 def _printed(printed: dict, name: str, value) -> None:
     """A printed value under its name; the same name printed again with another value (per layer, per step) keeps
     each distinct value as ``<name>_2``, ``<name>_3``."""
@@ -466,12 +480,37 @@ class ProseLines:
     def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
         first_words(self.facts, name, rx, text, line)
 
+    def _prefix_block_tokens(self, wide: str, line: Line) -> None:
+        """The size of the block every request repeats, in words other than SHARED_PREFIX's; a count the reporter
+        measured replaces a rounded one ("~1,200 tokens (measured with the tokenizer: 1217)")."""
+        exact = PREFIX_TOKENS_MEASURED.search(wide) or PREFIX_TOKENS_EXACT.search(wide)
+        m = exact or PREFIX_TOKENS_NAMED.search(wide)
+        if not m:
+            return
+        groups = m.groups()
+        number = next(g for g in groups[::2] if g)
+        kilo = any(g for g in groups[1::2])
+        n = _token_count(number, kilo)
+        had = self.facts.startup.get("shared_prefix_tokens")
+        if had is None:
+            if not _SAME_FOR_ALL.search(wide):
+                return  # (a count of a block not said to be the same for every request)
+        elif not isinstance(had, int) or had == n or abs(had - n) > 0.1 * n or not (
+                exact or _APPROX.search(self.facts.lines["shared_prefix_tokens"][1]) and not kilo
+                and not _APPROX.search(wide[max(0, m.start() - 12):m.end()])):
+            return  # (refined only by an exact count of the rounded one: "~900 tokens" ... "system prompt: 912 tokens")
+        self.facts.startup["shared_prefix_tokens"] = n
+        self.facts.lines["shared_prefix_tokens"] = (line.lineno, line.text.strip()[:500])
+
     def _request_params(self, text: str) -> None:
         """A request's sampling parameters (a curl body, a client call, vLLM's request log ``SamplingParams(...)``)."""
         if "request_stop" not in self.facts.startup and "stop" in text and (m := REQ_STOP.search(text)):
             self.facts.startup["request_stop"] = "[" + m.group(1)[:200] + "]"
         params = self.facts.startup.setdefault("request_params", {})
         found = {name: float(val) if "." in val else int(val) for name, val in REQ_PARAM.findall(text)[:20]}
+        if "max_tokens" not in found and "max_completion_tokens" not in found and "max_" in text \
+                and (m := REQ_MAX_TOKENS_WORDS.search(text)):
+            found["max_tokens"] = int((m.group(2) or m.group(1) or m.group(3)).replace(",", ""))
         for name, val in found.items():
             if len(params) < 20:
                 params.setdefault(name, val)
@@ -497,8 +536,11 @@ class ProseLines:
                 and (len(_WORD.findall(said)) >= 6 and (said != text or _REPORT_VOICE.search(said))
                      or len(_CJK.findall(said)) >= 8):
             self.facts.lines["report_prose"] = (line.lineno, text.strip()[:500])  # (someone's words, not a log's)
-        if "timeout" in text and "proxy_read_timeout_s" not in self.facts.startup and (m := _PROXY_READ_TIMEOUT.search(text)):
-            secs = int(m.group(1)) * {"m": 60, "ms": 0.001}.get(m.group(2) or "s", 1)
+        if "timeout" in text and "proxy_read_timeout_s" not in self.facts.startup and (
+                (unset := _PROXY_READ_TIMEOUT_UNSET.search(text)) or (m := _PROXY_READ_TIMEOUT.search(text))):
+            if unset and text.startswith("-") and (was := _PROXY_READ_TIMEOUT.search(text)):
+                self.facts.startup["proxy_read_timeout_removed_s"] = _timeout_secs(was)
+            secs = 60 if unset else _timeout_secs(m)
             self.facts.startup["proxy_read_timeout_s"] = secs
             self.facts.lines["proxy_read_timeout_s"] = (line.lineno, text.strip()[:500])
         if self.hit_rate_count and len(text) < 160 and _RUN_HEADER.search(text):
@@ -649,6 +691,10 @@ class ProseLines:
                 if re.search(r"system[ -]prompt", m.group(0), re.I):  # (in the reporter's own words too)
                     self.facts.startup["system_prompt_tokens"] = n
                 self.facts.lines["shared_prefix_tokens"] = (line.lineno, text.strip()[:500])
+        if line.level is None and len(text) < 2000 and "tok" in wide and (
+                _SAME_FOR_ALL.search(wide) and ("first" in wide or PREFIX_NOUN.search(wide))
+                or "shared_prefix_tokens" in self.facts.startup and PREFIX_NOUN.search(wide)):
+            self._prefix_block_tokens(wide, line)
         if line.level is None and "system_prompt_tokens" not in self.facts.startup and len(text) < 2000 \
                 and "ystem" in text and (m := SYSTEM_PROMPT_SIZE.search(wide)):
             number, kilo = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))

@@ -14,6 +14,29 @@ SHARED_PREFIX_BEFORE = re.compile(r"\b(?:(?:same|shared|common|identical)\s+(?:~
                                   r"(?:our|the|a|my|shared|common)\s+(?:shared\s+|common\s+)?system[ -]prompt\s+(?:is|has|was|of)\s+"
                                   r"(?:about |around |roughly |~|≈)?\s*(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens\b)", re.I)
 
+# the block of a prompt that every request repeats, by the names reporters give it (not the prefix *cache*)
+_PREFIX_NOUN = (r"(?:system[ -]?prompts?|system\s*\+\s*tools?|(?:rendered )?(?:prompt )?prefix(?:es)?(?![ -]?cach)|"
+                r"instruction (?:blocks?|headers?|prefix(?:es)?)|preambles?|few-shot (?:blocks?|examples|headers?)|"
+                r"policy (?:blocks?|docs))")
+_COUNT = r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
+# its size in tokens: an exact count the reporter measured ("~1,200 tokens (measured with the tokenizer: 1217)",
+# "(1,912 tokens, verified with the tokenizer)", "first 1,904 tokens identical") before one in words ("fixed
+# instruction block (~480 tokens", "preamble 418 tokens", "~1,050-token fixed instruction block", "1,730 tokens
+# system+tools"); groups: (count, k)
+PREFIX_TOKENS_MEASURED = re.compile(
+    r"(?:\b(?:measured|tokeni[sz]er)|/tokenize)\b[^.;\n()+]{0,40}?(?<![\d,.])(\d{1,3}(?:,\d{3})+|\d{2,6})()(?![\d.]|,\d)", re.I)
+PREFIX_TOKENS_EXACT = re.compile(
+    r"(?<![\d,.])(\d{1,3}(?:,\d{3})+|\d{2,6})()\s*tokens?\b[^.;\n)]{0,30}?\b(?:byte[- ]?identical|identical|verified|"
+    r"checked|measured)\b|"
+    r"\bfirst " + _COUNT + r"()\s*(?:prompt )?(?:tokens?|token ids|ids)\s*(?:are |were |is )?(?:all )?(?:identical|equal|"
+    r"the same)\b", re.I)
+PREFIX_TOKENS_NAMED = re.compile(
+    _PREFIX_NOUN + r"\W{0,3}(?:(?!\bthen\b|\bfollowed\b|\bplus\b|\buser\b|\beach\b|\bper\b)[^.;\n]){0,40}?"
+    r"(?:~|≈|about |around |roughly )?" + _COUNT + r"\s*(k)?[- ]?tok(?:en)?s\b|"
+    r"(?:~|≈|about |around )?" + _COUNT + r"\s*(k)?[- ]?tok(?:en)?s?\s+(?:of\s+)?(?:(?:fixed|shared|same|identical|"
+    r"common|long)\s+)*" + _PREFIX_NOUN, re.I)
+PREFIX_NOUN = re.compile(_PREFIX_NOUN, re.I)
+
 # ... or in brackets after the prompts: "my prompts (~1.5k tokens shared)"
 SHARED_PREFIX_BRACKETED = re.compile(r"\((?:~|about |around )?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k)?\s*tokens? "
                                      r"(?:shared|in common)\)", re.I)
@@ -50,6 +73,13 @@ EVERY_REQUEST = re.compile(r"\b(?:every|each|all) (?:single )?(?:requests?|promp
 # SamplingParams(...): "max_tokens": 1, temperature=0.6, top_k: 20
 REQ_PARAM = re.compile(r"""(?<![\w.-])["']?(max_tokens|max_completion_tokens|min_tokens|temperature|top_p|top_k|"""
                        r"""prompt_logprobs|logprobs|repetition_penalty|presence_penalty|frequency_penalty|truncate_prompt_tokens)["']?\s*[:=]\s*(-?\d+(?:\.\d+)?)(?![\w.])""")
+
+# a request's token cap in the reporter's words or as a getter's default: "max_tokens 16384", "max_tokens of 2048",
+# "(max_tokens 6000-8000)" (the top of the range), max_tokens=int(os.getenv("LLM_MAX_TOKENS", 256)),
+# "max_tokens": kw.get("max_new_tokens", 256) -- the default is what the request sends when nothing sets it
+REQ_MAX_TOKENS_WORDS = re.compile(r"""(?<![\w.-])["']?max_(?:completion_|new_)?tokens["']?(?:"""
+                                  r"""\s+(?:of|is|was|at|set to|to|=)?\s*~?(\d{1,3}(?:,\d{3})+|\d+)(?:\s*[-–]\s*(\d+))?(?![\w%]|[.,]\d)|"""
+                                  r"""\s*[:=]\s*(?:int\(\s*)?[\w.]+\(\s*["'][\w.-]{1,60}["']\s*,\s*(\d+)\s*\))""")
 
 REQ_HINT = re.compile(r"max_tokens|temperature|top_|logprobs|min_tokens|max_completion|_penalty|truncate_prompt|\bstop\b")
 
