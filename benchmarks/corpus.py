@@ -29,7 +29,8 @@ pre-flight runs where the model's config.json is reachable, as in the CLI) and i
   (``cache_config_block_size`` ~ ``block_size``; ``gpu_model_runner_build_attention_metadata_line`` ~
   ``gpu_model_runner_line``; words in :data:`GENERIC` -- num, size, max, line, py ... -- do not count);
   values are equal (integers exactly, floats within 1 %, lists element-wise, a number and a one-element list, a
-  ``major.minor`` number and a ``[major, minor]`` pair such as a compute capability; ``_mib``/``_gib``/``_ms``/``_s``
+  ``major.minor`` number and a ``[major, minor]`` pair such as a compute capability, a number and the first parts
+  of a three-part version string: driver ``535.183`` or ``535`` and ``"535.183.01"``; ``_mib``/``_gib``/``_ms``/``_s``
   suffixes convert units); a ``"file.ext:N"`` (or ``file.ext", line N``) label is ``<file stem>_line == N``; other strings must occur
   in a string of the output. Log-line positions (``log_line``, evidence and file line counts) and the view
   and session blocks are not numbers of the failure and are not searched. ``in log`` counts the label
@@ -174,6 +175,9 @@ def named_leaves(obj, out: list, key: str = "") -> None:
         out.append((key, obj))
 
 
+_VERSION = re.compile(r"\d+\.\d+\.\d+")
+
+
 def _equal(want: float, got: float) -> bool:
     return got == want or (want != 0 and not float(want).is_integer() and abs(got - want) / abs(want) <= 0.01)
 
@@ -203,6 +207,13 @@ def recovered(name: str, value, leaves: list[tuple[str, object]]) -> bool:
             v = v[0]
         if isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v) and compatible(name, k):
             if _equal(n, float(f"{v[0]}.{v[1]}")):  # a (major, minor) pair: compute capability [7, 5] is 7.5
+                return True
+            continue
+        if isinstance(v, str) and _VERSION.fullmatch(v.strip()) and compatible(name, k):
+            # a three-part version the label could only write as a number (driver 535.183.01 as 535.183, or its
+            # branch 535): the label's parts are the version's first parts
+            parts = v.strip().split(".")
+            if float(".".join(parts[:len(repr(value).split("."))])) == n:
                 return True
             continue
         if isinstance(v, (list, dict, str)) or not compatible(name, k):

@@ -64,3 +64,12 @@ def test_a_major_minor_pair_is_the_version_number_an_expert_writes():
     assert ok("compute_capability", 7.5) and ok("compute_capability", "7.5")
     assert not ok("compute_capability", 8.6) and not ok("compute_capability", 5.7)
     assert not ok("num_decodes", 7.5)  # the pair under another name
+
+
+def test_a_three_part_version_is_the_number_a_label_writes_for_it():
+    """JSON holds no 535.183.01: a label writes the driver as 535.183 or its branch 535."""
+    ok = _ok({"startup": {"driver_version": "535.183.01", "nccl_version": "2.21.5"}})
+    assert ok("driver_version", 535.183) and ok("driver_version", 535) and ok("driver_version", "535.183.01")
+    assert not ok("driver_version", 535.18) and not ok("driver_version", 550) and not ok("driver_version", 183.01)
+    assert not ok("num_speculative_tokens", 535)  # the version under another name
+    assert _ok({"startup": {"driver_version": "550.90.07"}})("driver_version", 550.9)
