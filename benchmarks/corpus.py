@@ -95,7 +95,7 @@ ALIASES = {
     "limit": "check_threshold", "threshold": "check_threshold",
     # vLLM's startup line "GPU KV cache size: N tokens"
     "kv_cache_tokens": "gpu_kv_cache_tokens", "kv_cache_size_tokens": "gpu_kv_cache_tokens",
-    "num_kv_cache_tokens": "gpu_kv_cache_tokens",
+    "num_kv_cache_tokens": "gpu_kv_cache_tokens", "num_gpu_tokens": "gpu_kv_cache_tokens",
     # vLLM's startup lines "Model loading took X GiB memory" (the weights) and "Available KV cache memory: X GiB"
     "model_weights_gib": "model_loading_gib", "weights_gib": "model_loading_gib", "model_memory_gib": "model_loading_gib",
     "kv_cache_gib": "available_kv_cache_gib", "kv_cache_memory_gib": "available_kv_cache_gib",
@@ -106,7 +106,9 @@ GENERIC = {"num", "n", "size", "sizes", "max", "min", "total", "count", "value",
            "kv", "model", "gpu", "args", "arg", "gib", "mib", "kib", "b", "ms", "s", "seconds", "bytes", "tokens",
            "expected", "actual", "got", "dim", "new", "old", "first", "last", "crash", "batch", "req", "reqs"}
 # words that say what kind of statement a line is, not which: "vllm_config_raise_line" is the config/vllm.py line
-FILLER = {"raise", "assert", "call", "check", "site", "statement", "stmt"}
+FILLER = {"raise", "assert", "call", "check", "site", "statement", "stmt", "num"}
+# a name's abbreviations, for the same-words test only: "expected_reqs" ~ "requests_expected"
+_ABBREVIATIONS = {"reqs": "requests", "req": "request"}
 _UNITS = {"b": 1, "bytes": 1, "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "ms": 1e-3, "s": 1.0}
 _SKIP_KEYS = {"log_line", "views", "session", "files", "evidence", "total_lines", "processes", "first_line", "rank",
               "schema", "started_at", "ended_at", "number", "rule_errors"}
@@ -126,7 +128,8 @@ def compatible(label: str, key: str) -> bool:
     if a == b or a.replace("_", "") == b.replace("_", ""):  # seqnum ~ seq_num (NCCL's SeqNum)
         return True
     wa, wb = _words(a), _words(b)
-    if wa - FILLER and wa - FILLER == wb - FILLER:  # the same words in another order: vllm_config_line ~ config_vllm_line
+    spelled_a, spelled_b = ({_ABBREVIATIONS.get(w, w) for w in ws} - FILLER for ws in (wa, wb))
+    if spelled_a and spelled_a == spelled_b:  # the same words in another order: vllm_config_line ~ config_vllm_line
         return True
     return bool((wa & wb) - GENERIC)
 

@@ -83,3 +83,148 @@ def test_a_diff_that_removes_the_read_timeout_leaves_nginxs_default():
                    '-    nginx.ingress.kubernetes.io/proxy-read-timeout: "600"',
                    '+    nginx.ingress.kubernetes.io/proxy-body-size: "32m"'])
     assert st["proxy_read_timeout_s"] == 60 and st["proxy_read_timeout_removed_s"] == 600
+
+
+def test_the_layer_a_checkpoint_lacks_is_a_number_of_the_failure():
+    """A quantised export that dropped the MTP (nextn) layer: the layer index is what the operator greps the
+    checkpoint's index for."""
+    w = "(Worker_TP2 pid=30546) ERROR 11-29 09:15:03 [multiproc_executor.py:944] "
+    text = "\n".join([
+        w + "Traceback (most recent call last):",
+        w + '  File "/usr/lib/python3.12/site-packages/vllm/model_executor/model_loader/default_loader.py", line 467, '
+            "in load_weights",
+        w + "    raise ValueError(",
+        w + "ValueError: Following weights were not initialized from checkpoint: {'model.layers.46.enorm.weight', "
+            "'model.layers.46.hnorm.weight', 'model.layers.46.eh_proj.weight'}",
+    ])
+    assert facts_from_text(text).numbers["weight_layer_index"] == 46
+
+
+def _analyze(lines: list[str]):
+    from vllm_diag.postmortem.analyze import analyze_text
+    return analyze_text("\n".join(lines), "t.log", use_preflight=False)
+
+
+_HYBRID_START = [
+    "INFO 04-21 08:02:13 [config.py:443] Warning: Prefix caching in Mamba cache 'align' mode is currently enabled. "
+    "Its support for Mamba layers is experimental. Please report any issues you may observe.",
+    "INFO 04-21 08:02:13 [interface.py:774] Setting attention block size to 1568 tokens to ensure that attention page "
+    "size is >= mamba page size.",
+    "INFO 04-21 08:02:13 [interface.py:798] Padding mamba page size by 0.52% to ensure that mamba page size and "
+    "attention page size are exactly equal.",
+]
+
+
+def test_quoted_prompts_that_open_with_a_per_request_value_are_the_prefix_caches_near_miss():
+    """Two requests' first characters, each opening with a trace id and a time before the same instructions: no two
+    prompts share even their first block, on any model -- not the hybrid's block size."""
+    lines = ["Prefix cache hit rate ~0% on Qwen3.5-27B (hybrid) even though every request has the same ~6000-token "
+             "system prompt", "    vllm serve Qwen/Qwen3.5-27B --enable-prefix-caching --mamba-cache-mode align",
+             *_HYBRID_START, _HIT, "the first chars of two requests as our gateway logs them:", "",
+             '  req A: "[trace=7f3c1e0a-44b2-4d1e-9a55-0b2f6c8f1e21 ts=2026-04-21T08:41:27.118Z]\\nYou are Acme '
+             'Support Assistant. Follow the policies below..."',
+             '  req B: "[trace=c02e9b77-1d4f-4f0e-8c3a-e61a55f0d9a4 ts=2026-04-21T08:41:30.542Z]\\nYou are Acme '
+             'Support Assistant. Follow the policies below..."']
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "per-request value" in top.title
+    # a quoted prompt whose instructions come first is no such thing
+    st = _startup(['  req A: "You are Acme Support Assistant. Today is 2026-04-21T08:41:27Z."'])
+    assert "varying_prefix_prose" not in st
+
+
+def test_a_slowdown_that_stays_with_prefix_caching_off_on_a_run_without_drafts_is_outside_the_families():
+    lines = ["Impact: p50 TTFT for the chat product went 0.6s -> 19s, ~30% of chats timed out.",
+             "    vllm serve tiiuae/Falcon-H1-34B-Instruct -tp 2 --max-num-seqs 128 --enable-prefix-caching",
+             *_HYBRID_START, _HIT,
+             "Rolled one replica back to no prefix caching at 13:50 -> no improvement on that replica."]
+    result = _analyze(lines)
+    assert result.facts.startup["slow_prose"].endswith("0.6s -> 19s")
+    assert result.findings[0].category == "other"
+
+
+_CG_TABLE = [
+    "(APIServer pid=9001) INFO 12-09 17:44:20 [cuda_graph.py:117] **CUDAGraph Config Settings:**",
+    "",
+    "- Mode: FULL_AND_PIECEWISE",
+    "- Capture sizes: [4, 8, 16, 24, 32, [...] 480, 496, 512]",
+    "",
+    "**CUDAGraph Stats:**",
+    "",
+    "| Unpadded Tokens | Padded Tokens | Num Paddings | Runtime Mode | Count |",
+    "|-----------------|---------------|--------------|--------------|-------|",
+    "| 768             | 768           | 0            | NONE         | 141   |",
+    "| 448             | 448           | 0            | FULL         | 198   |",
+    "| 1480            | 1480          | 0            | PIECEWISE    | 9     |",
+]
+
+
+def test_vllms_cuda_graph_stats_table_pasted_without_record_prefixes_shows_the_eager_decode_steps():
+    """--cudagraph-metrics prints its table rows and config settings without a record prefix: the decode steps of
+    768 tokens (192 requests x 4) that ran with no graph, past the 512-token largest capture, are vLLM's own numbers
+    of the latency cliff -- before an inference from the setup that an MLA backend is slower with drafts."""
+    lines = ["## TPOT cliff above ~128 concurrent requests - DeepSeek-V3.1 + MTP, vLLM 0.15.1",
+             "TPOT jumps from ~29 ms to ~67 ms past 128 streams, a step not a slope.",
+             "vllm serve deepseek-ai/DeepSeek-V3.1 -tp 8 --max-num-seqs 256 "
+             "--speculative-config '{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":3}'", *_CG_TABLE]
+    result = _analyze(lines)
+    st = result.facts.startup
+    assert st["cudagraph_eager_steps"] == [[768, 141]] and st["cudagraph_capture_size_max"] == 512
+    top = result.findings[0]
+    assert (top.rule, top.category) == ("spec_capture_sizes", "cudagraph_shape")
+    assert top.numbers["max_cudagraph_capture_size"] == 512 and top.numbers["eager_decode_tokens"] == 768
+
+
+_QWEN_NEXT_FULL = [
+    "(EngineCore_DP0 pid=7) INFO 11-20 13:02:11 [interface.py:1096] Setting attention block size to 1056 tokens to "
+    "ensure that attention page size is >= mamba page size.",
+    "(EngineCore_DP0 pid=7) INFO 11-20 13:03:02 [kv_cache_utils.py:2327] GPU KV cache size: 598,752 tokens, "
+    "Maximum concurrency for 4,096 tokens per request: 146.18x",
+    "(APIServer pid=1) INFO 11-20 13:41:10 [loggers.py:335] Engine 000: Avg prompt throughput: 16480.3 tokens/s, "
+    "Avg generation throughput: 2911.6 tokens/s, Running: 141 reqs, Waiting: 759 reqs, GPU KV cache usage: 99.3%",
+]
+
+
+def test_a_cap_on_running_requests_leads_when_the_slowness_is_time_spent_queued_for_it():
+    """"never runs more than 141 ... TTFT p50 goes to 40 s": the first-token time is the queue behind the cap, so the
+    capacity findings lead."""
+    lines = ["vllm serve Qwen/Qwen3.5-27B-FP8 --max-model-len 4096 --max-num-seqs 1024 --enable-prefix-caching",
+             "workload: short-context tagging, prompt 250-380 tok, max_tokens 48.",
+             "vLLM never runs more than 141 at a time, waiting queue climbs to 760, TTFT p50 goes to 40 s.",
+             *_QWEN_NEXT_FULL]
+    result = _analyze(lines)
+    assert result.facts.startup["request_tokens_prose"] == 250
+    assert result.findings[0].category in ("mamba_block_budget", "block_size_alignment")
+    # the reading of the running cap from the stats lines stands beside the rule's prediction
+    assert any(f.rule == "failure_class" and f.category == "mamba_block_budget" for f in result.findings)
+
+
+def test_answers_drifting_into_other_users_topics_only_in_mixed_draft_batches_is_the_mixed_batch():
+    lines = ["Subject: Qwen3.5-9B + ngram: answers drift into other users' topics under load (0.20.2)",
+             "  vllm serve Qwen/Qwen3.5-9B --max-num-seqs 64 --no-enable-prefix-caching "
+             "--speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":4}'",
+             "So it only goes wrong when some requests in the batch have ngram drafts and others don't (mixed",
+             "batch). Both \"all drafts\" and \"no drafts\" are fine."]
+    result = _analyze(lines)
+    assert result.facts.startup["wrong_output_prose"] == "drift into other users' topics"
+    assert result.findings[0].category == "mixed_batch"
+
+
+def test_vllm_bench_serve_results_are_read_run_by_run():
+    lines = ["============ Serving Benchmark Result ============",
+             "Successful requests:                     512",
+             "Failed requests:                         0",
+             "Request throughput (req/s):              8.78",
+             "---------------Time per Output Token (excl. 1st token)------",
+             "Mean TPOT (ms):                          71.92",
+             "---------------Speculative Decoding---------------",
+             "Acceptance rate (%):                     2.94",
+             "Acceptance length:                       1.12",
+             "==================================================",
+             "", "teammate reran with our real data:",
+             "Acceptance rate (%):                     61.47",
+             "Acceptance length:                       3.46",
+             "", "Contact:  5551234"]
+    runs = _startup(lines)["bench_runs"]
+    assert runs == [{"successful_requests": 512, "failed_requests": 0, "request_throughput_req_s": 8.78,
+                     "mean_tpot_ms": 71.92, "acceptance_rate_pct": 2.94, "acceptance_length": 1.12},
+                    {"acceptance_rate_pct": 61.47, "acceptance_length": 3.46}]

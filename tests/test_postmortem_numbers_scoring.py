@@ -73,3 +73,9 @@ def test_a_three_part_version_is_the_number_a_label_writes_for_it():
     assert not ok("driver_version", 535.18) and not ok("driver_version", 550) and not ok("driver_version", 183.01)
     assert not ok("num_speculative_tokens", 535)  # the version under another name
     assert _ok({"startup": {"driver_version": "550.90.07"}})("driver_version", 550.9)
+
+
+def test_the_same_words_abbreviated_or_counted_are_the_same_name():
+    ok = _ok({"numbers": {"requests_expected": 37, "requests_got": 40, "num_requests_running": 36}})
+    assert ok("expected_reqs", 37) and ok("expected_num_reqs", 37) and ok("got_reqs", 40)
+    assert not ok("expected_reqs", 40) and not ok("expected_reqs", 36)

@@ -117,6 +117,8 @@ uniform_decode_query_len               the multiple vLLM rounds cudagraph sizes 
                                        ``divisible by cp_kv_cache_interleave_size (128)``
 <words>_expected, <words>_got          ``… a last dimension of size 576, but got 512``; ``number of
                                        requests … Expected 6, got 8`` -> requests_expected / _got
+weight_layer_index                     the layer of the weights a checkpoint lacks (``Following weights were not
+                                       initialized from checkpoint: {'model.layers.46.enorm.weight', ...}``)
 failed_tp_rank                         the tensor-parallel rank of the worker whose error is the root
                                        (``(Worker_TP5 pid=...)``: 5)
 num_reqs, state_indices_rows           mamba_attn.py's ``Mismatch in number of requests when updating block table.
@@ -223,6 +225,9 @@ quoted_latencies (dict)                the latencies the report quotes: a Promet
                                        (``histogram_quantile(0.99, ...vllm:time_to_first_token_seconds_bucket...) =
                                        0.94`` -> ttft_p99_s) and the reporter's ``TTFT p50 4.8s, p99 19s``, ``85ms
                                        TPOT`` (see :mod:`.quoted_latency`)
+bench_runs (list)                      `vllm bench serve`'s result blocks, a dict per run (``Mean TPOT (ms):  71.92``
+                                       -> mean_tpot_ms, ``Acceptance rate (%):  61.47`` -> acceptance_rate_pct); a
+                                       rerun pasted without its header starts where a name repeats
 gpu_util_pct, gpu_memory_used_mib,     the first GPU row of nvidia-smi's table (``| N/A 71C P0 341W / 350W |
 gpu_memory_total_mib                   46012MiB / 46068MiB | 100% Default |``), with its temperature and power
 engine_process_mib                     the largest row of nvidia-smi's process table that may be the engine's (named

@@ -8,6 +8,7 @@ suggestions). ``Analysis.to_record()`` is the session record every output render
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -443,10 +444,18 @@ def _with_diagnosis(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
     if d.severity != "error" and not (sure and d.rule == "near_miss"):
         # a degradation read without any failure: the rules' own findings of it (with their numbers) stand first
         if any(f.category == d.category for f in findings):
-            if d.answers_symptom:  # (the rules' finding of the class the report's symptom reads as, first)
-                return sorted(findings, key=lambda f: f.category != d.category)
+            if d.answers_symptom:  # (the rules' finding of the class the report's symptom reads as, first; the
+                # reading of a capacity complaint after it where it adds figures of its own -- what the stats lines
+                # show running against the rule's prediction)
+                known = {k for f in findings if f.category == d.category for k in f.numbers} | set(facts.args)
+                extra = [d.finding()] if d.category in _CAPACITY_CATEGORIES and set(d.numbers) - known else []
+                return sorted(findings + extra, key=lambda f: f.category != d.category)
             return findings
         if d.answers_symptom and not any(f.severity == "error" and not _preflight_only(f) for f in findings):
+            if d.confidence == "low" and any(_log_shows_slowdown(facts, f) for f in findings):
+                # (vLLM's own numbers of the slowdown -- steps its CUDA-graph stats show running eagerly -- before an
+                # inference from the setup)
+                return _symptom_first(facts, findings) + [d.finding()]
             # (the reading of the report's own symptom before notes on the setup, and before a failure the pre-flight
             # predicts from the configuration that this log does not show)
             return [d.finding()] + findings
@@ -533,11 +542,20 @@ def _leave_out(lead: Finding, findings: list[Finding], notes: list[Finding]) -> 
     return [f for f in findings if f not in notes]
 
 
+def _log_shows_slowdown(facts: LogFacts, f: Finding) -> bool:
+    """A rule's warning of a slowdown class, on what the log itself printed, beside a report of a slowdown."""
+    st = facts.startup
+    return bool(st.get("slow_prose") or st.get("spec_slower_prose")) and f.severity == "warning" \
+        and f.category in _SPEED_CATEGORIES and bool(f.evidence) and all(e.source == "log" for e in f.evidence)
+
+
 def _preflight_only(f: Finding) -> bool:
     """A finding whose only evidence is the pre-flight's prediction from the configuration."""
     return bool(f.evidence) and all(e.source == "preflight" for e in f.evidence)
 
 
+# a slowness that is time spent waiting for a slot: first-token time, queueing
+_QUEUE_TIME = re.compile(r"\bTTFT\b|\btime to first token\b|\bqueu|\bwait", re.I)
 # the families' categories that can make serving slower with drafts, and those that cap how many requests run
 _SPEED_CATEGORIES = ("cudagraph_shape", "token_budget")
 _CAPACITY_CATEGORIES = ("mamba_block_budget", "token_budget", "block_size_alignment")
@@ -550,6 +568,8 @@ def _symptom_first(facts: LogFacts, findings: list[Finding]) -> list[Finding]:
     st = facts.startup
     slow = bool(st.get("slow_prose") or st.get("spec_slower_prose"))
     capacity = bool(st.get("capacity_prose"))
+    if slow and capacity and _QUEUE_TIME.search(str(st.get("slow_prose") or "")) and not st.get("spec_slower_prose"):
+        slow = False  # (time to first token from requests queued past the cap: the cap is the complaint)
     if slow == capacity:
         return findings
     wanted = _SPEED_CATEGORIES if slow else _CAPACITY_CATEGORIES

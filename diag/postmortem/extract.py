@@ -272,6 +272,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Cause
         self._repl_question = ""  # the last line when it was a REPL's input (its answer is the next line)
         self._limits_line = -9  # the line of a Kubernetes manifest's "limits:" block being read
         self._smi_clock_section = "Clocks"  # the nvidia-smi -q clock section being read ("Max Clocks", ...)
+        self._bench_run: dict | None = None  # the `vllm bench serve` result being read
         self._err_open = False
         self._err_last = 0
         self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text
@@ -455,6 +456,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Cause
         text = line.text
         if not text.strip():
             self._end_cmd()
+            self._bench_run = None  # (a blank line ends a pasted benchmark result)
             return
         self._commands(line)
         if line.level is not None or line.process is not None:

@@ -156,6 +156,7 @@ _PAREN_NUM = re.compile(r"([A-Za-z_][A-Za-z0-9_ .'-]{0,60}?)\s*\(=?\s*(-?\d+(?:\
 _NAMED_LIST = re.compile(r"([A-Za-z_][A-Za-z0-9_ ]{0,40}?)\s*[:=]\s*[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*[\])]")
 _SHAPE_OF = re.compile(r"\bshape of (?:the )?([A-Za-z_][A-Za-z0-9_ ]{0,30}?)\s*\[\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*\]")
 _OF_SHAPE = re.compile(r"([A-Za-z_][A-Za-z0-9_ ]{0,40}?)\s+of shape\s*[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*[\])]")
+_WEIGHT_LAYER = re.compile(r"\blayers\.(\d{1,3})\.")
 _WORD_NUM = re.compile(r"\b(dimension|dim|index|size|rank|layer|group|step)\s+(-?\d+)\b")
 
 
@@ -247,6 +248,10 @@ def phrase_numbers(message: str) -> dict[str, Any]:
         out.setdefault(name, val)
     for name, val in source_lines(msg).items():
         out.setdefault(name, val)
+    if "weight" in msg and (layers := sorted({int(n) for n in _WEIGHT_LAYER.findall(msg)})):
+        # "Following weights were not initialized from checkpoint: {'model.layers.46.enorm.weight', ...}": the
+        # layer the checkpoint lacks (an MTP / nextn layer a quantised export dropped)
+        out.setdefault("weight_layer_index", layers[0] if len(layers) == 1 else layers)
     m = _CAPABILITY.search(msg) if "apability" in msg else None
     if m:  # "... compute capability of at least 8.0. Your Tesla V100 GPU has compute capability 7.0"
         for mm in _CAPABILITY.finditer(msg):

@@ -52,10 +52,14 @@ def wrap_width(lines: list[str]) -> int | None:
 # a field of a tool's aligned output ("        GPU Slowdown Temp                 : 87 C", nvidia-smi -q): every such line
 # has the table's width, and none is a piece of a wrap
 _ALIGNED_FIELD = re.compile(r"^\s{2,}[A-Za-z][\w .()/+-]*?\s{2,}: \S")
+# a rule a tool prints across its output, bare or around a title (`vllm bench serve`'s 50-wide
+# "===== Serving Benchmark Result =====" and "-----Speculative Decoding-----"): whole lines, not pieces of a wrap
+_RULE_LINE = re.compile(r"^\s*[=\-~*#]{3,}(?:[^=\-~*#]{0,60}[=\-~*#]{3,})?\s*$")
 
 
 def _wraps_at(lines: list[str], width: int) -> bool:
-    at_width = {line for line in lines if len(line) == width and not _ALIGNED_FIELD.match(line)}
+    at_width = {line for line in lines if len(line) == width and not _ALIGNED_FIELD.match(line)
+                and not _RULE_LINE.match(line)}
     pairs = [(a, b) for a, b in zip(lines, lines[1:]) if a in at_width]
     continued = sum(1 for _, b in pairs if b and not _LINE_START.match(b))
     # a terminal cuts mid-word: most pieces end without the space a word wrap breaks at

@@ -14,8 +14,8 @@ from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_R
                             PREFIX_NOUN, PREFIX_TOKENS_EXACT, PREFIX_TOKENS_MEASURED, PREFIX_TOKENS_NAMED,
                             PROMPT_HEAD_SHOWN, REQ_HINT, REQ_MAX_TOKENS_WORDS, REQ_PARAM,
                             REQ_STOP, REQUEST_TOKENS, SHARED_PREFIX, SHARED_PREFIX_BEFORE, SHARED_PREFIX_BRACKETED,
-                            SHORT_PROMPT, SYSTEM_HEAD_VALUE, SYSTEM_PROMPT_SIZE, SYSTEM_TURN, SYSTEM_TURN_HEAD_VALUE,
-                            VARYING_PREFIX, VARYING_PREFIX_TOLD)
+                            QUOTED_PROMPT_HEAD_VALUE, SHORT_PROMPT, SYSTEM_HEAD_VALUE, SYSTEM_PROMPT_SIZE, SYSTEM_TURN,
+                            SYSTEM_TURN_HEAD_VALUE, VARYING_PREFIX, VARYING_PREFIX_TOLD)
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, DEGRADED_OVER_TIME, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW,
                             SLOW_START, SPEC_SLOWER, TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
 
@@ -660,6 +660,10 @@ class ProseLines:
                 and ("content" in text or "system\"" in text or "system'" in text) and (m := SYSTEM_HEAD_VALUE.search(text)):
             self.facts.startup["varying_prefix_prose"] = f"the system prompt opens with a per-request value: '{m.group(1)}'"
             self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
+        if line.level is None and len(text) < 4000 and "varying_prefix_prose" not in self.facts.startup and "You" in text \
+                and (m := QUOTED_PROMPT_HEAD_VALUE.search(text)):
+            self.facts.startup["varying_prefix_prose"] = f"the prompt opens with a per-request value: '{m.group(1)}'"
+            self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
         if line.level is None and len(text) < 2000 and "varying_prefix_prose" not in self.facts.startup and (
                 "prepend" in wide or "start" in wide or "begin" in wide or "front" in wide or "first" in wide.lower()
                 or "mov" in wide.lower() or "open" in wide or "iverg" in wide or "ime" in wide or "ate" in wide
@@ -918,5 +922,9 @@ class ProseLines:
         # the same facts also come from pasted INFO lines that lost their prefix
         if _PASTED_RECORD.search(text):
             self._record_line(line)
+        elif text.lstrip()[:1] == "|":  # (the rows of vLLM's CUDA-graph stats table print without a record prefix)
+            self._cudagraph_stats(line)
+        elif "Capture sizes:" in text:  # (... as do its config settings above the table)
+            self._cudagraph_config(line)
 
     # -------------------------------------------------------------- commands

@@ -24,7 +24,7 @@ _COUNT = r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
 # instruction block (~480 tokens", "preamble 418 tokens", "~1,050-token fixed instruction block", "1,730 tokens
 # system+tools"); groups: (count, k)
 PREFIX_TOKENS_MEASURED = re.compile(
-    r"(?:\b(?:measured|tokeni[sz]er)|/tokenize)\b[^.;\n()+]{0,40}?(?<![\d,.])(\d{1,3}(?:,\d{3})+|\d{2,6})()(?![\d.]|,\d)", re.I)
+    r"(?:\b(?:measured|tokeni[sz]e[rd])|/tokenize)\b[^.;\n()+]{0,40}?(?<![\d,.])(\d{1,3}(?:,\d{3})+|\d{2,6})()(?![\d.]|,\d)", re.I)
 PREFIX_TOKENS_EXACT = re.compile(
     r"(?<![\d,.])(\d{1,3}(?:,\d{3})+|\d{2,6})()\s*tokens?\b[^.;\n)]{0,30}?\b(?:byte[- ]?identical|identical|verified|"
     r"checked|measured)\b|"
@@ -32,7 +32,7 @@ PREFIX_TOKENS_EXACT = re.compile(
     r"the same)\b", re.I)
 PREFIX_TOKENS_NAMED = re.compile(
     _PREFIX_NOUN + r"\W{0,3}(?:(?!\bthen\b|\bfollowed\b|\bplus\b|\buser\b|\beach\b|\bper\b)[^.;\n]){0,40}?"
-    r"(?:~|≈|about |around |roughly )?" + _COUNT + r"\s*(k)?[- ]?tok(?:en)?s\b|"
+    r"(?:~|≈|about |around |roughly )?" + _COUNT + r"\s*(k)?[- ]?tok(?:en)?s?\b|"
     r"(?:~|≈|about |around )?" + _COUNT + r"\s*(k)?[- ]?tok(?:en)?s?\s+(?:of\s+)?(?:(?:fixed|shared|same|identical|"
     r"common|long)\s+)*" + _PREFIX_NOUN, re.I)
 PREFIX_NOUN = re.compile(_PREFIX_NOUN, re.I)
@@ -114,6 +114,12 @@ SYSTEM_HEAD_VALUE = re.compile(r"(?:[\"']role[\"']\s*:\s*[\"']system[\"']\s*,\s*
                                r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|"
                                r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}))", re.I)
 
+# a quoted prompt that opens with a per-request value before the instructions ('req A: "[trace=7f3c1e0a-44b2-...
+# ts=2026-04-21T08:41:27.118Z]\nYou are Acme Support Assistant..."'): a UUID or an ISO time in its first characters
+QUOTED_PROMPT_HEAD_VALUE = re.compile(r"[\"'][\[(<]?[^\"'\n]{0,60}?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|"
+                                      r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})[^\"'\n]{0,80}?(?:\\n|\s)\s*"
+                                      r"(?:You are|You're|You will|Your (?:role|task|job)|As an? \w+ assistant)\b", re.I)
+
 # the reporter's words for a per-request value in a prompt
 PER_REQUEST_WORDS = r"(?:request[-_ ]?ids?|trace[-_ ]?ids?|uuids?|timestamps?|current (?:time|date)|date and time)"
 
@@ -159,9 +165,9 @@ REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|a
                             # "each ~1,500 prompt tokens", "1.6k per request"
                             r"\beach (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*(?:prompt |input )?tokens\b|"
                             r"~?(\d[\d,.]*)\s*(k)\s*(?:/|per)\s*(?:request|req)\b|"
-                            # "prompts ~2.5-3k tokens" (a range: its first number)
+                            # "prompts ~2.5-3k tokens", "prompt 250-380 tok" (a range: its first number)
                             r"\bprompts? (?:of |are |is )?(?:~|about |around )?(\d[\d,.]*)(?:\s*[-\u2013]\s*\d[\d,.]*)?\s*(k)?"
-                            r"\s*tokens\b|"
+                            r"\s*tok(?:en)?s?\b|"
                             # "requests are short (1.8k tokens total)"
                             r"\brequests? (?:are |is )?(?:short |small |tiny )?\(?~?(\d[\d,.]*)\s*(k)?\s*tokens? (?:in )?total\b|"
                             # "~600 tok in, ~300 out", "2000 tokens in / 800 out"

@@ -187,6 +187,7 @@ _HYBRID_OFF_WHY = re.compile(r"Turning off hybrid kv cache manager because ([^.]
 
 
 # startup facts that each engine start states once (a change between two of them is a second start)
+_CG_CAPTURE_SIZES = re.compile(r"^\s*-?\s*Capture sizes:\s*\[([\d,\s.\[\]]{1,2000})\]\s*$")
 _CG_STATS_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(NONE|FULL|PIECEWISE)\s*\|\s*(\d+)\s*\|$")
 # vLLM's own shutdown records (0.2x: "[shutdown] API server: shutdown triggered", "[shutdown] EngineCore: trigger
 # received signal=SIGTERM"), uvicorn's "Shutting down", a launcher's "Received SIGTERM"
@@ -319,6 +320,14 @@ class StartupLines:
         elif mode == "FULL" and int(m.group(2)) > st.get("cudagraph_full_max_tokens", 0):
             st["cudagraph_full_max_tokens"] = int(m.group(2))
 
+    def _cudagraph_config(self, line: Line) -> None:
+        """The sizes vLLM's CUDA-graph metrics say it captured (``- Capture sizes: [4, 8, ..., 512]`` under
+        ``**CUDAGraph Config Settings:**``): the largest is the biggest step a graph can serve."""
+        m = _CG_CAPTURE_SIZES.match(line.text)
+        if m and (sizes := [int(x) for x in re.findall(r"\d+", m.group(1))]):
+            self.facts.startup["cudagraph_capture_size_max"] = max(sizes)
+            self._note("cudagraph_capture_size_max", line)
+
     def _engines_apart(self, line: Line, running: int, waiting: int) -> None:
         """Stats lines of several engines in one 10-second round (replicas behind a router, data-parallel engines):
         one running many requests with some waiting while another runs a handful is load the router concentrated, not
@@ -360,6 +369,8 @@ class StartupLines:
             self._shutdown(line)
         if text[:1] == "|" or text.lstrip()[:1] == "|":
             self._cudagraph_stats(line)
+        elif "Capture sizes:" in text:
+            self._cudagraph_config(line)
         if "SamplingParams(" in text and len(text) < 4000:  # vLLM's request log (--enable-log-requests)
             self._request_params(text)
         if "prompt: " in text and "equest" in text and len(self.logged_prompts) < 8:

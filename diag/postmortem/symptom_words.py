@@ -120,8 +120,11 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           r"\banswers? (?:a |to a )?(?:different|another|wrong) (?:question|prompt|request)\b|"
                           # another request's text in an answer: "returns text that belongs to ANOTHER user's request",
                           # "fragments that answer a different, concurrent prompt", "cross-request contamination"
-                          r"\b(?:belongs?|belonging|belonged) to (?:another|a different|other) (?:user'?s? )?(?:request|prompt|"
-                          r"conversation|user)\b|\banswer(?:s|ing)? (?:a |to a )?different, (?:concurrent )?(?:prompt|request|"
+                          r"\b(?:belongs?|belonging|belonged) to (?:another|a \*?different\*?|other) (?:concurrent |parallel )?"
+                          r"(?:user'?s? )?(?:request|prompt|conversation|user)\b|"
+                          # "answers drift into other users' topics", "topic bleed"
+                          r"\bdrift\w* (?:in)?to (?:other|another|different) (?:users?'?s?|requests?'?s?|conversations?'?s?) "
+                          r"(?:topics?|content|questions?|answers?)\b|\btopic[- ]bleed\b|\banswer(?:s|ing)? (?:a |to a )?different, (?:concurrent )?(?:prompt|request|"
                           r"question)\b|\bcross[- ]request (?:bleed\w*|leak\w*|contamination)\b|"
                           # structured output broken ("JSON output becomes invalid", "outputs fail json.loads") and
                           # generations falling into loops
@@ -579,7 +582,7 @@ SLOW = re.compile(
     r"\btok(?:en)?s?/s\b\W{1,3}(?:why )?(?:is|are)\b(?: [\w.+/-]+){1,6}? (?:so |this |that |really |very )?slow\b|"
     # "TPOT 35ms -> 400ms", "latency degrades badly", "some requests take minutes", "TP=2 is faster than TP=4",
     # "31 tok/s single-stream on an H200, the model card says >150"
-    r"\b(?:TPOT|ITL|TTFT|latency|p\d\d)\b[^.\n]{0,20}?~?\d+(?:\.\d+)?\s*m?s\s*(?:->|\u2192|=>)\s*~?\d|"
+    r"\b(?:TPOT|ITL|TTFT|latency|p\d\d)\b[^.\n]{0,40}?~?\d+(?:\.\d+)?\s*m?s\s*(?:->|\u2192|=>)\s*~?\d+(?:\.\d+)?(?:\s*m?s\b)?|"
     r"\b(?:latency|throughput|performance|speed)\b[^.\n]{0,20}?\bdegrades?\b|\brequests? take (?:minutes|ages|forever)\b|"
     r"\b(?:TP|tp)\s*=?\s*\d\b[^.\n]{0,30}?\bis faster than (?:TP|tp)\s*=?\s*\d|"
     r"(?<![\d.])~?\d+(?:\.\d+)?\s*tok(?:en)?s?/s\b[^.\n]{0,60}?\b(?:model card|blog|docs?|README|paper)\b[^.\n]{0,25}?\b(?:says?|suggests?|"

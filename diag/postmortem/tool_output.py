@@ -91,6 +91,22 @@ _ENGINE_PROCESS = re.compile(r"vllm|EngineCore|ray::", re.I)
 _PYTHON_PROCESS = re.compile(r"python|pt_main_thread", re.I)
 
 
+# a row of `vllm bench serve`'s result block (vllm/benchmarks/serve.py prints "{:<40} {:<10}": a label padded to 40
+# columns, then the value): "Mean TPOT (ms):                          71.92", "Acceptance rate (%):   61.47"
+_BENCH_ROW = re.compile(r"^\s{0,4}([A-Z][A-Za-z0-9 ./'-]{1,40}?)(?:\s\((ms|s|%|req/s|tok/s|RPS|inputs/s)\))?:\s{2,}"
+                        r"(-?\d+(?:\.\d+)?)\s*$")
+# the lines inside its block between rows: section rules ("-----Speculative Decoding-----"), the closing rule, a
+# reporter's elision, the per-position header
+_BENCH_INSIDE = re.compile(r"^\s*(?:[=-]{3,}[^=\n]{0,60}?[=-]*|\[\s*\.\.\.\s*\]|\.\.\.|Per-position acceptance \(%\):)\s*$")
+_BENCH_UNITS = {"ms": "_ms", "s": "_s", "%": "_pct", "req/s": "_req_s", "tok/s": "_tok_s", "RPS": "_rps",
+                "inputs/s": "_inputs_s"}
+# the rows that say a line is the benchmark's and not some other "Name:  N" (a run starts with any of them)
+_BENCH_NAMES = re.compile(r"^(?:successful_requests|failed_requests|benchmark_duration|total_\w+|request_throughput|"
+                          r"output_token_throughput|peak_\w+|(?:mean|median|p\d+(?:\.\d+)?)_(?:ttft|tpot|itl|e2el)|"
+                          r"acceptance_(?:rate|length)|drafts|draft_tokens|accepted_tokens|maximum_request_concurrency|"
+                          r"request_rate_configured)")
+
+
 class ToolOutputLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: pasted system-tool output."""
 
@@ -121,6 +137,10 @@ class ToolOutputLines:
             elif "gpu_link_no_nvlink" not in self.facts.startup:
                 self.facts.startup["gpu_link_no_nvlink"] = " ".join(text.split())[:200]
                 self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
+        if line.level is None and ":  " in text and (bench := _BENCH_ROW.match(text)):
+            self._bench_row(bench, line)
+        elif self._bench_run is not None and not _BENCH_INSIDE.match(text):
+            self._bench_run = None  # (a header, a blank or any other line ends the block: the next rows are a rerun)
         if "MiB" in text and line.level is None:
             self._smi_process(text, line)
             if "gpu_util_pct" not in self.facts.startup and (row := _SMI_GPU_ROW.search(text)):
@@ -313,6 +333,24 @@ class ToolOutputLines:
                 self.facts.startup[name] = value  # (the throttled GPU's row, over the -q fields of another GPU)
         if gpu.isdigit():
             self.facts.startup["throttled_gpu_index"] = int(gpu)
+
+    def _bench_row(self, m: re.Match[str], line: Line) -> None:
+        """One row of `vllm bench serve`'s result (``bench_runs``: one dict per run the report pastes; a row that
+        repeats a name of the run being read starts the next run -- a rerun pasted without its header)."""
+        name = re.sub(r"[^a-z0-9]+", "_", m.group(1).lower()).strip("_") + _BENCH_UNITS.get(m.group(2) or "", "")
+        run = self._bench_run
+        if run is None or name in run:
+            if not _BENCH_NAMES.match(name):
+                return  # (a "Name:  N" line that is no benchmark's; a run starts with one of its own rows)
+            runs = self.facts.startup.setdefault("bench_runs", [])
+            if len(runs) >= 8:
+                return
+            run = self._bench_run = {}
+            runs.append(run)
+            self.facts.lines.setdefault("bench_runs", (line.lineno, line.text.strip()[:500]))
+        if len(run) < 48:
+            value = m.group(3)
+            run[name] = float(value) if "." in value else int(value)
 
     def _finish_tool_output(self) -> None:
         """nvidia-smi's process table read against the root error: where vLLM's start-up memory check failed (free

@@ -67,7 +67,8 @@ def _eager_steps(ctx: RuleContext, k: int) -> list[Finding]:
     st = ctx.log.startup if ctx.log is not None else {}
     eager = [r for r in st.get("cudagraph_eager_steps") or [] if isinstance(r, list) and len(r) == 2]
     full_max = st.get("cudagraph_full_max_tokens")
-    cap = max(int(cfg(ctx, "max_cudagraph_capture_size") or 0), int(full_max or 0))
+    printed = st.get("cudagraph_capture_size_max")  # (the metrics' own "Capture sizes: [...]")
+    cap = max(int(cfg(ctx, "max_cudagraph_capture_size") or 0), int(full_max or 0), int(printed or 0))
     seqs = int(cfg(ctx, "max_num_seqs") or 0)
     # uniform decode steps: n x (1 + k) tokens, at most max_num_seqs requests (a longer step is a prefill chunk)
     above = [(t, n) for t, n in eager if cap and t > cap and t % (k + 1) == 0 and (not seqs or t <= seqs * (k + 1))]
