@@ -228,3 +228,33 @@ def test_vllm_bench_serve_results_are_read_run_by_run():
     assert runs == [{"successful_requests": 512, "failed_requests": 0, "request_throughput_req_s": 8.78,
                      "mean_tpot_ms": 71.92, "acceptance_rate_pct": 2.94, "acceptance_length": 1.12},
                     {"acceptance_rate_pct": 61.47, "acceptance_length": 3.46}]
+
+
+def test_a_per_token_latency_complaint_on_an_eager_run_is_the_eager_mode_not_the_benchmarks_concurrency():
+    """"We expected 8-10 ms TPOT ... we get ~41 ms" at a benchmark's concurrency 8, with --enforce-eager in the
+    non-default args: a load generator's concurrency caps the load, never each token's time."""
+    lines = ["We expected something like 8-10 ms TPOT for a 3B-active model at low batch. We get ~41 ms median TPOT.",
+             "vllm-1  | (APIServer pid=1) INFO 05-02 13:20:41 [api_utils.py:286] non-default args: {'model': "
+             "'Qwen/Qwen3.5-35B-A3B', 'enforce_eager': True, 'max_num_seqs': 128, 'speculative_config': "
+             "{'method': 'qwen3_5_mtp', 'num_speculative_tokens': 3}}",
+             "vllm-1  | (APIServer pid=1) INFO 05-02 13:20:45 [vllm.py:1929] Cudagraph is disabled under eager mode",
+             "============ Serving Benchmark Result ============",
+             "Successful requests:                     200",
+             "Maximum request concurrency:             8",
+             "Mean TPOT (ms):                          40.77",
+             "=================================================="]
+    result = _analyze(lines)
+    assert result.facts.startup["slow_prose"] == "expected something like 8-10 ms TPOT"
+    top = result.findings[0]
+    assert top.category == "other" and "eager" in top.title.lower()
+    assert result.facts.startup["bench_runs"][0]["mean_tpot_ms"] == 40.77
+
+
+def test_a_running_count_quoted_in_a_sentence_is_another_runs_not_this_ones_peak():
+    lines = ["(APIServer pid=30114) INFO 03-05 18:31:20 [loggers.py:271] Avg prompt throughput: 1480.6 tokens/s, Avg "
+             "generation throughput: 2318.4 tokens/s, Running: 212 reqs, Waiting: 611 reqs, GPU KV cache usage: 37.9%",
+             "Without --speculative-config, same flags: `Running: 1024 reqs, Waiting: 0 reqs`, ~6.1k tok/s."]
+    st = _startup(lines)
+    assert st["num_requests_running_max"] == 212
+    # a stats line pasted on its own, without its record prefix, is still read
+    assert _startup(["Running: 300 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%"])["num_requests_running_max"] == 300

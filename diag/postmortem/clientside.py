@@ -81,7 +81,13 @@ def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis 
     st = facts.startup
     held = (st.get("num_requests_waiting_max") or 0) > 0 or (st.get("num_preemptions_max") or 0) > 0 \
         or (st.get("gpu_kv_cache_usage_percent_max") or 0) >= 90
+    if not st.get("capacity_prose") and _PER_TOKEN.search(str(st.get("slow_prose") or "")):
+        return None  # (each token's time at a few requests in flight: fewer requests only make it shorter)
     return None if held else _CLIENT_CAP(facts, base_numbers)
+
+
+# a complaint about each token's time, not the load served
+_PER_TOKEN = re.compile(r"\bTPOT\b|\bITL\b|\bper[- ]token\b|\binter[- ]token\b", re.I)
 
 
 # a reasoning model's thinking spending the request's whole max_tokens: the answer after it comes back empty or cut

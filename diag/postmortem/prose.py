@@ -219,6 +219,9 @@ _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
     "CUDA_LAUNCH_BLOCKING", "Maximum concurrency", "GPU blocks:", "Available KV cache memory", "Model loading took",
     "Graph capturing", "Running: ", "Capping cudagraph", "No valid cudagraph capture sizes",
     "Loading safetensors checkpoint shards", "Loading weights took")))
+# ... but not a running count quoted inside a sentence, often another run's ("Without --speculative-config, same
+# flags: `Running: 1024 reqs, Waiting: 0 reqs`"), which would read as this run's peak
+_QUOTED_OTHER_RUN = re.compile(r"^[^`\n]*[A-Za-z][^`\n]*\s[^`\n]*[A-Za-z]\w*[^`\n]*`[^`\n]*Running: [^`\n]*`")
 # values a reporter printed (a debug print, a config.json excerpt): "num_prefills=1 num_decodes=0 batch_size=7",
 # '"num_key_value_heads": 8', "qo_indptr = [0, 4, 8]", "idx[:, 0] = tensor([41, 17, -1], device='cuda:0')"
 _PRINTED_PAIR = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']?\s*[=:]\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)""")
@@ -920,7 +923,7 @@ class ProseLines:
                                     "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):
             self._first_words("truncated_prose", TRUNCATED, text, line)
         # the same facts also come from pasted INFO lines that lost their prefix
-        if _PASTED_RECORD.search(text):
+        if _PASTED_RECORD.search(text) and not _QUOTED_OTHER_RUN.search(text):
             self._record_line(line)
         elif text.lstrip()[:1] == "|":  # (the rows of vLLM's CUDA-graph stats table print without a record prefix)
             self._cudagraph_stats(line)
