@@ -258,3 +258,79 @@ def test_a_running_count_quoted_in_a_sentence_is_another_runs_not_this_ones_peak
     assert st["num_requests_running_max"] == 212
     # a stats line pasted on its own, without its record prefix, is still read
     assert _startup(["Running: 300 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%"])["num_requests_running_max"] == 300
+
+
+def _stats(running: int, waiting: int, usage: float, when: str = "09:58:14") -> str:
+    return (f"(APIServer pid=7) INFO 11-28 {when} [loggers.py:315] Engine 000: Avg prompt throughput: 5311.2 tokens/s, "
+            f"Avg generation throughput: 1023.9 tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, GPU KV cache "
+            f"usage: {usage}%, Prefix cache hit rate: 62.4%")
+
+
+def test_a_speed_that_drops_by_a_share_on_a_throttled_gpu_is_the_platform():
+    lines = ["Falcon-H1 34B decode speed drops by ~40% after 10-20 min of load, then recovers, then drops again",
+             "  vllm serve tiiuae/Falcon-H1-34B-Instruct --max-num-seqs 64 --enable-prefix-caching",
+             "(EngineCore_DP0 pid=9) INFO 11-20 09:01:02 [config.py:504] Setting attention block size to 752 tokens to "
+             "ensure that attention page size is >= mamba page size.",
+             "$ nvidia-smi --query-gpu=index,temperature.gpu,power.draw,clocks.sm,clocks.max.sm,"
+             "clocks_throttle_reasons.active --format=csv",
+             "index, temperature.gpu, power.draw [W], clocks.sm [MHz], clocks.max.sm [MHz], clocks_throttle_reasons.active",
+             "0, 88, 261.40 W, 900 MHz, 1410 MHz, 0x0000000000000048"]
+    result = _analyze(lines)
+    assert result.facts.startup["slow_prose"] == "speed drops by ~40%"
+    assert result.findings[0].category == "other" and "throttled" in result.findings[0].title
+
+
+def test_lm_evals_num_concurrent_is_the_clients_cap():
+    lines = ["running never goes above 16 although --max-num-seqs is 256. Maybe mamba state slots?",
+             "  vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 --max-num-seqs 256 --enable-prefix-caching",
+             "  lm_eval --model local-chat-completions --model_args model=nemo,base_url=http://h:8000/v1/chat/completions,"
+             "num_concurrent=16,max_retries=3 --tasks ifeval",
+             _stats(16, 0, 1.8), _stats(16, 0, 1.9, "09:58:24")]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "client" in top.title
+
+
+def test_nccl_over_sockets_on_a_two_node_run_named_with_a_hyphen():
+    lines = ["DeepSeek-V3 2-node (PP=2 x TP=8) with MTP: decode is only ~9 tok/s per user, expected 25+",
+             "  vllm serve deepseek-ai/DeepSeek-V3-0324 --tensor-parallel-size 8 --pipeline-parallel-size 2 "
+             "--speculative-config '{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}'",
+             "(RayWorkerWrapper pid=2288, ip=10.12.0.21) h100-b-01:2288:2288 [0] NCCL INFO NET/Socket : Using "
+             "[0]eth0:10.12.0.21<0>"]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "sockets" in top.title
+
+
+def test_a_small_memory_share_explains_queueing_and_preemption_on_a_hybrid():
+    """An incident's words ("queueing + preemptions at low load", an alert's "p95 TTFT > 20s") and
+    --gpu-memory-utilization=0.45: the hybrid's raised blocks are few because the engine has less than half of the
+    GPU, so the memory share leads."""
+    lines = ["incident: falcon-h1-34b endpoint: queueing + preemptions at low load",
+             "  13:05 alert: p95 TTFT > 20s on falcon-h1-34b-instruct",
+             "  - --max-num-seqs=64", "  - --enable-prefix-caching", "  - --gpu-memory-utilization=0.45",
+             "(EngineCore_DP0 pid=9) INFO 11-20 13:00:02 [interface.py:606] Setting attention block size to 1584 tokens "
+             "to ensure that attention page size is >= mamba page size.",
+             "(EngineCore_DP0 pid=9) INFO 11-20 13:00:40 [kv_cache_utils.py:1708] GPU KV cache size: 57,024 tokens",
+             _stats(9, 41, 99.1, "13:12:02")]
+    result = _analyze(lines)
+    st = result.facts.startup
+    assert st["capacity_prose"] == "queueing + preemptions" and st["slow_prose"] == "TTFT > 20s"
+    assert result.findings[0].category == "other" and "gpu-memory-utilization 0.45" in result.findings[0].title
+
+
+def test_a_hang_with_nothing_running_or_waiting_in_the_engine_is_outside_it():
+    lines = ["[vllm 0.26.0] Jamba-Mini batch job hangs after exactly 10 documents, server idle",
+             "vllm serve ai21labs/AI21-Jamba-Mini-1.7 -tp 4 --max-num-seqs 32 --enable-prefix-caching",
+             _stats(0, 0, 0.0, "01:06:02"), _stats(0, 0, 0.0, "01:06:12"),
+             "    adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=10, pool_block=True)"]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and top.title.startswith("Hang outside the engine")
+    assert "pool_maxsize=10" in top.basis
+    # an engine that still holds requests while it hangs is no such thing
+    busy = _analyze(lines[:2] + [_stats(12, 3, 40.0, "01:06:02")]).findings
+    assert not (busy and busy[0].title.startswith("Hang outside the engine"))
+
+
+def test_the_tokenizers_length_is_a_vocabulary_size():
+    st = _startup(['- config.json of the ckpt: "vocab_size": 131072',
+                   "- we added 8 tokens for the new tool format, len(tokenizer) = 131080."])
+    assert st["vocab_sizes"] == [131072, 131080]

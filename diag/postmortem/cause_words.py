@@ -247,6 +247,8 @@ CLIENT_CAP = re.compile(
     # the client's HTTP connection pool: aiohttp's TCPConnector(limit_per_host=8), httpx's max_connections=8, requests'
     # pool_maxsize=8 -- no more requests in flight than connections
     r"\b(?:limit_per_host|max_connections|pool_maxsize|max_keepalive_connections)\s*=\s*\d+\b|\bTCPConnector\(limit=\d+|"
+    # lm-evaluation-harness's local-completions / local-chat-completions model_args: "num_concurrent=16"
+    r"\bnum_concurrent\s*=\s*\d+\b|"
     r"\b(?:server|engine|vLLM) only (?:ever )?(?:sees|gets|receives|shows|runs)\W{0,2} ~?\d+ (?:requests?|reqs|running)\b|"
     r"\bvLLM (?:is|was) not holding (?:anything|any requests?|requests) back\b|"
     r"\b(?:client|load generator|benchmark|script) (?:only )?(?:sends|submits|keeps) (?:at most |only )?~?\d+ "

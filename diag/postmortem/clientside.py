@@ -86,6 +86,28 @@ def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis 
     return None if held else _CLIENT_CAP(facts, base_numbers)
 
 
+def idle_engine_hang(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """The report says it hangs, and the engine's last stats line shows nothing running and nothing waiting: the
+    engine holds no request, so the requests the client waits on never reached it (a connection pool never given
+    back, a proxy holding them) -- outside the families."""
+    st = facts.startup
+    hang = st.get("hang_prose")
+    if not hang or st.get("num_requests_running") != 0 or st.get("num_requests_waiting") != 0 \
+            or st.get("collective_stack") or st.get("collective_prose"):
+        return None
+    cap = st.get("client_cap_prose")
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says it hangs ('{hang}'), and the engine's last stats line shows 0 requests "
+               "running and 0 waiting: the engine holds none of the requests the client waits on, so they never reached "
+               "it" + (f" -- the client's own limit ('{cap}') is where they wait" if cap else "")
+               + " -- outside the hybrid/spec-decode families"),
+        title="Hang outside the engine: nothing running or waiting in vLLM (the client or a proxy holds the requests)",
+        message=f"hang without an error: {hang}",
+        evidence=("hang_prose", "num_requests_running", "client_cap_prose"),
+        missing=["a stack dump of the client (py-spy dump) while it waits, and vLLM's request log for the requests it sent"])
+
+
 # a complaint about each token's time, not the load served
 _PER_TOKEN = re.compile(r"\bTPOT\b|\bITL\b|\bper[- ]token\b|\binter[- ]token\b", re.I)
 

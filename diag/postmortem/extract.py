@@ -105,7 +105,7 @@ _SOCKET_NET = re.compile(r"\bUsing network Socket\b|NET/Socket\s*:\s*Using\b|NET
 # peer-to-peer between the GPUs turned off in the environment: NCCL's own INFO line, a shell's or a manifest's setting
 _P2P_OFF = re.compile(r"\bNCCL_P2P_DISABLE\b(?: set by environment to |[\"']?\s*[=:]\s*[\"']?|[\"']?,\s*value:\s*[\"']?)1\b")
 _RAY_NODE_IP = re.compile(r"\bip=(\d{1,3}(?:\.\d{1,3}){3})\b")
-_MULTI_NODE = re.compile(r"\b(?:[2-9]|two|three|four|multiple|several) nodes\b|\bmulti-?node\b|\bacross (?:the )?nodes\b", re.I)
+_MULTI_NODE = re.compile(r"\b(?:[2-9]|two|three|four|multiple|several)(?: new| GPU| gpu| H\d+| B\d+)?[- ]nodes?\b|\bmulti-?node\b|\bacross (?:the )?nodes\b", re.I)
 _NCCL_SRC = re.compile(r"\s(?:[\w.\-]+/)*([A-Za-z_]\w*)\.(?:cc|cu|cpp|h):(\d+) NCCL WARN")
 # PyTorch's index_copy_/index_add_ size check (aten/src/ATen/native/TensorAdvancedIndexing.cpp)
 _INDEX_COUNT = re.compile(r"Number of indices \((\d+)\) should be equal to source\.size\(dim\) \((\d+)\)")

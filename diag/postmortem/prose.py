@@ -781,7 +781,8 @@ class ProseLines:
             low = wide.lower()
             if any(w in low for w in ("slow", "below", "lower", "burst", "frozen", "chunks", "worse", "hroughput", "tpot", "cliff", "egression", "tail",
                                        "p99", "p95", "p90", "ttft", "itl", "atency", "nly ", "first token", "/s", "crawl", "half",
-                                       "faster", "stall", "freez", "stutter", "degrad", " down",
+                                       "faster", "stall", "freez", "stutter", "degrad", " down", "drop", "fell", "fall",
+                                       "terrib", "awful", "expect",
                                        "\ub290", "\u6162", "\u9045", "langsam", "lent", "\u043c\u0435\u0434\u043b", "trager", "langzam",
                                        "wolniej", "pomal", "yava\u015f", "ch\u1eadm", "lambat", "l\u00e5ngsam",
                                        "\u043f\u043e\u0432\u0456\u043b\u044c\u043d", "\u0927\u0940\u092e\u093e", "\u0623\u0628\u0637\u0623",

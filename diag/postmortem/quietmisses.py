@@ -261,9 +261,11 @@ def low_memory_share_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis 
     kv = runs[0] if runs else None
     # (up to 0.75 when the report's own rerun with a larger share found several times the KV memory)
     rerun = len(runs) >= 2 and kv is not None and max(runs[1:]) >= 2 * kv
-    if not said or not 0 < share <= (0.75 if rerun else 0.6) or kv_cache_idle(facts) or raised_block_holds_requests(facts):
+    if not said or not 0 < share <= (0.75 if rerun else 0.6) or kv_cache_idle(facts) \
+            or share > 0.5 and raised_block_holds_requests(facts):
         return None  # (a KV cache the stats lines show mostly empty is not what holds the requests back, nor one whose
-        # requests each hold a few of a hybrid's raised blocks)
+        # requests each hold a few of a hybrid's raised blocks -- unless the engine has less than half of the GPU:
+        # then the blocks are few because the memory is)
     return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says '{said}', and the engine runs with --gpu-memory-utilization {share:g}: vLLM "

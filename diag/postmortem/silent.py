@@ -13,7 +13,7 @@ from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (answer_as_reasoning, chat_template_twice, client_capped_concurrency, client_path_corruption,
                          encoded_twice, eval_format_only, foreign_chat_format, foreign_tokenizer, hard_to_draft_text,
-                         history_resent, ignore_eos_loops, left_truncated_prompts, load_on_one_engine,
+                         history_resent, idle_engine_hang, ignore_eos_loops, left_truncated_prompts, load_on_one_engine,
                          prompt_logprobs_skip_cache, proxy_buffers_stream, proxy_retry_duplicates, proxy_slows_stream,
                          proxy_timeout_truncation,
                          random_prompts_output, reasoning_spends_budget, repeats_rewarded, replayed_prompts_hit,
@@ -124,6 +124,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or random_prompts_acceptance(facts, setup, base_numbers) or random_prompts_output(facts, base_numbers)
             or modelfree_drafts_unmatched(facts, setup, base_numbers)
             or lora_slot_queueing(facts, base_numbers) or client_capped_concurrency(facts, base_numbers)
+            or idle_engine_hang(facts, base_numbers)
             or history_resent(facts, base_numbers)
             or load_on_one_engine(facts, base_numbers)
             or grammar_compile_stall(facts, base_numbers)

@@ -166,7 +166,8 @@ _PID = re.compile(r"\bpid=(\d+)")
 # a record that states a setting (logged_numbers reads it); not the engine's config dump or the crash dump
 _LOGGED_HINT = re.compile(r"[a-z]_[a-z]\w*\s*=\s*-?\d|Using (?:a |the )?(?:max |min )?[a-z]|\bfrom (?:max )?\d+ to \d")
 _VOCAB = re.compile(r"\b(?:draft_)?vocab_size\b[\"']?\s*[:=]\s*(\d{4,7})\b|"
-                    r"\btokenizer\b[^.\n]{0,40}?\b(?:has|with|of|size|length|len)\b\D{0,12}(\d{4,7})\b", re.I)
+                    r"\btokenizer\b[^.\n]{0,40}?\b(?:has|with|of|size|length|len)\b\D{0,12}(\d{4,7})\b|"
+                    r"\blen\(\s*tokenizer\s*\)\s*(?:=|==|is|:)?\s*(\d{4,7})\b", re.I)
 # a tokenizer's added token and its id (tokenizer.json's added vocabulary '"<|field_start|>": 100357', the
 # added_tokens_decoder's '"100357": {"content": ...'): the tokenizer produces that id
 _ADDED_TOKEN = re.compile(r"[\"'](?:<[^\"'\n]{1,40}>|\[[A-Z_]{2,20}\])[\"']\s*:\s*(\d{4,7})\b|[\"'](\d{4,7})[\"']\s*:\s*\{\s*[\"']content")
