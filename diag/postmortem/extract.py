@@ -40,6 +40,7 @@ from .abtests import ABTestReader
 from .trials import TrialReader
 from .cause_lines import CauseLines
 from .prose import ProseLines
+from .prompt_lines import PromptLines
 from .tool_output import ToolOutputLines
 from .rooterror import ErrorLines, unflatten
 from .startup import StartupLines
@@ -217,7 +218,8 @@ _MOJIBAKE = re.compile("\u00c3[\u0080-\u00bf]|\u00e2\u20ac[\u2122\u0153\u009d\u0
                        "\u2013-\u2026\u2030\u2039\u203a\u20ac\u2122]{2}")
 
 
-class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, CauseLines, ToolOutputLines, ErrorLines):
+class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, PromptLines, CauseLines, ToolOutputLines,
+                    ErrorLines):
     def __init__(self) -> None:
         self.tb = TracebackParser()
         self.facts = LogFacts()

@@ -10,12 +10,8 @@ from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
 from .cause_words import (ANSWER_AS_REASONING, CLIENT_TOKENIZER, GATEWAY_TIMEOUT, THINKING_IN_CONTENT, THINKING_OFF,
                           TOOL_CALLS_AS_TEXT, TURN_TOKENS_IN_OUTPUT)
 from .lines import Line
-from .request_words import (EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, PER_REQUEST_VALUE, PREPENDS,
-                            PREFIX_NOUN, PREFIX_TOKENS_EXACT, PREFIX_TOKENS_MEASURED, PREFIX_TOKENS_NAMED,
-                            PROMPT_HEAD_SHOWN, REQ_HINT, REQ_MAX_TOKENS_WORDS, REQ_PARAM,
-                            REQ_STOP, REQUEST_TOKENS, SHARED_PREFIX, SHARED_PREFIX_BEFORE, SHARED_PREFIX_BRACKETED,
-                            QUOTED_PROMPT_HEAD_VALUE, SHORT_PROMPT, SYSTEM_HEAD_VALUE, SYSTEM_PROMPT_SIZE, SYSTEM_TURN,
-                            SYSTEM_TURN_HEAD_VALUE, VARYING_PREFIX, VARYING_PREFIX_TOLD)
+from .prompt_lines import token_count
+from .request_words import EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, REQ_HINT, REQUEST_TOKENS, SHORT_PROMPT
 from .symptom_words import (ACCEPTANCE_FELL, CAPACITY_FELL, DEGRADED_OVER_TIME, FINISH_LENGTH, HANG, REPEATED_WORD, SLOW,
                             SLOW_START, SPEC_SLOWER, TRUNCATED, WRONG_OUTPUT, WRONG_OUTPUT_HINTS)
 
@@ -341,10 +337,6 @@ _ACCEPTANCE_FINE = re.compile(r"\bacceptance(?: rate| length)? (?:is |looks |see
 # ... or that the drafts are not what is wrong ("so it's not the drafts being bad", "acceptance isn't the problem")
 _ACCEPTANCE_NOT_BAD = re.compile(r"\b(?:not|isn'?t|aren'?t|wasn'?t)\s+(?:the\s+)?(?:drafts?|drafter|acceptance)?\s*"
                                  r"(?:being\s+|that'?s\s+|is\s+|are\s+)?(?:bad|low|poor|the (?:problem|issue|cause))\b", re.I)
-# a system prompt said to be the same for every request
-# a count given as rounded: "~900 tokens", "about 1,200", "1k-token"
-_APPROX = re.compile(r"(?:~|≈|\babout |\baround |\broughly |\bapprox\w*\.? )\s*\d|\d\s*k[- ]?tok", re.I)
-_SAME_FOR_ALL = re.compile(r"\b(?:same|identical|shared|common|fixed|constant)\b(?: (?:for|across|to) (?:every|all|each)\w*)?", re.I)
 # an acceptance length the reporter quotes ("there the server log showed Mean acceptance length 2.6x - 2.8x")
 _ACCEPTANCE_LENGTH_TOLD = re.compile(r"\bacceptance length\b\D{0,12}?(\d\.\d+)", re.I)
 # ... and not what someone else claims it should be ("Blog/recipes say acceptance length ~2.5+")
@@ -459,11 +451,6 @@ _FAILS_BEFORE = re.compile(r"(?:crash\w*|dies|died|fails?|failed|breaks?|hangs?|
 _MAX_SPEC_K = 64  # deeper than any drafter vLLM runs
 
 
-def _token_count(number: str, kilo: str | bool | None) -> int:
-    """A token count as a reporter writes it: "1,200", or "1.5" with a k after it."""
-    return int(float(number.replace(",", "")) * (1000 if kilo else 1))
-
-
 def _failing_k(text: str) -> int | None:
     """The speculative depth a sentence gives; of several ("k=2 works, k=3 dies"), the one said to fail."""
     # (a depth, not a count: benchmark_serving's "Draft tokens: 137002" is the tokens drafted in the run)
@@ -482,46 +469,6 @@ class ProseLines:
 
     def _first_words(self, name: str, rx: re.Pattern[str], text: str, line: Line) -> None:
         first_words(self.facts, name, rx, text, line)
-
-    def _prefix_block_tokens(self, wide: str, line: Line) -> None:
-        """The size of the block every request repeats, in words other than SHARED_PREFIX's; a count the reporter
-        measured replaces a rounded one ("~1,200 tokens (measured with the tokenizer: 1217)")."""
-        exact = PREFIX_TOKENS_MEASURED.search(wide) or PREFIX_TOKENS_EXACT.search(wide)
-        m = exact or PREFIX_TOKENS_NAMED.search(wide)
-        if not m:
-            return
-        groups = m.groups()
-        number = next(g for g in groups[::2] if g)
-        kilo = any(g for g in groups[1::2])
-        n = _token_count(number, kilo)
-        had = self.facts.startup.get("shared_prefix_tokens")
-        if had is None:
-            if not _SAME_FOR_ALL.search(wide):
-                return  # (a count of a block not said to be the same for every request)
-        elif not isinstance(had, int) or had == n or abs(had - n) > 0.1 * n or not (
-                exact or _APPROX.search(self.facts.lines["shared_prefix_tokens"][1]) and not kilo
-                and not _APPROX.search(wide[max(0, m.start() - 12):m.end()])):
-            return  # (refined only by an exact count of the rounded one: "~900 tokens" ... "system prompt: 912 tokens")
-        self.facts.startup["shared_prefix_tokens"] = n
-        self.facts.lines["shared_prefix_tokens"] = (line.lineno, line.text.strip()[:500])
-
-    def _request_params(self, text: str) -> None:
-        """A request's sampling parameters (a curl body, a client call, vLLM's request log ``SamplingParams(...)``)."""
-        if "request_stop" not in self.facts.startup and "stop" in text and (m := REQ_STOP.search(text)):
-            self.facts.startup["request_stop"] = "[" + m.group(1)[:200] + "]"
-        params = self.facts.startup.setdefault("request_params", {})
-        found = {name: float(val) if "." in val else int(val) for name, val in REQ_PARAM.findall(text)[:20]}
-        if "max_tokens" not in found and "max_completion_tokens" not in found and "max_" in text \
-                and (m := REQ_MAX_TOKENS_WORDS.search(text)):
-            found["max_tokens"] = int((m.group(2) or m.group(1) or m.group(3)).replace(",", ""))
-        for name, val in found.items():
-            if len(params) < 20:
-                params.setdefault(name, val)
-        if not params:
-            del self.facts.startup["request_params"]
-        elif found and found != {k: params.get(k) for k in found}:
-            # a later request samples otherwise (the report's before / after): the last one is the run it is about
-            self.facts.startup["request_params_last"] = found
 
     def _turn_markers(self, text: str, line: Line) -> None:
         """An answer that runs on through a chat format's turn markers (a pasted response, or vLLM's own request log:
@@ -654,63 +601,7 @@ class ProseLines:
             # (unless the words say the hits are fine: "hit rate looks ok-ish though")
             self.facts.startup["hit_rate_prose"] = True
             self.facts.lines["hit_rate_prose"] = (line.lineno, text.strip()[:500])
-        if line.level is None and len(text) < 2000 and ("uuid" in text or "now()" in text or "time()" in text
-                                                          or "{" in text):
-            # the client's prompt template puts a per-request value into the prompt ("Current time:
-            # {datetime.utcnow().isoformat()}", "trace: {uuid4()}"): no two requests share that prefix
-            self._first_words("varying_prefix_prose", VARYING_PREFIX, text, line)
-        if line.level is None and len(text) < 4000 and "varying_prefix_prose" not in self.facts.startup and "system" in text \
-                and ("content" in text or "system\"" in text or "system'" in text) and (m := SYSTEM_HEAD_VALUE.search(text)):
-            self.facts.startup["varying_prefix_prose"] = f"the system prompt opens with a per-request value: '{m.group(1)}'"
-            self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
-        if line.level is None and len(text) < 4000 and "varying_prefix_prose" not in self.facts.startup and "You" in text \
-                and (m := QUOTED_PROMPT_HEAD_VALUE.search(text)):
-            self.facts.startup["varying_prefix_prose"] = f"the prompt opens with a per-request value: '{m.group(1)}'"
-            self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
-        if line.level is None and len(text) < 2000 and "varying_prefix_prose" not in self.facts.startup and (
-                "prepend" in wide or "start" in wide or "begin" in wide or "front" in wide or "first" in wide.lower()
-                or "mov" in wide.lower() or "open" in wide or "iverg" in wide or "ime" in wide or "ate" in wide
-                or "order" in wide or "ort" in wide):
-            # told in words: "the gateway prepends a line like `Request-ID: ...; Received: <time>` to the start of
-            # every system prompt"
-            self._first_words("varying_prefix_prose", VARYING_PREFIX_TOLD, wide, line)
-            if "varying_prefix_prose" not in self.facts.startup and (PREPENDS.search(text) or PROMPT_HEAD_SHOWN.search(text)):
-                self._prepend_line = line.lineno  # the line it prepends may follow ("... prepends a line: \n '[id=...]'")
-        if "varying_prefix_prose" not in self.facts.startup and "system" in text and len(text) < 8000 \
-                and (m := SYSTEM_TURN_HEAD_VALUE.search(text)):
-            self.facts.startup["varying_prefix_prose"] = f"the system prompt opens with a per-request value: '{m.group(1)}'"
-            self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
-        if line.level is None and "system" in text and SYSTEM_TURN.match(text):
-            self._prepend_line = line.lineno  # a rendered prompt's system turn: its first line is the prompt's head
-        if line.level is None and "varying_prefix_prose" not in self.facts.startup \
-                and 0 < line.lineno - getattr(self, "_prepend_line", -9) <= 2 and (m := PER_REQUEST_VALUE.search(text)):
-            self.facts.startup["varying_prefix_prose"] = f"the prompt is prefixed with a per-request value: '{m.group(0)}'"
-            self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
-        if line.level is None and "shared_prefix_tokens" not in self.facts.startup and len(text) < 2000 and "token" in text:
-            # (the sentence may be hard-wrapped: "Every request starts with the same" / "system prompt, ~1,200 tokens")
-            m = SHARED_PREFIX.search(wide) or SHARED_PREFIX_BEFORE.search(wide) or SHARED_PREFIX_BRACKETED.search(wide)
-            if m:
-                groups = [g for g in m.groups()]
-                number = next(g for g in groups[::2] if g is not None)
-                kilo = any(g for g in groups[1::2])
-                n = _token_count(number, kilo)
-                self.facts.startup["shared_prefix_tokens"] = n
-                if re.search(r"system[ -]prompt", m.group(0), re.I):  # (in the reporter's own words too)
-                    self.facts.startup["system_prompt_tokens"] = n
-                self.facts.lines["shared_prefix_tokens"] = (line.lineno, text.strip()[:500])
-        if line.level is None and len(text) < 2000 and "tok" in wide and (
-                _SAME_FOR_ALL.search(wide) and ("first" in wide or PREFIX_NOUN.search(wide))
-                or "shared_prefix_tokens" in self.facts.startup and PREFIX_NOUN.search(wide)):
-            self._prefix_block_tokens(wide, line)
-        if line.level is None and "system_prompt_tokens" not in self.facts.startup and len(text) < 2000 \
-                and "ystem" in text and (m := SYSTEM_PROMPT_SIZE.search(wide)):
-            number, kilo = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-            self.facts.startup["system_prompt_tokens"] = _token_count(number, kilo)
-            self.facts.lines["system_prompt_tokens"] = (line.lineno, text.strip()[:500])
-            if "shared_prefix_tokens" not in self.facts.startup and _SAME_FOR_ALL.search(wide):
-                # ("fixed system prompt (760 tokens, identical for all users)": every request's prefix)
-                self.facts.startup["shared_prefix_tokens"] = self.facts.startup["system_prompt_tokens"]
-                self.facts.lines["shared_prefix_tokens"] = self.facts.lines["system_prompt_tokens"]
+        self._prompt_line(text, wide, line)
         if "block_size_prose" not in self.facts.startup and len(text) < 2000 and "lock size" in text and line.level is None:
             m = _BLOCK_SIZE_PROSE.search(text)  # the reporter quoting the block size vLLM chose
             if m:
@@ -909,7 +800,7 @@ class ProseLines:
             groups = m.groups()  # (number, k) pairs, one per way of saying it
             raw, kilo = next((groups[i], groups[i + 1]) for i in range(0, len(groups), 2) if groups[i])
             try:
-                n = _token_count(raw, kilo)
+                n = token_count(raw, kilo)
             except ValueError:
                 n = 0
             if n >= 1:
