@@ -96,6 +96,7 @@ ALIASES = {
     # vLLM's startup line "GPU KV cache size: N tokens"
     "kv_cache_tokens": "gpu_kv_cache_tokens", "kv_cache_size_tokens": "gpu_kv_cache_tokens",
     "num_kv_cache_tokens": "gpu_kv_cache_tokens", "num_gpu_tokens": "gpu_kv_cache_tokens",
+    "num_kv_tokens": "gpu_kv_cache_tokens", "gpu_kv_cache_size_tokens": "gpu_kv_cache_tokens",
     # vLLM's startup lines "Model loading took X GiB memory" (the weights) and "Available KV cache memory: X GiB"
     "model_weights_gib": "model_loading_gib", "weights_gib": "model_loading_gib", "model_memory_gib": "model_loading_gib",
     "kv_cache_gib": "available_kv_cache_gib", "kv_cache_memory_gib": "available_kv_cache_gib",

@@ -334,3 +334,60 @@ def test_the_tokenizers_length_is_a_vocabulary_size():
     st = _startup(['- config.json of the ckpt: "vocab_size": 131072',
                    "- we added 8 tokens for the new tool format, len(tokenizer) = 131080."])
     assert st["vocab_sizes"] == [131072, 131080]
+
+
+def test_a_range_of_prompt_sizes_in_thousands_is_the_requests_length():
+    st = _startup(["Our workload is classification-ish: prompts 1.2k-1.8k tokens, outputs < 64 tokens."])
+    assert st["request_tokens_prose"] == 1200
+    assert _startup(["prompts ~2.5-3k tokens each"])["request_tokens_prose"] == 2500
+
+
+def test_random_prompts_explain_low_acceptance_on_a_hybrid_once_prefix_caching_off_changes_nothing():
+    """On a hybrid, rejected drafts can be a state restored from the prefix cache -- unless the report turned the cache
+    off and the acceptance stayed the same: then the random benchmark's data is the reading."""
+    lines = ["Title: Qwen3-Next MTP acceptance rate terrible on v0.26.0 (~11%)",
+             "    vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --tensor-parallel-size 4 "
+             "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}' --enable-prefix-caching",
+             "    vllm bench serve --dataset-name random --random-input-len 1024 --num-prompts 1000",
+             "(EngineCore_DP0 pid=9) INFO 11-20 09:01:02 [interface.py:606] Setting attention block size to 544 tokens "
+             "to ensure that attention page size is >= mamba page size.",
+             "(APIServer pid=1) INFO 11-20 09:31:02 [metrics.py:100] SpecDecoding metrics: Mean acceptance length: 1.23, "
+             "Accepted throughput: 310.00 tokens/s, Drafted throughput: 2660.00 tokens/s, Accepted: 3100 tokens, Drafted: "
+             "26600 tokens, Per-position acceptance rate: 0.170, 0.063, Avg Draft acceptance rate: 11.6%",
+             _HIT,
+             "Tried: num_speculative_tokens=1 (acceptance 19%), disabling prefix caching (same ~12%)."]
+    result = _analyze(lines)
+    assert result.facts.startup["persists_without_pc_prose"].startswith("disabling prefix caching (same ~12%")
+    top = result.findings[0]
+    assert top.category == "other" and "random prompts" in top.title
+    # without that test, the hybrid's restored state stays a reading
+    assert _analyze(lines[:-1]).findings[0].category != "other"
+
+
+def test_a_tool_parsers_json_error_in_the_newer_layout_is_outside_the_families():
+    w = "(APIServer pid=3318) "
+    lines = ["vllm serve Qwen/Qwen3.5-35B-A3B --enable-prefix-caching --tool-call-parser hermes "
+             "--speculative-config '{\"method\":\"qwen3_5_mtp\",\"num_speculative_tokens\":2}'",
+             w + "ERROR 09-09 07:31:45 [hermes_tool_parser.py:117] Error in extracting tool call from response.",
+             w + "Traceback (most recent call last):",
+             w + '  File "/opt/venv/lib/python3.12/site-packages/vllm/tool_parsers/hermes_tool_parser.py", line 92, '
+                 "in extract_tool_calls",
+             w + "    json.loads(match[0] if match[0] else match[1])",
+             w + '  File "/usr/lib/python3.12/json/decoder.py", line 356, in raw_decode',
+             w + '    raise JSONDecodeError("Expecting value", s, err.value) from None',
+             w + "json.decoder.JSONDecodeError: Expecting value: line 2 column 1 (char 1)",
+             w + "INFO 09-09 07:31:45 [loggers.py:335] Engine 000: Avg prompt throughput: 3986.0 tokens/s, Avg generation "
+                 "throughput: 1047.4 tokens/s, Running: 23 reqs, Waiting: 0 reqs, GPU KV cache usage: 4.1%, Prefix cache "
+                 "hit rate: 31.0%"]
+    assert _analyze(lines).findings[0].category == "other"
+
+
+def test_curl_timings_and_nvidia_smis_process_rows_are_numbers_of_the_report():
+    st = _startup(["$ curl -sN -w '\\nttfb=%{time_starttransfer}s total=%{time_total}s\\n' http://localhost:8000/v1/x",
+                   "ttfb=0.094 total=4.871", "ttfb=4.902s total=4.915s",
+                   "|    0   N/A  N/A      3101      C   VLLM::Worker_TP0                            70112MiB |",
+                   "|    0   N/A  N/A     51207      C   /opt/conda/bin/python3                       9734MiB |"])
+    assert st["curl_timings"] == [{"ttfb_s": 0.094, "total_s": 4.871}, {"ttfb_s": 4.902, "total_s": 4.915}]
+    assert st["gpu_processes"] == [
+        {"gpu": 0, "pid": 3101, "process": "VLLM::Worker_TP0", "process_mem_mib": 70112},
+        {"gpu": 0, "pid": 51207, "process": "/opt/conda/bin/python3", "process_mem_mib": 9734}]

@@ -79,6 +79,8 @@ _OTHER_TEXT = re.compile(
 _OTHER_FILE = re.compile(r"config/(load|lora|multimodal|observability|pooler|profiler|reasoning|speech_to_text|"
                          r"structured_outputs|kv_events|ec_transfer|weight_transfer|device|kernel|offload|quantization|"
                          r"model_arch|utils)\.py|/lora|/pooling|/multimodal|tokeniz|/entrypoints/|/distributed/|"
+                         # (the tool-call and reasoning parsers outside entrypoints/ in newer releases)
+                         r"/tool_parsers/|/reasoning_parsers?/|/reasoning/|"
                          r"/benchmarks/|/profiler/|/usage/|/layers/quantization/(?!kv_cache|turboquant)")
 
 # a non-CUDA platform or a backend missing from the install (see the other_platform_backend rule)

@@ -225,6 +225,8 @@ quoted_latencies (dict)                the latencies the report quotes: a Promet
                                        (``histogram_quantile(0.99, ...vllm:time_to_first_token_seconds_bucket...) =
                                        0.94`` -> ttft_p99_s) and the reporter's ``TTFT p50 4.8s, p99 19s``, ``85ms
                                        TPOT`` (see :mod:`.quoted_latency`)
+gpu_processes (list)                   nvidia-smi's process table, a row each (gpu, pid, process, process_mem_mib)
+curl_timings (list)                    curl's ``-w 'ttfb=... total=...'`` timings, a request each (ttfb_s, total_s)
 bench_runs (list)                      `vllm bench serve`'s result blocks, a dict per run (``Mean TPOT (ms):  71.92``
                                        -> mean_tpot_ms, ``Acceptance rate (%):  61.47`` -> acceptance_rate_pct); a
                                        rerun pasted without its header starts where a name repeats

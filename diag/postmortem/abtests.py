@@ -13,7 +13,9 @@ from .lines import Line
 # the outcome of a toggle that changed nothing: "turning off ngram: same behaviour", "--no-enable-prefix-caching: no
 # difference"
 _SAME_OUTCOME = (r"same (?:behaviou?r|result|problem|issue|thing|output|garbage|gibberish|nonsense|junk|loops?|crash|error|"
-                 r"hang)\b|no (?:change|difference)\b")
+                 r"hang)\b|no (?:change|difference)\b|"
+                 # the same figure as before: "disabling prefix caching (same ~12%)"
+                 r"same\s*(?:~|about |around )?\d+(?:\.\d+)?\s*%")
 # (what follows "still" in an outcome that stayed bad: not "still works")
 _FINE_WORD = r"(?:works?|worked|fine|ok|okay|good|clean|correct|runs|starts|stable|normal)\b"
 _NOT_FINE = r"(?!" + _FINE_WORD + r")"
@@ -43,7 +45,7 @@ _PERSISTS_WITHOUT_PC = re.compile(
     r"\b(?:automatic\s+)?(?:prefix[- _]?caching|apc)\s+(?:off|disabled)\s*(?:->|=>|\u2192|:)\s*(?:still|also|same)\s+"
     + _NOT_FINE + r"\w+|"
     r"(?:--no-enable-prefix-caching|\b(?:turning off|disabling|disabled|without|no)\s+[`'\"]?(?:--enable-)?"
-    r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,60}?\s*(?:->|=>|\u2192|[:,-])\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
+    r"(?:prefix[- _]?caching|apc))\b[`'\"]?[^.\n:]{0,60}?\s*(?:->|=>|\u2192|[:,(-])\s*[*_]{0,2}(?:" + _SAME_OUTCOME +
     r"|(?:still|also)\s+(?:\w+\s+)?(?:\w+\s+)?(?:bad|wrong|garbage|broken|crash\w*|hang\w*|fail\w*|loops|looping|repeats|answers|"
     r"outputs))|"
     # "Without --enable-prefix-caching the same.", "turning both off doesn't fix it" (the drafts and the cache)

@@ -68,7 +68,8 @@ def random_prompts_acceptance(facts: LogFacts, setup: Setup, base_numbers: dict)
     # (on a hybrid, rejected drafts can be a state fault -- unless the same server accepts them on other traffic)
     told_length = facts.startup.get("acceptance_length_told_max")
     accepts_elsewhere = any(r >= 50 for r in rates) or (isinstance(told_length, float) and setup.spec_k > 0
-                                                        and told_length >= 1 + 0.6 * setup.spec_k)
+                                                        and told_length >= 1 + 0.6 * setup.spec_k) \
+        or bool(facts.startup.get("persists_without_pc_prose"))  # (nor a state the cache restored: as low without it)
     if not slow or (setup.hybrid and not accepts_elsewhere) or not rates or min(rates) >= 20 or not told:
         return None
     rate = min(rates)

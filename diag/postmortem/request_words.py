@@ -165,8 +165,10 @@ REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|a
                             # "each ~1,500 prompt tokens", "1.6k per request"
                             r"\beach (?:is |has |of )?(?:about |around |~)?(\d[\d,.]*)\s*(k)?\s*(?:prompt |input )?tokens\b|"
                             r"~?(\d[\d,.]*)\s*(k)\s*(?:/|per)\s*(?:request|req)\b|"
-                            # "prompts ~2.5-3k tokens", "prompt 250-380 tok" (a range: its first number)
-                            r"\bprompts? (?:of |are |is )?(?:~|about |around )?(\d[\d,.]*)(?:\s*[-\u2013]\s*\d[\d,.]*)?\s*(k)?"
+                            # "prompts ~2.5-3k tokens", "prompts 1.2k-1.8k tokens", "prompt 250-380 tok" (a range: its first number)
+                            r"\bprompts? (?:of |are |is )?(?:~|about |around )?(\d[\d,.]*)"
+                            # (its k, after the first number or after the range's second: "1.2k-1.8k", "2.5-3k")
+                            r"(?:(?=k?(?:\s*[-\u2013]\s*\d[\d,.]*)?\s*(k)))?k?(?:\s*[-\u2013]\s*\d[\d,.]*)?\s*k?"
                             r"\s*tok(?:en)?s?\b|"
                             # "requests are short (1.8k tokens total)"
                             r"\brequests? (?:are |is )?(?:short |small |tiny )?\(?~?(\d[\d,.]*)\s*(k)?\s*tokens? (?:in )?total\b|"

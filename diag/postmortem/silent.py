@@ -253,6 +253,8 @@ def acceptance_lost_on_prefix_hits(facts: LogFacts, setup: Setup, base_numbers: 
         return None  # (a full batch's drafts do not fit the step's token budget: the scheduler trims them -- the budget's)
     if not setup.prefix_caching_needed and facts.startup.get("slow_prose") and ran_eager(facts):
         return None  # (a slow report on an eager run: the launch-bound steps are its reading, not the drafts' state)
+    if facts.startup.get("persists_without_pc_prose"):
+        return None  # (the acceptance stays as low with prefix caching off: no restored state is behind it)
     return family_warning(
         facts, base_numbers, "state_index", "low",
         basis=(f"no error; the report says draft acceptance falls ('{said}') on {', '.join(setup.why)} with prefix caching "

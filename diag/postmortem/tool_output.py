@@ -107,6 +107,12 @@ _BENCH_NAMES = re.compile(r"^(?:successful_requests|failed_requests|benchmark_du
                           r"request_rate_configured)")
 
 
+# curl's own timings (``-w 'ttfb=%{time_starttransfer}s total=%{time_total}s'``) on a line of their own: the first
+# byte and the whole response, one request each
+_CURL_TIMING = re.compile(r"^\s*(?:ttfb|time_starttransfer|TTFB)\s*[=:]\s*(\d+(?:\.\d+)?)\s*s?"
+                          r"(?:[\s,]+(?:total|time_total)\s*[=:]\s*(\d+(?:\.\d+)?)\s*s?)?\s*$")
+
+
 class ToolOutputLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: pasted system-tool output."""
 
@@ -137,6 +143,12 @@ class ToolOutputLines:
             elif "gpu_link_no_nvlink" not in self.facts.startup:
                 self.facts.startup["gpu_link_no_nvlink"] = " ".join(text.split())[:200]
                 self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
+        if "tt" in text and line.level is None and (curl := _CURL_TIMING.match(text)):
+            timings = self.facts.startup.setdefault("curl_timings", [])
+            if len(timings) < 8:
+                timings.append({"ttfb_s": float(curl.group(1)),
+                                **({"total_s": float(curl.group(2))} if curl.group(2) else {})})
+                self.facts.lines.setdefault("curl_timings", (line.lineno, text.strip()[:500]))
         if line.level is None and ":  " in text and (bench := _BENCH_ROW.match(text)):
             self._bench_row(bench, line)
         elif self._bench_run is not None and not _BENCH_INSIDE.match(text):
@@ -268,6 +280,10 @@ class ToolOutputLines:
             seen = self.smi_rows.setdefault(gpu, [])
             seen.append((name, mib))
             self.smi_pids[(gpu, name, mib)] = int(m.group(2))
+            rows = self.facts.startup.setdefault("gpu_processes", [])
+            row = {"gpu": int(gpu), "pid": int(m.group(2)), "process": name[:80], "process_mem_mib": mib}
+            if len(rows) < 16 and row not in rows:  # (every row the report pastes: the numbers an operator quotes)
+                rows.append(row)
             rx = _ENGINE_PROCESS if any(_ENGINE_PROCESS.search(n) for n, _ in seen) else _PYTHON_PROCESS
             engine = [n for n, _ in seen if rx.search(n)]
             other = [(n, v) for n, v in seen if not rx.search(n) and v >= 1024]
