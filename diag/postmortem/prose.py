@@ -217,7 +217,7 @@ _PASTED_RECORD = re.compile("|".join(re.escape(k) for k in (
     "Loading safetensors checkpoint shards", "Loading weights took")))
 # ... but not a running count quoted inside a sentence, often another run's ("Without --speculative-config, same
 # flags: `Running: 1024 reqs, Waiting: 0 reqs`"), which would read as this run's peak
-_QUOTED_OTHER_RUN = re.compile(r"^[^`\n]*[A-Za-z][^`\n]*\s[^`\n]*[A-Za-z]\w*[^`\n]*`[^`\n]*Running: [^`\n]*`")
+_QUOTED_OTHER_RUN = re.compile(r"`[^`\n]{0,300}?Running: [^`\n]{0,300}?`")
 # values a reporter printed (a debug print, a config.json excerpt): "num_prefills=1 num_decodes=0 batch_size=7",
 # '"num_key_value_heads": 8', "qo_indptr = [0, 4, 8]", "idx[:, 0] = tensor([41, 17, -1], device='cuda:0')"
 _PRINTED_PAIR = re.compile(r"""(?<![\w.\-/$])["']?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']?\s*[=:]\s*(-?\d+(?:\.\d+)?)(?!\w|\.\d)""")
@@ -422,6 +422,12 @@ _CONCURRENCY = re.compile(r"(?<![\w.])(\d{1,5})\+?\s+concurrent(?:ly)?\b|\bconcu
 _COUNT_NOUN = re.compile(r"(?<![\w.\-])(\d{1,4})\s+(KV heads|kv heads|query heads|attention heads|heads|hidden layers|layers|experts)\b")
 _IDENT_VALUE = re.compile(r"(?<![\w.\-/$])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s+(\d{1,7})\b(?!\.\d|\s*[%x×*/])")
 _SHAPE_WORDS = re.compile(r"\d\s+(?:KV |kv |query |attention )?(?:heads|layers|experts)\b|_(?:dim|size)\w*\s+\d")
+
+
+def _quoted_other_run(text: str) -> bool:
+    """A running count in backticks after words of the reporter's (see ``_QUOTED_OTHER_RUN``)."""
+    m = _QUOTED_OTHER_RUN.search(text) if "`" in text else None
+    return m is not None and len(_WORD.findall(text[:m.start()])) >= 2
 
 
 def _timeout_secs(m: re.Match[str]) -> float:
@@ -815,7 +821,7 @@ class ProseLines:
                                     "\uc798", "schnitten", "corta", "coup", "\u043e\u0431\u0440\u044b\u0432")):
             self._first_words("truncated_prose", TRUNCATED, text, line)
         # the same facts also come from pasted INFO lines that lost their prefix
-        if _PASTED_RECORD.search(text) and not _QUOTED_OTHER_RUN.search(text):
+        if _PASTED_RECORD.search(text) and not _quoted_other_run(text):
             self._record_line(line)
         elif text.lstrip()[:1] == "|":  # (the rows of vLLM's CUDA-graph stats table print without a record prefix)
             self._cudagraph_stats(line)
