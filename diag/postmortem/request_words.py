@@ -18,7 +18,7 @@ SHARED_PREFIX_BEFORE = re.compile(r"\b(?:(?:same|shared|common|identical)\s+(?:~
 _PREFIX_NOUN = (r"(?:system[ -]?prompts?|system\s*\+\s*tools?|(?:rendered )?(?:prompt )?prefix(?:es)?(?![ -]?cach)|"
                 r"instruction (?:blocks?|headers?|prefix(?:es)?)|preambles?|few-shot (?:blocks?|examples|headers?)|"
                 r"policy (?:blocks?|docs))")
-_COUNT = r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
+_COUNT = r"(?<![\d,.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
 # its size in tokens: an exact count the reporter measured ("~1,200 tokens (measured with the tokenizer: 1217)",
 # "(1,912 tokens, verified with the tokenizer)", "first 1,904 tokens identical") before one in words ("fixed
 # instruction block (~480 tokens", "preamble 418 tokens", "~1,050-token fixed instruction block", "1,730 tokens
