@@ -391,3 +391,44 @@ def test_curl_timings_and_nvidia_smis_process_rows_are_numbers_of_the_report():
     assert st["gpu_processes"] == [
         {"gpu": 0, "pid": 3101, "process": "VLLM::Worker_TP0", "process_mem_mib": 70112},
         {"gpu": 0, "pid": 51207, "process": "/opt/conda/bin/python3", "process_mem_mib": 9734}]
+
+
+def test_a_two_core_container_limit_starves_the_engines_host_loop():
+    lines = ["granite-4.0-h-small TTFT is 3-6 seconds even for short prompts with ngram spec decode + prefix caching",
+             "      args: [\"--model\",\"ibm-granite/granite-4.0-h-small\",\"--enable-prefix-caching\"]",
+             "      resources:", "        limits:", "          nvidia.com/gpu: 1", '          cpu: "2"',
+             "(EngineCore_DP0 pid=9) INFO 11-20 09:01:02 [config.py:504] Setting attention block size to 528 tokens to "
+             "ensure that attention page size is >= mamba page size."]
+    result = _analyze(lines)
+    assert result.facts.startup["cpu_limit_cores"] == 2
+    assert result.findings[0].category == "other" and "host CPU" in result.findings[0].title
+    # the share of periods the cgroup throttled, as a Prometheus ratio
+    st = _startup(["container_cpu_cfs_throttled_periods_total / container_cpu_cfs_periods_total over the last 15min: 0.93"])
+    assert "cpu_starved_prose" in st
+
+
+def test_a_settings_table_gives_the_runs_flags():
+    lines = ["| key                     | value                                           |",
+             "|-------------------------|-------------------------------------------------|",
+             "| model                   | zai-org/GLM-4.5-Air-FP8                         |",
+             "| max_num_seqs            | 256                                             |",
+             "| max_num_batched_tokens  | 512   (kept from the latency tuning in Q2)      |",
+             '| speculative_config      | {"method":"mtp","num_speculative_tokens":4}    |',
+             "| enable_prefix_caching   | true                                            |"]
+    args = facts_from_text("\n".join(lines)).args
+    assert args["max_num_seqs"] == 256 and args["max_num_batched_tokens"] == 512
+    assert args["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 4}
+    assert args["enable_prefix_caching"] is True
+
+
+def test_the_settings_under_an_old_heading_are_not_the_runs():
+    lines = ["Old chart args:", "  --model Qwen/Qwen3.5-122B-A10B --tensor-parallel-size 2 --reasoning-parser qwen3", "",
+             "New chart args (Tuesday):", "  --model Qwen/Qwen3.5-122B-A10B --tensor-parallel-size 4"]
+    args = facts_from_text("\n".join(lines)).args
+    assert "reasoning_parser" not in args and args["tensor_parallel_size"] == 4
+
+
+def test_a_repls_tokenizer_length_and_config_vocab_are_vocabulary_sizes():
+    st = _startup(['>>> len(AutoTokenizer.from_pretrained("acme/model", revision="main"))', "65541",
+                   '>>> json.load(open("/models/m/config.json"))["vocab_size"]', "65536"])
+    assert st["vocab_sizes"] == [65541, 65536]

@@ -18,7 +18,10 @@ CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\w
                          r"\bnr_throttled\W{0,3}(?:climbing|increasing|growing|rising|keeps)\b|"
                          r"\bcpu\.max\b[^\n]{0,20}?\b[1-8]00000 100000\b|"
     # "resources.limits.cpu: "4"", "container_cpu_cfs_throttled_periods_total climbs constantly"
-    r"\blimits\.cpu:\s*[\"']?[1-8][\"']?(?![\d.])|cfs_throttled\w*[^.\n]{0,30}?\b(?:climb|increas|grow|ris|keep)\w*",
+    r"\blimits\.cpu:\s*[\"']?[1-8][\"']?(?![\d.])|cfs_throttled\w*[^.\n]{0,30}?\b(?:climb|increas|grow|ris|keep)\w*|"
+    # the share of periods throttled: "container_cpu_cfs_throttled_periods_total / container_cpu_cfs_periods_total
+    # over the last 15min: 0.93"
+    r"cfs_throttled_periods\w*\s*/\s*\w*cfs_periods\w*[^\n]{0,40}?[:=]\s*(?:0?\.[3-9]\d*|[3-9]\d(?:\.\d+)?\s*%)",
     re.I)
 # the GPUs' clocks held down (nvidia-smi -q's clock event reasons, the reporter's words): "SW Power Cap : Active",
 # "HW Thermal Slowdown : Active", "power-capped", "thermal throttling"

@@ -91,6 +91,15 @@ def _tried_after(after: str) -> bool:
     return bool(_WORKAROUND_AFTER.match(after) or _TRIAL_ARROW_AFTER.match(after))
 
 
+# a heading that introduces the settings of a set-up the run replaced ("Old chart args:", "Before the migration we
+# ran:", "previous flags:") -- and one that introduces the run's own ("New chart args (Tuesday):", "Now:")
+_SUPERSEDED_HEAD = re.compile(r"^\s*(?:#+\s*)?(?:old|previous|former|original|before)\b[^:\n]{0,50}"
+                              r"\b(?:args|arguments|flags|command|cmd|config|settings|values|chart|deployment)\b[^:\n]{0,30}:\s*$",
+                              re.I)
+_CURRENT_HEAD = re.compile(r"^\s*(?:#+\s*)?(?:new|current|now|after)\b[^:\n]{0,60}:\s*$", re.I)
+# a markdown table's row naming an engine setting and its value ("| max_num_seqs | 256 |")
+_TABLE_SETTING = re.compile(r"^\s*\|\s*`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s*\|\s*([^|]{1,400}?)\s*\|")
+_TABLE_VALUE = re.compile(r"\d+(?:\.\d+)?|True|False|true|false|\{[^{}]{1,400}\}")
 _BARE_FLAG = re.compile(r"(?<![\w.\-/$])[\"']?([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)[\"']?(?:\s*([=:])\s*[\"']?(\d+(?:\.\d+)?|True|"
                         r"False|true|false|\{[^{}]{1,400}\})[\"']?"
                         r"|[ \t]+(\d+(?:\.\d+)?))(?!\w|\.\d)")
@@ -333,6 +342,14 @@ class CommandLines:
         return val
 
     def _commands(self, line: Line) -> None:
+        if line.level is None and line.process is None and ":" in line.text:
+            if _SUPERSEDED_HEAD.match(line.text):
+                self._superseded = True  # ("Old chart args:": the settings of a set-up the run replaced)
+                return
+            if _CURRENT_HEAD.match(line.text):
+                self._superseded = False
+        if self._superseded:
+            return
         line = self._shell_line(line)
         self._config_block(line)
         text = line.text
@@ -398,6 +415,15 @@ class CommandLines:
             return  # a log record: the flags below are read from pasted text only
         if text.lstrip().startswith("#"):
             return  # a commented-out line of a script (`# --enforce-eager`): not part of the set-up
+        if text.lstrip()[:1] == "|" and "_" in text and (row := _TABLE_SETTING.match(text)):
+            # a settings table's row ("| max_num_batched_tokens | 512 (kept from Q2) |"): the key and the value's
+            # first word, or the cell's JSON object
+            cell = row.group(2).strip()
+            val = cell if cell.startswith("{") else cell.split()[0] if cell else ""
+            if _TABLE_VALUE.fullmatch(val) and len(self.inline_flags) < 100:
+                if val.startswith("{"):
+                    val = "'" + val.replace("'", '"') + "'"
+                self.inline_flags.append((line.lineno, "--" + row.group(1).replace("_", "-"), val))
         indented = text[:1] in (" ", "\t")
         if ("_" in text or "-" in text) and (
                 not indented or ":" in text and 'File "' not in text):  # indented: a YAML / JSON key, not a frame

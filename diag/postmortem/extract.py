@@ -275,6 +275,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
         self._limits_line = -9  # the line of a Kubernetes manifest's "limits:" block being read
         self._smi_clock_section = "Clocks"  # the nvidia-smi -q clock section being read ("Max Clocks", ...)
         self._bench_run: dict | None = None  # the `vllm bench serve` result being read
+        self._superseded = False  # reading the settings under an "Old ... args:" heading (not the run's)
         self._err_open = False
         self._err_last = 0
         self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text
@@ -459,6 +460,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
         if not text.strip():
             self._end_cmd()
             self._bench_run = None  # (a blank line ends a pasted benchmark result)
+            self._superseded = False  # (... and a replaced set-up's settings)
             return
         self._commands(line)
         if line.level is not None or line.process is not None:

@@ -54,12 +54,14 @@ def wrap_width(lines: list[str]) -> int | None:
 _ALIGNED_FIELD = re.compile(r"^\s{2,}[A-Za-z][\w .()/+-]*?\s{2,}: \S")
 # a rule a tool prints across its output, bare or around a title (`vllm bench serve`'s 50-wide
 # "===== Serving Benchmark Result =====" and "-----Speculative Decoding-----"): whole lines, not pieces of a wrap
+# a markdown table's row, padded to the table's width like every other row: whole, not a wrap's piece
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _RULE_LINE = re.compile(r"^\s*[=\-~*#]{3,}(?:[^=\-~*#]{0,60}[=\-~*#]{3,})?\s*$")
 
 
 def _wraps_at(lines: list[str], width: int) -> bool:
     at_width = {line for line in lines if len(line) == width and not _ALIGNED_FIELD.match(line)
-                and not _RULE_LINE.match(line)}
+                and not _RULE_LINE.match(line) and not _TABLE_ROW.match(line)}
     pairs = [(a, b) for a, b in zip(lines, lines[1:]) if a in at_width]
     continued = sum(1 for _, b in pairs if b and not _LINE_START.match(b))
     # a terminal cuts mid-word: most pieces end without the space a word wrap breaks at

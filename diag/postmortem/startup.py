@@ -171,9 +171,11 @@ _VOCAB = re.compile(r"\b(?:draft_)?vocab_size\b[\"']?\s*[:=]\s*(\d{4,7})\b|"
 # a tokenizer's added token and its id (tokenizer.json's added vocabulary '"<|field_start|>": 100357', the
 # added_tokens_decoder's '"100357": {"content": ...'): the tokenizer produces that id
 _ADDED_TOKEN = re.compile(r"[\"'](?:<[^\"'\n]{1,40}>|\[[A-Z_]{2,20}\])[\"']\s*:\s*(\d{4,7})\b|[\"'](\d{4,7})[\"']\s*:\s*\{\s*[\"']content")
-# a REPL's question whose answer is the next line: "...).vocab_size" -> "131072", an embedding table's shape
+# a REPL's question whose answer is the next line: "...).vocab_size" or '...["vocab_size"]' -> "131072", a
+# tokenizer's length ("len(AutoTokenizer.from_pretrained(...))"), an embedding table's shape
 # ("...embeddings.weight").get_shape()" -> "[131072, 4480]": its rows are the vocabulary the model can look up
-_REPL_VOCAB = re.compile(r"^\s*(?:>>>|In \[\d+\]:)\s.*(?:\.vocab_size\s*$|embed\w*\.weight\b.*(?:shape|size\(\))\W*$)")
+_REPL_VOCAB = re.compile(r"^\s*(?:>>>|In \[\d+\]:)\s(?:.*(?:\.vocab_size|\[[\"']vocab_size[\"']\])\s*$|"
+                         r".*embed\w*\.weight\b.*(?:shape|size\(\))\W*$|\s*len\(\s*(?:AutoTokenizer\b|tokenizer|tok\b).*\)\s*$)")
 _REPL_ANSWER = re.compile(r"^\s*(?:Out\[\d+\]:\s*)?(?:\[\s*|torch\.Size\(\[\s*)?(\d{4,7})\b")
 # token ids a request carries, in the reporter's words ("it contains ids 131072 and 131073"): the largest
 _TOKEN_IDS = re.compile(r"\b(?:token )?ids? ((?:\d{4,7})(?:(?:,|, and| and| &) \d{4,7})*)\b")

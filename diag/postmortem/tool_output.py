@@ -238,6 +238,11 @@ class ToolOutputLines:
             cores = float(m.group(1)) / (1000 if m.lastindex and m.lastindex >= 2 and m.group(2) else 1)
             self.facts.startup["cpu_limit_cores"] = int(cores) if cores.is_integer() else cores
             self.facts.lines["cpu_limit_cores"] = (line.lineno, text.strip()[:500])
+            if cores <= 2 and "cpu_starved_prose" not in self.facts.startup:
+                # (the API server, the engine's loop and a worker per GPU each keep a core busy: two or fewer starve
+                # them whatever the load)
+                self.facts.startup["cpu_starved_prose"] = f"a CPU limit of {cores:g} core(s) for the container"
+                self.facts.lines["cpu_starved_prose"] = self.facts.lines["cpu_limit_cores"]
 
     def _proxy_timings(self, tail: str, line: Line, text: str) -> None:
         """The first failed request's timings in a proxy's access log: a request time at the proxy's timeout (60.001
