@@ -432,3 +432,26 @@ def test_a_repls_tokenizer_length_and_config_vocab_are_vocabulary_sizes():
     st = _startup(['>>> len(AutoTokenizer.from_pretrained("acme/model", revision="main"))', "65541",
                    '>>> json.load(open("/models/m/config.json"))["vocab_size"]', "65536"])
     assert st["vocab_sizes"] == [65541, 65536]
+
+
+def test_the_same_stream_complete_under_curl_puts_missing_words_on_the_clients_path():
+    lines = ["[Usage]: output text is missing words when MTP is on with Qwen3-Next (prefix caching + hybrid)",
+             "    vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --enable-prefix-caching "
+             "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+             "Then my colleague ran the same prompt with plain curl -N and reads the raw SSE: the text there is "
+             "complete and correct, nothing missing, with MTP on."]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "client's path" in top.title
+
+
+def test_a_full_batch_of_decodes_that_fills_the_token_budget_leaves_no_prefill():
+    """256 requests x (1 + 7) = 2048 = max_num_batched_tokens: with the batch full, no prefill token fits a step."""
+    lines = ["EAGLE3 (k=7): TTFT got 10x worse, Waiting keeps growing",
+             "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 256 --max-num-batched-tokens 2048 "
+             "--speculative-config '{\"method\":\"eagle3\",\"model\":\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\","
+             "\"num_speculative_tokens\":7}'"]
+    top = _analyze(lines).findings[0]
+    assert (top.rule, top.category) == ("spec_token_budget", "token_budget") and "2048 = 2048" in top.title
+    # one request fewer leaves room, and no finding
+    fewer = _analyze([lines[0], lines[1].replace("--max-num-seqs 256", "--max-num-seqs 255")]).findings
+    assert not any(f.rule == "spec_token_budget" for f in fewer)

@@ -2,7 +2,7 @@
 
 Each decoding request schedules ``k + 1`` tokens per step (k draft tokens to verify plus one). With
 ``max_num_seqs x (k + 1) > max_num_batched_tokens`` at most ``budget // (k + 1)`` requests decode
-per step and prefills starve; with ``k + 1 > budget`` not even one request fits (vLLM rejects or
+per step and prefills starve (at ``=`` a full batch of decodes leaves no prefill token a step); with ``k + 1 > budget`` not even one request fits (vLLM rejects or
 truncates drafts). Typical trap: ngram with ``num_speculative_tokens: 128`` (vllm#38196's config).
 
 Evidence: config (predicted defaults included) or log arguments. Versions: all.
@@ -27,14 +27,21 @@ def check(ctx: RuleContext) -> list[Finding]:
         return []
     budget, seqs = int(budget), int(seqs)
     need = seqs * (k + 1)
-    if need <= budget:
+    if need < budget:
         return []
     fit = budget // (k + 1)
     sev = "error" if fit < 1 else "warning"
-    msg = (f"{seqs} requests x (k+1 = {k + 1}) = {need} tokens per decode step, but max_num_batched_tokens is {budget}: "
-           f"only {fit} requests can decode per step" + (" -- not even one." if fit < 1 else "; prefills wait behind them."))
-    return [Finding(rule=ID, category="token_budget", title=f"Speculative tokens exhaust the batch budget ({need} > {budget})",
-                    severity=sev, message=msg,
+    if need == budget:  # (a full batch of decodes takes the whole step: no token is left for a prefill)
+        msg = (f"{seqs} requests x (k+1 = {k + 1}) = {need} tokens per decode step, all of max_num_batched_tokens "
+               f"{budget}: with the batch full no prefill token fits a step, so new requests wait for running ones to "
+               "finish (time to first token grows with the load).")
+    else:
+        msg = (f"{seqs} requests x (k+1 = {k + 1}) = {need} tokens per decode step, but max_num_batched_tokens is "
+               f"{budget}: only {fit} requests can decode per step"
+               + (" -- not even one." if fit < 1 else "; prefills wait behind them."))
+    relation = "=" if need == budget else ">"
+    return [Finding(rule=ID, category="token_budget", severity=sev, message=msg,
+                    title=f"Speculative tokens exhaust the batch budget ({need} {relation} {budget})",
                     evidence=[Evidence(f"num_speculative_tokens {k}, max_num_seqs {seqs}, max_num_batched_tokens {budget}",
                                        source=state_source(ctx.state))],
                     comparisons=[Comparison("max_num_seqs x (k+1) <= max_num_batched_tokens", expected=budget, actual=need, unit="tokens")],
