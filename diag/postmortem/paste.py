@@ -54,9 +54,9 @@ def wrap_width(lines: list[str]) -> int | None:
 _ALIGNED_FIELD = re.compile(r"^\s{2,}[A-Za-z][\w .()/+-]*?\s{2,}: \S")
 # a rule a tool prints across its output, bare or around a title (`vllm bench serve`'s 50-wide
 # "===== Serving Benchmark Result =====" and "-----Speculative Decoding-----"): whole lines, not pieces of a wrap
+_RULE_LINE = re.compile(r"^\s*[=\-~*#]{3,}(?:[^=\-~*#]{0,60}[=\-~*#]{3,})?\s*$")
 # a markdown table's row, padded to the table's width like every other row: whole, not a wrap's piece
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_RULE_LINE = re.compile(r"^\s*[=\-~*#]{3,}(?:[^=\-~*#]{0,60}[=\-~*#]{3,})?\s*$")
 
 
 def _wraps_at(lines: list[str], width: int) -> bool:

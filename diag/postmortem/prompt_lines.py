@@ -25,6 +25,13 @@ def token_count(number: str, kilo: str | bool | None) -> int:
     return int(float(number.replace(",", "")) * (1000 if kilo else 1))
 
 
+def count_and_kilo(m: re.Match[str]) -> tuple[str, bool]:
+    """The count a match of (count, k) group pairs -- one pair per way of saying it -- found, and whether a k follows
+    it (the first pair whose count matched; a k in any pair)."""
+    groups = m.groups()
+    return next(g for g in groups[::2] if g), any(g for g in groups[1::2])
+
+
 class PromptLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: what a report says of its requests' prompts."""
 
@@ -43,12 +50,10 @@ class PromptLines:
             self._first_words("varying_prefix_prose", VARYING_PREFIX, text, line)
         if line.level is None and len(text) < 4000 and "varying_prefix_prose" not in self.facts.startup and "system" in text \
                 and ("content" in text or "system\"" in text or "system'" in text) and (m := SYSTEM_HEAD_VALUE.search(text)):
-            self.facts.startup["varying_prefix_prose"] = f"the system prompt opens with a per-request value: '{m.group(1)}'"
-            self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
+            self._varying_prefix_seen(f"the system prompt opens with a per-request value: '{m.group(1)}'", text, line)
         if line.level is None and len(text) < 4000 and "varying_prefix_prose" not in self.facts.startup and "You" in text \
                 and (m := QUOTED_PROMPT_HEAD_VALUE.search(text)):
-            self.facts.startup["varying_prefix_prose"] = f"the prompt opens with a per-request value: '{m.group(1)}'"
-            self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
+            self._varying_prefix_seen(f"the prompt opens with a per-request value: '{m.group(1)}'", text, line)
         if line.level is None and len(text) < 2000 and "varying_prefix_prose" not in self.facts.startup and (
                 "prepend" in wide or "start" in wide or "begin" in wide or "front" in wide or "first" in wide.lower()
                 or "mov" in wide.lower() or "open" in wide or "iverg" in wide or "ime" in wide or "ate" in wide
@@ -60,14 +65,16 @@ class PromptLines:
                 self._prepend_line = line.lineno  # the line it prepends may follow ("... prepends a line: \n '[id=...]'")
         if "varying_prefix_prose" not in self.facts.startup and "system" in text and len(text) < 8000 \
                 and (m := SYSTEM_TURN_HEAD_VALUE.search(text)):
-            self.facts.startup["varying_prefix_prose"] = f"the system prompt opens with a per-request value: '{m.group(1)}'"
-            self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
+            self._varying_prefix_seen(f"the system prompt opens with a per-request value: '{m.group(1)}'", text, line)
         if line.level is None and "system" in text and SYSTEM_TURN.match(text):
             self._prepend_line = line.lineno  # a rendered prompt's system turn: its first line is the prompt's head
         if line.level is None and "varying_prefix_prose" not in self.facts.startup \
                 and 0 < line.lineno - getattr(self, "_prepend_line", -9) <= 2 and (m := PER_REQUEST_VALUE.search(text)):
-            self.facts.startup["varying_prefix_prose"] = f"the prompt is prefixed with a per-request value: '{m.group(0)}'"
-            self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
+            self._varying_prefix_seen(f"the prompt is prefixed with a per-request value: '{m.group(0)}'", text, line)
+
+    def _varying_prefix_seen(self, said: str, text: str, line: Line) -> None:
+        self.facts.startup["varying_prefix_prose"] = said
+        self.facts.lines["varying_prefix_prose"] = (line.lineno, text.strip()[:500])
 
     def _prefix_sizes(self, text: str, wide: str, line: Line) -> None:
         """The size of the block every request repeats, and the system prompt's."""
@@ -75,10 +82,7 @@ class PromptLines:
             # (the sentence may be hard-wrapped: "Every request starts with the same" / "system prompt, ~1,200 tokens")
             m = SHARED_PREFIX.search(wide) or SHARED_PREFIX_BEFORE.search(wide) or SHARED_PREFIX_BRACKETED.search(wide)
             if m:
-                groups = [g for g in m.groups()]
-                number = next(g for g in groups[::2] if g is not None)
-                kilo = any(g for g in groups[1::2])
-                n = token_count(number, kilo)
+                n = token_count(*count_and_kilo(m))
                 self.facts.startup["shared_prefix_tokens"] = n
                 if re.search(r"system[ -]prompt", m.group(0), re.I):  # (in the reporter's own words too)
                     self.facts.startup["system_prompt_tokens"] = n
@@ -104,9 +108,7 @@ class PromptLines:
         m = exact or PREFIX_TOKENS_NAMED.search(wide)
         if not m:
             return
-        groups = m.groups()
-        number = next(g for g in groups[::2] if g)
-        kilo = any(g for g in groups[1::2])
+        number, kilo = count_and_kilo(m)
         n = token_count(number, kilo)
         had = self.facts.startup.get("shared_prefix_tokens")
         if had is None:
