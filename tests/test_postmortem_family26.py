@@ -388,6 +388,7 @@ def test_curl_timings_and_nvidia_smis_process_rows_are_numbers_of_the_report():
                    "|    0   N/A  N/A      3101      C   VLLM::Worker_TP0                            70112MiB |",
                    "|    0   N/A  N/A     51207      C   /opt/conda/bin/python3                       9734MiB |"])
     assert st["curl_timings"] == [{"ttfb_s": 0.094, "total_s": 4.871}, {"ttfb_s": 4.902, "total_s": 4.915}]
+    assert _startup(["TTFB: 0.42s"])["curl_timings"] == [{"ttfb_s": 0.42}]  # (the pattern's upper-case spelling)
     assert st["gpu_processes"] == [
         {"gpu": 0, "pid": 3101, "process": "VLLM::Worker_TP0", "process_mem_mib": 70112},
         {"gpu": 0, "pid": 51207, "process": "/opt/conda/bin/python3", "process_mem_mib": 9734}]

@@ -143,7 +143,7 @@ class ToolOutputLines:
             elif "gpu_link_no_nvlink" not in self.facts.startup:
                 self.facts.startup["gpu_link_no_nvlink"] = " ".join(text.split())[:200]
                 self.facts.lines["gpu_link_no_nvlink"] = (line.lineno, text.strip()[:500])
-        if "tt" in text and line.level is None and (curl := _CURL_TIMING.match(text)):
+        if ("tt" in text or "TT" in text) and line.level is None and (curl := _CURL_TIMING.match(text)):
             timings = self.facts.startup.setdefault("curl_timings", [])
             if len(timings) < 8:
                 timings.append({"ttfb_s": float(curl.group(1)),
