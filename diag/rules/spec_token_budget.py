@@ -2,8 +2,9 @@
 
 Each decoding request schedules ``k + 1`` tokens per step (k draft tokens to verify plus one). With
 ``max_num_seqs x (k + 1) > max_num_batched_tokens`` at most ``budget // (k + 1)`` requests decode
-per step and prefills starve (at ``=`` a full batch of decodes leaves no prefill token a step); with ``k + 1 > budget`` not even one request fits (vLLM rejects or
-truncates drafts). Typical trap: ngram with ``num_speculative_tokens: 128`` (vllm#38196's config).
+per step and prefills starve (at ``=`` a full batch of decodes leaves no prefill token a step); with
+``k + 1 > budget`` not even one request fits (vLLM rejects or truncates drafts). Typical trap: ngram
+with ``num_speculative_tokens: 128`` (vllm#38196's config).
 
 Evidence: config (predicted defaults included) or log arguments. Versions: all.
 """
