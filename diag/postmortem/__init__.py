@@ -288,6 +288,8 @@ proxy_timeout_prose,                   timeout, a chat template applied twice, t
 double_template_prose,                 the server coming back right, the model's own tokenizer fixing the
 direct_fine_prose,                     output
 own_tokenizer_fixes
+direct_request_s                       how long the same request took sent straight to the engine, past the proxy
+                                       (``Direct curl to the pod IP: returns 200 after 97 s``)
 host_oom_kill                          the host's OOM killer in the report: ``Reason: OOMKilled`` (kubectl),
                                        ``Killed process N`` (the kernel)
 hits_without_spec_prose                the prefix cache hitting once the drafts are off (``without
@@ -303,6 +305,10 @@ families_ruled_out_prose               the reporter's verdict that the families 
                                        decode / the 1184 block size are not it``)
 unique_prompts_prose                   prompts said to share no prefix (``unique RAG context each time``, a
                                        benchmark's ``--dataset-name random`` without ``--random-prefix-len``)
+random_bench_prose                     a benchmark of vLLM's random dataset (``--dataset-name random``): its
+                                       prompts, not the production traffic's, are what its stats lines measure
+random_prefix_len                      that benchmark's ``--random-prefix-len N``, read on any line of a wrapped
+                                       command (0: no shared prefix)
 wsl_prose                              the engine under WSL2 (vLLM's ``WSL is detected`` warning, ``under WSL2``)
 aiter_dropped_prose                    a ROCm deployment without ``VLLM_ROCM_USE_AITER`` (``we dropped
                                        VLLM_ROCM_USE_AITER from the manifest``): the Triton fallback kernels

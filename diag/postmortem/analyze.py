@@ -30,6 +30,7 @@ from ..model import (
 )
 from ..rules.base import GpuInfo, RuleContext, parse_version
 from ..rules.prefix_cache_granularity import PREFILL_COMPLAINT
+from .clientside import prompts_share_no_prefix
 from .quietmisses import raised_block_holds_requests
 
 MISMATCH_CATEGORIES = tuple(c for c in CATEGORIES if c != "other")
@@ -367,7 +368,7 @@ def _cache_report_without_hits(facts: LogFacts) -> bool:
     says the prompts share no prefix to begin with (random or unique prompts, no shared prefix stated)."""
     st = facts.startup
     rate = st.get("prefix_cache_hit_rate_max")
-    no_prefix = (st.get("random_prompts_prose") or st.get("unique_prompts_prose")) and not st.get("shared_prefix_tokens")
+    no_prefix = prompts_share_no_prefix(st) or (st.get("random_prompts_prose") and not st.get("shared_prefix_tokens"))
     return (isinstance(rate, (int, float)) and rate < 10 and facts.args.get("enable_prefix_caching") is not False
             and bool(st.get("prefix_caching_prose")) and not no_prefix)
 
@@ -380,8 +381,11 @@ def _outside_lead_drops_notes(facts: LogFacts, findings: list[Finding]) -> list[
         return findings
     lead = findings[0]
     root_line = facts.root.log_line if facts.root is not None else None
+    # (beside a failure outside the families, a warning on the set-up that does not cite the failure explains no part
+    # of it: "prefix caching is forced off" next to a start-up error that bf16 needs compute capability 8.0)
+    crashed = lead.severity == "error"
     notes = [f for f in findings[1:] if f.category != "other" and not _cites(f, root_line)
-             and (f.severity == "info" or (f.severity == "warning" and not _answers_symptom(facts, f)))]
+             and (f.severity == "info" or (f.severity == "warning" and (crashed or not _answers_symptom(facts, f))))]
     return [lead] + _leave_out(lead, findings[1:], notes)
 
 
@@ -590,7 +594,7 @@ def _answers_symptom(facts: LogFacts, f: Finding) -> bool:
         return False  # (how often the cache hits never makes an answer wrong, whatever else the report says of the hits)
     if f.rule == "block_size_inflated" and st.get("capacity_prose") and raised_block_holds_requests(facts):
         return True  # (fewer requests run than expected, each holding a few of the raised blocks: the block's granularity)
-    if st.get("unique_prompts_prose") and not st.get("shared_prefix_tokens"):
+    if prompts_share_no_prefix(st):
         return False  # (prompts that share no prefix have nothing to hit at any granularity)
     if st.get("capacity_prose") and not (st.get("hit_rate_prose") or st.get("slow_prose") or st.get("spec_slower_prose")):
         return False  # (a report of how many requests run, not of hits or prompt time: granularity caps no concurrency)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 
 from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED,
-                          DIRECT_FINE, DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE,
+                          DIRECT_DURATION, DIRECT_FINE, DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE,
                           GUESS, HARD_TO_DRAFT, IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_BUFFERING,
                           PROXY_RETRY, PROXY_TIMEOUT, REASONING_ATE_BUDGET, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING,
                           UNIQUE_PROMPTS, WSL)
 from .lines import Line
-from .request_words import RANDOM_DATASET, RANDOM_PREFIX, RANDOM_PROMPTS
+from .request_words import RANDOM_DATASET, RANDOM_PREFIX, RANDOM_PREFIX_LEN, RANDOM_PROMPTS
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # the report's words for causes outside the families, each read once: (fact, words, a needle one of them holds,
@@ -110,6 +110,10 @@ class CauseLines:
                                                                    or "UTF" in text or "port-forward" in text or "tcpdump" in text
                                                                    or "SSE" in text):
                 self._first_words("direct_fine_prose", DIRECT_FINE, text, line)
+            if "direct_request_s" not in self.facts.startup and ("irect" in text or "traight" in text or "ypass" in text) \
+                    and (m := DIRECT_DURATION.search(text)):
+                self.facts.startup["direct_request_s"] = float(m.group(1))
+                self.facts.lines["direct_request_s"] = (line.lineno, text.strip()[:500])
         if "own_tokenizer_fixes" not in self.facts.startup and line.level is None and "--tokenizer" in text \
                 and len(text) < 2000:
             self._first_words("own_tokenizer_fixes", OWN_TOKENIZER_FIXES, text, line)
@@ -122,9 +126,11 @@ class CauseLines:
             if "unique_prompts_prose" not in self.facts.startup and (m := RANDOM_DATASET.search(text)) \
                     and not RANDOM_PREFIX.search(text):
                 # (vLLM's benchmark draws each random prompt's tokens afresh: no two share a prefix, unless a
-                # --random-prefix-len puts one before them)
-                self.facts.startup["unique_prompts_prose"] = m.group(0)
+                # --random-prefix-len puts one before them -- on this line or a continuation line, read below)
+                self.facts.startup["unique_prompts_prose"] = self.facts.startup["random_bench_prose"] = m.group(0)
                 self.facts.lines["unique_prompts_prose"] = (line.lineno, text.strip()[:500])
+        if "random_prefix_len" not in self.facts.startup and "prefix" in text and (m := RANDOM_PREFIX_LEN.search(text)):
+            self.facts.startup["random_prefix_len"] = int(m.group(1))
         if "gpu_throttled_prose" not in self.facts.startup and len(text) < 2000 and (
                 "hrottl" in text or "Active" in text or "capped" in text):
             self._first_words("gpu_throttled_prose", GPU_THROTTLED, text, line)

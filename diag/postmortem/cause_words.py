@@ -160,6 +160,10 @@ DOUBLE_TEMPLATE = re.compile(
     r"<beginning_of_sentence>|<start_of_turn>|<\|user\|>|\[INST\])", re.I)
 # the same request sent straight to the engine is fine, only the client's path garbles it: "curl -N straight to :8000
 # with the same request -> text is perfect", "bypassing nginx the output is clean"
+# how long the same request took sent straight to the engine, past the proxy ("Direct curl to the pod IP ...: returns
+# 200 after 97 s", "curl directly to :8000 ... (3412 tokens, took 79 s)"): beside a proxy's timeout, the answer's length
+DIRECT_DURATION = re.compile(r"\b(?:straight|directly|direct|bypass\w*)\b[^\n]{0,120}?\b(?:after|took|takes|in|within)\s+"
+                             r"(?:~|about\s+|around\s+)?(\d{1,4}(?:\.\d+)?)\s*(?:s|secs?|seconds)\b", re.I)
 DIRECT_FINE = re.compile(
     r"\b(?:straight|directly|direct) (?:to|against|at) (?:the )?(?:vLLM|server|engine|pod|:\d{2,5}|port \d+|localhost)\b"
     r"[^\n]{0,80}?(?:(?:->|\u2192|=>|:|\bgives?|\breturns?|\bis|\bare|\bshows?)\s*(?:the |a )?(?:text|output|answers?)?\s*"

@@ -362,13 +362,22 @@ _UNIQUE_PROMPTS = _Told(
     missing="the hit rate on a workload whose prompts share a prefix longer than the block (the production traffic)")
 
 
+def prompts_share_no_prefix(st: dict) -> bool:
+    """The report's prompts share no prefix. A report that also states the prefix its prompts share -- "every request
+    starts with the same 1,217-token system prompt, then chunks different every time" -- is about that prefix, not
+    about prompts without one; but a benchmark of vLLM's random dataset measures its own prompts, which share nothing
+    unless a --random-prefix-len gives them a prefix, whatever the production traffic shares."""
+    if not st.get("unique_prompts_prose"):
+        return False
+    if st.get("random_bench_prose") == st["unique_prompts_prose"]:
+        return not st.get("random_prefix_len")
+    return not st.get("shared_prefix_tokens")
+
+
 def unique_prompts_miss(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     # (only where the report is about the hits: a benchmark of random prompts shows 0 % whatever it measures)
-    # (a report that also states the prefix its prompts share -- "every request starts with the same 1,217-token
-    # system prompt, then chunks different every time" -- is about that prefix, not about prompts without one)
     st = facts.startup
-    return _UNIQUE_PROMPTS(facts, base_numbers) if st.get("hit_rate_prose") and not st.get(
-        "shared_prefix_tokens") else None
+    return _UNIQUE_PROMPTS(facts, base_numbers) if st.get("hit_rate_prose") and prompts_share_no_prefix(st) else None
 
 
 def split_routing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -56,7 +56,7 @@ def _normalise(dest_args: dict[str, Any]) -> dict[str, Any]:
         out = {}
     for k, v in dest_args.items():  # keep every flag (snake_case), normalised keys win
         if k not in out and v is not None and not isinstance(v, (dict, list)) or k in ("speculative_config", "compilation_config",
-                                                                                   "kv_transfer_config"):
+                                                                                   "kv_transfer_config", "logits_processors"):
             out.setdefault(k, v)
     return out
 

@@ -275,6 +275,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
         self._limits_line = -9  # the line of a Kubernetes manifest's "limits:" block being read
         self._smi_clock_section = "Clocks"  # the nvidia-smi -q clock section being read ("Max Clocks", ...)
         self._bench_run: dict | None = None  # the `vllm bench serve` result being read
+        self._smi_table_temp = False  # gpu_temp_c came from nvidia-smi's table (not -q): its hottest row may replace it
         self._superseded = False  # reading the settings under an "Old ... args:" heading (not the run's)
         self._err_open = False
         self._err_last = 0

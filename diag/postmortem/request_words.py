@@ -155,6 +155,7 @@ VARYING_PREFIX_TOLD = re.compile(
 # vllm bench's random dataset, and the shared prefix it may put before each random prompt
 RANDOM_DATASET = re.compile(r"--dataset[-_]name[ =]random\b")
 RANDOM_PREFIX = re.compile(r"--random[-_]prefix[-_]len[ =]\s*[1-9]")
+RANDOM_PREFIX_LEN = re.compile(r"--random[-_]prefix[-_]len[ =]\s*(\d{1,7})\b")
 
 # a benchmark of random prompts (vllm bench's random dataset, the reporter's words): a drafter has nothing to predict
 RANDOM_PROMPTS = re.compile(r"--dataset[-_]name[ =]random\b|\brandom (?:prompts?|tokens?|inputs?|dataset|data)\b", re.I)

@@ -133,6 +133,15 @@ def _backend_refuses_block_size(message: str) -> tuple[list[str], int | None] | 
     return [name for name, _ in loaded], int(size.group(1)) if size else None
 
 
+def _told_mixed(facts: LogFacts, setup: Setup) -> bool:
+    """The report calls the failing step's batch mixed, and the crash dump, where it has one, does not say otherwise:
+    a dump of spec decodes beside prefill chunks only (their normal path) outweighs "mixed traffic" in the prose."""
+    batch = setup.batch or {}
+    if batch.get("mixed") is False and (batch.get("num_spec_decodes") or 0) > 0:
+        return False
+    return bool(facts.startup.get("mixed_prose"))
+
+
 def _spec_rows_vs_batch(site, message: str, setup: Setup) -> tuple[int, int, int] | None:
     """A Mamba kernel's check that the state indices have one row per batch row (causal_conv1d_update's
     ``batch == conv_state_indices.shape[0]``) failing with 2-D indices of 1 + k columns -- the spec-decode rows'
@@ -266,7 +275,7 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                   f"for a batch of {batch}: the rows differ, not the columns -- the builder's split of the step into "
                   f"spec decodes and plain decodes disagrees with the rows the kernel runs on (a mixed batch)")
         nums.update({"batch": batch, "spec_rows": spec_rows, "state_index_width": width})
-    elif cat == "state_index" and setup.spec_k > 0 and facts.startup.get("mixed_prose") and (
+    elif cat == "state_index" and setup.spec_k > 0 and _told_mixed(facts, setup) and (
             _ROW_CHECK.search(site.condition or "") or _BARE_ROWS_CHECK.search(site.condition or "")):
         # the state indices' rows against the batch's rows, on a step the report tells as mixed (drafted rows beside
         # rows without drafts or a prefill chunk): the builder's split of the step, not an index width
@@ -284,7 +293,7 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
                   f"(k = {setup.spec_k}): a kernel counting 1 + k tokens per spec decode meets one state row per "
                   "request -- the batch's rows counted two ways (a mixed batch), not the indices' width")
     elif cat == "state_index" and REQUEST_COUNT_CHECK.search(site.condition or ""):
-        if setup.prefix_cached_states and facts.startup.get("mixed_prose"):
+        if setup.prefix_cached_states and _told_mixed(facts, setup):
             # the report tells the step's batch: plain decodes beside spec decodes -- the builder's split of one step
             cat = "mixed_batch"
             basis += (f"; the report says the failing batch mixed kinds of rows ('{facts.startup['mixed_prose']}'): "

@@ -83,7 +83,8 @@ _PROMPT_GROWTH = re.compile(r"\bprompts?\b[^.\n]{0,30}?\b(?:doubl\w+|grows? expo
                             r"[^.\n]{0,30}?\b(?:each|every|per) (?:turn|message)\b", re.I)
 # a container's CPU limit: Kubernetes' "limits: {cpu: "2", ...}" or a limits block's "cpu: 4" / "cpu: 3500m",
 # docker's --cpus=4
-_CPU_LIMIT_INLINE = re.compile(r"\blimits:\s*\{[^}]*?\bcpu:\s*[\"']?(\d+(?:\.\d+)?)(m)?[\"']?\s*[,}]")
+# (a manifest's flow mapping, or the JSON kubectl prints: {"limits":{"cpu":"2",...}})
+_CPU_LIMIT_INLINE = re.compile(r"\blimits[\"']?:\s*\{[^}]*?\bcpu[\"']?:\s*[\"']?(\d+(?:\.\d+)?)(m)?[\"']?\s*[,}]")
 _CPU_LIMIT_FIELD = re.compile(r"^\s+cpu:\s*[\"']?(\d+(?:\.\d+)?)(m)?[\"']?\s*$")
 _DOCKER_CPUS = re.compile(r"(?<![\w-])--cpus[= ][\"']?(\d+(?:\.\d+)?)\b")
 # the engine's own processes in that table (a bare python process is the engine's only where no row names vLLM)
@@ -118,7 +119,7 @@ class ToolOutputLines:
 
     def _tool_output_line(self, text: str, line: Line) -> None:
         """One line of the report outside log records, read for the tools' tables and fields."""
-        if "limits:" in text and text.strip() == "limits:":
+        if "imits:" in text and text.strip() in ("limits:", "Limits:"):  # a manifest's block, kubectl describe's
             self._limits_line = line.lineno
         if "Clocks" in text and (sec := _SMI_CLOCK_SECTION.match(text)):
             self._smi_clock_section = sec.group(1)
@@ -155,12 +156,19 @@ class ToolOutputLines:
             self._bench_run = None  # (a header, a blank or any other line ends the block: the next rows are a rerun)
         if "MiB" in text and line.level is None:
             self._smi_process(text, line)
-            if "gpu_util_pct" not in self.facts.startup and (row := _SMI_GPU_ROW.search(text)):
+            row = _SMI_GPU_ROW.search(text) if "C " in text else None
+            if row is not None and "gpu_util_pct" not in self.facts.startup:
                 # the first GPU's row (the -q fields, read first, keep their temperature)
+                self._smi_table_temp = "gpu_temp_c" not in self.facts.startup
                 for name, value in zip(("gpu_temp_c", "power_draw_w", "power_limit_w", "gpu_memory_used_mib",
                                         "gpu_memory_total_mib", "gpu_util_pct"), row.groups()):
                     self.facts.startup.setdefault(name, int(value))
                 self.facts.lines["gpu_util_pct"] = (line.lineno, text.strip()[:500])
+            elif row is not None and self._smi_table_temp \
+                    and int(row.group(1)) > self.facts.startup["gpu_temp_c"]:
+                # a later GPU of the table running hotter: the one a thermal slowdown names (its power draw beside it)
+                self.facts.startup["gpu_temp_c"], self.facts.startup["power_draw_w"] = int(row.group(1)), int(row.group(2))
+                self.facts.lines["gpu_temp_c"] = (line.lineno, text.strip()[:500])
         if "," in text and line.level is None:
             self._smi_csv(text, line)
         if "Driver Version" in text and "driver_version" not in self.facts.startup and (m := _SMI_HEADER.search(text)):

@@ -29,7 +29,7 @@ def check(ctx: RuleContext) -> list[Finding]:
     budget, seqs = int(budget), int(seqs)
     need = seqs * (k + 1)
     if need < budget:
-        return []
+        return _decodes_crowd_out_prefills(ctx, k, budget)
     fit = budget // (k + 1)
     sev = "error" if fit < 1 else "warning"
     if need == budget:  # (a full batch of decodes takes the whole step: no token is left for a prefill)
@@ -48,6 +48,41 @@ def check(ctx: RuleContext) -> list[Finding]:
                     comparisons=[Comparison("max_num_seqs x (k+1) <= max_num_batched_tokens", expected=budget, actual=need, unit="tokens")],
                     numbers={"num_speculative_tokens": k, "max_num_seqs": seqs, "max_num_batched_tokens": budget,
                              "requests_per_step": fit})]
+
+
+def _decodes_crowd_out_prefills(ctx: RuleContext, k: int, budget: int) -> list[Finding]:
+    """The stats lines' own batch: the running decodes' k + 1 tokens each take half the step's budget or more while
+    requests wait and the KV cache has room, so the prefills that would admit the waiting requests get what is
+    left -- a queue the token budget makes, not the memory."""
+    st = ctx.log.startup if ctx.log is not None else {}
+    if ctx.log is None or ctx.log.root is not None:
+        return []
+    running, waiting = st.get("num_requests_running_max"), st.get("num_requests_waiting_max")
+    usage = st.get("gpu_kv_cache_usage_percent_max")
+    if not (isinstance(running, int) and isinstance(waiting, int) and waiting > 0):
+        return []
+    if not isinstance(usage, (int, float)) or usage >= 80:
+        return []  # a full KV cache queues requests on its own
+    decode = running * (k + 1)
+    if not budget / 2 <= decode < budget:
+        return []
+    left = budget - decode
+    msg = (f"{running} running requests x (k+1 = {k + 1}) = {decode} of max_num_batched_tokens {budget} tokens a "
+           f"step go to decoding; prefills get the other {left}, so the {waiting} waiting requests' prompts are prefilled at "
+           f"most {left} tokens a step while the KV cache is only {usage:g}% used (time to first token grows "
+           "with the load).")
+    return [Finding(rule=ID, category="token_budget", severity="warning",
+                    title=f"Speculative decodes take {decode} of the step's {budget} tokens; prefills queue",
+                    message=msg,
+                    evidence=[Evidence(f"stats: Running {running} reqs, Waiting {waiting} reqs, KV cache usage "
+                                       f"{usage:g}%; num_speculative_tokens {k}, max_num_batched_tokens {budget}",
+                                       source="log")],
+                    comparisons=[Comparison("running x (k+1) <= half of max_num_batched_tokens",
+                                            expected=budget // 2, actual=decode, unit="tokens")],
+                    numbers={"num_speculative_tokens": k, "max_num_batched_tokens": budget,
+                             "num_requests_running": running, "num_requests_waiting": waiting,
+                             "decode_tokens_per_step": decode, "prefill_tokens_per_step": left,
+                             "gpu_kv_cache_usage_percent": usage})]
 
 
 def _capped_by_draft_pass(ctx: RuleContext) -> list[Finding]:
@@ -120,6 +155,11 @@ def suggest(finding: Finding, ctx: RuleContext) -> list[Suggestion]:
                            changes=[Change("max_num_batched_tokens", budget + reserved)])]
     if "max_num_scheduled_tokens" in finding.numbers:
         return []
+    if "decode_tokens_per_step" in finding.numbers:  # room for prefills beside the decodes the stats showed
+        target = max(8192, 2 * int(finding.numbers["decode_tokens_per_step"]))
+        return [Suggestion(title=f"raise max_num_batched_tokens to {target}",
+                           tradeoff="larger steps: more activation memory, higher per-step latency",
+                           changes=[Change("max_num_batched_tokens", target)])]
     if "num_lookahead_tokens" in finding.numbers:
         rows, asked = int(finding.numbers["num_lookahead_tokens"]), int(finding.numbers["max_num_active_seqs"])
         return [Suggestion(title=f"raise max_num_batched_tokens to {asked * rows}",

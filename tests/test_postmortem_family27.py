@@ -1,0 +1,146 @@
+"""Post-mortem, round twenty-seven: a queue the step's token budget makes under speculative decoding, read from vLLM's
+own stats lines; a benchmark's random prompts against the production prefix a report also describes; the operator's
+own logits processors read from a multi-line docker command; and a failure outside the families keeping the set-up's
+family notes out. The reports are written here; vLLM's lines are in its own formats."""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem import facts_from_text
+from vllm_diag.postmortem.analyze import analyze_text
+
+
+def _analyze(lines: list[str]):
+    return analyze_text("\n".join(lines), "t.log", use_preflight=False)
+
+
+def _stats(running: int, waiting: int, usage: float) -> str:
+    return (f"(APIServer pid=7) INFO 02-03 11:20:40 [loggers.py:310] Engine 000: Avg prompt throughput: 350.0 tokens/s, "
+            f"Avg generation throughput: 3900.0 tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, "
+            f"GPU KV cache usage: {usage}%, Prefix cache hit rate: 40.0%")
+
+
+_DRAFT_SERVE = ("vllm serve acme/dense-70b -tp 4 --max-num-seqs 700 --max-num-batched-tokens 4096 "
+                "--speculative-config '{\"model\":\"acme/dense-1b\",\"method\":\"draft_model\",\"num_speculative_tokens\":4}'")
+
+
+def test_decodes_taking_most_of_the_step_budget_while_requests_wait_are_the_token_budget():
+    """700 x (1 + 4) = 3500 tokens is under the 4096 budget, but at 600 running 3000 of the step's 4096 tokens
+    decode, and the waiting requests' prompts get the rest while the KV cache has room: family E's token budget, from
+    the stats lines."""
+    lines = ["Since we added the draft model, TTFT is 15 s under load and requests sit in Waiting; KV cache is mostly free.",
+             _DRAFT_SERVE, _stats(600, 80, 28.5)]
+    top = _analyze(lines).findings[0]
+    assert top.category == "token_budget" and top.rule == "spec_token_budget"
+    assert top.numbers["decode_tokens_per_step"] == 3000 and top.numbers["prefill_tokens_per_step"] == 1096
+    assert top.numbers["num_requests_waiting"] == 80
+
+
+def test_no_token_budget_queue_where_the_kv_cache_is_full_nothing_waits_or_decodes_take_little():
+    said = "Since we added the draft model, TTFT is 15 s under load and requests sit in Waiting."
+    for stats in (_stats(600, 80, 97.0),   # a full KV cache queues requests on its own
+                  _stats(600, 0, 28.5),    # nothing waits
+                  _stats(300, 80, 28.5)):  # 300 x 5 = 1500 of 4096: the budget has room for prefills
+        findings = _analyze([said, _DRAFT_SERVE, stats]).findings
+        assert not any(f.numbers.get("decode_tokens_per_step") for f in findings), stats
+
+
+_GRANITE = ["vllm serve acme/granite-h-small --enable-prefix-caching --max-num-seqs 128",
+            "(APIServer pid=8) INFO 05-12 10:02:51 [interface.py:905] Setting attention block size to 416 tokens to "
+            "ensure that attention page size is >= mamba page size."]
+
+
+def _hits(rate: float) -> str:
+    return ("(APIServer pid=8) INFO 05-12 10:21:07 [loggers.py:310] Engine 000: Avg prompt throughput: 28941.6 tokens/s, "
+            "Avg generation throughput: 2460.1 tokens/s, Running: 64 reqs, Waiting: 0 reqs, GPU KV cache usage: 17.0%, "
+            f"Prefix cache hit rate: {rate}%")
+
+
+def test_a_random_dataset_benchmark_measures_its_own_prompts_not_the_production_prefix():
+    """The report describes production's shared 3,000-token system prompt, but the hit rate it quotes comes from vLLM's
+    random dataset, whose prompts share nothing (its prefix length split onto the command's next line)."""
+    lines = ["Production traffic has a ~3,000 token system prompt shared by all requests. With granite the prefix "
+             "cache hit rate stays under 1%.", *_GRANITE,
+             "  vllm bench serve --model acme/granite-h-small --dataset-name random \\",
+             "      --random-input-len 3500 --random-output-len 300 --random-prefix-len 0 \\",
+             "      --num-prompts 1500 --max-concurrency 64", _hits(0.4), _hits(0.4)]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "share no prefix" in top.title
+
+
+def test_a_random_dataset_with_a_prefix_on_the_next_line_shares_that_prefix():
+    lines = ["With granite the prefix cache hit rate stays under 1% in our benchmark.", *_GRANITE,
+             "  vllm bench serve --model acme/granite-h-small --dataset-name random \\",
+             "      --random-input-len 500 --random-prefix-len 300 --num-prompts 1500", _hits(0.4), _hits(0.4)]
+    st = facts_from_text("\n".join(lines)).startup
+    assert st["random_prefix_len"] == 300
+    top = _analyze(lines).findings[0]
+    assert "share no prefix" not in top.title
+
+
+_DEVICE_ASSERT = [
+    "(Worker_TP0 pid=210) /pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:111: operator(): block: [0,0,0], thread: "
+    "[4,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.",
+    "(Worker_TP0 pid=210) ERROR 11-28 10:41:09 [multiproc_executor.py:1063] Traceback (most recent call last):",
+    "(Worker_TP0 pid=210) ERROR 11-28 10:41:09 [multiproc_executor.py:1063]   File \"/usr/lib/python3.12/site-packages/"
+    "vllm/v1/worker/gpu_model_runner.py\", line 7195, in _to_list",
+    "(Worker_TP0 pid=210) ERROR 11-28 10:41:09 [multiproc_executor.py:1063]     self.transfer_event.synchronize()",
+    "(Worker_TP0 pid=210) ERROR 11-28 10:41:09 [multiproc_executor.py:1063] torch.AcceleratorError: CUDA error: "
+    "device-side assert triggered",
+]
+
+
+def test_the_operators_logits_processors_in_a_multi_line_docker_command_explain_an_index_assert():
+    """The image's entrypoint is vllm serve: the flags after it are the engine's, --logits-processors among them (a
+    list value, kept); a hybrid with prefix caching around it does not make the index kernel's fault the state's."""
+    lines = ["Hybrid granite on 2x L40S dies with a device-side assert after a few hundred requests.",
+             "docker run --gpus all vllm/vllm-openai:v0.32.0 \\",
+             "  --model acme/granite-h-small --tensor-parallel-size 2 \\",
+             "  --max-model-len 32768 --enable-prefix-caching \\",
+             "  --logits-processors acme_lp.boost:BoostLogitsProcessor", "",
+             "(EngineCore pid=57) INFO 11-28 10:01:12 [config.py:688] Mamba cache mode is set to 'align' for "
+             "GraniteMoeHybridForCausalLM by default when prefix caching is enabled", *_DEVICE_ASSERT]
+    assert facts_from_text("\n".join(lines)).args["logits_processors"] == ["acme_lp.boost:BoostLogitsProcessor"]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other"
+
+
+def test_a_start_up_failure_outside_the_families_leaves_the_set_ups_family_warnings_out():
+    """vLLM refuses bf16 on a T4 at start-up; its startup line that prefix caching is off for the hybrid explains
+    nothing of that, so it is a note left out, not a second finding of a family."""
+    lines = ["vllm serve acme/jamba-mini --enable-prefix-caching --dtype bfloat16",
+             "(EngineCore_DP0 pid=611) INFO 02-01 09:00:01 [config.py:297] Hybrid or mamba-based model detected: "
+             "disabling prefix caching since it is not yet supported.",
+             "the engine then stops with: ValueError: Bfloat16 is only supported on GPUs with compute capability of at "
+             "least 8.0. Your Tesla T4 GPU has compute capability 7.5. You can use float16 instead by explicitly "
+             "setting the `dtype` flag in CLI, for example: --dtype=half."]
+    findings = _analyze(lines).findings
+    assert findings[0].category == "other" and findings[0].severity == "error"
+    assert all(f.category == "other" for f in findings)
+
+
+def test_nvidia_smis_table_keeps_its_hottest_gpu():
+    """Four GPUs under the same load, one at 89 C drawing 301 W: the one a thermal slowdown names, not the first row."""
+    rows = ["| N/A   63C    P0            498W /  700W |  74210MiB /  81559MiB |     100%      Default |",
+            "| N/A   89C    P0            301W /  700W |  74210MiB /  81559MiB |     100%      Default |",
+            "| N/A   64C    P0            511W /  700W |  74210MiB /  81559MiB |     100%      Default |"]
+    st = facts_from_text("\n".join(["nvidia-smi during load:", *rows])).startup
+    assert (st["gpu_temp_c"], st["power_draw_w"]) == (89, 301)
+    # nvidia-smi -q's own temperature, read first, is the GPU it was asked about: the table does not replace it
+    st = facts_from_text("\n".join(["    GPU Current Temp                  : 71 C", *rows])).startup
+    assert st["gpu_temp_c"] == 71
+
+
+def test_a_containers_cpu_limit_as_kubectl_prints_it():
+    json_line = '{"limits":{"cpu":"2","memory":"200Gi","nvidia.com/gpu":"4"},"requests":{"cpu":"2"}}'
+    assert facts_from_text(json_line).startup["cpu_limit_cores"] == 2
+    describe = ["kubectl describe pod (resources part):", "    Limits:", "      cpu:             2",
+                "      memory:          96Gi"]
+    assert facts_from_text("\n".join(describe)).startup["cpu_limit_cores"] == 2
+
+
+def test_how_long_the_same_request_took_sent_straight_to_the_engine():
+    for said, want in (("Direct curl to the pod IP with the same payload: returns 200 after 97 s.", 97.0),
+                       ("curl directly to :8000 from the same host: finish_reason \"stop\" (3412 tokens, took 79 s)", 79.0),
+                       ("same prompt straight to the pod IP (bypassing ingress): 200 OK after 68.3 s, full answer.", 68.3)):
+        assert facts_from_text(said).startup["direct_request_s"] == want
+    assert "direct_request_s" not in facts_from_text("we call vLLM directly from the app, it took a while").startup
