@@ -144,3 +144,85 @@ def test_how_long_the_same_request_took_sent_straight_to_the_engine():
                        ("same prompt straight to the pod IP (bypassing ingress): 200 OK after 68.3 s, full answer.", 68.3)):
         assert facts_from_text(said).startup["direct_request_s"] == want
     assert "direct_request_s" not in facts_from_text("we call vLLM directly from the app, it took a while").startup
+
+
+def test_vllms_request_log_with_its_parameters_first_shows_the_prompts_parting_at_a_time():
+    """vLLM's request log printing the sampling parameters before the prompt: two prompts that part at their first
+    characters (a time the client puts first) share no cached block -- the near miss, not the hybrid's block."""
+    def received(rid: str, ts: str) -> str:
+        return (f"(APIServer pid=1) INFO 11-17 10:09:41 [logger.py:64] Received request chatcmpl-{rid}: params: "
+                f"SamplingParams(n=1, temperature=0.2, max_tokens=768), prompt: '<|system|>\\nNow: {ts} | "
+                f"req={rid}\\nYou are the support agent of Acme. Answer briefly and cite the policy.'")
+    lines = ["hybrid pods show basically zero prefix cache hits although every call sends the same 3.8k-token system "
+             "prompt", *_GRANITE, received("90e1c7", "2026-11-17T10:09:41.498731Z"),
+             received("f2b7aa", "2026-11-17T10:09:41.877102Z"), _hits(0.4), _hits(0.3)]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "per-request value" in top.title
+
+
+def test_a_wrong_output_report_is_not_answered_by_the_prefix_caches_block_granularity():
+    lines = ["Falcon-H1 outputs gibberish with ngram spec decode, it keeps talking to itself.",
+             "vllm serve acme/falcon-h1 --enable-prefix-caching --speculative-config "
+             "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'",
+             "(APIServer pid=7) INFO 11-12 16:30:02 [config.py:504] Setting attention block size to 1088 tokens to "
+             "ensure that attention page size is >= mamba page size.", _hits(0.0), _hits(0.0)]
+    assert not any(f.category == "prefix_cache_degraded" for f in _analyze(lines).findings[:1])
+
+
+def test_an_evaluations_failed_samples_holding_the_gold_answer_are_the_graders():
+    lines = ["GSM8K score dropped from 0.93 to 0.61 after enabling fp8 KV + MTP on our hybrid.",
+             '{"id": "gsm8k-0113", "gold": "18", "pred": "3",',
+             ' "response": "She eats 3 and bakes with 4, so 9 eggs are left: 9 * 2 = 18.\\n\\n**Answer: 18**"}']
+    st = facts_from_text("\n".join(lines)).startup
+    assert "gold answer 18" in st["eval_misgraded"]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "grader" in top.title
+    # a failed sample whose response does not end with the gold answer is the model's
+    wrong = [lines[0], lines[1], ' "response": "18 eggs minus 3 eaten is 15, so **Answer: 3**"}']
+    assert "eval_misgraded" not in facts_from_text("\n".join(wrong)).startup
+
+
+def test_a_benchmark_of_answers_of_a_few_tokens_is_a_prefill_bound_workload():
+    lines = ["Generation throughput from vLLM's log is terrible with MTP on our hybrid, and acceptance is super low.",
+             "vllm serve acme/nemotron-h -tp 2 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+             "============ Serving Benchmark Result ============", "Successful requests:                     4000",
+             "Total input tokens:                      14012877", "Total generated tokens:                  17244",
+             "=================================================="]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "prefill-bound" in top.title
+    assert top.numbers["generated_tokens_per_request"] == 4.31
+
+
+def test_a_client_counting_one_token_per_chunk_under_drafts():
+    lines = ["DeepSeek MTP makes decode SLOWER and responses shorter in our load tester",
+             "vllm serve acme/dsv3 -tp 8 --speculative-config '{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":3}'",
+             "async for chunk in stream:", "    if chunk.choices and chunk.choices[0].delta.content:",
+             "        n_tokens += 1          # one chunk == one token"]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "chunks as tokens" in top.title
+
+
+def test_vllms_own_word_that_a_draft_path_holds_no_config_is_missing_files():
+    lines = ["vllm serve acme/qwen35-moe --enable-prefix-caching --speculative-config "
+             "'{\"method\":\"eagle3\",\"model\":\"/data/drafts/eagle3\",\"num_speculative_tokens\":4}'",
+             "(APIServer pid=1) pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig",
+             "  Value error, Invalid repository ID or local directory specified: '/data/drafts/eagle3'.",
+             "Please verify the following requirements:"]
+    findings = _analyze(lines).findings
+    assert all(f.category == "other" for f in findings)
+
+
+def test_trials_told_with_a_soaks_length_and_no_crash_put_the_fault_in_the_families():
+    """"--enable-prefix-caching removed -> 6h soak no crash" ends the fault with prefix caching off; beside it, a
+    colleague's "the bf16 one with the same flags was ok" clears nothing."""
+    lines = ["Qwen3-Next + MTP + prefix caching crashes after 20-40 min with an illegal memory access.",
+             "vllm serve Qwen/Qwen3-Next-80B-A3B-Thinking-FP8 -tp 4 --enable-prefix-caching "
+             "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+             "(Worker_TP0 pid=451) ERROR 03-04 11:49:24 [multiproc_executor.py:948] torch.AcceleratorError: CUDA error: "
+             "an illegal memory access was encountered",
+             "we had the bf16 one on 0.24 with the same flags and it was ok-ish",
+             "Tried on staging: --enable-prefix-caching removed -> 6h soak no crash. Prefix caching on + no "
+             "--speculative-config -> also no crash so far (3h). Both on -> crash in 25 min."]
+    st = facts_from_text("\n".join(lines)).startup
+    assert st["prefix_caching_needed"].startswith("Tried on staging")
+    assert _analyze(lines).findings[0].category == "state_index"

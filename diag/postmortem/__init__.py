@@ -254,12 +254,17 @@ env_numbers (dict)                     environment variables the report sets to 
 mojibake_text                          a line showing UTF-8 text decoded as Latin-1 (``fÃ¼r``, ``itâ€™s``)
 eval_format_only                       lm-eval's tables of two runs: the lenient filter's score held while the
                                        strict filter's fell (``flexible-extract 0.8658 vs 0.8673, strict-match ...``)
+eval_misgraded                         an evaluation's failed sample whose response ends with the gold answer
+                                       while the grader's prediction is another value (``"gold": "18", "pred":
+                                       "3"``): the grader's answer extraction, not the model
 blocks_at_fullest                      [blocks, running, usage %, KV tokens] of the fullest stats line: the raised
                                        blocks each running request holds, read on one line of one run
 turn_tokens_in_output                  an answer that runs on through a chat format's turn markers as text
                                        (``France.<|eot_id|><|start_header_id|>user``): another model's format
 proxy_buffering_prose                  a proxy set to buffer or compress the event stream (``proxy_buffering on;``,
                                        ``gzip_types ... text/event-stream``)
+chunk_as_token_prose                   the client counting one token per streamed chunk (``n_tokens += 1  # one
+                                       chunk == one token``): a chunk carries up to 1 + k tokens under drafts
 added_token_id_max, vocab_sizes        the largest id of a tokenizer's added tokens (``"<|x|>": 100357``) and the
                                        vocabulary sizes a report states (config.json's ``vocab_size``, a REPL's
                                        answer to ``.vocab_size`` or to an embedding weight's shape)

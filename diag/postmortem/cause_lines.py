@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CLIENT_CAP, COTENANT, CPU_STARVED,
+from .cause_words import (AITER_DROPPED, BATCH_NUMERICS, BF16_FINE, CAUSE_NAMED, CHUNK_AS_TOKEN, CLIENT_CAP, COTENANT, CPU_STARVED,
                           DIRECT_DURATION, DIRECT_FINE, DOUBLE_TEMPLATE, DRAFT_WEIGHTS, FAMILIES_RULED_OUT, GPU_THROTTLED, GRAMMAR_COMPILE,
                           GUESS, HARD_TO_DRAFT, IGNORE_EOS, MIG, OWN_TOKENIZER_FIXES, PROMPT_LOGPROBS, PROXY_BUFFERING,
                           PROXY_RETRY, PROXY_TIMEOUT, REASONING_ATE_BUDGET, REPLAY_HITS, REPLICAS_DIFFER, SPLIT_ROUTING,
@@ -32,6 +32,7 @@ _CAUSE_FACTS = (
     ("unique_prompts_prose", UNIQUE_PROMPTS, ("unique", "fresh", "expected", "distinct", "different", "share", "common",
                                                "prefix"), True),
     ("proxy_buffering_prose", PROXY_BUFFERING, ("uffering", "event-stream", "Accel"), False),
+    ("chunk_as_token_prose", CHUNK_AS_TOKEN, ("chunk", "event", "delta", "CHUNK"), True),
 )
 # the reporter's word that the GPUs have no NVLink between them ("4x L40S (PCIe Gen4, no NVLink)", 'all GPU pairs show
 # "SYS"'): what a topology matrix row without NV# cells says

@@ -160,6 +160,12 @@ DOUBLE_TEMPLATE = re.compile(
     r"<beginning_of_sentence>|<start_of_turn>|<\|user\|>|\[INST\])", re.I)
 # the same request sent straight to the engine is fine, only the client's path garbles it: "curl -N straight to :8000
 # with the same request -> text is perfect", "bypassing nginx the output is clean"
+# the client's own count of one token per streamed chunk ("n_tokens += 1  # one chunk == one token", "expected 1 token per
+# chunk"): under speculative decoding a chunk carries every token a step accepted
+CHUNK_AS_TOKEN = re.compile(r"\b(?:one|1) (?:SSE )?(?:chunk|event|delta) ?(?:==|=|is|as|per) ?(?:one|1) token\b|"
+                            r"\b(?:one|1) tokens? per (?:SSE |stream(?:ed)? )?(?:chunk|event|delta)\b|"
+                            r"\bcount(?:s|ed|ing)? (?:the )?(?:stream(?:ed|ing)? |SSE )?(?:chunks|events|deltas) as tokens\b",
+                            re.I)
 # how long the same request took sent straight to the engine, past the proxy ("Direct curl to the pod IP ...: returns
 # 200 after 97 s", "curl directly to :8000 ... (3412 tokens, took 79 s)"): beside a proxy's timeout, the answer's length
 DIRECT_DURATION = re.compile(r"\b(?:straight|directly|direct|bypass\w*)\b[^\n]{0,120}?\b(?:after|took|takes|in|within)\s+"
@@ -246,8 +252,9 @@ REPLICAS_DIFFER = re.compile(
 # from a saved JSONL: Prefix cache hit rate 71.4%", "sending the same request twice with curl -> hit rate 91.4%"
 REPLAY_HITS = re.compile(
     r"\b(?:replay\w*|re-?sen[dt]\w*|sen(?:d|ding|t) the same|same (?:prompts?|requests?|conversations?))\b"
-    # (with a setting changed it is an A/B test, not a replay: "Same prompts with MTP removed: hit rate ~85%")
-    r"(?:(?!\b(?:without|removed|off|disabled|MTP|spec\w*|drafts?|eagle\w*|ngram)\b)[^.\n]){0,100}?"
+    # (with a setting changed it is an A/B test, not a replay: "Same prompts with MTP removed: hit rate ~85%", "the
+    # dense model's A/B (same prompts, block size default 16): ... hit rate: 55.3%")
+    r"(?:(?!\b(?:without|removed|off|disabled|MTP|spec\w*|drafts?|eagle\w*|ngram|block[-_ ]?size)\b)[^.\n]){0,100}?"
     r"\bhit[- ]rate:?\s*(?:of |is |was )?~?[1-9]\d(?:\.\d+)?\s*%", re.I)
 # the reporter's finding that the client sends no more requests than the engine runs: "the server only ever SEES 14
 # requests", "vLLM is not holding anything back", "the client only sends 8 at a time"

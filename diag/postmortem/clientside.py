@@ -86,6 +86,55 @@ def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis 
     return None if held else _CLIENT_CAP(facts, base_numbers)
 
 
+# a complaint about generation or drafts, not about the first token
+_GENERATION_WORDS = re.compile(r"generat|output|decod|tok(?:en)?s?/s|TPOT|accept|draft", re.I)
+
+
+def short_outputs_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, generation said slow or drafts said rarely accepted, and the load generates a few tokens a request: a
+    benchmark's result of 16 or fewer generated tokens a request, or (without one) the stats lines' prompt throughput
+    100x the generation throughput on the first line and the last. A prefill-bound workload (classification, labels)
+    generates little by design, and a drafter's tokens past an answer of one to four tokens are never accepted --
+    outside the hybrid/spec-decode families."""
+    st = facts.startup
+    said = st.get("slow_prose") or st.get("acceptance_prose") or st.get("spec_slower_prose")
+    if not said:
+        return None
+    run = next((r for r in st.get("bench_runs") or [] if isinstance(r.get("total_generated_tokens"), int)
+                and isinstance(r.get("successful_requests"), int) and r["successful_requests"] > 0), None)
+    ratios = [p / g for p, g in ((st.get("prompt_throughput_tok_s_first", st.get("prompt_throughput_tok_s")),
+                                  st.get("generation_throughput_tok_s_first", st.get("generation_throughput_tok_s"))),
+                                 (st.get("prompt_throughput_tok_s"), st.get("generation_throughput_tok_s")))
+              if isinstance(p, (int, float)) and isinstance(g, (int, float)) and g > 0]
+    if run is not None:
+        per_request = run["total_generated_tokens"] / run["successful_requests"]
+        if per_request > 16:
+            return None
+        cause = (f"its benchmark generated {run['total_generated_tokens']:,} tokens over {run['successful_requests']:,} "
+                 f"requests ({per_request:.1f} a request)")
+    elif len(ratios) == 2 and min(ratios) >= 100 and _GENERATION_WORDS.search(str(said)):
+        # (from the stats lines alone only where the report speaks of generation or acceptance: a prefill-heavy load
+        # whose time to first token is the complaint is the prefix cache's or the budget's question)
+        per_request = None
+        cause = f"the stats lines show prompt throughput {min(ratios):.0f}x the generation throughput"
+    else:
+        return None
+    d = outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says '{said}' and {cause}: a prefill-bound workload generates a few tokens a "
+               "request by design, so generation throughput is small beside the prompt throughput, and drafts past an "
+               "answer of a few tokens are never accepted -- the workload, outside the hybrid/spec-decode families"),
+        title="A prefill-bound workload: the requests generate a few tokens each",
+        message=f"low generation throughput without an error: {said}",
+        evidence=("slow_prose", "acceptance_prose", "bench_runs", "prompt_throughput_tok_s"),
+        missing=["the same load with outputs of a few hundred tokens (generation throughput and acceptance)"])
+    if per_request is not None:
+        d.numbers["generated_tokens_per_request"] = round(per_request, 2)
+    if ratios:
+        d.numbers["prompt_to_generation_ratio"] = round(min(ratios), 1)
+    return d
+
+
 def idle_engine_hang(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """The report says it hangs, and the engine's last stats line shows nothing running and nothing waiting: the
     engine holds no request, so the requests the client waits on never reached it (a connection pool never given
@@ -198,6 +247,27 @@ eval_format_only = _Told(
     message="score drop without an error: {said}",
     missing="one response against the strict pattern, and the evaluation's generation settings (until / stop) of both "
             "runs")
+# a client counting one token per streamed chunk: under speculative decoding a chunk carries up to 1 + k tokens
+chunks_counted_as_tokens = _Told(
+    ("spec_slower_prose", "slow_prose", "truncated_prose", "wrong_output_prose", "acceptance_prose"),
+    "chunk_as_token_prose",
+    basis=("no error; the report says '{said}' and its client counts one token per streamed chunk ('{cause}'): under "
+           "speculative decoding a chunk carries every token a step accepted (up to 1 + k), so the client undercounts "
+           "by about the mean acceptance length -- its per-token latency looks longer and its outputs shorter while "
+           "the engine generates as many tokens as before; the client's measurement, outside the hybrid/spec-decode "
+           "families"),
+    title="The client counts stream chunks as tokens (a chunk carries up to 1 + k tokens under speculative decoding)",
+    message="client-side measurement without an error: {said}",
+    missing="the responses' usage.completion_tokens beside the client's own count")
+# an evaluation's failed samples whose responses end with the gold answer: the grader extracted another value
+eval_misgraded = _Told(
+    ("wrong_output_prose",), "eval_misgraded",
+    basis=("no error; the report says '{said}' but its evaluation's own failed samples hold the right answer ({cause}): "
+           "the model answered correctly and the grader's answer extraction took another value -- the evaluation's "
+           "settings, outside the hybrid/spec-decode families"),
+    title="Evaluation grader misreads right answers (the failed samples end with the gold answer)",
+    message="score drop without an error: {said}",
+    missing="the evaluation's answer-extraction setting of both runs, and the score re-graded from the same responses")
 # a reasoning model's thinking returned in the answer's content: the server splits it out only with a reasoning parser
 _THINKING_IN_CONTENT = _Told(
     ("wrong_output_prose", "truncated_prose", "thinking_in_content"), "thinking_in_content",

@@ -264,6 +264,8 @@ def ab_tests_clear_families(facts: LogFacts, setup: Setup, *, no_drafts_counts: 
     ``no_drafts_counts``: a run with no drafts at all counts as the drafts-off test (for a fault; a quiet report's own
     readings of a setting say more than a toggle beside it)."""
     said = facts.startup
+    if said.get("prefix_caching_needed") and setup.hybrid is not False:
+        return None  # (the report's own trial ended it with prefix caching off: a hybrid's cached states are in it)
     fix_line = str((facts.lines.get("other_fix_prose") or (0, ""))[1])
     if said.get("other_fix_prose") and (kept := _FAMILY_KEPT.search(fix_line)):
         # a change outside the classes ended it while the drafts / the cache stayed as they were: their paths ran

@@ -22,6 +22,10 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
                                                  r"Following weights were not|KeyError: '[\w.]*(?:weight|bias|scale)'|"
                                                  r"size mismatch for|safetensors|checkpoint|Cannot find any of|"
                                                  r"does not appear to have a file named", re.I)),
+    # vLLM's check of a model or draft path (transformers_utils/config.py): no config file it recognises there -- an
+    # unfinished copy, a path typo, an offline hub
+    ("missing model files", re.compile(r"Invalid repository ID or local directory specified|"
+                                       r"contains a recognized configuration file", re.I)),
     ("tokenizer", re.compile(r"tokenizer|chat template", re.I)),
     ("unsupported architecture", re.compile(r"architectures? .{0,40}(?:not supported|are not supported|has no vLLM implementation)|"
                                             r"Model architectures? \[|not supported for now|trust_remote_code", re.I)),

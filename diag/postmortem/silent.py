@@ -11,11 +11,13 @@ import re
 
 from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_scales_hybrid import calibrates_scales
-from .clientside import (answer_as_reasoning, chat_template_twice, client_capped_concurrency, client_path_corruption,
-                         encoded_twice, eval_format_only, foreign_chat_format, foreign_tokenizer, hard_to_draft_text,
+from .clientside import (answer_as_reasoning, chat_template_twice, chunks_counted_as_tokens, client_capped_concurrency,
+                         client_path_corruption,
+                         encoded_twice, eval_format_only, eval_misgraded, foreign_chat_format, foreign_tokenizer,
+                         hard_to_draft_text,
                          history_resent, idle_engine_hang, ignore_eos_loops, left_truncated_prompts, load_on_one_engine,
                          prompt_logprobs_skip_cache, proxy_buffers_stream, proxy_retry_duplicates, proxy_slows_stream,
-                         proxy_timeout_truncation,
+                         proxy_timeout_truncation, short_outputs_workload,
                          random_prompts_output, reasoning_spends_budget, repeats_rewarded, replayed_prompts_hit,
                          replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
                          thinking_in_content, token_cap_truncation, tool_calls_unparsed, unique_prompts_miss,
@@ -111,6 +113,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or left_truncated_prompts(facts, base_numbers)
             or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
             or client_path_corruption(facts, base_numbers) or encoded_twice(facts, base_numbers)
+            or chunks_counted_as_tokens(facts, base_numbers)
             or proxy_retry_duplicates(facts, base_numbers)
             or ignore_eos_loops(facts, base_numbers)
             or proxy_slows_stream(facts, base_numbers) or proxy_buffers_stream(facts, base_numbers)
@@ -119,9 +122,11 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or tool_calls_unparsed(facts, base_numbers)
             or stop_string_truncation(facts, base_numbers)
             or replicas_differ(facts, base_numbers) or eval_format_only(facts, base_numbers)
+            or eval_misgraded(facts, base_numbers)
             or batch_variant_numerics(facts, setup, base_numbers)
             or foreign_tokenizer(facts, base_numbers)
             or random_prompts_acceptance(facts, setup, base_numbers) or random_prompts_output(facts, base_numbers)
+            or short_outputs_workload(facts, base_numbers)
             or modelfree_drafts_unmatched(facts, setup, base_numbers)
             or lora_slot_queueing(facts, base_numbers) or client_capped_concurrency(facts, base_numbers)
             or idle_engine_hang(facts, base_numbers)

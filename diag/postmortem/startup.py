@@ -153,7 +153,8 @@ _STARTUP_PATTERNS = [(rx.pattern.split("(")[0].split("\\")[0][:14], name, rx, co
 _PREEMPTIONS = re.compile(r"Preemptions: (\d+)")
 _STAMP = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 # vLLM's request log: "Received request chatcmpl-..: prompt: '...'" (older) / "Request chatcmpl-.. details: prompt: "...""
-_LOGGED_PROMPT = re.compile(r"\bRe(?:ceived re)?quest \S+(?: details)?:? prompt: ['\"](.{20,})")
+# (or with the sampling parameters first: "Received request chatcmpl-..: params: SamplingParams(...), prompt: '...'")
+_LOGGED_PROMPT = re.compile(r"\bRe(?:ceived re)?quest \S+(?: details)?:?(?: params: [^\n]{0,600}?,)? prompt: ['\"](.{20,})")
 # the stats line's values whose first is kept beside the last when they change (<name>_first): a report quotes the
 # load where its trouble began as often as where it ended
 _FIRSTED = ("prompt_throughput_tok_s", "generation_throughput_tok_s", "num_requests_running", "num_requests_waiting",

@@ -52,6 +52,20 @@ _CPU_STAT = re.compile(r"^\s*(nr_periods|nr_throttled|throttled_usec|throttled_t
 _XID = re.compile(r"\bXid \([^)]{0,40}\): (\d{1,3})\b")
 # a row of lm-evaluation-harness's result table: "|gsm8k|  3|flexible-extract|  5|exact_match|↑  |0.8658|±  |0.0094|"
 # (a continuation row leaves the task's cells blank)
+def _final_answer(response: str, gold: str) -> bool:
+    """The response's last number is the gold answer (or, for an answer that is no number, the response ends with
+    it): what a grader extracting the final answer would have read."""
+    if re.fullmatch(r"-?\d+(?:\.\d+)?", gold):
+        nums = re.findall(r"-?\d+(?:\.\d+)?", response.replace(",", "").replace("\\n", " "))
+        return bool(nums) and float(nums[-1]) == float(gold)
+    return response.replace("\\n", " ").rstrip(" .*\"'}").endswith(gold)
+
+
+# an evaluation's sample: its gold answer and the grader's prediction ({"id": ..., "gold": "18", "pred": "3", ...}), and
+# the model's response
+_GRADED = re.compile(r"[\"'](?:gold|target|expected|answer_gold|ground_truth)[\"']\s*:\s*[\"']?([\w.\-]{1,40})[\"']?\s*,\s*"
+                     r"[\"'](?:pred|prediction|predicted|extracted|parsed_answer|model_answer)[\"']\s*:\s*[\"']?([\w.\-]{1,40})[\"']?")
+_GRADED_RESPONSE = re.compile(r"[\"'](?:response|output|completion|generation|model_output|resps?)[\"']\s*:\s*[\"'](.{1,3000}?)[\"']\s*[,}\]]")
 _LM_EVAL_ROW = re.compile(r"^\s*\|[^|]*\|[^|]*\|\s*(strict-match|flexible-extract|none)\s*\|\s*\d*\s*\|\s*(\w+)\s*\|[^|]*\|\s*"
                           r"(\d?\.\d+)\s*\|")
 # a proxy's access log line (nginx, ingress-nginx, Envoy-style) for a request it failed or the client dropped: its
@@ -205,6 +219,8 @@ class ToolOutputLines:
                         quoted.setdefault(name, value)
         if "-match" in text or "-extract" in text:
             self._lm_eval_row(text, line)
+        if '"' in text and line.level is None and "eval_misgraded" not in self.facts.startup and len(text) < 4000:
+            self._graded_sample(text, line)
         if "Xid" in text and "xid" not in self.facts.startup and (m := _XID.search(text)):
             self.facts.startup["xid"] = int(m.group(1))
             self.facts.lines["xid"] = (line.lineno, text.strip()[:500])
@@ -275,6 +291,20 @@ class ToolOutputLines:
             if m:
                 self.eval_scores.setdefault((m.group(1), m.group(2)), []).append(float(m.group(3)))
                 self._eval_format_only(m.group(2), line, text)
+
+    def _graded_sample(self, text: str, line: Line) -> None:
+        """An evaluation's failed sample (a JSON line, its response possibly on the next lines) whose response ends with
+        the gold answer while the grader's prediction is another value: the model answered right and the grader
+        extracted something else (``eval_misgraded``)."""
+        if (m := _GRADED.search(text)) and m.group(1) != m.group(2):
+            self._graded = (line.lineno, m.group(1), m.group(2))
+        if self._graded is None or line.lineno - self._graded[0] > 2 or not (r := _GRADED_RESPONSE.search(text)):
+            return
+        _, gold, pred = self._graded
+        self._graded = None
+        if _final_answer(r.group(1), gold):
+            self.facts.startup["eval_misgraded"] = f"the response ends with the gold answer {gold}, the grader read {pred}"
+            self.facts.lines["eval_misgraded"] = (line.lineno, text.strip()[:500])
 
     def _eval_format_only(self, metric: str, line: Line, text: str) -> None:
         strict, lenient = (self.eval_scores.get(("strict-match", metric)),

@@ -21,7 +21,12 @@ from .lines import Line
 
 _ARROW = re.compile(r"\s(?:->|=>|\u2192|\u21d2)\s")
 # an outcome that is the symptom gone: "correct calls", "answers are complete", "smooth, ~150 tok/s", "fine"
-_GOOD = re.compile(r"^(?:(?:the |all |every )?(?:it|everything|output|outputs|answers?|text|results?|streams?|streaming|"
+# (an outcome may open with "also" or with a soak's length before its verdict: "6h soak no crash", "3 days of replay:
+# fine")
+_OUTCOME_LEAD = (r"(?:also |then )?(?:\d+(?:\.\d+)?\s*(?:h|hrs?|hours?|mins?|minutes?|d|days?)\s+(?:of\s+)?"
+                 r"(?:soak|run|load|test|replay(?:ed)?(?: traffic)?|traffic)?\s*[,:]?\s*)?")
+_GOOD = re.compile(r"^" + _OUTCOME_LEAD +
+                   r"(?:(?:the |all |every )?(?:it|everything|output|outputs|answers?|text|results?|streams?|streaming|"
                    r"calls?|tool calls?|responses?|numbers?|tokens?)\s+)?(?:(?:is|are|was|were|looks?|stays?|became|"
                    r"now|comes?|came|arrive[sd]?|all|completely|perfectly|fully|totally)\s+)*(?:correct|fine|clean|"
                    r"ok(?:ay)?|works?|worked|smooth(?:ly)?|complete|normal|good|coherent|right|stable|perfect|fixed|"
@@ -32,7 +37,8 @@ _GOOD = re.compile(r"^(?:(?:the |all |every )?(?:it|everything|output|outputs|an
                    r"(?:answers?|outputs?|errors?|crash\w*|repeats?|issues?|problems?|mojibake|garbage|failures?|loops?))\b",
                    re.I)
 # (the symptom's words an outcome denies: "zero wrong answers" keeps no wrong answer)
-_DENIED = re.compile(r"^\W*(?:zero|no more|no|0) (?:wrong|bad|garbled|broken|corrupt\w*|truncated|repeated)\b", re.I)
+_DENIED = re.compile(r"^\W*" + _OUTCOME_LEAD + r"(?:zero|no more|no|0) (?:wrong|bad|garbled|broken|corrupt\w*|truncated|"
+                     r"repeated|crash\w*|errors?|failures?)\b", re.I)
 # an outcome that keeps the symptom (or says the change did nothing)
 _BAD = re.compile(r"\b(?:same|still|again|garbage|nonsense|garbled|wrong|broken|crash\w*|fail\w*|worse|slow\w*|"
                   r"no (?:change|difference|effect|improvement)|didn'?t|did not|doesn'?t|does not|not (?:fixed|better))\b",
@@ -72,7 +78,8 @@ _UNTRIED = re.compile(r"\?|\b(?:if|whether|would|could|might|may|maybe|hope\w*|s
 
 # an outcome that keeps the symptom: "still ~70% differ", "same garbage", "also broken"
 _STILL = re.compile(r"^\W*(?:(?:it|output|outputs|answers?|results?|everything)\s+)?(?:is |are |was )?"
-                    r"(?:still(?! (?:works?|runs?|fine|ok|okay|correct|clean|good|normal|stable))|same|also|"
+                    r"(?:still(?! (?:works?|runs?|fine|ok|okay|correct|clean|good|normal|stable))|same|"
+                    r"also(?! (?:no|fine|ok|okay|correct|clean|good|works?|stable)\b)|"
                     r"identical (?:garbage|problem)|no (?:change|difference|improvement))\b", re.I)
 # the drafts switched off: "ngram off", "no spec", "without --speculative-config", "MTP disabled"
 _SPEC_OFF = re.compile(r"\b(?:ngram|mtp|eagle\w*|spec(?:ulative)?(?:[ -]decod\w*)?|drafts?|suffix(?: decoding)?|medusa)\s+"
@@ -95,8 +102,9 @@ def _toggle_colon(sentence: str) -> re.Match[str] | None:
 
 # prefix caching switched off
 _PC_OFF = re.compile(r"--no-enable-prefix-caching|enable_prefix_caching\s*=\s*False|"
-                     r"\b(?:without|no|disabl\w*|turn\w* off)\s+(?:the |automatic )?(?:prefix[ -]caching|APC)\b|"
-                     r"\b(?:prefix[ -]caching|APC)\s+(?:off|disabled)\b", re.I)
+                     r"\b(?:without|no|disabl\w*|turn\w* off|remov\w*|drop\w*)\s+(?:the |automatic )?(?:--)?"
+                     r"(?:prefix[ -]caching|APC|enable-prefix-caching)\b|"
+                     r"(?:\b(?:prefix[ -]caching|APC)|--enable-prefix-caching)\s+(?:off|disabled|removed|dropped)\b", re.I)
 
 
 def _outside(change: str) -> bool:

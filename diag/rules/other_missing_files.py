@@ -17,7 +17,9 @@ _TOKENIZER = re.compile(
 _MISSING = re.compile(
     r"does not appear to have (?:a )?files? named|Repository Not Found|is not a local folder and is not a valid model identifier|"
     r"No such file or directory|FileNotFoundError|We couldn't connect to 'https://huggingface\.co'|LocalEntryNotFoundError|"
-    r"Cannot find any model weights|Cannot find (?:the )?config file|GatedRepoError|401 Client Error"
+    r"Cannot find any model weights|Cannot find (?:the )?config file|GatedRepoError|401 Client Error|"
+    # vLLM's own check of a model or draft path (transformers_utils/config.py): no config file it recognises there
+    r"Invalid repository ID or local directory specified"
 )
 
 
