@@ -226,3 +226,64 @@ def test_trials_told_with_a_soaks_length_and_no_crash_put_the_fault_in_the_famil
     st = facts_from_text("\n".join(lines)).startup
     assert st["prefix_caching_needed"].startswith("Tried on staging")
     assert _analyze(lines).findings[0].category == "state_index"
+
+
+def test_a_plain_text_transcript_sent_to_the_completions_endpoint_is_the_clients_request_format():
+    lines = ["Since the move from TGI the answers ramble: the model answers, then writes \"User:\" and a new question "
+             "of its own until max_tokens.",
+             "vllm serve acme/qwen3-next -tp 4 --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'",
+             "(APIServer pid=2210) INFO 11-18 10:03:51 [logger.py:50] Received request cmpl-8f1c-0: prompt: 'You are "
+             "HelpBot.\\n\\nUser: how do i reset my vpn token?\\nAssistant:', params: SamplingParams(n=1)",
+             '(APIServer pid=2210) INFO:     10.40.3.17:51522 - "POST /v1/completions HTTP/1.1" 200 OK']
+    st = facts_from_text("\n".join(lines)).startup
+    assert st["completions_call"] == "POST /v1/completions" and st["plain_transcript"]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "/v1/completions" in top.title
+    # the server's own route table names the endpoint without any client calling it
+    assert "completions_call" not in facts_from_text(
+        "(APIServer pid=702) INFO:     Route: /v1/completions, Methods: POST").startup
+
+
+def test_cuda_launch_blocking_left_in_the_engines_environment_slows_every_step():
+    lines = ["Qwen3-Next with MTP is super slow on our new node, GPU at 260 W despite 100% util.",
+             "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --speculative-config "
+             "'{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":3}'",
+             "our shared env file:", "CUDA_LAUNCH_BLOCKING=1", "TORCH_SHOW_CPP_STACKTRACES=1"]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "CUDA_LAUNCH_BLOCKING" in top.title
+    # a debugging rerun told in words is no setting the slow engine ran with
+    rerun = lines[:2] + ["I re-ran once with CUDA_LAUNCH_BLOCKING=1 to find the kernel"]
+    assert "CUDA_LAUNCH_BLOCKING" not in _analyze(rerun).findings[0].title
+
+
+def test_capture_sizes_as_vllm_keeps_them_under_drafts():
+    """vLLM rounds the operator's sizes up to multiples of 1 + k and drops those past the largest: [1..128] with k=2
+    keeps [3, 6, 9, 18, 33, 66], so a decode step of 32 requests (96 tokens) runs without a graph -- the capture-size
+    class, not the drafts' compute at a large batch."""
+    from vllm_diag.rules.spec_capture_sizes import rounded_for_drafts
+    assert rounded_for_drafts([1, 2, 4, 8, 16, 32, 64, 128], 2) == [3, 6, 9, 18, 33, 66]
+    assert rounded_for_drafts([1, 2], 3) == [] and rounded_for_drafts([2, 8], 3) == [4, 8]
+    lines = ["Qwen3-32B + EAGLE3: TPOT triples above ~20 concurrent users and at 32 EAGLE3 is *slower* than no "
+             "speculation.",
+             "vllm serve Qwen/Qwen3-32B --speculative-config '{\"method\":\"eagle3\",\"model\":\"acme/eagle3\","
+             "\"num_speculative_tokens\":2}' --compilation-config '{\"cudagraph_capture_sizes\":[1,2,4,8,16,32,64,128]}'",
+             "(APIServer pid=1) INFO 04-20 16:50:02 [loggers.py:310] Engine 000: Avg prompt throughput: 900.0 tokens/s, "
+             "Avg generation throughput: 1500.0 tokens/s, Running: 32 reqs, Waiting: 0 reqs, GPU KV cache usage: 20.0%"]
+    top = _analyze(lines).findings[0]
+    assert top.category == "cudagraph_shape" and top.numbers["max_cudagraph_capture_size"] == 66
+
+
+def test_answers_the_model_cuts_in_the_middle_are_truncated_answers():
+    lines = ["granite-4.0-h-small cuts answers in the middle -- hybrid issue?",
+             '   "finish_reason":"length"}],', '  "usage":{"prompt_tokens":9412,"completion_tokens":256}',
+             "    resp = client.chat.completions.create(model=M, messages=msgs, temperature=0, max_tokens=256)"]
+    assert facts_from_text("\n".join(lines)).startup["truncated_prose"] == "cuts answers"
+
+
+def test_a_crash_dumps_draft_lists_elided_with_brackets_still_count():
+    dump = ("(EngineCore pid=9) ERROR 11-19 03:12:09 [dump_input.py:79] Dumping scheduler output for model execution: "
+            "SchedulerOutput(scheduled_new_reqs=[], num_scheduled_tokens={a: 4, b: 4, c: 2, [...]}, "
+            "total_num_scheduled_tokens=10, scheduled_spec_decode_tokens={a: [11, 12, 13], b: [14, 15, 16], "
+            "c: [17], [...]}, [...])")
+    batch = facts_from_text(dump).startup["crash_batch"]
+    assert batch["spec_tokens_per_req"] == [3, 3, 1] and batch["ragged_drafts"] is True

@@ -265,6 +265,10 @@ proxy_buffering_prose                  a proxy set to buffer or compress the eve
                                        ``gzip_types ... text/event-stream``)
 chunk_as_token_prose                   the client counting one token per streamed chunk (``n_tokens += 1  # one
                                        chunk == one token``): a chunk carries up to 1 + k tokens under drafts
+completions_call, plain_transcript     the client calling /v1/completions (an access log's ``POST /v1/completions``,
+                                       ``client.completions.create(``), and a prompt written as a plain-text
+                                       transcript (``User: ...\nAssistant:``) or answers said to go on with turns of
+                                       their own: no chat template applied
 added_token_id_max, vocab_sizes        the largest id of a tokenizer's added tokens (``"<|x|>": 100357``) and the
                                        vocabulary sizes a report states (config.json's ``vocab_size``, a REPL's
                                        answer to ``.vocab_size`` or to an embedding weight's shape)

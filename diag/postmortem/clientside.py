@@ -247,6 +247,24 @@ eval_format_only = _Told(
     message="score drop without an error: {said}",
     missing="one response against the strict pattern, and the evaluation's generation settings (until / stop) of both "
             "runs")
+# a hand-built transcript sent to the completions endpoint: no chat template, so the model continues the transcript
+_RAW_TRANSCRIPT = _Told(
+    ("wrong_output_prose", "truncated_prose", "plain_transcript"), "completions_call",
+    basis=("no error; the report says '{said}' and its client sends a prompt of its own to the completions endpoint "
+           "('{cause}'), written as a plain-text transcript: vLLM applies no chat template there, so the model sees "
+           "neither its own turn markers nor a place to end its turn and continues the transcript (turns of its own, "
+           "answers that run to max_tokens) -- the client's request format, outside the hybrid/spec-decode families"),
+    title="A raw transcript sent to /v1/completions: no chat template, the model continues the conversation",
+    message="wrong output without an error: {said}",
+    missing="the same request to /v1/chat/completions with messages (the server applies the model's chat template)")
+
+
+def raw_prompt_transcript(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """The client's plain-text transcript (a prompt of 'User: ... Assistant:' turns, or answers said to go on with
+    turns of their own) sent to /v1/completions."""
+    return _RAW_TRANSCRIPT(facts, base_numbers) if facts.startup.get("plain_transcript") else None
+
+
 # a client counting one token per streamed chunk: under speculative decoding a chunk carries up to 1 + k tokens
 chunks_counted_as_tokens = _Told(
     ("spec_slower_prose", "slow_prose", "truncated_prose", "wrong_output_prose", "acceptance_prose"),

@@ -29,7 +29,9 @@ _CACHED = re.compile(r"CachedRequestData\((.*?)\)(?=,\s*num_scheduled_tokens=|$)
 _LIST_FIELD = r"{name}=\[([^\]]*)\]"
 _SCHED = re.compile(r"(?<![\w_])num_scheduled_tokens=\{([^}]*)\}")
 _TOTAL = re.compile(r"total_num_scheduled_tokens=(\d+)")
-_SPEC = re.compile(r"scheduled_spec_decode_tokens=\{(.*?)\}(?=,\s*(?:[a-z_]+=|\.\.\.|\u2026)|\)?\s*$)", re.S)
+# (the dict ends before the next field, a reporter's elision of the rest -- "...", "[...]" -- or the record's end)
+_SPEC = re.compile(r"scheduled_spec_decode_tokens=\{(.*?)\}(?=,\s*(?:[a-z_]+=|\.\.\.|\u2026|\[\s*(?:\.\.\.|\u2026)\s*\])|"
+                   r"\)?\s*$)", re.S)
 _SPEC_ITEM = re.compile(r"['\"]?([^:'\"\s,{}]+)['\"]?\s*:\s*\[([^\]]*)\]")
 _PAIR = re.compile(r"['\"]?([^:'\"\s,{}]+)['\"]?\s*:\s*(\d+)")
 _TO_SCHEDULE = re.compile(r"num_spec_tokens_to_schedule=(\d+)")

@@ -465,6 +465,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
             self._superseded = False  # (... and a replaced set-up's settings)
             return
         self._commands(line)
+        self._transcript_line(text, line)
         if line.level is not None or line.process is not None:
             self._record_line(line)
             if "output: " in text:  # (vLLM's request log: "Generated response chatcmpl-..: output: '...'")

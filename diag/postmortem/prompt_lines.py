@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from .lines import Line
-from .request_words import (PER_REQUEST_VALUE, PREFIX_NOUN, PREFIX_TOKENS_EXACT, PREFIX_TOKENS_MEASURED,
+from .request_words import (COMPLETIONS_CALL, INVENTED_TURNS, PER_REQUEST_VALUE, PLAIN_TRANSCRIPT, PREFIX_NOUN, PREFIX_TOKENS_EXACT, PREFIX_TOKENS_MEASURED,
                             PREFIX_TOKENS_NAMED, PREPENDS, PROMPT_HEAD_SHOWN, QUOTED_PROMPT_HEAD_VALUE,
                             REQ_MAX_TOKENS_WORDS, REQ_PARAM, REQ_STOP, SHARED_PREFIX, SHARED_PREFIX_BEFORE,
                             SHARED_PREFIX_BRACKETED, SYSTEM_HEAD_VALUE, SYSTEM_PROMPT_SIZE, SYSTEM_TURN,
@@ -39,6 +39,20 @@ class PromptLines:
         """One line of the report's own text (``wide``: with the line before it, for a hard-wrapped sentence)."""
         self._varying_prefix(text, wide, line)
         self._prefix_sizes(text, wide, line)
+
+    def _transcript_line(self, text: str, line: Line) -> None:
+        """Any line of the report, a record or not: the client calling /v1/completions (``completions_call``), and
+        a prompt written as a plain-text transcript or the reporter's words that the answers go on with turns of
+        their own (``plain_transcript``)."""
+        if "completions_call" not in self.facts.startup and "ompletions" in text and (m := COMPLETIONS_CALL.search(text)):
+            self.facts.startup["completions_call"] = m.group(0).strip("\"'`)")
+            self.facts.lines["completions_call"] = (line.lineno, text.strip()[:500])
+        if "plain_transcript" not in self.facts.startup and ":" in text and len(text) < 4000 and (
+                "User" in text or "Human" in text or "Question" in text or "USER" in text or "HUMAN" in text
+                or "self" in text or "turn" in text or "both" in text) and (
+                (m := PLAIN_TRANSCRIPT.search(text)) or (line.level is None and (m := INVENTED_TURNS.search(text)))):
+            self.facts.startup["plain_transcript"] = " ".join(m.group(0).split())[:120]
+            self.facts.lines["plain_transcript"] = (line.lineno, text.strip()[:500])
 
     def _varying_prefix(self, text: str, wide: str, line: Line) -> None:
         """A per-request value at the head of the prompts: in a template, a captured request, a rendered prompt or the

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from ..model import LogFacts
+from ..rules.spec_capture_sizes import rounded_for_drafts
 from .configuration import (AB_TEST_FACTS, Setup, ab_tests_clear_families, drafts_outgrow_budget, ran_eager,
                             truthy)
 from .diagnosis import Diagnosis, fact_evidence
@@ -481,6 +482,28 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         evidence=("non_default_args", "command"),
         missing="the same load without --enforce-eager (CUDA graphs captured: 'Capturing CUDA graphs' lines at start)")
 
+# a reporter telling a debugging rerun, not a setting the slow engine ran with
+_DEBUG_RERUN = re.compile(r"\b(?:re-?r[au]n\w*|tried|try|trying|debug\w*|repro\w*|makes? it|to find|once)\b", re.I)
+
+
+def blocking_launch_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, serving slow, and the engine's environment sets CUDA_LAUNCH_BLOCKING=1 (an env file, an export, a
+    container's env): every launch waits for its kernel, so a step's thousands of small kernels run one after another
+    with the GPU idle between them -- a debugging setting left on, outside the families."""
+    slow = _said_slow(facts)
+    said = str((facts.lines.get("cuda_launch_blocking") or (0, ""))[1])
+    if not slow or (facts.startup.get("env_numbers") or {}).get("cuda_launch_blocking") != 1 or _DEBUG_RERUN.search(said):
+        return None
+    return _slow_from(
+        facts, base_numbers, slow,
+        cause=(f"the engine's environment sets CUDA_LAUNCH_BLOCKING=1 ('{said.strip()[:120]}'): every kernel launch "
+               "waits for the kernel to finish, so the host serialises a step's many small kernels and the GPU idles "
+               "between them -- a debugging setting left in the environment"),
+        title="Slow from CUDA_LAUNCH_BLOCKING=1 left set (every kernel launch synchronous)",
+        evidence=("cuda_launch_blocking", "env_numbers"),
+        missing="the same load with CUDA_LAUNCH_BLOCKING unset in the engine's environment")
+
+
 def lora_slot_queueing(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error; serving slow or requests queueing, with more LoRA adapters in use than the engine's adapter slots
     (``--max-loras``, 1 by default): a step runs the requests of at most that many adapters, the others wait --
@@ -650,6 +673,20 @@ def hot_sampling_garbage(facts: LogFacts, base_numbers: dict) -> Diagnosis | Non
         missing=["the same prompts sent with temperature 0 (greedy) or the model's recommended sampling"])
 
 
+def _graphs_stop_below(facts: LogFacts, k: int, tokens: int) -> bool:
+    """The operator's own capture sizes (or their cap), as vLLM keeps them under ``k`` drafts (rounded up to
+    multiples of 1 + k, those past the cap dropped), stop below a decode step of ``tokens`` at a small batch (graphs
+    for fewer than 64 requests): that step runs without a CUDA graph while it is still launch-bound -- the
+    capture-size class, not the drafts' compute (past a hundred requests a step is compute-bound, graph or not)."""
+    sizes = [s for s in facts.args.get("cudagraph_capture_sizes") or [] if isinstance(s, int) and s > 0] \
+        if isinstance(facts.args.get("cudagraph_capture_sizes"), list) else []
+    cap = facts.args.get("max_cudagraph_capture_size")
+    cap = cap if isinstance(cap, int) and cap > 0 else None
+    kept = rounded_for_drafts(sizes, k, cap) if sizes else []
+    top = max(kept) if kept else cap
+    return isinstance(top, int) and top < tokens and top // (k + 1) < 64
+
+
 def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Diagnosis | None:
     """No error; drafts said to make serving slower at a large batch, on a model without MLA: at that batch the GPUs
     are compute-bound, and every step verifies 1 + k tokens per request for the few it accepts -- speculative decoding's
@@ -663,7 +700,8 @@ def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Di
     # (drafts' steps that outgrow the graphs or the token budget, or vLLM's word that it dropped full CUDA graphs for a
     # backend under drafts, are the families' reading)
     if facts.startup.get("max_cudagraph_capture_size_truncated") is not None or drafts_outgrow_budget(facts, setup) \
-            or facts.startup.get("cudagraph_spec_downgrade_backend"):
+            or facts.startup.get("cudagraph_spec_downgrade_backend") \
+            or _graphs_stop_below(facts, setup.spec_k, load * (setup.spec_k + 1)):
         return None
     acc = (facts.startup.get("metrics") or {}).get("spec_mean_acceptance_length")
     return outside_families(

@@ -199,3 +199,20 @@ SYSTEM_TURN_HEAD_VALUE = re.compile(
 
 PER_REQUEST_VALUE = re.compile(r"\b(?:request[-_ ]?id|trace[-_ ]?id|session[-_ ]?id)\s*[=:]\s*\S+|"
                                r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}", re.I)
+
+# the client calling the completions endpoint with a prompt of its own (no chat template applied by the server): an
+# access log's request line, a client's URL or call ("requests.post(f"{URL}/v1/completions"", client.completions.create)
+# -- not the server's route table ("Route: /v1/completions, Methods: POST")
+COMPLETIONS_CALL = re.compile(r"\bPOST /v1/completions\b|/v1/completions[\"'`)]|(?<!chat\.)\bcompletions\.create\(|"
+                              r"\(POST /v1/completions\)")
+# a hand-built transcript as the prompt (plain-text turn labels the model's chat template does not use): 'User: ...
+# \nAssistant:', "Question: {q}\nAnswer:", "### User:\n ... ### Assistant:"
+PLAIN_TRANSCRIPT = re.compile(r"(?:\\n|^|[\"'`]\s*)(?:#{1,3} ?)?(?:User|Human|Question|USER|HUMAN)\s*:[^\n]{0,600}?"
+                              r"(?:\\n|\s)(?:#{1,3} ?)?(?:Assistant|Answer|AI|ASSISTANT)\s*:")
+# the reporter's words that the answer goes on with turns of its own: 'adds "Human:" and a new question by itself',
+# "invents a next question", "talking to itself"
+INVENTED_TURNS = re.compile(r"\b(?:adds?|writes?|writing|invents?|generates?|continues? with|keeps? going with|starts?)\b"
+                            r"[^.\n]{0,40}?[\"'\u201c]?(?:Human|User|USER|Question)\s*:|"
+                            r"\binvents? (?:a |the )?(?:next|new|follow-up|another) (?:question|turn|user)|"
+                            r"\b(?:fake|imaginary|invented) (?:user )?turns\b|\btalking to (?:it|him|her)self\b|"
+                            r"\bconversation with itself\b|\bplays? both (?:sides|roles)\b", re.I)

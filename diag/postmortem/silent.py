@@ -17,16 +17,17 @@ from .clientside import (answer_as_reasoning, chat_template_twice, chunks_counte
                          hard_to_draft_text,
                          history_resent, idle_engine_hang, ignore_eos_loops, left_truncated_prompts, load_on_one_engine,
                          prompt_logprobs_skip_cache, proxy_buffers_stream, proxy_retry_duplicates, proxy_slows_stream,
-                         proxy_timeout_truncation, short_outputs_workload,
+                         proxy_timeout_truncation, raw_prompt_transcript, short_outputs_workload,
                          random_prompts_output, reasoning_spends_budget, repeats_rewarded, replayed_prompts_hit,
                          replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
                          thinking_in_content, token_cap_truncation, tool_calls_unparsed, unique_prompts_miss,
                          varying_prefix)
 from .configuration import Setup, drafts_outgrow_budget, ran_eager
 from .diagnosis import Diagnosis, fact_evidence, family_warning, log_version, title_of
-from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, blocks_per_running_request,
-                          collective_hang, cotenant_gpu_slowdown, cpu_offload_slowdown, cpu_starved_slowdown,
-                          drafts_never_accepted, eager_slowdown, gpu_throttled_slowdown, grammar_compile_stall,
+from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, blocking_launch_slowdown,
+                          blocks_per_running_request, collective_hang, cotenant_gpu_slowdown, cpu_offload_slowdown,
+                          cpu_starved_slowdown, drafts_never_accepted, eager_slowdown, gpu_throttled_slowdown,
+                          grammar_compile_stall,
                           hot_sampling_garbage, kv_saturated_workload, long_context_capacity, lora_slot_queueing,
                           low_memory_share_capacity, mig_slice_limits, mismatched_drafter,
                           modelfree_drafts_unmatched, pcie_allreduce_slowdown, prefill_budget_slowdown,
@@ -113,7 +114,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or left_truncated_prompts(facts, base_numbers)
             or proxy_timeout_truncation(facts, base_numbers) or repeats_rewarded(facts, base_numbers)
             or client_path_corruption(facts, base_numbers) or encoded_twice(facts, base_numbers)
-            or chunks_counted_as_tokens(facts, base_numbers)
+            or chunks_counted_as_tokens(facts, base_numbers) or raw_prompt_transcript(facts, base_numbers)
             or proxy_retry_duplicates(facts, base_numbers)
             or ignore_eos_loops(facts, base_numbers)
             or proxy_slows_stream(facts, base_numbers) or proxy_buffers_stream(facts, base_numbers)
@@ -159,7 +160,8 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or prompt_logprobs_skip_cache(facts, base_numbers)
             or replayed_prompts_hit(facts, base_numbers)
             or hybrid_prefix_never_hit(facts, setup, base_numbers) or cpu_offload_slowdown(facts, base_numbers)
-            or eager_slowdown(facts, base_numbers) or pcie_allreduce_slowdown(facts, base_numbers)
+            or eager_slowdown(facts, base_numbers) or blocking_launch_slowdown(facts, base_numbers)
+            or pcie_allreduce_slowdown(facts, base_numbers)
             or collective_hang(facts, base_numbers)
             or capture_ceiling_slowdown(facts, setup, base_numbers) or indexer_flattening_slowdown(facts, base_numbers)
             or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers)

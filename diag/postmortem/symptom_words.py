@@ -311,6 +311,9 @@ FINISH_LENGTH = re.compile(r"""finish_reason["'`]?\s*(?:[:=]|is|was|of)?\s*["'`]
 
 # the reporter saying the answers end early: "answers are cut off after a couple of words", "responses get truncated"
 TRUNCATED = re.compile(r"\bcut[- ]off (?:answers|replies|responses|outputs)\b|"
+                       # "granite cuts answers in the middle", "it cuts off the long summaries"
+                       r"\bcuts? (?:off )?(?:the |my |our |its |all )?(?:long )?(?:answers|replies|responses|outputs|"
+                       r"summaries)\b|"
                        # "returns truncated answers, usually cut right before a code block"
                        r"\btruncated (?:answers|replies|responses|outputs|completions|generations)\b|"
                        r"\bcut (?:right |just )?before (?:a |the )?\w+|"

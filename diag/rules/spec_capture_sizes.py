@@ -42,18 +42,32 @@ def check(ctx: RuleContext) -> list[Finding]:
         seqs = _DEFAULT_MAX_NUM_SEQS  # (not in the log: vLLM's default serves at least this many at once)
     need = seqs * (k + 1)
     useless = [] if only_max else [s for s in sizes if s % (k + 1)]
-    if max(sizes) >= need:  # covered; sizes that are not multiples of k+1 only cost capture time
+    rounded = sizes if only_max else rounded_for_drafts(sizes, k)
+    top = max(rounded or sizes)
+    if top >= need:  # covered; sizes that are not multiples of k+1 only cost capture time
         return []
     evidence = [Evidence(f"cudagraph_capture_sizes {sizes}; max_num_seqs {seqs}{' (vLLM default, not in the log)' if assumed else ''}"
                          f" x (k+1={k + 1}) = {need} decode tokens", source=state_source(ctx.state))]
     msg = (f"With {k} speculative tokens a full decode step has up to {need} tokens, but full CUDA graphs stop at "
-           f"{max(sizes)} tokens ({max(sizes) // (k + 1)} requests); larger decode steps run without full graphs.")
-    if useless:
-        msg += f" Sizes {useless} are not multiples of {k + 1} and are never used for uniform spec-decode steps."
+           f"{top} tokens ({top // (k + 1)} requests); larger decode steps run without full graphs.")
+    if rounded != sizes:
+        msg += (f" vLLM rounds the sizes up to multiples of {k + 1} and drops those past {max(sizes)}: "
+                f"{rounded} are captured.")
+    numbers = {"capture_sizes": sizes, "decode_tokens_at_max_num_seqs": need, "non_multiples": useless}
+    if rounded != sizes:
+        numbers.update(captured_sizes=rounded, max_cudagraph_capture_size=top, requests_with_graphs=top // (k + 1))
     return [Finding(rule=ID, category="cudagraph_shape", title="Capture sizes do not cover speculative decode batches",
                     severity="warning", message=msg, evidence=evidence,
-                    comparisons=[Comparison("largest capture size", expected=need, actual=max(sizes), unit="tokens")],
-                    numbers={"capture_sizes": sizes, "decode_tokens_at_max_num_seqs": need, "non_multiples": useless})]
+                    comparisons=[Comparison("largest capture size", expected=need, actual=top, unit="tokens")],
+                    numbers=numbers)]
+
+
+def rounded_for_drafts(sizes: list[int], k: int, cap: int | None = None) -> list[int]:
+    """The capture sizes vLLM keeps under drafts (0.15+, CompilationConfig.adjust_cudagraph_sizes_for_spec_decode):
+    each rounded up to a multiple of 1 + k, those past the cap (the largest size given) dropped."""
+    m, cap = k + 1, cap or max(sizes)
+    kept = sorted({-(-s // m) * m for s in sizes if -(-s // m) * m <= cap})
+    return kept or ([m] if m <= cap else [])
 
 
 # vLLM's smallest default max_num_seqs on a GPU (0.11+: 256; more for the API server on large GPUs in later releases)
