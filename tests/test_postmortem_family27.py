@@ -287,3 +287,29 @@ def test_a_crash_dumps_draft_lists_elided_with_brackets_still_count():
             "c: [17], [...]}, [...])")
     batch = facts_from_text(dump).startup["crash_batch"]
     assert batch["spec_tokens_per_req"] == [3, 3, 1] and batch["ragged_drafts"] is True
+
+
+_NANO_SERVE = "vllm serve acme/nemotron-nano-hybrid --max-num-seqs 384 --enable-prefix-caching"
+
+
+def _running(n: int, waiting: int, usage: float) -> str:
+    return (f"(APIServer pid=5390) INFO 05-06 11:31:40 [loggers.py:262] Engine 000: Avg prompt throughput: 4381.2 "
+            f"tokens/s, Avg generation throughput: 301.6 tokens/s, Running: {n} reqs, Waiting: {waiting} reqs, GPU KV "
+            f"cache usage: {usage}%, Prefix cache hit rate: 12.5%")
+
+
+def test_a_thread_pool_at_its_default_size_caps_the_clients_concurrency():
+    lines = ["our hybrid only ever runs 8 requests at once?? I set max-num-seqs 384.", _NANO_SERVE,
+             _running(8, 0, 1.2), "with cf.ThreadPoolExecutor() as ex:      # 200 docs in parallel",
+             "    results = list(ex.map(summarize, docs))"]
+    assert facts_from_text("\n".join(lines)).startup["client_cap_prose"] == "ThreadPoolExecutor()"
+    assert _analyze(lines).findings[0].title.startswith("Concurrency capped by the client")
+
+
+def test_vllms_stats_with_nothing_waiting_put_a_low_running_count_in_front_of_the_engine():
+    lines = ["our hybrid only ever runs 8 requests at once?? I set max-num-seqs 384.", _NANO_SERVE,
+             _running(8, 0, 1.2), _running(8, 0, 1.4)]
+    assert _analyze(lines).findings[0].title.startswith("Fewer requests arrive than expected")
+    # requests waiting, or a KV cache past half full, hold them in the engine
+    for stats in (_running(8, 5, 1.2), _running(8, 0, 72.0)):
+        assert not _analyze(lines[:2] + [stats]).findings[0].title.startswith("Fewer requests arrive")

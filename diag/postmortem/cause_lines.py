@@ -27,7 +27,7 @@ _CAUSE_FACTS = (
     ("ignore_eos_prose", IGNORE_EOS, ("ignore_eos",), False),
     ("draft_weights_prose", DRAFT_WEIGHTS, ("MTP", "mtp", "raft", "EAGLE", "agle"), True),
     ("client_cap_prose", CLIENT_CAP, ("only", "holding", "loop", "equential", "one after", "concurrency:", "limit",
-                                      "max_conn", "pool_max", "keepalive", "num_concurrent"), True),
+                                      "max_conn", "pool_max", "keepalive", "num_concurrent", "Executor(", "Pool("), True),
     ("batch_numerics_prose", BATCH_NUMERICS, ("BATCH_INVARIANT", "atch", "eduction", "ssociativ", "tie"), True),
     ("unique_prompts_prose", UNIQUE_PROMPTS, ("unique", "fresh", "expected", "distinct", "different", "share", "common",
                                                "prefix"), True),

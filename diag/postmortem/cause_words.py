@@ -266,6 +266,8 @@ CLIENT_CAP = re.compile(
     r"\b(?:limit_per_host|max_connections|pool_maxsize|max_keepalive_connections)\s*=\s*\d+\b|\bTCPConnector\(limit=\d+|"
     # lm-evaluation-harness's local-completions / local-chat-completions model_args: "num_concurrent=16"
     r"\bnum_concurrent\s*=\s*\d+\b|"
+    # a thread pool left at its default size (Python's min(32, cores + 4) workers; a pool of N, max_workers=N)
+    r"\bThreadPoolExecutor\(\s*\)|\bThreadPoolExecutor\(\s*(?:max_workers\s*=\s*)?\d+\s*\)|\bPool\(\s*(?:processes\s*=\s*)?\d+\s*\)|"
     r"\b(?:server|engine|vLLM) only (?:ever )?(?:sees|gets|receives|shows|runs)\W{0,2} ~?\d+ (?:requests?|reqs|running)\b|"
     r"\bvLLM (?:is|was) not holding (?:anything|any requests?|requests) back\b|"
     r"\b(?:client|load generator|benchmark|script) (?:only )?(?:sends|submits|keeps) (?:at most |only )?~?\d+ "

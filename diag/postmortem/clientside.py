@@ -83,7 +83,34 @@ def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis 
         or (st.get("gpu_kv_cache_usage_percent_max") or 0) >= 90
     if not st.get("capacity_prose") and _PER_TOKEN.search(str(st.get("slow_prose") or "")):
         return None  # (each token's time at a few requests in flight: fewer requests only make it shorter)
-    return None if held else _CLIENT_CAP(facts, base_numbers)
+    if held:
+        return None
+    return _CLIENT_CAP(facts, base_numbers) or _engine_not_holding(facts, base_numbers)
+
+
+def _engine_not_holding(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """Fewer requests run than the reporter expects, and vLLM's own stats lines show nothing waiting, nothing preempted,
+    the KV cache under half full and the running count below max_num_seqs: the engine runs every request it is sent,
+    so the ceiling is in front of it (the client's concurrency, a gateway) -- whatever words the report has for it."""
+    st = facts.startup
+    said, running = st.get("capacity_prose"), st.get("num_requests_running_max")
+    seqs, usage = facts.args.get("max_num_seqs"), st.get("gpu_kv_cache_usage_percent_max")
+    if not said or st.get("num_requests_waiting_max") != 0 or not isinstance(running, int) or running < 1 \
+            or not isinstance(usage, (int, float)) or usage >= 50 or (isinstance(seqs, int) and running >= seqs):
+        return None
+    k, budget = facts.args.get("num_speculative_tokens"), facts.args.get("max_num_batched_tokens")
+    if isinstance(k, int) and k > 0 and isinstance(budget, int) and running * (k + 1) * 2 >= budget:
+        return None  # (the running decodes' drafts fill half the step's token budget or more: the budget's reading)
+    return outside_families(
+        facts, base_numbers,
+        basis=(f"no error; the report says '{said}', and vLLM's stats lines show at most {running} running with none "
+               f"waiting and the KV cache {usage:g}% used at its fullest: the engine schedules every request it "
+               "receives, so fewer arrive than the report expects -- the client's concurrency or what stands in front "
+               "of the engine, outside the hybrid/spec-decode families"),
+        title="Fewer requests arrive than expected (the engine runs all it is sent: none waiting)",
+        message=f"capacity without an error: {said}",
+        evidence=("capacity_prose", "num_requests_running", "num_requests_waiting_max", "gpu_kv_cache_usage_percent_max"),
+        missing=["the client's concurrency setting (its thread pool, connection limit or load generator)"])
 
 
 # a complaint about generation or drafts, not about the first token
