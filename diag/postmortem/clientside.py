@@ -88,6 +88,12 @@ def client_capped_concurrency(facts: LogFacts, base_numbers: dict) -> Diagnosis 
     return _CLIENT_CAP(facts, base_numbers) or _engine_not_holding(facts, base_numbers)
 
 
+# a complaint of a ceiling on the requests that run ("only ever runs 8", "never goes above 20", "stuck at 16"), not of
+# a cliff past some load
+_CEILING = re.compile(r"\bonly\b|\bnever (?:more|above|over|exceeds?|goes|gets|passes)\b|\bcap(?:s|ped)?\b|\bstuck\b|"
+                      r"\bat most\b|\bno more than\b|\bmax(?:es)? out\b|\bplateau", re.I)
+
+
 def _engine_not_holding(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """Fewer requests run than the reporter expects, and vLLM's own stats lines show nothing waiting, nothing preempted,
     the KV cache under half full and the running count below max_num_seqs: the engine runs every request it is sent,
@@ -95,7 +101,8 @@ def _engine_not_holding(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
     st = facts.startup
     said, running = st.get("capacity_prose"), st.get("num_requests_running_max")
     seqs, usage = facts.args.get("max_num_seqs"), st.get("gpu_kv_cache_usage_percent_max")
-    if not said or st.get("num_requests_waiting_max") != 0 or not isinstance(running, int) or running < 1 \
+    if not said or not _CEILING.search(str(said)) or st.get("num_requests_waiting_max") != 0 \
+            or not isinstance(running, int) or running < 1 \
             or not isinstance(usage, (int, float)) or usage >= 50 or (isinstance(seqs, int) and running >= seqs):
         return None
     k, budget = facts.args.get("num_speculative_tokens"), facts.args.get("max_num_batched_tokens")
