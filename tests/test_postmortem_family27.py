@@ -313,3 +313,18 @@ def test_vllms_stats_with_nothing_waiting_put_a_low_running_count_in_front_of_th
     # requests waiting, or a KV cache past half full, hold them in the engine
     for stats in (_running(8, 5, 1.2), _running(8, 0, 72.0)):
         assert not _analyze(lines[:2] + [stats]).findings[0].title.startswith("Fewer requests arrive")
+
+
+def test_a_linear_attention_builders_query_length_check_during_capture_is_the_capture_shape():
+    """The check that a batch's query is at most 1 + k tokens, raised from build_for_cudagraph_capture: the FULL graph's
+    dummy batch under drafts (family E), not a mixed batch the engine served."""
+    lines = ["vllm serve acme/ring-linear-flash --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":4}' "
+             "--compilation-config '{\"cudagraph_mode\":\"FULL\"}'",
+             "Traceback (most recent call last):",
+             '  File ".../vllm/v1/worker/gpu_model_runner.py", line 6178, in _dummy_run',
+             "    attn_metadata, _ = self._build_attention_metadata(",
+             '  File ".../vllm/v1/attention/backends/linear_attn.py", line 172, in build_for_cudagraph_capture',
+             "    assert common_attn_metadata.max_query_len <= 1 + self.num_spec_tokens, (",
+             "AssertionError: Bailing linear attention only supports speculative decoding with query length <= 1 + "
+             "number of speculative tokens."]
+    assert _analyze(lines).findings[0].category == "cudagraph_shape"

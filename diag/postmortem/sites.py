@@ -226,6 +226,14 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         cat = "mixed_batch"
         basis += ("; more tokens accepted than drafted on a hybrid under speculative decoding: the step's sampled rows "
                   "were attributed to the wrong requests, the accepted-token bookkeeping of a mixed batch")
+    elif cat == "mixed_batch" and (site.function or "").endswith("build_for_cudagraph_capture") \
+            and HYBRID_FRAMES.search(site.file) and re.search(r"max_query_len\s*<=", site.condition or ""):
+        # a linear-attention / Mamba builder's query-length check raised while a CUDA graph is captured: the dummy
+        # batch of a FULL graph (mixed prefill-decode batches captured too) is longer than the 1 + k the builder takes
+        # under drafts -- the capture's shape against the drafts, not a batch the engine served
+        cat = "cudagraph_shape"
+        basis += ("; raised while capturing a CUDA graph: the capture's dummy batch has a longer query than the 1 + k "
+                  "tokens the builder takes under drafts (FULL graphs capture mixed batches too), no served batch")
     elif cat == "other" and (refused := _backend_refuses_block_size(root.message or "")) is not None:
         # the attention-backend selection (platforms/*.py get_attn_backend_cls) failing on the KV block size: the
         # reasons it prints name the block size for every backend it could otherwise load -- the backend's block-size
