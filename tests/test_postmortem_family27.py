@@ -328,3 +328,40 @@ def test_a_linear_attention_builders_query_length_check_during_capture_is_the_ca
              "AssertionError: Bailing linear attention only supports speculative decoding with query length <= 1 + "
              "number of speculative tokens."]
     assert _analyze(lines).findings[0].category == "cudagraph_shape"
+
+
+def test_a_served_engine_contradicts_the_prediction_that_mode_all_with_drafts_dies_at_start():
+    """vLLM 0.22-0.32 die in CUDA-graph capture or at the first decode with Mamba cache mode 'all' and drafts -- unless
+    the log shows this engine generating tokens without an error: then the prediction is not this run's."""
+    from vllm_diag.rules.base import RuleContext
+    from vllm_diag.rules.mamba_state_indices import _served
+    served = facts_from_text(_running(24, 0, 3.9))
+    assert _served(RuleContext(state=None, log=served))
+    assert not _served(RuleContext(state=None, log=facts_from_text("no stats here")))
+
+
+def test_a_slow_serving_complaint_told_as_the_gpu_left_idle_or_a_ttft_range():
+    for said in ("GPU sits at 30% util, TTFT 3-6 s at only 24 concurrent", "TTFT p50 3.4 s, p99 6.1 s",
+                 "GPU utilization is only 30%"):
+        assert facts_from_text(said).startup.get("slow_prose"), said
+    assert not facts_from_text("GPU is at 95% util, all good").startup.get("slow_prose")
+
+
+def test_a_per_request_value_at_the_prompts_head_comes_before_an_inferred_acceptance_loss():
+    """The report's own diff of two rendered prompts (a time at the system turn's head) explains the lost hits; its
+    aside that acceptance is low, on a hybrid with drafts, is no reason to infer a state fault first."""
+    lines = ["granite-h prefix caching does nothing: p50 TTFT 180 ms -> 1.1 s after the switch.",
+             "vllm serve acme/granite-h-tiny --enable-prefix-caching --mamba-cache-mode align "
+             "--speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":3}'",
+             "INFO 11-20 09:01:12 [interface.py:933] Setting attention block size to 528 tokens to ensure that attention "
+             "page size is >= mamba page size.", _hits(0.4), _hits(0.4),
+             "  -<|start_of_role|>system<|end_of_role|>Current time: 2026-11-20T10:14:38.552Z. Ticket session 8f1c0a",
+             "  +<|start_of_role|>system<|end_of_role|>Current time: 2026-11-20T10:14:38.919Z. Ticket session 19de77",
+             "Open item: ngram acceptance is low (23.7%) for this traffic; separate ticket."]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "per-request value" in top.title
+
+
+def test_a_greedy_request_that_gives_a_different_wrong_answer_is_wrong_output():
+    said = "repeated identical greedy request gives different (wrong) answer on cache hit"
+    assert facts_from_text(said).startup["wrong_output_prose"]

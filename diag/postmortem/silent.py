@@ -154,8 +154,11 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or drafts_never_accepted(facts, setup, base_numbers) or mismatched_drafter(facts, setup, base_numbers)
             or sampled_away_acceptance(facts, base_numbers) or hard_to_draft_text(facts, base_numbers)
             or acceptance_lost_on_mixed_steps(facts, setup, base_numbers)
+            # (a per-request value at the prompts' head, shown in the report, before an inference from the set-up that
+            # a report about the hits also names low acceptance)
+            or varying_prefix(facts, base_numbers)
             or acceptance_lost_on_prefix_hits(facts, setup, base_numbers) or salted_prefixes(facts, base_numbers)
-            or varying_prefix(facts, base_numbers) or unique_prompts_miss(facts, base_numbers)
+            or unique_prompts_miss(facts, base_numbers)
             or split_routing(facts, base_numbers)
             or prompt_logprobs_skip_cache(facts, base_numbers)
             or replayed_prompts_hit(facts, base_numbers)

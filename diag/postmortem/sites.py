@@ -227,10 +227,12 @@ def from_site(facts: LogFacts, root: LogException, best, matches, setup: Setup, 
         basis += ("; more tokens accepted than drafted on a hybrid under speculative decoding: the step's sampled rows "
                   "were attributed to the wrong requests, the accepted-token bookkeeping of a mixed batch")
     elif cat == "mixed_batch" and (site.function or "").endswith("build_for_cudagraph_capture") \
-            and HYBRID_FRAMES.search(site.file) and re.search(r"max_query_len\s*<=", site.condition or ""):
-        # a linear-attention / Mamba builder's query-length check raised while a CUDA graph is captured: the dummy
-        # batch of a FULL graph (mixed prefill-decode batches captured too) is longer than the 1 + k the builder takes
-        # under drafts -- the capture's shape against the drafts, not a batch the engine served
+            and HYBRID_FRAMES.search(site.file) and re.search(r"max_query_len\s*<=", site.condition or "") \
+            and str(facts.args.get("cudagraph_mode") or "").upper() == "FULL":
+        # a linear-attention / Mamba builder's query-length check raised while a CUDA graph is captured, with
+        # cudagraph_mode FULL: that mode captures mixed prefill-decode batches as full graphs too, and their dummy
+        # batch is longer than the 1 + k the builder takes under drafts -- the capture's shape against the drafts, not
+        # a batch the engine served (without FULL, the check's rows are a mixed batch's)
         cat = "cudagraph_shape"
         basis += ("; raised while capturing a CUDA graph: the capture's dummy batch has a longer query than the 1 + k "
                   "tokens the builder takes under drafts (FULL graphs capture mixed batches too), no served batch")

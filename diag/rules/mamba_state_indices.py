@@ -28,6 +28,15 @@ from .base import Rule, RuleContext
 ID = "mamba_state_indices"
 
 
+def _served(ctx: RuleContext) -> bool:
+    """The log shows this engine generating tokens without an error: a prediction that it dies in CUDA-graph capture
+    or at its first decode is contradicted by the log itself."""
+    if ctx.log is None or ctx.log.root is not None:
+        return False
+    rate = ctx.log.startup.get("generation_throughput_tok_s")
+    return isinstance(rate, (int, float)) and rate > 0
+
+
 def check(ctx: RuleContext) -> list[Finding]:
     v = version(ctx)
     if in_range(v, (0, 17), (0, 32)) is False:
@@ -62,7 +71,8 @@ def check(ctx: RuleContext) -> list[Finding]:
         evidence.append(Evidence(f"{buf.builder}.{buf.name} {' x '.join(map(str, buf.shape))}"
                                  + (f" ({buf.derivation})" if buf.derivation else ""), source=state_source(st)))
     late = in_range(v, (0, 22), (0, 32))
-    if not evidence and st is not None and late and spec_k(ctx) > 0 and cfg(ctx, "mamba_cache_mode") == "all":
+    if not evidence and st is not None and late and spec_k(ctx) > 0 and cfg(ctx, "mamba_cache_mode") == "all" \
+            and not _served(ctx):
         numbers.update(mamba_cache_mode="all", num_speculative_tokens=spec_k(ctx))
         comps.append(Comparison("Mamba cache mode with speculative decoding", expected="align or none", actual="all"))
         evidence.append(Evidence(f"mamba_cache_mode all (prefix caching) + {spec_k(ctx)} speculative tokens on vLLM "
