@@ -365,3 +365,43 @@ def test_a_per_request_value_at_the_prompts_head_comes_before_an_inferred_accept
 def test_a_greedy_request_that_gives_a_different_wrong_answer_is_wrong_output():
     said = "repeated identical greedy request gives different (wrong) answer on cache hit"
     assert facts_from_text(said).startup["wrong_output_prose"]
+
+
+def test_a_config_validators_enum_lookup_by_a_name_it_lacks_is_a_flag_value():
+    lines = ["llm = LLM(model='acme/qwen-mtp', compilation_config={'cudagraph_mode': 'FULL_DECODE'}, "
+             "speculative_config={'method': 'mtp', 'num_speculative_tokens': 2})",
+             "Traceback (most recent call last):",
+             '  File "/venv/lib/python3.12/site-packages/vllm/config/compilation.py", line 882, in '
+             "validate_cudagraph_mode_before",
+             "    return CUDAGraphMode[value.upper()]",
+             '  File "/usr/lib/python3.12/enum.py", line 813, in __getitem__',
+             "    return cls._member_map_[name]",
+             "KeyError: 'FULL_DECODE'"]
+    assert _analyze(lines).findings[0].category == "other"
+
+
+def test_eager_mode_explains_a_per_token_slowdown_beside_a_hang_word_elsewhere():
+    """A helm value's comment ("debugging startup hang") is no hang of the serving engine; a TPOT measured is
+    decoding."""
+    lines = ["pool is way behind SLO since the rollout. TPOT p50 went 9ms -> 31ms, TTFT roughly same.",
+             "extraArgs:", "  - --enable-prefix-caching", "  - --enforce-eager            # TEMP: debugging startup hang",
+             "WARNING 02-11 09:41:02 [vllm.py:1163] Enforce eager set, disabling torch.compile and CUDAGraphs."]
+    assert "eager mode" in _analyze(lines).findings[0].title
+
+
+def test_a_ceiling_on_running_requests_in_the_reporters_words():
+    for said in ("can't get past ~8 concurrent, throughput flat", "Engine never shows more than 8 running."):
+        assert facts_from_text(said).startup.get("capacity_prose"), said
+
+
+def test_prompts_vllm_logged_in_another_model_familys_chat_format():
+    lines = ["After migrating from Llama-3.1-8B to granite-4.0-h-small maybe 1 of 3 answers is garbage.",
+             "vllm serve ibm-granite/granite-4.0-h-small --chat-template /srv/bot/chat_template.jinja",
+             "(APIServer pid=9021) DEBUG 11-29 16:44:31 [request_logger.py:53] Request chatcmpl-a81f details: prompt: "
+             "'<|begin_of_text|><|start_header_id|>system<|end_header_id|>\\n\\nYou are the Acme support assistant.'"]
+    st = facts_from_text("\n".join(lines)).startup
+    assert st["foreign_template_tokens"].startswith("Llama 3 turn markers")
+    assert _analyze(lines).findings[0].title.startswith("Prompts in another model's chat format")
+    # the model's own format is no foreign one
+    own = [lines[0], "vllm serve meta-llama/Llama-3.1-8B-Instruct", lines[2]]
+    assert "foreign_template_tokens" not in facts_from_text("\n".join(own)).startup

@@ -261,6 +261,8 @@ blocks_at_fullest                      [blocks, running, usage %, KV tokens] of 
                                        blocks each running request holds, read on one line of one run
 turn_tokens_in_output                  an answer that runs on through a chat format's turn markers as text
                                        (``France.<|eot_id|><|start_header_id|>user``): another model's format
+foreign_template_tokens                a prompt vLLM logged in another model family's chat format than the served
+                                       model's (Llama 3's <|start_header_id|> in a prompt for Granite)
 proxy_buffering_prose                  a proxy set to buffer or compress the event stream (``proxy_buffering on;``,
                                        ``gzip_types ... text/event-stream``)
 chunk_as_token_prose                   the client counting one token per streamed chunk (``n_tokens += 1  # one

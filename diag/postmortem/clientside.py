@@ -269,6 +269,16 @@ foreign_chat_format = _Told(
     title="Answers run on through another chat format's turn markers (the chat template is not the model's)",
     message="wrong output without an error: {said}",
     missing="the same request with the model's own chat template (no --chat-template), and one response's token ids")
+# the prompts vLLM logged in another model family's chat format
+foreign_template_prompts = _Told(
+    ("wrong_output_prose", "truncated_prose"), "foreign_template_tokens",
+    basis=("no error; the report says '{said}' and the prompts vLLM logged carry another model family's chat format "
+           "({cause}): a model sees those markers as plain text, never its own turn structure or end-of-turn token, "
+           "so it imitates turns, runs on and drifts -- a chat template (--chat-template) or prompt format that is not "
+           "the model's, outside the hybrid/spec-decode families"),
+    title="Prompts in another model's chat format (the chat template is not the model's)",
+    message="wrong output without an error: {said}",
+    missing="the same request with the model's own chat template (no --chat-template)")
 # an evaluation whose lenient filter scores as before while its strict filter falls: the answers are right, their
 # format (a stop sequence, the few-shot layout) no longer matches the strict pattern
 eval_format_only = _Told(

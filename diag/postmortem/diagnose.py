@@ -302,7 +302,9 @@ def _diagnose(facts: LogFacts, setup: Setup) -> Diagnosis | None:
             return sc
     # a pydantic schema error (a value outside a Literal, an unknown key, a wrong type) is the value itself, whatever
     # field it names: no family's check raised it
-    schema = bool(_SCHEMA_ERROR.search(message))
+    # (so is an enum looked up by a name it lacks -- KeyError: 'FULL_DECODE' from enum.py in a config validator)
+    schema = bool(_SCHEMA_ERROR.search(message)) or (
+        root.exc_type.endswith("KeyError") and bool(root.frames) and root.frames[-1].file.replace("\\", "/").endswith("/enum.py"))
     fc = frame_category(root, message)
     if fc is not None and fc[0] == "cudagraph_shape" and facts.startup.get("persists_eager_prose"):
         fc = None  # (the failure stays with --enforce-eager: no CUDA graph is captured there)

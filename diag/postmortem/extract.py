@@ -522,6 +522,24 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
         self._dump = None
 
     # -------------------------------------------------------------- finish
+    def _foreign_chat_format(self) -> None:
+        """A prompt vLLM logged in one family's chat format while the served model is of another family
+        (``foreign_template_tokens``: the format's name)."""
+        if not self.logged_prompts or "foreign_template_tokens" in self.facts.startup:
+            return
+        from .request_words import CHAT_FORMATS
+
+        model = str(self.facts.model or self.facts.args.get("model") or "")
+        own = next((name for name, _, names in CHAT_FORMATS if names.search(model)), None)
+        if own is None:
+            return  # (a model whose format is not known here: no format is foreign to it)
+        for lineno, prompt in self.logged_prompts:
+            used = next((name for name, tokens, _ in CHAT_FORMATS if tokens.search(prompt)), None)
+            if used is not None and used != own:
+                self.facts.startup["foreign_template_tokens"] = f"{used} turn markers in a prompt for {model} ({own})"
+                self.facts.lines["foreign_template_tokens"] = (lineno, prompt[:500])
+                return
+
     def _prompts_part(self) -> None:
         """Two logged prompts that part within their first 200 characters at a digit (a time, a date, an id the client
         put at the start): no request shares a cached block with another -- the varying prefix, in vLLM's own log."""
@@ -586,6 +604,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
                 f.startup["prefix_cache_zero_run_samples"] = max(zero_runs)
         self._throughput_fell(f.startup)
         self._finish_args()
+        self._foreign_chat_format()  # (after the arguments: the served model's name)
         if self.dump_text is not None:  # (after the arguments: the dump's elided drafts are counted with their k)
             from .dump import parse_scheduler_output
 

@@ -25,6 +25,7 @@ def outside_families(facts: LogFacts, base_numbers: dict, *, basis: str, title: 
 
 
 _RATE = re.compile(r"\d\s*(?:tok(?:en)?s?/s|t/s)\b")
+_PER_TOKEN_TIME = re.compile(r"\b(?:TPOT|ITL)\b")
 
 
 def _said_slow(facts: LogFacts) -> str | None:
@@ -471,8 +472,8 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     slow = _said_slow(facts)
     # (a hang's words read as slowness, unless the report measures a decode rate: a hang has none)
     if not slow or not ran_eager(facts) or (
-            facts.startup.get("hang_prose") and not _RATE.search(slow)):
-        return None  # (a hang is no launch-bound decode)
+            facts.startup.get("hang_prose") and not _RATE.search(slow) and not _PER_TOKEN_TIME.search(slow)):
+        return None  # (a hang is no launch-bound decode; a time per token measured is no hang)
     return _slow_from(
         facts, base_numbers, slow,
         cause=("the engine runs with --enforce-eager: without torch.compile and CUDA graphs every decode step launches "

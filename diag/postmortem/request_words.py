@@ -216,3 +216,13 @@ INVENTED_TURNS = re.compile(r"\b(?:adds?|writes?|writing|invents?|generates?|con
                             r"\binvents? (?:a |the )?(?:next|new|follow-up|another) (?:question|turn|user)|"
                             r"\b(?:fake|imaginary|invented) (?:user )?turns\b|\btalking to (?:it|him|her)self\b|"
                             r"\bconversation with itself\b|\bplays? both (?:sides|roles)\b", re.I)
+
+# the chat formats whose turn markers a prompt shows, and the model names that use them: a prompt written in one
+# format for a model of another is a chat template (--chat-template) or a prompt format that is not the model's
+CHAT_FORMATS = (
+    ("Llama 3", re.compile(r"<\|start_header_id\|>|<\|eot_id\|>"), re.compile(r"llama[-_ .]?3", re.I)),
+    ("ChatML", re.compile(r"<\|im_start\|>|<\|im_end\|>"), re.compile(r"qwen", re.I)),
+    ("Granite", re.compile(r"<\|start_of_role\|>|<\|end_of_role\|>"), re.compile(r"granite", re.I)),
+    ("Gemma", re.compile(r"<start_of_turn>|<end_of_turn>"), re.compile(r"gemma", re.I)),
+    ("Mistral", re.compile(r"\[/?INST\]"), re.compile(r"mistral|mixtral|magistral|devstral", re.I)),
+)

@@ -13,7 +13,8 @@ from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (answer_as_reasoning, chat_template_twice, chunks_counted_as_tokens, client_capped_concurrency,
                          client_path_corruption,
-                         encoded_twice, eval_format_only, eval_misgraded, foreign_chat_format, foreign_tokenizer,
+                         encoded_twice, eval_format_only, eval_misgraded, foreign_chat_format, foreign_template_prompts,
+                         foreign_tokenizer,
                          hard_to_draft_text,
                          history_resent, idle_engine_hang, ignore_eos_loops, left_truncated_prompts, load_on_one_engine,
                          prompt_logprobs_skip_cache, proxy_buffers_stream, proxy_retry_duplicates, proxy_slows_stream,
@@ -119,6 +120,7 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or ignore_eos_loops(facts, base_numbers)
             or proxy_slows_stream(facts, base_numbers) or proxy_buffers_stream(facts, base_numbers)
             or chat_template_twice(facts, base_numbers) or foreign_chat_format(facts, base_numbers)
+            or foreign_template_prompts(facts, base_numbers)
             or thinking_in_content(facts, base_numbers) or answer_as_reasoning(facts, base_numbers)
             or tool_calls_unparsed(facts, base_numbers)
             or stop_string_truncation(facts, base_numbers)
