@@ -405,3 +405,48 @@ def test_prompts_vllm_logged_in_another_model_familys_chat_format():
     # the model's own format is no foreign one
     own = [lines[0], "vllm serve meta-llama/Llama-3.1-8B-Instruct", lines[2]]
     assert "foreign_template_tokens" not in facts_from_text("\n".join(own)).startup
+
+
+def test_nginx_least_connections_balancing_spreads_a_sessions_turns():
+    lines = ["TTFT p50 went from 0.4s to 2.9s after the migration; prefix cache hit rate is low on all 4 replicas.",
+             "vllm serve acme/nemotron-nano --enable-prefix-caching", _hits(9.0), _hits(9.0),
+             "upstream nemotron_backend {", "    least_conn;", "    server 10.42.3.17:8000;", "}"]
+    assert facts_from_text("\n".join(lines)).startup["split_routing_prose"].strip() == "least_conn;"
+    assert _analyze(lines).findings[0].title.startswith("Prefix cache split across replicas")
+
+
+def test_a_decode_latency_above_its_target_is_slow():
+    assert facts_from_text("decode latency way above estimate on the L40S box").startup.get("slow_prose")
+
+
+def test_prompts_of_a_hundred_thousand_tokens_make_the_first_token_prefill_bound():
+    lines = ["after rollout to all team the TTFT p50 is 14 s and p99 more than 50 s.",
+             "vllm serve acme/kimi-linear -tp 2 --max-model-len 262144 --enable-prefix-caching",
+             "(APIServer pid=3321) INFO 05-06 11:12:40 [loggers.py:310] Engine 000: Avg prompt throughput: 15873.2 tokens/s, "
+             "Avg generation throughput: 96.4 tokens/s, Running: 6 reqs, Waiting: 11 reqs, GPU KV cache usage: 35.0%",
+             "  prompt_tokens  p50   : 96,410", "  prompt_tokens  p90   : 171,228"]
+    assert facts_from_text("\n".join(lines)).startup["request_tokens_prose"] == 96410
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and top.numbers["prefill_seconds_per_prompt"] == 6.1
+
+
+def test_a_dumps_draft_dict_names_requests_its_elided_id_lists_hide():
+    """The drafts' dict names requests the elided id lists do not: they are of the step, and one listed with no
+    drafts is a plain decode beside the spec decodes."""
+    from vllm_diag.postmortem.dump import parse_scheduler_output
+    dump = ("SchedulerOutput(scheduled_new_reqs=[NewRequestData(req_id=r-1,prompt_token_ids_len=2048,...)], "
+            "scheduled_cached_reqs=CachedRequestData(req_ids=[...35 ids...], [...]), num_scheduled_tokens={[...]}, "
+            "total_num_scheduled_tokens=2237, scheduled_spec_decode_tokens={r-7: [10, 11, 12], r-8: [13], r-9: []}, "
+            "[...])")
+    batch = parse_scheduler_output(dump, 3, None)
+    assert batch["num_spec_decodes"] == 2 and batch["num_decodes"] == 1 and batch["mixed"] is True
+
+
+def test_the_block_size_vllms_cache_config_metric_labels_counts_the_blocks_a_short_request_holds():
+    lines = ["Nemotron Nano stuck at ~94 running requests, KV cache 100%, max_num_seqs=256; requests are tiny.",
+             "vllm serve nvidia/NVIDIA-Nemotron-Nano-12B-v2 --max-model-len 131072 --max-num-seqs 256",
+             "(EngineCore_DP0 pid=5688) INFO 10-02 07:57:02 [kv_cache_utils.py:2327] GPU KV cache size: 148,896 tokens, "
+             "Maximum concurrency for 131,072 tokens per request: 1.14x", _running(94, 1874, 100.0),
+             'vllm:cache_config_info{block_size="1584",cache_dtype="auto",num_gpu_blocks="94"} 1.0']
+    from vllm_diag.postmortem.quietmisses import blocks_per_running_request
+    assert round(blocks_per_running_request(facts_from_text("\n".join(lines))), 2) == 1.0

@@ -120,7 +120,7 @@ class CauseLines:
             self._first_words("own_tokenizer_fixes", OWN_TOKENIZER_FIXES, text, line)
         if "split_routing_prose" not in self.facts.startup and line.level is None and len(text) < 2000 and (
                 "robin" in text or "ROBIN" in text or "affinity" in text or "sticky" in text or "hash" in text or "aware" in text
-                or "lands" in text or "land on" in text or "spread" in text or "ffinity" in text):
+                or "lands" in text or "land on" in text or "spread" in text or "ffinity" in text or "least_conn" in text):
             self._first_words("split_routing_prose", SPLIT_ROUTING, text, line)
         if "random_prompts_prose" not in self.facts.startup and "random" in text and len(text) < 2000:
             self._first_words("random_prompts_prose", RANDOM_PROMPTS, text, line)

@@ -71,6 +71,8 @@ COTENANT = re.compile(
 # (an affinity counts where it is missing or the fix: "same router with session affinity" rules the router out)
 SPLIT_ROUTING = re.compile(
     r"\bround[-_ ]?robin\b|"
+    # nginx's least-connections balancing of an upstream ("least_conn;"), a turn landing "on a random-ish replica"
+    r"^\s*least_conn\s*;|\blands? on a random(?:-ish)? (?:pod|replica|instance|engine|node|server|backend)\b|"
     r"\b(?:no|without|lacks?|lacking|adds?|added|adding|use|using|enabled?|enabling|turn(?:ed)? on|switch(?:ed)? to|"
     r"put|putting)\b[^.\n]{0,30}?(?:\bsession[- ]?affinity\b|\bsticky sessions?\b|\bconsistent[- ]hash\w*|"
     r"\b(?:prefix|cache|kv)[- ](?:cache[- ])?aware (?:rout\w+|load[- ]balanc\w+))|"

@@ -163,7 +163,8 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
                         rid not in outputs and computed.get(rid, 0) > 0)):
                     spec[rid] = spec_k
     out: dict[str, Any] = {}
-    ids = list(dict.fromkeys(new_ids + cached_ids + list(scheduled)))
+    # (a request the drafts' dict names is of the step too, where the reporter elided the id lists)
+    ids = list(dict.fromkeys(new_ids + cached_ids + list(scheduled) + list(spec)))
     if not ids and not spec:
         return None
     # (cached requests elided to their count, "req_ids=[...131 ids...]", are requests of the step all the same)
@@ -207,6 +208,10 @@ def parse_scheduler_output(text: str, spec_k: int = 0, token_budget: int | None 
         if k > 0:
             kinds["spec_decode"] += 1
             decode_tokens += n or 1 + k
+        elif n is None and r in spec and r not in new_ids:
+            # listed among the drafts' requests with none ("r-1112: []"): a decode of one token beside spec decodes
+            kinds["decode"] += 1
+            decode_tokens += 1
         elif n is None:
             continue
         elif n == 1 and r not in new_ids:

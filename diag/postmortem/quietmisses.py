@@ -219,8 +219,10 @@ def blocks_per_running_request(facts: LogFacts) -> float | None:
     fullest = st.get("blocks_at_fullest")
     if fullest:  # (read line by line: one run's usage, running count and cache size)
         return float(fullest[0])
-    block, tokens, running, usage = (st.get("attention_block_size"), st.get("gpu_kv_cache_tokens"),
-                                     st.get("num_requests_running_max"), st.get("gpu_kv_cache_usage_percent_max"))
+    # (the block vLLM printed raising it, or the one its cache_config_info metric labels)
+    block = st.get("attention_block_size") or (st.get("cache_config") or {}).get("block_size")
+    tokens, running, usage = (st.get("gpu_kv_cache_tokens"), st.get("num_requests_running_max"),
+                              st.get("gpu_kv_cache_usage_percent_max"))
     if not all(isinstance(x, (int, float)) and x > 0 for x in (block, tokens, running, usage)):
         return None
     return usage / 100 * tokens / running / block
@@ -716,6 +718,27 @@ def spec_batch_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -> Di
         message=f"slower with speculative decoding at {load} concurrent requests: {said}",
         evidence=("spec_slower_prose", "slow_prose", "num_requests_running", "command"),
         missing=["the same load with fewer speculative tokens, and the throughput at low and high concurrency"])
+
+
+def long_prompt_prefill(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
+    """No error, the first token said slow, and the report's prompts are long (16k tokens or more) against the prompt
+    throughput vLLM's stats lines show: one prompt alone takes a second or more of prefill, and the requests queued
+    behind it wait for theirs -- the workload's prefill, outside the families."""
+    slow = str(facts.startup.get("slow_prose") or "")
+    tokens, rate = facts.startup.get("request_tokens_prose"), facts.startup.get("prompt_throughput_tok_s")
+    if not FIRST_TOKEN.search(slow) or not isinstance(tokens, int) or tokens < 16000 \
+            or not isinstance(rate, (int, float)) or rate <= 0 or tokens / rate < 1.0:
+        return None
+    d = _slow_from(
+        facts, base_numbers, slow,
+        cause=(f"its prompts run to about {tokens:,} tokens while vLLM's stats lines show {rate:,.0f} prompt tokens/s: "
+               f"one prompt alone takes about {tokens / rate:.1f} s of prefill, and each request queued behind it waits "
+               "for those before it -- the workload's prefill time, whatever the model's layers"),
+        title=f"Long time to first token from {tokens:,}-token prompts (prefill-bound at {rate:,.0f} prompt tokens/s)",
+        evidence=("request_tokens_prose", "prompt_throughput_tok_s", "command"),
+        missing="the time to first token of one such prompt on an idle engine")
+    d.numbers.update(prompt_tokens=tokens, prefill_seconds_per_prompt=round(tokens / rate, 1))
+    return d
 
 
 def long_context_capacity(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -176,7 +176,11 @@ REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|a
                             # "~600 tok in, ~300 out", "2000 tokens in / 800 out"
                             r"~?(\d[\d,.]*)\s*(k)?\s*tok(?:ens)?\s+in\b(?=[^.\n]{0,20}?\bout\b)|"
                             # "~2k-token prompts", "1,500-token requests"
-                            r"~?(\d[\d,.]*)\s*(k)?[- ]tokens?\s+(?:prompts?|requests?|inputs?)\b", re.I)
+                            r"~?(\d[\d,.]*)\s*(k)?[- ]tokens?\s+(?:prompts?|requests?|inputs?)\b|"
+                            # a gateway's or a benchmark's statistics row: "prompt_tokens  p50   : 96,410", "prompt_tokens avg
+                            # 71,930", "mean input tokens: 11.8k"
+                            r"\b(?:prompt|input)[_ ]tokens?\s*\(?(?:p50|median|mean|avg|average)\)?\s*[:=]?\s*(\d[\d,.]*)\s*(k)?\b|"
+                            r"\b(?:median|mean|avg|average) (?:prompt|input)[_ ]tokens?\s*[:=]?\s*(\d[\d,.]*)\s*(k)?\b", re.I)
 
 # a hook that prepends something to the prompt, the value it prepends shown on the next line
 PREPENDS = re.compile(r"\bprepend\w*\b[^.\n]{0,60}?\b(?:to|at|in) (?:the |every |each )?(?:system )?(?:prompts?|messages?)\b",

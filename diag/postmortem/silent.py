@@ -29,7 +29,8 @@ from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_n
                           blocks_per_running_request, collective_hang, cotenant_gpu_slowdown, cpu_offload_slowdown,
                           cpu_starved_slowdown, drafts_never_accepted, eager_slowdown, gpu_throttled_slowdown,
                           grammar_compile_stall,
-                          hot_sampling_garbage, kv_saturated_workload, long_context_capacity, lora_slot_queueing,
+                          hot_sampling_garbage, kv_saturated_workload, long_context_capacity, long_prompt_prefill,
+                          lora_slot_queueing,
                           low_memory_share_capacity, mig_slice_limits, mismatched_drafter,
                           modelfree_drafts_unmatched, pcie_allreduce_slowdown, prefill_budget_slowdown,
                           prefill_chunks_stall_decodes, random_prompts_acceptance, rocm_without_aiter,
@@ -170,7 +171,8 @@ def _first_reading(facts: LogFacts, setup: Setup, base_numbers: dict, batch_ev: 
             or collective_hang(facts, base_numbers)
             or capture_ceiling_slowdown(facts, setup, base_numbers) or indexer_flattening_slowdown(facts, base_numbers)
             or spec_slowdown(facts, setup, base_numbers) or untuned_moe_slowdown(facts, base_numbers)
-            or spec_batch_slowdown(facts, setup, base_numbers) or long_context_capacity(facts, base_numbers)
+            or spec_batch_slowdown(facts, setup, base_numbers) or long_prompt_prefill(facts, base_numbers)
+            or long_context_capacity(facts, base_numbers)
             or prefill_budget_slowdown(facts, setup, base_numbers))
 
 
