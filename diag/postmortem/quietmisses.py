@@ -1,8 +1,9 @@
 """Reports without an error whose cause is a setting, the workload or the platform, not a hybrid/spec-decode class:
 the near misses a quiet report is read as first (the memory share, the context length, the token budget, eager mode,
-CPU offload, PCIe tensor parallelism, a slow tokenizer, LoRA slots, sampling defaults, the host's CPUs, throttled or
-shared GPUs, a MIG slice, the network, the report's own A/B tests). Each reading is a warning of category ``other``
-with the setting as its evidence; the client's side of the engine is :mod:`.clientside`'s."""
+CPU offload, PCIe tensor parallelism, a slow tokenizer, LoRA slots, sampling defaults, the report's own A/B tests).
+Each reading is a warning of category ``other`` with the setting as its evidence; the client's side of the engine is
+:mod:`.clientside`'s, the platform's (the host's CPUs, throttled or shared GPUs, a MIG slice, the network)
+:mod:`.platform_slowdowns`'."""
 
 from __future__ import annotations
 
@@ -28,16 +29,16 @@ _RATE = re.compile(r"\d\s*(?:tok(?:en)?s?/s|t/s)\b")
 _PER_TOKEN_TIME = re.compile(r"\b(?:TPOT|ITL)\b")
 
 
-def _said_slow(facts: LogFacts) -> str | None:
+def said_slow(facts: LogFacts) -> str | None:
     """The reporter's words that serving is slow (with or without naming the drafts), or the engine's own stats lines
     showing generation throughput halve at the same load."""
     return facts.startup.get("slow_prose") or facts.startup.get("spec_slower_prose") or facts.startup.get("throughput_fell")
 
 
-def _slow_from(facts: LogFacts, base_numbers: dict, slow: str, *, cause: str, title: str, evidence: tuple[str, ...],
+def slow_from(facts: LogFacts, base_numbers: dict, slow: str, *, cause: str, title: str, evidence: tuple[str, ...],
                missing: str) -> Diagnosis:
     """A slowdown the report tells, read as ``cause`` outside the families (a setting, the platform)."""
-    capacity = slow == facts.startup.get("capacity_prose") and slow != _said_slow(facts)
+    capacity = slow == facts.startup.get("capacity_prose") and slow != said_slow(facts)
     return outside_families(facts, base_numbers,
                     basis=f"no error; the report says "
                           f"{'fewer requests fit than expected' if capacity else 'serving is slow'} ('{slow}') and "
@@ -62,7 +63,7 @@ def random_prompts_acceptance(facts: LogFacts, setup: Setup, base_numbers: dict)
     (``vllm bench serve --dataset-name random``): random tokens leave a drafter nothing to predict, so every step pays
     for drafts it throws away -- the benchmark's data, not an engine failure (a hybrid's rejected drafts can be a
     state fault: those stay with the families)."""
-    slow = _said_slow(facts) or facts.startup.get("acceptance_prose")
+    slow = said_slow(facts) or facts.startup.get("acceptance_prose")
     metrics = facts.startup.get("metrics") or {}
     rates = [r for r in (metrics.get("spec_avg_draft_acceptance_rate"), metrics.get("spec_avg_draft_acceptance_rate_first"))
              if isinstance(r, (int, float))]
@@ -96,14 +97,14 @@ def modelfree_drafts_unmatched(facts: LogFacts, setup: Setup, base_numbers: dict
     drafts almost never accepted (a mean acceptance length of 1.2 or less): the workload's output does not repeat its
     prompt or earlier outputs, so every step verifies drafts it rejects -- the workload against the method, outside the
     families (on a hybrid with prefix caching a lost acceptance can be the restored state's: those stay with them)."""
-    slow = _said_slow(facts)
+    slow = said_slow(facts)
     metrics = facts.startup.get("metrics") or {}
     length, first = metrics.get("spec_mean_acceptance_length"), metrics.get("spec_mean_acceptance_length_first")
     if not slow or setup.spec_method not in _MODEL_FREE or facts.startup.get("wrong_output_prose") \
             or not isinstance(length, (int, float)) or length > 1.2 or (isinstance(first, (int, float)) and first > 1.2) \
             or (setup.hybrid and setup.prefix_cached_states):
         return None
-    return _slow_from(
+    return slow_from(
         facts, base_numbers, slow,
         cause=(f"the drafts come from {setup.spec_method}, which copies earlier text, and vLLM's metrics show a mean "
                f"acceptance length of {length:g}: this workload's output rarely repeats its prompt or earlier outputs, so "
@@ -138,7 +139,7 @@ def mismatched_drafter(facts: LogFacts, setup: Setup, base_numbers: dict) -> Dia
             differs.append(f"{what} {ours.group(1)} vs {theirs.group(1)}")
     if not differs:
         return None
-    said = facts.startup.get("acceptance_prose") or _said_slow(facts) or (
+    said = facts.startup.get("acceptance_prose") or said_slow(facts) or (
         f"mean acceptance length {length:g}" if isinstance(length, (int, float)) else f"draft acceptance rate {rate:g}%")
     return outside_families(
         facts, base_numbers,
@@ -347,7 +348,7 @@ def sampled_by_generation_config(facts: LogFacts, base_numbers: dict) -> Diagnos
 def untuned_moe_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slower than the reporter expects, and vLLM warned that it has no tuned fused-MoE kernel
     config for this expert shape on this GPU: the MoE GEMMs run with default tiles -- outside the families."""
-    slow = _said_slow(facts)
+    slow = said_slow(facts)
     moe = facts.startup.get("moe_default_config")
     if not slow or not moe or facts.startup.get("wrong_output_prose"):
         return None
@@ -437,11 +438,11 @@ _HUGE_TOKEN_BUDGET = 65536  # (vLLM's defaults: 2,048-16,384 tokens a step)
 def cpu_offload_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slow, and the command offloads weights to the CPU (``--cpu-offload-gb``): every step streams
     those weights over PCIe, whatever the model's layers or drafts -- outside the families."""
-    slow = _said_slow(facts)
+    slow = said_slow(facts)
     gb = facts.args.get("cpu_offload_gb")
     if not slow or not isinstance(gb, (int, float)) or gb <= 0:
         return None
-    return _slow_from(
+    return slow_from(
         facts, base_numbers, slow,
         cause=(f"the command offloads {gb:g} GB of weights to the CPU (--cpu-offload-gb): every forward pass streams "
                "them over PCIe, so decode is bound by the host link (drafts only add passes)"),
@@ -453,11 +454,11 @@ def grammar_compile_stall(facts: LogFacts, base_numbers: dict) -> Diagnosis | No
     """No error, serving slow, and the report finds the engine compiling structured output's grammar (a stack dump in
     xgrammar's compiler, a compile per request): a schema that differs per request misses the grammar cache, and each
     compile holds the scheduling loop -- the requests' schemas, outside the families."""
-    slow = _said_slow(facts) or facts.startup.get("capacity_prose")
+    slow = said_slow(facts) or facts.startup.get("capacity_prose")
     said = facts.startup.get("grammar_compile_prose")
     if not slow or not said:
         return None
-    return _slow_from(
+    return slow_from(
         facts, base_numbers, slow,
         cause=(f"the report finds the engine compiling structured output's grammar ('{said}'): a JSON schema that differs "
                "per request misses the grammar cache, and each compile holds the engine's scheduling loop for every "
@@ -471,12 +472,12 @@ def eager_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slow, and the command runs eager (``--enforce-eager``): no torch.compile and no CUDA graphs,
     so each decode step launches every small kernel from Python and the GPU idles between them -- outside the
     families (the capture-size class needs graphs to be captured at all)."""
-    slow = _said_slow(facts)
+    slow = said_slow(facts)
     # (a hang's words read as slowness, unless the report measures a decode rate: a hang has none)
     if not slow or not ran_eager(facts) or (
             facts.startup.get("hang_prose") and not _RATE.search(slow) and not _PER_TOKEN_TIME.search(slow)):
         return None  # (a hang is no launch-bound decode; a time per token measured is no hang)
-    return _slow_from(
+    return slow_from(
         facts, base_numbers, slow,
         cause=("the engine runs with --enforce-eager: without torch.compile and CUDA graphs every decode step launches "
                "its many small kernels from Python, so decode is launch-bound (low GPU utilisation), with or without "
@@ -493,11 +494,11 @@ def blocking_launch_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis |
     """No error, serving slow, and the engine's environment sets CUDA_LAUNCH_BLOCKING=1 (an env file, an export, a
     container's env): every launch waits for its kernel, so a step's thousands of small kernels run one after another
     with the GPU idle between them -- a debugging setting left on, outside the families."""
-    slow = _said_slow(facts)
+    slow = said_slow(facts)
     said = str((facts.lines.get("cuda_launch_blocking") or (0, ""))[1])
     if not slow or (facts.startup.get("env_numbers") or {}).get("cuda_launch_blocking") != 1 or _DEBUG_RERUN.search(said):
         return None
-    return _slow_from(
+    return slow_from(
         facts, base_numbers, slow,
         cause=(f"the engine's environment sets CUDA_LAUNCH_BLOCKING=1 ('{said.strip()[:120]}'): every kernel launch "
                "waits for the kernel to finish, so the host serialises a step's many small kernels and the GPU idles "
@@ -538,10 +539,10 @@ _LORA_PATH = re.compile(r"(?<![\w-])[\w.-]+=(?:/|\./|~/)[^\s'\",]+")
 def slow_tokenizer_latency(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error, serving slow, and vLLM warned that it loaded a slow (Python) tokenizer: the API server tokenizes every
     prompt and detokenizes every streamed token in Python, on one core, while the GPUs wait -- outside the families."""
-    slow = _said_slow(facts)
+    slow = said_slow(facts)
     if not slow or not facts.startup.get("slow_tokenizer"):
         return None
-    return _slow_from(
+    return slow_from(
         facts, base_numbers, slow,
         cause=("vLLM warned that it uses a slow tokenizer ('Using a slow tokenizer'): without a tokenizer.json the "
                "Python tokenizer encodes every prompt and decodes every streamed token on the API server's CPU while "
@@ -555,7 +556,7 @@ def pcie_allreduce_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
     """No error, serving slow, and vLLM says its custom all-reduce is off because the TP group's GPUs talk over PCIe
     without P2P: every layer's all-reduce crosses the host link through NCCL, so decode is bound by communication,
     whatever the model's layers or drafts -- outside the families."""
-    slow = _said_slow(facts)
+    slow = said_slow(facts)
     off, topo = facts.startup.get("custom_allreduce_off"), facts.startup.get("gpu_link_no_nvlink")
     p2p_off = facts.startup.get("nccl_p2p_disabled")
     tp = facts.args.get("tensor_parallel_size")
@@ -570,7 +571,7 @@ def pcie_allreduce_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | 
         why = None
     if not slow or not why or facts.startup.get("max_num_scheduled_tokens_reduced") is not None:
         return None  # (vLLM's own word that the drafts' slots cut the step's token budget: the families' reading)
-    return _slow_from(
+    return slow_from(
         facts, base_numbers, slow,
         cause=(f"{why}: every layer's all-reduce"
                + (f" across the {tp} GPUs" if tp else "") + " goes through NCCL over the host's PCIe / socket link, so "
@@ -729,7 +730,7 @@ def long_prompt_prefill(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
     if not FIRST_TOKEN.search(slow) or not isinstance(tokens, int) or tokens < 16000 \
             or not isinstance(rate, (int, float)) or rate <= 0 or tokens / rate < 1.0:
         return None
-    d = _slow_from(
+    d = slow_from(
         facts, base_numbers, slow,
         cause=(f"its prompts run to about {tokens:,} tokens while vLLM's stats lines show {rate:,.0f} prompt tokens/s: "
                f"one prompt alone takes about {tokens / rate:.1f} s of prefill, and each request queued behind it waits "
@@ -788,126 +789,6 @@ def prefill_budget_slowdown(facts: LogFacts, setup: Setup, base_numbers: dict) -
         missing=["the same load with a larger --max-num-batched-tokens (8192 or more)"])
 
 
-# the platform starving the engine, as the report shows it: (the fact read from the report, what it does, the title,
-# what would confirm it, whether it also takes the engine's memory)
-_STARVED = {
-    "cpu": ("cpu_starved_prose",
-            "shows the host's CPUs as the bottleneck ('{said}'): the API server, the engine's scheduling loop, its "
-            "workers and a CPU-side drafter each need their cores, so the GPUs wait on the host",
-            "Slow from the host CPU (a container's CPU limit or a saturated API-server process)",
-            "the same load with more CPU cores for the pod (at least one per GPU worker plus the API server)", False),
-    "gpu": ("gpu_throttled_prose",
-            "shows the GPU's clocks held down ('{said}'): a power cap or a thermal / hardware slowdown slows every kernel, "
-            "whatever the engine's configuration",
-            "Slow from throttled GPUs (power cap or thermal slowdown)",
-            "nvidia-smi -q -d PERFORMANCE,POWER,CLOCK on a fast node beside the slow one, and the slow node with its "
-            "default power limit restored", False),
-    "tenant": ("cotenant_prose",
-               "shows another process using the engine's GPU ('{said}'): vLLM sizes its KV cache from the memory free "
-               "while it profiles and shares the GPU's compute with that process, so fewer requests fit and each runs "
-               "slower whatever the engine's configuration",
-               "Another process on the same GPU (its memory and compute come out of the engine's)",
-               "the same start on GPUs nothing else uses (nvidia-smi's process list empty before vLLM starts)", True),
-    "mig": ("mig_prose",
-            "shows the engine on a MIG slice of the GPU ('{said}'): vLLM sees that slice's memory and SMs, a fraction "
-            "of the card's, so the KV cache and the throughput are the slice's whatever the engine's configuration",
-            "A MIG slice, not the whole GPU (its memory and SMs are a fraction of the card's)",
-            "the same start on a whole GPU (nvidia-smi -L without MIG devices)", True),
-    "wsl": ("wsl_prose",
-            "runs the engine under Windows' WSL2 ('{said}'): vLLM turns pinned host memory off there, and the GPU is "
-            "reached through the Windows driver layer (which spills to shared system memory once the card's memory is "
-            "full), so copies and kernel launches run slower whatever the engine's configuration",
-            "Slow under WSL2 (no pinned memory, the Windows driver layer)",
-            "the same model and flags on native Linux on that GPU", False),
-    "aiter": ("aiter_dropped_prose",
-              "says the ROCm deployment runs without VLLM_ROCM_USE_AITER ('{said}'): vLLM uses AMD's AITER kernels "
-              "(attention, MLA, MoE, GEMMs) only when that variable is 1, so every layer runs the slower Triton "
-              "fallbacks, with or without drafts",
-              "Slow on ROCm without AITER (VLLM_ROCM_USE_AITER unset: the Triton fallback kernels)",
-              "the same load with VLLM_ROCM_USE_AITER=1 (and the 'Using ... backend' line naming an AITER backend)", False),
-    "net": ("socket_network_prose",
-            "shows NCCL between the nodes going over TCP sockets ('{said}'): every step's all-reduce or pipeline "
-            "hand-off crosses an Ethernet link, so decode waits on the network whatever the engine's configuration",
-            "Slow from collectives between nodes over TCP sockets (no InfiniBand / RDMA)",
-            "the same model on one node (or with the nodes on InfiniBand / RoCE: NCCL's 'NET/IB : Using' line)", False),
-}
-
-
-def _held_at_a_cap(facts: LogFacts) -> bool:
-    """Requests wait while the running count sits at a ceiling: max_num_seqs, or the same count on every stats line (a
-    running count that moves with the load is a slower engine's queue, not a cap)."""
-    st = facts.startup
-    if not (st.get("num_requests_waiting_max") or 0) > 0:
-        return False
-    top, cap = st.get("num_requests_running_max"), facts.args.get("max_num_seqs")
-    if isinstance(top, int) and isinstance(cap, int) and not isinstance(cap, bool) and top >= cap:
-        return True
-    first = st.get("num_requests_running_first", st.get("num_requests_running"))
-    return first == st.get("num_requests_running") == top
-
-
-def _starved_slowdown(facts: LogFacts, base_numbers: dict, kind: str) -> Diagnosis | None:
-    fact, cause, title, missing, takes_memory = _STARVED[kind]
-    slow = _said_slow(facts) or facts.startup.get("capacity_prose")
-    said = facts.startup.get(fact)
-    if takes_memory and not _said_slow(facts) and raised_block_holds_requests(facts):
-        return None  # (fewer requests than expected, each holding a few of a hybrid's raised blocks: the block's count)
-    if not slow or not said or takes_memory and kv_cache_idle(facts) and not facts.startup.get("degraded_over_time_prose") \
-            and (not _said_slow(facts) or _held_at_a_cap(facts)):
-        # another process's memory holds back no request while the KV cache stays mostly empty, and requests that wait
-        # beside an empty cache are held by a scheduler limit, not by a GPU shared for compute (unless serving slowed
-        # down with time under the same settings: what changed is the neighbour)
-        return None
-    return _slow_from(facts, base_numbers, slow, cause=cause.format(said=said), title=title,
-                      evidence=(fact, "command"), missing=missing)
-
-
-def cpu_starved_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, serving slow, and the report shows the container's CPUs cut by its limit (a cgroup's throttling
-    count, a Kubernetes CPU limit of a few cores): the API server, the engine's scheduling loop, the workers and any
-    CPU-side drafter (n-gram) share those cores, so the host loop is the bottleneck -- outside the families."""
-    return _starved_slowdown(facts, base_numbers, "cpu")
-
-
-def gpu_throttled_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, serving slow, and the report shows the GPU's clocks held down (nvidia-smi's clock event reasons: a
-    software power cap, a thermal or hardware slowdown): every kernel runs slower whatever vLLM computes -- the
-    platform, outside the families."""
-    return _starved_slowdown(facts, base_numbers, "gpu")
-
-
-def cotenant_gpu_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, serving slow or fewer requests fitting, and the report shows another process on the engine's GPU (a
-    service sharing the card, a foreign pid in nvidia-smi): its memory comes out of the KV budget vLLM measures while
-    profiling, its kernels out of the engine's -- the platform, outside the families."""
-    return _starved_slowdown(facts, base_numbers, "tenant")
-
-
-def wsl_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, serving slow, and the engine runs under WSL2 (vLLM's own warning, or the report's words): the platform,
-    outside the families."""
-    return _starved_slowdown(facts, base_numbers, "wsl")
-
-
-def rocm_without_aiter(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, serving slow, and the report says the ROCm deployment lost VLLM_ROCM_USE_AITER: the Triton fallback
-    kernels, the platform's setting -- outside the families."""
-    return _starved_slowdown(facts, base_numbers, "aiter")
-
-
-def mig_slice_limits(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, serving slow or fewer requests fitting, and the engine runs on a MIG slice: the slice's memory and SMs
-    are what it has -- the platform, outside the families."""
-    return _starved_slowdown(facts, base_numbers, "mig")
-
-
-def socket_network_slowdown(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """No error, serving slow, and the run spans nodes whose NCCL traffic goes over TCP sockets (NCCL's own 'NET/Socket'
-    lines, or the reporter's Ethernet link): the collectives of every step wait on the network -- the platform,
-    outside the families."""
-    return _starved_slowdown(facts, base_numbers, "net")
-
-
 def kv_saturated_workload(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
     """No error; serving slow or requests queueing, and the engine's stats lines show the KV cache full with requests
     preempted or waiting, with no family reading of the lost capacity before this one (padding, drafts' pages, KV
@@ -945,14 +826,14 @@ def prefill_chunks_stall_decodes(facts: LogFacts, base_numbers: dict) -> Diagnos
     """No error; the time between tokens spikes (streams freeze) when long prompts arrive, and the step's token budget
     is large (``--max-num-batched-tokens`` 16,384 or more): chunked prefill puts that many prompt tokens into one step
     beside the running decodes, so every decode waits for the whole chunk -- the setting, outside the families."""
-    slow = _said_slow(facts)
+    slow = said_slow(facts)
     budget = facts.args.get("max_num_batched_tokens")
     said = slow + " " + str((facts.lines.get("slow_prose") or (0, ""))[1]) if slow else ""
     # (gaps while long prompts arrive; a time per token that grows with the load is another reading's)
     if not slow or not _INTER_TOKEN.search(said) or not _STALLS.search(said) or not isinstance(budget, int) \
             or budget < 16384:
         return None
-    return _slow_from(
+    return slow_from(
         facts, base_numbers, slow,
         cause=(f"the engine runs with max_num_batched_tokens {budget}: chunked prefill puts up to that many prompt tokens "
                "into one step beside the running decodes, so each decode waits for the whole chunk and the streams stall "

@@ -25,18 +25,17 @@ from .clientside import (answer_as_reasoning, chat_template_twice, chunks_counte
                          varying_prefix)
 from .configuration import Setup, drafts_outgrow_budget, ran_eager
 from .diagnosis import Diagnosis, fact_evidence, family_warning, log_version, title_of
+from .platform_slowdowns import (cotenant_gpu_slowdown, cpu_starved_slowdown, gpu_throttled_slowdown, mig_slice_limits,
+                                 rocm_without_aiter, socket_network_slowdown, wsl_slowdown)
 from .quietmisses import (SYMPTOMS, activation_reserve_capacity, batch_variant_numerics, blocking_launch_slowdown,
-                          blocks_per_running_request, collective_hang, cotenant_gpu_slowdown, cpu_offload_slowdown,
-                          cpu_starved_slowdown, drafts_never_accepted, eager_slowdown, gpu_throttled_slowdown,
-                          grammar_compile_stall,
-                          hot_sampling_garbage, kv_saturated_workload, long_context_capacity, long_prompt_prefill,
-                          lora_slot_queueing,
-                          low_memory_share_capacity, mig_slice_limits, mismatched_drafter,
-                          modelfree_drafts_unmatched, pcie_allreduce_slowdown, prefill_budget_slowdown,
-                          prefill_chunks_stall_decodes, random_prompts_acceptance, rocm_without_aiter,
+                          blocks_per_running_request, collective_hang, cpu_offload_slowdown, drafts_never_accepted,
+                          eager_slowdown, grammar_compile_stall, hot_sampling_garbage, kv_saturated_workload,
+                          long_context_capacity, long_prompt_prefill, lora_slot_queueing, low_memory_share_capacity,
+                          mismatched_drafter, modelfree_drafts_unmatched, pcie_allreduce_slowdown,
+                          prefill_budget_slowdown, prefill_chunks_stall_decodes, random_prompts_acceptance,
                           sampled_away_acceptance, sampled_by_generation_config, scheduler_cap, slow_tokenizer_latency,
-                          slow_weight_loading, socket_network_slowdown, spec_batch_slowdown, static_rope_quality,
-                          toggles_clear_families, untuned_moe_slowdown, wsl_slowdown)
+                          slow_weight_loading, spec_batch_slowdown, static_rope_quality, toggles_clear_families,
+                          untuned_moe_slowdown)
 from .silent_capacity import (draft_capacity_loss, hybrid_prefix_never_hit, kv_quant_block_growth,
                               padding_capacity_loss, state_blocks_capacity)
 from .specpath import model_names, no_spec_path
