@@ -45,6 +45,15 @@ class CauseLines:
     """Mixin of :class:`~vllm_diag.postmortem.extract.FactCollector`: the report's words for causes outside the
     families."""
 
+    def _finish_random_bench(self) -> None:
+        """A benchmark of vLLM's random dataset whose --random-prefix-len (read on any line of its wrapped command) gives
+        its prompts a shared prefix: they are no prompts without one."""
+        st = self.facts.startup
+        if st.get("random_prefix_len") and st.get("random_bench_prose") \
+                and st.get("unique_prompts_prose") == st["random_bench_prose"]:
+            del st["unique_prompts_prose"], st["random_bench_prose"]
+            self.facts.lines.pop("unique_prompts_prose", None)
+
     def _cause_line(self, text: str, wide: str, line: Line) -> None:
         """One line of the report (``wide``: joined with the line before, for a sentence hard-wrapped over two)."""
         if "cpu_starved_prose" not in self.facts.startup and len(text) < 2000 and ("hrottl" in text or "cpu" in text
@@ -127,7 +136,8 @@ class CauseLines:
             if "unique_prompts_prose" not in self.facts.startup and (m := RANDOM_DATASET.search(text)) \
                     and not RANDOM_PREFIX.search(text):
                 # (vLLM's benchmark draws each random prompt's tokens afresh: no two share a prefix, unless a
-                # --random-prefix-len puts one before them -- on this line or a continuation line, read below)
+                # --random-prefix-len puts one before them -- on this line, or on a continuation line: see
+                # _finish_random_bench)
                 self.facts.startup["unique_prompts_prose"] = self.facts.startup["random_bench_prose"] = m.group(0)
                 self.facts.lines["unique_prompts_prose"] = (line.lineno, text.strip()[:500])
         if "random_prefix_len" not in self.facts.startup and "prefix" in text and (m := RANDOM_PREFIX_LEN.search(text)):

@@ -497,13 +497,11 @@ _UNIQUE_PROMPTS = _Told(
 def prompts_share_no_prefix(st: dict) -> bool:
     """The report's prompts share no prefix. A report that also states the prefix its prompts share -- "every request
     starts with the same 1,217-token system prompt, then chunks different every time" -- is about that prefix, not
-    about prompts without one; but a benchmark of vLLM's random dataset measures its own prompts, which share nothing
-    unless a --random-prefix-len gives them a prefix, whatever the production traffic shares."""
+    about prompts without one; but a benchmark of vLLM's random dataset (without a --random-prefix-len) measures its
+    own prompts, which share nothing whatever the production traffic shares."""
     if not st.get("unique_prompts_prose"):
         return False
-    if st.get("random_bench_prose") == st["unique_prompts_prose"]:
-        return not st.get("random_prefix_len")
-    return not st.get("shared_prefix_tokens")
+    return st.get("random_bench_prose") == st["unique_prompts_prose"] or not st.get("shared_prefix_tokens")
 
 
 def unique_prompts_miss(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:

@@ -268,7 +268,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
         self.smi_rows: dict[str, list[tuple[str, int]]] = {}  # nvidia-smi's process table: GPU -> (process, MiB)
         self.smi_pids: dict[tuple[str, str, int], int] = {}  # ... and each row's pid
         self.eval_scores: dict[tuple[str, str], list[float]] = {}  # lm-eval's tables: (filter, metric) -> values
-        self._graded: tuple[int, str, str] | None = None  # an evaluation sample's (line, gold, prediction), read on
+        self._graded: tuple[int, str, str] | None = None  # an evaluation sample (line, gold, prediction) awaiting its response
         self._smi_columns: list[str] | None = None  # the header of the nvidia-smi --query-gpu CSV being read
         self._turn_prompt_col: int | None = None  # the prompt_tokens column of a usage table of turns being read
         self._turn_prompts: list[int] = []
@@ -589,6 +589,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
         if self.env_numbers:
             self.facts.startup["env_numbers"] = dict(self.env_numbers)
         self._prompts_part()
+        self._finish_random_bench()
         f = self.facts
         f.total_lines = self.last_line
         if self.hit_rate_count:

@@ -32,8 +32,7 @@ def hybrid_prefix_never_hit(facts: LogFacts, setup: Setup, base_numbers: dict) -
     if not (setup.hybrid and setup.prefix_caching) or rate is None or float(rate) != 0.0 or (
             samples < 2 and not scraped and not told):
         return None
-    if not st.get("hit_rate_prose") or (st.get("unique_prompts_prose") and not (
-            st.get("random_bench_prose") and st.get("random_prefix_len"))):
+    if not st.get("hit_rate_prose") or st.get("unique_prompts_prose"):
         # the report does not speak of the hits (a workload without shared prefixes reads the same), or says its
         # prompts share no prefix
         return None
