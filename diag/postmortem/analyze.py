@@ -586,7 +586,7 @@ def _answers_symptom(facts: LogFacts, f: Finding) -> bool:
     answers a report about prefix hits or time to first token, not slow decoding or wrong output on a log whose cache
     does hit."""
     granularity = f.rule == "block_size_inflated" or (
-        f.rule == "prefix_cache_granularity" and "refix-cache hits only in" in f.title)  # (steps or blocks)
+        f.rule == "prefix_cache_granularity" and "granularity_tokens" in f.numbers)  # (its block granularity findings)
     if not granularity:
         return f.severity in ("error", "warning")
     st = facts.startup
