@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..model import LogFacts
+from ..rules.spec_token_budget import decodes_fill_half_budget
 from .diagnosis import Diagnosis
 from .quietmisses import outside_families
 
@@ -106,8 +107,8 @@ def _engine_not_holding(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
             or not isinstance(usage, (int, float)) or usage >= 50 or (isinstance(seqs, int) and running >= seqs):
         return None
     k, budget = facts.args.get("num_speculative_tokens"), facts.args.get("max_num_batched_tokens")
-    if isinstance(k, int) and k > 0 and isinstance(budget, int) and running * (k + 1) * 2 >= budget:
-        return None  # (the running decodes' drafts fill half the step's token budget or more: the budget's reading)
+    if isinstance(k, int) and k > 0 and isinstance(budget, int) and decodes_fill_half_budget(running, k, budget):
+        return None  # (the budget's reading, spec_token_budget's)
     return outside_families(
         facts, base_numbers,
         basis=(f"no error; the report says '{said}', and vLLM's stats lines show at most {running} running with none "

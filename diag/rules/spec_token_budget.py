@@ -50,6 +50,12 @@ def check(ctx: RuleContext) -> list[Finding]:
                              "requests_per_step": fit})]
 
 
+def decodes_fill_half_budget(running: int, k: int, budget: int) -> bool:
+    """The running decodes' k + 1 tokens each take half the step's token budget or more: what is left for the prefills
+    that admit new requests is the budget's, not the memory's, limit."""
+    return running * (k + 1) * 2 >= budget
+
+
 def _decodes_crowd_out_prefills(ctx: RuleContext, k: int, budget: int) -> list[Finding]:
     """The stats lines' own batch: the running decodes' k + 1 tokens each take half the step's budget or more while
     requests wait and the KV cache has room, so the prefills that would admit the waiting requests get what is
@@ -64,7 +70,7 @@ def _decodes_crowd_out_prefills(ctx: RuleContext, k: int, budget: int) -> list[F
     if not isinstance(usage, (int, float)) or usage >= 80:
         return []  # a full KV cache queues requests on its own
     decode = running * (k + 1)
-    if not budget / 2 <= decode < budget:
+    if not decodes_fill_half_budget(running, k, budget) or decode >= budget:
         return []
     left = budget - decode
     msg = (f"{running} running requests x (k+1 = {k + 1}) = {decode} of max_num_batched_tokens {budget} tokens a "
