@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 
 from .lines import Line
-from .request_words import (COMPLETIONS_CALL, INVENTED_TURNS, PER_REQUEST_VALUE, PLAIN_TRANSCRIPT, PREFIX_NOUN, PREFIX_TOKENS_EXACT, PREFIX_TOKENS_MEASURED,
-                            PREFIX_TOKENS_NAMED, PREPENDS, PROMPT_HEAD_SHOWN, QUOTED_PROMPT_HEAD_VALUE,
-                            REQ_MAX_TOKENS_WORDS, REQ_PARAM, REQ_STOP, SHARED_PREFIX, SHARED_PREFIX_BEFORE,
-                            SHARED_PREFIX_BRACKETED, SYSTEM_HEAD_VALUE, SYSTEM_PROMPT_SIZE, SYSTEM_TURN,
-                            SYSTEM_TURN_HEAD_VALUE, VARYING_PREFIX, VARYING_PREFIX_TOLD)
+from .request_words import (COMPLETIONS_CALL, INVENTED_TURNS, PER_REQUEST_VALUE, PLAIN_TRANSCRIPT, PREFIX_NOUN,
+                            PREFIX_TOKENS_EXACT, PREFIX_TOKENS_MEASURED, PREFIX_TOKENS_NAMED, PREPENDS, PROMPT_HEAD_SHOWN,
+                            QUOTED_PROMPT_HEAD_VALUE, REQ_MAX_TOKENS_WORDS, REQ_PARAM, REQ_STOP, SHARED_PREFIX,
+                            SHARED_PREFIX_BEFORE, SHARED_PREFIX_BRACKETED, SYSTEM_HEAD_VALUE, SYSTEM_PROMPT_SIZE,
+                            SYSTEM_TURN, SYSTEM_TURN_HEAD_VALUE, VARYING_PREFIX, VARYING_PREFIX_TOLD)
 
 # a block said to be the same for every request
 _SAME_FOR_ALL = re.compile(r"\b(?:same|identical|shared|common|fixed|constant)\b(?: (?:for|across|to) (?:every|all|each)\w*)?", re.I)

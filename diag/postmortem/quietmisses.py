@@ -682,8 +682,8 @@ def _graphs_stop_below(facts: LogFacts, k: int, tokens: int) -> bool:
     multiples of 1 + k, those past the cap dropped), stop below a decode step of ``tokens`` at a small batch (graphs
     for fewer than 64 requests): that step runs without a CUDA graph while it is still launch-bound -- the
     capture-size class, not the drafts' compute (past a hundred requests a step is compute-bound, graph or not)."""
-    sizes = [s for s in facts.args.get("cudagraph_capture_sizes") or [] if isinstance(s, int) and s > 0] \
-        if isinstance(facts.args.get("cudagraph_capture_sizes"), list) else []
+    given = facts.args.get("cudagraph_capture_sizes")
+    sizes = [s for s in given if isinstance(s, int) and s > 0] if isinstance(given, list) else []
     cap = facts.args.get("max_cudagraph_capture_size")
     cap = cap if isinstance(cap, int) and cap > 0 else None
     kept = rounded_for_drafts(sizes, k, cap) if sizes else []

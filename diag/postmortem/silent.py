@@ -12,15 +12,13 @@ import re
 from ..model import Evidence, LogException, LogFacts
 from ..rules.kv_scales_hybrid import calibrates_scales
 from .clientside import (answer_as_reasoning, chat_template_twice, chunks_counted_as_tokens, client_capped_concurrency,
-                         client_path_corruption,
-                         encoded_twice, eval_format_only, eval_misgraded, foreign_chat_format, foreign_template_prompts,
-                         foreign_tokenizer,
-                         hard_to_draft_text,
-                         history_resent, idle_engine_hang, ignore_eos_loops, left_truncated_prompts, load_on_one_engine,
+                         client_path_corruption, encoded_twice, eval_format_only, eval_misgraded, foreign_chat_format,
+                         foreign_template_prompts, foreign_tokenizer, hard_to_draft_text, history_resent,
+                         idle_engine_hang, ignore_eos_loops, left_truncated_prompts, load_on_one_engine,
                          prompt_logprobs_skip_cache, proxy_buffers_stream, proxy_retry_duplicates, proxy_slows_stream,
-                         proxy_timeout_truncation, raw_prompt_transcript, short_outputs_workload,
-                         random_prompts_output, reasoning_spends_budget, repeats_rewarded, replayed_prompts_hit,
-                         replicas_differ, salted_prefixes, split_routing, stop_string_truncation,
+                         proxy_timeout_truncation, random_prompts_output, raw_prompt_transcript,
+                         reasoning_spends_budget, repeats_rewarded, replayed_prompts_hit, replicas_differ,
+                         salted_prefixes, short_outputs_workload, split_routing, stop_string_truncation,
                          thinking_in_content, token_cap_truncation, tool_calls_unparsed, unique_prompts_miss,
                          varying_prefix)
 from .configuration import Setup, drafts_outgrow_budget, ran_eager
