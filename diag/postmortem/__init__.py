@@ -340,6 +340,12 @@ throttled_gpu_index                    the GPU whose --query-gpu row shows a thr
 request_time_s,                        a proxy's access-log line for the first request it failed (499 / 5xx):
 upstream_response_time_s,              its timings, named (``rt=60.001 urt=60.000 uct=0.001``) or in
 upstream_connect_time_s                ingress-nginx's default order
+acceptance_by_prefill                  the spec-decode metrics' mean acceptance length lower (by a quarter or
+                                       more) in every interval whose stats line prefilled prompts than in any of
+                                       decodes alone
+envoy_response_flags,                  Envoy's (Istio's) access-log line for the first request it ended with a
+bytes_received, bytes_sent,            response flag (``200 UT response_timeout 186421 1187 60001``): the flags,
+duration_ms                            the bytes each way and the duration in ms (also request_time_s)
 gpu_link_no_nvlink                     a topology row without NV# cells, or the reporter's ``no NVLink`` /
                                        ``all GPU pairs show SYS``
 degraded_over_time_prose               serving said to slow down with time under the same deployment (``got 35%

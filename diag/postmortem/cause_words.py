@@ -98,7 +98,9 @@ OWN_TOKENIZER_FIXES = re.compile(
 # "the LB closes the connection"
 PROXY_TIMEOUT = re.compile(
     r"\b(?:idle[-_ ]?timeout|proxy[-_ ]read[-_ ]timeout|proxy[-_ ]send[-_ ]timeout|read[-_ ]timeout|"
-    r"keep-?alive[-_ ]timeout|upstream[-_ ]timeout)\b|"
+    r"keep-?alive[-_ ]timeout|upstream[-_ ]timeout|"
+    # Envoy's (Istio's) route timeout, as its access log's response-code details and its config name it
+    r"response_timeout|upstream request timeout|route[-_ ]timeout)\b|"
     r"\b(?:ALB|ELB|NLB|load balancer|LB|ingress|nginx|envoy|proxy|gateway|Cloudflare)\b[^.\n]{0,60}?"
     r"\b(?:tim(?:es|ed) out|closes? the (?:client )?connection|closed the (?:client )?connection|"
     r"drops? the connection|cuts? the (?:connection|stream))\b", re.I)
@@ -366,9 +368,13 @@ TOOL_CALLS_AS_TEXT = re.compile(
     # a call written into the answer's content ('"content": "<tool_call>{...}' , '"content": "<function=...')
     r"[\"']content[\"']\s*:\s*[\"'][^\"'\n]{0,2000}?(?:<tool_call>|<function=)",
     re.I)
-# a client's request answered by a proxy's timeout in the engine's place: "504 Gateway Timeout", "504 after exactly 60s"
+# a client's request answered by a proxy's timeout in the engine's place: "504 Gateway Timeout", "504 after exactly 60s",
+# or cut mid-stream ("peer closed connection without sending complete message body")
 GATEWAY_TIMEOUT = re.compile(r"\b504\b(?:\s+Gateway\s+Time-?out\b|[^.\n]{0,20}?\b(?:after|nach|at|tras|despu\u00e9s de) (?:exactly |genau |exactamente )?\d+\s*s)|"
-                             r"\bGateway\s+Time-?out\b", re.I)
+                             r"\bGateway\s+Time-?out\b|"
+                             # the client's side of a stream a proxy cut (httpx / h11 / aiohttp)
+                             r"\bpeer closed connection without sending complete message body\b|\bincomplete chunked read\b",
+                             re.I)
 # the client tokenizing the prompts itself, with the tokenizer it names: 'AutoTokenizer.from_pretrained("meta-llama/...")',
 # 'tokenizer_path = "/models/shared/llama-3.1-8b-instruct"' (token ids sent to /v1/completions decode in the server's
 # vocabulary)

@@ -182,6 +182,8 @@ def read_setup(facts: LogFacts, exc: LogException | None) -> Setup:
     mixed = facts.startup.get("mixed_prose") if isinstance(facts.startup.get("mixed_prose"), str) else None
     if mixed is None:
         mixed = _printed_mixed(facts.startup.get("printed_values"))
+    if mixed is None and isinstance(facts.startup.get("acceptance_by_prefill"), str):
+        mixed = facts.startup["acceptance_by_prefill"]  # (the metrics lines: drafts lost only while prompts prefill)
     near = facts.startup.get("near_limit_prose")
     if mixed is None and k and isinstance(near, str) and not pc:
         # the scheduler drafts fewer tokens for a request near max_model_len than for the others: ragged drafts (with

@@ -44,7 +44,7 @@ from .emptyroot import empty_root_crash
 from .extract import HOST_OOM_KILL
 from .diagnosis import (Diagnosis, batch_numbers, config_numbers, crash_near_miss, exc_evidence, fact_evidence,
                         frame_lines, title_of)
-from .nearmiss import LOST_GPU, near_miss
+from .nearmiss import CONNECTION_CUT, LOST_GPU, near_miss
 from .numbers import message_numbers, named_numbers
 from .placement import faulting_kernel, kernel_fault, kernel_place
 from .specpath import in_layer, model_names, no_spec_path
@@ -529,9 +529,10 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
                          evidence=[Evidence(text=probe, line=ln, source="log")],
                          missing=["the log's last lines before the kill (where the start was), and a startupProbe or "
                                   "initialDelaySeconds above the measured start time"])
-    # (the line that states the wrong output -- a test's failed score check -- is the symptom, not another error)
+    # (the line that states the wrong output -- a test's failed score check -- is the symptom, not another error; so is
+    # the client's transport error for a stream cut short, "peer closed connection without sending complete message")
     symptom_line = (facts.lines.get("wrong_output_prose") or (None,))[0]
-    quiet = all(ln == symptom_line for ln, _ in lines)
+    quiet = all(ln == symptom_line or near_miss(t) == CONNECTION_CUT for ln, t in lines)
     quiet_reading = quiet_report(facts, setup, base_numbers, batch_ev) if quiet else None
     if quiet_reading is not None:
         return quiet_reading
@@ -583,10 +584,10 @@ def _diagnose_rootless(facts: LogFacts, orphans: list[LogException], setup: Setu
         host_oom = HOST_OOM_KILL.search(text)
         if host_oom:  # the kernel's own report of the kill says the most (which process, how much memory)
             lineno, text = next(((ln, t) for ln, t in lines if re.search(r"Killed process \d+", t)), (lineno, text))
-        if nm is not None and (_OS_ERROR_LINE.search(text) or host_oom):
-            # an OS error logged without a traceback (uvicorn's "[Errno 98] ... address already in use"), or the
-            # kernel's OOM killer ending the process (a container's memory limit): the line names a cause outside
-            # the families
+        if nm is not None and (_OS_ERROR_LINE.search(text) or host_oom or nm == CONNECTION_CUT):
+            # an OS error logged without a traceback (uvicorn's "[Errno 98] ... address already in use"), the
+            # kernel's OOM killer ending the process (a container's memory limit), or the client's transport error
+            # with no engine error behind it: the line names a cause outside the families
             return Diagnosis(category="other", confidence="medium", rule="near_miss",
                              basis=f"no exception in the log; the error line is {_a(nm)} failure, outside the "
                                    "hybrid/spec-decode families",

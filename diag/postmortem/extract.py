@@ -218,6 +218,9 @@ _MOJIBAKE = re.compile("\u00c3[\u0080-\u00bf]|\u00e2\u20ac[\u2122\u0153\u009d\u0
                        "\u2013-\u2026\u2030\u2039\u203a\u20ac\u2122]{2}")
 
 
+_GPU_BLOCKS_LOGGED = re.compile(r"\bnum_gpu_blocks is: (\d+)")
+
+
 class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, PromptLines, CauseLines, ToolOutputLines,
                     ErrorLines):
     def __init__(self) -> None:
@@ -283,6 +286,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
         self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text
         self.numeric_flags: dict[str, Any] = {}  # --flag NUMBER anywhere (bench/eval commands too)
         self.metrics: dict[str, Any] = {}  # Prometheus counters and spec-decode metrics quoted in the log
+        # mean acceptance lengths of the metrics lines, split by whether the stats line before them prefilled prompts
+        self.acceptance_by_prefill: tuple[list[float], list[float]] = ([], [])
         self.nccl_warn: dict[str, int] = {}  # numbers of NCCL's own WARN lines (the cause behind "NCCL error")
         # NCCL between nodes over TCP sockets: the first line saying so, and its words
         self.socket_net: tuple[int, str, str] | None = None
@@ -332,6 +337,18 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
         self._error_line(line)
         self._feed_rest(line)
 
+    def _acceptance_on_prefill_steps(self) -> None:
+        """The drafts' mean acceptance length lower in every interval that prefilled prompts than in any interval of
+        decodes alone, in the same run: drafts lost on the steps that mix new prompts with spec decodes
+        (``acceptance_by_prefill``)."""
+        with_prefill, decodes_only = self.acceptance_by_prefill
+        if with_prefill and decodes_only and max(with_prefill) <= 0.75 * min(decodes_only) and min(decodes_only) >= 1.5:
+            def span(values: list[float]) -> str:
+                return f"{min(values):g}" if min(values) == max(values) else f"{min(values):g}-{max(values):g}"
+            self.facts.startup["acceptance_by_prefill"] = (
+                f"mean acceptance length {span(with_prefill)} in the intervals that prefilled prompts vs "
+                f"{span(decodes_only)} in those of decodes alone")
+
     def _metric(self, name: str, value: Any) -> None:
         """The last value of a metric; the first one too where it changed (an acceptance length collapsing)."""
         old = self.metrics.get(name)
@@ -349,14 +366,18 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
                 seen = self.ranks.setdefault(kind, set())
                 if len(seen) < 512:
                     seen.add(int(rank))
+        if "num_gpu_blocks is: " in line.text and (m := _GPU_BLOCKS_LOGGED.search(line.text)):
+            # the stat logger's "vllm cache_config_info with initialization after num_gpu_blocks is: 273"
+            self.facts.startup.setdefault("cache_config", {}).setdefault("num_gpu_blocks", int(m.group(1)))
+            self.facts.numbers.setdefault("num_gpu_blocks", int(m.group(1)))
         if "vllm:" in line.text and len(self.metrics) < 60:
             for m in _PROM.finditer(line.text):
                 self._metric(m.group(1), _num(m.group(2)))
-            if "cache_config_info{" in line.text and "cache_config" not in self.facts.startup:
+            if "cache_config_info{" in line.text and "block_size" not in (self.facts.startup.get("cache_config") or {}):
                 # the engine's cache settings as /metrics labels them: num_gpu_blocks="783", block_size="544"
                 labels = {k: _num(v) for k, v in _PROM_NUMERIC_LABEL.findall(line.text.split("cache_config_info{", 1)[1])}
                 if labels:
-                    self.facts.startup["cache_config"] = labels
+                    self.facts.startup["cache_config"] = {**labels, **(self.facts.startup.get("cache_config") or {})}
                 mode = re.search(r'\bmamba_cache_mode="(\w+)"', line.text)
                 if mode:  # (the engine's own word for it, as its start-up line would give it)
                     self.facts.startup.setdefault("mamba_cache_mode", mode.group(1))
@@ -370,6 +391,10 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
         if "cceptance" in line.text or "Drafted" in line.text:
             for m in _SPEC_METRICS.finditer(line.text):
                 self._metric("spec_" + m.group(1).lower().replace(" ", "_"), _num(m.group(2)))
+                prompt_rate = self.facts.startup.get("prompt_throughput_tok_s")
+                if m.group(1) == "Mean acceptance length" and isinstance(prompt_rate, (int, float)) \
+                        and isinstance(value := _num(m.group(2)), (int, float)) and len(self.acceptance_by_prefill[0]) < 64:
+                    self.acceptance_by_prefill[prompt_rate == 0].append(value)
         if "Host Frame" in line.text and self.host_frame_line is None:
             # compute-sanitizer's host backtrace of the faulting launch: its first Python frame is the statement
             # that launched the kernel ("Host Frame: chunk_fwd in vllm/.../ssd_chunk_scan.py:517")
@@ -699,6 +724,7 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
             f.numbers.setdefault(*self.host_frame_line)
         if self.metrics:
             f.startup["metrics"] = dict(list(self.metrics.items())[:60])
+        self._acceptance_on_prefill_steps()
         if self.logged:
             f.startup["logged_values"] = dict(self.logged)
         if self.numeric_flags:

@@ -8,6 +8,8 @@ import re
 # the GPU itself lost, in its own words (a CUDA error's text or the driver's kernel-log line)
 LOST_GPU = re.compile(r"uncorrectable ECC error|fallen off the bus", re.I)
 
+CONNECTION_CUT = "connection cut between client and server"
+
 # near misses: errors whose cause is outside the hybrid / spec-decode families
 NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
     ("out of memory", re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|"
@@ -28,7 +30,9 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
                                        r"contains a recognized configuration file", re.I)),
     ("tokenizer", re.compile(r"tokenizer|chat template", re.I)),
     ("unsupported architecture", re.compile(r"architectures? .{0,40}(?:not supported|are not supported|has no vLLM implementation)|"
-                                            r"Model architectures? \[|not supported for now|trust_remote_code", re.I)),
+                                            r"Model architectures? \[|not supported for now|trust_remote_code|"
+                                            # an architecture vLLM dropped (registry.py's removed-model message)
+                                            r"was supported in vLLM until v?\d", re.I)),
     ("distributed set-up (NCCL)", re.compile(r"NCCL|Watchdog caught|ProcessGroup|ncclInternalError|"
                                              r"collective operation timeout|Connection refused|RayActorError", re.I)),
     # the GPU's own memory or link failing (the error is sticky and asynchronous like an illegal access, so it
@@ -44,6 +48,12 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
     ("host file system (disk full, quota, read-only, open files)", re.compile(
         r"No space left on device|\[Errno (?:28|122|30|24)\]|\bENOSPC\b|Disk quota exceeded|Read-only file system|"
         r"Too many open files")),
+    # the HTTP connection cut between the client and the server (a proxy's or gateway's timeout, an idle-connection
+    # reset): the client's transport error, with no engine error behind it
+    (CONNECTION_CUT, re.compile(
+        r"peer closed connection without sending complete message body|incomplete chunked read|"
+        r"Server disconnected without sending a response|RemoteProtocolError|ClientPayloadError|"
+        r"upstream request timeout|upstream connect error or disconnect/reset", re.I)),
     # the API server's port (or a distributed rendezvous port) already taken by another process
     ("server address already in use", re.compile(r"Address already in use|EADDRINUSE|\[Errno 98\]")),
     # a kernel built just in time (FlashInfer, DeepGEMM, Triton) in an image without the compilers it needs: no CUDA

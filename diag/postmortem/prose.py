@@ -769,7 +769,7 @@ class ProseLines:
                 self.facts.startup.setdefault("concurrent_requests", n + 1 if above else n)
         if len(text) < 4000 and REQ_HINT.search(text):
             self._request_params(text)
-        if "504" in text or "ateway" in text:
+        if "504" in text or "ateway" in text or "closed connection" in text or "chunked read" in text:
             if "gateway_timeout_prose" not in self.facts.startup and len(text) < 4000:
                 self._first_words("gateway_timeout_prose", GATEWAY_TIMEOUT, text, line)
         if "okenizer" in text and "client_tokenizer" not in self.facts.startup and len(text) < 4000 \
@@ -801,7 +801,8 @@ class ProseLines:
         # (not vLLM's "Maximum concurrency for 32,768 tokens per request", pasted in a sentence: the configured length)
         # (a sentence hard-wrapped over two lines -- "Prompts are short" / "(~600 tok in, ~300 out)" -- is read whole)
         if "request_tokens_prose" not in self.facts.startup and len(text) < 2000 and "tok" in text \
-                and ("request" in wide or "rompt" in wide) and "oncurrency for" not in wide \
+                and ("request" in wide or "rompt" in wide or "conv" in wide or "chat" in wide or "session" in wide) \
+                and "oncurrency for" not in wide \
                 and (m := REQUEST_TOKENS.search(text) or REQUEST_TOKENS.search(wide)):
             groups = m.groups()  # (number, k) pairs, one per way of saying it
             raw, kilo = next((groups[i], groups[i + 1]) for i in range(0, len(groups), 2) if groups[i])

@@ -173,6 +173,9 @@ REQUEST_TOKENS = re.compile(r"~?(\d[\d,.]*)\s*(k)?\s*tokens?\s*(?:/|per|each|a|a
                             r"\s*tok(?:en)?s?\b|"
                             # "requests are short (1.8k tokens total)"
                             r"\brequests? (?:are |is )?(?:short |small |tiny )?\(?~?(\d[\d,.]*)\s*(k)?\s*tokens? (?:in )?total\b|"
+                            # "short convs, mostly 1-2k tokens total" (a range: its first number, with the range's k)
+                            r"\b(?:convs?|conversations?|chats?|sessions?)\b,?[^.\n\d]{0,25}?~?(\d[\d,.]*)"
+                            r"(?:\s*[-\u2013]\s*\d[\d,.]*)?\s*(k)?\s*tokens? (?:in )?total\b|"
                             # "~600 tok in, ~300 out", "2000 tokens in / 800 out"
                             r"~?(\d[\d,.]*)\s*(k)?\s*tok(?:ens)?\s+in\b(?=[^.\n]{0,20}?\bout\b)|"
                             # "~2k-token prompts", "1,500-token requests"

@@ -201,28 +201,37 @@ def state_blocks_capacity(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     fullest = st.get("blocks_at_fullest")
     told = st.get("request_tokens_prose")
     told = told if isinstance(told, int) and told > 0 else None
-    if not said or not setup.hybrid or mode not in ("align", "none") or not fullest or fullest[2] < 90 \
+    if not said or not setup.hybrid or mode not in ("align", "none", "all") or not fullest or fullest[2] < 90 \
             or not k and told is None:
         return None
     blocks, running, usage, tokens = fullest
     block = st["attention_block_size"]
+    # (the pool's own size where /metrics' cache_config_info labels it, else estimated from the KV cache size's tokens)
+    pool = (st.get("cache_config") or {}).get("num_gpu_blocks")
+    if isinstance(pool, int) and pool > 0:
+        blocks = usage / 100 * pool / running
     attention = -(-told // block) if told else 1
-    # (vLLM's MambaSpec: the running state, k speculative blocks, and in align mode the block-boundary state)
-    base = 2 if mode == "align" else 1
+    # (vLLM's MambaSpec: the running state, k speculative blocks, and in align mode the block-boundary state; in 'all'
+    # mode a state per block of the request's tokens, as attention holds)
+    base = attention if mode == "all" else 2 if mode == "align" else 1
     per_group = base + k
     surplus = blocks - attention
     if surplus < max(per_group, attention):
         return None  # (the requests' own tokens fill most of what they hold: the states are not what caps them)
     groups = max(1, round(surplus / per_group))
-    held = ("the running state, the block-boundary state" if mode == "align" else "the running state") \
+    held = ("a state per block of the request's tokens" if mode == "all" else
+            "the running state, the block-boundary state" if mode == "align" else "the running state") \
         + (" and k speculative blocks" if k else "")
     return family_warning(
         facts, base_numbers, "mamba_block_budget", "low",
         basis=(f"no error; the report says '{said}' on {', '.join(setup.why)} with the Mamba cache in '{mode}' mode"
                + (f" and speculative decoding (k={k})" if k else "") + ": every Mamba/GDN KV-cache group then holds up to "
                + (f"{base} + k = " if k else "") + f"{per_group} state block(s) per running request ({held}), each a "
-               f"whole {block}-token block of the shared pool, whatever the request's length; the stats lines show "
-               f"{running} requests filling {usage:g}% of about {tokens // block:,} blocks, {blocks:.1f} blocks each -- "
+               f"whole {block}-token block of the shared pool"
+               + ("" if mode == "all" else ", whatever the request's length") + "; the stats lines show "
+               f"{running} requests filling {usage:g}% of "
+               + (f"{pool:,}" if isinstance(pool, int) and pool > 0 else f"about {tokens // block:,}")
+               + f" blocks, {blocks:.1f} blocks each -- "
                f"{attention} for the attention of " + (f"their ~{told:,} tokens" if told else "a short request")
                + f" and the rest (~{groups} group(s) x {per_group}) for the states. 'GPU KV cache size' counts tokens "
                  "at max_model_len, not these per-request state blocks: the hybrid's block budget caps concurrency"),
@@ -231,7 +240,8 @@ def state_blocks_capacity(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
         message=f"capacity without an error: {said}",
         numbers={"num_speculative_tokens": k, "attention_block_size": block, "num_requests_running_at_full": running,
                  "blocks_per_running_request": round(blocks, 1), "state_blocks_per_group": per_group,
-                 "num_gpu_blocks_estimate": tokens // block},
+                 **({"num_gpu_blocks": pool} if isinstance(pool, int) and pool > 0 else
+                    {"num_gpu_blocks_estimate": tokens // block})},
         evidence=("capacity_prose", "mamba_cache_mode", "attention_block_size", "gpu_kv_cache_tokens",
                   "num_requests_running_max", "gpu_kv_cache_usage_percent_max"),
         missing=["the KV cache config's num_blocks and groups (the probes record them: VLLM_DIAG_DB=run.db), and the "

@@ -621,6 +621,8 @@ SLOW = re.compile(
     r"\bGPUs?\b(?: \w+)? (?:sits?|stays?|is|are|runs?|idles?|hovers?)(?: only)? (?:at |around |about )?~?(?:[1-5]?\d|60)\s*%"
     r"(?:\s*util\w*)?|\bGPU[- ]?util(?:i[sz]ation)?\b[^.\n]{0,20}?\b(?:is|stays?|sits?|only|at|of|around)\s+(?:only |at )?"
     r"~?(?:[1-5]?\d|60)\s*%|"
+    # the same in seconds written 초 / 秒: "TTFT p50 이 20초", "TTFT 平均 12 秒"
+    r"\b(?:TTFT|ITL|TPOT|latency)\b(?:\s*p\d\d)?[^.\n\d]{0,12}?(?:[2-9]|\d{2,})(?:\.\d+)?\s*(?:\ucd08|\u79d2)|"
     # an alert's threshold: "alert: p95 TTFT > 20s"
     r"\b(?:TTFT|ITL|TPOT|latency)\s*(?:>|>=|over|above)\s*~?(?:[2-9]|\d{2,})(?:\.\d+)?\s*(?:s|secs?|seconds)\b|"
     r"\b(?:ITL|TPOT|TTFT|latency)\b[^.\n]{0,30}?\bspikes? to (?:several|many|multiple) seconds\b|"

@@ -76,6 +76,10 @@ _PROXY_ACCESS = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH|HEAD) \S+ HTTP/[\d.]+
 _PROXY_TIMING = re.compile(r"\b(rt|request_time|urt|upstream_response_time|uct|upstream_connect_time|uht|"
                            r"upstream_header_time)=(\d+(?:\.\d+)?)\b")
 _INGRESS_TAIL = re.compile(r"^\s*\d+ (\d+\.\d+) \[[^\]]*\] \[[^\]]*\] \S+ (?:\d+|-) (\d+\.\d+|-) (?:\d{3}|-)\b")
+# Envoy's (Istio's) default access log: status, response flags (UT: the route's timeout; UC/URX/UF: the upstream reset,
+# retried out, unreachable; DC: the client went away), details, then bytes received, bytes sent and the duration in ms
+_ENVOY_ACCESS = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH|HEAD) \S+ HTTP/[\d.]+" (\d{3}|0) ((?:UT|UC|URX|UF|UO|UH|DC|LR|SI)'
+                           r'(?:,[A-Z]{2,3})*) (?:[\w,.-]+ |"[^"]*" ){0,3}(\d+) (\d+) (\d+) ')
 _TIMING_NAMES = {"rt": "request_time_s", "request_time": "request_time_s", "urt": "upstream_response_time_s",
                  "upstream_response_time": "upstream_response_time_s", "uct": "upstream_connect_time_s",
                  "upstream_connect_time": "upstream_connect_time_s", "uht": "upstream_header_time_s",
@@ -193,6 +197,8 @@ class ToolOutputLines:
             self.facts.startup[m.group(1)] = int(m.group(2))
         if "HTTP/" in text and "request_time_s" not in self.facts.startup and (m := _PROXY_ACCESS.search(text)):
             self._proxy_timings(m.group(2), line, text)
+        if "HTTP/" in text and "envoy_response_flags" not in self.facts.startup and (m := _ENVOY_ACCESS.search(text)):
+            self._envoy_request(m, line, text)
         if "+cu" in text and "torch_cuda_tag" not in self.facts.startup and (m := _TORCH_BUILD.search(text)):
             self.facts.startup["torch_cuda_tag"] = int(m.group(1) + m.group(2))  # (cu130: CUDA 13.0)
             self.facts.startup.setdefault("torch_cuda_version", float(f"{m.group(1)}.{m.group(2)}"))
@@ -280,6 +286,16 @@ class ToolOutputLines:
             for name, value in timings.items():
                 self.facts.startup.setdefault(name, value)
             self.facts.lines["request_time_s"] = (line.lineno, text.strip()[:500])
+
+    def _envoy_request(self, m: re.Match, line: Line, text: str) -> None:
+        """The first request an Envoy proxy ended with a response flag: its flags, bytes and duration (a duration at the
+        route's timeout with flag UT is the proxy cutting a stream the engine was still writing)."""
+        self.facts.startup["envoy_response_flags"] = m.group(2)
+        self.facts.startup["bytes_received"], self.facts.startup["bytes_sent"] = int(m.group(3)), int(m.group(4))
+        self.facts.startup["duration_ms"] = int(m.group(5))
+        self.facts.startup.setdefault("request_time_s", int(m.group(5)) / 1000)
+        self.facts.lines["envoy_response_flags"] = (line.lineno, text.strip()[:500])
+        self.facts.lines.setdefault("request_time_s", self.facts.lines["envoy_response_flags"])
 
     def _lm_eval_row(self, text: str, line: Line) -> None:
         """lm-eval's table, pasted for two runs (the failing one and one from before): where the lenient filter's score

@@ -66,6 +66,9 @@ _EXC_STRICT = re.compile(
 _EXC_AFTER_FRAMES = re.compile(r"^(?:\|\s*)?(" + _EXC_NAME + r")(?::\s?(.*))?\s*$")
 # pydantic's "1 validation error for VllmConfig": the error itself is on the next lines
 _PYDANTIC_HEAD = re.compile(r"\d+ validation errors? for \w+")
+# pydantic closes each error with "For further information visit https://errors.pydantic.dev/..."; only its next
+# error (a field name, "Value error, ...") goes on after that line
+_PYDANTIC_NEXT = re.compile(r"[\w.\[\]-]+$|(?:Value error|Assertion failed|Input should)\b|.*\[type=\w+")
 # a message that stops on a word that needs more after it: a reporter's or a terminal's wrap cut it there
 _OPEN_WORD = re.compile(r"\s(?:but|and|or|of|to|than|with|for|in|at|from|by|the|a|an|is|are|got|expected)\s*$")
 # a bare lower-case name: a line of a statement of several lines (exception names are CamelCase)
@@ -316,7 +319,10 @@ class TracebackParser:
             return
         # (the vllm-diag probes' note on the exception -- "vllm-diag: recorded in run.db ..." -- that Python prints
         # after its message is not part of it)
-        if exc is not None and st.cont_lines and stripped and st.cont_lines < 30 and not stripped.startswith(_PROBE_NOTE):
+        pydantic_done = exc is not None and "errors.pydantic.dev" in exc.message.rsplit("\n", 1)[-1] \
+            and _PYDANTIC_HEAD.match(exc.message) is not None and not _PYDANTIC_NEXT.match(stripped)
+        if exc is not None and st.cont_lines and stripped and st.cont_lines < 30 and not stripped.startswith(_PROBE_NOTE) \
+                and not pydantic_done:
             # (a record of another logger -- "[metrics.py:120] SpecDecoding metrics: ..." after the exception's
             # "[hermes_tool_parser.py:117]" -- is the next record, not the rest of a wrapped one)
             src = _record_src(line)

@@ -1,0 +1,161 @@
+"""Post-mortem, round twenty-eight: pydantic's error ending at its own "For further information" line, a client's
+transport error for a stream a proxy cut, Envoy's access log, latency said in 초 / 秒, the Mamba 'all' cache mode's
+blocks, the stat logger's num_gpu_blocks line, and drafts lost only in the intervals that prefill prompts. The reports
+are written here; vLLM's lines are in its own formats."""
+
+from __future__ import annotations
+
+from vllm_diag.postmortem import facts_from_text
+from vllm_diag.postmortem.analyze import analyze_text
+
+
+def _analyze(lines: list[str]):
+    return analyze_text("\n".join(lines), "t.log", use_preflight=False)
+
+
+_REMOVED_ARCH = [
+    "$ vllm serve acme/old-hybrid --trust-remote-code --enable-prefix-caching",
+    "(APIServer pid=55) Traceback (most recent call last):",
+    '(APIServer pid=55)   File "/venv/lib/python3.12/site-packages/vllm/engine/arg_utils.py", line 1955, in create_model_config',
+    "(APIServer pid=55)     return ModelConfig(",
+    '(APIServer pid=55)   File "/venv/lib/python3.12/site-packages/pydantic/_internal/_dataclasses.py", line 121, in __init__',
+    "(APIServer pid=55)     s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)",
+    "(APIServer pid=55) pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+    "(APIServer pid=55)   Value error, Model architecture Phi4FlashForCausalLM was supported in vLLM until v0.10.2, and is "
+    "not supported anymore. Please use an older version of vLLM if you want to use this model architecture. "
+    "[type=value_error, input_value=ArgsKwargs((), {'model': ...}), input_type=ArgsKwargs]",
+    "(APIServer pid=55)     For further information visit https://errors.pydantic.dev/2.12/v/value_error",
+    ">>> server exited rc=1 after 9.8s, skipping bench",
+    "=== [4/5] acme/other-hybrid | prefix_caching=on ===",
+    "(APIServer pid=56) INFO 12-05 16:40:20 [interface.py:1096] Setting attention block size to 432 tokens to ensure "
+    "that attention page size is >= mamba page size.",
+]
+
+
+def test_a_pydantic_error_ends_at_its_further_information_line():
+    """The next run's start-up lines after pydantic's last line are not the error's message: the removed architecture
+    is the error, outside the families (not the page sizes a later run printed)."""
+    facts = facts_from_text("\n".join(_REMOVED_ARCH))
+    root = facts.exceptions[-1]
+    assert "supported in vLLM until v0.10.2" in root.message and "page size" not in root.message
+    top = _analyze(_REMOVED_ARCH).findings[0]
+    assert top.category == "other"
+
+
+def test_a_multi_error_pydantic_message_keeps_its_next_error():
+    lines = ["pydantic_core._pydantic_core.ValidationError: 2 validation errors for SpeculativeConfig",
+             "num_speculative_tokens",
+             "  Input should be greater than 0 [type=greater_than, input_value=0, input_type=int]",
+             "    For further information visit https://errors.pydantic.dev/2.12/v/greater_than",
+             "method",
+             "  Input should be 'ngram' or 'mtp' [type=literal_error, input_value='mpt', input_type=str]"]
+    message = facts_from_text("\n".join(lines)).exceptions[-1].message
+    assert "greater than 0" in message and "literal_error" in message
+
+
+def test_the_removed_architecture_message_alone_is_a_near_miss():
+    from vllm_diag.postmortem.nearmiss import near_miss
+
+    assert near_miss("Model architecture Phi4FlashForCausalLM was supported in vLLM until v0.10.2, and is not "
+                     "supported anymore.") == "unsupported architecture"
+
+
+_CUT_STREAM = [
+    "Long summaries die with `httpx.RemoteProtocolError: peer closed connection without sending complete message body "
+    "(incomplete chunked read)`. It started the day we enabled MTP + prefix caching on this model.",
+    "vllm serve acme/hybrid-397b -tp 8 --enable-prefix-caching "
+    "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+    "(APIServer pid=1) INFO 12-04 09:13:03 [async_llm.py:721] Aborted request(s) chatcmpl-b81f.",
+    '[2025-12-04T09:12:03.548Z] "POST /v1/chat/completions HTTP/1.1" 200 UT response_timeout 186421 1187 60001 - '
+    '"10.60.4.21" "python-httpx/0.28.1" "c1f0" "llm-gw.internal" "10.60.12.37:8000"',
+]
+
+
+def test_a_stream_cut_by_envoys_route_timeout_is_the_proxy_not_the_drafts():
+    """The client's transport error is the symptom, Envoy's UT flag at 60,001 ms the cause: outside the families."""
+    top = _analyze(_CUT_STREAM).findings[0]
+    assert top.category == "other" and "proxy" in top.title
+    facts = facts_from_text("\n".join(_CUT_STREAM))
+    assert facts.startup["envoy_response_flags"] == "UT"
+    assert facts.startup["duration_ms"] == 60001 and facts.startup["bytes_sent"] == 1187
+    assert facts.startup["request_time_s"] == 60.001
+
+
+def test_a_clients_transport_error_alone_is_a_near_miss_not_the_prefix_cache_it_mentions():
+    top = _analyze(_CUT_STREAM[:2]).findings[0]
+    assert top.category == "other"
+
+
+def test_latency_said_in_seconds_written_cho_or_byo_is_slow():
+    for said in ("피크 시간에 TTFT p50 이 20초 넘게 나옵니다", "TTFT 平均 12 秒 かかります"):
+        assert facts_from_text(said).startup.get("slow_prose"), said
+    assert not facts_from_text("TTFT 가 0.4초 정도").startup.get("slow_prose")
+
+
+def _stats(running: int, waiting: int, usage: float, prompt: float = 3000.0) -> str:
+    return (f"(APIServer pid=388) INFO 11-21 12:31:50 [loggers.py:225] Engine 000: Avg prompt throughput: {prompt} "
+            f"tokens/s, Avg generation throughput: 221.4 tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, "
+            f"GPU KV cache usage: {usage}%, Prefix cache hit rate: 46.0%")
+
+
+_ALL_MODE = [
+    "Stuck at ~43 running requests, never goes above ~43 while 200 wait; prompts ~600 tokens each.",
+    "vllm serve acme/granite-h-small --max-num-seqs 256 --enable-prefix-caching",
+    "(EngineCore_DP0 pid=602) WARNING 11-21 12:04:19 [config.py:422] Mamba cache mode is set to 'all' for "
+    "GraniteMoeHybridForCausalLM by default when prefix caching is enabled",
+    "(EngineCore_DP0 pid=602) INFO 11-21 12:04:19 [interface.py:774] Setting attention block size to 528 tokens to "
+    "ensure that attention page size is >= mamba page size.",
+    "(EngineCore_DP0 pid=602) INFO 11-21 12:05:19 [kv_cache_utils.py:2146] GPU KV cache size: 339,968 tokens",
+    _stats(43, 212, 99.1),
+    'vllm:cache_config_info{block_size="528",enable_prefix_caching="True",mamba_cache_mode="all",num_gpu_blocks="862"} 1.0',
+]
+
+
+def test_the_all_cache_mode_holds_a_state_per_block_of_tokens_in_every_mamba_group():
+    """In 'all' mode each Mamba group holds a block per 528 tokens, as attention does: a 600-token request holds 2 per
+    group; 862 blocks at 99 % over 43 requests is ~20 each, 2 for attention and ~9 groups x 2 for the states."""
+    top = _analyze(_ALL_MODE).findings[0]
+    assert top.category == "mamba_block_budget"
+    assert top.numbers["state_blocks_per_group"] == 2 and top.numbers["num_gpu_blocks"] == 862
+    assert "~9 group(s) x 2" in top.basis
+
+
+def test_the_stat_loggers_num_gpu_blocks_line_gives_the_pool():
+    line = ("Mar 30 13:04:03 h vllm[9120]: (APIServer pid=9120) INFO 03-30 13:04:03 [loggers.py] Engine 000: vllm "
+            "cache_config_info with initialization after num_gpu_blocks is: 273")
+    facts = facts_from_text(line)
+    assert facts.startup["cache_config"]["num_gpu_blocks"] == 273 and facts.numbers["num_gpu_blocks"] == 273
+
+
+def test_a_conversations_tokens_total_is_the_request_length():
+    facts = facts_from_text("a chat workload (short convs, mostly 1-2k tokens total) on the new model")
+    assert facts.startup["request_tokens_prose"] == 1000
+
+
+def _spec(length: float) -> str:
+    return (f"(APIServer pid=2001) INFO 11-27 14:10:20 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: "
+            f"{length}, Accepted throughput: 1019.21 tokens/s, Drafted throughput: 3253.50 tokens/s, Accepted: 10192 "
+            "tokens, Drafted: 32535 tokens, Avg Draft acceptance rate: 31.3%")
+
+
+def _acceptance_report(model: str, tail: float) -> list[str]:
+    return ["MTP acceptance falls apart under load, quality is fine.",
+            f"vllm serve {model} -tp 2 --no-enable-prefix-caching "
+            "--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'",
+            "(EngineCore_DP0 pid=2210) INFO 11-27 13:50:41 [interface.py:912] Setting attention block size to 1056 "
+            "tokens to ensure that attention page size is >= mamba page size." if "Next" in model else "",
+            _stats(32, 0, 3.1, 6231.7), _spec(1.94), _stats(32, 0, 3.3, 5870.2), _spec(2.07),
+            _stats(19, 0, 2.0, 0.0), _spec(tail)]
+
+
+def test_drafts_lost_only_in_the_intervals_that_prefill_are_the_mixed_batch_on_a_hybrid():
+    facts = facts_from_text("\n".join(_acceptance_report("Qwen/Qwen3-Next-80B-A3B", 3.21)))
+    assert "1.94-2.07" in facts.startup["acceptance_by_prefill"] and "vs 3.21" in facts.startup["acceptance_by_prefill"]
+    top = _analyze(_acceptance_report("Qwen/Qwen3-Next-80B-A3B", 3.21)).findings[0]
+    assert top.category == "mixed_batch"
+
+
+def test_no_mixed_batch_from_the_metrics_when_the_tail_is_close_or_the_model_is_dense():
+    assert "acceptance_by_prefill" not in facts_from_text("\n".join(_acceptance_report("Qwen/Qwen3-Next-80B-A3B", 2.3))).startup
+    findings = _analyze(_acceptance_report("acme/dense-70b", 3.21)).findings
+    assert not any(f.category == "mixed_batch" for f in findings)
