@@ -218,6 +218,7 @@ other_process_mib, other_process_pid   the memory of the largest program of its 
                                        an out-of-memory on GPU N, the largest other process on that GPU (at the
                                        start-up check, a bare interpreter too: the engine holds nothing yet)
 driver_version, driver_cuda_version    nvidia-smi's header ``Driver Version: 535.183.01  CUDA Version: 12.2``
+                                       (the driver also from collect_env's ``Nvidia driver version: 550.144.03``)
 driver_cuda_version_found              PyTorch's ``The NVIDIA driver on your system is too old (found version 12020)``
                                        (the CUDA version the driver supports, as CUDA encodes it)
 nr_periods, nr_throttled, ...          a cgroup's cpu.stat lines (a CPU quota throttling the engine's host threads)

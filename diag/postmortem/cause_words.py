@@ -129,7 +129,7 @@ REASONING_ATE_BUDGET = re.compile(
 # a short answer returned as reasoning: the message's content empty beside a reasoning_content that holds the answer
 # (Python's repr "content=None, ... reasoning_content='Canberra'" or JSON), with thinking switched off for the request
 ANSWER_AS_REASONING = re.compile(
-    r"\bcontent[\"']?\s*[=:]\s*(?:None|null|\"\"|'')\s*,[^\n]{0,300}?\breasoning_content[\"']?\s*[=:]\s*"
+    r"\bcontent[\"']?\s*[=:]\s*(?:None|null|\"\"|'')\s*,[^\n]{0,300}?\breasoning(?:_content)?[\"']?\s*[=:]\s*"
     r"[\"']([^\"'\n]{1,200})[\"']")
 THINKING_OFF = re.compile(r"[\"']?enable_thinking[\"']?\s*[=:]\s*(?:False|false|0)\b|\b(?:disable|turn off|switch off)\w* "
                           r"(?:the )?thinking\b|\bthinking (?:disabled|off)\b|/no_think\b", re.I)
@@ -357,7 +357,8 @@ TURN_TOKENS_IN_OUTPUT = re.compile(
     r"<end_of_turn>|<start_of_turn>|<\|end\|>|<\|user\|>|<\|assistant\|>|<\|endoftext\|>)")
 # a reasoning model's thinking returned inside the answer: the response's content holding "</think>" (the server split
 # no reasoning out of it: no --reasoning-parser), or reasoning_content null beside it
-THINKING_IN_CONTENT = re.compile(r"[\"']content[\"']\s*:\s*[\"'][^\"'\n]{0,3000}?</think>|</think>[^\n]{0,3000}?"
+THINKING_IN_CONTENT = re.compile(r"[\"']content[\"']\s*:\s*(?:\"(?:[^\"\n\\]|\\.){0,3000}?|'(?:[^'\n\\]|\\.){0,3000}?)</think>|"
+                                 r"</think>[^\n]{0,3000}?"
                                  r"[\"']reasoning_content[\"']\s*:\s*null")
 # tool calls the server left in the answer's text: "tool calls come back as plain text", "tool_calls empty", a call
 # written into the content (an empty tool_calls list alone is any answer without a call)

@@ -783,7 +783,7 @@ class ProseLines:
             # a response that ends while still thinking: the token cap came before the answer
             self.facts.startup["reasoning_ate_budget_prose"] = m.group(0)[:120]
             self.facts.lines["reasoning_ate_budget_prose"] = (line.lineno, text.strip()[:500])
-        if "reasoning_content" in text and "answer_as_reasoning" not in self.facts.startup and len(text) < 8000 \
+        if "reasoning" in text and "answer_as_reasoning" not in self.facts.startup and len(text) < 8000 \
                 and (m := ANSWER_AS_REASONING.search(text)):
             self.facts.startup["answer_as_reasoning"] = f"content empty, reasoning_content '{m.group(1)[:80]}'"
             self.facts.lines["answer_as_reasoning"] = (line.lineno, text.strip()[:500])

@@ -86,8 +86,11 @@ _TIMING_NAMES = {"rt": "request_time_s", "request_time": "request_time_s", "urt"
                  "upstream_header_time": "upstream_header_time_s"}
 # the CUDA a PyTorch build was made for: pip's "torch 2.10.0+cu130", "torch==2.9.1+cu129", collect_env's "PyTorch
 # version: 2.8.0+cu128" and "CUDA used to build PyTorch: 12.8"
-_TORCH_BUILD = re.compile(r"\b(?:torch|PyTorch version:)\s*(?:==\s*)?\d+\.\d+(?:\.\d+)?\+cu(\d{2})(\d)\b")
-_TORCH_CUDA = re.compile(r"\bCUDA used to build PyTorch:\s*(\d{2}\.\d)\b")
+# (collect_env.py pads its field names in newer releases: "PyTorch version              : 2.11.0+cu130")
+_TORCH_BUILD = re.compile(r"\b(?:torch|PyTorch version\s*:)\s*(?:==\s*)?\d+\.\d+(?:\.\d+)?\+cu(\d{2})(\d)\b")
+# collect_env.py's driver field: "Nvidia driver version: 550.144.03" (padded or not)
+_ENV_DRIVER = re.compile(r"\bNvidia driver version\s*:\s*(\d{3}\.\d+(?:\.\d+)?)\b")
+_TORCH_CUDA = re.compile(r"\bCUDA used to build PyTorch\s*:\s*(\d{2}\.\d)\b")
 # the size of a container's /dev/shm: df's row ("shm  64M  61M  3.0M  96% /dev/shm"), docker's --shm-size=64m,
 # compose's shm_size: "64m"
 _SHM_DF = re.compile(r"^\s*(?:shm|tmpfs)\s+(\d+(?:\.\d+)?)([KMG])\s+\S+\s+\S+\s+\d+%\s+/dev/shm\s*$")
@@ -205,6 +208,9 @@ class ToolOutputLines:
             self.facts.lines["torch_cuda_tag"] = (line.lineno, text.strip()[:500])
         if "CUDA used to build" in text and (m := _TORCH_CUDA.search(text)):
             self.facts.startup["torch_cuda_version"] = float(m.group(1))
+        if "driver version" in text and "driver_version" not in self.facts.startup and (m := _ENV_DRIVER.search(text)):
+            self.facts.startup["driver_version"] = m.group(1)
+            self.facts.lines["driver_version"] = (line.lineno, text.strip()[:500])
         if "shm" in text and "shm_size_mb" not in self.facts.startup and (
                 m := _SHM_DF.match(text) or _SHM_FLAG.search(text)):
             mib = float(m.group(1)) * {"k": 1 / 1024, "m": 1, "g": 1024}[m.group(2).lower()]
