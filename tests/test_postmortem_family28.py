@@ -159,3 +159,40 @@ def test_no_mixed_batch_from_the_metrics_when_the_tail_is_close_or_the_model_is_
     assert "acceptance_by_prefill" not in facts_from_text("\n".join(_acceptance_report("Qwen/Qwen3-Next-80B-A3B", 2.3))).startup
     findings = _analyze(_acceptance_report("acme/dense-70b", 3.21)).findings
     assert not any(f.category == "mixed_batch" for f in findings)
+
+
+def test_thinking_in_a_content_with_escaped_quotes_is_read():
+    line = ('     "content": "Okay, the vendor is \\"Hartmann GmbH\\", the total ... wait\\n</think>\\n\\n{\\"vendor\\": '
+            '\\"Hartmann GmbH\\"}",')
+    assert "</think>" in facts_from_text(line).startup["thinking_in_content"]
+
+
+def test_the_answer_in_the_reasoning_field_is_read_as_the_answer_returned_as_reasoning():
+    line = ('{"message":{"role":"assistant","content":null,"refusal":null,"tool_calls":[],"reasoning":"The capital of '
+            'Australia is Canberra."},"finish_reason":"stop"}')
+    assert "Canberra" in facts_from_text(line).startup["answer_as_reasoning"]
+
+
+def test_collect_envs_padded_fields_give_the_torch_build_and_the_driver():
+    lines = ["PyTorch version              : 2.11.0+cu130", "CUDA used to build PyTorch   : 13.0",
+             "Nvidia driver version        : 550.144.03"]
+    st = facts_from_text("\n".join(lines)).startup
+    assert st["torch_cuda_tag"] == 130 and st["torch_cuda_version"] == 13.0 and st["driver_version"] == "550.144.03"
+
+
+def test_an_indented_kubernetes_event_after_a_prefixed_exception_is_not_its_message():
+    lines = ["2026-11-18T07:21:16.42Z (EngineCore_DP0 pid=212) Traceback (most recent call last):",
+             '2026-11-18T07:21:16.42Z (EngineCore_DP0 pid=212)   File "/venv/vllm/v1/core/kv_cache_utils.py", line 1120, '
+             "in unify_kv_cache_spec_page_size",
+             "2026-11-18T07:21:16.42Z (EngineCore_DP0 pid=212)     raise NotImplementedError(",
+             "2026-11-18T07:21:16.43Z (EngineCore_DP0 pid=212) NotImplementedError: Layer model.layers.3.self_attn.attn: "
+             "page size is not divisible by the maximum page size and cannot be padded.",
+             "2026-11-18T07:21:16.44Z (APIServer pid=1) Traceback (most recent call last):",
+             '2026-11-18T07:21:17.27Z (APIServer pid=1)   File "/usr/local/bin/vllm", line 10, in <module>',
+             "2026-11-18T07:21:18.79Z (APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause "
+             "above. Failed core proc(s): {}",
+             "2026-11-18T07:21:20.20Z   kubelet  Back-off restarting failed container vllm in pod serve-x8wqp",
+             '2026-11-18T07:21:25.45Z  kubelet  Readiness probe failed: Get "http://10.2.14.7:8000/health": dial tcp '
+             "10.2.14.7:8000: connect: connection refused"]
+    assert facts_from_text("\n".join(lines)).exceptions[-1].message.endswith("{}")
+    assert _analyze(lines).findings[0].category == "kv_page_size"

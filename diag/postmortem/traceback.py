@@ -74,6 +74,7 @@ _OPEN_WORD = re.compile(r"\s(?:but|and|or|of|to|than|with|for|in|at|from|by|the|
 # a bare lower-case name: a line of a statement of several lines (exception names are CamelCase)
 _LOWER_NAME = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*,?$")
 # a traceback's own lines, which never continue a message or stand for a frame's code
+_TABLE_ROW = re.compile(r"\s+[\w.-]+ {2,}\S")
 _TB_TEXT = ("Traceback", "File ", "The above", "During handling")
 _PROBE_NOTE = "vllm-diag: "
 _WORKER_WRAP = re.compile(r"^Worker failed with error (['\"])(.*?)(?:\1, please check the stack trace above for the root cause\.?)?\s*$", re.S)
@@ -115,6 +116,7 @@ class _State:
     exc_src: str | None = None  # the [file.py:N] of the log record that printed the last exception line
     exc_level: str | None = None  # that record's level (ERROR): a record of another level is the next record
     exc_line_chars: int = 0  # that line's length (a paste hard-wrapped at a column cuts long ones)
+    exc_prefixed: bool = False  # that line carried its process's prefix ("(APIServer pid=1) RuntimeError: ...")
     exc_colon_only: bool = False  # the last exception line ended at its colon ("RuntimeError: "): a wrap cut it there
 
 
@@ -355,7 +357,11 @@ class TracebackParser:
                             and exc.message.rstrip()[-1:] not in ".!?:)]}'\""
                             and not _EXC_STRICT.match(stripped) and not stripped.startswith(_TB_TEXT)
                             and not any(w in stripped for w in WRAPPER_TEXTS))
-            if _quote_open(exc.message) or (text[:1] in " \t" and line.level is None) or wrapped_record or same_record \
+            # (an indented row of columns without the process prefix the exception's own line carries -- a Kubernetes
+            # event "  kubelet  Back-off restarting ..." among a container's timestamped lines -- is another source's)
+            indented = text[:1] in " \t" and line.level is None \
+                and not (line.process is None and st.exc_prefixed and _TABLE_ROW.match(text))
+            if _quote_open(exc.message) or indented or wrapped_record or same_record \
                     or body or unfinished or hard_wrapped:
                 if len(exc.message) < MAX_MESSAGE:
                     exc.message = ((exc.message + "\n" + stripped) if exc.message else stripped)[:MAX_MESSAGE]
@@ -391,6 +397,7 @@ class TracebackParser:
         st.exc_src = _record_src(line) if line.level is not None else None
         st.exc_level = line.level
         st.exc_line_chars = len(line.display)
+        st.exc_prefixed = line.process is not None
         st.exc_colon_only = not message and line.text.rstrip().endswith(":")
         sig = (exc_type, message[:300])
         self.counts[sig] = self.counts.get(sig, 0) + 1
