@@ -196,3 +196,31 @@ def test_an_indented_kubernetes_event_after_a_prefixed_exception_is_not_its_mess
              "10.2.14.7:8000: connect: connection refused"]
     assert facts_from_text("\n".join(lines)).exceptions[-1].message.endswith("{}")
     assert _analyze(lines).findings[0].category == "kv_page_size"
+
+
+def test_acceptance_said_to_be_the_same_is_no_acceptance_complaint():
+    said = "Spec decode acceptance looks the same on both, KV usage is low, nothing preempted."
+    assert not facts_from_text(said).startup.get("acceptance_prose")
+    assert facts_from_text("MTP acceptance halves as soon as there is prefill traffic").startup.get("acceptance_prose")
+
+
+_EAGER_PROD = [
+    "Prod gives only ~1/3 of the decode tok/s we get on the staging box, same image and GPUs.",
+    "EXTRA_ARGS is `--enforce-eager` (added last month while someone debugged a startup hang).",
+    "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --enforce-eager "
+    "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":2}'",
+    '(staging log has "Graph capturing finished in 31 secs, took 1.12 GiB" at this point, prod has nothing)',
+]
+
+
+def test_a_share_of_another_setups_rate_is_slow_and_a_quoted_capture_line_is_another_runs():
+    """The staging run's capture line quoted in a sentence does not make the eager prod run one with graphs."""
+    assert facts_from_text(_EAGER_PROD[0]).startup.get("slow_prose")
+    top = _analyze(_EAGER_PROD).findings[0]
+    assert top.category == "other" and "eager" in top.title
+
+
+def test_a_clients_per_turn_log_lines_show_the_prompts_doubling():
+    lines = [f"session=7f3a turn={i + 1} prompt_tokens={n}   completion_tokens=97   cached_tokens=0"
+             for i, n in enumerate((2210, 4698, 9689, 19630))]
+    assert "2,210 -> 4,698 -> 9,689" in facts_from_text("\n".join(lines)).startup["prompt_growth"]

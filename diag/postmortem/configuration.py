@@ -80,7 +80,13 @@ _CAPTURED = ("cudagraph_memory_gib", "mixed_piecewise_capture_sizes", "decode_fu
 def ran_eager(facts: LogFacts) -> bool:
     """The run had no CUDA graphs: its command says --enforce-eager and vLLM logged no capture (a report that quotes
     --enforce-eager as its comparison while the log shows the graphs captured was not eager)."""
-    return bool(truthy(facts.args.get("enforce_eager"))) and not any(facts.startup.get(k) for k in _CAPTURED)
+    return bool(truthy(facts.args.get("enforce_eager"))) and not any(
+        facts.startup.get(k) and not _QUOTED_CAPTURE.search(str((facts.lines.get(k) or (0, ""))[1])) for k in _CAPTURED)
+
+
+# a capture line quoted in the reporter's sentence ('staging log has "Graph capturing finished in 31 secs"'): another
+# run's line, not this one's
+_QUOTED_CAPTURE = re.compile(r"[\"'`]\s*(?:Graph capturing finished|Capturing CUDA graphs)")
 
 
 def drafts_outgrow_budget(facts: LogFacts, setup: Setup) -> bool:

@@ -25,7 +25,9 @@ def outside_families(facts: LogFacts, base_numbers: dict, *, basis: str, title: 
                      evidence=fact_evidence(facts, *evidence), missing=missing)
 
 
-_RATE = re.compile(r"\d\s*(?:tok(?:en)?s?/s|t/s)\b")
+# a decode rate said (a number of tokens/s, or the rate named as a share of another's: "~1/3 of the decode tok/s")
+_RATE = re.compile(r"\d\s*(?:tok(?:en)?s?/s|t/s)\b|\bof (?:the |our )?(?:decode |gen(?:eration)? |output )?"
+                   r"(?:tok(?:en)?s?/s|t/s|throughput)\b")
 _PER_TOKEN_TIME = re.compile(r"\b(?:TPOT|ITL)\b")
 
 

@@ -556,7 +556,10 @@ CAPACITY_FELL = re.compile(
 # the reporter saying draft acceptance fell: "MTP acceptance ... drops from ~3.2 to ~1.3", "terrible in production",
 # "acceptance collapses once the cache warms up", "low acceptance"
 ACCEPTANCE_FELL = re.compile(
-    r"\bacceptance\b(?:[^.\n]|\.(?=\d)){0,80}?\b(?:terrible|low|poor|bad|drops?|dropped|collapses?|collapsed|falls?|fell|tanks?|"
+    # (not where the sentence says the acceptance is fine: "acceptance looks the same on both, KV usage is low")
+    r"\bacceptance\b(?!\s+(?:\w+\s+){0,3}?(?:looks?|is|was|seems?|stays?|are)\s+(?:the same|same|fine|normal|ok(?:ay)?|"
+    r"identical|unchanged|similar|healthy|good)\b)"
+    r"(?:[^.\n]|\.(?=\d)){0,80}?\b(?:terrible|low|poor|bad|drops?|dropped|collapses?|collapsed|falls?|fell|halves|halved|tanks?|"
     r"tanked|plummets?|plummeted)\b|\b(?:low|poor|terrible|bad) (?:draft |mtp |spec(?:ulative)? )?acceptance\b|"
     # "Low EAGLE3 acceptance", "acceptance only ~18%", "acceptance way below the model card", "mean acceptance ~1.3 on
     # our traffic vs 2.8 in staging", "acceptance length 3.4 -> 1.5", "acceptance ~8% ... useless"
@@ -631,6 +634,10 @@ SLOW = re.compile(
     # "generation throughput halves for ~40 minutes", "Throughput with EAGLE3 collapses", "throughput low"
     r"\b(?:throughput|tok(?:ens)?/s)\b[^.\n]{0,40}?\b(?:halves|halved|collapses?|collapsed|tanks?|tanked|craters?|"
     r"cratered|plummets?|plummeted)\b|\bthroughput (?:is )?(?:very |really |too |so )?low\b|"
+    # a fraction of another setup's rate: "only ~1/3 of the decode tok/s we get on the staging box", "a quarter of the
+    # throughput"
+    r"\b(?:only |just |about |roughly )?~?(?:1/[2-9]|a (?:third|quarter|fifth)|one[- ](?:third|quarter|fifth))\s+of\s+(?:the |our |its )?"
+    r"(?:decode |gen(?:eration)? |output )?(?:tok(?:en)?s?/s|t/s|throughput|speed)\b|"
     # "half the generation throughput of the others", "p50 TPOT is 2x"
     r"\bhalf the (?:generation |decode |output )?(?:throughput|speed|tok(?:ens)?/s)\b|"
     r"\b(?:TPOT|ITL|TTFT|latency)\b[^.\n]{0,15}?\bis (?:~)?[2-9](?:\.\d+)?\s*x\b|"

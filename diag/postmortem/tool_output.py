@@ -99,6 +99,7 @@ _SHM_FLAG = re.compile(r"(?<![\w-])(?:--shm-size[= ]|shm_size:\s*)[\"']?(\d+(?:\
 _PROXY_BUFFER = re.compile(r"\bproxy[-_]buffer[-_]size[\"']?\s*[:=]?\s*[\"']?(\d+)\s*([kKmM])\b")
 # a usage table of one conversation's turns ("turn | prompt_tokens | completion_tokens"), and the reporter's words for
 # prompts that double each turn
+_TURN_KV = re.compile(r"\bturn\s*[=:]\s*(\d+)\b[^\n=]{0,20}?(?:=[^\n=]{0,40}?){0,3}\bprompt_tokens\s*[=:]\s*(\d[\d,]*)")
 _TURN_TABLE_HEAD = re.compile(r"\bturn\b.{0,40}?\bprompt[_ ]tokens\b", re.I)
 _PROMPT_GROWTH = re.compile(r"\bprompts?\b[^.\n]{0,30}?\b(?:doubl\w+|grows? exponentially|balloon\w*|explod\w*|blows? up)\b"
                             r"[^.\n]{0,30}?\b(?:each|every|per) (?:turn|message)\b", re.I)
@@ -241,6 +242,15 @@ class ToolOutputLines:
         """A client's prompts that grow far faster than its conversation: a usage table whose prompt tokens about double
         (x1.8 or more) every turn for three turns or more, or the reporter saying so -- the client resending its
         history (``prompt_growth``)."""
+        # a client's log line per turn: "turn=3 prompt_tokens=9689" (rows of one width a reader's hard-wrap joined, too)
+        rows = _TURN_KV.findall(text) if "=" in text else []
+        for turn, prompt in rows:
+            if turn == "1":
+                self._turn_prompts = []
+            self._turn_prompts.append(int(prompt.replace(",", "")))
+            self._prompts_doubling(line, text)
+        if rows:
+            return
         if _TURN_TABLE_HEAD.search(text):
             cells = [c.lower() for c in _cells(text)]
             self._turn_prompt_col = next((i for i, c in enumerate(cells) if c in ("prompt_tokens", "prompt tokens")), None)
@@ -253,15 +263,18 @@ class ToolOutputLines:
                 self._turn_prompt_col = None  # (the table ended)
                 return
             self._turn_prompts.append(int(value))
-            seen = self._turn_prompts
-            if len(seen) >= 3 and all(b >= 1.8 * a for a, b in zip(seen, seen[1:])):
-                self.facts.startup["prompt_growth"] = (f"{' -> '.join(f'{n:,}' for n in seen)} prompt tokens over "
-                                                       f"{len(seen)} turns")
-                self.facts.startup["prompt_tokens_first"], self.facts.startup["prompt_tokens_last"] = seen[0], seen[-1]
-                self.facts.lines["prompt_growth"] = (line.lineno, text.strip()[:500])
+            self._prompts_doubling(line, text)
             return
         if line.level is None and (m := _PROMPT_GROWTH.search(text)):
             self.facts.startup["prompt_growth"] = m.group(0)
+            self.facts.lines["prompt_growth"] = (line.lineno, text.strip()[:500])
+
+    def _prompts_doubling(self, line: Line, text: str) -> None:
+        seen = self._turn_prompts
+        if len(seen) >= 3 and all(b >= 1.8 * a for a, b in zip(seen, seen[1:])):
+            self.facts.startup["prompt_growth"] = (f"{' -> '.join(f'{n:,}' for n in seen)} prompt tokens over "
+                                                   f"{len(seen)} turns")
+            self.facts.startup["prompt_tokens_first"], self.facts.startup["prompt_tokens_last"] = seen[0], seen[-1]
             self.facts.lines["prompt_growth"] = (line.lineno, text.strip()[:500])
 
     def _cpu_limit(self, text: str, line: Line) -> None:
