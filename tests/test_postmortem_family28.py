@@ -224,3 +224,38 @@ def test_a_clients_per_turn_log_lines_show_the_prompts_doubling():
     lines = [f"session=7f3a turn={i + 1} prompt_tokens={n}   completion_tokens=97   cached_tokens=0"
              for i, n in enumerate((2210, 4698, 9689, 19630))]
     assert "2,210 -> 4,698 -> 9,689" in facts_from_text("\n".join(lines)).startup["prompt_growth"]
+
+
+def test_a_record_with_its_timestamp_but_no_logger_location_is_still_a_record():
+    from vllm_diag.postmortem.lines import clean_line
+
+    line = clean_line("(Worker_TP0 pid=8) ERROR 09-03 17:24:14 torch.OutOfMemoryError: CUDA out of memory.", 1)
+    assert line.level == "ERROR" and line.text.startswith("torch.OutOfMemoryError")
+    frame = clean_line('(Worker_TP0 pid=8) ERROR 09-03 17:24:14   File "x.py", line 3, in f', 2)
+    assert frame.text == '  File "x.py", line 3, in f'
+
+
+def test_an_error_the_engine_relays_is_read_from_its_cause():
+    """The engine relays the worker's RuntimeError, which the worker raised from torch's out-of-memory error: the cause
+    is the root, with the allocation's numbers."""
+    w = "(Worker_TP0 pid=8) ERROR 09-03 17:24:14"
+    lines = [f"{w} Traceback (most recent call last):",
+             f'{w}   File ".../vllm/v1/sample/sampler.py", line 287, in sample',
+             f"{w} torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.89 GiB. GPU 0 has a total capacity "
+             "of 139.81 GiB of which 1.07 GiB is free.",
+             f"{w}", f"{w} The above exception was the direct cause of the following exception:", f"{w}",
+             f"{w} Traceback (most recent call last):",
+             f'{w}   File ".../vllm/v1/worker/gpu_model_runner.py", line 6321, in _dummy_sampler_run',
+             f"{w}     raise RuntimeError(",
+             f"{w} RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests.",
+             "(EngineCore_DP0 pid=7) RuntimeError: Worker failed with error 'CUDA out of memory occurred when warming up "
+             "sampler with 1024 dummy requests.', please check the stack trace above for the root cause"]
+    facts = facts_from_text("\n".join(lines))
+    assert facts.root is not None and facts.root.exc_type == "torch.OutOfMemoryError"
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and top.numbers["oom_tried_gib"] == 1.89 and top.numbers["gpu_free_gib"] == 1.07
+
+
+def test_proxy_timeouts_left_at_their_defaults_are_nginxs_60_seconds():
+    facts = facts_from_text("- ingress annotations on the llm.internal Ingress: none for proxy timeouts (defaults).")
+    assert facts.startup["proxy_read_timeout_s"] == 60

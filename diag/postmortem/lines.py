@@ -73,7 +73,9 @@ _LEVEL = re.compile(
 _UVICORN = re.compile(r"^(INFO|ERROR|WARNING|DEBUG|CRITICAL):\s+")
 # (the message may start with a traceback's indentation: "ERROR   File ...", the timestamp and location cut out)
 # (or stood in for by an elision: "(Worker_TP0 pid=88512) ERROR ... AssertionError: ...")
-_BARE_LEVEL = re.compile(r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:(?:\.{3}|\u2026|\[\.{3}\]) )?(?=\s*\S)")
+# (or with its timestamp but no logger location: "(Worker_TP0 pid=8) ERROR 09-03 17:24:14 torch.OutOfMemoryError: ...")
+_BARE_LEVEL = re.compile(r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:\d\d-\d\d\s+\d\d:\d\d:\d\d(?:[.,]\d+)? )?"
+                         r"(?:(?:\.{3}|\u2026|\[\.{3}\]) )?(?=\s*\S)")
 
 # process names vLLM uses; anything else in parentheses is kept as text
 _KNOWN_PROC = re.compile(

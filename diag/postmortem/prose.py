@@ -316,7 +316,11 @@ _PROXY_READ_TIMEOUT = re.compile(r"\bproxy[-_]read[-_]timeout[\"']?\s*[:=]?\s*[\
 _PROXY_READ_TIMEOUT_UNSET = re.compile(r"\bproxy[-_]read[-_]timeout\b[^\n\d]{0,40}?(?:\bnot (?:set|configured|specified)\b|"
                                        r"\bisn'?t set\b|\bunset\b|\bmissing\b|\bleft (?:at|to) (?:the |its )?default\b)|"
                                        r"\b(?:no|without)\s+(?:[\w.]+/)?proxy[-_]read[-_]timeout\b|"
-                                       r"^-\s{2,}(?:[\w.]+/)?proxy[-_]read[-_]timeout\b", re.I)
+                                       r"^-\s{2,}(?:[\w.]+/)?proxy[-_]read[-_]timeout\b|"
+                                       # "annotations: none for proxy timeouts (defaults)", "the default proxy timeout"
+                                       r"\bnone for (?:the )?proxy[- ](?:read[- ])?timeouts?\b|"
+                                       r"\bproxy[- ](?:read[- ])?timeouts?\W{0,3}\(?(?:at |left at )?(?:the )?defaults?\b|"
+                                       r"\b(?:nginx'?s?|ingress'?s?|the) default proxy[- ](?:read[- ])?timeouts?\b", re.I)
 # a sentence of the reporter's (a heading's or a quote's marks aside): it starts with a letter and holds none of the
 # characters of code, tables or key=value settings
 _OPERATOR_SENTENCE = re.compile(r"^[#>*\s]*[^\W\d_][^|{}=<>\\]*$")

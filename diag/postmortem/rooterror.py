@@ -240,6 +240,9 @@ class ErrorLines:
                 same = [e for e in excs if not e.wrapped and " ".join(e.message.split())[:200] == " ".join(imsg.split())[:200]]
                 if same:
                     root = same[0]
+                    cause = ids.get(chain_of.get(id(root), 0))
+                    if cause is not None and not is_noise(cause) and not cause.wrapped:
+                        root = cause  # (the relayed error had a cause of its own: as in the ranking, the cause first)
                 else:
                     root = LogException(exc_type=itype, message=imsg, frames=list(root.frames), process=root.process,
                                         log_line=root.log_line, wrapped=False)
