@@ -259,3 +259,13 @@ def test_an_error_the_engine_relays_is_read_from_its_cause():
 def test_proxy_timeouts_left_at_their_defaults_are_nginxs_60_seconds():
     facts = facts_from_text("- ingress annotations on the llm.internal Ingress: none for proxy timeouts (defaults).")
     assert facts.startup["proxy_read_timeout_s"] == 60
+
+
+def test_an_elision_naming_the_calls_left_out_with_an_arrow_keeps_the_traceback():
+    w = "(Worker_TP1 pid=8817) ERROR 11-29 05:02:40 [multiproc_executor.py:1047]"
+    lines = [f'{w}   File ".../vllm/v1/worker/mamba_utils.py", line 1364, in postprocess_mamba_align_gpu',
+             f"{w}     ctx.run_fused_postprocess(",
+             f"{w}   [... mamba_utils.py run_fused_postprocess -> triton/runtime/jit.py launcher frames ...]",
+             f"{w} torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]
+    root = facts_from_text("\n".join(lines)).exceptions[-1]
+    assert [f.function for f in root.frames] == ["postprocess_mamba_align_gpu"]

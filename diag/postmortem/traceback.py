@@ -49,7 +49,8 @@ _MARKER = re.compile(r"^\s*[~^\s]+$")
 # or in brackets: "[...]", "[... model forward frames ...]", "<snip>", "(12 frames omitted)")
 _ELISION = re.compile(r"^\s*\.\.\.\s*<\d+ lines>\s*\.\.\.\s*$|^\s*\[Previous line repeated \d+ more times?\]\s*$|"
                       r"^\s*(?:\.\.\.|…)(?:\s+\([^()]{0,80}\))?\s*$|"
-                      r"^\s*[\[(<]\s*(?:\.\.\.|…)[^\[\]()<>]{0,100}[\])>]\s*$|"
+                      # (an arrow inside names the calls left out: "[... run_fused_postprocess -> jit.py frames ...]")
+                      r"^\s*[\[(<]\s*(?:\.\.\.|…)(?:[^\[\]()<>-]|-(?!>)|->){0,100}[\])>]\s*$|"
                       r"^\s*[\[(<]\s*(?:snip(?:ped)?|\d+ (?:more )?(?:frames?|lines?) (?:omitted|elided|trimmed|removed|snipped))"
                       r"\s*[\])>]\s*$")
 _CHAIN = re.compile(
