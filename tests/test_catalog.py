@@ -200,10 +200,10 @@ def test_rules_classify_unseen_errors(site, expected):
     # FlashMLA's split-count buffer under multi-token decode
     ({"file": "vllm/v1/attention/backends/mla/flashmla.py", "function": "FlashMLAMetadataBuilder._build_decode",
       "exc": "AssertionError", "condition": "n <= self.cg_buf_num_splits.size(0)"}, "spec_kernel_limit"),
-    # the Mamba block size without prefix caching: the hybrid block-size configuration refused
+    # the Mamba block size without prefix caching: a flag that needs another, refused (a command-line mistake)
     ({"file": "vllm/config/vllm.py", "function": "VllmConfig.validate_mamba_block_size", "exc": "ValueError",
       "condition": "(self.cache_config.mamba_block_size is not None) and (not self.cache_config.enable_prefix_caching)",
-      "message": "--mamba-block-size can only be set with --enable-prefix-caching"}, "block_size_alignment"),
+      "message": "--mamba-block-size can only be set with --enable-prefix-caching"}, "other"),
     # the hybrid builders' spec-decode arguments under dual-batch overlap's micro-batches
     ({"file": "vllm/v1/worker/gpu_model_runner.py",
       "function": "GPUModelRunner._build_attention_metadata._build_attn_group_metadata", "exc": "AssertionError",

@@ -30,7 +30,7 @@ def test_an_error_the_reporter_got_on_a_side_attempt_is_not_the_failure_the_repo
 def test_the_same_refusal_told_as_what_happened_is_still_the_failure():
     log = "\n".join(_HIT_ZERO[:3] + [f"Starting it with --mamba-block-size 272 fails at once: {_REFUSAL}"])
     top = analyze_text(log, "t.log", use_preflight=False).findings[0]
-    assert top.category == "block_size_alignment" and top.severity == "error"
+    assert top.category == "other" and top.severity == "error"
     assert "--mamba-block-size can only be set with --enable-prefix-caching" in top.message
 
 

@@ -571,10 +571,10 @@ OVERRIDES: list[tuple[str, str, str, str, str]] = [
     # through the block table (B), not prefix caching merely unavailable
     ("models/config.py", "verify_and_update_config", "chunked prefill is required for mamba cache mode 'align'",
      "state_index", "align_mode_needs_chunked_prefill"),
-    # the Mamba block size set without prefix caching (it only sizes the 'align' mode's state blocks): the hybrid
-    # block-size configuration refused before any engine runs -- block-size alignment (E), as three of the four
-    # labels of it say (the fourth, a GPU run's, called it a bad flag)
-    ("config/vllm.py", "validate_mamba_block_size", "can only be set with --enable-prefix-caching", "block_size_alignment",
+    # the Mamba block size set without prefix caching (it only sizes the 'align' mode's state blocks): a flag that
+    # needs another, refused before any engine runs -- a command-line mistake (other), as the GPU run read it and as
+    # the later reports of it are labelled (no block size of any layer is compared)
+    ("config/vllm.py", "validate_mamba_block_size", "can only be set with --enable-prefix-caching", "other",
      "mamba_block_size_needs_prefix_caching"),
     # the runner's spec-decode arguments of the hybrid builders (accepted counts, draft counts per request) cannot be
     # split per micro-batch (dual-batch overlap): checked only on the spec-decode path of a GDN / Mamba2 / linear-
