@@ -269,3 +269,37 @@ def test_an_elision_naming_the_calls_left_out_with_an_arrow_keeps_the_traceback(
              f"{w} torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]
     root = facts_from_text("\n".join(lines)).exceptions[-1]
     assert [f.function for f in root.frames] == ["postprocess_mamba_align_gpu"]
+
+
+def test_a_line_of_several_flags_beside_a_flag_with_unquoted_json_keeps_each_flag():
+    lines = ["deployment args:",
+             "  --model nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 -tp 2 --enable-prefix-caching --max-num-seqs 96",
+             '  --speculative-config {"method":"eagle3","model":"/models/drafts/eagle3","num_speculative_tokens":3}']
+    args = facts_from_text("\n".join(lines)).args
+    assert args["model"] == "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+    assert args["tensor_parallel_size"] == 2 and args["max_num_seqs"] == 96 and args["num_speculative_tokens"] == 3
+
+
+def test_drafts_lost_in_the_intervals_of_heavy_prefill_against_those_of_light_chat_prefill():
+    """Chat prompts prefill a little in every interval; the batch job's long prompts a lot: the heavy intervals are
+    the ones that lose the drafts."""
+    lines = ["vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 "
+             "--speculative-config '{\"method\":\"qwen3_next_mtp\",\"num_speculative_tokens\":3}'",
+             _stats(38, 0, 3.0, 1822.4), _spec(2.74), _stats(61, 7, 41.8, 33870.6), _spec(1.48),
+             _stats(35, 0, 2.7, 1610.0), _spec(2.71)]
+    said = facts_from_text("\n".join(lines)).startup["acceptance_by_prefill"]
+    assert "1.48 in the intervals that prefilled the most" in said and "2.71-2.74" in said
+
+
+def test_the_same_workload_fine_without_the_drafts_does_not_rule_them_out():
+    for said, cleared in (("Same thing without EAGLE3 is smooth (no cliff).", False),
+                          ("Same behaviour without --speculative-config, still slow.", True)):
+        facts = facts_from_text(said + "\nvllm serve acme/qwen3-next-80b --speculative-config "
+                                "'{\"method\":\"eagle3\",\"model\":\"acme/eagle3\",\"num_speculative_tokens\":2}'")
+        assert bool(facts.startup.get("faults_without_spec_prose")) is cleared, said
+
+
+def test_the_graph_capture_time_is_read():
+    line = ("(EngineCore_DP0 pid=233) INFO 08-14 06:12:21 [gpu_model_runner.py:6845] Graph capturing finished in 21 "
+            "secs, took 0.81 GiB")
+    assert facts_from_text(line).startup["cudagraph_capture_secs"] == 21

@@ -187,7 +187,8 @@ data_parallel_size_seen                above rank 0 and the size is not stated (
                                        size, Mamba padding, KV blocks ...) when a log holds two starts
 command_complete (bool)                the pasted command ended normally (not cut by an excerpt gap)
 cudagraph_capture_sizes (list)         the engine config's capture sizes as printed (args keep them sorted)
-cudagraph_memory_gib                   ``Graph capturing finished in 9 secs, took 1.24 GiB``
+cudagraph_memory_gib,                  ``Graph capturing finished in 9 secs, took 1.24 GiB``
+cudagraph_capture_secs
 cudagraph_memory_estimate_gib          ``Estimated CUDA graph memory: 2.61 GiB total`` (before capture)
 shm_broadcast_wait_seconds             ``No available shared memory broadcast block found in 60 seconds``
 num_speculative_tokens_default         ``Defaulted num_speculative_tokens to 24 for suffix decoding.``
@@ -342,8 +343,8 @@ request_time_s,                        a proxy's access-log line for the first r
 upstream_response_time_s,              its timings, named (``rt=60.001 urt=60.000 uct=0.001``) or in
 upstream_connect_time_s                ingress-nginx's default order
 acceptance_by_prefill                  the spec-decode metrics' mean acceptance length lower (by a quarter or
-                                       more) in every interval whose stats line prefilled prompts than in any of
-                                       decodes alone
+                                       more) in every interval whose stats line prefilled the most prompts (half
+                                       the busiest rate or more) than in any of few or none (a fifth at most)
 envoy_response_flags,                  Envoy's (Istio's) access-log line for the first request it ended with a
 bytes_received, bytes_sent,            response flag (``200 UT response_timeout 186421 1187 60001``): the flags,
 duration_ms                            the bytes each way and the duration in ms (also request_time_s)

@@ -121,8 +121,9 @@ _FAULTS_WITHOUT_SPEC = re.compile(
     r"\b(?:still|same|also)\s+(?:crash\w*|fail\w*|fault\w*|assert\w*|error)\b[^.\n]{0,30}?\b(?:without|with no)\s+"
     + _SPEC + r"\b|"
     # "Same behaviour without --speculative-config"
+    # (not "Same thing without EAGLE3 is smooth (no cliff)": the same workload, fine without the drafts)
     r"\bsame (?:\w+ )?(?:behaviou?r|result|problem|issue|output|garbage|gibberish|thing|loops?)s?\s+(?:without|with no|w/o)\s+"
-    r"(?:the\s+)?" + _SPEC + r"|"
+    r"(?:the\s+)?" + _SPEC + r"(?!\w*[`'\"]?\s+(?:is|was|are|were|runs?|looks?)\s+(?:\w+\s+)?(?:smooth|fast|" + _FINE_WORD + r"))|"
     r"\bnum_spec(?:ulative)?_tokens\s*[=:]?\s*0\b[^.\n]{0,40}?\b(?:same|still)\s+(?:\w+\s+)?(?:crash|error|fault|assert)|"
     # ("drafting is not the problem" says the drafts' quality is fine, not that speculative decoding is out)
     r"\b(?:MTP|EAGLE-?3?|[Ee]agle-?3?|spec(?:ulative)?[ -]decod\w*|ngram|speculation)\s+(?:is|are|was|were)(?: clearly)? not "

@@ -204,6 +204,17 @@ def parse_serve_command(text: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+def _parses(line: str) -> bool:
+    """A line of flags that vLLM's parser takes as it stands (several flags on one line)."""
+    from ..serve import parse_command
+
+    try:
+        parse_command(line).args()
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
 def args_from_flags(text: str, inline: list[tuple[str, str | None]], lines: list[str] | None = None) -> dict[str, Any]:
     """Loose ``--flag value`` lines (and known flags quoted inside prose) -> normalised keys. ``lines`` are
     flag lines read one by one (YAML ``args:`` lists: ``--flag=value`` with unquoted JSON) when the
@@ -236,7 +247,8 @@ def args_from_flags(text: str, inline: list[tuple[str, str | None]], lines: list
         parse_command(text).args()
     except Exception:  # noqa: BLE001 - read the lines as separate argv items instead
         # (the inline flags stay a chunk of their own, also when there are no flag lines at all)
-        chunks = [[ln] if ln.startswith("--") and "=" in ln.split(" ", 1)[0] else ln.split(None, 1)
+        # (a line of several flags that parses on its own stays whole: "--model m -tp 2 --max-num-seqs 96")
+        chunks = [ln if _parses(ln) else [ln] if ln.startswith("--") and "=" in ln.split(" ", 1)[0] else ln.split(None, 1)
                   for ln in (lines or [])] + ([inline_text] if inline_text.strip() else [])
     if len(pieces) > 1:  # one inline flag the parser refuses must not lose the others
         chunks += pieces

@@ -286,8 +286,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
         self.prose_terms: list[str] = []  # model families / layer kinds named in the reporter's text
         self.numeric_flags: dict[str, Any] = {}  # --flag NUMBER anywhere (bench/eval commands too)
         self.metrics: dict[str, Any] = {}  # Prometheus counters and spec-decode metrics quoted in the log
-        # mean acceptance lengths of the metrics lines, split by whether the stats line before them prefilled prompts
-        self.acceptance_by_prefill: tuple[list[float], list[float]] = ([], [])
+        # (prompt throughput of the stats line before, mean acceptance length) of each spec-decode metrics line
+        self.acceptance_by_prefill: list[tuple[float, float]] = []
         self.nccl_warn: dict[str, int] = {}  # numbers of NCCL's own WARN lines (the cause behind "NCCL error")
         # NCCL between nodes over TCP sockets: the first line saying so, and its words
         self.socket_net: tuple[int, str, str] | None = None
@@ -338,16 +338,20 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
         self._feed_rest(line)
 
     def _acceptance_on_prefill_steps(self) -> None:
-        """The drafts' mean acceptance length lower in every interval that prefilled prompts than in any interval of
-        decodes alone, in the same run: drafts lost on the steps that mix new prompts with spec decodes
+        """The drafts' mean acceptance length lower in every interval that prefilled the most prompts than in any
+        interval of few or none, in the same run: drafts lost on the steps that mix new prompts with spec decodes
         (``acceptance_by_prefill``)."""
-        with_prefill, decodes_only = self.acceptance_by_prefill
+        # (the intervals of heavy prefill -- at least half the busiest one's prompt rate -- against those of little or
+        # none: a fifth of it at most)
+        busiest = max((rate for rate, _ in self.acceptance_by_prefill), default=0.0)
+        with_prefill = [acc for rate, acc in self.acceptance_by_prefill if busiest > 0 and rate >= 0.5 * busiest]
+        decodes_only = [acc for rate, acc in self.acceptance_by_prefill if rate <= 0.2 * busiest]
         if with_prefill and decodes_only and max(with_prefill) <= 0.75 * min(decodes_only) and min(decodes_only) >= 1.5:
             def span(values: list[float]) -> str:
                 return f"{min(values):g}" if min(values) == max(values) else f"{min(values):g}-{max(values):g}"
             self.facts.startup["acceptance_by_prefill"] = (
-                f"mean acceptance length {span(with_prefill)} in the intervals that prefilled prompts vs "
-                f"{span(decodes_only)} in those of decodes alone")
+                f"mean acceptance length {span(with_prefill)} in the intervals that prefilled the most prompts vs "
+                f"{span(decodes_only)} in those of few or none")
 
     def _metric(self, name: str, value: Any) -> None:
         """The last value of a metric; the first one too where it changed (an acceptance length collapsing)."""
@@ -393,8 +397,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
                 self._metric("spec_" + m.group(1).lower().replace(" ", "_"), _num(m.group(2)))
                 prompt_rate = self.facts.startup.get("prompt_throughput_tok_s")
                 if m.group(1) == "Mean acceptance length" and isinstance(prompt_rate, (int, float)) \
-                        and isinstance(value := _num(m.group(2)), (int, float)) and len(self.acceptance_by_prefill[0]) < 64:
-                    self.acceptance_by_prefill[prompt_rate == 0].append(value)
+                        and isinstance(value := _num(m.group(2)), (int, float)) and len(self.acceptance_by_prefill) < 64:
+                    self.acceptance_by_prefill.append((float(prompt_rate), float(value)))
         if "Host Frame" in line.text and self.host_frame_line is None:
             # compute-sanitizer's host backtrace of the faulting launch: its first Python frame is the statement
             # that launched the kernel ("Host Frame: chunk_fwd in vllm/.../ssd_chunk_scan.py:517")

@@ -307,6 +307,10 @@ _NEGATED_AFTER = re.compile(r"\W{0,3}(?:is |was |are )?(?:not (?:even )?(?:confi
                             r"(?:off|disabled)\b)", re.I)
 # a line that is a chat template's source or a request's prompt: turn markers there are the input, not an answer
 _TEMPLATE_OR_PROMPT = re.compile(r"\{[%{]|\bprompt|\bmessages\b|\btemplate\b|\brole\b[\"']?\s*:\s*[\"']?(?:user|system)", re.I)
+# a request's system / user message quoted from a gateway's or client's log: 'messages[0].content = "You are ..."',
+# '{"role": "system", "content": "You are ..."}'
+_SENT_PROMPT = re.compile(r"\bmessages\[\d+\]\.content\s*[=:]\s*\"((?:[^\"\\\n]|\\.){20,400})|"
+                          r"[\"']role[\"']\s*:\s*[\"'](?:system|user)[\"']\s*,\s*[\"']content[\"']\s*:\s*\"((?:[^\"\\\n]|\\.){20,400})")
 # a proxy's read timeout as its configuration states it (nginx's "proxy_read_timeout 60s;", the ingress annotation
 # 'proxy-read-timeout: "60"'): the longest a response may stay silent before the proxy cuts it
 _PROXY_READ_TIMEOUT = re.compile(r"\bproxy[-_]read[-_]timeout[\"']?\s*[:=]?\s*[\"']?(\d+)\s*(s|m|ms)?\b")
@@ -791,6 +795,10 @@ class ProseLines:
                 and (m := ANSWER_AS_REASONING.search(text)):
             self.facts.startup["answer_as_reasoning"] = f"content empty, reasoning_content '{m.group(1)[:80]}'"
             self.facts.lines["answer_as_reasoning"] = (line.lineno, text.strip()[:500])
+        if "content" in text and len(self.logged_prompts) < 8 and len(text) < 8000 and (m := _SENT_PROMPT.search(text)):
+            # a request's system or user message as a gateway's or client's debug log shows it: where two requests'
+            # prompts part says what they share, as in vLLM's own request log
+            self.logged_prompts.append((line.lineno, (m.group(1) or m.group(2))[:400]))
         if "thinking_off" not in self.facts.startup and ("hink" in text) and len(text) < 4000 \
                 and (m := THINKING_OFF.search(text)):
             self.facts.startup["thinking_off"] = m.group(0)

@@ -126,6 +126,7 @@ _STARTUP_PATTERNS_RAW: list[tuple[str, re.Pattern[str], Any]] = [
     ("engine_init_seconds", re.compile(r"init engine \(profile, create kv cache, warmup model\) took " + _FLOAT), float),
     # "Graph capturing finished in 9 secs, took 1.24 GiB"
     ("cudagraph_memory_gib", re.compile(r"Graph capturing finished in \d+ secs?, took " + _FLOAT + r" ?GiB"), float),
+    ("cudagraph_capture_secs", re.compile(r"Graph capturing finished in (\d+) secs?\b"), int),
     # vLLM 0.2x's profiling estimate before capture: "Estimated CUDA graph memory: 2.61 GiB total"
     ("cudagraph_memory_estimate_gib", re.compile(r"Estimated CUDA graph memory: " + _FLOAT + r" ?GiB"), float),
     # a rank that stopped reading the engine's broadcast queue (a hung or dead worker): shm_broadcast.py

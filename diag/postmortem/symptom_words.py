@@ -555,10 +555,13 @@ CAPACITY_FELL = re.compile(
 
 # the reporter saying draft acceptance fell: "MTP acceptance ... drops from ~3.2 to ~1.3", "terrible in production",
 # "acceptance collapses once the cache warms up", "low acceptance"
+_SAID_BAD = r"(?:terrible|low|poor|bad|drops?|dropped|collapses?|falls?|fell|halves|tanks?)"
 ACCEPTANCE_FELL = re.compile(
-    # (not where the sentence says the acceptance is fine: "acceptance looks the same on both, KV usage is low")
+    # (not where the sentence says the acceptance is fine: "acceptance looks the same on both, KV usage is low"; unless
+    # it goes on to a contrast: "fine with 1 user and terrible with several", not "the same in the good and bad windows")
     r"\bacceptance\b(?!\s+(?:\w+\s+){0,3}?(?:looks?|is|was|seems?|stays?|are)\s+(?:the same|same|fine|normal|ok(?:ay)?|"
-    r"identical|unchanged|similar|healthy|good)\b)"
+    r"identical|unchanged|similar|healthy|good)\b(?![^.\n]{0,60}?(?:\b(?:but|while|yet)\b[^.\n]{0,40}?\b" + _SAID_BAD + r"\b|"
+    r"\band\s+(?:\w+\s+)?" + _SAID_BAD + r"\s+(?:with|for|at|on|under|when|once)\b)))"
     r"(?:[^.\n]|\.(?=\d)){0,80}?\b(?:terrible|low|poor|bad|drops?|dropped|collapses?|collapsed|falls?|fell|halves|halved|tanks?|"
     r"tanked|plummets?|plummeted)\b|\b(?:low|poor|terrible|bad) (?:draft |mtp |spec(?:ulative)? )?acceptance\b|"
     # "Low EAGLE3 acceptance", "acceptance only ~18%", "acceptance way below the model card", "mean acceptance ~1.3 on
