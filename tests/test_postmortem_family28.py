@@ -303,3 +303,21 @@ def test_the_graph_capture_time_is_read():
     line = ("(EngineCore_DP0 pid=233) INFO 08-14 06:12:21 [gpu_model_runner.py:6845] Graph capturing finished in 21 "
             "secs, took 0.81 GiB")
     assert facts_from_text(line).startup["cudagraph_capture_secs"] == 21
+
+
+def test_the_kernels_oom_kill_line_gives_the_process_and_its_memory():
+    st = facts_from_text("[Sat Nov 22 03:44:07 2026] Out of memory: Killed process 60912 (python3) "
+                         "total-vm:96047040kB, anon-rss:91926408kB, file-rss:0kB").startup
+    assert st["oom_killed_pid"] == 60912 and st["oom_killed_process"] == "python3" and st["anon_rss_kb"] == 91926408
+
+
+def test_a_bare_torch_version_line_gives_its_cuda_build():
+    st = facts_from_text('$ python -c "import torch; print(torch.__version__, torch.version.cuda)"\n2.10.0+cu130 13.0').startup
+    assert st["torch_cuda_tag"] == 130 and st["torch_cuda_version"] == 13.0
+
+
+def test_the_memory_profilers_free_memory_check_gives_both_readings():
+    from vllm_diag.postmortem.numbers import message_numbers
+
+    assert message_numbers("Error in memory profiling. Initial free memory 38.12 GiB, current free memory 41.87 GiB.") \
+        == {"initial_free_memory_gib": 38.12, "current_free_memory_gib": 41.87}

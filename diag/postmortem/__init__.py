@@ -62,6 +62,8 @@ num_speculative_tokens, n_predict      ``num_speculative_tokens:3 must be divisi
                                        (num_speculative_tokens is also copied from the arguments)
 head_dim                               ``Unexpected head dim size, 32``
 nccl_timeout_ms, nccl_ran_ms           NCCL watchdog ``Timeout(ms)=600000`` / ``ran for N milliseconds``
+initial_free_memory_gib,               the memory profiler's ``Initial free memory 38.12 GiB, current free
+current_free_memory_gib                memory 41.87 GiB`` (another process freed memory while vLLM profiled)
 message_values (list)                  every number of the root error's message, in order
 json_line, json_column, json_char      Python's JSON error ``Expecting value: line 2 column 1 (char 1)`` (a tool-call
                                        parser or a client failing on the text)
@@ -305,6 +307,8 @@ direct_request_s                       how long the same request took sent strai
                                        (``Direct curl to the pod IP: returns 200 after 97 s``)
 host_oom_kill                          the host's OOM killer in the report: ``Reason: OOMKilled`` (kubectl),
                                        ``Killed process N`` (the kernel)
+oom_killed_pid, oom_killed_process,    the kernel's line for that kill: ``Killed process 60912 (python3)
+total_vm_kb, anon_rss_kb               total-vm:96047040kB, anon-rss:91926408kB``
 hits_without_spec_prose                the prefix cache hitting once the drafts are off (``without
                                        --speculative-config shows ~70% hit rate``): prefix caching is on
 near_limit_prose                       the reporter's words for requests close to their length limit

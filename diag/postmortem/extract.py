@@ -218,6 +218,8 @@ _MOJIBAKE = re.compile("\u00c3[\u0080-\u00bf]|\u00e2\u20ac[\u2122\u0153\u009d\u0
                        "\u2013-\u2026\u2030\u2039\u203a\u20ac\u2122]{2}")
 
 
+# the kernel's OOM kill: "Out of memory: Killed process 60912 (python3) total-vm:96047040kB, anon-rss:91926408kB, ..."
+_KERNEL_KILL = re.compile(r"Killed process (\d+) \(([^)]{1,40})\) total-vm:(\d+)kB, anon-rss:(\d+)kB")
 _GPU_BLOCKS_LOGGED = re.compile(r"\bnum_gpu_blocks is: (\d+)")
 
 
@@ -468,6 +470,10 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
                                                            or "oom" in line.text or "cgroup" in line.text) \
                 and (m := HOST_OOM_KILL.search(line.text[:2000])):
             self._set_startup("host_oom_kill", " ".join(m.group(0).split()), line)
+        if "illed process" in line.text and "oom_killed_pid" not in self.facts.startup and (k := _KERNEL_KILL.search(line.text)):
+            # the kernel's report of the kill: which process, and the memory it held
+            self.facts.startup["oom_killed_pid"], self.facts.startup["oom_killed_process"] = int(k.group(1)), k.group(2)
+            self.facts.startup["total_vm_kb"], self.facts.startup["anon_rss_kb"] = int(k.group(3)), int(k.group(4))
         if "probe" in line.text and "probe_kill" not in self.facts.startup and _PROBE_KILL.search(line.text):
             self._set_startup("probe_kill", line.text.strip()[:500], line)  # the kubelet's event (any indentation)
         for name, needle, rx in _PROCESS_FACTS:

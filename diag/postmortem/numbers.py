@@ -67,6 +67,9 @@ _NUM_PATTERNS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     # a token a message names by id ("... is trying to accept another token 151645", "token id 128001")
     (re.compile(r"\btoken(?: id| ID)?:? (\d{2,})\b(?!\.\d)"), ("token_id",)),
     (re.compile(r"ran for (\d+) milliseconds before timing out"), ("nccl_ran_ms",)),
+    # the memory profiler's check that no other process freed memory meanwhile (gpu_worker.determine_available_memory)
+    (re.compile(r"Initial free memory " + _FLOAT + r" ?GiB, current free memory " + _FLOAT + r" ?GiB"),
+     ("initial_free_memory_gib", "current_free_memory_gib")),
 ]
 # the rest of PyTorch's CUDA out-of-memory message (values in GiB)
 _OOM_FIELDS = [

@@ -87,7 +87,8 @@ _TIMING_NAMES = {"rt": "request_time_s", "request_time": "request_time_s", "urt"
 # the CUDA a PyTorch build was made for: pip's "torch 2.10.0+cu130", "torch==2.9.1+cu129", collect_env's "PyTorch
 # version: 2.8.0+cu128" and "CUDA used to build PyTorch: 12.8"
 # (collect_env.py pads its field names in newer releases: "PyTorch version              : 2.11.0+cu130")
-_TORCH_BUILD = re.compile(r"\b(?:torch|PyTorch version\s*:)\s*(?:==\s*)?\d+\.\d+(?:\.\d+)?\+cu(\d{2})(\d)\b")
+# (or alone at a line's start: python -c "print(torch.__version__, torch.version.cuda)" -> "2.10.0+cu130 13.0")
+_TORCH_BUILD = re.compile(r"(?:\b(?:torch|PyTorch version\s*:)\s*(?:==\s*)?|^\s*)\d+\.\d+(?:\.\d+)?\+cu(\d{2})(\d)\b")
 # collect_env.py's driver field: "Nvidia driver version: 550.144.03" (padded or not)
 _ENV_DRIVER = re.compile(r"\bNvidia driver version\s*:\s*(\d{3}\.\d+(?:\.\d+)?)\b")
 _TORCH_CUDA = re.compile(r"\bCUDA used to build PyTorch\s*:\s*(\d{2}\.\d)\b")
