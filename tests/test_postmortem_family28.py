@@ -321,3 +321,22 @@ def test_the_memory_profilers_free_memory_check_gives_both_readings():
 
     assert message_numbers("Error in memory profiling. Initial free memory 38.12 GiB, current free memory 41.87 GiB.") \
         == {"initial_free_memory_gib": 38.12, "current_free_memory_gib": 41.87}
+
+
+def test_one_request_at_a_time_is_the_client_not_the_engine():
+    """Serving said slow while every stats line runs one request with none waiting: the client sends them one after
+    another."""
+    lines = ["Nemotron 3 Nano is super slow on GH200 -- 140 tok/s total, the job ETA is 9 days.",
+             "vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 --max-num-seqs 512 --enable-prefix-caching",
+             _stats(1, 0, 0.1, 402.7), _stats(1, 0, 0.1, 389.9)]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "none waiting" in top.title
+    busy = _analyze(lines[:2] + [_stats(60, 0, 12.0, 402.7)]).findings
+    assert not any("none waiting" in f.title for f in busy[:1])
+
+
+def test_latency_said_to_be_high_is_slow_and_an_answer_in_reasoning_told_in_words_is_read():
+    assert facts_from_text("TPOT is very high (~68 ms) even at low load").startup.get("slow_prose")
+    told = ('for every request the response JSON has "content": null and the whole answer text is inside '
+            '"reasoning_content".')
+    assert facts_from_text(told).startup.get("answer_as_reasoning")

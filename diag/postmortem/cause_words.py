@@ -131,6 +131,11 @@ REASONING_ATE_BUDGET = re.compile(
 ANSWER_AS_REASONING = re.compile(
     r"\bcontent[\"']?\s*[=:]\s*(?:None|null|\"\"|'')\s*,[^\n]{0,300}?\breasoning(?:_content)?[\"']?\s*[=:]\s*"
     r"[\"']([^\"'\n]{1,200})[\"']")
+# ... told in words: 'the response JSON has "content": null and the whole answer text is inside "reasoning_content"'
+ANSWER_AS_REASONING_TOLD = re.compile(
+    r"\bcontent[\"'`]?\s*(?:[:=]\s*|is\s+|(?:comes?|came)\s+back\s+(?:as\s+)?)?(?:null|None|empty)\b[^.\n]{0,80}?"
+    r"\b(?:answer|text|output|response|reply)\b[^.\n]{0,40}?\b(?:in|inside|into|under)\s+(?:the\s+)?[\"'`]?"
+    r"reasoning(?:_content)?\b", re.I)
 THINKING_OFF = re.compile(r"[\"']?enable_thinking[\"']?\s*[=:]\s*(?:False|false|0)\b|\b(?:disable|turn off|switch off)\w* "
                           r"(?:the )?thinking\b|\bthinking (?:disabled|off)\b|/no_think\b", re.I)
 # text a drafter cannot predict, or predicts only in the language it was trained on: "32-char hex ids and hashes copied

@@ -102,7 +102,16 @@ def _engine_not_holding(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
     st = facts.startup
     said, running = st.get("capacity_prose"), st.get("num_requests_running_max")
     seqs, usage = facts.args.get("max_num_seqs"), st.get("gpu_kv_cache_usage_percent_max")
-    if not said or not _CEILING.search(str(said)) or st.get("num_requests_waiting_max") != 0 \
+    # (serving said slow while no stats line ever runs more than one request: the client sends them one after another
+    # -- an awaited loop, a pool of one -- and the whole rate is one stream's; not a complaint about each token's time)
+    slow = st.get("slow_prose")
+    one_at_a_time = running == 1 and (not isinstance(seqs, int) or seqs > 1) and bool(slow) \
+        and not st.get("spec_slower_prose") and not _PER_TOKEN.search(str(slow))
+    if not said and one_at_a_time:
+        said = slow
+    elif said and not _CEILING.search(str(said)):
+        said = None
+    if not said or st.get("num_requests_waiting_max") != 0 \
             or not isinstance(running, int) or running < 1 \
             or not isinstance(usage, (int, float)) or usage >= 50 or (isinstance(seqs, int) and running >= seqs):
         return None
@@ -116,8 +125,9 @@ def _engine_not_holding(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
                "receives, so fewer arrive than the report expects -- the client's concurrency or what stands in front "
                "of the engine, outside the hybrid/spec-decode families"),
         title="Fewer requests arrive than expected (the engine runs all it is sent: none waiting)",
-        message=f"capacity without an error: {said}",
-        evidence=("capacity_prose", "num_requests_running", "num_requests_waiting_max", "gpu_kv_cache_usage_percent_max"),
+        message=f"{'slow serving' if said == slow else 'capacity'} without an error: {said}",
+        evidence=("capacity_prose", "slow_prose", "num_requests_running", "num_requests_waiting_max",
+                  "gpu_kv_cache_usage_percent_max"),
         missing=["the client's concurrency setting (its thread pool, connection limit or load generator)"])
 
 

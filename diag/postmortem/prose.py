@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from .abtests import DRAFTS_WORDS, WITHOUT_WORDS, WORKS_WORDS, first_words
-from .cause_words import (ANSWER_AS_REASONING, CLIENT_TOKENIZER, GATEWAY_TIMEOUT, THINKING_IN_CONTENT, THINKING_OFF,
-                          TOOL_CALLS_AS_TEXT, TURN_TOKENS_IN_OUTPUT)
+from .cause_words import (ANSWER_AS_REASONING, ANSWER_AS_REASONING_TOLD, CLIENT_TOKENIZER, GATEWAY_TIMEOUT,
+                          THINKING_IN_CONTENT, THINKING_OFF, TOOL_CALLS_AS_TEXT, TURN_TOKENS_IN_OUTPUT)
 from .lines import Line
 from .prompt_lines import token_count
 from .request_words import EVERY_REQUEST, GREEDY_ACCEPTS, NO_TEMPERATURE, REQ_HINT, REQUEST_TOKENS, SHORT_PROMPT
@@ -794,6 +794,10 @@ class ProseLines:
         if "reasoning" in text and "answer_as_reasoning" not in self.facts.startup and len(text) < 8000 \
                 and (m := ANSWER_AS_REASONING.search(text)):
             self.facts.startup["answer_as_reasoning"] = f"content empty, reasoning_content '{m.group(1)[:80]}'"
+            self.facts.lines["answer_as_reasoning"] = (line.lineno, text.strip()[:500])
+        elif "reasoning" in text and "answer_as_reasoning" not in self.facts.startup and len(text) < 4000 \
+                and (m := ANSWER_AS_REASONING_TOLD.search(text)):
+            self.facts.startup["answer_as_reasoning"] = m.group(0)
             self.facts.lines["answer_as_reasoning"] = (line.lineno, text.strip()[:500])
         if "content" in text and len(self.logged_prompts) < 8 and len(text) < 8000 and (m := _SENT_PROMPT.search(text)):
             # a request's system or user message as a gateway's or client's debug log shows it: where two requests'
