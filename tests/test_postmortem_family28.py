@@ -340,3 +340,8 @@ def test_latency_said_to_be_high_is_slow_and_an_answer_in_reasoning_told_in_word
     told = ('for every request the response JSON has "content": null and the whole answer text is inside '
             '"reasoning_content".')
     assert facts_from_text(told).startup.get("answer_as_reasoning")
+
+
+def test_a_gateway_routes_timeout_is_read_as_the_proxys():
+    st = facts_from_text("route config: `timeout: 60s` (default for all routes, nobody changed it)").startup
+    assert st["route_timeout_s"] == 60 and "timeout: 60s" in st["proxy_timeout_prose"]

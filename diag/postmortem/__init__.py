@@ -213,6 +213,8 @@ proxy_read_timeout_s                   a proxy's read timeout as its configurati
                                        60s;``, ``proxy-read-timeout: "60"``), or nginx's default 60 where the report
                                        says it is not set
 proxy_read_timeout_removed_s           the read timeout a diff's removed line took away (so the default applies)
+route_timeout_s                        a gateway route's timeout (``route config: `timeout: 60s```): Envoy /
+                                       Istio end a request, a stream included, at it
 compute_capability                     the GPU's compute capability as the report states it (``Compute Capability
                                        7.0``, ``compute cap 8.9``, nvidia-smi's ``compute_cap`` column) as [major,
                                        minor]; findings quote it as 7.0

@@ -100,7 +100,7 @@ PROXY_TIMEOUT = re.compile(
     r"\b(?:idle[-_ ]?timeout|proxy[-_ ]read[-_ ]timeout|proxy[-_ ]send[-_ ]timeout|read[-_ ]timeout|"
     r"keep-?alive[-_ ]timeout|upstream[-_ ]timeout|"
     # Envoy's (Istio's) route timeout, as its access log's response-code details and its config name it
-    r"response_timeout|upstream request timeout|route[-_ ]timeout)\b|"
+    r"response_timeout|upstream request timeout|route[-_ ]timeout)\b|\broutes?\b[^.\n]{0,30}?\btimeout[\"'`]?\s*[:=]\s*\d+\s*(?:ms|s|m)?\b|"
     r"\b(?:ALB|ELB|NLB|load balancer|LB|ingress|nginx|envoy|proxy|gateway|Cloudflare)\b[^.\n]{0,60}?"
     r"\b(?:tim(?:es|ed) out|closes? the (?:client )?connection|closed the (?:client )?connection|"
     r"drops? the connection|cuts? the (?:connection|stream))\b", re.I)

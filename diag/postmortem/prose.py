@@ -315,6 +315,10 @@ _SENT_PROMPT = re.compile(r"\bmessages\[\d+\]\.content\s*[=:]\s*\"((?:[^\"\\\n]|
 # 'proxy-read-timeout: "60"'): the longest a response may stay silent before the proxy cuts it
 _PROXY_READ_TIMEOUT = re.compile(r"\bproxy[-_]read[-_]timeout[\"']?\s*[:=]?\s*[\"']?(\d+)\s*(s|m|ms)?\b")
 
+# a gateway route's timeout as its configuration states it: "route config: `timeout: 60s`", a VirtualService's
+# "+    timeout: 60s" under its route
+_ROUTE_TIMEOUT = re.compile(r"\broutes?\b[^\n]{0,40}?\btimeout[\"'`]?\s*[:=]\s*[\"'`]?(\d+)\s*(s|m|ms)?\b", re.I)
+
 # ... or left unset ("# proxy-read-timeout not set", "(no proxy-read-timeout annotation)", a diff's removed line
 # "-    nginx.ingress.kubernetes.io/proxy-read-timeout: ..."): then it is nginx's (and ingress-nginx's) default, 60 s
 _PROXY_READ_TIMEOUT_UNSET = re.compile(r"\bproxy[-_]read[-_]timeout\b[^\n\d]{0,40}?(?:\bnot (?:set|configured|specified)\b|"
@@ -500,6 +504,10 @@ class ProseLines:
                 and (len(_WORD.findall(said)) >= 6 and (said != text or _REPORT_VOICE.search(said))
                      or len(_CJK.findall(said)) >= 8):
             self.facts.lines["report_prose"] = (line.lineno, text.strip()[:500])  # (someone's words, not a log's)
+        if "timeout" in text and "route_timeout_s" not in self.facts.startup and (m := _ROUTE_TIMEOUT.search(text)):
+            # a gateway route's timeout (Envoy / Istio: the whole request, a stream included, must finish within it)
+            self.facts.startup["route_timeout_s"] = _timeout_secs(m)
+            self.facts.lines["route_timeout_s"] = (line.lineno, text.strip()[:500])
         if "timeout" in text and "proxy_read_timeout_s" not in self.facts.startup and (
                 (unset := _PROXY_READ_TIMEOUT_UNSET.search(text)) or (m := _PROXY_READ_TIMEOUT.search(text))):
             if unset and text.startswith("-") and (was := _PROXY_READ_TIMEOUT.search(text)):
