@@ -371,7 +371,8 @@ def match_frames(frames: Sequence[Any], exc_type: str = "", message: str = "", c
         sites = [s for s in cat.in_function(fr.file, fr.function) if _same_file(fr.file, s.file)]
         # (a nested function's assert under its enclosing function's name, a frame written from memory: the sites of
         # the functions nested in it count for the condition)
-        nested = [s for s in cat.in_file(fr.file) if _same_file(fr.file, s.file) and fr.function in s.function.split(".")[:-1]] \
+        nested = [s for s in cat.in_file(fr.file)
+                  if _same_file(fr.file, s.file) and fr.function in s.function.split(".")[:-1]] \
             if _assert_condition(fr.code or "") else []
         if not sites and not nested:
             continue
@@ -381,8 +382,8 @@ def match_frames(frames: Sequence[Any], exc_type: str = "", message: str = "", c
         if cond is not None:
             want = _nows(cond)
             hits = [s for s in sites if s.kind == "assert" and s.condition and (
-                _nows(s.condition) == want or (want.endswith("(") or len(want) > 20) and _nows(s.condition).startswith(want))] \
-                or [s for s in nested if s.kind == "assert" and s.condition and _nows(s.condition) == want]
+                _nows(s.condition) == want or (want.endswith("(") or len(want) > 20) and _nows(s.condition).startswith(want))]
+            hits = hits or [s for s in nested if s.kind == "assert" and s.condition and _nows(s.condition) == want]
             # one condition asserted with several messages across releases (AITER's shuffle-layout asserts): the
             # frame's line number picks the ones at that line in some release
             at_line = [s for s in hits if fr.line and fr.line in s.release_lines(cat.versions).values()]

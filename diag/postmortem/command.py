@@ -248,8 +248,8 @@ def args_from_flags(text: str, inline: list[tuple[str, str | None]], lines: list
     except Exception:  # noqa: BLE001 - read the lines as separate argv items instead
         # (the inline flags stay a chunk of their own, also when there are no flag lines at all)
         # (a line of several flags that parses on its own stays whole: "--model m -tp 2 --max-num-seqs 96")
-        chunks = [ln if _parses(ln) else [ln] if ln.startswith("--") and "=" in ln.split(" ", 1)[0] else ln.split(None, 1)
-                  for ln in (lines or [])] + ([inline_text] if inline_text.strip() else [])
+        chunks = [ln if _parses(ln) else [ln] if ln.startswith("--") and "=" in ln.split(" ", 1)[0]
+                  else ln.split(None, 1) for ln in (lines or [])] + ([inline_text] if inline_text.strip() else [])
     if len(pieces) > 1:  # one inline flag the parser refuses must not lose the others
         chunks += pieces
     for chunk in chunks:

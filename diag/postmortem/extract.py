@@ -398,8 +398,9 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
             for m in _SPEC_METRICS.finditer(line.text):
                 self._metric("spec_" + m.group(1).lower().replace(" ", "_"), _num(m.group(2)))
                 prompt_rate = self.facts.startup.get("prompt_throughput_tok_s")
+                value = _num(m.group(2))
                 if m.group(1) == "Mean acceptance length" and isinstance(prompt_rate, (int, float)) \
-                        and isinstance(value := _num(m.group(2)), (int, float)) and len(self.acceptance_by_prefill) < 64:
+                        and isinstance(value, (int, float)) and len(self.acceptance_by_prefill) < 64:
                     self.acceptance_by_prefill.append((float(prompt_rate), float(value)))
         if "Host Frame" in line.text and self.host_frame_line is None:
             # compute-sanitizer's host backtrace of the faulting launch: its first Python frame is the statement
@@ -470,7 +471,8 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
                                                            or "oom" in line.text or "cgroup" in line.text) \
                 and (m := HOST_OOM_KILL.search(line.text[:2000])):
             self._set_startup("host_oom_kill", " ".join(m.group(0).split()), line)
-        if "illed process" in line.text and "oom_killed_pid" not in self.facts.startup and (k := _KERNEL_KILL.search(line.text)):
+        if "illed process" in line.text and "oom_killed_pid" not in self.facts.startup \
+                and (k := _KERNEL_KILL.search(line.text)):
             # the kernel's report of the kill: which process, and the memory it held
             self.facts.startup["oom_killed_pid"], self.facts.startup["oom_killed_process"] = int(k.group(1)), k.group(2)
             self.facts.startup["total_vm_kb"], self.facts.startup["anon_rss_kb"] = int(k.group(3)), int(k.group(4))

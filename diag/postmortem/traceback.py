@@ -324,8 +324,8 @@ class TracebackParser:
         # after its message is not part of it)
         pydantic_done = exc is not None and "errors.pydantic.dev" in exc.message.rsplit("\n", 1)[-1] \
             and _PYDANTIC_HEAD.match(exc.message) is not None and not _PYDANTIC_NEXT.match(stripped)
-        if exc is not None and st.cont_lines and stripped and st.cont_lines < 30 and not stripped.startswith(_PROBE_NOTE) \
-                and not pydantic_done:
+        if exc is not None and st.cont_lines and stripped and st.cont_lines < 30 \
+                and not stripped.startswith(_PROBE_NOTE) and not pydantic_done:
             # (a record of another logger -- "[metrics.py:120] SpecDecoding metrics: ..." after the exception's
             # "[hermes_tool_parser.py:117]" -- is the next record, not the rest of a wrapped one)
             src = _record_src(line)
