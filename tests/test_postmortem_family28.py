@@ -345,3 +345,14 @@ def test_latency_said_to_be_high_is_slow_and_an_answer_in_reasoning_told_in_word
 def test_a_gateway_routes_timeout_is_read_as_the_proxys():
     st = facts_from_text("route config: `timeout: 60s` (default for all routes, nobody changed it)").startup
     assert st["route_timeout_s"] == 60 and "timeout: 60s" in st["proxy_timeout_prose"]
+
+
+def test_the_hosts_iommu_refusing_the_gpus_dma_is_the_platform_not_the_hybrid():
+    lines = ["TP=2 on a KVM guest: the first request hangs; hybrid Mamba + prefix caching on.",
+             "vllm serve tiiuae/Falcon-H1-34B-Instruct --tensor-parallel-size 2 --enable-prefix-caching",
+             "[ 8123.442150] NVRM: Xid (PCI:0000:00:05): 31, pid=4410, name=python3, Ch 00000008, intr 00000000. MMU "
+             "Fault: ENGINE CE3 HUBCLIENT_CE1 faulted @ 0x7f2a_c0000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_WRITE",
+             "[2391.118] DMAR: [DMA Write NO_PASID] Request device [3b:00.0] fault addr 0x38e000000000 [fault reason "
+             "0x05] PTE Write access is not set"]
+    top = _analyze(lines).findings[0]
+    assert top.category == "other" and "IOMMU" in top.title

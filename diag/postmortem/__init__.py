@@ -307,6 +307,8 @@ direct_fine_prose,                     output
 own_tokenizer_fixes
 direct_request_s                       how long the same request took sent straight to the engine, past the proxy
                                        (``Direct curl to the pod IP: returns 200 after 97 s``)
+iommu_fault                            the host's IOMMU logging a DMA fault (``DMAR: [DMA Write NO_PASID] ...
+                                       fault reason``, AMD-Vi's ``IO_PAGE_FAULT``): a GPU's transfer refused
 host_oom_kill                          the host's OOM killer in the report: ``Reason: OOMKilled`` (kubectl),
                                        ``Killed process N`` (the kernel)
 oom_killed_pid, oom_killed_process,    the kernel's line for that kill: ``Killed process 60912 (python3)

@@ -656,11 +656,24 @@ def _hardware_fault(facts: LogFacts) -> str | None:
         if xid in _HARDWARE_XIDS:
             return f"Xid {xid}: {_HARDWARE_XIDS[xid]}"
     hit = next((t for _, t in facts.startup.get("error_lines") or [] if LOST_GPU.search(t)), None)
-    return LOST_GPU.search(hit).group(0) if hit else None
+    if hit:
+        return LOST_GPU.search(hit).group(0)
+    return _IOMMU if facts.startup.get("iommu_fault") else None
+
+
+_IOMMU = "the host's IOMMU refused the GPU's DMA"
 
 
 def _hardware_near_miss(facts: LogFacts, hardware: str, message: str, base_numbers: dict,
                         evidence: list[Evidence]) -> Diagnosis:
+    if hardware == _IOMMU:
+        return crash_near_miss(
+            facts, "Host IOMMU refused the GPU's DMA (peer-to-peer or copy-engine transfers blocked)",
+            f"the host's IOMMU logged a DMA fault for the GPU ('{facts.startup['iommu_fault'][:120]}'): the GPUs' "
+            "peer-to-peer or copy-engine transfers are refused (GPUs passed through to a VM, an ACS / IOMMU setting), so "
+            "a collective hangs or the device faults -- the platform, outside the hybrid/spec-decode families",
+            message if message.strip() else hardware, base_numbers, evidence + fact_evidence(facts, "iommu_fault", "xid"),
+            missing=["the same run with NCCL_P2P_DISABLE=1, and the host's IOMMU / ACS settings"])
     return crash_near_miss(facts, f"GPU hardware fault ({hardware})",
                             f"the driver reports a failure of the GPU itself ({hardware}); the errors the process printed "
                             f"are that device failing under it, outside the hybrid/spec-decode families",

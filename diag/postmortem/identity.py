@@ -31,6 +31,10 @@ _OTHER_RELEASE = re.compile(r"(?i)(?:works?|worked|working|fine|ok|okay|before|u
                             r"also)[^\w,;]+(?:\w+[^\w,;]+){0,3}$")  # (a comma ends the clause that names another)
 _LOGO_VERSION = re.compile(r"█\s+version\s+" + _VER)
 _LOGO_MODEL = re.compile(r"█\s+model\s+(\S+)")
+# the host's IOMMU logging a DMA fault (Intel VT-d "DMAR: [DMA Write NO_PASID] ... fault reason", AMD-Vi's
+# IO_PAGE_FAULT): a device's transfer refused by the IOMMU (peer-to-peer between passed-through GPUs, ACS)
+_IOMMU_FAULT = re.compile(r"\bDMAR: \[DMA (?:Read|Write)\b|\bDMAR: DRHD: handling fault\b|AMD-Vi: Event logged \[IO_PAGE_FAULT|"
+                          r"\bIO_PAGE_FAULT\b|\biommu\b[^\n]{0,40}?\bfault\b", re.I)
 _SERVING = re.compile(r"vLLM server version \S+, serving model (\S+)")
 _ARCH = re.compile(r"\b([A-Z][A-Za-z0-9_]*For(?:CausalLM|ConditionalGeneration|SequenceClassification|MaskedLM|TextEncoding|Embedding))\b")
 _ARCH_LIST = re.compile(r"architectures?\s*[:=]?\s*\[\s*'(\w+)'")
@@ -179,6 +183,11 @@ class IdentityLines:
                 seen = self.facts.startup.setdefault("xids", [])  # every code the driver reported, in order
                 if xid not in seen and len(seen) < 8:
                     seen.append(xid)
+        if ("DMAR" in text or "AMD-Vi" in text or "IO_PAGE_FAULT" in text or "ommu" in text) \
+                and "iommu_fault" not in self.facts.startup and _IOMMU_FAULT.search(text):
+            # the host's IOMMU refusing a device's DMA: a GPU's peer-to-peer or copy-engine transfer blocked
+            self.facts.startup["iommu_fault"] = text.strip()[:300]
+            self._note("iommu_fault", line)
         m = _SM.search(text) if self.sm is None and ("sm" in text or "SM" in text) else None
         if m and self.sm is None:
             self.sm = int(m.group(1))
