@@ -356,3 +356,17 @@ def test_the_hosts_iommu_refusing_the_gpus_dma_is_the_platform_not_the_hybrid():
              "0x05] PTE Write access is not set"]
     top = _analyze(lines).findings[0]
     assert top.category == "other" and "IOMMU" in top.title
+
+
+def test_newer_ncclS_named_ib_completion_status_and_vendor_error_are_read():
+    line = ("gpu-b14:19822:20511 [3] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+            "10.40.2.13<45811> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) reqSize=524288 vendor_err=129")
+    numbers = facts_from_text(line).numbers
+    assert numbers["ib_completion_status"] == 12 and numbers["ib_vendor_err"] == 129
+
+
+def test_each_known_xid_is_also_named_by_its_meaning():
+    lines = ["NVRM: Xid (PCI:0000:47:00): 48, pid=90517, name=VLLM::Worker_TP, An uncorrectable double bit error (DBE)",
+             "NVRM: Xid (PCI:0000:47:00): 63, pid=90517, name=VLLM::Worker_TP, Row Remapper: New row marked for remapping"]
+    st = facts_from_text("\n".join(lines)).startup
+    assert st["xids"] == [48, 63] and st["xid_double_bit_ecc"] == 48 and st["xid_row_remap"] == 63

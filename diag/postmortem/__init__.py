@@ -253,6 +253,8 @@ cpu_limit_cores                        a container's CPU limit: Kubernetes' ``li
 torch_cuda_tag, torch_cuda_version     the CUDA a PyTorch build was made for: ``torch 2.10.0+cu130`` (130, 13.0),
                                        collect_env's ``CUDA used to build PyTorch: 12.9``
 xid                                    the driver's GPU fault code (``NVRM: Xid (PCI:0000:ab:00): 94, ...``)
+xids, xid_<meaning>                    every Xid the driver reported, in order, and each known one by its meaning
+                                       (``xid_row_remap``: 63, ``xid_contained_ecc``: 94, ``xid_fallen_off_bus``: 79)
 cache_config (dict)                    the numeric labels of /metrics' ``vllm:cache_config_info{...}`` (num_gpu_blocks,
                                        block_size, gpu_memory_utilization ...)
 env_numbers (dict)                     environment variables the report sets to a number (``LMCACHE_CHUNK_SIZE=256``),

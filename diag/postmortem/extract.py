@@ -58,8 +58,9 @@ _SCHED_FIELDS = re.compile(r"\b(?:num_scheduled_tokens|scheduled_spec_decode_tok
 
 
 _NCCL_WARN = [("nccl_cuda_failure", re.compile(r"\bCuda failure (\d+)\b")),
-              ("ib_completion_status", re.compile(r"Got completion from peer .{0,120}?\bstatus=(\d+)")),
-              ("ib_vendor_err", re.compile(r"\bvendor err (\d+)\b")),
+              # (newer NCCL names the status: "status=IBV_WC_RETRY_EXC_ERR(12)", "vendor_err=129")
+              ("ib_completion_status", re.compile(r"Got completion from peer .{0,120}?\bstatus=(?:IBV_WC_\w+\()?(\d+)")),
+              ("ib_vendor_err", re.compile(r"\bvendor[ _]err[ =](\d+)\b")),
               ("nccl_errno", re.compile(r"\berrno (\d+)\b"))]
 # what the process around vLLM reports, quoted by operators beside the error: the OS error number, the HTTP status a
 # client got (an access log's '"POST /v1/chat/completions HTTP/1.1" 500', "HTTP 500", "status_code=503"), a

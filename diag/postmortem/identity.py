@@ -35,6 +35,11 @@ _LOGO_MODEL = re.compile(r"█\s+model\s+(\S+)")
 # IO_PAGE_FAULT): a device's transfer refused by the IOMMU (peer-to-peer between passed-through GPUs, ACS)
 _IOMMU_FAULT = re.compile(r"\bDMAR: \[DMA (?:Read|Write)\b|\bDMAR: DRHD: handling fault\b|AMD-Vi: Event logged \[IO_PAGE_FAULT|"
                           r"\bIO_PAGE_FAULT\b|\biommu\b[^\n]{0,40}?\bfault\b", re.I)
+# NVIDIA's Xid codes an operator quotes by their meaning (the driver's catalogue of Xid errors)
+_XID_NAMES = {13: "graphics_exception", 31: "mmu_fault", 43: "channel_stopped", 45: "channel_teardown",
+              48: "double_bit_ecc", 63: "row_remap", 64: "row_remap_failure", 74: "nvlink", 79: "fallen_off_bus",
+              92: "single_bit_ecc_rate", 94: "contained_ecc", 95: "uncontained_ecc", 119: "gsp_timeout",
+              120: "gsp_error", 154: "reset_required"}
 _SERVING = re.compile(r"vLLM server version \S+, serving model (\S+)")
 _ARCH = re.compile(r"\b([A-Z][A-Za-z0-9_]*For(?:CausalLM|ConditionalGeneration|SequenceClassification|MaskedLM|TextEncoding|Embedding))\b")
 _ARCH_LIST = re.compile(r"architectures?\s*[:=]?\s*\[\s*'(\w+)'")
@@ -183,6 +188,8 @@ class IdentityLines:
                 seen = self.facts.startup.setdefault("xids", [])  # every code the driver reported, in order
                 if xid not in seen and len(seen) < 8:
                     seen.append(xid)
+                    if xid in _XID_NAMES:  # (each by its meaning too: "xid_row_remap": 63)
+                        self.facts.startup[f"xid_{_XID_NAMES[xid]}"] = xid
         if ("DMAR" in text or "AMD-Vi" in text or "IO_PAGE_FAULT" in text or "ommu" in text) \
                 and "iommu_fault" not in self.facts.startup and _IOMMU_FAULT.search(text):
             # the host's IOMMU refusing a device's DMA: a GPU's peer-to-peer or copy-engine transfer blocked
