@@ -105,8 +105,9 @@ def _engine_not_holding(facts: LogFacts, base_numbers: dict) -> Diagnosis | None
     # (serving said slow while no stats line ever runs more than one request: the client sends them one after another
     # -- an awaited loop, a pool of one -- and the whole rate is one stream's; not a complaint about each token's time)
     slow = st.get("slow_prose")
+    slow_line = str((facts.lines.get("slow_prose") or (0, ""))[1])
     one_at_a_time = running == 1 and (not isinstance(seqs, int) or seqs > 1) and bool(slow) \
-        and not st.get("spec_slower_prose") and not _PER_TOKEN.search(str(slow))
+        and not st.get("spec_slower_prose") and not _PER_TOKEN.search(str(slow)) and not _ONE_STREAM.search(slow_line)
     if not said and one_at_a_time:
         said = slow
     elif said and not _CEILING.search(str(said)):
@@ -203,6 +204,9 @@ def idle_engine_hang(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
 
 
 # a complaint about each token's time, not the load served
+# the rate of one stream measured as such ("single-stream decode is ~27 tok/s", "batch size 1"): not an aggregate
+_ONE_STREAM = re.compile(r"\bsingle[- ](?:stream|user|request|sequence)\b|\bone (?:user|stream|request at a time)\b|"
+                         r"\b(?:batch(?:[- ]size)?|bs|concurrency)\s*(?:=|of)?\s*1\b", re.I)
 _PER_TOKEN = re.compile(r"\bTPOT\b|\bITL\b|\bper[- ]token\b|\binter[- ]token\b", re.I)
 
 
