@@ -370,3 +370,18 @@ def test_each_known_xid_is_also_named_by_its_meaning():
              "NVRM: Xid (PCI:0000:47:00): 63, pid=90517, name=VLLM::Worker_TP, Row Remapper: New row marked for remapping"]
     st = facts_from_text("\n".join(lines)).startup
     assert st["xids"] == [48, 63] and st["xid_double_bit_ecc"] == 48 and st["xid_row_remap"] == 63
+
+
+def test_older_gpus_carry_their_compute_capability():
+    from vllm_diag.preflight.predict import parse_gpu
+
+    assert parse_gpu("Tesla V100-SXM2-32GB").compute_capability == (7, 0)
+    assert parse_gpu("Tesla T4").compute_capability == (7, 5)
+    assert parse_gpu("NVIDIA A40").compute_capability == (8, 6)
+
+
+def test_the_smi_header_gives_the_drivers_cuda_after_collect_envs_driver_line():
+    text = ("Nvidia driver version        : 535.247.01\n"
+            "nvidia-smi header: `NVIDIA-SMI 535.247.01   Driver Version: 535.247.01   CUDA Version: 12.2`")
+    st = facts_from_text(text).startup
+    assert st["driver_version"] == "535.247.01" and st["driver_cuda_version"] == 12.2

@@ -194,7 +194,7 @@ class ToolOutputLines:
                 self.facts.lines["gpu_temp_c"] = (line.lineno, text.strip()[:500])
         if "," in text and line.level is None:
             self._smi_csv(text, line)
-        if "Driver Version" in text and "driver_version" not in self.facts.startup and (m := _SMI_HEADER.search(text)):
+        if "Driver Version" in text and "driver_cuda_version" not in self.facts.startup and (m := _SMI_HEADER.search(text)):
             self.facts.startup["driver_version"] = m.group(1)
             self.facts.startup["driver_cuda_version"] = float(m.group(2))
             self.facts.lines["driver_version"] = (line.lineno, text.strip()[:500])
