@@ -385,3 +385,8 @@ def test_the_smi_header_gives_the_drivers_cuda_after_collect_envs_driver_line():
             "nvidia-smi header: `NVIDIA-SMI 535.247.01   Driver Version: 535.247.01   CUDA Version: 12.2`")
     st = facts_from_text(text).startup
     assert st["driver_version"] == "535.247.01" and st["driver_cuda_version"] == 12.2
+
+
+def test_a_different_comma_wrong_answer_is_wrong_output():
+    said = "Qwen3.5 with MTP + prefix caching: second identical request (greedy) gives different, wrong answer"
+    assert facts_from_text(said).startup.get("wrong_output_prose") == "gives different, wrong answer"

@@ -51,8 +51,9 @@ WRONG_OUTPUT = re.compile(r"\b(?:garbled|gibberish|corrupt(?:ed|ion)?(?: ?(?:/|o
                           r"\b(?:gives?|returns?|produces?|yields?|gets?) different (?:answers|outputs|results|completions|"
                           r"text|responses) (?:(?:between|across|from) (?:runs?|run to run|calls?)|(?:on )?(?:each|every) (?:run|call|time))\b|"
                           # "repeated identical greedy request gives different (wrong) answer on cache hit"
-                          r"\b(?:gives?|returns?|produces?) (?:a )?different \((?:wrong|incorrect|bad)\) (?:answers?|outputs?|results?|"
-                          r"responses?)\b|"
+                          # (or "gives different, wrong answer")
+                          r"\b(?:gives?|returns?|produces?) (?:a )?different(?: \(|, ?| and )(?:wrong|incorrect|bad)\)? (?:answers?|"
+                          r"outputs?|results?|responses?)\b|"
                           # "responses never stop, keep writing", "pages of repetition", "thousands of newlines"
                           r"\b(?:responses?|answers?|outputs?|generations?|replies) never (?:stop|end|finish)\b|"
                           # "the same greedy request gives a different (wrong) answer the 2nd time", "follow-up questions
