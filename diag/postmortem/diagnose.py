@@ -658,7 +658,11 @@ def _hardware_fault(facts: LogFacts) -> str | None:
     hit = next((t for _, t in facts.startup.get("error_lines") or [] if LOST_GPU.search(t)), None)
     if hit:
         return LOST_GPU.search(hit).group(0)
-    return _IOMMU if facts.startup.get("iommu_fault") else None
+    # (the IOMMU's refusal where the GPU itself faulted on it -- an Xid, a CUDA error; a hang alone is the collective's
+    # reading, which counts the same fault)
+    lines = facts.startup.get("error_lines") or []
+    faulted = facts.startup.get("xids") or any(ASYNC.search(t) for _, t in lines)
+    return _IOMMU if facts.startup.get("iommu_fault") and faulted else None
 
 
 _IOMMU = "the host's IOMMU refused the GPU's DMA"
