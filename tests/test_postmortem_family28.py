@@ -390,3 +390,8 @@ def test_the_smi_header_gives_the_drivers_cuda_after_collect_envs_driver_line():
 def test_a_different_comma_wrong_answer_is_wrong_output():
     said = "Qwen3.5 with MTP + prefix caching: second identical request (greedy) gives different, wrong answer"
     assert facts_from_text(said).startup.get("wrong_output_prose") == "gives different, wrong answer"
+
+
+def test_speed_at_half_or_low_in_korean_chinese_and_japanese_is_slow():
+    for said in ("생성 속도가 절반 정도밖에 안 나옵니다", "MTP 처리량이 이상하게 낮습니다", "速度只有一半", "スループットが半分になった"):
+        assert facts_from_text(said).startup.get("slow_prose"), said

@@ -701,6 +701,7 @@ class ProseLines:
                                        "\u043f\u043e\u0432\u0456\u043b\u044c\u043d", "\u0927\u0940\u092e\u093e", "\u0623\u0628\u0637\u0623",
                                        "\u0e0a\u0e49\u0e32", "\u60aa", "\u5dee", "\u4e0b\u964d", "\ub098\ube60", "\ub098\uc058",
                                        "\uc545\ud654", "\ub5a8\uc5b4", "\u843d\u3061", "\u4f4e\u4e0b", "\u541e\u5410", "despenc", "desab", "desplom",
+                                       "\uc808\ubc18", "\ub0ae", "\u4e00\u534a", "\u534a\u5206", "\u964d\u4f4e",
                                        "pior", "peor", "schlechter", "pire", "bricht", "effondr", "descend",
                                        "\u043f\u0430\u0434\u0430", "\u043d\u0438\u0436\u0435", "\u0443\u043f\u0430\u043b")):
                 self._first_words("slow_prose", SLOW, wide, line)

@@ -724,6 +724,10 @@ SLOW = re.compile(
     # "más lento", "plus lent", "mais lento", "медленнее"
     r"\ub290\ub824|\ub290\ub9bd|\u53d8\u6162|\u66f4\u6162|\u6162\u4e86|\u8fd8\u6162|\u6bd4[^\u3002\n]{0,15}?\u6162|\u9045\u304f|\u9045\u3044|\blangsamer\b|"
     r"\bm\u00e1s lent[oa]s?\b|\bplus lente?s?\b|\bmais lent[oa]s?\b|\u043c\u0435\u0434\u043b\u0435\u043d\u043d\u0435\u0435|"
+    # speed / throughput at half, fallen or low: "생성 속도가 절반", "처리량이 이상하게 낮습니다", "速度只有一半",
+    # "スループットが半分"
+    r"(?:\uc18d\ub3c4|\ucc98\ub9ac\ub7c9|\u901f\u5ea6|\u541e\u5410|\u30b9\u30eb\u30fc\u30d7\u30c3\u30c8)[^.\n\u3002]{0,25}?"
+    r"(?:\uc808\ubc18|\ub5a8\uc5b4|\ub0ae|\u4e00\u534a|\u4e0b\u964d|\u964d\u4f4e|\u534a\u5206|\u4f4e\u4e0b|\u843d\u3061)|"
     # "~38 tok/s single stream, half of what others report"
     r"\b(?:half|a third|a quarter|a fraction) of what (?:others|other people|everyone|the (?:blog|docs|model card)|"
     r"(?:the )?benchmarks?) (?:report|get|see|show|claim)\w*\b|"
