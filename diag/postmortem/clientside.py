@@ -96,9 +96,10 @@ _CEILING = re.compile(r"\bonly\b|\bnever (?:more|above|over|exceeds?|goes|gets|p
 
 
 def _engine_not_holding(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
-    """Fewer requests run than the reporter expects, and vLLM's own stats lines show nothing waiting, nothing preempted,
-    the KV cache under half full and the running count below max_num_seqs: the engine runs every request it is sent,
-    so the ceiling is in front of it (the client's concurrency, a gateway) -- whatever words the report has for it."""
+    """Fewer requests run than the reporter expects (or serving is slow with one request running at a time), and vLLM's
+    own stats lines show nothing waiting, nothing preempted, the KV cache under half full and the running count below
+    max_num_seqs: the engine runs every request it is sent, so the ceiling is in front of it (the client's concurrency,
+    a gateway) -- whatever words the report has for it."""
     st = facts.startup
     said, running = st.get("capacity_prose"), st.get("num_requests_running_max")
     seqs, usage = facts.args.get("max_num_seqs"), st.get("gpu_kv_cache_usage_percent_max")
@@ -203,10 +204,10 @@ def idle_engine_hang(facts: LogFacts, base_numbers: dict) -> Diagnosis | None:
         missing=["a stack dump of the client (py-spy dump) while it waits, and vLLM's request log for the requests it sent"])
 
 
-# a complaint about each token's time, not the load served
 # the rate of one stream measured as such ("single-stream decode is ~27 tok/s", "batch size 1"): not an aggregate
 _ONE_STREAM = re.compile(r"\bsingle[- ](?:stream|user|request|sequence)\b|\bone (?:user|stream|request at a time)\b|"
                          r"\b(?:batch(?:[- ]size)?|bs|concurrency)\s*(?:=|of)?\s*1\b", re.I)
+# a complaint about each token's time, not the load served
 _PER_TOKEN = re.compile(r"\bTPOT\b|\bITL\b|\bper[- ]token\b|\binter[- ]token\b", re.I)
 
 

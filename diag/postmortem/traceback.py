@@ -75,6 +75,7 @@ _OPEN_WORD = re.compile(r"\s(?:but|and|or|of|to|than|with|for|in|at|from|by|the|
 # a bare lower-case name: a line of a statement of several lines (exception names are CamelCase)
 _LOWER_NAME = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*,?$")
 # a traceback's own lines, which never continue a message or stand for a frame's code
+# an indented row of columns ("  kubelet  Back-off restarting ...", kubectl's event table): a word, two spaces, more
 _TABLE_ROW = re.compile(r"\s+[\w.-]+ {2,}\S")
 _TB_TEXT = ("Traceback", "File ", "The above", "During handling")
 _PROBE_NOTE = "vllm-diag: "
