@@ -369,21 +369,20 @@ def match_frames(frames: Sequence[Any], exc_type: str = "", message: str = "", c
                         out.append(SiteMatch(site=s, how="condition", score=0.9, frame=fr))
             continue
         sites = [s for s in cat.in_function(fr.file, fr.function) if _same_file(fr.file, s.file)]
-        # (a nested function's assert under its enclosing function's name, a frame written from memory: the sites of
-        # the functions nested in it count for the condition)
-        nested = [s for s in cat.in_file(fr.file)
-                  if _same_file(fr.file, s.file) and fr.function in s.function.split(".")[:-1]] \
-            if _assert_condition(fr.code or "") else []
-        if not sites and not nested:
-            continue
         code = fr.code or ""
-        weight = 1.0 if depth == 0 else max(0.5, 1.0 - 0.15 * depth)
         cond = _assert_condition(code)
+        if not sites and cond is None:
+            continue
+        weight = 1.0 if depth == 0 else max(0.5, 1.0 - 0.15 * depth)
         if cond is not None:
             want = _nows(cond)
             hits = [s for s in sites if s.kind == "assert" and s.condition and (
                 _nows(s.condition) == want or (want.endswith("(") or len(want) > 20) and _nows(s.condition).startswith(want))]
-            hits = hits or [s for s in nested if s.kind == "assert" and s.condition and _nows(s.condition) == want]
+            if not hits:
+                # (a nested function's assert under its enclosing function's name, a frame written from memory: the
+                # asserts of the functions nested in it, by condition)
+                hits = [s for s in cat.in_file(fr.file) if _same_file(fr.file, s.file) and s.kind == "assert"
+                        and fr.function in s.function.split(".")[:-1] and s.condition and _nows(s.condition) == want]
             # one condition asserted with several messages across releases (AITER's shuffle-layout asserts): the
             # frame's line number picks the ones at that line in some release
             at_line = [s for s in hits if fr.line and fr.line in s.release_lines(cat.versions).values()]
@@ -392,6 +391,8 @@ def match_frames(frames: Sequence[Any], exc_type: str = "", message: str = "", c
                 out.append(SiteMatch(site=s, how="condition", score=round(0.95 * weight, 3), frame=fr))
             if hits:
                 continue
+        if not sites:
+            continue
         if depth == 0 and (not code.strip() or code.strip().startswith(("assert", "raise"))):
             # the innermost frame without a usable source line: the statement at its line in the release
             releases = frame_releases(frames, cat) if not version else None

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from .nearmiss import STREAM_CUT
+
 # the container's CPUs cut by its limit: "cpu.stat nr_throttled 18922", "limits: {cpu: "2", ...}", "CPU throttling"
 # ... or one of its processes pegged ("the APIServer process sits at 100% of one core")
 CPU_STARVED = re.compile(r"\bnr_throttled\s*[:=]?\s*[1-9]\d*|\bcpu[- ]?throttl\w*|\bthrottled (?:by|on) (?:the )?cpu\b|"
@@ -379,7 +381,7 @@ TOOL_CALLS_AS_TEXT = re.compile(
 GATEWAY_TIMEOUT = re.compile(r"\b504\b(?:\s+Gateway\s+Time-?out\b|[^.\n]{0,20}?\b(?:after|nach|at|tras|despu\u00e9s de) (?:exactly |genau |exactamente )?\d+\s*s)|"
                              r"\bGateway\s+Time-?out\b|"
                              # the client's side of a stream a proxy cut (httpx / h11 / aiohttp)
-                             r"\bpeer closed connection without sending complete message body\b|\bincomplete chunked read\b",
+                             r"\b(?:" + STREAM_CUT + r")\b",
                              re.I)
 # the client tokenizing the prompts itself, with the tokenizer it names: 'AutoTokenizer.from_pretrained("meta-llama/...")',
 # 'tokenizer_path = "/models/shared/llama-3.1-8b-instruct"' (token ids sent to /v1/completions decode in the server's

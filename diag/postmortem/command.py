@@ -204,17 +204,6 @@ def parse_serve_command(text: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
-def _parses(line: str) -> bool:
-    """A line of flags that vLLM's parser takes as it stands (several flags on one line)."""
-    from ..serve import parse_command
-
-    try:
-        parse_command(line).args()
-    except Exception:  # noqa: BLE001
-        return False
-    return True
-
-
 def args_from_flags(text: str, inline: list[tuple[str, str | None]], lines: list[str] | None = None) -> dict[str, Any]:
     """Loose ``--flag value`` lines (and known flags quoted inside prose) -> normalised keys. ``lines`` are
     flag lines read one by one (YAML ``args:`` lists: ``--flag=value`` with unquoted JSON) when the
@@ -242,22 +231,34 @@ def args_from_flags(text: str, inline: list[tuple[str, str | None]], lines: list
             else:
                 pieces.append(f"{flag} {_quote(val)}")
     inline_text = " ".join(pieces)
+    parsed: dict[str, Any] = {}  # (each text parsed once: the fallback's test and the reading share it)
+
+    def parse(chunk: str | list[str]) -> Any:
+        """vLLM's parser's (command, args) for a chunk, or None where it refuses it."""
+        if isinstance(chunk, str) and chunk in parsed:
+            return parsed[chunk]
+        try:
+            cmd = parse_command(chunk)
+            result = (cmd, cmd.args())
+        except Exception:  # noqa: BLE001
+            result = None
+        if isinstance(chunk, str):
+            parsed[chunk] = result
+        return result
+
     chunks: list[Any] = [c for c in (text, inline_text) if c.strip()]
-    try:
-        parse_command(text).args()
-    except Exception:  # noqa: BLE001 - read the lines as separate argv items instead
+    if parse(text) is None:  # read the lines as separate argv items instead
         # (the inline flags stay a chunk of their own, also when there are no flag lines at all)
         # (a line of several flags that parses on its own stays whole: "--model m -tp 2 --max-num-seqs 96")
-        chunks = [ln if _parses(ln) else [ln] if ln.startswith("--") and "=" in ln.split(" ", 1)[0]
+        chunks = [ln if parse(ln) is not None else [ln] if ln.startswith("--") and "=" in ln.split(" ", 1)[0]
                   else ln.split(None, 1) for ln in (lines or [])] + ([inline_text] if inline_text.strip() else [])
     if len(pieces) > 1:  # one inline flag the parser refuses must not lose the others
         chunks += pieces
     for chunk in chunks:
-        try:
-            cmd = parse_command(chunk)
-            args = cmd.args()
-        except Exception:  # noqa: BLE001
+        result = parse(chunk)
+        if result is None:
             continue
+        cmd, args = result
         if not any(it.dest == "model" and it.form != "positional" for it in cmd.items):
             args.pop("model", None)
         for k, v in _normalise(args).items():

@@ -397,11 +397,11 @@ class FactCollector(StartupLines, IdentityLines, CommandLines, ProseLines, Promp
                 self.env_numbers.setdefault(name.lower(), _num(value))
         if "cceptance" in line.text or "Drafted" in line.text:
             for m in _SPEC_METRICS.finditer(line.text):
-                self._metric("spec_" + m.group(1).lower().replace(" ", "_"), _num(m.group(2)))
-                prompt_rate = self.facts.startup.get("prompt_throughput_tok_s")
                 value = _num(m.group(2))
-                if m.group(1) == "Mean acceptance length" and isinstance(prompt_rate, (int, float)) \
-                        and isinstance(value, (int, float)) and len(self.acceptance_by_prefill) < 64:
+                self._metric("spec_" + m.group(1).lower().replace(" ", "_"), value)
+                if m.group(1) == "Mean acceptance length" and isinstance(value, (int, float)) \
+                        and len(self.acceptance_by_prefill) < 64 \
+                        and isinstance(prompt_rate := self.facts.startup.get("prompt_throughput_tok_s"), (int, float)):
                     self.acceptance_by_prefill.append((float(prompt_rate), float(value)))
         if "Host Frame" in line.text and self.host_frame_line is None:
             # compute-sanitizer's host backtrace of the faulting launch: its first Python frame is the statement

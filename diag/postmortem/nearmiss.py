@@ -9,6 +9,8 @@ import re
 LOST_GPU = re.compile(r"uncorrectable ECC error|fallen off the bus", re.I)
 
 CONNECTION_CUT = "connection cut between client and server"
+# the client's words for a stream that stopped mid-body (httpx / h11 / aiohttp): also a symptom the prose reads
+STREAM_CUT = r"peer closed connection without sending complete message body|incomplete chunked read"
 
 # near misses: errors whose cause is outside the hybrid / spec-decode families
 NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
@@ -51,8 +53,7 @@ NEAR_MISS: list[tuple[str, re.Pattern[str]]] = [
     # the HTTP connection cut between the client and the server (a proxy's or gateway's timeout, an idle-connection
     # reset): the client's transport error, with no engine error behind it
     (CONNECTION_CUT, re.compile(
-        r"peer closed connection without sending complete message body|incomplete chunked read|"
-        r"Server disconnected without sending a response|RemoteProtocolError|ClientPayloadError|"
+        STREAM_CUT + r"|Server disconnected without sending a response|RemoteProtocolError|ClientPayloadError|"
         r"upstream request timeout|upstream connect error or disconnect/reset", re.I)),
     # the API server's port (or a distributed rendezvous port) already taken by another process
     ("server address already in use", re.compile(r"Address already in use|EADDRINUSE|\[Errno 98\]")),

@@ -208,7 +208,8 @@ def state_blocks_capacity(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
     block = st["attention_block_size"]
     # (the pool's own size where /metrics' cache_config_info labels it, else estimated from the KV cache size's tokens)
     pool = (st.get("cache_config") or {}).get("num_gpu_blocks")
-    if isinstance(pool, int) and pool > 0:
+    pool = pool if isinstance(pool, int) and pool > 0 else None
+    if pool:
         blocks = usage / 100 * pool / running
     attention = -(-told // block) if told else 1
     # (vLLM's MambaSpec: the running state, k speculative blocks, and in align mode the block-boundary state; in 'all'
@@ -230,7 +231,7 @@ def state_blocks_capacity(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
                f"whole {block}-token block of the shared pool"
                + ("" if mode == "all" else ", whatever the request's length") + "; the stats lines show "
                f"{running} requests filling {usage:g}% of "
-               + (f"{pool:,}" if isinstance(pool, int) and pool > 0 else f"about {tokens // block:,}")
+               + (f"{pool:,}" if pool else f"about {tokens // block:,}")
                + f" blocks, {blocks:.1f} blocks each -- "
                f"{attention} for the attention of " + (f"their ~{told:,} tokens" if told else "a short request")
                + f" and the rest (~{groups} group(s) x {per_group}) for the states. 'GPU KV cache size' counts tokens "
@@ -240,8 +241,7 @@ def state_blocks_capacity(facts: LogFacts, setup: Setup, base_numbers: dict) -> 
         message=f"capacity without an error: {said}",
         numbers={"num_speculative_tokens": k, "attention_block_size": block, "num_requests_running_at_full": running,
                  "blocks_per_running_request": round(blocks, 1), "state_blocks_per_group": per_group,
-                 **({"num_gpu_blocks": pool} if isinstance(pool, int) and pool > 0 else
-                    {"num_gpu_blocks_estimate": tokens // block})},
+                 **({"num_gpu_blocks": pool} if pool else {"num_gpu_blocks_estimate": tokens // block})},
         evidence=("capacity_prose", "mamba_cache_mode", "attention_block_size", "gpu_kv_cache_tokens",
                   "num_requests_running_max", "gpu_kv_cache_usage_percent_max"),
         missing=["the KV cache config's num_blocks and groups (the probes record them: VLLM_DIAG_DB=run.db), and the "
