@@ -80,7 +80,20 @@ REAL = {
                                              {"index_dim": 0, "index_size": 1}),
     "unknown_architecture": ("ValidationError", "other", "other_unsupported_arch", {}),
     "missing_tokenizer": ("ValueError", "other", "other_missing_files", {}),
+    "qwen3next_mamba_block_size_no_pc": ("ValidationError", "other", None, {}),
 }
+
+
+def test_a_real_pydantic_error_ends_at_its_further_information_line():
+    """The real engine's refusal of --mamba-block-size without prefix caching, and a report's next run pasted after
+    it: pydantic's error ends at its "For further information" line, so the next run's start-up line is not part of
+    the message."""
+    real = (LOGS / "real" / "qwen3next_mamba_block_size_no_pc.log").read_text()
+    rerun = ("=== rerun with --enable-prefix-caching ===\n(APIServer pid=9) INFO 11-30 07:20:01 [interface.py:905] Setting "
+             "attention block size to 272 tokens to ensure that attention page size is >= mamba page size.")
+    root = facts_from_bytes((real.rstrip("\n") + "\n" + rerun).encode()).root
+    assert root.message.splitlines()[-1].startswith("For further information visit https://errors.pydantic.dev")
+    assert "--mamba-block-size can only be set with --enable-prefix-caching" in root.message
 
 
 @pytest.mark.parametrize("name", sorted(REAL))
